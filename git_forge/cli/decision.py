@@ -1,0 +1,110 @@
+"""``git forge decision record|list|apply`` — flag- and output-compatible with
+feature-forge's ``forge-session.py decision-record|decision-list|decision-apply``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from git_forge.cli.output import emit_json
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backlog-dir", required=True, metavar="DIR",
+                        help="the backlog directory (must exist)")
+    parser.add_argument("--state-dir", metavar="NAME",
+                        help="state dir name (default: loopRunner.stateDir, else .forge)")
+    parser.add_argument("--config", default="./forge.config.json", metavar="PATH",
+                        help="a feature-forge forge.config.json whose loopRunner.stateDir applies")
+    parser.add_argument("--json", action="store_true", help="print the document as JSON")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "decision", help="the decision record (forge-decisions.json)",
+        description="Read and append to the durable decision record of the recovery procedure.",
+    )
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+
+    rec = verbs.add_parser("record", help="append a decision (one entry per --item)",
+                           description="Append one entry per --item, before anything is applied.")
+    _common(rec)
+    rec.add_argument("--item", required=True, action="append", dest="items", metavar="ID",
+                     help="backlog item id (repeatable: one entry per id, in order)")
+    rec.add_argument("--question", required=True, help="the needs-human question text")
+    answer = rec.add_mutually_exclusive_group(required=True)
+    answer.add_argument("--answer", help="the operator's answer")
+    answer.add_argument("--deferred", action="store_true",
+                        help="record a deferral or cancel-early (answer: null)")
+    rec.add_argument("--cluster", metavar="CID", help="clusterId shared by a consolidated answer")
+    rec.add_argument("--actor", metavar="LABEL", help="recordedBy label (default git-forge@<host>)")
+    rec.set_defaults(func=run_record)
+
+    lst = verbs.add_parser("list", help="print the record, or the unapplied decisions",
+                           description="Print the record; --unapplied gives the latest "
+                                       "unapplied entry per item.")
+    _common(lst)
+    lst.add_argument("--unapplied", action="store_true",
+                     help="only the latest entry per item whose appliedAt is null")
+    lst.set_defaults(func=run_list)
+
+    app = verbs.add_parser("apply", help="stamp an item's latest decision as applied",
+                           description="Stamp appliedAt/appliedBy on the item's latest entry.")
+    _common(app)
+    app.add_argument("--item", required=True, metavar="ID", help="the backlog item id")
+    app.add_argument("--actor", metavar="LABEL", help="appliedBy label (default git-forge@<host>)")
+    app.set_defaults(func=run_apply)
+
+
+def _open(args: argparse.Namespace):
+    from git_forge import decisions
+    from git_forge.config import decision_state_dir
+
+    state_dir = decision_state_dir(args.state_dir, Path(args.config))
+    return decisions.open_record(Path(args.backlog_dir), state_dir)
+
+
+def run_record(args: argparse.Namespace) -> int:
+    from git_forge import decisions
+
+    document = decisions.record(
+        _open(args), args.items, args.question, answer=args.answer, deferred=args.deferred,
+        cluster_id=args.cluster, actor=args.actor,
+    )
+    if args.json:
+        emit_json(document)
+    else:
+        count = len(document["decisions"])
+        print(f"decision recorded — {count} entr{'y' if count == 1 else 'ies'} "
+              f"on record for {document['feature']}")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from git_forge import decisions
+
+    rec = _open(args)
+    view = decisions.unapplied_view(rec) if args.unapplied else decisions.list_view(rec)
+    if args.json:
+        emit_json(view)
+    elif args.unapplied:
+        print(f"{view['count']} unapplied decision(s)")
+        for entry in view["unapplied"]:
+            kind = "deferred" if entry.get("deferred") else "answered"
+            print(f"  {entry['itemId']}: {kind} — {entry.get('question', '')}")
+    else:
+        print(f"{len(view.get('decisions', []))} decision(s) on record")
+    return 0
+
+
+def run_apply(args: argparse.Namespace) -> int:
+    from git_forge import decisions
+
+    document = decisions.apply(_open(args), args.item, actor=args.actor)
+    if args.json:
+        emit_json(document)
+    else:
+        entry = decisions.latest_entries(document["decisions"])[args.item]
+        print(f"applied decision for item {entry['itemId']} ({entry['appliedBy']})")
+    return 0

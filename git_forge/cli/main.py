@@ -1,0 +1,72 @@
+"""Entry point of ``git-forge`` (and ``git forge``): build the parser, dispatch.
+
+Every handler returns an exit code. Every ``ForgeError`` becomes one line
+``Error: <message>`` on stderr with the error's exit code; argparse's own
+usage errors take the same path (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from git_forge import __version__
+from git_forge.errors import EXIT_USAGE, ForgeError, UsageError
+
+#: Command-group modules under ``git_forge.cli``, in the order ``--help`` lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+    "version",
+    "decision",
+)
+
+EXIT_INTERRUPTED = 130
+
+
+class ForgeArgumentParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are ordinary ``UsageError``s."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} -h')")
+
+
+def build_parser(prog: str = "git-forge") -> argparse.ArgumentParser:
+    """The whole command tree. ``prog`` is set by ``main``; the man page and the
+    completion generators call this with the default."""
+    parser = ForgeArgumentParser(
+        prog=prog,
+        description=(
+            "Run autonomous coding-agent loops safely, and recover them without "
+            "losing a decision or a line of work."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"git-forge version {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"git_forge.cli.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from git_forge.cli.output import error
+
+    parser = build_parser(prog="git forge")
+    try:
+        args = parser.parse_args(argv)
+        return int(args.func(args))
+    except ForgeError as exc:
+        error(exc.message)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`git forge backlog list | head`): not an error.
+        # Point stdout at /dev/null so the interpreter's final flush stays quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except OSError as exc:
+        error(str(exc))
+        return EXIT_USAGE

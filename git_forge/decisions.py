@@ -1,0 +1,230 @@
+"""The decision record: ``forge-decisions.json``, byte-compatible with feature-forge.
+
+The record is the durable memory of the post-run recovery procedure: every
+answer, deferral and cancel-early an operator gives is appended here *before*
+anything acts on it, so a crash, a closed terminal or a new session never costs
+a decision. It is append-only — the single permitted edit is stamping
+``appliedAt``/``appliedBy`` on an item's latest entry once the runner accepted it.
+
+Byte compatibility with feature-forge's ``decision-*`` verbs: 2-space indent,
+``ensure_ascii=False``, trailing newline, top-level keys ``schemaVersion``,
+``feature``, ``createdAt``, ``decisions``, ``updatedAt`` and entry keys in the
+order ``_new_entry`` builds them. Timestamps are UTC, second precision, ``Z``.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from git_forge.atomic import StoreError, read_json, update_json
+from git_forge.credentials import credential_problem
+from git_forge.errors import ForgeError
+from git_forge.layout import DECISIONS_FILE, state_directory
+
+SCHEMA_VERSION = "1"
+#: The record may hold operator text; only its owner reads it.
+RECORD_MODE = 0o600
+
+
+class DecisionError(ForgeError):
+    """A decision-record refusal (exit 2): bad input, unknown item, corrupt record."""
+
+
+def now_iso() -> str:
+    """UTC, second precision, ``Z`` suffix — the record's timestamp format."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def default_actor() -> str:
+    """``git-forge@<host>``: a machine label, never a person's identity."""
+    return f"git-forge@{socket.gethostname()}"
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """The record file of one backlog directory."""
+
+    backlog_dir: Path
+    path: Path
+
+    @property
+    def feature(self) -> str:
+        """The record's ``feature``: the backlog directory's basename."""
+        return self.backlog_dir.resolve().name
+
+
+def open_record(backlog_dir: Path | str, state_dir: str) -> DecisionRecord:
+    """Locate the record of ``backlog_dir``; the directory must exist."""
+    backlog_dir = Path(backlog_dir)
+    if not backlog_dir.is_dir():
+        raise DecisionError(f"no backlog directory at {backlog_dir}")
+    return DecisionRecord(backlog_dir, state_directory(backlog_dir, state_dir) / DECISIONS_FILE)
+
+
+def _check_document(path: Path, document: Any) -> dict[str, Any]:
+    """Refuse a record whose shape we cannot safely append to or read from."""
+    if not isinstance(document, dict):
+        raise StoreError(f"{path} is corrupt (not a JSON object); refusing to touch it")
+    decisions = document.get("decisions")
+    if not isinstance(decisions, list) or not all(
+        isinstance(entry, dict) and isinstance(entry.get("itemId"), str) for entry in decisions
+    ):
+        raise StoreError(
+            f"{path} is corrupt (\"decisions\" is not a list of entries with an itemId);"
+            " refusing to touch it"
+        )
+    return document
+
+
+def _new_entry(
+    item_id: str,
+    question: str,
+    answer: str | None,
+    cluster_id: str | None,
+    actor: str,
+    decided_at: str,
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "itemId": item_id,
+        "question": question,
+        "answer": answer,
+        "deferred": answer is None,
+        "decidedAt": decided_at,
+        "recordedBy": actor,
+        "appliedAt": None,
+        "appliedBy": None,
+    }
+    if cluster_id is not None:
+        entry["clusterId"] = cluster_id
+    return entry
+
+
+def _stamp(document: dict[str, Any]) -> dict[str, Any]:
+    document["updatedAt"] = now_iso()
+    return document
+
+
+def record(
+    rec: DecisionRecord,
+    item_ids: list[str],
+    question: str,
+    *,
+    answer: str | None = None,
+    deferred: bool = False,
+    cluster_id: str | None = None,
+    actor: str | None = None,
+) -> dict[str, Any]:
+    """Append one entry per item id (in the given order); return the document.
+
+    Exactly one of ``answer`` / ``deferred``. A credential-looking answer is
+    refused before anything is written.
+    """
+    if deferred == (answer is not None):
+        raise DecisionError("exactly one of --answer or --deferred is required")
+    if not item_ids:
+        raise DecisionError("at least one --item is required")
+    for item_id in item_ids:
+        if not item_id:
+            raise DecisionError("an item id may not be empty")
+    if answer is not None:
+        problem = credential_problem(answer)
+        if problem:
+            raise DecisionError(
+                f"refusing to record an answer that looks like a credential ({problem}); "
+                "record the decision instead, e.g. \"use the key in $VAR\""
+            )
+    actor = actor or default_actor()
+    rec.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def append(current: Any) -> dict[str, Any]:
+        if current is None:
+            document: dict[str, Any] = {
+                "schemaVersion": SCHEMA_VERSION,
+                "feature": rec.feature,
+                "createdAt": now_iso(),
+                "decisions": [],
+            }
+        else:
+            document = _check_document(rec.path, current)
+        decided_at = now_iso()
+        for item_id in item_ids:
+            document["decisions"].append(
+                _new_entry(item_id, question, answer, cluster_id, actor, decided_at)
+            )
+        return _stamp(document)
+
+    return update_json(rec.path, append, mode=RECORD_MODE)
+
+
+def load(rec: DecisionRecord) -> dict[str, Any] | None:
+    """The whole document, or ``None`` when nothing was ever recorded."""
+    document = read_json(rec.path, default=None)
+    if document is None:
+        if rec.path.exists():
+            raise StoreError(f"{rec.path} is corrupt (it holds JSON null); refusing to touch it")
+        return None
+    return _check_document(rec.path, document)
+
+
+def latest_entries(decisions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The latest entry per item (stored order is chronological)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for entry in decisions:
+        latest[entry["itemId"]] = entry
+    return latest
+
+
+def unapplied_entries(decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Latest entry per item whose ``appliedAt`` is null, deferrals included,
+    sorted by item id *as strings* (so "10" < "2" < "9")."""
+    latest = latest_entries(decisions)
+    return [latest[item] for item in sorted(latest) if latest[item].get("appliedAt") is None]
+
+
+def list_view(rec: DecisionRecord) -> dict[str, Any]:
+    """``decision list``: the document as stored, or ``{"decisions": []}``."""
+    document = load(rec)
+    return document if document is not None else {"decisions": []}
+
+
+def unapplied_view(rec: DecisionRecord) -> dict[str, Any]:
+    """``decision list --unapplied``: ``{feature, unapplied, count}``."""
+    document = load(rec)
+    if document is None:
+        return {"feature": rec.feature, "unapplied": [], "count": 0}
+    pending = unapplied_entries(document["decisions"])
+    return {"feature": document.get("feature"), "unapplied": pending, "count": len(pending)}
+
+
+def apply(rec: DecisionRecord, item_id: str, *, actor: str | None = None) -> dict[str, Any]:
+    """Stamp ``appliedAt``/``appliedBy`` on the item's latest entry.
+
+    Call this only after the runner accepted the change: a stamped entry means
+    the runner really has it.
+    """
+    actor = actor or default_actor()
+
+    def stamp(current: Any) -> dict[str, Any]:
+        if current is None:
+            raise DecisionError(f"no decision recorded for item {item_id!r}")
+        document = _check_document(rec.path, current)
+        entry = latest_entries(document["decisions"]).get(item_id)
+        if entry is None:
+            raise DecisionError(f"no decision recorded for item {item_id!r}")
+        if entry.get("appliedAt") is not None:
+            raise DecisionError(
+                f"latest decision for item {item_id!r} is already applied "
+                f"(at {entry['appliedAt']}) — nothing unapplied"
+            )
+        entry["appliedAt"] = now_iso()
+        entry["appliedBy"] = actor
+        return _stamp(document)
+
+    if not rec.path.exists():
+        raise DecisionError(f"no decision recorded for item {item_id!r}")
+    return update_json(rec.path, stamp, mode=RECORD_MODE)
+

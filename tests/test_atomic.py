@@ -1,0 +1,109 @@
+"""atomic.py: replace-or-nothing writes and sidecar locks with named holders."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from git_forge.atomic import (
+    FileLock,
+    StoreError,
+    atomic_write,
+    lock_is_held,
+    locked,
+    read_json,
+    sidecar_lock_path,
+    update_json,
+)
+
+
+def test_write_replaces_and_keeps_mode(tmp_path: Path) -> None:
+    target = tmp_path / "f.json"
+    atomic_write(target, b"one", mode=0o600)
+    atomic_write(target, b"two")
+    assert target.read_bytes() == b"two"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["f.json"]
+
+
+def test_failed_replace_leaves_destination_and_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "dir"
+    target.mkdir()
+    (target / "inside").write_text("keep")
+    with pytest.raises(StoreError):
+        atomic_write(target, b"data")
+    assert (target / "inside").read_text() == "keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir"]
+
+
+def test_corrupt_file_is_refused_and_untouched(tmp_path: Path) -> None:
+    target = tmp_path / "f.json"
+    target.write_bytes(b"{broken")
+    with pytest.raises(StoreError, match="corrupt"):
+        update_json(target, lambda doc: {"x": 1})
+    assert target.read_bytes() == b"{broken"
+
+
+def test_mutate_failure_writes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "f.json"
+    target.write_text('{"a": 1}\n')
+
+    def boom(doc: dict) -> dict:
+        doc["a"] = 2
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        update_json(target, boom)
+    assert target.read_text() == '{"a": 1}\n'
+    assert read_json(target) == {"a": 1}
+
+
+def test_lock_is_a_sidecar_and_a_waiter_names_the_holder(tmp_path: Path) -> None:
+    target = tmp_path / "f.json"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys,time; from git_forge.atomic import locked\n"
+         "with locked(sys.argv[1]):\n print('held', flush=True); time.sleep(30)",
+         str(target)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert sidecar_lock_path(target).exists() and not target.exists()
+        assert lock_is_held(sidecar_lock_path(target))
+        started = time.monotonic()
+        with pytest.raises(StoreError) as excinfo:
+            with locked(target, timeout=0.3):
+                pass
+        assert time.monotonic() - started >= 0.3
+        assert f"pid {holder.pid}" in str(excinfo.value)
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder died: the lock is free again without any cleanup.
+    assert not lock_is_held(sidecar_lock_path(target))
+    with locked(target, timeout=1):
+        pass
+
+
+def test_file_lock_is_exclusive_within_a_process(tmp_path: Path) -> None:
+    first, second = FileLock(tmp_path / "l"), FileLock(tmp_path / "l")
+    assert first.try_acquire()
+    assert not second.try_acquire()
+    first.release()
+    assert second.try_acquire()
+    second.release()
+
+
+def test_update_json_round_trip(tmp_path: Path) -> None:
+    target = tmp_path / "f.json"
+    update_json(target, lambda doc: {"items": [1]} if doc is None else doc)
+    update_json(target, lambda doc: {**doc, "items": doc["items"] + [2]})
+    assert json.loads(target.read_text()) == {"items": [1, 2]}
+    assert target.read_text().endswith("\n")
