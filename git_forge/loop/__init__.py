@@ -1,0 +1,1 @@
+"""The embedded loop runner: selection, iterations, signals, state.json, events.ndjson."""

@@ -1,0 +1,1 @@
+"""git forge recover: the seven-step recovery procedure, its questions and its report."""
