@@ -1,0 +1,174 @@
+"""``backlog.json`` on disk: load, validate, and change it under its sidecar lock.
+
+Every change is one locked read-modify-write through ``atomic.update_json``: the
+file is parsed and validated *before* anything is changed, the change is
+validated again before it is written, and any refusal raises before the write —
+so a corrupt or invalid backlog is never rewritten, and a refused change leaves
+the file byte-for-byte as it was. Items are changed in place, which keeps
+unknown fields and key order.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from git_forge.atomic import StoreError, read_json, update_json
+from git_forge.backlog import model
+from git_forge.backlog.errors import BacklogError
+from git_forge.credentials import credential_problem
+
+T = TypeVar("T")
+
+
+class _Unchanged(Exception):
+    """Raised inside a locked update to skip the write when nothing changed."""
+
+
+def utc_now() -> str:
+    """UTC, second precision, ``Z`` suffix — the timestamp format of every git-forge file."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_document(project: str, description: str = "") -> dict[str, Any]:
+    """An empty backlog, as ``git forge init`` writes it."""
+    return {"schemaVersion": model.SCHEMA_VERSION, "project": project,
+            "description": description, "items": []}
+
+
+def _refuse_invalid(path: Path, document: Any) -> dict[str, Any]:
+    problem = model.backlog_problem(document)
+    if problem:
+        raise BacklogError(f"{path} is invalid ({problem}); refusing to touch it")
+    return document
+
+
+def _refuse_credential(text: str) -> None:
+    problem = credential_problem(text)
+    if problem:
+        raise BacklogError(
+            f"refusing an answer that looks like a credential ({problem}); "
+            "give the decision instead, e.g. \"use the key in $VAR\""
+        )
+
+
+@dataclass(frozen=True)
+class BacklogStore:
+    """The ``backlog.json`` at ``path``."""
+
+    path: Path
+
+    @classmethod
+    def in_dir(cls, backlog_dir: Path | str) -> BacklogStore:
+        from git_forge.layout import backlog_file
+
+        return cls(backlog_file(Path(backlog_dir)))
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def _missing(self) -> BacklogError:
+        return BacklogError(f"no backlog at {self.path}")
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def load(self) -> dict[str, Any]:
+        """The validated document; missing, corrupt or invalid is a refusal (exit 2)."""
+        try:
+            document = read_json(self.path, default=None)
+        except StoreError as exc:
+            raise BacklogError(exc.message) from exc
+        if document is None:
+            if self.path.exists():
+                raise BacklogError(f"{self.path} is corrupt (it holds JSON null); "
+                                   "refusing to touch it")
+            raise self._missing()
+        return _refuse_invalid(self.path, document)
+
+    def items(self) -> list[dict[str, Any]]:
+        return self.load()["items"]
+
+    def get(self, item_id: str) -> dict[str, Any]:
+        return model.find_item(self.items(), item_id)
+
+    # --- changing --------------------------------------------------------------------------
+
+    def update(self, mutate: Callable[[dict[str, Any]], T]) -> T:
+        """Run ``mutate(document)`` under the lock and write the result.
+
+        ``mutate`` changes the validated document in place and returns whatever
+        the caller wants back; it may run twice (a rehearsal, then under the lock
+        on a fresh read), so it must depend only on the document. If it raises,
+        or leaves the document invalid, nothing is written; if it changed
+        nothing, the file is not rewritten.
+        """
+        # A dry run on an unlocked read first: a refusal (or a no-op) then touches
+        # nothing at all, not even the sidecar lock file.
+        rehearsal = self.load()
+        before = copy.deepcopy(rehearsal)
+        outcome = mutate(rehearsal)
+        problem = model.backlog_problem(rehearsal)
+        if problem:
+            raise BacklogError(f"refusing to write an invalid backlog ({problem})")
+        if rehearsal == before:
+            return outcome
+        result: list[T] = []
+
+        def change(current: Any) -> dict[str, Any]:
+            if current is None:
+                raise self._missing()
+            document = _refuse_invalid(self.path, current)
+            before = copy.deepcopy(document)
+            result.append(mutate(document))
+            problem = model.backlog_problem(document)
+            if problem:
+                raise BacklogError(f"refusing to write an invalid backlog ({problem})")
+            if document == before:
+                raise _Unchanged
+            return document
+
+        try:
+            update_json(self.path, change)
+        except _Unchanged:
+            pass
+        except StoreError as exc:
+            raise BacklogError(exc.message) from exc
+        return result[0]
+
+    def answer(self, item_id: str, text: str) -> dict[str, Any]:
+        """blocked → pending with ``humanAnswer``; returns the runner-contract result."""
+        if not text.strip():
+            raise BacklogError("the answer text may not be empty")
+        _refuse_credential(text)
+        item = self.update(lambda doc: copy.deepcopy(model.answer_item(doc["items"], item_id,
+                                                                        text)))
+        return {"answered": item["id"], "status": item["status"]}
+
+    def unblock(self, item_id: str | None = None) -> dict[str, Any]:
+        """blocked → pending for one item, or every blocked item; the contract result."""
+        ids = self.update(lambda doc: model.unblock_items(doc["items"], item_id))
+        return {"unblockedCount": len(ids), "unblockedIds": ids}
+
+    def add(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        """A new pending item with the next id; returns it."""
+        return self.update(lambda doc: copy.deepcopy(model.new_item(doc["items"], fields)))
+
+    def edit(self, item_id: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Operator edits to one item (status through the transition rules)."""
+        now = utc_now()
+        return self.update(
+            lambda doc: copy.deepcopy(model.edit_item(doc["items"], item_id, changes, now=now)))
+
+    def transition(self, item_id: str, new_status: str, **fields: Any) -> dict[str, Any]:
+        """Move one item to ``new_status`` under the lock (the loop's bookkeeping)."""
+        now = utc_now()
+
+        def move(document: dict[str, Any]) -> dict[str, Any]:
+            item = model.find_item(document["items"], item_id)
+            return copy.deepcopy(model.apply_transition(item, new_status, now=now, **fields))
+
+        return self.update(move)
