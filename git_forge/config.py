@@ -1,18 +1,295 @@
 """Effective configuration and where each value came from.
 
-Layers, later wins: built-in defaults < user ``config.yaml`` < repository
-``.forge.yaml`` < a feature-forge ``forge.config.json`` ``loopRunner`` block <
-command-line flags.
+Layers, later wins: built-in defaults < user ``config.yaml`` (platformdirs user
+config dir) < repository ``.forge.yaml`` < a feature-forge ``forge.config.json``
+``loopRunner`` block < command-line flags. Every value is addressed by a dotted
+key (``loopRunner.stateDir``) and carries the label of the layer that set it,
+which ``git forge config`` prints.
+
+The YAML files are ours, so an unknown key or a wrong type is an error naming
+the file and the key. ``forge.config.json`` belongs to feature-forge: unknown
+keys in its ``loopRunner`` block are carried along, not refused, and its
+presence makes ``.rauf`` the default state dir (where feature-forge and rauf keep
+theirs), so both tools agree on where the decision record lives.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from git_forge.layout import DEFAULT_STATE_DIR, RAUF_STATE_DIR
+from git_forge.errors import ForgeError
+from git_forge.layout import DEFAULT_BACKLOG_DIR, DEFAULT_STATE_DIR, RAUF_STATE_DIR
 
 FEATURE_FORGE_CONFIG = "forge.config.json"
+REPO_CONFIG = ".forge.yaml"
+USER_CONFIG = "config.yaml"
+
+SOURCE_DEFAULT = "default"
+SOURCE_REPO = REPO_CONFIG
+SOURCE_FEATURE_FORGE = FEATURE_FORGE_CONFIG
+SOURCE_FLAG = "flag"
+
+#: Runner-contract command templates (recovery.md); ``{token}``s are substituted
+#: inside single argv elements, never through a shell.
+DEFAULT_LIST_COMMAND = "{bin} backlog list . --backlog {backlogDir} --json"
+DEFAULT_VERSION_COMMAND = "{bin} version --json"
+ANSWER_COMMAND = "{bin} backlog answer . {id} {answer} --backlog {backlogDir} --json"
+UNBLOCK_COMMAND = "{bin} backlog unblock . {id} --backlog {backlogDir} --json"
+EMBEDDED_BIN = "embedded"
+
+
+class ConfigError(ForgeError):
+    """A configuration file that cannot be used (exit 2), naming the file and key."""
+
+
+@dataclass(frozen=True)
+class _Key:
+    default: Any
+    kinds: tuple[type, ...]
+    nullable: bool = False
+    minimum: float | None = None
+    doc: str = ""
+
+
+_STR = (str,)
+_INT = (int,)
+_NUMBER = (int, float)
+
+#: Every key git-forge understands, in the order ``git forge config`` lists them.
+KEYS: dict[str, _Key] = {
+    "backlog": _Key(DEFAULT_BACKLOG_DIR, _STR, doc="backlog directory, relative to the repo"),
+    "loopRunner.bin": _Key(EMBEDDED_BIN, _STR, nullable=True,
+                           doc='runner executable; "embedded" = the built-in runner'),
+    "loopRunner.stateDir": _Key(DEFAULT_STATE_DIR, _STR, doc="state dir name"),
+    "loopRunner.listCommand": _Key(DEFAULT_LIST_COMMAND, _STR),
+    "loopRunner.versionCommand": _Key(DEFAULT_VERSION_COMMAND, _STR),
+    "loopRunner.statusJsonCommand": _Key(None, _STR, nullable=True),
+    "loopRunner.runCommand": _Key(None, _STR, nullable=True),
+    "loopRunner.installHint": _Key(None, _STR, nullable=True),
+    "loopRunner.minRunnerVersion": _Key(None, _STR, nullable=True),
+    "loopRunner.recoveryMinRunnerVersion": _Key("0.14.0", _STR),
+    "loop.agent": _Key(None, _STR, nullable=True, doc="agent command line"),
+    "loop.iterations": _Key(50, _INT, minimum=1),
+    "loop.retries": _Key(2, _INT, minimum=0),
+    "loop.timeoutMinutes": _Key(30, _NUMBER, minimum=0.01),
+    "loop.promptFile": _Key(None, _STR, nullable=True),
+    "loop.pauseOnNeedsHuman": _Key(False, (bool,)),
+    "supervisor.maxProcessSpoolBytes": _Key(64 * 1024 * 1024, _INT, minimum=1),
+    "supervisor.graceSeconds": _Key(10, _NUMBER, minimum=0),
+    "supervisor.maxProcesses": _Key(4, _INT, minimum=1),
+}
+
+_SECTIONS = frozenset(key.split(".", 1)[0] for key in KEYS if "." in key)
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    value: Any
+    source: str
+
+
+@dataclass
+class Config:
+    """Effective values by dotted key, each with the label of the layer that set it."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    #: Files that were read, by layer label (for messages and ``git forge config``).
+    files: dict[str, Path] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def source(self, key: str) -> str:
+        return self.sources[key]
+
+    def set(self, key: str, value: Any, source: str) -> None:
+        self.values[key] = value
+        self.sources[key] = source
+
+    def settings(self) -> Iterator[Setting]:
+        """Known keys in their documented order, then carried extras sorted."""
+        extras = sorted(key for key in self.values if key not in KEYS)
+        for key in [*KEYS, *extras]:
+            yield Setting(key, self.values[key], self.sources[key])
+
+    def section(self, name: str) -> dict[str, Any]:
+        """``loopRunner`` → ``{"bin": …, "stateDir": …}`` (extras included)."""
+        prefix = name + "."
+        return {key[len(prefix):]: value for key, value in self.values.items()
+                if key.startswith(prefix)}
+
+    @property
+    def runner_bin(self) -> str | None:
+        """The external runner's ``bin``, or ``None`` for the embedded runner."""
+        value = self.values.get("loopRunner.bin")
+        return None if value in (None, "", EMBEDDED_BIN) else value
+
+    @property
+    def state_dir(self) -> str:
+        return self.values["loopRunner.stateDir"]
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def _type_name(spec: _Key) -> str:
+    if spec.kinds == (bool,):
+        return "true or false"
+    if spec.kinds == _INT:
+        return "an integer"
+    if spec.kinds == _NUMBER:
+        return "a number"
+    return "a string"
+
+
+def _checked_value(label: str, key: str, value: Any) -> Any:
+    """``value`` if it fits ``key``; else a ``ConfigError`` naming file and key."""
+    spec = KEYS[key]
+    if value is None and spec.nullable:
+        return None
+    ok = isinstance(value, spec.kinds) and not (
+        isinstance(value, bool) and bool not in spec.kinds)
+    if ok and isinstance(value, str) and not value.strip() and not spec.nullable:
+        ok = False
+    if not ok:
+        expected = _type_name(spec) + (" or null" if spec.nullable else "")
+        hint = ""
+        if spec.kinds == _STR and isinstance(value, int | float) and not isinstance(value, bool):
+            hint = f'; quote it: "{value}"'
+        raise ConfigError(f"{label}: {key} must be {expected} (got {json.dumps(value)}{hint})")
+    if spec.minimum is not None and value < spec.minimum:
+        raise ConfigError(f"{label}: {key} must be at least {spec.minimum:g} (got {value})")
+    return value
+
+
+def _flatten(label: str, document: Any) -> dict[str, Any]:
+    """A parsed YAML layer as dotted keys; unknown keys and bad shapes are errors."""
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ConfigError(f"{label}: expected a mapping of settings at the top level")
+    flat: dict[str, Any] = {}
+    for name, value in document.items():
+        name = str(name)
+        if name in _SECTIONS:
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                raise ConfigError(f"{label}: {name} must be a mapping of settings")
+            for sub, sub_value in value.items():
+                key = f"{name}.{sub}"
+                if key not in KEYS:
+                    raise ConfigError(f"{label}: unknown key {key}")
+                flat[key] = _checked_value(label, key, sub_value)
+        elif name in KEYS:
+            flat[name] = _checked_value(label, name, value)
+        else:
+            raise ConfigError(f"{label}: unknown key {name}")
+    return flat
+
+
+# --- layers -----------------------------------------------------------------------------------
+
+
+def user_config_path() -> Path:
+    """``config.yaml`` in the platform's user config dir (``~/.config/git-forge``)."""
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("git-forge")) / USER_CONFIG
+
+
+def _read_yaml(path: Path) -> Any:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text: {exc}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{path} is not valid YAML{where}: {problem}") from exc
+
+
+def _feature_forge_layer(path: Path) -> dict[str, Any]:
+    """The ``loopRunner`` block of a forge.config.json as dotted keys (extras kept),
+    with the ``.rauf`` state dir default its presence implies."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path}: expected a JSON object at the top level")
+    block = document.get("loopRunner", {})
+    if block is None:
+        block = {}
+    if not isinstance(block, dict):
+        raise ConfigError(f"{path}: loopRunner must be an object")
+    flat: dict[str, Any] = {"loopRunner.stateDir": RAUF_STATE_DIR}
+    for name, value in block.items():
+        key = f"loopRunner.{name}"
+        flat[key] = _checked_value(str(path), key, value) if key in KEYS else value
+    return flat
+
+
+def load_config(
+    root: Path | str | None,
+    flags: Mapping[str, Any] | None = None,
+    *,
+    user_path: Path | None = None,
+) -> Config:
+    """The effective configuration for the repository at ``root``.
+
+    ``flags`` maps dotted keys to command-line values; ``None`` values are
+    flags that were not given. ``root`` may be ``None`` outside any project.
+    """
+    config = Config()
+    for key, spec in KEYS.items():
+        config.set(key, spec.default, SOURCE_DEFAULT)
+
+    user = user_path if user_path is not None else user_config_path()
+    if user.is_file():
+        label = f"user ({user})"
+        config.files["user"] = user
+        for key, value in _flatten(str(user), _read_yaml(user)).items():
+            config.set(key, value, label)
+
+    if root is not None:
+        root = Path(root)
+        repo = root / REPO_CONFIG
+        if repo.is_file():
+            config.files[SOURCE_REPO] = repo
+            for key, value in _flatten(str(repo), _read_yaml(repo)).items():
+                config.set(key, value, SOURCE_REPO)
+        feature_forge = root / FEATURE_FORGE_CONFIG
+        if feature_forge.is_file():
+            config.files[SOURCE_FEATURE_FORGE] = feature_forge
+            for key, value in _feature_forge_layer(feature_forge).items():
+                config.set(key, value, SOURCE_FEATURE_FORGE)
+
+    for key, value in (flags or {}).items():
+        if value is not None:
+            config.set(key, value, SOURCE_FLAG)
+    return config
+
+
+# --- the decision verbs' resolver (feature-forge compatible) ---------------------------------
 
 
 def feature_forge_state_dir(config_path: Path) -> str | None:
@@ -33,9 +310,15 @@ def feature_forge_state_dir(config_path: Path) -> str | None:
     return state_dir if isinstance(state_dir, str) and state_dir else RAUF_STATE_DIR
 
 
-def decision_state_dir(explicit: str | None, config_path: Path) -> str:
+def decision_state_dir(
+    explicit: str | None, config_path: Path, effective: Config | None = None
+) -> str:
     """State dir for the ``decision`` verbs: ``--state-dir``, else the
-    forge.config.json at ``--config``, else git-forge's default."""
+    forge.config.json at ``--config``, else the effective configuration's
+    ``loopRunner.stateDir`` (git-forge's default without one)."""
     if explicit:
         return explicit
-    return feature_forge_state_dir(config_path) or DEFAULT_STATE_DIR
+    implied = feature_forge_state_dir(config_path)
+    if implied:
+        return implied
+    return effective.state_dir if effective is not None else DEFAULT_STATE_DIR

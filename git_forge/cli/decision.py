@@ -59,9 +59,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _open(args: argparse.Namespace):
     from git_forge import decisions
-    from git_forge.config import decision_state_dir
+    from git_forge.config import decision_state_dir, feature_forge_state_dir, load_config
+    from git_forge.workspace import find_root
 
-    state_dir = decision_state_dir(args.state_dir, Path(args.config))
+    config_path = Path(args.config)
+    effective = None
+    if not args.state_dir and feature_forge_state_dir(config_path) is None:
+        effective = load_config(find_root(Path.cwd()))
+    state_dir = decision_state_dir(args.state_dir, config_path, effective)
     return decisions.open_record(Path(args.backlog_dir), state_dir)
 
 

@@ -1,0 +1,43 @@
+"""``git forge config [PATH] [--backlog DIR] [--json]`` — every effective value and its source."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from git_forge.cli.output import emit_json
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "config", help="show the effective configuration and where each value came from",
+        description="Print every effective setting with its source: default, user (<file>), "
+                    ".forge.yaml, forge.config.json or flag.",
+    )
+    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
+                        help="project path (default: .)")
+    parser.add_argument("--backlog", metavar="DIR", help="backlog directory (as a flag source)")
+    parser.add_argument("--json", action="store_true",
+                        help='print {KEY: {"value": V, "source": S}, ...}')
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from git_forge.workspace import locate
+
+    config = locate(args.path, args.backlog).config
+    settings = list(config.settings())
+    if args.json:
+        emit_json({s.key: {"value": s.value, "source": s.source} for s in settings})
+        return 0
+    rows = [(f"{s.key}={_show(s.value)}", s.source) for s in settings]
+    width = max(len(left) for left, _ in rows)
+    for left, source in rows:
+        print(f"{left:<{width}}  {source}")
+    return 0
+
+
+def _show(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)

@@ -1,0 +1,74 @@
+"""Where a command acts: project root, backlog dir, state dir, effective config.
+
+Every command that takes the rauf contract's positional ``PATH`` and
+``--backlog DIR`` resolves them here, so ``git forge status``, ``backlog …`` and
+an external caller substituting ``{bin} backlog list . --backlog {backlogDir}``
+all mean the same directories.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from git_forge.config import Config, ConfigError, load_config
+from git_forge.layout import backlog_file, state_directory
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The resolved directories of one project, and its effective config."""
+
+    root: Path
+    backlog_dir: Path
+    state_dir: Path
+    config: Config
+
+    @property
+    def backlog_file(self) -> Path:
+        return backlog_file(self.backlog_dir)
+
+    @property
+    def is_git(self) -> bool:
+        return (self.root / ".git").exists()
+
+    def relative(self, path: Path) -> str:
+        """``path`` relative to the project root when inside it, else absolute."""
+        try:
+            return path.relative_to(self.root).as_posix() or "."
+        except ValueError:
+            return str(path)
+
+
+def find_root(path: Path | str) -> Path:
+    """The git work tree top containing ``path`` (the nearest directory with a
+    ``.git`` file or directory), else ``path`` itself."""
+    start = Path(path).resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return start
+
+
+def locate(
+    path: Path | str = ".",
+    backlog: str | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> Workspace:
+    """Resolve ``PATH`` and ``--backlog DIR`` (relative to the project root unless
+    absolute; default: config key ``backlog``) into a ``Workspace``."""
+    target = Path(path)
+    if not target.is_dir():
+        raise ConfigError(f"not a directory: {path}")
+    root = find_root(target)
+    config = load_config(root, {**(flags or {}), "backlog": backlog})
+    backlog_dir = Path(config["backlog"])
+    if not backlog_dir.is_absolute():
+        backlog_dir = root / backlog_dir
+    # Collapse "."/".." without resolving symlinks, so messages show the path given.
+    backlog_dir = Path(os.path.normpath(backlog_dir))
+    return Workspace(root, backlog_dir, state_directory(backlog_dir, config.state_dir), config)
+
