@@ -1,1 +1,35 @@
 """The runner contract (list, answer, unblock, version) and its embedded and external runners."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from git_forge.runner.base import Runner
+    from git_forge.workspace import Workspace
+
+
+def runner_for(workspace: Workspace) -> Runner:
+    """The runner the configuration selects: external when ``loopRunner.bin`` names
+    a program, else the embedded runner on the workspace's backlog."""
+    from git_forge import config as cfg
+
+    bin = workspace.config.runner_bin
+    if bin is None:
+        from git_forge.runner.embedded import EmbeddedRunner
+
+        return EmbeddedRunner(workspace.backlog_dir)
+    from git_forge.runner.external import ExternalRunner
+
+    settings = workspace.config
+    return ExternalRunner(
+        bin=bin,
+        root=workspace.root,
+        backlog_dir=workspace.relative(workspace.backlog_dir),
+        list_command=settings["loopRunner.listCommand"],
+        version_command=settings["loopRunner.versionCommand"],
+        answer_command=cfg.ANSWER_COMMAND,
+        unblock_command=cfg.UNBLOCK_COMMAND,
+        recovery_min_version=settings["loopRunner.recoveryMinRunnerVersion"],
+        install_hint=settings.get("loopRunner.installHint"),
+    )

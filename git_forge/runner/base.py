@@ -1,0 +1,71 @@
+"""The runner contract: the one interface recovery, status and topology talk to.
+
+A runner owns a backlog and answers four questions (list, answer, unblock,
+version). The embedded runner does it in-process on ``backlog.json``; the
+external runner runs a rauf-compatible program. Callers catch ``RunnerError``
+only: whatever failed underneath, its message is the runner's own words.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from git_forge.errors import ForgeError
+
+
+class RunnerError(ForgeError):
+    """A runner call failed; the message quotes the runner's error verbatim.
+
+    ``exit_status`` and ``stderr``/``stdout`` are kept for reports that need
+    them apart from the one-line message.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        exit_code: int | None = None,
+        argv: list[str] | None = None,
+        exit_status: int | None = None,
+        stdout: str = "",
+        stderr: str = "",
+    ) -> None:
+        super().__init__(message, exit_code=exit_code)
+        self.argv = argv
+        self.exit_status = exit_status
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+class Runner(ABC):
+    """What every runner provides (formats.md, "Runner contract outputs")."""
+
+    #: "embedded" or "external".
+    kind: str
+
+    @abstractmethod
+    def list_items(self) -> list[dict[str, Any]]:
+        """Every backlog item, as the runner reports them."""
+
+    @abstractmethod
+    def answer(self, item_id: str, text: str) -> dict[str, Any]:
+        """blocked → pending with the answer threaded into the next prompt;
+        ``{"answered": id, "status": "pending"}``."""
+
+    @abstractmethod
+    def unblock(self, item_id: str | None = None) -> dict[str, Any]:
+        """blocked → pending (every blocked item when ``item_id`` is None);
+        ``{"unblockedCount": n, "unblockedIds": [...]}``."""
+
+    @abstractmethod
+    def version(self) -> str | None:
+        """The runner's version string, or ``None`` when it cannot be told."""
+
+    @abstractmethod
+    def answer_capable(self) -> bool:
+        """Whether ``answer`` threads the text into the next prompt."""
+
+    def describe(self) -> str:
+        """A short label for reports."""
+        return self.kind

@@ -1,0 +1,49 @@
+"""The embedded runner: the runner contract served in-process from backlog.json."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from git_forge import __version__
+from git_forge.backlog.store import BacklogStore
+from git_forge.errors import ForgeError
+from git_forge.runner.base import Runner, RunnerError
+
+T = TypeVar("T")
+
+
+def _as_runner_error(call: Callable[[], T]) -> T:
+    """Backlog refusals become ``RunnerError`` with the same words and exit code."""
+    try:
+        return call()
+    except RunnerError:
+        raise
+    except ForgeError as exc:
+        raise RunnerError(exc.message, exit_code=exc.exit_code, stderr=exc.message) from exc
+
+
+class EmbeddedRunner(Runner):
+    """Always answer-capable: ``answer`` writes ``humanAnswer``, which the
+    embedded loop threads into the item's next prompt."""
+
+    kind = "embedded"
+
+    def __init__(self, backlog_dir: Path) -> None:
+        self.store = BacklogStore.in_dir(backlog_dir)
+
+    def list_items(self) -> list[dict[str, Any]]:
+        return _as_runner_error(self.store.items)
+
+    def answer(self, item_id: str, text: str) -> dict[str, Any]:
+        return _as_runner_error(lambda: self.store.answer(item_id, text))
+
+    def unblock(self, item_id: str | None = None) -> dict[str, Any]:
+        return _as_runner_error(lambda: self.store.unblock(item_id))
+
+    def version(self) -> str:
+        return __version__
+
+    def answer_capable(self) -> bool:
+        return True
