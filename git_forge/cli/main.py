@@ -19,6 +19,10 @@ from git_forge.errors import EXIT_USAGE, ForgeError, UsageError
 COMMAND_MODULES: tuple[str, ...] = (
     "version",
     "decision",
+    "init",
+    "backlog",
+    "status",
+    "config",
 )
 
 EXIT_INTERRUPTED = 130

@@ -1,0 +1,246 @@
+"""``git forge backlog list|show|add|edit|answer|unblock`` — the rauf runner contract's
+backlog verbs (same positional ``PATH``, ``--backlog DIR`` and ``--json`` outputs),
+acting on the embedded backlog file."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+from git_forge.cli.output import emit_json, paint
+
+_ID_LIKE = re.compile(r"^[0-9]+$")
+_STATUS_FILTERS = ("pending", "in_progress", "done", "blocked", "needs-human", "deferred")
+
+
+def _location(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backlog", metavar="DIR",
+                        help="backlog directory, relative to the project root "
+                             "(default: config 'backlog', else .forge)")
+
+
+def _json_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def _item_fields(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--type", help="bug, bugfix, refactor, feature, chore or test")
+    parser.add_argument("--priority", type=int, metavar="N", help="1 (highest) to 4")
+    parser.add_argument("--description", help="what the item is about")
+    parser.add_argument("--ac", action="append", metavar="TEXT", dest="ac",
+                        help="an acceptance criterion (repeatable)")
+    parser.add_argument("--depends-on", metavar="ID,ID", dest="depends_on",
+                        help="comma-separated ids of items this one depends on")
+    parser.add_argument("--notes", help="free-form notes")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "backlog", help="list and change backlog items (rauf runner contract)",
+        description="Read and change the backlog (backlog.json): items, answers, unblocking.",
+    )
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+
+    lst = verbs.add_parser("list", help="list items",
+                           description="List items; --json prints a bare JSON array.")
+    lst.add_argument("path", nargs="?", default=".", metavar="PATH",
+                     help="project path (default: .)")
+    _location(lst)
+    lst.add_argument("--status", metavar="S",
+                     help="only items with status S (pending, in_progress, done, blocked, "
+                          "needs-human, deferred)")
+    _json_flag(lst, "a bare array of item objects")
+    lst.set_defaults(func=run_list)
+
+    show = verbs.add_parser("show", help="show one item", description="Show one item.")
+    show.add_argument("path", nargs="?", default=".", metavar="PATH",
+                      help="project path (default: .)")
+    show.add_argument("id", metavar="ID", help="item id")
+    _location(show)
+    _json_flag(show, "the item")
+    show.set_defaults(func=run_show)
+
+    add = verbs.add_parser("add", help="add an item",
+                           description="Add a pending item with the next id; prints the id.")
+    add.add_argument("path", nargs="?", default=".", metavar="PATH",
+                     help="project path (default: .)")
+    _location(add)
+    add.add_argument("--title", required=True, help="the item's title")
+    _item_fields(add)
+    _json_flag(add, "the new item")
+    add.set_defaults(func=run_add)
+
+    edit = verbs.add_parser("edit", help="change an item",
+                            description="Change an item's fields; --ac and --depends-on "
+                                        "replace the lists; --status follows the transition "
+                                        "rules.")
+    edit.add_argument("path", nargs="?", default=".", metavar="PATH",
+                      help="project path (default: .)")
+    edit.add_argument("id", metavar="ID", help="item id")
+    _location(edit)
+    edit.add_argument("--title", help="the item's title")
+    _item_fields(edit)
+    edit.add_argument("--status", help="new status (pending, in_progress, done, blocked)")
+    _json_flag(edit, "the changed item")
+    edit.set_defaults(func=run_edit)
+
+    answer = verbs.add_parser(
+        "answer", help="answer a blocked item (blocked → pending, answer kept for the prompt)",
+        description="Set humanAnswer on a blocked item and make it pending again; the next "
+                    "iteration's prompt carries the answer. Does not relaunch.")
+    answer.add_argument("path", nargs="?", default=".", metavar="PATH",
+                        help="project path (default: .)")
+    answer.add_argument("id", metavar="ID", help="item id")
+    answer.add_argument("text", metavar="TEXT", help="the answer")
+    _location(answer)
+    _json_flag(answer, '{"answered": ID, "status": "pending"}')
+    answer.set_defaults(func=run_answer)
+
+    unblock = verbs.add_parser(
+        "unblock", help="make blocked items pending (all of them without ID)",
+        description="blocked → pending for ID, or for every blocked item without one. "
+                    "A PATH made only of digits is read as an ID: write ./123 for a path.")
+    unblock.add_argument("path", nargs="?", default=".", metavar="PATH",
+                         help="project path (default: .)")
+    unblock.add_argument("id", nargs="?", metavar="ID", help="item id (default: every item)")
+    _location(unblock)
+    _json_flag(unblock, '{"unblockedCount": N, "unblockedIds": [...]}')
+    unblock.set_defaults(func=run_unblock)
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _store(args: argparse.Namespace):
+    from git_forge.backlog.store import BacklogStore
+    from git_forge.workspace import locate
+
+    return BacklogStore.in_dir(locate(args.path, args.backlog).backlog_dir)
+
+
+def _split_ids(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _field_changes(args: argparse.Namespace) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    for attr, key in (("title", "title"), ("type", "type"), ("priority", "priority"),
+                      ("description", "description"), ("notes", "notes")):
+        value = getattr(args, attr, None)
+        if value is not None:
+            changes[key] = value
+    if args.ac is not None:
+        changes["acceptanceCriteria"] = list(args.ac)
+    if args.depends_on is not None:
+        changes["dependsOn"] = _split_ids(args.depends_on)
+    return changes
+
+
+def _line(item: dict[str, Any]) -> str:
+    from git_forge.backlog.model import kind
+
+    label = kind(item)
+    style = {"done": "green", "blocked": "red", "needs-human": "yellow", "deferred": "yellow",
+             "in_progress": "cyan"}.get(label)
+    shown = paint(f"{label:<11}", style) if style else f"{label:<11}"
+    return (f"{item.get('id')}  {shown}  P{item.get('priority')}  "
+            f"{item.get('type', ''):<8}  {item.get('title', '')}")
+
+
+# --- handlers -------------------------------------------------------------------------------
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from git_forge.backlog.model import kind
+    from git_forge.errors import UsageError
+
+    if args.status is not None and args.status not in _STATUS_FILTERS:
+        raise UsageError(f"unknown status {args.status!r} "
+                         f"(expected one of {', '.join(_STATUS_FILTERS)})")
+    items = _store(args).items()
+    if args.status in ("needs-human", "deferred"):
+        items = [item for item in items if kind(item) == args.status]
+    elif args.status is not None:
+        items = [item for item in items if item.get("status") == args.status]
+    if args.json:
+        emit_json(items)
+    else:
+        for item in items:
+            print(_line(item))
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from git_forge.backlog.model import kind
+
+    item = _store(args).get(args.id)
+    if args.json:
+        emit_json(item)
+        return 0
+    print(f"{item['id']}  {item['title']}")
+    rows = [("type", item.get("type")), ("priority", item.get("priority")),
+            ("status", kind(item) if kind(item) == item["status"]
+             else f"blocked ({kind(item)})"),
+            ("depends on", ", ".join(item.get("dependsOn", [])) or None),
+            ("reason", item.get("blockedReason")), ("answer", item.get("humanAnswer")),
+            ("completed", item.get("completedAt"))]
+    for label, value in rows:
+        if value not in (None, ""):
+            print(f"{label + ':':<12}{value}")
+    if item.get("description"):
+        print(f"\n{item['description']}")
+    criteria = item.get("acceptanceCriteria") or []
+    if criteria:
+        print("\nAcceptance criteria:")
+        for criterion in criteria:
+            print(f"  - {criterion}")
+    if item.get("notes"):
+        print(f"\nNotes: {item['notes']}")
+    return 0
+
+
+def run_add(args: argparse.Namespace) -> int:
+    item = _store(args).add(_field_changes(args))
+    if args.json:
+        emit_json(item)
+    else:
+        print(item["id"])
+    return 0
+
+
+def run_edit(args: argparse.Namespace) -> int:
+    from git_forge.errors import UsageError
+
+    changes = _field_changes(args)
+    if args.status is not None:
+        changes["status"] = args.status
+    if not changes:
+        raise UsageError("nothing to change (give at least one field flag)")
+    item = _store(args).edit(args.id, changes)
+    if args.json:
+        emit_json(item)
+    return 0
+
+
+def run_answer(args: argparse.Namespace) -> int:
+    result = _store(args).answer(args.id, args.text)
+    if args.json:
+        emit_json(result)
+    else:
+        print(f"answered {result['answered']} (now {result['status']})")
+    return 0
+
+
+def run_unblock(args: argparse.Namespace) -> int:
+    if args.id is None and _ID_LIKE.match(args.path):
+        args.id, args.path = args.path, "."
+    result = _store(args).unblock(args.id)
+    if args.json:
+        emit_json(result)
+    elif result["unblockedIds"]:
+        print(f"unblocked {', '.join(result['unblockedIds'])}")
+    else:
+        print("nothing to unblock")
+    return 0

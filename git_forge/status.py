@@ -1,0 +1,103 @@
+"""``git forge status``: the loop's state, the backlog's shape, the lock's liveness.
+
+Items come from the configured runner (never from backlog.json behind its
+back), loop state from ``{stateDir}/state.json``, liveness from whether the
+loop lock is held right now — never from a PID on disk. A corrupt state.json is
+reported in the ``error`` field, not raised: status is what an operator runs
+when something already looks wrong.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from git_forge.atomic import StoreError, lock_is_held, read_json, read_lock_holder
+from git_forge.backlog.model import summarize
+from git_forge.layout import LOOP_LOCK_FILE, STATE_FILE
+from git_forge.runner.base import Runner
+from git_forge.workspace import Workspace
+
+STATUS_SCHEMA_VERSION = "1"
+_STATE_KEYS = ("iteration", "maxIterations", "currentItem", "lastSignal", "startedAt")
+
+
+def read_loop_state(state_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """``(state, None)``, ``(None, None)`` when absent, ``(None, why)`` when unreadable."""
+    path = Path(state_dir) / STATE_FILE
+    try:
+        state = read_json(path, default=None)
+    except StoreError as exc:
+        return None, exc.message
+    if state is None and path.exists():
+        return None, f"{path} is corrupt (it holds JSON null)"
+    if state is not None and not isinstance(state, dict):
+        return None, f"{path} is corrupt (not a JSON object)"
+    return state, None
+
+
+def lock_status(state_dir: Path) -> dict[str, Any]:
+    """``{present, alive, holder}`` of ``{stateDir}/loop.lock``."""
+    path = Path(state_dir) / LOOP_LOCK_FILE
+    present = path.exists()
+    alive = present and lock_is_held(path)
+    return {"present": present, "alive": alive,
+            "holder": (read_lock_holder(path) or None) if alive else None}
+
+
+def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
+    """The ``status --json`` document."""
+    from git_forge.backlog.topology import compute_topology
+
+    items = runner.list_items()
+    state, problem = read_loop_state(workspace.state_dir)
+    topology = compute_topology(items)
+    document: dict[str, Any] = {
+        "loopState": (state or {}).get("status", "idle") if problem is None else "unknown",
+    }
+    for key in _STATE_KEYS:
+        document[key] = (state or {}).get(key)
+    document.update({
+        "backlogSummary": summarize(items),
+        "lock": lock_status(workspace.state_dir),
+        "topology": {key: topology[key]
+                     for key in ("maxChainDepth", "selectable", "starvation")},
+        "runner": runner.describe(),
+        "error": problem if problem is not None else (state or {}).get("error"),
+        "statusSchemaVersion": STATUS_SCHEMA_VERSION,
+        "projectPath": str(workspace.root),
+        "backlogDir": workspace.relative(workspace.backlog_dir),
+        "stateDir": workspace.relative(workspace.state_dir),
+    })
+    return document
+
+
+def render_status(document: dict[str, Any]) -> list[str]:
+    """A few aligned, quiet lines."""
+    summary = document["backlogSummary"]
+    blocked = f"{summary['blocked']} blocked"
+    kinds = [f"{summary[key]} {label}" for key, label in
+             (("needsHuman", "needs human"), ("deferred", "deferred")) if summary[key]]
+    if kinds:
+        blocked += f" ({', '.join(kinds)})"
+    backlog = (f"{summary['total']} items: {summary['pending']} pending, "
+               f"{summary['inProgress']} in progress, {blocked}, {summary['done']} done")
+    loop = document["loopState"]
+    if document.get("iteration") is not None and loop != "idle":
+        loop += f" (iteration {document['iteration']}/{document.get('maxIterations')})"
+    if document.get("currentItem"):
+        loop += f", on item {document['currentItem']}"
+    lock = document["lock"]
+    lock_line = ("held by " + (lock["holder"] or "a running loop")) if lock["alive"] else "free"
+    topology = document["topology"]
+    shape = (f"max chain depth {topology['maxChainDepth']}, "
+             f"{topology['selectable']} selectable")
+    starvation = topology.get("starvation")
+    if starvation:
+        roots = ", ".join(root["id"] for root in starvation.get("blockingRoots", []))
+        shape += f"; starved (blocking roots: {roots or 'a dependency cycle'})"
+    rows = [("loop", loop), ("backlog", backlog), ("topology", shape), ("lock", lock_line),
+            ("runner", document["runner"])]
+    if document.get("error"):
+        rows.append(("error", document["error"]))
+    return [f"{label + ':':<10}{value}" for label, value in rows]

@@ -1,0 +1,222 @@
+"""``git forge backlog …`` through the installed CLI in real repositories: the rauf
+contract's outputs, positional forms, and refusals that write nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import run_forge, snapshot
+
+ITEMS = [
+    {"id": "001", "type": "feature", "priority": 2, "title": "Done thing", "description": "",
+     "acceptanceCriteria": [], "status": "done", "completedAt": "2026-01-01T00:00:00Z",
+     "dependsOn": []},
+    {"id": "002", "type": "bug", "priority": 1, "title": "Needs a decision", "description": "d",
+     "acceptanceCriteria": ["works"], "status": "blocked", "completedAt": None,
+     "dependsOn": ["001"], "blockedReason": "Which database?", "needsHuman": True,
+     "deferred": False, "custom": "kept"},
+    {"id": "003", "type": "chore", "priority": 3, "title": "Timed out", "status": "blocked",
+     "blockedReason": "No signal after 3 attempts (deferred by runner)", "deferred": True},
+    {"id": "004", "type": "test", "priority": 4, "title": "Plain block", "status": "blocked",
+     "blockedReason": "flaky CI"},
+    {"id": "005", "type": "refactor", "priority": 2, "title": "Later", "status": "pending",
+     "dependsOn": ["002"]},
+]
+
+
+@pytest.fixture
+def repo(git_repo: Path) -> Path:
+    backlog = git_repo / ".forge"
+    backlog.mkdir()
+    document = {"schemaVersion": "1", "project": "repo", "description": "", "items": ITEMS,
+                "extraTop": {"k": 1}}
+    (backlog / "backlog.json").write_text(json.dumps(document, indent=2) + "\n")
+    return git_repo
+
+
+def backlog_items(repo: Path, backlog: str = ".forge") -> list[dict]:
+    return json.loads((repo / backlog / "backlog.json").read_text())["items"]
+
+
+def ok(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    result = run_forge("backlog", *args, cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def refused(*args: str, cwd: Path, root: Path | None = None) -> str:
+    """Run a command that must be refused; return the message after ``Error: ``."""
+    before = snapshot(root or cwd)
+    result = run_forge("backlog", *args, cwd=cwd)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert snapshot(root or cwd) == before
+    return lines[0][len("Error: "):]
+
+
+# --- list and show ------------------------------------------------------------------------
+
+
+def test_list_json_is_a_bare_array_of_the_stored_items(repo: Path) -> None:
+    listed = json.loads(ok("list", "--json", cwd=repo).stdout)
+    assert listed == ITEMS
+    assert json.loads(ok("list", ".", "--backlog", ".forge", "--json", cwd=repo).stdout) == ITEMS
+
+
+@pytest.mark.parametrize(("status", "ids"), [
+    ("blocked", ["002", "003", "004"]), ("needs-human", ["002"]), ("deferred", ["003"]),
+    ("pending", ["005"]), ("done", ["001"]), ("in_progress", []),
+])
+def test_list_status_filter(repo: Path, status: str, ids: list[str]) -> None:
+    listed = json.loads(ok("list", "--status", status, "--json", cwd=repo).stdout)
+    assert [item["id"] for item in listed] == ids
+
+
+def test_list_human_output(repo: Path) -> None:
+    lines = ok("list", cwd=repo).stdout.splitlines()
+    assert lines[1] == "002  needs-human  P1  bug       Needs a decision"
+    assert lines[2].startswith("003  deferred     P3  chore")
+    assert len(lines) == 5 and "\x1b[" not in ok("list", cwd=repo).stdout
+
+
+def test_show(repo: Path) -> None:
+    assert json.loads(ok("show", "002", "--json", cwd=repo).stdout) == ITEMS[1]
+    assert json.loads(ok("show", ".", "002", "--json", cwd=repo).stdout) == ITEMS[1]
+    text = ok("show", "002", cwd=repo).stdout
+    assert text.startswith("002  Needs a decision\n")
+    assert "status:     blocked (needs-human)" in text and "reason:     Which database?" in text
+    assert "  - works" in text
+    assert refused("show", "404", cwd=repo) == "Item not found: 404"
+
+
+# --- answer -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", ['"; touch pwned #', "$(touch pwned)", "`touch pwned`",
+                                    "Use Postgres — ünïcode, 'quotes' and \"more\""])
+def test_answer_is_stored_literally(repo: Path, answer: str) -> None:
+    result = ok("answer", ".", "002", answer, "--json", cwd=repo)
+    assert json.loads(result.stdout) == {"answered": "002", "status": "pending"}
+    item = backlog_items(repo)[1]
+    assert item["humanAnswer"] == answer
+    assert (item["status"], item["needsHuman"], item["deferred"]) == ("pending", False, False)
+    assert "blockedReason" not in item and item["custom"] == "kept"
+    assert not list(repo.rglob("pwned"))
+
+
+def test_answer_without_path_and_from_a_subdirectory(repo: Path) -> None:
+    assert ok("answer", "003", "retry with a longer timeout", cwd=repo).stdout == (
+        "answered 003 (now pending)\n")
+    sub = repo / "src"
+    sub.mkdir()
+    ok("answer", "004", "quarantine the flaky test", "--backlog", ".forge", cwd=sub)
+    assert [i["status"] for i in backlog_items(repo)] == ["done", "blocked", "pending",
+                                                          "pending", "pending"]
+    document = json.loads((repo / ".forge" / "backlog.json").read_text())
+    assert document["extraTop"] == {"k": 1} and list(document)[-1] == "extraTop"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["answer", "404", "x"], "Item not found: 404"),
+    (["answer", ".", "005", "x"], "Item 005 is not blocked (status: pending)"),
+    (["answer", "001", "x", "--json"], "Item 001 is not blocked (status: done)"),
+    (["unblock", "404"], "Item not found: 404"),
+    (["unblock", ".", "001", "--json"], "Item 001 is not blocked (status: done)"),
+])
+def test_contract_refusals_are_exact_and_write_nothing(
+    repo: Path, args: list[str], message: str
+) -> None:
+    assert refused(*args, cwd=repo) == message
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["answer", "002", "token ghp_abcdefghijklmnopqrstuvwxyz0123"], "looks like a credential"),
+    (["answer", "002", "  "], "may not be empty"),
+    (["add", "--title", "x", "--priority", "9"], "invalid priority 9"),
+    (["add", "--title", "x", "--type", "epic"], 'invalid type "epic"'),
+    (["add", "--title", "x", "--depends-on", "001,404"], "depends on unknown item 404"),
+    (["add", "--title", "x", "--depends-on", "006"], "item 006: depends on itself"),
+    (["add", "--title", "  "], "invalid title"),
+    (["add", "--title", "x", "--priority", "high"], "invalid int value"),
+    (["edit", "001", "--depends-on", "005"], "dependency cycle 001 → 005 → 002 → 001"),
+    (["edit", "005", "--status", "done"], "illegal status transition pending → done"),
+    (["edit", "001", "--status", "blocked"], "illegal status transition done → blocked"),
+    (["edit", "001", "--status", "open"], 'invalid status "open"'),
+    (["edit", "001"], "nothing to change"),
+    (["edit", "404", "--title", "x"], "Item not found: 404"),
+    (["list", "--status", "open"], "unknown status 'open'"),
+    (["list", "--backlog", "nowhere"], "no backlog at"),
+    (["answer", "002", "x", "--backlog", "nowhere"], "no backlog at"),
+    (["list", "missing-dir"], "not a directory: missing-dir"),
+])
+def test_refusals(repo: Path, args: list[str], fragment: str) -> None:
+    assert fragment in refused(*args, cwd=repo)
+
+
+# --- unblock ------------------------------------------------------------------------------
+
+
+def test_unblock_one_then_all_then_none(repo: Path) -> None:
+    result = ok("unblock", "003", "--json", cwd=repo)
+    assert json.loads(result.stdout) == {"unblockedCount": 1, "unblockedIds": ["003"]}
+    item = backlog_items(repo)[2]
+    assert (item["status"], item["deferred"], "blockedReason" in item) == ("pending", False,
+                                                                           False)
+    result = ok("unblock", ".", "--json", cwd=repo)
+    assert json.loads(result.stdout) == {"unblockedCount": 2, "unblockedIds": ["002", "004"]}
+    assert backlog_items(repo)[1]["needsHuman"] is False
+    before = snapshot(repo)
+    result = ok("unblock", "--json", cwd=repo)
+    assert json.loads(result.stdout) == {"unblockedCount": 0, "unblockedIds": []}
+    assert snapshot(repo) == before
+    assert ok("unblock", cwd=repo).stdout == "nothing to unblock\n"
+
+
+# --- add and edit -------------------------------------------------------------------------
+
+
+def test_add_and_edit(repo: Path) -> None:
+    assert ok("add", "--title", "New thing", "--type", "bug", "--priority", "1", "--ac", "one",
+              "--ac", "two", "--depends-on", "001, 005", "--description", "why",
+              "--notes", "n", cwd=repo).stdout == "006\n"
+    added = backlog_items(repo)[-1]
+    assert added == {"id": "006", "type": "bug", "priority": 1, "title": "New thing",
+                     "description": "why", "acceptanceCriteria": ["one", "two"],
+                     "status": "pending", "completedAt": None, "dependsOn": ["001", "005"],
+                     "notes": "n"}
+    edited = json.loads(ok("edit", "006", "--ac", "only", "--depends-on", "", "--title",
+                           "Renamed", "--status", "in_progress", "--json", cwd=repo).stdout)
+    assert (edited["acceptanceCriteria"], edited["dependsOn"], edited["title"],
+            edited["status"]) == (["only"], [], "Renamed", "in_progress")
+    assert ok("edit", ".", "006", "--status", "done", cwd=repo).stdout == ""
+    done = backlog_items(repo)[-1]
+    assert done["status"] == "done" and done["completedAt"].endswith("Z")
+    ok("edit", "006", "--status", "pending", cwd=repo)
+    assert backlog_items(repo)[-1]["completedAt"] is None
+    added = json.loads(ok("add", "--title", "json", "--json", cwd=repo).stdout)
+    assert (added["id"], added["type"], added["priority"]) == ("007", "feature", 2)
+
+
+def test_corrupt_backlog_is_refused_everywhere(repo: Path) -> None:
+    path = repo / ".forge" / "backlog.json"
+    path.write_text('{"items": [')
+    for args in (["list"], ["show", "001"], ["answer", "002", "x"], ["unblock"],
+                 ["add", "--title", "x"], ["edit", "001", "--title", "x"]):
+        message = refused(*args, cwd=repo)
+        assert message.startswith(f"{path} is corrupt (not valid JSON")
+    assert path.read_text() == '{"items": ['
+
+
+def test_invalid_backlog_is_refused_with_the_problem(repo: Path) -> None:
+    path = repo / ".forge" / "backlog.json"
+    document = json.loads(path.read_text())
+    document["items"][0]["status"] = "wip"
+    path.write_text(json.dumps(document))
+    message = refused("unblock", cwd=repo)
+    assert message == (f'{path} is invalid (item 001: invalid status "wip" (expected one of '
+                       "pending, in_progress, done, blocked)); refusing to touch it")

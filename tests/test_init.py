@@ -1,0 +1,90 @@
+"""``git forge init``: scaffold, ignore rules checked by git itself, never overwrite."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from helpers import git, run_forge
+
+STATE_FILES = ["state.json", "events.ndjson", "forge-decisions.json", "loop.lock",
+               "backlog.json.lock", "loop.stop", "proc/abc.manifest.json",
+               "proc/abc.spool/0001", "archive/events-1.ndjson", ".backlog.json.x1.tmp"]
+
+
+def _touch(base: Path, names: list[str]) -> None:
+    for name in names:
+        path = base / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+
+
+def test_init_scaffolds_and_keeps_state_untracked(git_repo: Path) -> None:
+    result = run_forge("init", cwd=git_repo)
+    assert result.returncode == 0, result.stderr
+    command = ("git add .forge/backlog.json .forge/.gitignore .forge.yaml && "
+               "git commit -m 'Add git-forge backlog'")
+    assert result.stdout.splitlines()[-1] == f"  {command}"
+    document = json.loads((git_repo / ".forge" / "backlog.json").read_text())
+    assert document == {"schemaVersion": "1", "project": "repo", "description": "",
+                        "items": []}
+    assert git("log", "--oneline", cwd=git_repo).count("\n") == 1  # nothing committed
+
+    _touch(git_repo / ".forge", STATE_FILES)
+    porcelain = git("status", "--porcelain", "-uall", cwd=git_repo).splitlines()
+    assert sorted(porcelain) == ["?? .forge.yaml", "?? .forge/.gitignore",
+                                 "?? .forge/backlog.json"]
+    for name in STATE_FILES:
+        git("check-ignore", "-q", f".forge/{name}", cwd=git_repo)
+    for tracked in (".forge/backlog.json", ".forge/.gitignore"):
+        probe = subprocess.run(["git", "check-ignore", "-q", tracked], cwd=git_repo)
+        assert probe.returncode == 1, tracked  # 1 = not ignored
+    ignored = run_forge("init", "--json", cwd=git_repo)  # idempotent, and a data command
+    assert json.loads(ignored.stdout) == {
+        "created": [], "updated": [], "commit": None,
+        "kept": [".forge/backlog.json", ".forge/.gitignore", ".forge.yaml"]}
+
+    git("add", ".forge/backlog.json", ".forge/.gitignore", ".forge.yaml", cwd=git_repo)
+    git("commit", "-q", "-m", "backlog", cwd=git_repo)
+    assert git("status", "--porcelain", "-uall", cwd=git_repo) == ""
+    # The config written is valid and the backlog usable straight away.
+    assert run_forge("backlog", "list", "--json", cwd=git_repo).stdout == "[]\n"
+
+
+def test_init_never_overwrites(git_repo: Path) -> None:
+    backlog = git_repo / ".forge"
+    backlog.mkdir()
+    (backlog / "backlog.json").write_text('{"items": []}')
+    (backlog / ".gitignore").write_text("custom-rule")
+    (git_repo / ".forge.yaml").write_text("loop:\n  retries: 3\n")
+    result = run_forge("init", cwd=git_repo)
+    assert result.returncode == 0, result.stderr
+    assert (backlog / "backlog.json").read_text() == '{"items": []}'
+    assert (git_repo / ".forge.yaml").read_text() == "loop:\n  retries: 3\n"
+    rules = (backlog / ".gitignore").read_text()
+    assert rules.startswith("custom-rule\n") and "/state.json" in rules
+    assert "updated .forge/.gitignore" in result.stdout
+    assert "git add .forge/.gitignore &&" in result.stdout
+
+
+def test_init_with_a_separate_backlog_dir(git_repo: Path) -> None:
+    result = run_forge("init", "--backlog", "specs/feature-x", cwd=git_repo)
+    assert result.returncode == 0, result.stderr
+    backlog = git_repo / "specs" / "feature-x"
+    assert (backlog / "backlog.json").is_file()
+    # The generated config points later commands at the chosen backlog.
+    assert 'backlog: "specs/feature-x"' in (git_repo / ".forge.yaml").read_text()
+    _touch(backlog, [f".forge/{name}" for name in STATE_FILES] + ["backlog.json.lock"])
+    porcelain = sorted(git("status", "--porcelain", "-uall", cwd=git_repo).splitlines())
+    assert porcelain == ["?? .forge.yaml", "?? specs/feature-x/.gitignore",
+                         "?? specs/feature-x/backlog.json"]
+    assert run_forge("backlog", "add", "--title", "first", cwd=git_repo).stdout == "001\n"
+    assert json.loads((backlog / "backlog.json").read_text())["items"][0]["id"] == "001"
+
+
+def test_init_outside_git_prints_no_commit_command(tmp_path: Path) -> None:
+    result = run_forge("init", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "git add" not in result.stdout
+    assert (tmp_path / ".forge" / "backlog.json").is_file()
