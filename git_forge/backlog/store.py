@@ -11,13 +11,14 @@ unknown fields and key order.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from git_forge.atomic import StoreError, read_json, update_json
+from git_forge.atomic import StoreError, update_json
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
 from git_forge.credentials import credential_problem
@@ -76,18 +77,31 @@ class BacklogStore:
 
     # --- reading ---------------------------------------------------------------------------
 
+    def _read_bytes(self) -> bytes:
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            raise self._missing() from None
+        except OSError as exc:
+            raise BacklogError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
+
+    def _parse(self, raw: bytes) -> Any:
+        try:
+            return json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BacklogError(f"{self.path} is corrupt (not valid JSON: {exc}); "
+                               "refusing to touch it") from exc
+
+    def _validated(self, raw: bytes) -> dict[str, Any]:
+        document = self._parse(raw)
+        if document is None:
+            raise BacklogError(f"{self.path} is corrupt (it holds JSON null); "
+                               "refusing to touch it")
+        return _refuse_invalid(self.path, document)
+
     def load(self) -> dict[str, Any]:
         """The validated document; missing, corrupt or invalid is a refusal (exit 2)."""
-        try:
-            document = read_json(self.path, default=None)
-        except StoreError as exc:
-            raise BacklogError(exc.message) from exc
-        if document is None:
-            if self.path.exists():
-                raise BacklogError(f"{self.path} is corrupt (it holds JSON null); "
-                                   "refusing to touch it")
-            raise self._missing()
-        return _refuse_invalid(self.path, document)
+        return self._validated(self._read_bytes())
 
     def items(self) -> list[dict[str, Any]]:
         return self.load()["items"]
@@ -97,37 +111,42 @@ class BacklogStore:
 
     # --- changing --------------------------------------------------------------------------
 
+    def _apply(self, document: dict[str, Any], mutate: Callable[[dict[str, Any]], T]) -> T:
+        """Run ``mutate`` and refuse a result that is not a valid backlog."""
+        outcome = mutate(document)
+        problem = model.backlog_problem(document)
+        if problem:
+            raise BacklogError(f"refusing to write an invalid backlog ({problem})")
+        return outcome
+
     def update(self, mutate: Callable[[dict[str, Any]], T]) -> T:
         """Run ``mutate(document)`` under the lock and write the result.
 
         ``mutate`` changes the validated document in place and returns whatever
-        the caller wants back; it may run twice (a rehearsal, then under the lock
-        on a fresh read), so it must depend only on the document. If it raises,
-        or leaves the document invalid, nothing is written; if it changed
-        nothing, the file is not rewritten.
+        the caller wants back; it must depend only on the document, because it
+        is rehearsed on an unlocked read first — so a refusal (or a no-op)
+        touches nothing at all, not even the sidecar lock — and runs again under
+        the lock only if the file changed in between. If it raises, or leaves
+        the document invalid, nothing is written; if it changed nothing, the file
+        is not rewritten.
         """
-        # A dry run on an unlocked read first: a refusal (or a no-op) then touches
-        # nothing at all, not even the sidecar lock file.
-        rehearsal = self.load()
-        before = copy.deepcopy(rehearsal)
-        outcome = mutate(rehearsal)
-        problem = model.backlog_problem(rehearsal)
-        if problem:
-            raise BacklogError(f"refusing to write an invalid backlog ({problem})")
+        raw = self._read_bytes()
+        rehearsal = self._validated(raw)
+        outcome = self._apply(rehearsal, mutate)
+        before = self._parse(raw)  # the same bytes, unchanged: what the lock must find
         if rehearsal == before:
             return outcome
-        result: list[T] = []
+        result: list[T] = [outcome]
 
         def change(current: Any) -> dict[str, Any]:
+            if current == before:
+                return rehearsal  # the same input: the rehearsed result stands
             if current is None:
                 raise self._missing()
             document = _refuse_invalid(self.path, current)
-            before = copy.deepcopy(document)
-            result.append(mutate(document))
-            problem = model.backlog_problem(document)
-            if problem:
-                raise BacklogError(f"refusing to write an invalid backlog ({problem})")
-            if document == before:
+            snapshot = copy.deepcopy(document)
+            result[0] = self._apply(document, mutate)
+            if document == snapshot:
                 raise _Unchanged
             return document
 
