@@ -177,7 +177,7 @@ def random_reason(rng: random.Random, vocabulary: list[str]) -> str | None:
 def random_backlog(rng: random.Random, size: int, *, cyclic: bool) -> list[dict]:
     ids = [str(n) for n in range(1, size + 1)]
     for n in rng.sample(range(size), min(3, size)):
-        ids[n] = rng.choice([f"x{n}", f"0{n + 1}", f"a-{n}"])
+        ids[n] = rng.choice([f"x{n}", f"0{rng.randint(1, size)}", f"a-{n}"])
     ids = list(dict.fromkeys(ids))
     items = []
     for n, item_id in enumerate(ids):
