@@ -115,10 +115,17 @@ class DependencyGraph:
     #: Per component: whether it is a cycle (two or more members, or a self-dependency).
     cyclic: list[bool]
 
-    def gated_bits(self, node: int) -> int:
-        """Bitset of ``gated(node)``: every item transitively depending on it, never itself."""
-        comp = self.component[node]
-        return self.reach[comp] & ~(1 << node)
+    def gated_bits(self, nodes: Iterable[int]) -> int:
+        """Bitset of what ``nodes`` gate together, minus the nodes themselves.
+
+        For one node that is ``gated(node)``: every item transitively depending on it.
+        """
+        union = 0
+        members = 0
+        for node in nodes:
+            union |= self.reach[self.component[node]]
+            members |= 1 << node
+        return union & ~members
 
     def ids_of(self, bits: int) -> list[str]:
         """The ids of the items in ``bits``, in id order.
@@ -145,15 +152,8 @@ class DependencyGraph:
         Ids not in the backlog contribute nothing. This is the blast radius of one decision
         that unblocks all of ``item_ids`` — the same set a cluster reports as ``gatedIds``.
         """
-        union = 0
-        members = 0
-        for item_id in item_ids:
-            node = self.position.get(str(item_id))
-            if node is None:
-                continue
-            union |= self.reach[self.component[node]]
-            members |= 1 << node
-        return self.ids_of(union & ~members)
+        known = (self.position.get(str(item_id)) for item_id in item_ids)
+        return self.ids_of(self.gated_bits(node for node in known if node is not None))
 
 
 def build_graph(items: list[Item]) -> DependencyGraph:
@@ -168,18 +168,12 @@ def build_graph(items: list[Item]) -> DependencyGraph:
     deps: list[list[int]] = []
     dependents: list[list[int]] = [[] for _ in ids]
     for node, item in enumerate(ordered):
-        mine = [
-            position[dep]
-            for dep in map(str, item.get("dependsOn") or ())
-            if dep in position
-        ]
+        mine = [position[dep] for dep in map(str, item.get("dependsOn") or ()) if dep in position]
         deps.append(mine)
         for dep in mine:
             dependents[dep].append(node)
     component, members = _strongly_connected(dependents)
-    cyclic = [
-        len(group) > 1 or group[0] in deps[group[0]] for group in members
-    ]
+    cyclic = [len(group) > 1 or group[0] in deps[group[0]] for group in members]
     reach = _reach_bitsets(dependents, component, members)
     return DependencyGraph(ids, ordered, position, deps, component, reach, cyclic)
 
@@ -281,7 +275,7 @@ def _topology(graph: DependencyGraph) -> dict[str, Any]:
     for node in range(count):
         if graph.deps[node]:
             continue
-        gated = graph.gated_bits(node)
+        gated = graph.gated_bits([node])
         roots.append(
             {
                 "id": graph.ids[node],
@@ -512,12 +506,7 @@ def _clusters(graph: DependencyGraph) -> list[dict[str, Any]]:
     clusters = []
     for members in sorted(groups.values(), key=lambda group: group[0]):
         shared = frozenset.intersection(*{tokens_of[m] for m in members})
-        reach = 0
-        member_bits = 0
-        for node in members:
-            reach |= graph.reach[graph.component[node]]
-            member_bits |= 1 << node
-        gated = graph.ids_of(reach & ~member_bits)
+        gated = graph.ids_of(graph.gated_bits(members))
         member_ids = [graph.ids[node] for node in members]
         clusters.append(
             {
