@@ -108,6 +108,16 @@ def _stamp(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
+@dataclass(frozen=True)
+class NewDecision:
+    """One entry to append: an answer, or a deferral when ``answer`` is None."""
+
+    item_id: str
+    question: str
+    answer: str | None = None
+    cluster_id: str | None = None
+
+
 def record(
     rec: DecisionRecord,
     item_ids: list[str],
@@ -120,18 +130,29 @@ def record(
 ) -> dict[str, Any]:
     """Append one entry per item id (in the given order); return the document.
 
-    Exactly one of ``answer`` / ``deferred``. A credential-looking answer is
-    refused before anything is written.
+    Exactly one of ``answer`` / ``deferred`` (the ``decision record`` verb's rule).
     """
     if deferred == (answer is not None):
         raise DecisionError("exactly one of --answer or --deferred is required")
     if not item_ids:
         raise DecisionError("at least one --item is required")
-    for item_id in item_ids:
-        if not item_id:
+    return record_all(
+        rec, [NewDecision(item_id, question, answer, cluster_id) for item_id in item_ids],
+        actor=actor,
+    )
+
+
+def record_all(
+    rec: DecisionRecord, entries: list[NewDecision], *, actor: str | None = None
+) -> dict[str, Any]:
+    """Append ``entries`` in one atomic write (all or none); return the document.
+
+    A credential-looking answer is refused before anything is written.
+    """
+    for entry in entries:
+        if not entry.item_id:
             raise DecisionError("an item id may not be empty")
-    if answer is not None:
-        problem = credential_problem(answer)
+        problem = credential_problem(entry.answer) if entry.answer is not None else None
         if problem:
             raise DecisionError(
                 f"refusing to record an answer that looks like a credential ({problem}); "
@@ -151,10 +172,10 @@ def record(
         else:
             document = _check_document(rec.path, current)
         decided_at = now_iso()
-        for item_id in item_ids:
-            document["decisions"].append(
-                _new_entry(item_id, question, answer, cluster_id, actor, decided_at)
-            )
+        for entry in entries:
+            document["decisions"].append(_new_entry(
+                entry.item_id, entry.question, entry.answer, entry.cluster_id, actor, decided_at
+            ))
         return _stamp(document)
 
     return update_json(rec.path, append, mode=RECORD_MODE)

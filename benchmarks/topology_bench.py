@@ -1,0 +1,150 @@
+"""Benchmark: backlog topology + clustering on large backlogs, in-process.
+
+(a) 10,000 items, 5,000 of them blocked, reasons drawn from a few hundred phrasings (with
+    ids and numbers mixed in, as agents write them), each item depending on up to three
+    earlier ones;
+(b) a 10,000-deep chain (every other item blocked);
+(c) (a) and (b) again, starting from the JSON text through ``parse_items``;
+(d) a harder clustering input: 5,000 blocked reasons that are all distinct, ten words each
+    drawn from a Zipf law over 300 words, so identical reasons cannot be merged up front
+    and every reason shares common words with thousands of others.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable
+
+from git_forge.backlog.topology import parse_items, topology_report
+
+ITEMS = 10_000
+BLOCKED = 5_000
+
+CAUSES = [
+    "missing the API key for the {} service",
+    "needs a decision on the {} schema migration",
+    "cannot reach the {} host from the sandbox",
+    "the {} credentials are not configured",
+    "unclear which {} version to target",
+    "tests for the {} module fail on main",
+    "waiting for the {} team to approve the design",
+    "the {} endpoint returns 403 for the bot account",
+    "no fixture data for the {} import",
+    "license of the {} dependency is unknown",
+    "the {} spec contradicts the {} requirement",
+    "rate limit hit on the {} sandbox",
+    "need a human to pick the {} naming convention",
+    "the {} build needs a signing certificate",
+    "ambiguous acceptance criteria for {}",
+]
+SUBJECTS = [
+    "billing", "payments", "search", "auth", "storage", "queue", "mailer", "export",
+    "reporting", "gateway", "cache", "ledger", "profile", "upload", "metrics", "audit",
+    "webhook", "invoice", "catalog", "session",
+]
+
+
+def phrasings() -> list[str]:
+    """15 causes x 20 subjects = 300 phrasings."""
+    return [cause.format(subject, subject) for cause in CAUSES for subject in SUBJECTS]
+
+
+def noisy(rng: random.Random, text: str, item: int) -> str:
+    """Ids and numbers an agent mixes in; the tokenizer drops them."""
+    return f"{text} (item {item:05d}, see req{rng.randrange(100)} / t{rng.randrange(9)})"
+
+
+def wide_backlog(seed: int = 1) -> list[dict]:
+    rng = random.Random(seed)
+    texts = phrasings()
+    blocked = set(rng.sample(range(ITEMS), BLOCKED))
+    items = []
+    for n in range(ITEMS):
+        deps = sorted({rng.randrange(n) for _ in range(rng.randrange(4))}) if n else []
+        item = {
+            "id": f"{n + 1:05d}",
+            "status": "blocked" if n in blocked else rng.choice(["pending", "done"]),
+            "dependsOn": [f"{d + 1:05d}" for d in deps],
+        }
+        if n in blocked:
+            item["blockedReason"] = noisy(rng, rng.choice(texts), n + 1)
+        items.append(item)
+    return items
+
+
+def deep_chain(seed: int = 2) -> list[dict]:
+    rng = random.Random(seed)
+    texts = phrasings()
+    items = []
+    for n in range(ITEMS):
+        item = {
+            "id": str(n + 1),
+            "status": "blocked" if n % 2 else "pending",
+            "dependsOn": [str(n)] if n else [],
+        }
+        if n % 2:
+            item["blockedReason"] = noisy(rng, rng.choice(texts), n + 1)
+        items.append(item)
+    return items
+
+
+def distinct_reasons(seed: int = 3) -> list[dict]:
+    """(a)'s graph, with every blocked reason distinct: ten words drawn from a Zipf law."""
+    items = wide_backlog(seed)
+    rng = random.Random(seed)
+    vocabulary = [f"w{a}{b}" for a in "abcdefghijklmnopqrst" for b in "abcdefghijklmno"]
+    weights = [1 / rank for rank in range(1, len(vocabulary) + 1)]
+    seen: set[frozenset[str]] = set()
+    for item in items:
+        if item["status"] == "blocked":
+            while True:
+                words = rng.choices(vocabulary, weights, k=10)
+                if frozenset(words) not in seen:
+                    break
+            seen.add(frozenset(words))
+            item["blockedReason"] = " ".join(words)
+    return items
+
+
+def timed(fn: Callable[[], object], repeat: int = 5) -> float:
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def describe(items: list[dict]) -> str:
+    report = topology_report(items, cluster=True)
+    clusters = report["clusters"]
+    multi = sum(1 for cluster in clusters if len(cluster["memberIds"]) > 1)
+    gated = sum(cluster["gatedCount"] for cluster in clusters)
+    return (
+        f"{report['itemCount']:,} items, depth {report['maxChainDepth']:,}, "
+        f"{len(clusters):,} clusters ({multi:,} of 2+), {gated:,} gated ids listed"
+    )
+
+
+def main() -> None:
+    wide, chain, hard = wide_backlog(), deep_chain(), distinct_reasons()
+    wide_text, chain_text = json.dumps(wide), json.dumps(chain)
+    rows = [
+        ("(a) 10,000 items / 5,000 blocked", wide, lambda: topology_report(wide, cluster=True)),
+        ("(b) 10,000-deep chain", chain, lambda: topology_report(chain, cluster=True)),
+        ("(c) (a) via parse_items(JSON text)", wide,
+         lambda: topology_report(parse_items(wide_text), cluster=True)),
+        ("(c) (b) via parse_items(JSON text)", chain,
+         lambda: topology_report(parse_items(chain_text), cluster=True)),
+        ("(d) (a) with 5,000 distinct reasons", hard, lambda: topology_report(hard, cluster=True)),
+    ]
+    print("backlog topology + clustering (topology_report(cluster=True)), median of 5")
+    for label, items, fn in rows:
+        print(f"  {label:<38} {timed(fn) * 1000:8.1f} ms   [{describe(items)}]")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""``git forge demo``: a throwaway repository, a small backlog and a scripted agent."""

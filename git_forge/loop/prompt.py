@@ -1,0 +1,50 @@
+"""The prompt an agent receives for one backlog item.
+
+It carries the item (title, description, acceptance criteria), the backlog's
+project description, the configured prompt file, and — when the operator answered
+the item's question during recovery — that answer under a heading that says it is
+the human's answer. It ends with the signal protocol, so any agent (Claude Code,
+Codex, a script) knows how to report done / blocked / needs-human.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SIGNAL_PROTOCOL = """\
+## When you stop
+End your output with exactly one of these lines:
+- `FORGE_DONE` — the item is complete and its acceptance criteria hold.
+- `FORGE_BLOCKED: <reason>` — you cannot proceed for a reason outside your control.
+- `FORGE_NEEDS_HUMAN: <question>` — you need a human decision; ask for the decision (which
+  option, which policy), never for a secret or credential.
+Do not commit; the runner commits your changes for the item."""
+
+
+def build_prompt(
+    item: dict[str, Any], *, project_description: str = "", prompt_file_text: str | None = None
+) -> str:
+    """The full prompt text for ``item``."""
+    parts: list[str] = []
+    if prompt_file_text and prompt_file_text.strip():
+        parts.append(prompt_file_text.strip())
+    if project_description.strip():
+        parts.append(f"## Project\n{project_description.strip()}")
+    lines = [f"## Backlog item {item['id']}: {item.get('title', '').strip()}"]
+    if item.get("type"):
+        lines.append(f"Type: {item['type']}, priority {item.get('priority', '?')}")
+    description = str(item.get("description") or "").strip()
+    if description:
+        lines += ["", description]
+    criteria = [str(c) for c in item.get("acceptanceCriteria") or [] if str(c).strip()]
+    if criteria:
+        lines += ["", "### Acceptance criteria", *(f"- {c}" for c in criteria)]
+    notes = str(item.get("notes") or "").strip()
+    if notes:
+        lines += ["", "### Notes", notes]
+    parts.append("\n".join(lines))
+    answer = item.get("humanAnswer")
+    if isinstance(answer, str) and answer.strip():
+        parts.append(f"## The human's answer to your previous question\n{answer.strip()}")
+    parts.append(SIGNAL_PROTOCOL)
+    return "\n\n".join(parts) + "\n"

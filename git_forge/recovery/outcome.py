@@ -1,0 +1,130 @@
+"""Step 7: the ``resolved`` gate, the outcome ladder, exit codes, the next command.
+
+``resolved`` needs all three of: no unapplied decision among this pass's
+affected items, a clean porcelain status, and every affected item moved. An
+empty affected set never selects it. Otherwise the first matching rung wins:
+needs-human > blocked > deferred > partial > complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+# Exit codes of `git forge recover` (documented in the man page).
+EXIT_SAFE = 0
+EXIT_NEEDS_HUMAN = 3
+EXIT_BLOCKED = 4
+EXIT_TREE_DIRTY = 6
+EXIT_FAILED_READ = 10
+EXIT_FAILED_RECORD = 11
+EXIT_FAILED_APPLY = 12
+EXIT_NOTHING_MOVED = 13
+
+FAILURE_EXIT_CODES = {
+    "failed-read": EXIT_FAILED_READ,
+    "failed-record": EXIT_FAILED_RECORD,
+    "failed-apply": EXIT_FAILED_APPLY,
+    "nothing-moved": EXIT_NOTHING_MOVED,
+}
+
+RESUME = "git forge loop run"
+RECOVER = "git forge recover"
+RECONCILE = "git forge reconcile"
+STATUS = "git forge status"
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The three evaluations behind ``resolved``, each citing its source."""
+
+    unapplied_affected: tuple[str, ...]
+    porcelain_clean: bool
+    all_moved: bool
+    affected: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        return (bool(self.affected) and not self.unapplied_affected
+                and self.porcelain_clean and self.all_moved)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"unappliedAffected": list(self.unapplied_affected),
+                "porcelainClean": self.porcelain_clean, "allMoved": self.all_moved}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    cause: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _counts(items: Iterable[dict[str, Any]]) -> dict[str, int]:
+    counts = {"needsHuman": 0, "blocked": 0, "deferred": 0, "open": 0, "done": 0, "total": 0}
+    for item in items:
+        counts["total"] += 1
+        status = item.get("status")
+        if status == "blocked":
+            if item.get("needsHuman"):
+                counts["needsHuman"] += 1
+            elif item.get("deferred"):
+                counts["deferred"] += 1
+            else:
+                counts["blocked"] += 1
+        elif status in ("pending", "in_progress"):
+            counts["open"] += 1
+        elif status == "done":
+            counts["done"] += 1
+    return counts
+
+
+def select_outcome(gate: Gate, items: list[dict[str, Any]], topology: dict[str, Any],
+                   run_state: dict[str, Any] | None) -> Outcome:
+    """The outcome of a pass that did not fail, from the gate and the re-read list."""
+    if gate.passed:
+        return Outcome("resolved")
+    counts = _counts(items)
+    if counts["needsHuman"]:
+        return Outcome("needs-human")
+    if counts["blocked"]:
+        return Outcome("blocked")
+    if counts["deferred"]:
+        return Outcome("deferred")
+    if counts["open"]:
+        selectable = int(topology.get("selectable") or 0)
+        state = run_state or {}
+        at_limit = (state.get("iteration") is not None
+                    and state.get("iteration") == state.get("maxIterations"))
+        if selectable and at_limit:
+            return Outcome("partial", "iteration limit",
+                           {"iteration": state.get("iteration"),
+                            "maxIterations": state.get("maxIterations")})
+        if not selectable:
+            starvation = topology.get("starvation") or {}
+            return Outcome("partial", "dependency starvation",
+                           {"blockingRoots": starvation.get("blockingRoots", [])})
+        return Outcome("partial", "the run stopped before the work was done",
+                       {"selectable": selectable})
+    return Outcome("complete")
+
+
+def exit_code(outcome: Outcome, tree_clean: bool) -> int:
+    """0 = safe to resume (or nothing to do); see the module constants."""
+    if outcome.name == "needs-human":
+        return EXIT_NEEDS_HUMAN
+    if outcome.name == "blocked":
+        return EXIT_BLOCKED
+    return EXIT_SAFE if tree_clean else EXIT_TREE_DIRTY
+
+
+def next_command(outcome: Outcome, tree_clean: bool) -> str:
+    """Exactly one command to run next."""
+    if outcome.name in ("needs-human", "blocked"):
+        return RECOVER
+    if not tree_clean:
+        return RECONCILE
+    if outcome.name == "complete":
+        return STATUS
+    return RESUME

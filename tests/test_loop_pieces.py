@@ -1,0 +1,69 @@
+"""Pure pieces of the loop: signal parsing, prompt building, state.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from git_forge.atomic import StoreError
+from git_forge.loop.prompt import build_prompt
+from git_forge.loop.signals import NO_SIGNAL, Signal, parse_signal
+from git_forge.loop.state import RunState, read_state, write_state
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("work\nFORGE_DONE\n", Signal("done")),
+    ("work\n  RAUF_DONE  \n\n", Signal("done")),
+    ("FORGE_BLOCKED: the API is down\n", Signal("blocked", "the API is down")),
+    ("RAUF_BLOCKED:   spaced  \n", Signal("blocked", "spaced")),
+    ("x\nFORGE_NEEDS_HUMAN: which DB?\ntrailing chatter\n", Signal("needs_human", "which DB?")),
+    ("RAUF_NEEDS_HUMAN: ok?", Signal("needs_human", "ok?")),
+    # The last signal line wins: a protocol quoted earlier does not count.
+    ("I will print FORGE_DONE at the end\nFORGE_DONE\nFORGE_BLOCKED: no\n",
+     Signal("blocked", "no")),
+    ("FORGE_BLOCKED: first\nFORGE_DONE\n", Signal("done")),
+    ("FORGE_DONE.\n", NO_SIGNAL),
+    ("say FORGE_DONE\n", NO_SIGNAL),
+    ("", NO_SIGNAL),
+])
+def test_parse_signal(text: str, expected: Signal) -> None:
+    assert parse_signal(text) == expected
+
+
+def test_prompt_carries_item_project_prompt_file_and_answer() -> None:
+    item = {"id": "004", "title": "Add login", "type": "feature", "priority": 2,
+            "description": "Users log in.", "acceptanceCriteria": ["form exists", "  "],
+            "notes": "see docs", "humanAnswer": "Use OAuth with GitHub."}
+    prompt = build_prompt(item, project_description="A shop.", prompt_file_text="Be careful.")
+    assert prompt.index("Be careful.") < prompt.index("## Project\nA shop.")
+    assert "## Backlog item 004: Add login" in prompt
+    assert "- form exists" in prompt and "-   " not in prompt
+    assert "## The human's answer to your previous question\nUse OAuth with GitHub." in prompt
+    assert prompt.rstrip().endswith("Do not commit; the runner commits your changes for the item.")
+
+
+def test_prompt_without_answer_has_no_answer_heading() -> None:
+    prompt = build_prompt({"id": "001", "title": "T"})
+    assert "human's answer" not in prompt
+    assert "FORGE_NEEDS_HUMAN" in prompt
+
+
+def test_state_round_trip_and_key_order(tmp_path: Path) -> None:
+    assert read_state(tmp_path) is None
+    write_state(tmp_path, RunState(status="running", iteration=2, maxIterations=5,
+                                   currentItem="003", runId="r1"))
+    document = read_state(tmp_path)
+    assert list(document) == [
+        "status", "iteration", "maxIterations", "currentItem", "lastSignal", "startedAt",
+        "updatedAt", "completedItems", "blockedItems", "deferredItems", "needsHumanItems",
+        "baseCommitHash", "runId", "error"]
+    assert document["status"] == "running" and document["updatedAt"].endswith("Z")
+    with pytest.raises(ValueError):
+        write_state(tmp_path, RunState(status="bogus"))
+    assert read_state(tmp_path)["status"] == "running"
+    (tmp_path / "state.json").write_text("{torn")
+    with pytest.raises(StoreError):
+        read_state(tmp_path)
+    assert json.dumps(RunState().to_json())

@@ -1,0 +1,151 @@
+"""Pure pieces of recover: questions, scripted answers, the gate and the ladder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from git_forge.errors import UsageError
+from git_forge.recovery import answers
+from git_forge.recovery.answers import CANCEL, DEFER, Choice
+from git_forge.recovery.outcome import Gate, exit_code, next_command, select_outcome
+from git_forge.recovery.questions import build_questions, merge_clusters
+
+
+def key(item_id: str) -> tuple:
+    return (0, int(item_id)) if item_id.isdigit() else (1, item_id)
+
+
+CLUSTERS = [
+    {"clusterId": "c3", "memberIds": ["3", "4"], "memberReasons": ["db? sqlite", "db? pg"],
+     "sharedTokens": ["db"], "gatedIds": ["5", "7"], "gatedCount": 2},
+    {"clusterId": "c6", "memberIds": ["6"], "memberReasons": ["no creds"], "sharedTokens": [],
+     "gatedIds": [], "gatedCount": 0},
+    {"clusterId": "c8", "memberIds": ["8"], "memberReasons": ["api key?"], "sharedTokens": [],
+     "gatedIds": ["9"], "gatedCount": 1},
+]
+ITEMS = [{"id": i, "status": "blocked", "needsHuman": i != "6"} for i in ("3", "4", "6", "8")]
+
+
+def test_questions_name_members_and_blast_radius() -> None:
+    questions = build_questions(ITEMS, CLUSTERS, item_count=16)
+    assert [(q.id, q.kind, q.item_ids) for q in questions] == [
+        ("c3", "cluster", ("3", "4")), ("6", "item", ("6",)), ("8", "item", ("8",))]
+    cluster = questions[0]
+    assert "Items 3 and 4 are blocked on the same decision" in cluster.text
+    assert "This one decision gates 2 of 16 backlog items (items 5, 7). Answer it once." in (
+        cluster.text)
+    assert questions[1].text == "Item 6 is blocked: no creds\nIt gates no other backlog item."
+    assert questions[2].text.startswith("Item 8 needs a decision: api key?")
+    assert "gates 1 of 16 backlog items (item 9)" in questions[2].text
+    assert questions[0].to_json()["gatedCount"] == 2
+
+
+def test_merging_clusters_unions_members_and_gated_sets() -> None:
+    merged = merge_clusters(CLUSTERS, [["c8", "c3"]], key)
+    assert [c["clusterId"] for c in merged] == ["c3", "c6"]
+    assert merged[0]["memberIds"] == ["3", "4", "8"]
+    assert merged[0]["memberReasons"] == ["db? sqlite", "db? pg", "api key?"]
+    assert merged[0]["gatedIds"] == ["5", "7", "9"]
+    with pytest.raises(UsageError, match="no cluster c99"):
+        merge_clusters(CLUSTERS, [["c3", "c99"]], key)
+
+
+def test_flags_and_files(tmp_path: Path) -> None:
+    assert answers.parse_flags(["3=use SQLite", " 8 = x=y "], ["6"]) == {
+        "3": Choice("answer", "use SQLite"), "8": Choice("answer", "x=y"), "6": DEFER}
+    for bad in (["3"], ["=x"], ["3= "]):
+        with pytest.raises(UsageError):
+            answers.parse_flags(bad, [])
+    yaml_file = tmp_path / "a.yaml"
+    yaml_file.write_text("c3: Use SQLite\n003: defer\n8: cancel\n")
+    assert answers.load_file(yaml_file) == {"c3": Choice("answer", "Use SQLite"),
+                                            "3": DEFER, "8": CANCEL}
+    json_file = tmp_path / "a.json"
+    json_file.write_text(json.dumps({"6": "retry later"}))
+    assert answers.load_file(json_file) == {"6": Choice("answer", "retry later")}
+    for content in ("- a\n- b\n", "c3: [1]\n", ":\n  - : ["):
+        json_file.write_text(content)
+        with pytest.raises(UsageError):
+            answers.load_file(json_file)
+    with pytest.raises(UsageError):
+        answers.load_file(tmp_path / "missing.yaml")
+
+
+def test_normalise_maps_yaml_integers_and_refuses_unknown_ids() -> None:
+    known = {"c003", "003", "004"}
+    assert answers.normalise({"3": DEFER, "c003": CANCEL}, known) == {"003": DEFER,
+                                                                       "c003": CANCEL}
+    with pytest.raises(UsageError, match="no open question for 099"):
+        answers.normalise({"099": DEFER}, known)
+
+
+def test_resolve_cluster_item_and_cancel_rules() -> None:
+    questions = build_questions(ITEMS, CLUSTERS, item_count=16)
+    got = [(c.question.id, c.item_ids, c.choice.kind, c.cluster_id)
+           for c in answers.resolve(questions, {"c3": Choice("answer", "SQLite")})]
+    assert got == [("c3", ("3", "4"), "answer", "c3"), ("6", ("6",), "defer", None),
+                   ("8", ("8",), "defer", None)]
+    # An item answered on its own: no clusterId, the other member is deferred.
+    got = [(c.item_ids, c.choice.kind, c.cluster_id)
+           for c in answers.resolve(questions, {"4": Choice("answer", "PG")})]
+    assert got[:2] == [(("4",), "answer", None), (("3",), "defer", None)]
+    # Cancel-early: that question and every later one are deferred (cancel).
+    got = [(c.item_ids, c.choice.kind)
+           for c in answers.resolve(questions, {"6": CANCEL, "8": Choice("answer", "x")})]
+    assert got == [(("3", "4"), "defer"), (("6",), "cancel"), (("8",), "cancel")]
+
+
+def gate(**kw) -> Gate:
+    base = {"unapplied_affected": (), "porcelain_clean": True, "all_moved": True,
+            "affected": ("3",)}
+    return Gate(**{**base, **kw})
+
+
+def item(status: str, **kw) -> dict:
+    return {"id": "1", "status": status, **kw}
+
+
+def test_resolved_needs_all_three_and_a_nonempty_affected_set() -> None:
+    assert select_outcome(gate(), [item("pending")], {"selectable": 1}, None).name == "resolved"
+    for failing in (gate(unapplied_affected=("3",)), gate(porcelain_clean=False),
+                    gate(all_moved=False), gate(affected=())):
+        assert select_outcome(failing, [item("done")], {}, None).name == "complete"
+
+
+@pytest.mark.parametrize(("items", "name"), [
+    ([item("blocked", needsHuman=True), item("blocked")], "needs-human"),
+    ([item("blocked"), item("blocked", deferred=True)], "blocked"),
+    ([item("blocked", deferred=True), item("pending")], "deferred"),
+    ([item("pending"), item("done")], "partial"),
+    ([item("done")], "complete"),
+])
+def test_ladder(items: list[dict], name: str) -> None:
+    assert select_outcome(gate(affected=()), items, {"selectable": 1}, None).name == name
+
+
+def test_partial_causes() -> None:
+    none = gate(affected=())
+    at_limit = {"iteration": 5, "maxIterations": 5}
+    assert select_outcome(none, [item("pending")], {"selectable": 2}, at_limit).cause == (
+        "iteration limit")
+    starved = select_outcome(
+        none, [item("pending")],
+        {"selectable": 0, "starvation": {"starved": True,
+                                         "blockingRoots": [{"id": "2", "gatedCount": 3}]}},
+        at_limit)
+    assert starved.cause == "dependency starvation"
+    assert starved.details["blockingRoots"] == [{"id": "2", "gatedCount": 3}]
+    assert select_outcome(none, [item("pending")], {"selectable": 2},
+                          {"iteration": 2, "maxIterations": 5}).cause != "iteration limit"
+
+
+def test_exit_codes_and_next_commands() -> None:
+    outcome = select_outcome(gate(), [item("pending")], {"selectable": 1}, None)
+    assert (exit_code(outcome, True), next_command(outcome, True)) == (0, "git forge loop run")
+    needs = select_outcome(gate(affected=()), [item("blocked", needsHuman=True)], {}, None)
+    assert (exit_code(needs, False), next_command(needs, False)) == (3, "git forge recover")
+    partial = select_outcome(gate(affected=()), [item("pending")], {"selectable": 1}, None)
+    assert (exit_code(partial, False), next_command(partial, False)) == (6, "git forge reconcile")
