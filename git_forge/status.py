@@ -12,9 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, lock_is_held, read_json, read_lock_holder
+from git_forge.atomic import StoreError, lock_is_held, read_lock_holder
 from git_forge.backlog.model import summarize
-from git_forge.layout import LOOP_LOCK_FILE, STATE_FILE
+from git_forge.backlog.topology import compute_topology
+from git_forge.loop.control import loop_lock_path
+from git_forge.loop.state import read_state, state_path
 from git_forge.runner.base import Runner
 from git_forge.workspace import Workspace
 
@@ -24,9 +26,9 @@ _STATE_KEYS = ("iteration", "maxIterations", "currentItem", "lastSignal", "start
 
 def read_loop_state(state_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
     """``(state, None)``, ``(None, None)`` when absent, ``(None, why)`` when unreadable."""
-    path = Path(state_dir) / STATE_FILE
+    path = state_path(state_dir)
     try:
-        state = read_json(path, default=None)
+        state = read_state(state_dir)
     except StoreError as exc:
         return None, exc.message
     if state is None and path.exists():
@@ -38,7 +40,7 @@ def read_loop_state(state_dir: Path) -> tuple[dict[str, Any] | None, str | None]
 
 def lock_status(state_dir: Path) -> dict[str, Any]:
     """``{present, alive, holder}`` of ``{stateDir}/loop.lock``."""
-    path = Path(state_dir) / LOOP_LOCK_FILE
+    path = loop_lock_path(state_dir)
     present = path.exists()
     alive = present and lock_is_held(path)
     return {"present": present, "alive": alive,
@@ -47,8 +49,6 @@ def lock_status(state_dir: Path) -> dict[str, Any]:
 
 def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
     """The ``status --json`` document."""
-    from git_forge.backlog.topology import compute_topology
-
     items = runner.list_items()
     state, problem = read_loop_state(workspace.state_dir)
     topology = compute_topology(items)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,66 @@ def test_invalid_backlog_is_refused_with_the_problem(repo: Path) -> None:
     message = refused("unblock", cwd=repo)
     assert message == (f'{path} is invalid (item 001: invalid status "wip" (expected one of '
                        "pending, in_progress, done, blocked)); refusing to touch it")
+
+
+# --- topology -----------------------------------------------------------------------------
+
+
+def test_topology_from_the_runner_and_from_files(repo: Path, tmp_path: Path) -> None:
+    from git_forge.backlog.topology import render_text, topology_report
+
+    expected = topology_report(ITEMS, cluster=True)
+    from_runner = json.loads(ok("topology", "--cluster", "--json", cwd=repo).stdout)
+    assert from_runner == expected
+    assert expected["roots"][0]["id"] == "001" and expected["clusters"]
+    items_file = tmp_path / "items.json"
+    items_file.write_text(json.dumps({"items": ITEMS}))
+    assert json.loads(ok("topology", "--items-json", str(items_file), "--cluster", "--json",
+                         cwd=repo).stdout) == expected
+    piped = run_forge("backlog", "topology", "--items-stdin", "--json", cwd=tmp_path,
+                      input=json.dumps(ITEMS))
+    assert json.loads(piped.stdout) == topology_report(ITEMS, cluster=False)
+    assert ok("topology", cwd=repo).stdout.splitlines() == render_text(
+        topology_report(ITEMS, cluster=False))
+
+
+def test_topology_asks_the_configured_runner_not_backlog_json(repo: Path) -> None:
+    tools = repo / "tools"
+    tools.mkdir()
+    runner = tools / "runner"
+    canned = [{"id": "1", "status": "pending"}, {"id": "2", "status": "pending",
+                                                 "dependsOn": ["1"]}]
+    runner.write_text(f"#!{sys.executable}\nprint({json.dumps(json.dumps(canned))})\n")
+    runner.chmod(0o755)
+    (repo / ".forge.yaml").write_text("loopRunner:\n  bin: tools/runner\n")
+    payload = json.loads(ok("topology", "--json", cwd=repo).stdout)
+    assert (payload["itemCount"], payload["maxChainDepth"]) == (2, 2)
+
+
+@pytest.mark.parametrize(("args", "stdin", "fragment"), [
+    (["topology", "--items-json", "items.json", "--items-stdin"], None, "not allowed with"),
+    (["topology", "--items-json", "missing.json"], None, "cannot read missing.json"),
+    (["topology", "--items-json", "garbage.json"], None, "invalid items JSON"),
+    (["topology", "--items-json", "shape.json"], None, "must be an array or an object"),
+    (["topology", "--items-stdin"], "{not json", "invalid items JSON"),
+    (["topology", "--items-stdin"], '[{"title": "no id"}]', "has no id"),
+    (["topology", "--backlog", "nowhere"], None, "no backlog at"),
+])
+def test_topology_refusals(
+    repo: Path, args: list[str], stdin: str | None, fragment: str
+) -> None:
+    (repo / "items.json").write_text(json.dumps(ITEMS))
+    (repo / "garbage.json").write_text("[{")
+    (repo / "shape.json").write_text('{"items": 3}')
+    before = snapshot(repo)
+    result = run_forge("backlog", *args, cwd=repo, input=stdin)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("Error: ") and fragment in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert snapshot(repo) == before
+
+
+def test_topology_without_a_backlog_names_it(git_repo: Path) -> None:
+    result = run_forge("backlog", "topology", cwd=git_repo)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"Error: no backlog at {git_repo.resolve()}/.forge/backlog.json\n"

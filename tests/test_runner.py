@@ -157,9 +157,9 @@ def test_list_accepts_a_bare_array_or_an_items_object(
     assert external(root).list_items() == []
     assert calls(fake)[0]["argv"] == ["backlog", "list", ".", "--backlog", "specs/feature x",
                                       "--json"]
-    for shape in ('{"items": {"a": 1}}', '"a string"', "[1, 2]"):
+    for shape in ('{"items": {"a": 1}}', '"a string"', "[1, 2]", '[{"title": "no id"}]'):
         monkeypatch.setenv("FAKE_LIST", shape)
-        with pytest.raises(RunnerError, match="not a list of items"):
+        with pytest.raises(RunnerError, match="printed an item list that cannot be used"):
             external(root).list_items()
 
 

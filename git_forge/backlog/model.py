@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from git_forge.backlog.errors import BacklogError
+from git_forge.backlog.topology import id_key
 
 SCHEMA_VERSION = "1"
 
@@ -44,17 +45,6 @@ _NEW_ITEM_ORDER: tuple[str, ...] = (
     "id", "type", "priority", "title", "description", "acceptanceCriteria", "status",
     "completedAt", "dependsOn", "notes",
 )
-
-
-# --- ordering -------------------------------------------------------------------------------
-
-
-def id_key(item_id: Any) -> tuple:
-    """Numeric-aware id order: all-digit ids numerically first, the rest as strings."""
-    text = str(item_id)
-    if text.isdigit():
-        return (0, int(text), text)
-    return (1, 0, text)
 
 
 # --- validation -----------------------------------------------------------------------------

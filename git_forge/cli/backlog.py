@@ -1,6 +1,6 @@
-"""``git forge backlog list|show|add|edit|answer|unblock`` — the rauf runner contract's
-backlog verbs (same positional ``PATH``, ``--backlog DIR`` and ``--json`` outputs),
-acting on the embedded backlog file."""
+"""``git forge backlog list|show|add|edit|answer|unblock|topology`` — the rauf runner
+contract's backlog verbs (same positional ``PATH``, ``--backlog DIR`` and ``--json``
+outputs), acting on the embedded backlog file; ``topology`` reads the runner's list."""
 
 from __future__ import annotations
 
@@ -108,6 +108,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _location(unblock)
     _json_flag(unblock, '{"unblockedCount": N, "unblockedIds": [...]}')
     unblock.set_defaults(func=run_unblock)
+
+    topology = verbs.add_parser(
+        "topology", help="dependency roots, depth, selectable, starvation, blocked clusters",
+        description="Analyse the runner's item list (feature-forge backlog-topology "
+                    "semantics). Without an input flag it asks the configured runner; it "
+                    "never reads backlog.json directly.")
+    topology.add_argument("path", nargs="?", default=".", metavar="PATH",
+                          help="project path (default: .)")
+    _location(topology)
+    topology.add_argument("--cluster", action="store_true",
+                          help="group blocked items whose reasons are alike")
+    source = topology.add_mutually_exclusive_group()
+    source.add_argument("--items-json", metavar="FILE",
+                        help="read the item list from FILE (an array, or {\"items\": [...]})")
+    source.add_argument("--items-stdin", action="store_true",
+                        help="read the item list from standard input")
+    _json_flag(topology, "the topology payload")
+    topology.set_defaults(func=run_topology)
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -243,4 +261,43 @@ def run_unblock(args: argparse.Namespace) -> int:
         print(f"unblocked {', '.join(result['unblockedIds'])}")
     else:
         print("nothing to unblock")
+    return 0
+
+
+def _topology_items(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The item list from --items-json, --items-stdin, or the configured runner."""
+    import sys
+    from pathlib import Path
+
+    from git_forge.backlog.errors import BacklogError
+    from git_forge.backlog.topology import parse_items
+
+    if args.items_json is not None:
+        try:
+            raw = Path(args.items_json).read_bytes().decode("utf-8")
+        except OSError as exc:
+            raise BacklogError(f"cannot read {args.items_json}: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise BacklogError(f"{args.items_json} is not UTF-8 text: {exc}") from exc
+        return parse_items(raw)
+    if args.items_stdin:
+        try:
+            raw = sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BacklogError(f"standard input is not UTF-8 text: {exc}") from exc
+        return parse_items(raw)
+    from git_forge.runner import runner_for
+    from git_forge.workspace import locate
+
+    return runner_for(locate(args.path, args.backlog)).list_items()
+
+
+def run_topology(args: argparse.Namespace) -> int:
+    from git_forge.backlog.topology import render_text, topology_report
+
+    report = topology_report(_topology_items(args), cluster=args.cluster)
+    if args.json:
+        emit_json(report)
+    else:
+        print("\n".join(render_text(report)))
     return 0

@@ -19,6 +19,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from git_forge.backlog.errors import BacklogError
+from git_forge.backlog.topology import parse_items
 from git_forge.credentials import credential_problem
 from git_forge.runner.base import Runner, RunnerError
 from git_forge.runner.versions import is_answer_capable
@@ -117,8 +119,9 @@ class ExternalRunner(Runner):
                   "answer": answer}
         return substitute(split_template(name, self.templates[name]), values)
 
-    def run_json(self, argv: list[str]) -> Any:
-        """Run ``argv`` (no shell, cwd = repository root) and parse its stdout as JSON."""
+    def run(self, argv: list[str]) -> str:
+        """Run ``argv`` (no shell, cwd = repository root); its stdout, or a
+        ``RunnerError`` quoting the runner when it fails."""
         shown = shlex.join(argv)
         try:
             proc = subprocess.run(argv, cwd=self.root, stdin=subprocess.DEVNULL,
@@ -135,27 +138,38 @@ class ExternalRunner(Runner):
                 f"`{shown}` exited with status {proc.returncode}: {_quote(stderr or stdout)}",
                 argv=argv, exit_status=proc.returncode, stdout=stdout, stderr=stderr,
             )
+        return stdout
+
+    @staticmethod
+    def decode(argv: list[str], stdout: str) -> Any:
+        """``stdout`` as JSON, or a ``RunnerError`` quoting it."""
         try:
             return json.loads(stdout)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:
             raise RunnerError(
-                f"`{shown}` printed output that is not JSON ({exc.msg}): {_quote(stdout)}",
-                argv=argv, exit_status=0, stdout=stdout, stderr=stderr,
+                f"`{shlex.join(argv)}` printed output that is not JSON ({exc}): {_quote(stdout)}",
+                argv=argv, exit_status=0, stdout=stdout,
             ) from exc
+
+    def run_json(self, argv: list[str]) -> Any:
+        """Run ``argv`` and parse its stdout as JSON."""
+        return self.decode(argv, self.run(argv))
 
     # --- the contract ----------------------------------------------------------------------
 
     def list_items(self) -> list[dict[str, Any]]:
+        """The list output (a bare array, or ``{"items": [...]}``), read by the same
+        rules as ``backlog topology --items-stdin``."""
         argv = self.argv("listCommand")
-        document = self.run_json(argv)
-        items = document.get("items", []) if isinstance(document, dict) else document
-        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        stdout = self.run(argv)
+        self.decode(argv, stdout)
+        try:
+            return parse_items(stdout)
+        except BacklogError as exc:
             raise RunnerError(
-                f"`{shlex.join(argv)}` printed JSON that is not a list of items "
-                f"(expected an array or {{\"items\": [...]}}): {_quote(json.dumps(document))}",
-                argv=argv,
-            )
-        return items
+                f"`{shlex.join(argv)}` printed an item list that cannot be used "
+                f"({exc.message}): {_quote(stdout)}", argv=argv, exit_status=0, stdout=stdout,
+            ) from exc
 
     def _object(self, argv: list[str]) -> dict[str, Any]:
         document = self.run_json(argv)

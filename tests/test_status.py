@@ -1,0 +1,134 @@
+"""``git forge status``: state.json, backlogSummary, topology, lock liveness, runners."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import run_forge
+
+from git_forge.loop.state import RunState, write_state
+from git_forge.runner import runner_for
+from git_forge.status import loop_status, render_status
+from git_forge.workspace import locate
+
+
+def _item(item_id: str, status: str, **fields) -> dict:
+    return {"id": item_id, "type": "feature", "priority": 2, "title": f"t{item_id}",
+            "status": status, **fields}
+
+
+@pytest.fixture
+def repo(git_repo: Path) -> Path:
+    backlog = git_repo / ".forge"
+    backlog.mkdir()
+    items = [
+        _item("001", "done"),
+        _item("002", "blocked", needsHuman=True, blockedReason="which db?"),
+        _item("003", "blocked", deferred=True, dependsOn=["002"]),
+        _item("004", "blocked", dependsOn=["003"]),
+        _item("005", "pending", dependsOn=["002"]),
+        _item("006", "in_progress"),
+    ]
+    (backlog / "backlog.json").write_text(json.dumps(
+        {"schemaVersion": "1", "project": "p", "description": "", "items": items}))
+    return git_repo
+
+
+def status_of(repo: Path) -> dict:
+    workspace = locate(repo)
+    return loop_status(workspace, runner_for(workspace))
+
+
+def test_status_without_a_run(repo: Path) -> None:
+    document = status_of(repo)
+    assert document["loopState"] == "idle"
+    assert [document[k] for k in ("iteration", "maxIterations", "currentItem", "lastSignal",
+                                  "startedAt", "error")] == [None] * 6
+    assert document["backlogSummary"] == {"pending": 1, "inProgress": 1, "blocked": 3,
+                                          "needsHuman": 1, "deferred": 1, "done": 1, "total": 6}
+    assert document["topology"] == {
+        "maxChainDepth": 3, "selectable": 0,
+        "starvation": {"starved": True, "blockingRoots": [{"id": "002", "gatedCount": 3}]}}
+    assert document["lock"] == {"present": False, "alive": False, "holder": None}
+    assert (document["statusSchemaVersion"], document["backlogDir"], document["stateDir"],
+            document["runner"]) == ("1", ".forge", ".forge", "embedded")
+
+
+def test_status_reads_state_json(repo: Path) -> None:
+    write_state(repo / ".forge", RunState(status="running", iteration=3, maxIterations=50,
+                                          currentItem="006", lastSignal="blocked",
+                                          startedAt="2026-02-01T10:00:00Z", runId="r1"))
+    document = status_of(repo)
+    assert [document[k] for k in ("loopState", "iteration", "maxIterations", "currentItem",
+                                  "lastSignal", "startedAt")] == [
+        "running", 3, 50, "006", "blocked", "2026-02-01T10:00:00Z"]
+    lines = render_status(document)
+    assert lines[0] == "loop:     running (iteration 3/50), on item 006"
+    assert lines[1] == ("backlog:  6 items: 1 pending, 1 in progress, 3 blocked "
+                        "(1 needs human, 1 deferred), 1 done")
+    assert lines[2] == ("topology: max chain depth 3, 0 selectable; starved (blocking roots: "
+                        "002)")
+
+
+@pytest.mark.parametrize("content", [b"{torn", b"null", b"[1]"])
+def test_a_corrupt_state_file_is_reported_not_raised(repo: Path, content: bytes) -> None:
+    (repo / ".forge" / "state.json").write_bytes(content)
+    result = run_forge("status", "--json", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["loopState"] == "unknown"
+    assert "state.json is corrupt" in document["error"]
+    assert document["backlogSummary"]["total"] == 6
+    assert (repo / ".forge" / "state.json").read_bytes() == content
+    text = run_forge("status", cwd=repo).stdout
+    assert "error:    " in text and "state.json is corrupt" in text
+
+
+def test_lock_liveness_follows_the_holder(repo: Path) -> None:
+    lock = repo / ".forge" / "loop.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys; from git_forge.atomic import FileLock\n"
+         "lock = FileLock(sys.argv[1]); lock.acquire(holder='run r1 since 10:00')\n"
+         "print('held', flush=True); sys.stdin.read()", str(lock)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        result = run_forge("status", "--json", cwd=repo)
+        assert json.loads(result.stdout)["lock"] == {"present": True, "alive": True,
+                                                     "holder": "run r1 since 10:00"}
+        assert "lock:     held by run r1 since 10:00" in run_forge("status", cwd=repo).stdout
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    # The holder is gone: the file stays, nothing is alive — no PID is ever consulted.
+    assert status_of(repo)["lock"] == {"present": True, "alive": False, "holder": None}
+
+
+def test_status_through_an_external_runner(repo: Path) -> None:
+    (repo / "forge.config.json").write_text(json.dumps({"loopRunner": {"bin": "git-forge"}}))
+    result = run_forge("status", "--json", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["runner"] == "external (git-forge)"
+    assert document["backlogSummary"]["needsHuman"] == 1
+    assert document["stateDir"] == ".forge/.rauf"
+
+    (repo / "forge.config.json").write_text(json.dumps(
+        {"loopRunner": {"bin": "git-forge", "listCommand": "{bin} backlog list --status x"}}))
+    failed = run_forge("status", cwd=repo)
+    assert failed.returncode == 2 and failed.stdout == ""
+    assert failed.stderr.startswith("Error: `")
+    assert "exited with status 2: Error: unknown status 'x'" in failed.stderr
+
+
+def test_status_refusals(git_repo: Path, repo: Path) -> None:
+    for args, fragment in ((["status", "--backlog", "nowhere"], "no backlog at"),
+                           (["status", "no-such-dir"], "not a directory")):
+        result = run_forge(*args, cwd=git_repo)
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.startswith("Error: ") and fragment in result.stderr
