@@ -99,6 +99,8 @@ def init_backlog(workspace: Workspace, *, backlog_flag: str | None = None) -> In
     rel = workspace.relative
     backlog_dir = workspace.backlog_dir
     backlog_dir.mkdir(parents=True, exist_ok=True)
+    # The state dir is ignored, so it never appears in the commit command.
+    workspace.state_dir.mkdir(parents=True, exist_ok=True)
 
     if workspace.backlog_file.exists():
         result.kept.append(rel(workspace.backlog_file))

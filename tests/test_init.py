@@ -73,6 +73,8 @@ def test_init_with_a_separate_backlog_dir(git_repo: Path) -> None:
     assert result.returncode == 0, result.stderr
     backlog = git_repo / "specs" / "feature-x"
     assert (backlog / "backlog.json").is_file()
+    assert (backlog / ".forge").is_dir()  # the state dir, separate here
+    assert "State files go in specs/feature-x/.forge/ (ignored by git)." in result.stdout
     # The generated config points later commands at the chosen backlog.
     assert 'backlog: "specs/feature-x"' in (git_repo / ".forge.yaml").read_text()
     _touch(backlog, [f".forge/{name}" for name in STATE_FILES] + ["backlog.json.lock"])
@@ -88,3 +90,15 @@ def test_init_outside_git_prints_no_commit_command(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "git add" not in result.stdout
     assert (tmp_path / ".forge" / "backlog.json").is_file()
+
+
+def test_init_under_a_feature_forge_config_ignores_the_rauf_state_dir(git_repo: Path) -> None:
+    (git_repo / "forge.config.json").write_text('{"loopRunner": {"bin": "embedded"}}')
+    result = run_forge("init", cwd=git_repo)
+    assert result.returncode == 0, result.stderr
+    assert (git_repo / ".forge" / ".rauf").is_dir()
+    _touch(git_repo / ".forge", [f".rauf/{name}" for name in STATE_FILES]
+           + ["backlog.json.lock"])
+    porcelain = sorted(git("status", "--porcelain", "-uall", cwd=git_repo).splitlines())
+    assert porcelain == ["?? .forge.yaml", "?? .forge/.gitignore", "?? .forge/backlog.json",
+                         "?? forge.config.json"]

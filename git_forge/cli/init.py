@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  created {path}")
     for path in result.updated:
         print(f"  updated {path}")
+    print(f"State files go in {workspace.relative(workspace.state_dir)}/ (ignored by git).")
     if command:
         print(f"Nothing was committed. To commit it:\n  {command}")
     return 0
