@@ -99,8 +99,6 @@ class Config:
 
     values: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
-    #: Files that were read, by layer label (for messages and ``git forge config``).
-    files: dict[str, Path] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -266,7 +264,6 @@ def load_config(
     user = user_path if user_path is not None else user_config_path()
     if user.is_file():
         label = f"user ({user})"
-        config.files["user"] = user
         for key, value in _flatten(str(user), _read_yaml(user)).items():
             config.set(key, value, label)
 
@@ -274,12 +271,10 @@ def load_config(
         root = Path(root)
         repo = root / REPO_CONFIG
         if repo.is_file():
-            config.files[SOURCE_REPO] = repo
             for key, value in _flatten(str(repo), _read_yaml(repo)).items():
                 config.set(key, value, SOURCE_REPO)
         feature_forge = root / FEATURE_FORGE_CONFIG
         if feature_forge.is_file():
-            config.files[SOURCE_FEATURE_FORGE] = feature_forge
             for key, value in _feature_forge_layer(feature_forge).items():
                 config.set(key, value, SOURCE_FEATURE_FORGE)
 

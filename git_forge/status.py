@@ -50,20 +50,21 @@ def lock_status(state_dir: Path) -> dict[str, Any]:
 def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
     """The ``status --json`` document."""
     items = runner.list_items()
-    state, problem = read_loop_state(workspace.state_dir)
+    found, problem = read_loop_state(workspace.state_dir)
+    state = found or {}
     topology = compute_topology(items)
     document: dict[str, Any] = {
-        "loopState": (state or {}).get("status", "idle") if problem is None else "unknown",
+        "loopState": state.get("status", "idle") if problem is None else "unknown",
     }
     for key in _STATE_KEYS:
-        document[key] = (state or {}).get(key)
+        document[key] = state.get(key)
     document.update({
         "backlogSummary": summarize(items),
         "lock": lock_status(workspace.state_dir),
         "topology": {key: topology[key]
                      for key in ("maxChainDepth", "selectable", "starvation")},
         "runner": runner.describe(),
-        "error": problem if problem is not None else (state or {}).get("error"),
+        "error": problem if problem is not None else state.get("error"),
         "statusSchemaVersion": STATUS_SCHEMA_VERSION,
         "projectPath": str(workspace.root),
         "backlogDir": workspace.relative(workspace.backlog_dir),

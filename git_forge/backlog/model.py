@@ -143,24 +143,6 @@ def _where(item: Mapping[str, Any], index: int | None = None) -> str:
     return f"items[{index}]" if index is not None else f"item {_describe(item_id)}"
 
 
-def item_problem(item: Any, known_ids: Iterable[str] | None = None) -> str | None:
-    """Why ``item`` is not a valid item, or ``None``.
-
-    With ``known_ids`` every dependency must name one of them.
-    """
-    if not isinstance(item, dict):
-        return f"an item must be an object, not {_describe(item)}"
-    problem = _field_problem(item)
-    if problem:
-        return f"{_where(item)}: {problem}"
-    if known_ids is not None:
-        known = set(known_ids)
-        for dependency in item.get("dependsOn", []):
-            if dependency not in known:
-                return f"{_where(item)}: depends on unknown item {dependency}"
-    return None
-
-
 def backlog_problem(document: Any) -> str | None:
     """Why a parsed backlog.json is not a valid backlog, or ``None``."""
     if not isinstance(document, dict):

@@ -69,9 +69,6 @@ class BacklogStore:
 
         return cls(backlog_file(Path(backlog_dir)))
 
-    def exists(self) -> bool:
-        return self.path.is_file()
-
     def _missing(self) -> BacklogError:
         return BacklogError(f"no backlog at {self.path}")
 

@@ -14,6 +14,11 @@ _ID_LIKE = re.compile(r"^[0-9]+$")
 _STATUS_FILTERS = ("pending", "in_progress", "done", "blocked", "needs-human", "deferred")
 
 
+def _path(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
+                        help="project path (default: .)")
+
+
 def _location(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backlog", metavar="DIR",
                         help="backlog directory, relative to the project root "
@@ -45,8 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     lst = verbs.add_parser("list", help="list items",
                            description="List items; --json prints a bare JSON array.")
-    lst.add_argument("path", nargs="?", default=".", metavar="PATH",
-                     help="project path (default: .)")
+    _path(lst)
     _location(lst)
     lst.add_argument("--status", metavar="S",
                      help="only items with status S (pending, in_progress, done, blocked, "
@@ -55,8 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lst.set_defaults(func=run_list)
 
     show = verbs.add_parser("show", help="show one item", description="Show one item.")
-    show.add_argument("path", nargs="?", default=".", metavar="PATH",
-                      help="project path (default: .)")
+    _path(show)
     show.add_argument("id", metavar="ID", help="item id")
     _location(show)
     _json_flag(show, "the item")
@@ -64,8 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     add = verbs.add_parser("add", help="add an item",
                            description="Add a pending item with the next id; prints the id.")
-    add.add_argument("path", nargs="?", default=".", metavar="PATH",
-                     help="project path (default: .)")
+    _path(add)
     _location(add)
     add.add_argument("--title", required=True, help="the item's title")
     _item_fields(add)
@@ -76,8 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             description="Change an item's fields; --ac and --depends-on "
                                         "replace the lists; --status follows the transition "
                                         "rules.")
-    edit.add_argument("path", nargs="?", default=".", metavar="PATH",
-                      help="project path (default: .)")
+    _path(edit)
     edit.add_argument("id", metavar="ID", help="item id")
     _location(edit)
     edit.add_argument("--title", help="the item's title")
@@ -90,8 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "answer", help="answer a blocked item (blocked → pending, answer kept for the prompt)",
         description="Set humanAnswer on a blocked item and make it pending again; the next "
                     "iteration's prompt carries the answer. Does not relaunch.")
-    answer.add_argument("path", nargs="?", default=".", metavar="PATH",
-                        help="project path (default: .)")
+    _path(answer)
     answer.add_argument("id", metavar="ID", help="item id")
     answer.add_argument("text", metavar="TEXT", help="the answer")
     _location(answer)
@@ -102,8 +102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "unblock", help="make blocked items pending (all of them without ID)",
         description="blocked → pending for ID, or for every blocked item without one. "
                     "A PATH made only of digits is read as an ID: write ./123 for a path.")
-    unblock.add_argument("path", nargs="?", default=".", metavar="PATH",
-                         help="project path (default: .)")
+    _path(unblock)
     unblock.add_argument("id", nargs="?", metavar="ID", help="item id (default: every item)")
     _location(unblock)
     _json_flag(unblock, '{"unblockedCount": N, "unblockedIds": [...]}')
@@ -114,8 +113,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Analyse the runner's item list (feature-forge backlog-topology "
                     "semantics). Without an input flag it asks the configured runner; it "
                     "never reads backlog.json directly.")
-    topology.add_argument("path", nargs="?", default=".", metavar="PATH",
-                          help="project path (default: .)")
+    _path(topology)
     _location(topology)
     topology.add_argument("--cluster", action="store_true",
                           help="group blocked items whose reasons are alike")
