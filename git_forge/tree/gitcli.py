@@ -1,0 +1,50 @@
+"""Running the git CLI, for the few things pygit2 cannot do (or does slower).
+
+Each caller says in a comment why it goes through git. This module must not
+import pygit2: the pre-launch hot path (``fast_status``) uses it and pays for
+every import.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from git_forge.tree.errors import GitError
+
+#: Pathspecs built from real file names must never be read as globs or magic
+#: (``*.txt``, ``:x``, ``[ab].txt`` are ordinary names here).
+LITERAL_PATHSPECS = {"GIT_LITERAL_PATHSPECS": "1"}
+
+
+def run_git(
+    args: Sequence[str],
+    *,
+    cwd: Path | str,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+) -> bytes:
+    """Run ``git ARGS`` in ``cwd`` and return its stdout (bytes, unparsed).
+
+    A non-zero exit raises ``GitError`` with git's stderr verbatim (exit code 1).
+    ``env`` adds to (never replaces) the inherited environment, so ``GIT_DIR``
+    and friends the operator set keep working.
+    """
+    argv = ["git", *args]
+    try:
+        result = subprocess.run(
+            argv,
+            cwd=cwd,
+            input=input,
+            capture_output=True,
+            env={**os.environ, **env} if env else None,
+            check=False,
+        )
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc.strerror or exc}", exit_code=1) from exc
+    if result.returncode != 0:
+        stderr = result.stderr.decode("utf-8", "replace").strip()
+        raise GitError(stderr or f"git {args[0]} exited with {result.returncode}", exit_code=1)
+    return result.stdout

@@ -1,0 +1,100 @@
+"""Porcelain status entries and the exact line ``git status --porcelain`` prints.
+
+Pure code, no pygit2: both the pygit2 status (``status.py``) and the git-backed
+hot path (``fast_status.py``) produce these entries, and the pre-launch STOP
+message prints paths exactly as git prints them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+UNTRACKED = "??"
+
+
+@dataclass(frozen=True, order=True)
+class StatusEntry:
+    """One line of ``git status --porcelain -uall --no-renames``.
+
+    ``path`` is the real path relative to the repository root, decoded from
+    the file system's bytes the way Python does (``os.fsdecode``), never
+    quoted. An untracked nested repository keeps git's trailing ``/``.
+    ``xy`` is git's two-letter code (``" M"``, ``"A "``, ``"??"``, ``"UU"`` …).
+    """
+
+    path: str
+    xy: str
+
+    @property
+    def untracked(self) -> bool:
+        return self.xy == UNTRACKED
+
+
+# git's quote.c: these bytes get a C escape; other control bytes and DEL get
+# octal, and so do bytes >= 0x80 while core.quotePath is true (the default).
+_C_ESCAPES = {7: b"\\a", 8: b"\\b", 9: b"\\t", 10: b"\\n", 11: b"\\v", 12: b"\\f",
+              13: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\"}
+
+
+def quote_path(path: str, *, quote_path_fully: bool = True) -> str:
+    """``path`` as ``git status --porcelain`` prints it (git's ``quote_path``).
+
+    C-style quoting when a byte needs it (control characters, ``"``, ``\\``,
+    DEL, and bytes >= 0x80 unless ``core.quotePath`` is false), and the whole
+    path in double quotes when it contains a space — git's short and porcelain
+    formats quote those too.
+    """
+    raw = os.fsencode(path)
+    parts: list[bytes] = []
+    escaped = False
+    for byte in raw:
+        if byte in _C_ESCAPES:
+            parts.append(_C_ESCAPES[byte])
+            escaped = True
+        elif byte < 0x20 or byte == 0x7F or (byte >= 0x80 and quote_path_fully):
+            parts.append(b"\\%03o" % byte)
+            escaped = True
+        else:
+            parts.append(bytes([byte]))
+    if escaped or b" " in raw:
+        return os.fsdecode(b'"' + b"".join(parts) + b'"')
+    return path
+
+
+def render_porcelain_line(entry: StatusEntry, *, quote_path_fully: bool = True) -> str:
+    """The line git prints for ``entry`` (no newline): ``XY PATH``, path quoted as git does."""
+    return f"{entry.xy} {quote_path(entry.path, quote_path_fully=quote_path_fully)}"
+
+
+def render_porcelain_z(entries: Iterable[StatusEntry]) -> bytes:
+    """What ``git status --porcelain -z --no-renames`` prints for ``entries``."""
+    return b"".join(f"{e.xy} ".encode("ascii") + os.fsencode(e.path) + b"\0" for e in entries)
+
+
+def parse_porcelain_z(data: bytes) -> list[StatusEntry]:
+    """Entries from ``git status --porcelain -z`` output.
+
+    With ``-z`` git prints paths raw (no quoting); a rename or copy (not
+    produced with ``--no-renames``, handled anyway) is followed by its source
+    path as a separate record, which is skipped.
+    """
+    entries: list[StatusEntry] = []
+    records = data.split(b"\0")
+    index = 0
+    while index < len(records):
+        record = records[index]
+        index += 1
+        if not record:
+            continue
+        xy = record[:2].decode("ascii")
+        entries.append(StatusEntry(os.fsdecode(record[3:]), xy))
+        if xy[0] in "RC":
+            index += 1
+    return entries
+
+
+def sort_like_git(entries: Iterable[StatusEntry]) -> list[StatusEntry]:
+    """git's order: changed entries by path bytes, then untracked by path bytes."""
+    return sorted(entries, key=lambda e: (e.untracked, os.fsencode(e.path)))

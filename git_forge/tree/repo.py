@@ -1,0 +1,158 @@
+"""Finding and opening the repository the way git does.
+
+pygit2's ``Repository(path)`` ignores ``GIT_DIR`` and ``GIT_WORK_TREE`` (even
+with ``FROM_ENV``), so they are honoured here, with git's rules:
+
+* ``GIT_DIR`` names the repository (relative to ``path``, as after
+  ``git -C path``); the working tree is then ``GIT_WORK_TREE``, else
+  ``core.worktree``, else — git's documented rule — the directory the command
+  runs in, ``path`` itself.
+* Without ``GIT_DIR`` the repository is discovered upwards from ``path``,
+  within ``GIT_CEILING_DIRECTORIES`` and, unless
+  ``GIT_DISCOVERY_ACROSS_FILESYSTEM`` is set, on one file system.
+* Linked worktrees open as themselves (their own HEAD and index).
+
+``GIT_INDEX_FILE`` is not honoured by pygit2 operations (it is by the
+git-backed ``fast_status``); it is set only inside git's own commit hooks.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import RepositoryOpenFlag
+
+from git_forge.tree.errors import GitError
+from git_forge.tree.gitcli import LITERAL_PATHSPECS, run_git
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class Repo:
+    """An opened non-bare repository: the pygit2 handle and its working tree."""
+
+    repository: pygit2.Repository
+    workdir: Path
+
+    @property
+    def gitdir(self) -> Path:
+        """The repository's own git directory (``.git/worktrees/<name>`` for a linked worktree)."""
+        return Path(self.repository.path)
+
+    @property
+    def is_unborn(self) -> bool:
+        """True before the first commit on the current branch (``repo.head`` would raise)."""
+        return self.repository.head_is_unborn
+
+    @property
+    def is_detached(self) -> bool:
+        return self.repository.head_is_detached
+
+    @property
+    def branch_name(self) -> str | None:
+        """The current branch's short name (also on an unborn branch); None when detached."""
+        head = self.repository.lookup_reference("HEAD")
+        target = head.target
+        if not isinstance(target, str):
+            return None
+        return target.removeprefix("refs/heads/")
+
+    def head_commit_id(self) -> str | None:
+        """HEAD's commit id (hex), or None on an unborn branch."""
+        if self.repository.head_is_unborn:
+            return None
+        return str(self.repository.head.target)
+
+    def head_commit(self) -> pygit2.Commit | None:
+        """HEAD's commit, or None on an unborn branch."""
+        if self.repository.head_is_unborn:
+            return None
+        return self.repository.head.peel(pygit2.Commit)
+
+    def fresh_index(self) -> pygit2.Index:
+        """The index as it is on disk now.
+
+        A ``Repository`` caches its index; after git (or anyone) changed it,
+        the cached copy is stale until re-read — and a stat-based re-read can
+        miss a same-second change, so the read is forced.
+        """
+        index = self.repository.index
+        index.read(force=True)
+        return index
+
+    def run_git(self, args: list[str], *, input: bytes | None = None) -> bytes:
+        """Run git on this repository (explicit ``GIT_DIR``/``GIT_WORK_TREE``, so
+        git acts on the very repository pygit2 opened), literal pathspecs."""
+        env = {
+            "GIT_DIR": str(self.gitdir),
+            "GIT_WORK_TREE": str(self.workdir),
+            **LITERAL_PATHSPECS,
+        }
+        return run_git(args, cwd=self.workdir, env=env, input=input)
+
+
+def _from_env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return value if value else None
+
+
+def _resolve(base: Path, value: str) -> Path:
+    return (base / value).absolute() if not os.path.isabs(value) else Path(value)
+
+
+def open_repo(path: Path | str = ".") -> Repo:
+    """Open the repository containing ``path`` (any directory of its working tree).
+
+    Raises ``GitError`` outside a repository ("not a git repository: PATH"),
+    for a bare repository (there is no working tree to act on), and when git's
+    safety rules refuse it (owned by another user, not in ``safe.directory``).
+    An unborn branch opens fine; callers that need a commit check ``is_unborn``.
+    """
+    start = Path(path).absolute()
+    if not start.is_dir():
+        raise GitError(f"not a git repository: {path} (no such directory)")
+    git_dir = _from_env("GIT_DIR")
+    work_tree = _from_env("GIT_WORK_TREE")
+    try:
+        if git_dir is not None:
+            repository = pygit2.Repository(
+                str(_resolve(start, git_dir)), RepositoryOpenFlag.NO_SEARCH
+            )
+            if work_tree is None and not _has_core_worktree(repository):
+                if repository.is_bare:
+                    raise GitError(f"{git_dir} is a bare repository: there is no working tree")
+                # git: GIT_DIR without GIT_WORK_TREE or core.worktree means the
+                # current directory is the top of the working tree.
+                work_tree = str(start)
+        else:
+            found = pygit2.discover_repository(
+                str(start),
+                (os.environ.get("GIT_DISCOVERY_ACROSS_FILESYSTEM") or "").lower() in _TRUE,
+                os.environ.get("GIT_CEILING_DIRECTORIES", ""),
+            )
+            if found is None:
+                raise GitError(f"not a git repository: {path}")
+            repository = pygit2.Repository(found)
+        if work_tree is not None:
+            repository.workdir = str(_resolve(start, work_tree))
+    except pygit2.GitError as exc:
+        message = str(exc)
+        if git_dir is not None and "not found" in message.lower():
+            raise GitError(f"not a git repository: {git_dir} (from GIT_DIR)") from exc
+        raise GitError(f"cannot open the repository at {path}: {message}") from exc
+    if repository.is_bare or repository.workdir is None:
+        raise GitError(
+            f"{repository.path.rstrip('/')} is a bare repository: there is no working tree"
+        )
+    return Repo(repository, Path(repository.workdir))
+
+
+def _has_core_worktree(repository: pygit2.Repository) -> bool:
+    try:
+        return bool(repository.config["core.worktree"])
+    except KeyError:
+        return False

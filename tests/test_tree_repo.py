@@ -1,0 +1,123 @@
+"""Repository discovery: subdirectories, GIT_DIR/GIT_WORK_TREE, worktrees, refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import git
+from tree_helpers import write
+
+from git_forge.tree.errors import GitError
+from git_forge.tree.repo import open_repo
+from git_forge.tree.status import porcelain
+
+
+def test_opens_from_a_subdirectory(git_repo: Path) -> None:
+    deep = git_repo / "a" / "b"
+    deep.mkdir(parents=True)
+    repo = open_repo(deep)
+    assert repo.workdir.resolve() == git_repo.resolve()
+    assert repo.branch_name == "main"
+    assert repo.head_commit_id() == git("rev-parse", "HEAD", cwd=git_repo).strip()
+    assert not repo.is_unborn and not repo.is_detached
+
+
+def test_not_a_repository(tmp_path: Path) -> None:
+    with pytest.raises(GitError, match=r"^not a git repository: ") as caught:
+        open_repo(tmp_path)
+    assert caught.value.exit_code == 2
+
+
+def test_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(GitError, match="not a git repository"):
+        open_repo(tmp_path / "nowhere")
+
+
+def test_bare_repository_is_refused(tmp_path: Path) -> None:
+    bare = tmp_path / "bare.git"
+    git("init", "-q", "--bare", str(bare), cwd=tmp_path)
+    with pytest.raises(GitError, match="bare repository"):
+        open_repo(bare)
+
+
+def test_ceiling_directories_stop_discovery(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inner = git_repo / "inner"
+    inner.mkdir()
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(git_repo))
+    with pytest.raises(GitError, match="not a git repository"):
+        open_repo(inner)
+
+
+def test_git_dir_and_work_tree_from_the_environment(
+    git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    monkeypatch.setenv("GIT_DIR", str(git_repo / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(checkout))
+    repo = open_repo(elsewhere)
+    assert repo.workdir.resolve() == checkout.resolve()
+    assert repo.gitdir.resolve() == (git_repo / ".git").resolve()
+    # git and we see the same thing: README.md is missing from this work tree.
+    assert [(e.path, e.xy) for e in porcelain(repo)] == [("README.md", " D")]
+    assert git("status", "--porcelain", cwd=elsewhere) == " D README.md\n"
+
+
+def test_git_dir_without_work_tree_means_current_directory(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sub = git_repo / "sub"
+    sub.mkdir()
+    monkeypatch.setenv("GIT_DIR", "../.git")  # relative to the directory we start in
+    repo = open_repo(sub)
+    assert repo.workdir.resolve() == sub.resolve()
+
+
+def test_git_dir_that_is_not_a_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "nothing"))
+    with pytest.raises(GitError, match="not a git repository: .*GIT_DIR"):
+        open_repo(tmp_path)
+
+
+def test_bare_repository_through_git_dir_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bare = tmp_path / "bare.git"
+    git("init", "-q", "--bare", str(bare), cwd=tmp_path)
+    monkeypatch.setenv("GIT_DIR", str(bare))
+    with pytest.raises(GitError, match="bare repository"):
+        open_repo(tmp_path)
+
+
+def test_linked_worktree_opens_as_itself(git_repo: Path, tmp_path: Path) -> None:
+    linked = tmp_path / "linked"
+    git("worktree", "add", "-q", "-b", "feature", str(linked), cwd=git_repo)
+    write(linked, "only-here.txt")
+    repo = open_repo(linked / ".")
+    assert repo.workdir.resolve() == linked.resolve()
+    assert repo.branch_name == "feature"
+    assert [(e.path, e.xy) for e in porcelain(repo)] == [("only-here.txt", "??")]
+    assert [(e.path, e.xy) for e in porcelain(open_repo(git_repo))] == []
+
+
+def test_unborn_branch(tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    root.mkdir()
+    git("init", "-q", "-b", "trunk", cwd=root)
+    repo = open_repo(root)
+    assert repo.is_unborn
+    assert repo.head_commit_id() is None and repo.head_commit() is None
+    assert repo.branch_name == "trunk"
+    assert not repo.is_detached
+
+
+def test_detached_head(git_repo: Path) -> None:
+    git("checkout", "-q", "--detach", cwd=git_repo)
+    repo = open_repo(git_repo)
+    assert repo.is_detached and repo.branch_name is None
+    assert repo.head_commit_id() == git("rev-parse", "HEAD", cwd=git_repo).strip()
