@@ -1,0 +1,107 @@
+"""Commit exactly a set of paths, whatever else is staged or changed.
+
+The new commit's tree is HEAD's tree with the named paths as they are in the
+working tree (a deleted path is removed). Then the index entries of exactly
+those paths are set to what was committed; every other index entry and every
+working-tree file stays as it was — including other staged changes, which
+``git commit -- PATHS`` would also leave alone, and intent-to-add entries.
+
+What differs from ``git commit``, on purpose or by libgit2's nature:
+
+* no hooks run (``pre-commit``, ``commit-msg``, ``post-commit``): libgit2 has
+  none, and an unattended loop must not stop on one;
+* the commit is not signed, even with ``commit.gpgSign`` set;
+* paths with a ``filter`` or ``working-tree-encoding`` attribute (git-lfs …)
+  are hashed by git, because libgit2 runs no external filters; every other
+  path gets libgit2's built-in conversion (``text``/``eol``/``core.autocrlf``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pygit2
+from pygit2.enums import RepositoryState
+
+from git_forge.tree.errors import GitError
+from git_forge.tree.identity import author_and_committer
+from git_forge.tree.repo import Repo
+from git_forge.tree.worktree import (
+    WorktreeFile,
+    normalise_paths,
+    read_worktree_file,
+    tree_entry,
+    tree_with,
+)
+
+
+def clean_message(message: str) -> str:
+    """Trailing whitespace stripped from each line and the end, one final newline
+    (what ``git commit`` stores); an empty message is refused."""
+    lines = [line.rstrip() for line in message.strip("\n").splitlines()]
+    text = "\n".join(lines).strip("\n")
+    if not text.strip():
+        raise GitError("empty commit message")
+    return text + "\n"
+
+
+def _previous_mode(index: pygit2.Index, head_tree: pygit2.Tree | None, path: str) -> int | None:
+    if path in index:
+        return int(index[path].mode)
+    entry = tree_entry(head_tree, path)
+    return entry[1] if entry else None
+
+
+def _update_index(index: pygit2.Index, files: list[WorktreeFile]) -> None:
+    """Make the index entries of exactly ``files`` match what was committed."""
+    conflicts = index.conflicts
+    for file in files:
+        if conflicts is not None and file.path in conflicts:
+            del conflicts[file.path]
+        if file.present:
+            index.add(pygit2.IndexEntry(file.path, file.blob_id, file.mode))
+        elif file.path in index:
+            index.remove(file.path)
+    index.write()
+
+
+def commit_paths(
+    repo: Repo, paths: Iterable[str], message: str, *, allow_empty: bool = False
+) -> str:
+    """Commit the working-tree content of exactly ``paths`` on top of HEAD; return its id.
+
+    On an unborn branch this is the first commit. The branch (or a detached
+    HEAD) advances with a reflog entry ``commit: <subject>`` as git writes it.
+    Refuses during a merge, rebase or cherry-pick (that commit needs every
+    path, like git's "cannot do a partial commit during a merge"), when no
+    identity is configured, and when the paths hold no change from HEAD
+    (unless ``allow_empty``).
+    """
+    names = normalise_paths(paths)
+    text = clean_message(message)
+    repository = repo.repository
+    if repository.state() != RepositoryState.NONE:
+        raise GitError(
+            "cannot commit named paths while a merge, rebase, cherry-pick or revert is in"
+            " progress; finish or abort it first"
+        )
+    author, committer = author_and_committer(repo)
+    index = repo.fresh_index()
+    head = repo.head_commit()
+    head_tree = head.tree if head is not None else None
+    files = [
+        read_worktree_file(
+            repo, path, filtered=True, previous_mode=_previous_mode(index, head_tree, path)
+        )
+        for path in names
+    ]
+    tree_id = tree_with(repo, head_tree, files)
+    if head is not None and tree_id == head.tree_id and not allow_empty:
+        raise GitError(f"nothing to commit: {', '.join(names)} match HEAD")
+    parents = [head.id] if head is not None else []
+    try:
+        commit_id = repository.create_commit("HEAD", author, committer, text, tree_id, parents)
+    except pygit2.GitError as exc:
+        raise GitError(f"cannot commit: {exc}") from exc
+    _update_index(index, files)
+    return str(commit_id)

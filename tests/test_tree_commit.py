@@ -1,0 +1,204 @@
+"""commit_paths commits exactly its paths and leaves every other byte alone."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from helpers import git
+from tree_helpers import (
+    assert_only_paths_changed,
+    cached_diff,
+    git_bytes,
+    make_busy_repo,
+    whole_state,
+    worktree_state,
+    write,
+)
+
+from git_forge.tree.commit import commit_paths
+from git_forge.tree.errors import GitError
+from git_forge.tree.repo import open_repo
+from git_forge.tree.status import porcelain
+
+# Globs, prefixes of other names, special characters, a deletion, an untracked
+# file, an exec-bit change, a retargeted symlink, a staged+modified file.
+CHOSEN = [
+    "*.txt", "[ab].txt", "a", "dir/x.txt", "sp ace.txt", "new\nline.txt", 'q"uote.txt',
+    os.fsdecode(b"latin1-\xe9.txt"), "gone.txt", "untracked/new file.txt", "tool.sh", "link",
+    "staged-other.txt",
+]
+
+
+@pytest.fixture
+def busy(tmp_path: Path) -> Path:
+    return make_busy_repo(tmp_path / "busy")
+
+
+def head_paths(root: Path) -> set[str]:
+    out = git_bytes("diff-tree", "--no-commit-id", "--name-only", "-r", "-z", "HEAD~1", "HEAD",
+                    cwd=root)
+    return {os.fsdecode(p) for p in out.split(b"\0") if p}
+
+
+def test_commits_exactly_the_named_paths(busy: Path) -> None:
+    before = whole_state(busy)
+    others = ["other.txt", "added.txt", "gone-staged.txt"]
+    staged_before = cached_diff(busy, *others)
+    commit_id = commit_paths(open_repo(busy), CHOSEN, "[forge] 003: the item")
+
+    assert git("rev-parse", "HEAD", cwd=busy).strip() == commit_id
+    assert head_paths(busy) == set(CHOSEN)
+    for path in CHOSEN:
+        kind = before[0].get(path)
+        if kind is None:
+            assert git("cat-file", "-e", f"HEAD:{path}", cwd=busy, check=False) == ""
+            assert git_bytes("ls-tree", "-z", "HEAD", "--", path, cwd=busy) == b""
+        elif kind[0] == "link":
+            assert git_bytes("cat-file", "blob", f"HEAD:{path}", cwd=busy) == kind[1].encode()
+        else:
+            assert git_bytes("cat-file", "blob", f"HEAD:{path}", cwd=busy) == kind[2]
+    mode = git_bytes("ls-tree", "HEAD", "tool.sh", cwd=busy).split()[0]
+    assert mode == b"100644"  # the executable bit was dropped in the working tree
+    assert git_bytes("ls-tree", "HEAD", "link", cwd=busy).split()[0] == b"120000"
+
+    after = whole_state(busy)
+    assert_only_paths_changed(before, after, set(CHOSEN))
+    assert after[0] == before[0]  # committing changes no working-tree byte
+    # The committed paths are clean now; the other staged changes are still staged.
+    assert not {e.path for e in porcelain(open_repo(busy))} & set(CHOSEN)
+    assert staged_before.count(b"diff --git") == 3
+    assert cached_diff(busy, *others) == staged_before
+
+
+def test_reflog_and_identity_as_git_writes_them(busy: Path) -> None:
+    commit_paths(open_repo(busy), ["a"], "[forge] 001: first\n\nbody  \n")
+    assert git("reflog", "-1", "--format=%gs", cwd=busy).strip() == "commit: [forge] 001: first"
+    assert git("log", "-1", "--format=%an <%ae>|%cn <%ce>|%B", cwd=busy) == (
+        "Forge Tester <tester@example.invalid>|Forge Tester <tester@example.invalid>|"
+        "[forge] 001: first\n\nbody\n\n"
+    )
+
+
+def test_author_and_committer_from_the_environment(
+    busy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Agent Smith")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "@1700000000 +0100")
+    commit_paths(open_repo(busy), ["a"], "msg")
+    assert git("log", "-1", "--format=%an|%ad|%cn", "--date=raw", cwd=busy).strip() == (
+        "Agent Smith|1700000000 +0100|Forge Tester"
+    )
+
+
+def test_first_commit_on_an_unborn_branch(tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    root.mkdir()
+    git("init", "-q", "-b", "main", cwd=root)
+    write(root, "one.txt", "1\n")
+    write(root, "two.txt", "2\n")
+    commit_paths(open_repo(root), ["one.txt"], "first")
+    assert git("log", "--format=%s", cwd=root) == "first\n"
+    assert git("ls-tree", "--name-only", "HEAD", cwd=root) == "one.txt\n"
+    assert git("reflog", "-1", "--format=%gs", cwd=root).strip() == "commit (initial): first"
+    assert git("status", "--porcelain", cwd=root) == "?? two.txt\n"
+
+
+def test_detached_head_advances(busy: Path) -> None:
+    git("checkout", "-q", "--detach", cwd=busy)
+    commit_id = commit_paths(open_repo(busy), ["a"], "detached work")
+    assert git("rev-parse", "HEAD", cwd=busy).strip() == commit_id
+    assert git("rev-parse", "main", cwd=busy).strip() != commit_id
+
+
+def test_nothing_to_commit_is_refused(busy: Path) -> None:
+    before = whole_state(busy)
+    head = git("rev-parse", "HEAD", cwd=busy)
+    with pytest.raises(GitError, match="nothing to commit: dir2/y.txt match HEAD"):
+        commit_paths(open_repo(busy), ["dir2/y.txt"], "nothing")
+    assert git("rev-parse", "HEAD", cwd=busy) == head
+    assert whole_state(busy) == before
+    commit_paths(open_repo(busy), ["dir2/y.txt"], "empty on purpose", allow_empty=True)
+    assert git("rev-parse", "HEAD~1", cwd=busy) == head
+
+
+@pytest.mark.parametrize(
+    ("paths", "message"),
+    [
+        (["../outside"], "not a path inside the working tree"),
+        ([".git/config"], "not a path inside the working tree"),
+        (["/etc/passwd"], "not a path inside the working tree"),
+        (["dir"], "is a directory"),
+        ([], "no paths given"),
+    ],
+)
+def test_bad_paths_are_refused(busy: Path, paths: list[str], message: str) -> None:
+    before = whole_state(busy)
+    with pytest.raises(GitError, match=message):
+        commit_paths(open_repo(busy), paths, "x")
+    assert whole_state(busy) == before
+
+
+def test_nested_repository_and_symlinked_parent_are_refused(busy: Path) -> None:
+    nested = busy / "nested"
+    nested.mkdir()
+    git("init", "-q", cwd=nested)
+    write(nested, "f.txt")
+    with pytest.raises(GitError, match="nested git repository"):
+        commit_paths(open_repo(busy), ["nested/"], "x")
+    os.symlink("dir", busy / "via-link")
+    with pytest.raises(GitError, match="beyond a symbolic link"):
+        commit_paths(open_repo(busy), ["via-link/x.txt"], "x")
+
+
+def test_refused_during_a_merge(busy: Path) -> None:
+    (busy / ".git" / "MERGE_HEAD").write_text(git("rev-parse", "HEAD", cwd=busy))
+    with pytest.raises(GitError, match="merge"):
+        commit_paths(open_repo(busy), ["a"], "x")
+
+
+def test_clean_filter_paths_are_hashed_by_git(git_repo: Path) -> None:
+    """libgit2 runs no external filters; such paths get what `git add` would store."""
+    git("config", "filter.upper.clean", "tr a-z A-Z", cwd=git_repo)
+    git("config", "filter.upper.smudge", "cat", cwd=git_repo)
+    write(git_repo, ".gitattributes", "*.up filter=upper\n")
+    write(git_repo, "shout.up", "quiet words\n")
+    commit_paths(open_repo(git_repo), [".gitattributes", "shout.up"], "filtered")
+    assert git("show", "HEAD:shout.up", cwd=git_repo) == "QUIET WORDS\n"
+    assert git("status", "--porcelain", cwd=git_repo) == ""
+
+
+def test_crlf_conversion_like_git_add(git_repo: Path) -> None:
+    write(git_repo, ".gitattributes", "*.txt text eol=crlf\n")
+    write(git_repo, "dos.txt", b"one\r\ntwo\r\n")
+    commit_paths(open_repo(git_repo), [".gitattributes", "dos.txt"], "crlf")
+    assert git_bytes("cat-file", "blob", "HEAD:dos.txt", cwd=git_repo) == b"one\ntwo\n"
+    assert git("status", "--porcelain", cwd=git_repo) == ""
+
+
+def test_submodule_path_records_its_checked_out_commit(git_repo: Path, tmp_path: Path) -> None:
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    git("init", "-q", "-b", "main", cwd=upstream)
+    write(upstream, "lib.txt", "v1\n")
+    git("add", ".", cwd=upstream)
+    git("commit", "-q", "-m", "v1", cwd=upstream)
+    git("submodule", "add", "-q", str(upstream), "lib", cwd=git_repo)
+    git("commit", "-q", "-m", "submodule", cwd=git_repo)
+    write(git_repo / "lib", "lib.txt", "v2\n")
+    git("commit", "-q", "-am", "v2", cwd=git_repo / "lib")
+    before = worktree_state(git_repo)
+    commit_paths(open_repo(git_repo), ["lib"], "bump lib")
+    checked_out = git("rev-parse", "HEAD", cwd=git_repo / "lib")
+    assert git("rev-parse", "HEAD:lib", cwd=git_repo) == checked_out
+    assert git("status", "--porcelain", cwd=git_repo) == ""
+    assert worktree_state(git_repo) == before
+
+
+def test_no_hooks_run(busy: Path) -> None:
+    hook = busy / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
+    commit_paths(open_repo(busy), ["a"], "hooks do not run")
+    assert git("log", "-1", "--format=%s", cwd=busy).strip() == "hooks do not run"
