@@ -1,0 +1,286 @@
+"""Discard a set of paths — only after their content is saved where git keeps it.
+
+Before anything is thrown away, a safety commit is written: parent HEAD, tree
+= HEAD's tree with the named paths as they are in the working tree (deleted
+paths absent), stored under ``refs/forge/discarded/<YYYYmmddTHHMMSSZ>``
+(``-2``, ``-3`` … on a clash within the same second). The blobs hold the
+bytes on disk exactly (no filters), so ``git show REF:path`` gives back the
+very file. If a named path also had staged content, that is kept too: the
+safety commit then has a second parent holding HEAD's tree with the paths as
+staged (``git show REF^2:path``).
+
+Only then are the paths put back to HEAD (tracked) or deleted (untracked) —
+nothing else — and status is re-read to prove it. ``restore_discarded`` puts
+the saved content back into the working tree.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pygit2
+from pygit2.enums import FileMode
+
+from git_forge.atomic import _default_file_mode, atomic_write, fsync_directory
+from git_forge.tree.errors import GitError
+from git_forge.tree.identity import author_and_committer
+from git_forge.tree.porcelain import quote_path
+from git_forge.tree.repo import Repo
+from git_forge.tree.status import dirty_paths, is_intent_to_add
+from git_forge.tree.worktree import (
+    WorktreeFile,
+    normalise_paths,
+    read_worktree_file,
+    restore_to_head,
+    tree_entry,
+    tree_with,
+)
+
+SAFETY_REF_PREFIX = "refs/forge/discarded/"
+
+
+@dataclass(frozen=True)
+class SafetyRef:
+    """Where discarded content was saved: the ref, its commit, the paths it holds."""
+
+    ref: str
+    commit_id: str
+    paths: tuple[str, ...]
+
+
+def restore_hint(ref: str) -> list[str]:
+    """The two ways to get discarded content back, for the operator to read."""
+    return [
+        f"git forge reconcile --restore {ref}",
+        f"git show {ref}:<path>   (or: git checkout {ref} -- <path>)",
+    ]
+
+
+def _timestamp() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _create_safety_ref(repo: Repo, commit_id: pygit2.Oid) -> str:
+    """``refs/forge/discarded/<timestamp>``, or ``…-N`` if that name is taken.
+
+    Creation without ``force`` is atomic in libgit2: two discards in the same
+    second cannot overwrite each other.
+    """
+    base = SAFETY_REF_PREFIX + _timestamp()
+    name, number = base, 1
+    while True:
+        try:
+            repo.repository.create_reference_direct(name, commit_id, False)
+            return name
+        except pygit2.AlreadyExistsError:
+            number += 1
+            name = f"{base}-{number}"
+
+
+def _message(paths: list[str]) -> str:
+    listed = "\n".join(f"  {quote_path(path)}" for path in paths)
+    return (
+        "forge: discarded work (safety copy)\n\n"
+        "The working-tree content of these paths, saved before they were discarded:\n"
+        f"{listed}\n"
+    )
+
+
+def discard_paths(repo: Repo, paths: Iterable[str]) -> SafetyRef:
+    """Save, then discard, the changes of exactly ``paths``; return the safety ref.
+
+    Tracked paths return to HEAD (index and working tree); untracked ones are
+    deleted. Refuses — changing nothing — when none of the paths has a change,
+    and for submodules and nested repositories (their content cannot be saved
+    here). Show the operator ``restore_hint(result.ref)``.
+    """
+    names = normalise_paths(paths)
+    changed = dirty_paths(repo)
+    if not changed.intersection(names):
+        raise GitError(f"nothing to discard: {', '.join(names)} match HEAD")
+    author, committer = author_and_committer(repo)
+    index = repo.fresh_index()
+    head = repo.head_commit()
+    head_tree = head.tree if head is not None else None
+    files = []
+    for path in names:
+        previous = tree_entry(head_tree, path)
+        previous_mode = int(index[path].mode) if path in index else (
+            previous[1] if previous else None
+        )
+        files.append(
+            read_worktree_file(
+                repo, path, filtered=False, previous_mode=previous_mode, allow_submodule=False
+            )
+        )
+    parents = [head.id] if head is not None else []
+    staged = _staged_differences(index, head_tree, names)
+    repository = repo.repository
+    if staged:
+        if not parents:
+            # No HEAD yet: an empty root commit stands in for it, so the first
+            # parent is always "what the branch had" and the second the staging.
+            parents.append(
+                repository.create_commit(
+                    None, author, committer, "forge: empty base (no commit yet)\n",
+                    tree_with(repo, None, []), [],
+                )
+            )
+        staged_tree = tree_with(repo, head_tree, staged)
+        parents.append(
+            repository.create_commit(
+                None, author, committer,
+                "forge: staged content of discarded paths (safety copy)\n",
+                staged_tree, parents[:1],
+            )
+        )
+    commit_id = repository.create_commit(
+        None, author, committer, _message(names), tree_with(repo, head_tree, files), parents
+    )
+    ref = _create_safety_ref(repo, commit_id)
+
+    restore_to_head(repo, names)
+    left = sorted(dirty_paths(repo) & set(names))
+    if left:
+        raise GitError(
+            f"saved to {ref}, but these paths could not be discarded: {', '.join(left)}"
+        )
+    return SafetyRef(ref, str(commit_id), tuple(names))
+
+
+def _staged_differences(
+    index: pygit2.Index, head_tree: pygit2.Tree | None, names: list[str]
+) -> list[WorktreeFile]:
+    """The staged state of ``names`` when any of them is staged differently from HEAD."""
+    staged: list[WorktreeFile] = []
+    differs = False
+    for path in names:
+        in_head = tree_entry(head_tree, path)
+        if path in index and not is_intent_to_add(index, path):
+            entry = index[path]
+            staged.append(WorktreeFile(path, entry.id, int(entry.mode)))
+            differs = differs or in_head != (entry.id, int(entry.mode))
+        else:
+            staged.append(WorktreeFile(path, None))
+            differs = differs or in_head is not None
+    return staged if differs else []
+
+
+def resolve_safety_ref(repo: Repo, ref: str) -> tuple[str, pygit2.Commit]:
+    """``refs/forge/discarded/<name>`` (or just ``<name>``) → its full name and commit."""
+    name = ref if ref.startswith("refs/") else SAFETY_REF_PREFIX + ref
+    if not name.startswith(SAFETY_REF_PREFIX):
+        raise GitError(f"not a safety ref: {ref} (expected {SAFETY_REF_PREFIX}<timestamp>)")
+    reference = repo.repository.references.get(name)
+    if reference is None:
+        raise GitError(f"no such safety ref: {ref}")
+    return name, reference.peel(pygit2.Commit)
+
+
+def _saved_changes(commit: pygit2.Commit) -> dict[str, tuple[pygit2.Oid, int] | None]:
+    """Path → saved ``(blob id, mode)`` (None = the path was deleted), from the
+    difference between the safety commit and its first parent."""
+    base = commit.parents[0].tree if commit.parents else None
+    tree = commit.tree
+    diff = base.diff_to_tree(tree) if base is not None else tree.diff_to_tree(swap=True)
+    changes: dict[str, tuple[pygit2.Oid, int] | None] = {}
+    for delta in diff.deltas:
+        path = delta.new_file.path or delta.old_file.path
+        changes[path] = tree_entry(tree, path)
+    return changes
+
+
+def safety_refs(repo: Repo) -> list[SafetyRef]:
+    """Every safety ref in the repository, oldest first, with the paths each holds."""
+    result = []
+    for name in sorted(repo.repository.references):
+        if name.startswith(SAFETY_REF_PREFIX):
+            commit = repo.repository.references[name].peel(pygit2.Commit)
+            paths = tuple(sorted(_saved_changes(commit), key=os.fsencode))
+            result.append(SafetyRef(name, str(commit.id), paths))
+    return result
+
+
+def _disk_state(repo: Repo, path: str) -> tuple[pygit2.Oid, int] | None:
+    """The raw content id and mode of ``path`` on disk, None when absent."""
+    full = repo.workdir / path
+    try:
+        info = os.lstat(full)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return pygit2.hash(os.fsencode(os.readlink(full))), FileMode.LINK
+    if not stat.S_ISREG(info.st_mode):
+        return pygit2.Oid(hex="0" * 40), -1
+    mode = FileMode.BLOB_EXECUTABLE if info.st_mode & stat.S_IXUSR else FileMode.BLOB
+    return pygit2.hashfile(str(full)), mode
+
+
+def restore_discarded(repo: Repo, ref: str) -> list[str]:
+    """Put the content saved in safety ref ``ref`` back into the working tree.
+
+    Only the working tree is written (the index is left alone, so the paths
+    show as changed again, as they were before the discard). Refuses —
+    writing nothing — if any path currently holds a change of its own that
+    restoring would overwrite. Returns the paths written or removed.
+    """
+    name, commit = resolve_safety_ref(repo, ref)
+    saved = _saved_changes(commit)
+    changed = dirty_paths(repo)
+    blocked = []
+    pending = []
+    for path, target in sorted(saved.items(), key=lambda item: os.fsencode(item[0])):
+        current = _disk_state(repo, path)
+        if current == target:
+            continue
+        if path in changed or _blocked_by_parent(repo, path):
+            blocked.append(path)
+        pending.append((path, target))
+    if blocked:
+        raise GitError(
+            f"refusing to restore {name}: it would overwrite changes in {', '.join(blocked)}"
+        )
+    for path, target in pending:
+        _write(repo, path, target)
+    return [path for path, _ in pending]
+
+
+def _blocked_by_parent(repo: Repo, path: str) -> bool:
+    """True when a parent of ``path`` exists as something other than a directory."""
+    current = repo.workdir
+    for part in path.split("/")[:-1]:
+        current = current / part
+        if os.path.islink(current) or (os.path.lexists(current) and not current.is_dir()):
+            return True
+    return False
+
+
+def _write(repo: Repo, path: str, target: tuple[pygit2.Oid, int] | None) -> None:
+    full = repo.workdir / path
+    if target is None:
+        if os.path.lexists(full):
+            full.unlink()
+        return
+    blob_id, mode = target
+    data = repo.repository[blob_id].data
+    full.parent.mkdir(parents=True, exist_ok=True)
+    if mode == FileMode.LINK:
+        temporary = full.with_name(f".{full.name}.forge-restore")
+        if os.path.lexists(temporary):
+            temporary.unlink()
+        os.symlink(os.fsdecode(data), temporary)
+        os.replace(temporary, full)
+        fsync_directory(full.parent)
+        return
+    if mode not in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE):
+        raise GitError(f"cannot restore {path!r}: it was saved as a submodule entry")
+    file_mode = _default_file_mode()
+    if mode == FileMode.BLOB_EXECUTABLE:
+        file_mode |= (file_mode & 0o444) >> 2
+    if os.path.islink(full):
+        full.unlink()
+    atomic_write(full, data, mode=file_mode)
