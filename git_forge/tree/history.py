@@ -1,0 +1,105 @@
+"""What happened since a run began, and what is waiting in the stash: evidence
+for attributing stranded work to items (always *candidates*).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pygit2
+from pygit2.enums import SortMode
+
+from git_forge.tree.errors import GitError
+from git_forge.tree.repo import Repo
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of ``base..HEAD``: id, subject (``%s``), and the paths it touched."""
+
+    id: str
+    subject: str
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StashEntry:
+    """One stash: ``stash@{n}``, its commit, its reflog message, and its paths
+    (tracked changes and untracked files it holds)."""
+
+    ref: str
+    commit_id: str
+    message: str
+    paths: tuple[str, ...]
+
+
+def subject_of(message: str) -> str:
+    """git's ``%s``: the first paragraph with its lines joined by spaces."""
+    paragraph = message.strip("\n").split("\n\n", 1)[0]
+    return " ".join(line.strip() for line in paragraph.splitlines())
+
+
+def _diff_paths(old: pygit2.Tree | None, new: pygit2.Tree) -> set[str]:
+    diff = old.diff_to_tree(new) if old is not None else new.diff_to_tree(swap=True)
+    paths: set[str] = set()
+    for delta in diff.deltas:
+        paths.add(delta.old_file.path)
+        paths.add(delta.new_file.path)
+    return paths
+
+
+def _sorted(paths: set[str]) -> tuple[str, ...]:
+    return tuple(sorted(paths, key=os.fsencode))
+
+
+def touched_paths(commit: pygit2.Commit) -> tuple[str, ...]:
+    """Paths a commit changed against its first parent (every path of a root commit)."""
+    parent = commit.parents[0].tree if commit.parents else None
+    return _sorted(_diff_paths(parent, commit.tree))
+
+
+def _resolve(repo: Repo, revision: str) -> pygit2.Oid:
+    try:
+        return repo.repository.revparse_single(revision).peel(pygit2.Commit).id
+    except (KeyError, ValueError, pygit2.GitError) as exc:
+        raise GitError(f"unknown revision: {revision}") from exc
+
+
+def log_subjects(repo: Repo, base: str | None, head: str = "HEAD") -> list[Commit]:
+    """The commits of ``base..head``, oldest first (topological), with subjects and paths.
+
+    ``base`` None means all of ``head``'s history. An unborn ``HEAD`` has no
+    commits: the result is empty. An unknown ``base`` is a ``GitError``.
+    """
+    if head == "HEAD" and repo.is_unborn:
+        return []
+    walker = repo.repository.walk(_resolve(repo, head), SortMode.TOPOLOGICAL | SortMode.REVERSE)
+    if base is not None:
+        walker.hide(_resolve(repo, base))
+    return [
+        Commit(str(commit.id), subject_of(commit.message), touched_paths(commit))
+        for commit in walker
+    ]
+
+
+def stash_paths_of(stash: pygit2.Commit) -> tuple[str, ...]:
+    """Paths a stash holds: its working-tree changes plus its untracked files."""
+    paths = _diff_paths(stash.parents[0].tree, stash.tree) if stash.parents else set()
+    if len(stash.parents) >= 3:
+        paths |= _diff_paths(None, stash.parents[2].tree)
+    return _sorted(paths)
+
+
+def stash_list(repo: Repo) -> list[StashEntry]:
+    """``git stash list``: newest first, ``stash@{0}`` … with message and paths."""
+    repository = repo.repository
+    return [
+        StashEntry(
+            f"stash@{{{number}}}",
+            str(stash.commit_id),
+            stash.message,
+            stash_paths_of(repository[stash.commit_id].peel(pygit2.Commit)),
+        )
+        for number, stash in enumerate(repository.listall_stashes())
+    ]

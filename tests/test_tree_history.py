@@ -1,0 +1,89 @@
+"""The log since a base commit and the stash list, against git's own view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import git
+from tree_helpers import write
+
+from git_forge.tree.errors import GitError
+from git_forge.tree.history import log_subjects, stash_list, subject_of
+from git_forge.tree.repo import open_repo
+
+
+def commit_file(root: Path, path: str, message: str) -> str:
+    write(root, path, message + "\n")
+    git("add", "--", path, cwd=root)
+    git("commit", "-q", "-m", message, cwd=root)
+    return git("rev-parse", "HEAD", cwd=root).strip()
+
+
+def test_log_since_base_oldest_first_with_paths(git_repo: Path) -> None:
+    base = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    first = commit_file(git_repo, "src/one.py", "[forge] 001: first item")
+    write(git_repo, "src/two.py", "2\n")
+    write(git_repo, "docs/two.md", "2\n")
+    git("add", ".", cwd=git_repo)
+    git("rm", "-q", "README.md", cwd=git_repo)
+    git("commit", "-q", "-m", "[rauf] 002: second item\n\nwith a body", cwd=git_repo)
+    commits = log_subjects(open_repo(git_repo), base)
+    assert [(c.id, c.subject) for c in commits][0] == (first, "[forge] 001: first item")
+    assert [c.subject for c in commits] == ["[forge] 001: first item", "[rauf] 002: second item"]
+    assert commits[1].paths == ("README.md", "docs/two.md", "src/two.py")
+    expected = git("log", "--reverse", "--topo-order", "--format=%H %s", f"{base}..HEAD",
+                   cwd=git_repo).splitlines()
+    assert [f"{c.id} {c.subject}" for c in commits] == expected
+
+
+def test_log_without_base_and_on_an_unborn_branch(git_repo: Path, tmp_path: Path) -> None:
+    commits = log_subjects(open_repo(git_repo), None)
+    assert [(c.subject, c.paths) for c in commits] == [("initial commit", ("README.md",))]
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    git("init", "-q", cwd=fresh)
+    assert log_subjects(open_repo(fresh), None) == []
+
+
+def test_log_follows_merges_topologically(git_repo: Path) -> None:
+    base = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    git("checkout", "-q", "-b", "side", cwd=git_repo)
+    commit_file(git_repo, "side.txt", "side work")
+    git("checkout", "-q", "main", cwd=git_repo)
+    commit_file(git_repo, "main.txt", "main work")
+    git("merge", "-q", "--no-edit", "side", cwd=git_repo)
+    commits = log_subjects(open_repo(git_repo), base)
+    expected = git("log", "--reverse", "--topo-order", "--format=%s", f"{base}..HEAD",
+                   cwd=git_repo).splitlines()
+    assert [c.subject for c in commits] == expected
+    assert commits[-1].paths == ("side.txt",)  # the merge, against its first parent
+
+
+def test_unknown_base_is_a_clear_error(git_repo: Path) -> None:
+    with pytest.raises(GitError, match="unknown revision: 0123456789abcdef"):
+        log_subjects(open_repo(git_repo), "0123456789abcdef")
+
+
+def test_subject_is_the_first_paragraph_joined() -> None:
+    assert subject_of("one\ntwo\n\nbody\n") == "one two"
+    assert subject_of("\n\nonly\n") == "only"
+
+
+def test_stash_list_matches_git(git_repo: Path) -> None:
+    write(git_repo, "README.md", "changed\n")
+    write(git_repo, "new.txt", "untracked\n")
+    git("stash", "push", "-q", "-u", "-m", "forge: abandoned work from item 004", cwd=git_repo)
+    write(git_repo, "README.md", "again\n")
+    git("stash", "push", "-q", cwd=git_repo)
+    entries = stash_list(open_repo(git_repo))
+    listed = git("stash", "list", cwd=git_repo).splitlines()
+    assert [f"{e.ref}: {e.message}" for e in entries] == listed
+    assert entries[1].paths == ("README.md", "new.txt")
+    assert entries[0].paths == ("README.md",)
+    assert entries[1].commit_id == git("rev-parse", "stash@{1}", cwd=git_repo).strip()
+    assert stash_list(open_repo(git_repo))[0].ref == "stash@{0}"
+
+
+def test_no_stashes(git_repo: Path) -> None:
+    assert stash_list(open_repo(git_repo)) == []
