@@ -202,3 +202,33 @@ def test_no_hooks_run(busy: Path) -> None:
     hook.chmod(0o755)
     commit_paths(open_repo(busy), ["a"], "hooks do not run")
     assert git("log", "-1", "--format=%s", cwd=busy).strip() == "hooks do not run"
+
+
+def test_a_held_index_lock_refuses_before_anything_changes(busy: Path) -> None:
+    (busy / ".git" / "index.lock").write_bytes(b"")
+    before = whole_state_without_lock(busy)
+    head = git("rev-parse", "HEAD", cwd=busy)
+    with pytest.raises(GitError, match="index.lock exists: another git process"):
+        commit_paths(open_repo(busy), ["a"], "x")
+    assert git("rev-parse", "HEAD", cwd=busy) == head
+    assert whole_state_without_lock(busy) == before
+
+
+def whole_state_without_lock(root: Path) -> tuple[dict, dict]:
+    return worktree_state(root), cached_diff(root)  # git reads the index despite the lock
+
+
+def test_a_file_replaced_by_a_directory_commits_as_deleted(busy: Path) -> None:
+    (busy / "a").unlink()
+    write(busy, "a/inner.txt", "inner\n")
+    commit_paths(open_repo(busy), ["a", "a/inner.txt"], "file to directory")
+    assert git("ls-tree", "-r", "--name-only", "HEAD", "--", "a", cwd=busy) == "a/inner.txt\n"
+
+
+def test_a_stale_cached_index_is_never_written_back(busy: Path) -> None:
+    """pygit2 caches the index; git changing it under us must not be undone."""
+    repo = open_repo(busy)
+    assert "dir2/x.txt" in repo.repository.index  # the cached copy is loaded now
+    git("add", "dir2/x.txt", cwd=busy)  # staged by git, possibly within the same second
+    commit_paths(repo, ["a"], "after git staged something")
+    assert git("diff", "--cached", "--name-only", "--", "dir2/x.txt", cwd=busy) == "dir2/x.txt\n"

@@ -6,6 +6,7 @@ import os
 import re
 from pathlib import Path
 
+import pygit2
 import pytest
 from helpers import git
 from tree_helpers import (
@@ -26,6 +27,7 @@ from git_forge.tree.discard import (
 from git_forge.tree.errors import GitError
 from git_forge.tree.repo import open_repo
 from git_forge.tree.status import porcelain
+from git_forge.tree.worktree import RESTORE_STRATEGY
 
 CHOSEN = [
     "*.txt", "[ab].txt", "a", "dir/x.txt", "sp ace.txt", "new\nline.txt",
@@ -151,3 +153,53 @@ def test_restore_hint_names_both_ways() -> None:
         f"git forge reconcile --restore {ref}",
         f"git show {ref}:<path>   (or: git checkout {ref} -- <path>)",
     ]
+
+
+def replace_file_with_directory(root: Path) -> None:
+    """``a`` (tracked file) becomes a directory holding a file and an ignored one."""
+    (root / "a").unlink()
+    write(root, "a/inner.txt", "inner\n")
+    write(root, "a/trace.log", "ignored, but still someone's\n")
+
+
+def test_libgit2_checkout_would_delete_a_directory_standing_where_a_file_was(
+    busy: Path,
+) -> None:
+    """The trap ``unnamed_in_the_way`` guards against, measured."""
+    replace_file_with_directory(busy)
+    pygit2.Repository(str(busy)).checkout_head(paths=["a"], strategy=RESTORE_STRATEGY)
+    assert (busy / "a").is_file() and not (busy / "a" / "inner.txt").exists()
+
+
+def test_unnamed_entries_in_the_way_are_refused(busy: Path) -> None:
+    replace_file_with_directory(busy)
+    before = whole_state(busy)
+    with pytest.raises(GitError, match=r"would also remove a/inner.txt, a/trace.log"):
+        discard_paths(open_repo(busy), ["a"])
+    with pytest.raises(GitError, match=r"would also remove a/trace.log"):
+        discard_paths(open_repo(busy), ["a", "a/inner.txt"])
+    assert whole_state(busy) == before
+    assert git("for-each-ref", "refs/forge", cwd=busy) == ""
+
+
+def test_file_and_directory_swaps_round_trip(busy: Path) -> None:
+    replace_file_with_directory(busy)
+    (busy / "dir2").rename(busy / "dir2-moved")
+    write(busy, "dir2", "a file where a directory was\n")
+    before = whole_state(busy)
+    named = ["a", "a/inner.txt", "a/trace.log", "dir2", "dir2/x.txt", "dir2/y.txt"]
+    saved = discard_paths(open_repo(busy), named)
+    assert (busy / "a").read_text().startswith("committed")
+    assert (busy / "dir2" / "x.txt").is_file()
+    assert git("show", f"{saved.ref}:a/trace.log", cwd=busy) == "ignored, but still someone's\n"
+    restore_discarded(open_repo(busy), saved.ref)
+    assert worktree_state(busy) == before[0]
+
+
+def test_checkout_paths_are_globs_unless_told_otherwise(busy: Path) -> None:
+    """The trap behind DISABLE_PATHSPEC_MATCH: a file named ``*.txt`` matches every .txt."""
+    assert (busy / "a.txt").read_text() != git("show", "HEAD:a.txt", cwd=busy)
+    pygit2.Repository(str(busy)).checkout_head(
+        paths=["*.txt"], strategy=pygit2.enums.CheckoutStrategy.FORCE
+    )
+    assert (busy / "a.txt").read_text() == git("show", "HEAD:a.txt", cwd=busy)  # reset anyway

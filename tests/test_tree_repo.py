@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,12 @@ def test_detached_head(git_repo: Path) -> None:
     repo = open_repo(git_repo)
     assert repo.is_detached and repo.branch_name is None
     assert repo.head_commit_id() == git("rev-parse", "HEAD", cwd=git_repo).strip()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs to give the repository to another user")
+def test_repository_owned_by_another_user_is_refused_with_the_fix(git_repo: Path) -> None:
+    for directory, dirs, files in os.walk(git_repo):
+        for name in [*dirs, *files, "."]:
+            os.lchown(os.path.join(directory, name), 65534, 65534)
+    with pytest.raises(GitError, match="not owned by current user.*safe.directory"):
+        open_repo(git_repo)

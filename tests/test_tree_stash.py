@@ -165,3 +165,25 @@ def test_refusals_change_nothing(busy: Path, tmp_path: Path) -> None:
         stash_paths(open_repo(fresh), ["f.txt"], MESSAGE)
     assert worktree_state(fresh) == {"f.txt": ("file", False, b"content\n")}
     assert index_state(fresh) == {"f.txt": b"st ??"}
+
+
+def test_a_held_index_lock_refuses_before_anything_changes(busy: Path) -> None:
+    (busy / ".git" / "index.lock").write_bytes(b"")
+    before = worktree_state(busy)
+    with pytest.raises(GitError, match="index.lock exists"):
+        stash_paths(open_repo(busy), ["a"], MESSAGE)
+    assert worktree_state(busy) == before
+    assert git("stash", "list", cwd=busy) == ""
+
+
+def test_unnamed_entries_in_the_way_are_refused(busy: Path) -> None:
+    (busy / "a").unlink()
+    write(busy, "a/inner.txt", "inner\n")
+    before = whole_state(busy)
+    with pytest.raises(GitError, match="would also remove a/inner.txt"):
+        stash_paths(open_repo(busy), ["a"], MESSAGE)
+    assert whole_state(busy) == before
+    assert git("stash", "list", cwd=busy) == ""
+    stash_paths(open_repo(busy), ["a", "a/inner.txt"], MESSAGE)
+    assert (busy / "a").is_file()
+    assert git("show", "stash@{0}^3:a/inner.txt", cwd=busy) == "inner\n"

@@ -25,9 +25,8 @@ from pygit2.enums import RepositoryState
 
 from git_forge.tree.errors import GitError
 from git_forge.tree.identity import author_and_committer
-from git_forge.tree.repo import Repo
+from git_forge.tree.repo import Repo, git_failures
 from git_forge.tree.worktree import (
-    WorktreeFile,
     normalise_paths,
     read_worktree_file,
     tree_entry,
@@ -52,19 +51,20 @@ def _previous_mode(index: pygit2.Index, head_tree: pygit2.Tree | None, path: str
     return entry[1] if entry else None
 
 
-def _update_index(index: pygit2.Index, files: list[WorktreeFile]) -> None:
-    """Make the index entries of exactly ``files`` match what was committed."""
+def _set_entries(index: pygit2.Index, entries: list[tuple[str, pygit2.IndexEntry | None]]) -> None:
+    """Set (or remove) the stage-0 entries of exactly these paths and write the index."""
     conflicts = index.conflicts
-    for file in files:
-        if conflicts is not None and file.path in conflicts:
-            del conflicts[file.path]
-        if file.present:
-            index.add(pygit2.IndexEntry(file.path, file.blob_id, file.mode))
-        elif file.path in index:
-            index.remove(file.path)
+    for path, entry in entries:
+        if conflicts is not None and path in conflicts:
+            del conflicts[path]
+        if entry is not None:
+            index.add(entry)
+        elif path in index:
+            index.remove(path)
     index.write()
 
 
+@git_failures("cannot commit")
 def commit_paths(
     repo: Repo, paths: Iterable[str], message: str, *, allow_empty: bool = False
 ) -> str:
@@ -86,6 +86,7 @@ def commit_paths(
             " progress; finish or abort it first"
         )
     author, committer = author_and_committer(repo)
+    repo.check_index_unlocked()
     index = repo.fresh_index()
     head = repo.head_commit()
     head_tree = head.tree if head is not None else None
@@ -99,9 +100,17 @@ def commit_paths(
     if head is not None and tree_id == head.tree_id and not allow_empty:
         raise GitError(f"nothing to commit: {', '.join(names)} match HEAD")
     parents = [head.id] if head is not None else []
+    # The index is written first: if that fails nothing has happened; if the
+    # commit then fails, the old entries go back. The other order could leave a
+    # new commit with an index that would revert it on the next `git commit`.
+    previous = [(file.path, index[file.path] if file.path in index else None) for file in files]
+    _set_entries(index, [
+        (file.path, pygit2.IndexEntry(file.path, file.blob_id, file.mode) if file.present else None)
+        for file in files
+    ])
     try:
         commit_id = repository.create_commit("HEAD", author, committer, text, tree_id, parents)
-    except pygit2.GitError as exc:
-        raise GitError(f"cannot commit: {exc}") from exc
-    _update_index(index, files)
+    except BaseException:
+        _set_entries(repo.fresh_index(), previous)
+        raise
     return str(commit_id)

@@ -7,7 +7,9 @@ paths absent), stored under ``refs/forge/discarded/<YYYYmmddTHHMMSSZ>``
 bytes on disk exactly (no filters), so ``git show REF:path`` gives back the
 very file. If a named path also had staged content, that is kept too: the
 safety commit then has a second parent holding HEAD's tree with the paths as
-staged (``git show REF^2:path``).
+staged (``git show REF^2:path``). On an unborn branch there is no HEAD: the
+commit has no parent (or, to keep "first parent = what the branch had", an
+empty root commit when a staged parent is needed).
 
 Only then are the paths put back to HEAD (tracked) or deleted (untracked) —
 nothing else — and status is re-read to prove it. ``restore_discarded`` puts
@@ -21,6 +23,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pygit2
 from pygit2.enums import FileMode
@@ -29,10 +32,11 @@ from git_forge.atomic import _default_file_mode, atomic_write, fsync_directory
 from git_forge.tree.errors import GitError
 from git_forge.tree.identity import author_and_committer
 from git_forge.tree.porcelain import quote_path
-from git_forge.tree.repo import Repo
+from git_forge.tree.repo import Repo, git_failures
 from git_forge.tree.status import dirty_paths, is_intent_to_add
 from git_forge.tree.worktree import (
     WorktreeFile,
+    check_restorable,
     normalise_paths,
     read_worktree_file,
     restore_to_head,
@@ -90,6 +94,7 @@ def _message(paths: list[str]) -> str:
     )
 
 
+@git_failures("cannot discard")
 def discard_paths(repo: Repo, paths: Iterable[str]) -> SafetyRef:
     """Save, then discard, the changes of exactly ``paths``; return the safety ref.
 
@@ -103,6 +108,8 @@ def discard_paths(repo: Repo, paths: Iterable[str]) -> SafetyRef:
     if not changed.intersection(names):
         raise GitError(f"nothing to discard: {', '.join(names)} match HEAD")
     author, committer = author_and_committer(repo)
+    repo.check_index_unlocked()
+    check_restorable(repo, names, "discard")
     index = repo.fresh_index()
     head = repo.head_commit()
     head_tree = head.tree if head is not None else None
@@ -194,6 +201,7 @@ def _saved_changes(commit: pygit2.Commit) -> dict[str, tuple[pygit2.Oid, int] | 
     return changes
 
 
+@git_failures("cannot list the safety refs")
 def safety_refs(repo: Repo) -> list[SafetyRef]:
     """Every safety ref in the repository, oldest first, with the paths each holds."""
     result = []
@@ -206,7 +214,8 @@ def safety_refs(repo: Repo) -> list[SafetyRef]:
 
 
 def _disk_state(repo: Repo, path: str) -> tuple[pygit2.Oid, int] | None:
-    """The raw content id and mode of ``path`` on disk, None when absent."""
+    """The raw content id and mode of the file or link at ``path``; None when
+    there is none (nothing there, or a directory)."""
     full = repo.workdir / path
     try:
         info = os.lstat(full)
@@ -215,58 +224,87 @@ def _disk_state(repo: Repo, path: str) -> tuple[pygit2.Oid, int] | None:
     if stat.S_ISLNK(info.st_mode):
         return pygit2.hash(os.fsencode(os.readlink(full))), FileMode.LINK
     if not stat.S_ISREG(info.st_mode):
-        return pygit2.Oid(hex="0" * 40), -1
+        return None
     mode = FileMode.BLOB_EXECUTABLE if info.st_mode & stat.S_IXUSR else FileMode.BLOB
     return pygit2.hashfile(str(full)), mode
 
 
+@git_failures("cannot restore")
 def restore_discarded(repo: Repo, ref: str) -> list[str]:
     """Put the content saved in safety ref ``ref`` back into the working tree.
 
     Only the working tree is written (the index is left alone, so the paths
     show as changed again, as they were before the discard). Refuses —
-    writing nothing — if any path currently holds a change of its own that
-    restoring would overwrite. Returns the paths written or removed.
+    writing nothing — if restoring would overwrite a change made since, or
+    anything not saved in the ref. Removals go first, so a file that had
+    replaced a directory (or the reverse) comes back too. Returns the paths
+    written or removed.
     """
     name, commit = resolve_safety_ref(repo, ref)
     saved = _saved_changes(commit)
     changed = dirty_paths(repo)
-    blocked = []
-    pending = []
-    for path, target in sorted(saved.items(), key=lambda item: os.fsencode(item[0])):
-        current = _disk_state(repo, path)
-        if current == target:
-            continue
-        if path in changed or _blocked_by_parent(repo, path):
-            blocked.append(path)
-        pending.append((path, target))
+    pending = {
+        path: target
+        for path, target in saved.items()
+        if _disk_state(repo, path) != target
+    }
+    removing = {path for path, target in pending.items() if target is None}
+    blocked = sorted(
+        (path for path, target in pending.items()
+         if path in changed or (target is not None and _in_the_way(repo, path, removing))),
+        key=os.fsencode,
+    )
     if blocked:
         raise GitError(
             f"refusing to restore {name}: it would overwrite changes in {', '.join(blocked)}"
         )
-    for path, target in pending:
-        _write(repo, path, target)
-    return [path for path, _ in pending]
+    for path in sorted(removing, key=os.fsencode, reverse=True):
+        _remove(repo, path)
+    writes = sorted((path for path in pending if path not in removing), key=os.fsencode)
+    for path in writes:
+        _write(repo, path, pending[path])
+    wrong = [path for path, target in pending.items() if _disk_state(repo, path) != target]
+    if wrong:
+        raise GitError(f"restored {name}, but these paths do not match it: {', '.join(wrong)}")
+    return sorted(pending, key=os.fsencode)
 
 
-def _blocked_by_parent(repo: Repo, path: str) -> bool:
-    """True when a parent of ``path`` exists as something other than a directory."""
+def _in_the_way(repo: Repo, path: str, removing: set[str]) -> bool:
+    """True when writing ``path`` would destroy something this restore does not remove:
+    a parent that is a file or link, or a directory at ``path`` with other content."""
     current = repo.workdir
-    for part in path.split("/")[:-1]:
+    parts = path.split("/")[:-1]
+    for depth, part in enumerate(parts, start=1):
         current = current / part
         if os.path.islink(current) or (os.path.lexists(current) and not current.is_dir()):
-            return True
+            return "/".join(parts[:depth]) not in removing
+    full = repo.workdir / path
+    if full.is_dir() and not full.is_symlink():
+        for directory, _, files in os.walk(full):
+            for name in files:
+                inner = (Path(directory) / name).relative_to(repo.workdir).as_posix()
+                if inner not in removing:
+                    return True
     return False
 
 
-def _write(repo: Repo, path: str, target: tuple[pygit2.Oid, int] | None) -> None:
+def _remove(repo: Repo, path: str) -> None:
     full = repo.workdir / path
-    if target is None:
-        if os.path.lexists(full):
-            full.unlink()
-        return
+    if os.path.islink(full) or os.path.isfile(full):
+        full.unlink()
+        parent = full.parent
+        while parent != repo.workdir and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+
+
+def _write(repo: Repo, path: str, target: tuple[pygit2.Oid, int]) -> None:
+    full = repo.workdir / path
     blob_id, mode = target
     data = repo.repository[blob_id].data
+    if full.is_dir() and not full.is_symlink():
+        for directory, _, _ in sorted(os.walk(full), reverse=True):
+            os.rmdir(directory)  # emptied by the removals (checked by _in_the_way)
     full.parent.mkdir(parents=True, exist_ok=True)
     if mode == FileMode.LINK:
         temporary = full.with_name(f".{full.name}.forge-restore")

@@ -25,7 +25,7 @@ locked).
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from git_forge.tree.gitcli import run_git
 from git_forge.tree.porcelain import StatusEntry, parse_porcelain_z
@@ -33,7 +33,7 @@ from git_forge.tree.porcelain import StatusEntry, parse_porcelain_z
 STATUS_ARGS = ("status", "--porcelain", "-z", "-uall", "--no-renames")
 
 
-def porcelain_fast(repo_root: Path | str) -> list[StatusEntry]:
+def porcelain_fast(repo_root: str | os.PathLike[str]) -> list[StatusEntry]:
     """The entries of ``git status --porcelain -uall --no-renames``, in git's order.
 
     ``repo_root`` is any directory inside the working tree (git discovers the
@@ -43,6 +43,6 @@ def porcelain_fast(repo_root: Path | str) -> list[StatusEntry]:
     return parse_porcelain_z(run_git(STATUS_ARGS, cwd=repo_root))
 
 
-def is_clean(repo_root: Path | str) -> bool:
+def is_clean(repo_root: str | os.PathLike[str]) -> bool:
     """True when ``git status --porcelain`` would print nothing (ignored files never count)."""
     return not run_git(STATUS_ARGS, cwd=repo_root)

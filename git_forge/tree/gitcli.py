@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from git_forge.tree.errors import GitError
 
@@ -22,7 +21,7 @@ LITERAL_PATHSPECS = {"GIT_LITERAL_PATHSPECS": "1"}
 def run_git(
     args: Sequence[str],
     *,
-    cwd: Path | str,
+    cwd: str | os.PathLike[str],
     env: Mapping[str, str] | None = None,
     input: bytes | None = None,
 ) -> bytes:

@@ -11,7 +11,7 @@ import pygit2
 from pygit2.enums import SortMode
 
 from git_forge.tree.errors import GitError
-from git_forge.tree.repo import Repo
+from git_forge.tree.repo import Repo, git_failures
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ def _resolve(repo: Repo, revision: str) -> pygit2.Oid:
         raise GitError(f"unknown revision: {revision}") from exc
 
 
+@git_failures("cannot read the log")
 def log_subjects(repo: Repo, base: str | None, head: str = "HEAD") -> list[Commit]:
     """The commits of ``base..head``, oldest first (topological), with subjects and paths.
 
@@ -91,6 +92,7 @@ def stash_paths_of(stash: pygit2.Commit) -> tuple[str, ...]:
     return _sorted(paths)
 
 
+@git_failures("cannot read the stash list")
 def stash_list(repo: Repo) -> list[StashEntry]:
     """``git stash list``: newest first, ``stash@{0}`` … with message and paths."""
     repository = repo.repository

@@ -8,22 +8,25 @@ message prints paths exactly as git prints them.
 from __future__ import annotations
 
 import os
+from collections import namedtuple
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 UNTRACKED = "??"
 
 
-@dataclass(frozen=True, order=True)
-class StatusEntry:
-    """One line of ``git status --porcelain -uall --no-renames``.
+# A namedtuple rather than a dataclass: this module is on the pre-launch hot path,
+# and ``dataclasses`` (with ``inspect``) costs more to import than the rest of it.
+class StatusEntry(namedtuple("StatusEntry", ["path", "xy"])):
+    """One line of ``git status --porcelain -uall --no-renames``: ``(path, xy)``.
 
-    ``path`` is the real path relative to the repository root, decoded from
-    the file system's bytes the way Python does (``os.fsdecode``), never
+    ``path`` (str) is the real path relative to the repository root, decoded
+    from the file system's bytes the way Python does (``os.fsdecode``), never
     quoted. An untracked nested repository keeps git's trailing ``/``.
-    ``xy`` is git's two-letter code (``" M"``, ``"A "``, ``"??"``, ``"UU"`` …).
+    ``xy`` (str) is git's two-letter code (``" M"``, ``"A "``, ``"??"``, ``"UU"`` …).
+    Immutable, hashable, ordered by path then code.
     """
 
+    __slots__ = ()
     path: str
     xy: str
 

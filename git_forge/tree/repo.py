@@ -18,7 +18,9 @@ git-backed ``fast_status``); it is set only inside git's own commit hooks.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +31,18 @@ from git_forge.tree.errors import GitError
 from git_forge.tree.gitcli import LITERAL_PATHSPECS, run_git
 
 _TRUE = {"1", "true", "yes", "on"}
+
+
+@contextlib.contextmanager
+def git_failures(action: str) -> Iterator[None]:
+    """Report a libgit2 or file-system failure as a ``GitError`` (exit 1):
+    ``<action>: <libgit2's message verbatim>``. Usable as a decorator."""
+    try:
+        yield
+    except pygit2.GitError as exc:
+        raise GitError(f"{action}: {exc}", exit_code=1) from exc
+    except OSError as exc:
+        raise GitError(f"{action}: {exc.strerror or exc}", exit_code=1) from exc
 
 
 @dataclass(frozen=True)
@@ -83,6 +97,19 @@ class Repo:
         index = self.repository.index
         index.read(force=True)
         return index
+
+    def check_index_unlocked(self) -> None:
+        """Refuse to start changing the index while another git process holds it.
+
+        Checked before anything is written, so a refusal changes nothing (the
+        lock itself still guards the write, this only avoids a half-done step).
+        """
+        lock = Path(self.repository.path) / "index.lock"
+        if lock.exists():
+            raise GitError(
+                f"{lock} exists: another git process is running in this repository"
+                " (if none is, remove the file)"
+            )
 
     def run_git(self, args: list[str], *, input: bytes | None = None) -> bytes:
         """Run git on this repository (explicit ``GIT_DIR``/``GIT_WORK_TREE``, so
@@ -143,6 +170,11 @@ def open_repo(path: Path | str = ".") -> Repo:
         message = str(exc)
         if git_dir is not None and "not found" in message.lower():
             raise GitError(f"not a git repository: {git_dir} (from GIT_DIR)") from exc
+        if "not owned by current user" in message:
+            message += (
+                "; if you trust it: git config --global --add safe.directory"
+                f" {start.resolve()}"
+            )
         raise GitError(f"cannot open the repository at {path}: {message}") from exc
     if repository.is_bare or repository.workdir is None:
         raise GitError(

@@ -33,10 +33,11 @@ import pygit2
 
 from git_forge.tree.errors import GitError
 from git_forge.tree.identity import author_and_committer
-from git_forge.tree.repo import Repo
+from git_forge.tree.repo import Repo, git_failures
 from git_forge.tree.status import dirty_paths, is_intent_to_add
 from git_forge.tree.worktree import (
     WorktreeFile,
+    check_restorable,
     normalise_paths,
     read_worktree_file,
     restore_to_head,
@@ -58,6 +59,7 @@ def _staged_file(index: pygit2.Index, path: str) -> WorktreeFile:
     return WorktreeFile(path, None)
 
 
+@git_failures("cannot stash")
 def stash_paths(repo: Repo, paths: Iterable[str], message: str) -> str:
     """Stash the changes of exactly ``paths`` (tracked and untracked); return the stash id.
 
@@ -74,11 +76,13 @@ def stash_paths(repo: Repo, paths: Iterable[str], message: str) -> str:
     if head is None:
         raise GitError("cannot stash on an unborn branch: there is no commit yet")
     author, committer = author_and_committer(repo)
+    repo.check_index_unlocked()
     index = repo.fresh_index()
     conflicts = index.conflicts
     conflicted = [path for path in names if conflicts is not None and path in conflicts]
     if conflicted:
         raise GitError(f"cannot stash conflicted paths: {', '.join(conflicted)}")
+    check_restorable(repo, names, "stash")
     head_tree = head.tree
     tracked = [path for path in names if path in index]
     untracked = [path for path in names if path not in index]

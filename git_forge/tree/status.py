@@ -30,7 +30,7 @@ from pygit2.enums import FileStatus
 from pygit2.ffi import C, ffi
 
 from git_forge.tree.porcelain import StatusEntry, sort_like_git
-from git_forge.tree.repo import Repo
+from git_forge.tree.repo import Repo, git_failures
 
 #: GIT_INDEX_ENTRY_INTENT_TO_ADD in libgit2's index.h (an extended flag).
 _INTENT_TO_ADD = 1 << 13
@@ -88,6 +88,7 @@ def entries_for(index: pygit2.Index, path: str, flags: FileStatus) -> list[Statu
     return entries
 
 
+@git_failures("cannot read the status")
 def porcelain(repo: Repo) -> list[StatusEntry]:
     """What ``git status --porcelain -uall --no-renames`` lists, in git's order.
 

@@ -181,6 +181,10 @@ def read_worktree_file(
                 f"{path!r} is a nested git repository, not a file; git-forge will not"
                 " commit, stash or discard it — handle it with git"
             )
+        if previous_mode is not None:
+            # The tracked file (or link) is gone and a directory took its place:
+            # the file is deleted; the directory's files are paths of their own.
+            return WorktreeFile(path, None)
         raise GitError(f"{path!r} is a directory; name the files in it")
     if not stat.S_ISREG(info.st_mode):
         raise GitError(f"{path!r} is not a regular file, a symbolic link or a directory")
@@ -230,14 +234,72 @@ def tree_with(repo: Repo, base: pygit2.Tree | None, files: Iterable[WorktreeFile
 
 
 def tree_entry(tree: pygit2.Tree | None, path: str) -> tuple[pygit2.Oid, int] | None:
-    """``(id, mode)`` of ``path`` in ``tree``, or None when it is not there."""
+    """``(id, mode)`` of the file, link or submodule ``path`` in ``tree``; None when
+    it is not there (a directory is not an entry of its own)."""
     if tree is None:
         return None
     try:
         entry = tree[path]
     except KeyError:
         return None
+    if entry.filemode == FileMode.TREE:
+        return None
     return entry.id, entry.filemode
+
+
+def _files_under(directory: Path, root: Path) -> list[str]:
+    """Every file, symlink and nested ``.git`` below ``directory`` (ignored ones too)."""
+    found: list[str] = []
+    for current, dirs, files in os.walk(directory):
+        for name in list(dirs):
+            full = Path(current) / name
+            if name == ".git" or os.path.islink(full):
+                dirs.remove(name)
+                found.append(full.relative_to(root).as_posix())
+        found.extend((Path(current) / name).relative_to(root).as_posix() for name in files)
+    return found
+
+
+def unnamed_in_the_way(repo: Repo, paths: list[str]) -> list[str]:
+    """Working-tree entries NOT in ``paths`` that putting ``paths`` back to HEAD would destroy.
+
+    Measured: libgit2's checkout, asked to restore file ``x`` where a directory
+    ``x/`` now stands, deletes everything in that directory — named or not,
+    ignored or not. Likewise a file ``d`` standing where HEAD has ``d/f``. Such
+    entries must be named too (so they are saved first) or the action refused.
+    """
+    head = repo.head_commit()
+    if head is None:
+        return []
+    named = set(paths)
+    blockers: list[str] = []
+    for path in paths:
+        if tree_entry(head.tree, path) is None:
+            continue  # only deleted, never written: nothing stands in its way
+        full = repo.workdir / path
+        if full.is_dir() and not full.is_symlink():
+            blockers += [p for p in _files_under(full, repo.workdir) if p not in named]
+        prefix = repo.workdir
+        parts = path.split("/")[:-1]
+        for depth, part in enumerate(parts, start=1):
+            prefix = prefix / part
+            if os.path.lexists(prefix) and (prefix.is_symlink() or not prefix.is_dir()):
+                if "/".join(parts[:depth]) not in named:
+                    blockers.append("/".join(parts[:depth]))
+                break
+    return sorted(set(blockers), key=os.fsencode)
+
+
+def check_restorable(repo: Repo, paths: list[str], action: str) -> None:
+    """Refuse ``action`` (before it changes anything) if restoring ``paths`` would
+    destroy working-tree entries the caller did not name."""
+    blockers = unnamed_in_the_way(repo, paths)
+    if blockers:
+        shown = ", ".join(blockers[:10]) + (" …" if len(blockers) > 10 else "")
+        raise GitError(
+            f"cannot {action} these paths: putting them back to HEAD would also remove"
+            f" {shown}, which were not named; name them too"
+        )
 
 
 def restore_to_head(repo: Repo, paths: list[str]) -> None:
@@ -245,8 +307,10 @@ def restore_to_head(repo: Repo, paths: list[str]) -> None:
 
     Tracked paths get HEAD's content and index entry; paths HEAD does not have
     are removed from the index and deleted from the working tree (with their
-    now-empty directories). Nothing else is touched.
+    now-empty directories). Nothing else is touched — and if something else
+    would have to be (``unnamed_in_the_way``), nothing is done at all.
     """
+    check_restorable(repo, paths, "restore")
     try:
         index = repo.fresh_index()
         if repo.is_unborn:
