@@ -203,3 +203,24 @@ def test_checkout_paths_are_globs_unless_told_otherwise(busy: Path) -> None:
         paths=["*.txt"], strategy=pygit2.enums.CheckoutStrategy.FORCE
     )
     assert (busy / "a.txt").read_text() == git("show", "HEAD:a.txt", cwd=busy)  # reset anyway
+
+
+def test_conflicted_paths_are_saved_and_put_back_to_head(git_repo: Path) -> None:
+    for name in ("both", "gone-there"):
+        write(git_repo, name, "base\n")
+    git("add", ".", cwd=git_repo)
+    git("commit", "-q", "-m", "base", cwd=git_repo)
+    git("checkout", "-q", "-b", "other", cwd=git_repo)
+    write(git_repo, "both", "theirs\n")
+    git("rm", "-q", "gone-there", cwd=git_repo)
+    git("commit", "-q", "-am", "theirs", cwd=git_repo)
+    git("checkout", "-q", "main", cwd=git_repo)
+    write(git_repo, "both", "ours\n")
+    write(git_repo, "gone-there", "ours\n")
+    git("commit", "-q", "-am", "ours", cwd=git_repo)
+    git("merge", "-q", "other", cwd=git_repo, check=False)
+    assert git("status", "--porcelain", cwd=git_repo) == "UU both\nUD gone-there\n"
+    saved = discard_paths(open_repo(git_repo), ["both", "gone-there"])
+    assert git("status", "--porcelain", cwd=git_repo) == ""
+    assert git("ls-files", "-s", "--", "both", "gone-there", cwd=git_repo).count(" 0\t") == 2
+    assert "<<<<<<<" in git("show", f"{saved.ref}:both", cwd=git_repo)

@@ -330,3 +330,17 @@ def test_fast_path_does_not_import_pygit2() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_unborn_branch(tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    root.mkdir()
+    git_bytes("init", "-q", cwd=root)
+    write(root, "staged.txt")
+    write(root, "staged-then-changed.txt")
+    write(root, "loose/untracked.txt")
+    git_bytes("add", "staged.txt", "staged-then-changed.txt", cwd=root)
+    write(root, "staged-then-changed.txt", "changed\n")
+    assert [(e.path, e.xy) for e in assert_matches_git(root)] == [
+        ("staged-then-changed.txt", "AM"), ("staged.txt", "A "), ("loose/untracked.txt", "??"),
+    ]

@@ -29,6 +29,7 @@ from git_forge.tree.repo import Repo, git_failures
 from git_forge.tree.worktree import (
     normalise_paths,
     read_worktree_file,
+    staged_entry,
     tree_entry,
     tree_with,
 )
@@ -45,8 +46,9 @@ def clean_message(message: str) -> str:
 
 
 def _previous_mode(index: pygit2.Index, head_tree: pygit2.Tree | None, path: str) -> int | None:
-    if path in index:
-        return int(index[path].mode)
+    staged = staged_entry(index, path)
+    if staged is not None:
+        return int(staged.mode)
     entry = tree_entry(head_tree, path)
     return entry[1] if entry else None
 
@@ -103,7 +105,7 @@ def commit_paths(
     # The index is written first: if that fails nothing has happened; if the
     # commit then fails, the old entries go back. The other order could leave a
     # new commit with an index that would revert it on the next `git commit`.
-    previous = [(file.path, index[file.path] if file.path in index else None) for file in files]
+    previous = [(file.path, staged_entry(index, file.path)) for file in files]
     _set_entries(index, [
         (file.path, pygit2.IndexEntry(file.path, file.blob_id, file.mode) if file.present else None)
         for file in files

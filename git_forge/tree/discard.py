@@ -40,6 +40,7 @@ from git_forge.tree.worktree import (
     normalise_paths,
     read_worktree_file,
     restore_to_head,
+    staged_entry,
     tree_entry,
     tree_with,
 )
@@ -116,7 +117,8 @@ def discard_paths(repo: Repo, paths: Iterable[str]) -> SafetyRef:
     files = []
     for path in names:
         previous = tree_entry(head_tree, path)
-        previous_mode = int(index[path].mode) if path in index else (
+        staged = staged_entry(index, path)
+        previous_mode = int(staged.mode) if staged is not None else (
             previous[1] if previous else None
         )
         files.append(
@@ -165,10 +167,15 @@ def _staged_differences(
     """The staged state of ``names`` when any of them is staged differently from HEAD."""
     staged: list[WorktreeFile] = []
     differs = False
+    conflicts = index.conflicts
     for path in names:
         in_head = tree_entry(head_tree, path)
-        if path in index and not is_intent_to_add(index, path):
-            entry = index[path]
+        entry = staged_entry(index, path)
+        if conflicts is not None and path in conflicts:
+            # Conflict stages are HEAD's and the other side's commits: kept by git.
+            staged.append(WorktreeFile(path, in_head[0], in_head[1]) if in_head else
+                          WorktreeFile(path, None))
+        elif entry is not None and not is_intent_to_add(index, path):
             staged.append(WorktreeFile(path, entry.id, int(entry.mode)))
             differs = differs or in_head != (entry.id, int(entry.mode))
         else:

@@ -41,6 +41,7 @@ from git_forge.tree.worktree import (
     normalise_paths,
     read_worktree_file,
     restore_to_head,
+    staged_entry,
     tree_with,
 )
 
@@ -53,8 +54,8 @@ def _subject(commit: pygit2.Commit) -> str:
 
 def _staged_file(index: pygit2.Index, path: str) -> WorktreeFile:
     """The path as the index stages it (an intent-to-add entry stages nothing)."""
-    if path in index and not is_intent_to_add(index, path):
-        entry = index[path]
+    entry = staged_entry(index, path)
+    if entry is not None and not is_intent_to_add(index, path):
         return WorktreeFile(path, entry.id, int(entry.mode))
     return WorktreeFile(path, None)
 
@@ -84,13 +85,14 @@ def stash_paths(repo: Repo, paths: Iterable[str], message: str) -> str:
         raise GitError(f"cannot stash conflicted paths: {', '.join(conflicted)}")
     check_restorable(repo, names, "stash")
     head_tree = head.tree
-    tracked = [path for path in names if path in index]
-    untracked = [path for path in names if path not in index]
+    entries = {path: staged_entry(index, path) for path in names}
+    tracked = [path for path in names if entries[path] is not None]
+    untracked = [path for path in names if entries[path] is None]
 
     staged = [_staged_file(index, path) for path in names]
     worktree = [
         read_worktree_file(
-            repo, path, filtered=True, previous_mode=int(index[path].mode),
+            repo, path, filtered=True, previous_mode=int(entries[path].mode),
             allow_submodule=False,
         )
         for path in tracked

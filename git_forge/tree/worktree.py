@@ -66,6 +66,18 @@ class WorktreeFile:
         return self.blob_id is not None
 
 
+def staged_entry(index: pygit2.Index, path: str) -> pygit2.IndexEntry | None:
+    """The stage-0 index entry of ``path``, or None (absent, or only conflict stages).
+
+    ``path in index`` is true for a conflicted path too, while ``index[path]``
+    then raises: always ask through here.
+    """
+    try:
+        return index[path]
+    except KeyError:
+        return None
+
+
 def normalise_paths(paths: Iterable[str]) -> list[str]:
     """Repository-relative paths, checked, de-duplicated, in git's (byte) order.
 
@@ -316,11 +328,32 @@ def restore_to_head(repo: Repo, paths: list[str]) -> None:
         if repo.is_unborn:
             _remove_unborn(repo, index, paths)
         else:
+            _resolve_conflicts_to_head(repo, index, paths)
             repo.repository.checkout_head(
                 paths=[RawPath(path) for path in paths], strategy=RESTORE_STRATEGY
             )
     except (pygit2.GitError, OSError) as exc:
         raise GitError(f"cannot restore {len(paths)} path(s) to HEAD: {exc}") from exc
+
+
+def _resolve_conflicts_to_head(repo: Repo, index: pygit2.Index, paths: list[str]) -> None:
+    """Replace the conflict stages of named paths by HEAD's entry first.
+
+    Measured: checkout drops the stages of a conflicted path but, when the
+    file on disk already matches HEAD, neither writes HEAD's entry back nor
+    touches the file, leaving the path deleted in the index.
+    """
+    conflicts = index.conflicts
+    if conflicts is None:
+        return
+    head = repo.head_commit()
+    for path in paths:
+        if path in conflicts:
+            del conflicts[path]
+            entry = tree_entry(head.tree if head is not None else None, path)
+            if entry is not None:
+                index.add(pygit2.IndexEntry(path, entry[0], entry[1]))
+    index.write()
 
 
 def _remove_unborn(repo: Repo, index: pygit2.Index, paths: list[str]) -> None:
