@@ -29,8 +29,10 @@ from pygit2.enums import FileStatus
 # pygit2's IndexEntry does not carry the entry's flags; its cffi bindings do.
 from pygit2.ffi import C, ffi
 
-from git_forge.tree.porcelain import StatusEntry, sort_like_git
+from git_forge.tree.porcelain import StatusEntry, render_porcelain_line, sort_like_git
 from git_forge.tree.repo import Repo, git_failures
+
+__all__ = ["StatusEntry", "dirty_paths", "is_intent_to_add", "porcelain", "render_porcelain_line"]
 
 #: GIT_INDEX_ENTRY_INTENT_TO_ADD in libgit2's index.h (an extended flag).
 _INTENT_TO_ADD = 1 << 13
