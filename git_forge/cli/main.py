@@ -23,6 +23,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "backlog",
     "status",
     "config",
+    "preflight",
+    "hooks",
 )
 
 EXIT_INTERRUPTED = 130

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 
+from git_forge.tree.errors import GitError
 from git_forge.tree.gitcli import run_git
 from git_forge.tree.porcelain import StatusEntry, parse_porcelain_z
 
@@ -46,3 +47,13 @@ def porcelain_fast(repo_root: str | os.PathLike[str]) -> list[StatusEntry]:
 def is_clean(repo_root: str | os.PathLike[str]) -> bool:
     """True when ``git status --porcelain`` would print nothing (ignored files never count)."""
     return not run_git(STATUS_ARGS, cwd=repo_root)
+
+
+def head_blob(repo_root: str | os.PathLike[str], path: str) -> bytes | None:
+    """The bytes of ``path`` (relative to the work tree top) at HEAD, or ``None``
+    when HEAD has no such file or no commit. Through git, for the same reason
+    as the status above: the hot path must not import pygit2."""
+    try:
+        return run_git(("cat-file", "blob", f"HEAD:{path}"), cwd=repo_root)
+    except GitError:
+        return None

@@ -1,0 +1,47 @@
+"""Recognising the runner's own uncommitted bookkeeping in backlog.json.
+
+The loop commits every backlog change it makes, except one: while an item runs
+it is marked ``in_progress`` in the working tree. A run that crashed leaves that
+mark behind. It is the runner's bookkeeping, not stranded work, so neither the
+pre-launch check nor reconciliation treats a backlog.json whose *only*
+difference from HEAD is such marks as work to decide about (the next run's
+restore resets the item to pending).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def _items_by_id(document: Any) -> dict[str, dict[str, Any]] | None:
+    if not isinstance(document, dict) or not isinstance(document.get("items"), list):
+        return None
+    items = {}
+    for item in document["items"]:
+        if not isinstance(item, dict) or "id" not in item:
+            return None
+        items[str(item["id"])] = item
+    return items
+
+
+def only_in_progress_marks(head_raw: bytes, work_raw: bytes) -> bool:
+    """True when the working backlog.json differs from HEAD's only by items that
+    were ``pending`` at HEAD and are ``in_progress`` now."""
+    try:
+        head = json.loads(head_raw)
+        work = json.loads(work_raw)
+    except (UnicodeDecodeError, ValueError):
+        return False
+    head_items, work_items = _items_by_id(head), _items_by_id(work)
+    if head_items is None or work_items is None:
+        return False
+    marked = False
+    for item_id, item in work_items.items():
+        before = head_items.get(item_id)
+        if item.get("status") == "in_progress" and before is not None and (
+            before.get("status") == "pending"
+        ):
+            item["status"] = "pending"
+            marked = True
+    return marked and head == work

@@ -1,0 +1,55 @@
+"""``git forge hooks install|uninstall|status`` — the pre-launch hook."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from git_forge.cli.output import emit_json
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "hooks", help="install the pre-launch hook for any launcher",
+        description="Install hooks/pre-launch where `git hook run pre-launch` finds it "
+                    "(core.hooksPath aware; an existing pre-launch hook is kept and runs "
+                    "first). Any launcher then runs `git hook run --ignore-missing pre-launch` "
+                    "before it starts a loop.",
+    )
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+    for name, help_text in (("install", "install the hook (chaining a foreign one)"),
+                            ("uninstall", "remove it, restoring what was there"),
+                            ("status", "show where hooks live and what is installed")):
+        verb = verbs.add_parser(name, help=help_text, description=help_text.capitalize() + ".")
+        verb.add_argument("path", nargs="?", default=".", metavar="PATH",
+                          help="project path (default: .)")
+        verb.add_argument("--json", action="store_true", help="print the hook state as JSON")
+        verb.set_defaults(func=run, action=name)
+
+
+def _describe(state, root: Path) -> str:
+    try:
+        where = state.hook.relative_to(root).as_posix()
+    except ValueError:
+        where = str(state.hook)
+    if state.installed:
+        return f"pre-launch hook installed at {where}" + (
+            " (runs the previous pre-launch hook first)" if state.chained else "")
+    if state.foreign:
+        return f"a pre-launch hook that is not git-forge's is at {where}"
+    return f"no pre-launch hook at {where}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from git_forge.tree import hooks
+    from git_forge.tree.repo import open_repo
+
+    root = Path(open_repo(args.path).workdir)
+    state = {"install": hooks.install, "uninstall": hooks.uninstall,
+             "status": hooks.state}[args.action](root)
+    if args.json:
+        emit_json(state.to_json())
+    else:
+        print(_describe(state, root))
+    return 0

@@ -1,0 +1,85 @@
+"""``git forge preflight [PATH] [--backlog DIR] [--json]`` — the launch blocker.
+
+Exit 0: go (silent). Exit 1: STOP — a prior run left stranded work, or the
+tree is dirty without one. This is the hot path of every launch: a clean tree
+is answered before the configuration is even read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EXIT_STOP = 1
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "preflight", help="stop a launch while a prior run's work is stranded",
+        description="The launch blocker. Exit 0 when the working tree is clean; otherwise "
+                    "STOP (exit 1), naming the prior run and listing the stranded paths.",
+    )
+    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
+                        help="project path (default: .)")
+    parser.add_argument("--backlog", metavar="DIR",
+                        help="backlog directory, relative to the project root")
+    parser.add_argument("--json", action="store_true",
+                        help='print {"status": "ok"|"stop", "run": …, "paths": […]}')
+    parser.set_defaults(func=run)
+
+
+def _items(ids: list[str]) -> str:
+    return ", ".join(ids) if ids else "none"
+
+
+def render_stop(result) -> list[str]:
+    """The STOP message: the prior run, the stranded paths, what to run next."""
+    run = result.run or {}
+    lines = ["STOP: a previous git-forge run left work in the tree."]
+    started = run.get("startedAt") or "unknown"
+    lines.append(f"  run started:   {started}"
+                 + (f" (run {run['runId']})" if run.get("runId") else ""))
+    lines.append(f"  item in flight: {run.get('currentItem') or 'none'}")
+    lines.append(f"  blocked:        {_items(run.get('blockedItems', []))}")
+    lines.append(f"  needs human:    {_items(run.get('needsHumanItems', []))}")
+    if result.run_error:
+        lines.append(f"  (the run's state could not be read: {result.run_error})")
+    lines.append("Stranded paths (as git status --porcelain prints them):")
+    lines += [f"  {line}" for line in result.lines]
+    lines += [
+        "Decide what happens to this work before the next launch:",
+        "  git forge reconcile   commit, stash or discard it, group by group",
+        "  git forge recover     answer the run's questions, then reconcile the tree",
+    ]
+    return lines
+
+
+def render_dirty(result) -> list[str]:
+    lines = ["Error: the working tree has uncommitted changes; commit or stash them first:"]
+    return lines + [f"  {line}" for line in result.lines]
+
+
+def run(args: argparse.Namespace) -> int:
+    from git_forge.tree.fast_status import porcelain_fast
+    from git_forge.workspace import find_root
+
+    entries = porcelain_fast(find_root(args.path))
+    if not entries:
+        if args.json:
+            from git_forge.cli.output import emit_json
+            emit_json({"status": "ok", "run": None, "paths": []})
+        return 0
+
+    from git_forge.tree.preflight import check
+    from git_forge.workspace import locate
+
+    workspace = locate(args.path, args.backlog)
+    result = check(workspace.root, workspace.state_dir, workspace.backlog_file, entries)
+    if args.json:
+        from git_forge.cli.output import emit_json
+        emit_json(result.to_json())
+    elif result.status == "stop":
+        print("\n".join(render_stop(result)), file=sys.stderr)
+    elif result.status == "dirty":
+        print("\n".join(render_dirty(result)), file=sys.stderr)
+    return 0 if result.status == "ok" else EXIT_STOP

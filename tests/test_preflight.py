@@ -1,0 +1,188 @@
+"""The launch blocker through the CLI and through `git hook run pre-launch`."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from helpers import git, run_forge
+
+from git_forge.loop.state import RunState, write_state
+
+STARTED = "2026-11-29T10:11:12Z"
+
+
+@pytest.fixture
+def project(git_repo: Path) -> Path:
+    result = run_forge("init", cwd=git_repo)
+    assert result.returncode == 0, result.stderr
+    run_forge("backlog", "add", "--title", "One", cwd=git_repo)
+    run_forge("backlog", "add", "--title", "Two", cwd=git_repo)
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "backlog", cwd=git_repo)
+    return git_repo
+
+
+def prior_run(project: Path, **fields) -> None:
+    write_state(project / ".forge", RunState(
+        status="stopped", startedAt=STARTED, currentItem="002", runId="run-1",
+        blockedItems=["001"], needsHumanItems=["003"], **fields))
+
+
+def test_clean_tree_is_silent(project: Path) -> None:
+    prior_run(project)  # state files are ignored: still clean
+    result = run_forge("preflight", cwd=project)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    result = run_forge("preflight", "--json", cwd=project)
+    assert json.loads(result.stdout) == {"status": "ok", "run": None, "paths": []}
+
+
+def test_dirty_with_prior_run_stops_and_names_the_run(project: Path) -> None:
+    prior_run(project)
+    (project / "README.md").write_text("changed\n")
+    (project / "new dir").mkdir()
+    (project / "new dir" / "a file.txt").write_text("x")
+    (project / "tab\there.txt").write_text("x")
+    result = run_forge("preflight", cwd=project)
+    assert result.returncode == 1 and result.stdout == ""
+    err = result.stderr
+    assert STARTED in err and "run-1" in err
+    assert "item in flight: 002" in err and "blocked:        001" in err
+    assert "needs human:    003" in err
+    porcelain = git("status", "--porcelain", "-uall", cwd=project).splitlines()
+    assert len(porcelain) == 3
+    for line in porcelain:
+        assert f"  {line}\n" in err
+    assert "git forge reconcile" in err and "git forge recover" in err
+    assert "--force" not in err
+    document = json.loads(run_forge("preflight", "--json", cwd=project).stdout)
+    assert document["status"] == "stop"
+    assert document["run"]["startedAt"] == STARTED
+    assert document["paths"] == porcelain
+
+
+def test_dirty_without_prior_run_is_the_ordinary_refusal(project: Path) -> None:
+    (project / "scratch.txt").write_text("x")
+    result = run_forge("preflight", cwd=project)
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: the working tree has uncommitted changes")
+    assert "?? scratch.txt" in result.stderr and "STOP" not in result.stderr
+
+
+def test_crash_bookkeeping_in_backlog_is_not_stranded_work(project: Path) -> None:
+    prior_run(project)
+    backlog = project / ".forge" / "backlog.json"
+    document = json.loads(backlog.read_text())
+    document["items"][1]["status"] = "in_progress"
+    backlog.write_text(json.dumps(document, indent=2) + "\n")
+    assert git("status", "--porcelain", cwd=project).strip() == "M .forge/backlog.json"
+    result = run_forge("preflight", cwd=project)
+    assert (result.returncode, result.stderr) == (0, "")
+    # Any other change to backlog.json is the operator's work.
+    document["items"][0]["title"] = "Renamed"
+    backlog.write_text(json.dumps(document, indent=2) + "\n")
+    result = run_forge("preflight", cwd=project)
+    assert result.returncode == 1 and "M .forge/backlog.json" in result.stderr
+
+
+def test_unreadable_prior_state_still_stops(project: Path) -> None:
+    (project / ".forge" / "state.json").write_text("{torn")
+    (project / "x.txt").write_text("x")
+    result = run_forge("preflight", cwd=project)
+    assert result.returncode == 1 and "STOP" in result.stderr
+    assert "could not be read" in result.stderr
+
+
+def test_the_hook_runs_the_check(project: Path) -> None:
+    assert run_forge("hooks", "install", cwd=project).returncode == 0
+    clean = git_hook(project)
+    assert clean.returncode == 0
+    prior_run(project)
+    (project / "README.md").write_text("changed\n")
+    stopped = git_hook(project)
+    assert stopped.returncode != 0 and "STOP" in stopped.stderr
+    assert " M README.md" in stopped.stderr
+
+
+def git_hook(project: Path):
+    import subprocess
+    return subprocess.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
+                          cwd=project, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("hooks_path", [False, True])
+def test_install_chains_a_foreign_hook_and_uninstall_restores_it(
+    project: Path, hooks_path: bool, tmp_path: Path
+) -> None:
+    directory = project / ".git" / "hooks"
+    if hooks_path:
+        directory = tmp_path / "shared-hooks"
+        git("config", "core.hooksPath", str(directory), cwd=project)
+    directory.mkdir(exist_ok=True)
+    foreign = directory / "pre-launch"
+    marker = tmp_path / "ran"
+    foreign.write_text(f"#!/bin/sh\necho foreign ran >> '{marker}'\n"
+                       "exit ${FOREIGN_EXIT:-0}\n")
+    foreign.chmod(0o750)
+    original = (foreign.read_bytes(), stat.S_IMODE(foreign.stat().st_mode))
+
+    status = json.loads(run_forge("hooks", "status", "--json", cwd=project).stdout)
+    assert status["foreignHook"] and not status["installed"]
+    assert run_forge("hooks", "install", cwd=project).returncode == 0
+    assert os.access(foreign, os.X_OK) and b"git-forge pre-launch hook" in foreign.read_bytes()
+    status = json.loads(run_forge("hooks", "status", "--json", cwd=project).stdout)
+    assert status["installed"] and status["chained"]
+
+    assert git_hook(project).returncode == 0
+    assert marker.read_text() == "foreign ran\n"
+    # Either hook failing stops the launch.
+    failing = git_hook_env(project, {"FOREIGN_EXIT": "7"})
+    assert failing.returncode == 7
+
+    assert run_forge("hooks", "install", cwd=project).returncode == 0  # idempotent
+    assert run_forge("hooks", "uninstall", cwd=project).returncode == 0
+    assert (foreign.read_bytes(), stat.S_IMODE(foreign.stat().st_mode)) == original
+    assert not (directory / "pre-launch.pre-forge").exists()
+
+
+def git_hook_env(project: Path, env: dict[str, str]):
+    import subprocess
+    return subprocess.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
+                          cwd=project, capture_output=True, text=True,
+                          env={**os.environ, **env})
+
+
+def test_install_without_a_foreign_hook_and_uninstall_leaves_nothing(project: Path) -> None:
+    assert run_forge("hooks", "install", cwd=project).stdout.startswith(
+        "pre-launch hook installed at .git/hooks/pre-launch")
+    assert (project / ".git/hooks/pre-launch").exists()
+    assert run_forge("hooks", "uninstall", cwd=project).returncode == 0
+    assert not (project / ".git/hooks/pre-launch").exists()
+    assert run_forge("hooks", "status", cwd=project).stdout.startswith("no pre-launch hook")
+
+
+def test_uninstall_refuses_a_foreign_hook(project: Path) -> None:
+    hook = project / ".git/hooks/pre-launch"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    result = run_forge("hooks", "uninstall", cwd=project)
+    assert result.returncode != 0 and result.stderr.startswith("Error:")
+    assert hook.read_text() == "#!/bin/sh\nexit 0\n"
+
+
+def test_only_in_progress_marks() -> None:
+    from git_forge.backlog.bookkeeping import only_in_progress_marks
+
+    head = {"items": [{"id": "001", "status": "pending"}, {"id": "002", "status": "done"}]}
+    marked = {"items": [{"id": "001", "status": "in_progress"}, {"id": "002", "status": "done"}]}
+    enc = lambda doc: json.dumps(doc).encode()  # noqa: E731
+    assert only_in_progress_marks(enc(head), enc(marked))
+    assert not only_in_progress_marks(enc(head), enc(head))  # no mark: not bookkeeping
+    done_marked = {"items": [{"id": "001", "status": "pending"},
+                             {"id": "002", "status": "in_progress"}]}
+    assert not only_in_progress_marks(enc(head), enc(done_marked))
+    extra = {"items": [*marked["items"], {"id": "003", "status": "pending"}]}
+    assert not only_in_progress_marks(enc(head), enc(extra))
+    assert not only_in_progress_marks(b"{", enc(marked))
