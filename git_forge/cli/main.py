@@ -19,6 +19,7 @@ from git_forge.errors import EXIT_USAGE, ForgeError, UsageError
 COMMAND_MODULES: tuple[str, ...] = (
     "version",
     "decision",
+    "proc",
 )
 
 EXIT_INTERRUPTED = 130
