@@ -154,17 +154,37 @@ def test_stdin_reaches_the_process(make) -> None:
     assert output(supervisor, handle) == f"{len(prompt)} a long\n".encode()
 
 
+@pytest.mark.parametrize("options", [
+    {"argv": ["/nonexistent/agent"]},
+    {"argv": py("pass"), "cwd": "/nonexistent/directory"},
+    {"argv": py("pass"), "env": {"BROKEN": 1}},
+])
 def test_a_spawn_failure_leaves_a_failed_manifest_and_releases(make, root: Path,
-                                                               recorder: Recorder) -> None:
+                                                               recorder: Recorder,
+                                                               options: dict) -> None:
     supervisor = make(max_processes=1)
+    options = dict(options)
     with pytest.raises(ProcessError) as raised:
-        run(supervisor, ["/nonexistent/agent"])
+        run(supervisor, options.pop("argv"), **options)
     assert raised.value.code == "spawn_failed" and raised.value.handle
     manifest = ManifestStore(root).load(raised.value.handle)
     assert manifest.state == "failed" and manifest.result.reason == "failed"
+    assert manifest.completion_published == 1
     assert [kind for kind, _, _ in recorder.events] == ["completed"]
+    assert supervisor.snapshot(raised.value.handle) == manifest
     handle = run(supervisor, py("pass"))  # the only slot was released
     assert supervisor.wait(handle).state == "exited"
+
+
+def test_memory_and_spool_budgets_are_reserved(make, root: Path) -> None:
+    window = 64 * 1024 + 16 * 1024 + 1024 * 1024
+    supervisor = make(max_spool_bytes=64 * 1024, spool_segment_bytes=16 * 1024,
+                      memory_budget_bytes=window + 1)
+    first = run(supervisor, py("import time; time.sleep(30)"))
+    with pytest.raises(ProcessError, match="process_quota_exceeded"):
+        run(supervisor, py("pass"))
+    supervisor.stop(first, "kill")
+    assert supervisor.wait(run(supervisor, py("pass"))).state == "exited"
 
 
 def test_quota_and_single_use(make, root: Path) -> None:
@@ -433,6 +453,11 @@ def test_sigkill_of_the_owner_then_restore_reconciles(tmp_path: Path, root: Path
         assert lost[0]["handle"] == handle and lost[0]["itemId"] == "001"
         assert psutil.Process(orphan).is_running()  # restore never signals an old process
         assert spool.read(0, 100).data == b"working\n"
+        with Supervisor(SupervisorConfig(**FAST), ManifestStore(root)) as later:
+            assert later.read(handle, 0, 100).data == b"working\n"
+            assert later.render(handle, 0, 100).output == "working\n"
+            assert later.wait(handle) == manifest
+            assert later.stop(handle) == manifest
     finally:
         if owner.poll() is None:
             owner.kill()

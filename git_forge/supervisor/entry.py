@@ -110,6 +110,7 @@ class Entry:
         self._popen: subprocess.Popen | None = None
         self._tree: ProcessTree | None = None
         self._drains: list[threading.Thread] = []
+        self._open_streams = 0
         self._watcher: threading.Thread | None = None
         self._reaped = False
         self._deadline: float | None = None
@@ -127,6 +128,7 @@ class Entry:
         self._tree = ProcessTree(popen.pid)
         if timeout is not None:
             self._deadline = time.monotonic() + timeout
+        self._open_streams = 2
         for stream in (popen.stdout, popen.stderr):
             assert stream is not None
             thread = threading.Thread(
@@ -159,10 +161,13 @@ class Entry:
         except OSError as exc:
             self.errors.append(exc)
         finally:
+            with self._lock:
+                self._open_streams -= 1
             self._wake.set()
 
     def _drains_finished(self) -> bool:
-        return not any(thread.is_alive() for thread in self._drains)
+        with self._lock:
+            return self._open_streams == 0
 
     def _wait_leader(self) -> None:
         assert self._popen is not None
@@ -190,7 +195,7 @@ class Entry:
         False when the process already ended (nothing is sent)."""
         grace = self.config.grace_seconds if grace is None else grace
         with self._lock:
-            if self._reaped or self._leader_exited.is_set() or self.exited.is_set():
+            if self._tree is None or self._reaped or self._leader_exited.is_set():
                 return False
             if mode == "interrupt":
                 signum = signal.SIGINT
@@ -339,6 +344,8 @@ class Entry:
         4. publish the lifecycle event with the persisted id;
         5. notify completion with the persisted command id.
         """
+        if outcome.state not in REASONS:
+            raise ProcessError("invalid_arguments", f"{outcome.state!r} is not a terminal state")
         with self._gate_lock:
             if self._gate_taken:
                 return False
@@ -380,7 +387,7 @@ class Entry:
         )
         try:
             self.store.save(manifest)
-        except ProcessError as exc:
+        except Exception as exc:  # recorded; the gate goes on to release what is held
             self.errors.append(exc)
             return False
         self.manifest = manifest
@@ -397,13 +404,20 @@ class Entry:
             self.errors.append(exc)
 
     # -- waiting -----------------------------------------------------------------
+    @property
+    def reaped(self) -> bool:
+        """The process itself is gone (a forced gate can pass before that)."""
+        return self._reaped or self._popen is None
+
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the whole gate (publication included); False on timeout."""
-        if not self.done.wait(None if timeout is None else max(0.0, timeout)):
-            return False
+        return self.done.wait(None if timeout is None else max(0.0, timeout))
+
+    def join(self) -> None:
+        """Wait for the gate and for the watcher: the process is reaped as well."""
+        self.done.wait()
         if self._watcher is not None and self._watcher is not threading.current_thread():
-            self._watcher.join(None if timeout is None else max(0.0, timeout))
-        return True
+            self._watcher.join()
 
     @property
     def stop_bound(self) -> float:

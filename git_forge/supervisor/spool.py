@@ -43,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from git_forge.atomic import StoreError, fsync_directory, write_json
+from git_forge.atomic import StoreError, write_json
 from git_forge.supervisor.buffer import Chunk, RollingBuffer, check_read_arguments, resolve_cursor
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.paths import DIR_MODE, FILE_MODE
@@ -232,7 +232,6 @@ class SpoolWriter:
         self._segments: list[int] = []
         self._fd: int | None = None
         self._fd_segment = -1
-        self._dirty_directory = False
         self._committed = Extent()
         self._next_flush = time.monotonic() + flush_interval
         self._commit_index(Extent())
@@ -409,7 +408,6 @@ class SpoolWriter:
         """Note a piece about to be written at ``start`` in ``segment``."""
         if not self._segments or self._segments[-1] != segment:
             self._segments.append(segment)
-            self._dirty_directory = True
 
     def _append_to_segment(self, segment: int, start: int, data: list[bytes]) -> None:
         """Append through the open segment file (kept open between live flushes)."""
@@ -459,11 +457,11 @@ class SpoolWriter:
         try:
             if self._fd is not None:
                 os.fsync(self._fd)
-            if self._dirty_directory:
-                fsync_directory(self.directory)
-                self._dirty_directory = False
         except OSError as exc:
             raise ProcessError("spool_corrupt", f"cannot make the spool durable: {exc}") from exc
+        # The index's atomic replace fsyncs this directory after the rename: that one
+        # fsync also makes the entries of new segment files durable, before or with
+        # the index that names them.
         self._commit_index(extent)
         self._committed = extent
         while self._segments and self._segments[0] + self.segment_bytes <= extent.retained_from:

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from git_forge.atomic import FileLock
 from git_forge.supervisor.buffer import Chunk
-from git_forge.supervisor.completion import CompletionNotifier, LifecyclePublisher
+from git_forge.supervisor.completion import (
+    CompletionNotifier,
+    LifecyclePublisher,
+    publish_completion,
+)
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.entry import Entry, Outcome
 from git_forge.supervisor.handles import mint_handle, require_handle
@@ -64,8 +69,6 @@ def _origin(value: Origin | dict[str, Any] | None) -> Origin:
 
 
 def _iso_after(seconds: float) -> str:
-    from datetime import UTC, datetime, timedelta
-
     moment = datetime.now(UTC) + timedelta(seconds=seconds)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
@@ -85,7 +88,7 @@ class Supervisor:
         self.spool_paths = ProcPaths(Path(spool_root)) if spool_root else self.paths
         self.lifecycle = lifecycle
         self.notifications = notifications
-        self.view = ProcView(self.paths.root)
+        self.view = ProcView(self.paths.root, self.spool_paths.root)
         self._quota = Quota(
             self.config.max_processes, self.config.memory_budget, self.config.spool_budget
         )
@@ -159,14 +162,16 @@ class Supervisor:
             manifest=manifest, store=self.store, spool=spool, paths=self.paths, config=config,
             lifecycle=self.lifecycle, notifications=self.notifications, release=released,
         )
-        with self._lock:
-            self._entries[handle] = entry
         try:
             popen = prepared.start()
-        except (OSError, ValueError, ProcessError) as exc:
+        except Exception as exc:  # whatever refused the spawn, the manifest says failed
             entry.terminalize(Outcome(State.FAILED))
+            with self._lock:
+                self._entries[handle] = entry
             raise ProcessError("spawn_failed", _describe(exc), handle=handle) from exc
         entry.attach(popen, stdin=prepared.stdin, timeout=prepared.timeout)
+        with self._lock:
+            self._entries[handle] = entry
         running = manifest.evolve(state=State.RUNNING, started_at=utc_now())
         try:
             self.store.save(running)
@@ -212,14 +217,17 @@ class Supervisor:
         return release
 
     def _fail_unstarted(self, manifest: Manifest, release) -> None:
-        """A process that never spawned: durable ``failed``, everything released."""
+        """A process that never spawned: durable ``failed``, everything released,
+        the completion published like any other."""
+        failed = manifest.evolve(
+            state=State.FAILED, finished_at=finish_time(manifest.created_at),
+            result=Result(reason=REASONS[State.FAILED]),
+        )
         try:
-            self.store.save(manifest.evolve(
-                state=State.FAILED, finished_at=finish_time(manifest.created_at),
-                result=Result(reason=REASONS[State.FAILED]),
-            ))
+            self.store.save(failed)
         finally:
             release()
+        publish_completion(failed, self.store, self.lifecycle, self.notifications, [])
 
     # -- queries -----------------------------------------------------------------
     def _entry(self, handle: str) -> Entry | None:
@@ -324,12 +332,12 @@ class Supervisor:
         with self._lock:
             self._no_starts.wait_for(lambda: self._starts_in_flight == 0)
             entries = list(self._entries.values())
-        live = [entry for entry in entries if not entry.exited.is_set()]
-        for entry in live:
-            entry.request_stop("terminate", self.config.grace_seconds)
+        for entry in entries:
+            if not entry.reaped:
+                entry.request_stop("terminate", self.config.grace_seconds)
         failures: list[str] = []
         for entry in entries:
-            entry.wait()
+            entry.join()
             failures.extend(entry.teardown_errors)
         self._owner_lock.release()
         if failures:
@@ -338,6 +346,12 @@ class Supervisor:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def __enter__(self) -> Supervisor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
 
     # -- restore -----------------------------------------------------------------
     def restore(self) -> RestoreReport:

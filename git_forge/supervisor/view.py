@@ -13,6 +13,7 @@ from git_forge.atomic import lock_is_held
 from git_forge.supervisor.buffer import Chunk
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest, ManifestStore
+from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.render import RenderedOutput, render_base64, render_text
 from git_forge.supervisor.requests import (
     StopRequest,
@@ -44,9 +45,10 @@ def render_chunk(
 
 
 class ProcView:
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, spool_root: Path | str | None = None) -> None:
         self.store = ManifestStore(root)
         self.paths = self.store.paths
+        self.spool_paths = ProcPaths(Path(spool_root)) if spool_root else self.paths
 
     def manifest(self, handle: str) -> Manifest:
         return self.store.load(handle)
@@ -65,7 +67,7 @@ class ProcView:
         return found, errors
 
     def spool(self, handle: str) -> SpoolReader:
-        return SpoolReader(self.paths.spool(handle))
+        return SpoolReader(self.spool_paths.spool(handle))
 
     def extent(self, manifest: Manifest) -> Extent:
         """The spool's extent, checked against what the manifest made durable."""
