@@ -120,8 +120,9 @@ def wait_for(condition, timeout: float = 10.0) -> None:
 # -- start, drain, natural exit -------------------------------------------------------
 def test_a_process_runs_to_its_exit(make, root: Path, recorder: Recorder) -> None:
     supervisor = make()
-    handle = run(supervisor, py("import sys; print('out'); print('err', file=sys.stderr); "
-                                "sys.exit(3)"))
+    # whole lines in one write each: the combined order interleaves writes, not lines
+    handle = run(supervisor, py("import os, sys; os.write(1, b'out\\n'); "
+                                "os.write(2, b'err\\n'); sys.exit(3)"))
     manifest = supervisor.wait(handle)
     assert manifest.state == "exited" and manifest.result.exit_code == 3
     assert manifest.result.reason == "exited"
