@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -191,6 +192,72 @@ def test_a_small_memory_window_flushes_before_it_would_lose_bytes(tmp_path: Path
         assert data == pattern(start, len(data)) and next_cursor == start + len(data) > start
     extent = writer.close()
     data, _, _ = SpoolReader(tmp_path / "x.spool").read(extent.retained_from, 200 * KIB)
+    assert data == pattern(extent.retained_from, total - extent.retained_from)
+
+
+def test_a_flush_waits_for_a_read_landing_in_the_window(tmp_path: Path) -> None:
+    # A window of exactly ceiling + segment, and a read that overwrites bytes which only
+    # leave retention once it lands: the flush must not copy them while they change.
+    writer = spool(tmp_path, window_bytes=80 * KIB)
+    total = 160 * KIB + 16000
+    writer.append(pattern(0, total))
+    read_end, write_end = os.pipe()
+    reader = threading.Thread(target=writer.read_from, args=(read_end, 1000))
+    reader.start()  # blocks in the read, holding its reservation
+    failures: list[BaseException] = []
+
+    def flush() -> None:
+        try:
+            writer.flush()
+        except BaseException as exc:
+            failures.append(exc)
+
+    flusher = threading.Thread(target=flush)
+    flusher.start()
+    time.sleep(0.2)
+    os.write(write_end, pattern(total, 1000))
+    reader.join()
+    flusher.join()
+    os.close(read_end)
+    os.close(write_end)
+    assert failures == []
+    extent = writer.close()
+    assert extent.total_bytes == total + 1000
+    data, _, _ = SpoolReader(tmp_path / "x.spool").read(extent.retained_from, 1 << 20)
+    assert data == pattern(extent.retained_from, total + 1000 - extent.retained_from)
+
+
+@pytest.mark.parametrize("window", [12 * KIB, 82 * KIB])
+def test_reads_into_the_window_race_flushes_safely(tmp_path: Path, window: int) -> None:
+    import select
+
+    writer = spool(tmp_path, window_bytes=window)
+    total = 600 * KIB
+    read_end, write_end = os.pipe()
+    feeder = threading.Thread(target=lambda: (write_stream(
+        lambda data: os.write(write_end, data), total, seed=9), os.close(write_end)))
+    done = threading.Event()
+
+    def flusher() -> None:
+        while not done.is_set():
+            writer.flush()
+
+    flushing = threading.Thread(target=flusher)
+    feeder.start()
+    flushing.start()
+    poller = select.poll()
+    poller.register(read_end, select.POLLIN | select.POLLHUP)
+    try:
+        while poller.poll(1000) and writer.read_from(read_end, 5 * KIB):
+            pass
+    finally:
+        done.set()
+        flushing.join()
+        feeder.join()
+        os.close(read_end)
+    extent = writer.close()
+    assert extent.total_bytes == total
+    data, _, _ = SpoolReader(tmp_path / "x.spool").read(extent.retained_from, total)
     assert data == pattern(extent.retained_from, total - extent.retained_from)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -133,6 +134,8 @@ def test_a_process_runs_to_its_exit(make, root: Path, recorder: Recorder) -> Non
                                ("completed", manifest.events.completed, handle)]
     assert recorder.notices == [(manifest.events.command_id, handle)]
     assert manifest.started_at and manifest.finished_at >= manifest.started_at
+    for path in [root, *root.rglob("*")]:  # output may hold secrets: owner-only, everywhere
+        assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
 
 
 def test_the_manifest_is_durable_before_the_process_runs(make, root: Path) -> None:

@@ -363,6 +363,9 @@ class SpoolWriter:
         while position < end:
             segment, start, piece_end = self._pieces(position, end)[0]
             with self._lock:
+                # A read straight into the window may be overwriting its oldest bytes:
+                # let it land first (it never blocks), then nothing moves while we copy.
+                self._no_reservation.wait_for(lambda: not self._buffer.reserved)
                 dropped_to = self._retained(self._buffer.total_bytes)
                 if dropped_to > start:
                     # Retention moved past these bytes while we were writing.
