@@ -201,3 +201,17 @@ def test_the_owner_gone_is_said_plainly(git_repo: Path, owners) -> None:
     # the output that reached the spool is still there
     assert forge_ok("output", handle, cwd=git_repo).stdout == "up\n"
     assert psutil.Process(owner.started[0]["pid"]).is_running()  # nothing was signalled
+
+
+def test_a_corrupt_manifest_is_named_and_left_alone(git_repo: Path, owners) -> None:
+    owner = owners(git_repo, "wait", "print('ok')")
+    assert owner.process.stdout.readline().strip() == "done"
+    corrupt = owner.root / f"{mint_handle()}.manifest.json"
+    corrupt.write_bytes(b"{half a manif")
+    listing = run_forge("proc", "list", "--json", cwd=git_repo)
+    assert listing.returncode == 2
+    assert [row["handle"] for row in json.loads(listing.stdout)] == owner.handles
+    assert str(corrupt) in listing.stderr and "manifest_corrupt" in listing.stderr
+    shown = refused("show", corrupt.name.split(".")[0], cwd=git_repo)
+    assert str(corrupt) in shown.stderr
+    assert corrupt.read_bytes() == b"{half a manif"

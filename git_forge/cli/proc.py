@@ -11,7 +11,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from git_forge.cli.output import emit_json, warn
 
@@ -125,7 +125,7 @@ def _view(args: argparse.Namespace):
     return ProcView(resolve_proc_root(args.backlog))
 
 
-def _fail(args: argparse.Namespace, exc: Exception, document: dict[str, Any]) -> None:
+def _fail(args: argparse.Namespace, exc: Exception, document: dict[str, Any]) -> NoReturn:
     """With --json, a bad-input error still prints its result object; then re-raise."""
     code = getattr(exc, "code", None)
     if args.json and code in INPUT_ERRORS:
@@ -249,7 +249,6 @@ def _render(args: argparse.Namespace, view, cursor: int):
         elif exc.code == "invalid_arguments":
             document.update(start_cursor=cursor, next_cursor=cursor)
         _fail(args, exc, document)
-        raise  # unreachable: _fail raises
 
 
 def _print_chunk(args: argparse.Namespace, manifest, rendered) -> None:
