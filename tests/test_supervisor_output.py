@@ -135,6 +135,7 @@ def test_output_larger_than_the_ceiling(tmp_path: Path) -> None:
         if random.random() < 0.05:
             writer.flush()
             flushes += 1
+            assert sum(segments(tmp_path / "x.spool").values()) < 64 * KIB + 16 * KIB
 
     write_stream(append, total, seed=7)
     extent = writer.close()
@@ -153,6 +154,23 @@ def test_output_larger_than_the_ceiling(tmp_path: Path) -> None:
     assert gap and next_cursor == total and data == pattern(extent.retained_from, kept)
     index = json.loads((tmp_path / "x.spool" / INDEX_FILE).read_text())
     assert index["total_bytes"] == total and index["retained_from"] == extent.retained_from
+
+
+def test_the_disk_never_holds_two_windows_during_a_flush(tmp_path: Path) -> None:
+    peaks: list[int] = []
+
+    class Measured(SpoolWriter):
+        def _append_to_segment(self, segment, start, data):  # type: ignore[override]
+            super()._append_to_segment(segment, start, data)
+            peaks.append(sum(segments(self.directory).values()))
+
+    writer = Measured(tmp_path / "m.spool", ceiling=64 * KIB, segment_bytes=16 * KIB,
+                      flush_interval=3600.0)
+    for round_ in range(5):
+        write_stream(writer.append, 100 * KIB, seed=round_)
+        writer.flush()
+    assert len(peaks) > 20
+    assert max(peaks) <= 64 * KIB + 2 * 16 * KIB
 
 
 def test_appends_never_rewrite_a_segment(tmp_path: Path) -> None:

@@ -341,6 +341,7 @@ class SpoolWriter:
             end = self._buffer.total_bytes
             position = max(self._written, self._retained(end))
             sealed = self._sealed
+        self._give_up_dropped_segments(end)
         if sealed:
             self._write_sealed(position, end)
         else:
@@ -467,13 +468,34 @@ class SpoolWriter:
         # the index that names them.
         self._commit_index(extent)
         self._committed = extent
-        while self._segments and self._segments[0] + self.segment_bytes <= extent.retained_from:
+        self._drop_segments_before(extent.retained_from)
+        return extent
+
+    def _give_up_dropped_segments(self, end: int) -> None:
+        """Before new bytes are written, commit a smaller window that leaves out the
+        segments retention at ``end`` drops, and delete them: the disk never holds
+        the old window and the new one at once (at most one segment beyond)."""
+        committed = self._committed
+        step = self.segment_bytes
+        bound = min(self._retained(end), committed.total_bytes // step * step)
+        if (
+            bound <= committed.retained_from
+            or not self._segments
+            or self._segments[0] + step > bound
+        ):
+            return
+        extent = Extent(committed.total_bytes, bound)
+        self._commit_index(extent)
+        self._committed = extent
+        self._drop_segments_before(bound)
+
+    def _drop_segments_before(self, bound: int) -> None:
+        while self._segments and self._segments[0] + self.segment_bytes <= bound:
             segment = self._segments.pop(0)
             if segment == self._fd_segment:
                 self._close_segment()
             with contextlib.suppress(FileNotFoundError):
                 (self.directory / segment_name(segment)).unlink()
-        return extent
 
     def _commit_index(self, extent: Extent) -> None:
         document = {
