@@ -12,10 +12,11 @@ with a process writing as fast as a pipe allows, and most of a large output
 is dropped by retention anyway. So an append only copies into a rolling
 window in memory (``RollingBuffer``, normally ``ceiling + segment`` bytes);
 ``flush`` — on a timer, when the window would otherwise overwrite unwritten
-bytes, and at close — writes the still-retained, not yet written part to the
-segment files, fsyncs them, then atomically replaces ``index.json`` and only
-then deletes segments that fell out of retention. Bytes that were dropped
-before a flush reached them are never written at all.
+bytes, and at close — first commits a smaller window without the segments that
+retention drops and deletes them (so the disk never holds two windows), then
+writes the still-retained, not yet written part to the segment files, fsyncs
+them, and atomically replaces ``index.json``. Bytes that were dropped before a
+flush reached them are never written at all.
 
 Segment files are appended to, not atomically replaced: rewriting a segment
 per flush would cost O(window), which the contract forbids. They are the
