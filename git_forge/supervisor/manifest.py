@@ -31,9 +31,13 @@ from git_forge.supervisor.paths import FILE_MODE, MANIFEST_SUFFIX, ProcPaths
 MANIFEST_VERSION = 1
 
 
-def utc_now() -> str:
+def format_timestamp(moment: datetime) -> str:
     """UTC, millisecond precision, ``Z`` suffix: the manifests' timestamp format."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def utc_now() -> str:
+    return format_timestamp(datetime.now(UTC))
 
 
 def parse_timestamp(value: str) -> datetime:

@@ -17,10 +17,6 @@ class Reservation:
         self._released = False
         self._lock = threading.Lock()
 
-    @property
-    def released(self) -> bool:
-        return self._released
-
     def release(self) -> bool:
         with self._lock:
             if self._released:

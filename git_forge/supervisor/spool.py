@@ -149,10 +149,6 @@ class SpoolReader:
     def __init__(self, directory: Path | str) -> None:
         self.directory = Path(directory)
 
-    @property
-    def exists(self) -> bool:
-        return self.directory.is_dir()
-
     def extent(self) -> Extent:
         """The readable bytes: the committed index, extended over bytes already
         appended to the segment at its end (a live writer's unflushed tail or the

@@ -9,7 +9,6 @@ proc stop``) tells a live owner from one that is gone — never by a PID.
 from __future__ import annotations
 
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from git_forge.supervisor.manifest import (
     Owner,
     Result,
     finish_time,
+    format_timestamp,
     utc_now,
 )
 from git_forge.supervisor.paths import ProcPaths
@@ -69,8 +69,7 @@ def _origin(value: Origin | dict[str, Any] | None) -> Origin:
 
 
 def _iso_after(seconds: float) -> str:
-    moment = datetime.now(UTC) + timedelta(seconds=seconds)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return format_timestamp(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
 class Supervisor:
@@ -242,10 +241,6 @@ class Supervisor:
             raise ProcessError("not_found", "not supervised by this process")
         return entry
 
-    def handles(self) -> list[str]:
-        with self._lock:
-            return list(self._entries)
-
     def snapshot(self, handle: str) -> Manifest:
         entry = self._entry(handle)
         return entry.manifest if entry is not None else self.store.load(handle)
@@ -343,10 +338,6 @@ class Supervisor:
         if failures:
             self._shutdown_error = ProcessError("teardown_failed", failures[0])
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     def __enter__(self) -> Supervisor:
         return self
 
@@ -368,14 +359,3 @@ def _describe(exc: BaseException) -> str:
         return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
     return str(exc)
 
-
-def wait_all(
-    supervisor: Supervisor, handles: list[str], timeout: float | None = None
-) -> list[Manifest]:
-    """Wait for several handles under one overall deadline."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    results = []
-    for handle in handles:
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        results.append(supervisor.wait(handle, remaining))
-    return results

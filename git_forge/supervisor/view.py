@@ -11,6 +11,7 @@ from pathlib import Path
 
 from git_forge.atomic import lock_is_held
 from git_forge.supervisor.buffer import Chunk
+from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest, ManifestStore
 from git_forge.supervisor.paths import ProcPaths
@@ -82,10 +83,9 @@ class ProcView:
     def read(self, handle: str, cursor: int, max_bytes: int) -> tuple[Manifest, Chunk, int]:
         """(manifest before the read, the chunk, total bytes at the read)."""
         manifest = self.store.load(handle)
-        self.extent(manifest)
-        reader = self.spool(handle)
-        chunk = reader.read(cursor, max_bytes)
-        return manifest, chunk, max(chunk.next_cursor, reader.extent().total_bytes)
+        extent = self.extent(manifest)
+        chunk = self.spool(handle).read(cursor, max_bytes)
+        return manifest, chunk, max(chunk.next_cursor, extent.total_bytes)
 
     def render(
         self, handle: str, cursor: int, max_bytes: int, encoding: str = "text"
@@ -146,7 +146,7 @@ class ProcView:
                 handle=handle,
             )
         write_stop_request(self.paths, handle, StopRequest(mode, grace))
-        wait_for = (grace if grace is not None else 10.0) + (
+        wait_for = (grace if grace is not None else SupervisorConfig.grace_seconds) + (
             0.0 if mode == "interrupt" else STOP_MARGIN_SECONDS
         )
         try:
