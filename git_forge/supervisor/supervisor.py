@@ -73,6 +73,10 @@ def _iso_after(seconds: float) -> str:
 
 
 class Supervisor:
+    """Runs prepared processes under one process root, with durable manifests and
+    output. Use one per root (a second live one is ``supervisor_busy``); end it
+    with ``shutdown`` (or a ``with`` block), which also releases the root."""
+
     def __init__(
         self,
         config: SupervisorConfig | None,
