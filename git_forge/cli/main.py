@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "config",
     "preflight",
     "hooks",
+    "proc",
 )
 
 EXIT_INTERRUPTED = 130

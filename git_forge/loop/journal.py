@@ -1,0 +1,148 @@
+"""The events journal: ``{stateDir}/events.ndjson``, one JSON object per line.
+
+Each line is ``{seq, schemaVersion: "1", eventId, type, timestamp, projectPath,
+…fields}``. ``seq`` is dense from 0 per file (the next one is the number of
+complete lines), and appending an ``eventId`` already in the file is a no-op —
+that is what makes publication with persisted ids idempotent, so a retry after a
+crash never doubles an event.
+
+This file is appended to, not atomically replaced: it is the one place in the
+project where a file is appended instead of rewritten through
+``git_forge.atomic`` (a journal rewritten per event would cost O(file) and could
+lose the whole history to a crash mid-rewrite). Appends hold the sidecar lock
+(``events.ndjson.lock``), write one whole line with ``O_APPEND`` and fsync. A
+crash can leave a torn final line without its newline: readers ignore it, and
+the next append first truncates it away so the file stays one object per line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from git_forge.atomic import StoreError, fsync_directory, locked
+
+SCHEMA_VERSION = "1"
+_RESERVED = ("seq", "schemaVersion", "eventId", "type", "timestamp", "projectPath")
+
+
+def _timestamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _complete_lines(raw: bytes) -> list[bytes]:
+    """The newline-terminated lines of ``raw`` (a torn last line is left out)."""
+    end = raw.rfind(b"\n")
+    return raw[: end + 1].splitlines() if end >= 0 else []
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        event = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return event if isinstance(event, dict) else None
+
+
+class Journal:
+    def __init__(self, path: Path | str, project_path: Path | str) -> None:
+        self.path = Path(path)
+        self.project_path = str(project_path)
+
+    def append(
+        self, type: str, event_id: str | None = None, **fields: Any
+    ) -> dict[str, Any] | None:
+        """Append one event; return it, or ``None`` when ``event_id`` is already journaled."""
+        if not type:
+            raise StoreError("an event needs a type")
+        clash = sorted(set(fields) & set(_RESERVED))
+        if clash:
+            raise StoreError(f"event field {clash[0]!r} is reserved")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with locked(self.path):
+            raw = self._read_raw()
+            lines = _complete_lines(raw)
+            if len(raw) and not raw.endswith(b"\n"):
+                self._truncate(raw.rfind(b"\n") + 1)  # drop the torn line of a crash
+            if event_id is not None and any(
+                (event or {}).get("eventId") == event_id for event in map(_parse, lines)
+            ):
+                return None
+            event = {
+                "seq": len(lines),
+                "schemaVersion": SCHEMA_VERSION,
+                "eventId": event_id or str(uuid.uuid4()),
+                "type": type,
+                "timestamp": _timestamp(),
+                "projectPath": self.project_path,
+                **fields,
+            }
+            line = json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
+            self._write_line(line.encode("utf-8"), created=not raw)
+            return event
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every complete, parseable event in order (a torn last line is ignored)."""
+        events = []
+        for line in _complete_lines(self._read_raw()):
+            event = _parse(line)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def rotate(self, archive_dir: Path | str) -> Path | None:
+        """Move the journal into ``archive_dir`` under a timestamped name; the next
+        append starts a new file at ``seq`` 0. ``None`` when there is nothing to move."""
+        archive = Path(archive_dir)
+        if not self.path.exists():
+            return None
+        with locked(self.path):
+            if not self.path.exists():
+                return None
+            archive.mkdir(parents=True, exist_ok=True)
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            target = archive / f"{self.path.stem}-{stamp}{self.path.suffix}"
+            counter = 1
+            while target.exists():
+                target = archive / f"{self.path.stem}-{stamp}-{counter}{self.path.suffix}"
+                counter += 1
+            try:
+                os.replace(self.path, target)
+                fsync_directory(archive)
+                fsync_directory(self.path.parent)
+            except OSError as exc:
+                raise StoreError(f"cannot archive {self.path}: {exc.strerror or exc}") from exc
+            return target
+
+    def _read_raw(self) -> bytes:
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            return b""
+        except OSError as exc:
+            raise StoreError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
+
+    def _truncate(self, size: int) -> None:
+        try:
+            os.truncate(self.path, size)
+        except OSError as exc:
+            raise StoreError(f"cannot repair {self.path}: {exc.strerror or exc}") from exc
+
+    def _write_line(self, data: bytes, *, created: bool) -> None:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                view = memoryview(data)
+                while len(view):
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if created:
+                fsync_directory(self.path.parent)
+        except OSError as exc:
+            raise StoreError(f"cannot append to {self.path}: {exc.strerror or exc}") from exc

@@ -1,0 +1,67 @@
+"""The supervisor's lifecycle events, written to the events journal.
+
+``started`` → ``llm_spawned``, ``completed`` → ``llm_exited``, ``lost`` →
+``process_lost``; each carries the manifest's persisted lifecycle event id as
+its ``eventId``, so publishing again (after a crash, on restore) is a no-op.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from git_forge.loop.journal import Journal
+from git_forge.supervisor.lifecycle import State
+from git_forge.supervisor.manifest import Manifest, parse_timestamp
+
+
+def _minutes_between(start: str | None, end: str | None) -> float | None:
+    if not start or not end:
+        return None
+    seconds = (parse_timestamp(end) - parse_timestamp(start)).total_seconds()
+    return round(seconds / 60, 3)
+
+
+def _duration_ms(start: str | None, end: str | None) -> int | None:
+    if not start or not end:
+        return None
+    return max(0, round((parse_timestamp(end) - parse_timestamp(start)).total_seconds() * 1000))
+
+
+def event_fields(kind: str, manifest: Manifest) -> tuple[str, dict[str, Any]]:
+    """The journal type and fields of one lifecycle event."""
+    item_id = manifest.origin.item_id
+    if kind == "started":
+        return "llm_spawned", {
+            "itemId": item_id,
+            "handle": manifest.handle,
+            "command": shlex.join(manifest.command.argv),
+            "timeoutMinutes": _minutes_between(
+                manifest.started_at or manifest.created_at, manifest.deadline
+            ),
+        }
+    if kind == "completed":
+        return "llm_exited", {
+            "itemId": item_id,
+            "handle": manifest.handle,
+            "exitCode": manifest.result.exit_code,
+            "state": manifest.state,
+            "timedOut": manifest.state == State.TIMED_OUT,
+            "durationMs": _duration_ms(
+                manifest.started_at or manifest.created_at, manifest.finished_at
+            ),
+        }
+    if kind == "lost":
+        return "process_lost", {"itemId": item_id, "handle": manifest.handle}
+    raise ValueError(f"unknown lifecycle event kind {kind!r}")
+
+
+class ProcessEventPublisher:
+    """The supervisor's lifecycle publisher, backed by the events journal."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+
+    def publish(self, kind: str, event_id: str, manifest: Manifest) -> None:
+        event_type, fields = event_fields(kind, manifest)
+        self.journal.append(event_type, event_id=event_id, **fields)

@@ -1,0 +1,99 @@
+"""The supervisor's settings, from code or from the ``supervisor`` block of a config file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from git_forge.supervisor.lifecycle import ProcessError
+from git_forge.supervisor.spool import DEFAULT_CEILING, MAX_SEGMENT_BYTES
+
+MiB = 1024 * 1024
+
+#: Config-file keys (camelCase, like every git-forge config key) → field names.
+SETTING_KEYS: dict[str, str] = {
+    "maxProcesses": "max_processes",
+    "maxProcessSpoolBytes": "max_spool_bytes",
+    "spoolSegmentBytes": "spool_segment_bytes",
+    "memoryBufferBytes": "memory_buffer_bytes",
+    "memoryBudgetBytes": "memory_budget_bytes",
+    "spoolBudgetBytes": "spool_budget_bytes",
+    "graceSeconds": "grace_seconds",
+    "flushIntervalSeconds": "flush_interval_seconds",
+    "drainTimeoutSeconds": "drain_timeout_seconds",
+    "stopPollSeconds": "stop_poll_seconds",
+    "readChunkBytes": "read_chunk_bytes",
+}
+
+
+@dataclass(frozen=True)
+class SupervisorConfig:
+    """Limits and timings. ``None`` budgets are derived from the per-process sizes.
+
+    ``memory_buffer_bytes`` is each process's in-memory output window. At its
+    default (the spool ceiling plus one segment plus one read) every retained byte is still
+    in memory when a flush comes, so output that retention drops is never
+    written to disk; a smaller window trades that for memory.
+    """
+
+    max_processes: int = 4
+    max_spool_bytes: int = DEFAULT_CEILING
+    spool_segment_bytes: int = MAX_SEGMENT_BYTES
+    memory_buffer_bytes: int | None = None
+    memory_budget_bytes: int | None = None
+    spool_budget_bytes: int | None = None
+    grace_seconds: float = 10.0
+    flush_interval_seconds: float = 1.0
+    drain_timeout_seconds: float = 2.0
+    stop_poll_seconds: float = 0.25
+    read_chunk_bytes: int = MiB
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if value is None and item.default is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ProcessError("invalid_settings", f"{item.name} must be a number")
+            if str(item.type).startswith("int") and not isinstance(value, int):
+                raise ProcessError("invalid_settings", f"{item.name} must be an integer")
+            if value <= 0:
+                raise ProcessError("invalid_settings", f"{item.name} must be positive")
+        if self.spool_segment_bytes > MAX_SEGMENT_BYTES:
+            raise ProcessError(
+                "invalid_settings", f"segments are at most {MAX_SEGMENT_BYTES} bytes"
+            )
+
+    @property
+    def window_bytes(self) -> int:
+        """Each process's in-memory window: by default every retained byte plus one
+        read, so a read straight into the window never has to wait for a flush."""
+        return self.memory_buffer_bytes or (
+            self.max_spool_bytes + self.spool_segment_bytes + self.read_chunk_bytes
+        )
+
+    @property
+    def spool_reservation_bytes(self) -> int:
+        """The most one process's spool can hold: the ceiling plus one segment."""
+        return self.max_spool_bytes + self.spool_segment_bytes
+
+    @property
+    def memory_budget(self) -> int:
+        return self.memory_budget_bytes or self.max_processes * self.window_bytes
+
+    @property
+    def spool_budget(self) -> int:
+        return self.spool_budget_bytes or self.max_processes * self.spool_reservation_bytes
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any] | None) -> SupervisorConfig:
+        """Build from a config block such as ``{"maxProcessSpoolBytes": 1048576}``."""
+        if settings is None:
+            return cls()
+        if not isinstance(settings, Mapping):
+            raise ProcessError("invalid_settings", "the supervisor settings must be a mapping")
+        unknown = sorted(set(settings) - set(SETTING_KEYS))
+        if unknown:
+            raise ProcessError("invalid_settings", f"unknown supervisor setting {unknown[0]!r}")
+        return cls(**{SETTING_KEYS[key]: value for key, value in settings.items()})

@@ -1,0 +1,427 @@
+"""One supervised process: drains, watcher, stop machinery and the terminalization gate.
+
+Threads per process: one drain per output stream (stdout, stderr), a waiter
+that notices the leader's exit without reaping it, an optional stdin feeder,
+and the watcher. The watcher owns the timing: deadline, escalation after a
+grace period, stop requests from other processes, periodic spool flushes, and
+the end — when both streams reached EOF and the leader exited, it sweeps
+what is left of the tree, reaps the leader and passes the one-shot gate.
+
+Drain before wait: the streams are read to EOF before the leader is reaped.
+A grandchild that keeps a pipe open after the leader exited must not hang the
+entry: after ``drain_timeout`` the rest of the tree is terminated, and if a
+pipe is still held after another ``drain_timeout`` the drains stop waiting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from git_forge.supervisor.completion import (
+    CompletionNotifier,
+    LifecyclePublisher,
+    publish_completion,
+)
+from git_forge.supervisor.config import SupervisorConfig
+from git_forge.supervisor.lifecycle import REASONS, ProcessError, State
+from git_forge.supervisor.manifest import (
+    Cursors,
+    Manifest,
+    ManifestStore,
+    Result,
+    finish_time,
+)
+from git_forge.supervisor.paths import ProcPaths
+from git_forge.supervisor.process import ProcessTree
+from git_forge.supervisor.requests import discard_stop_request, take_stop_request
+from git_forge.supervisor.spool import SpoolWriter
+
+TICK_SECONDS = 0.1
+DESCENDANT_REFRESH_SECONDS = 1.0
+#: Leftovers of a tree whose leader already exited get at most this long after SIGTERM.
+LEFTOVER_GRACE_SECONDS = 1.0
+PIPE_BYTES = 1024 * 1024
+_POLL_MS = 250
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a process ended: a terminal state (and its exit code when ``exited``)."""
+
+    state: str
+    exit_code: int | None = None
+
+
+_SIGNAL_STATES = {
+    -signal.SIGINT: State.INTERRUPTED,
+    -signal.SIGTERM: State.TERMINATED,
+    -signal.SIGKILL: State.KILLED,
+}
+
+
+class Entry:
+    """The live record of one process. ``exited`` is set once its terminal
+    manifest is durable; ``done`` once release, publication and notification ran."""
+
+    def __init__(
+        self,
+        *,
+        manifest: Manifest,
+        store: ManifestStore,
+        spool: SpoolWriter,
+        paths: ProcPaths,
+        config: SupervisorConfig,
+        lifecycle: LifecyclePublisher | None,
+        notifications: CompletionNotifier | None,
+        release: Callable[[], None],
+    ) -> None:
+        self.handle = manifest.handle
+        self.manifest = manifest
+        self.store = store
+        self.spool = spool
+        self.paths = paths
+        self.config = config
+        self.lifecycle = lifecycle
+        self.notifications = notifications
+        self._release = release
+        self.exited = threading.Event()
+        self.done = threading.Event()
+        #: Failures inside the gate (a save, a publication); the outcome stands.
+        self.errors: list[BaseException] = []
+        #: Signals that could not be delivered.
+        self.teardown_errors: list[str] = []
+        self.pid: int | None = None  # for tests and diagnostics only; never persisted
+        self._lock = threading.RLock()
+        self._gate_lock = threading.Lock()
+        self._gate_taken = False
+        self._released = False
+        self._wake = threading.Event()
+        self._leader_exited = threading.Event()
+        self._abandon = threading.Event()
+        self._popen: subprocess.Popen | None = None
+        self._tree: ProcessTree | None = None
+        self._drains: list[threading.Thread] = []
+        self._open_streams = 0
+        self._watcher: threading.Thread | None = None
+        self._reaped = False
+        self._deadline: float | None = None
+        self._stop_kind: str | None = None
+        self._escalate_at: float | None = None
+        self._escalated = False
+
+    # -- starting ----------------------------------------------------------------
+    def attach(
+        self, popen: subprocess.Popen, *, stdin: bytes | None, timeout: float | None
+    ) -> None:
+        """Begin draining a freshly spawned process (before anything else can fail)."""
+        self._popen = popen
+        self.pid = popen.pid
+        self._tree = ProcessTree(popen.pid)
+        if timeout is not None:
+            self._deadline = time.monotonic() + timeout
+        self._open_streams = 2
+        for stream in (popen.stdout, popen.stderr):
+            assert stream is not None
+            thread = threading.Thread(
+                target=self._drain, args=(stream.fileno(),), daemon=True,
+                name=f"drain-{self.handle[:6]}",
+            )
+            self._drains.append(thread)
+            thread.start()
+        threading.Thread(target=self._wait_leader, daemon=True).start()
+        if stdin is not None:
+            threading.Thread(target=self._feed_stdin, args=(popen, stdin), daemon=True).start()
+
+    def start_watcher(self) -> None:
+        self._watcher = threading.Thread(
+            target=self._watch, daemon=True, name=f"watch-{self.handle[:6]}"
+        )
+        self._watcher.start()
+
+    def _drain(self, fd: int) -> None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)  # fewer wake-ups per byte
+        limit = self.config.read_chunk_bytes
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        try:
+            while not self._abandon.is_set():
+                # Poll first: the read then never blocks, and an abandoned drain ends.
+                if poller.poll(_POLL_MS) and self.spool.read_from(fd, limit) == 0:
+                    break
+        except OSError as exc:
+            self.errors.append(exc)
+        finally:
+            with self._lock:
+                self._open_streams -= 1
+            self._wake.set()
+
+    def _drains_finished(self) -> bool:
+        with self._lock:
+            return self._open_streams == 0
+
+    def _wait_leader(self) -> None:
+        assert self._popen is not None
+        with contextlib.suppress(ChildProcessError):
+            os.waitid(os.P_PID, self._popen.pid, os.WEXITED | os.WNOWAIT)
+        self._leader_exited.set()
+        self._wake.set()
+
+    def _feed_stdin(self, popen: subprocess.Popen, data: bytes) -> None:
+        assert popen.stdin is not None
+        try:
+            view = memoryview(data)
+            fd = popen.stdin.fileno()
+            while len(view):
+                view = view[os.write(fd, view):]
+        except OSError:
+            pass  # the child closed its standard input: what it read is what it got
+        finally:
+            with contextlib.suppress(OSError):
+                popen.stdin.close()
+
+    # -- stopping ----------------------------------------------------------------
+    def request_stop(self, mode: str, grace: float | None = None) -> bool:
+        """Signal the tree now; escalation (for ``terminate``) happens on the watcher.
+        False when the process already ended (nothing is sent)."""
+        grace = self.config.grace_seconds if grace is None else grace
+        with self._lock:
+            if self._tree is None or self._reaped or self._leader_exited.is_set():
+                return False
+            if mode == "interrupt":
+                signum = signal.SIGINT
+                self._stop_kind = self._stop_kind or "interrupt"
+            elif mode == "terminate":
+                signum = signal.SIGTERM
+                if self._stop_kind in (None, "interrupt"):
+                    self._stop_kind = "terminate"
+                self._schedule_escalation(grace)
+            elif mode == "kill":
+                signum = signal.SIGKILL
+                if self._stop_kind in (None, "interrupt"):
+                    self._stop_kind = "kill"
+                self._escalated = True
+            else:
+                raise ProcessError("invalid_arguments", f"unknown stop mode {mode!r}")
+            self._signal(signum)
+        self._wake.set()
+        return True
+
+    def _schedule_escalation(self, grace: float) -> None:
+        at = time.monotonic() + grace
+        self._escalate_at = at if self._escalate_at is None else min(self._escalate_at, at)
+
+    def _signal(self, signum: int) -> None:
+        assert self._tree is not None
+        self.teardown_errors.extend(
+            self._tree.signal(signum, leader_unreaped=not self._reaped)
+        )
+
+    def _on_deadline(self) -> None:
+        with self._lock:
+            self._deadline = None
+            if self._leader_exited.is_set() or self._reaped:
+                return
+            if self._stop_kind in (None, "interrupt"):
+                self._stop_kind = "timeout"
+            self._schedule_escalation(self.config.grace_seconds)
+            self._signal(signal.SIGTERM)
+
+    def _escalate(self) -> None:
+        with self._lock:
+            self._escalate_at = None
+            if self._leader_exited.is_set() or self._reaped:
+                return
+            self._escalated = True
+            self._signal(signal.SIGKILL)
+
+    def _take_stop_request(self) -> None:
+        request = take_stop_request(self.paths, self.handle)
+        if request is not None:
+            self.request_stop(request.mode, request.grace)
+
+    # -- watching ----------------------------------------------------------------
+    def _watch(self) -> None:
+        outcome = Outcome(State.FAILED)
+        try:
+            outcome = self._watch_until_exit()
+        except BaseException as exc:  # never leave a process without a terminal state
+            self.errors.append(exc)
+            with self._lock:
+                if not self._reaped and self._tree is not None:
+                    self._signal(signal.SIGKILL)
+        finally:
+            self.terminalize(outcome)
+
+    def _watch_until_exit(self) -> Outcome:
+        config = self.config
+        next_request_check = 0.0
+        next_refresh = 0.0
+        exit_seen: float | None = None
+        swept = False
+        while True:
+            self._wake.wait(TICK_SECONDS)
+            self._wake.clear()
+            now = time.monotonic()
+            try:
+                self.spool.flush_if_due(now)
+            except ProcessError as exc:
+                self.errors.append(exc)
+            if now >= next_request_check:
+                next_request_check = now + config.stop_poll_seconds
+                self._take_stop_request()
+            if self._deadline is not None and now >= self._deadline:
+                self._on_deadline()
+            if self._escalate_at is not None and now >= self._escalate_at:
+                self._escalate()
+            if not self._leader_exited.is_set():
+                if now >= next_refresh:
+                    next_refresh = now + DESCENDANT_REFRESH_SECONDS
+                    with self._lock:
+                        if not self._reaped and self._tree is not None:
+                            self._tree.refresh()
+                continue
+            if self._drains_finished():
+                break
+            if exit_seen is None:
+                exit_seen = now
+            elif now - exit_seen >= config.drain_timeout_seconds:
+                if swept:
+                    self._abandon.set()  # a pipe holder outside our reach: stop waiting
+                    break
+                self._sweep_leftovers()
+                swept, exit_seen = True, time.monotonic()
+        if not swept:
+            self._sweep_leftovers()
+        for thread in self._drains:
+            thread.join()
+        return self._reap()
+
+    def _sweep_leftovers(self) -> None:
+        assert self._tree is not None
+        grace = min(self.config.grace_seconds, LEFTOVER_GRACE_SECONDS)
+        # No lock needed: the sweep signals tracked processes one by one, never the group.
+        self.teardown_errors.extend(self._tree.sweep(grace))
+
+    def _reap(self) -> Outcome:
+        assert self._popen is not None
+        with self._lock:
+            returncode = self._popen.wait()
+            self._reaped = True
+        for stream in (self._popen.stdout, self._popen.stderr):
+            with contextlib.suppress(OSError):
+                stream.close()  # type: ignore[union-attr]
+        kind = self._stop_kind
+        if kind == "timeout":
+            return Outcome(State.TIMED_OUT)
+        if kind == "interrupt":
+            return Outcome(State.INTERRUPTED)
+        if kind == "terminate":
+            return Outcome(State.KILLED if self._escalated else State.TERMINATED)
+        if kind == "kill":
+            return Outcome(State.KILLED)
+        if returncode >= 0:
+            return Outcome(State.EXITED, returncode)
+        return Outcome(_SIGNAL_STATES.get(returncode, State.FAILED))
+
+    # -- the gate ----------------------------------------------------------------
+    def terminalize(self, outcome: Outcome) -> bool:
+        """The one-shot gate every terminal path goes through; True for the one
+        caller that passed it, False (and nothing done) for every other.
+
+        1. make the spool durable, record final cursors and the result;
+        2. signal ``exited``;
+        3. release the quota, then the workspace lease;
+        4. publish the lifecycle event with the persisted id;
+        5. notify completion with the persisted command id.
+        """
+        if outcome.state not in REASONS:
+            raise ProcessError("invalid_arguments", f"{outcome.state!r} is not a terminal state")
+        with self._gate_lock:
+            if self._gate_taken:
+                return False
+            self._gate_taken = True
+        persisted = False
+        try:
+            persisted = self._record(outcome)
+        finally:
+            self.exited.set()
+            self._release_once()
+        try:
+            if persisted:
+                self.manifest = publish_completion(
+                    self.manifest, self.store, self.lifecycle, self.notifications, self.errors
+                )
+        finally:
+            discard_stop_request(self.paths, self.handle)
+            self.done.set()
+        return True
+
+    def _record(self, outcome: Outcome) -> bool:
+        try:
+            extent = self.spool.close()
+        except ProcessError as exc:
+            self.errors.append(exc)
+            extent = self.spool.committed
+        current = self.manifest
+        manifest = current.evolve(
+            state=outcome.state,
+            finished_at=finish_time(current.created_at),
+            result=Result(
+                exit_code=outcome.exit_code if outcome.state == State.EXITED else None,
+                reason=REASONS[outcome.state],
+            ),
+            cursors=Cursors(
+                total_bytes=max(current.cursors.total_bytes, extent.total_bytes),
+                retained_from=max(current.cursors.retained_from, extent.retained_from),
+            ),
+        )
+        try:
+            self.store.save(manifest)
+        except Exception as exc:  # recorded; the gate goes on to release what is held
+            self.errors.append(exc)
+            return False
+        self.manifest = manifest
+        return True
+
+    def _release_once(self) -> None:
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        try:
+            self._release()
+        except Exception as exc:
+            self.errors.append(exc)
+
+    # -- waiting -----------------------------------------------------------------
+    @property
+    def reaped(self) -> bool:
+        """The process itself is gone (a forced gate can pass before that)."""
+        return self._reaped or self._popen is None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the whole gate (publication included); False on timeout."""
+        return self.done.wait(None if timeout is None else max(0.0, timeout))
+
+    def join(self) -> None:
+        """Wait for the gate and for the watcher: the process is reaped as well."""
+        self.done.wait()
+        if self._watcher is not None and self._watcher is not threading.current_thread():
+            self._watcher.join()
+
+    @property
+    def stop_bound(self) -> float:
+        """How long a terminate may take: grace, then kill and the drain bounds."""
+        config = self.config
+        drains = 2 * config.drain_timeout_seconds + 2 * LEFTOVER_GRACE_SECONDS
+        return config.grace_seconds + drains + 5

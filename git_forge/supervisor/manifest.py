@@ -1,0 +1,407 @@
+"""Process manifests (``{stateDir}/proc/<handle>.manifest.json``) and their store.
+
+A manifest is the durable identity and outcome of one supervised process. The
+store enforces on disk what the lifecycle promises in memory: identity never
+changes, a state change is an allowed edge, a terminal result is final, cursors
+and the completion marker only move forward, and an allocated lifecycle event id
+is never replaced. A file that does not parse is never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from git_forge.atomic import StoreError, update_json
+from git_forge.supervisor.handles import is_valid_handle, require_handle
+from git_forge.supervisor.lifecycle import (
+    ALL_STATES,
+    REASONS,
+    ProcessError,
+    State,
+    check_transition,
+    is_terminal,
+)
+from git_forge.supervisor.paths import FILE_MODE, MANIFEST_SUFFIX, ProcPaths
+
+MANIFEST_VERSION = 1
+
+
+def format_timestamp(moment: datetime) -> str:
+    """UTC, millisecond precision, ``Z`` suffix: the manifests' timestamp format."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def utc_now() -> str:
+    return format_timestamp(datetime.now(UTC))
+
+
+def parse_timestamp(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def finish_time(created_at: str) -> str:
+    """Now, but never before ``created_at`` (the wall clock may have stepped back)."""
+    now = utc_now()
+    return created_at if parse_timestamp(now) < parse_timestamp(created_at) else now
+
+
+def new_event_id() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who started the process (opaque to the supervisor)."""
+
+    run_id: str
+
+
+@dataclass(frozen=True)
+class Origin:
+    """What the process was started for (opaque to the supervisor)."""
+
+    item_id: str | None = None
+    iteration: int | None = None
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: tuple[str, ...]
+    cwd: str
+
+
+@dataclass(frozen=True)
+class Cursors:
+    """The durable output window: bytes ``[retained_from, total_bytes)`` are kept."""
+
+    total_bytes: int = 0
+    retained_from: int = 0
+
+
+@dataclass(frozen=True)
+class Result:
+    exit_code: int | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class EventIds:
+    """Lifecycle ids minted before the spawn, so every publication can be retried
+    and deduplicated by id."""
+
+    started: str | None = None
+    completed: str | None = None
+    lost: str | None = None
+    command_id: str | None = None
+
+    @classmethod
+    def mint(cls) -> EventIds:
+        return cls(new_event_id(), new_event_id(), new_event_id(), new_event_id())
+
+
+@dataclass(frozen=True)
+class Manifest:
+    handle: str
+    owner: Owner
+    origin: Origin
+    command: Command
+    state: str
+    created_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+    deadline: str | None = None
+    cursors: Cursors = field(default_factory=Cursors)
+    result: Result = field(default_factory=Result)
+    events: EventIds = field(default_factory=EventIds)
+    completion_published: int = 0
+    version: int = MANIFEST_VERSION
+
+    @property
+    def terminal(self) -> bool:
+        return is_terminal(self.state)
+
+    def evolve(self, **changes: Any) -> Manifest:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The on-disk form: snake_case keys, optional timestamps omitted when unset."""
+        document: dict[str, Any] = {
+            "version": self.version,
+            "handle": self.handle,
+            "owner": {"run_id": self.owner.run_id},
+            "origin": {"item_id": self.origin.item_id, "iteration": self.origin.iteration},
+            "command": {"argv": list(self.command.argv), "cwd": self.command.cwd},
+            "state": self.state,
+            "created_at": self.created_at,
+        }
+        for key in ("started_at", "finished_at", "deadline"):
+            value = getattr(self, key)
+            if value is not None:
+                document[key] = value
+        document["cursors"] = {
+            "total_bytes": self.cursors.total_bytes,
+            "retained_from": self.cursors.retained_from,
+        }
+        document["result"] = {"exit_code": self.result.exit_code, "reason": self.result.reason}
+        document["events"] = {
+            "started": self.events.started,
+            "completed": self.events.completed,
+            "lost": self.events.lost,
+            "command_id": self.events.command_id,
+        }
+        document["completion_published"] = self.completion_published
+        return document
+
+    @classmethod
+    def from_dict(cls, document: Any) -> Manifest:
+        """Parse the on-disk form; ``ValueError`` names the first thing that is wrong."""
+        if not isinstance(document, dict):
+            raise ValueError("not a JSON object")
+        owner = _object(document, "owner")
+        origin = _object(document, "origin")
+        command = _object(document, "command")
+        cursors = _object(document, "cursors")
+        result = _object(document, "result")
+        events = _object(document, "events")
+        argv = command.get("argv")
+        if not isinstance(argv, list) or not all(isinstance(arg, str) for arg in argv):
+            raise ValueError("command.argv is not a list of strings")
+        return cls(
+            version=_typed(document, "version", int),
+            handle=_typed(document, "handle", str),
+            owner=Owner(run_id=_typed(owner, "run_id", str)),
+            origin=Origin(
+                item_id=_typed(origin, "item_id", str, optional=True),
+                iteration=_typed(origin, "iteration", int, optional=True),
+            ),
+            command=Command(argv=tuple(argv), cwd=_typed(command, "cwd", str)),
+            state=_typed(document, "state", str),
+            created_at=_typed(document, "created_at", str),
+            started_at=_typed(document, "started_at", str, optional=True),
+            finished_at=_typed(document, "finished_at", str, optional=True),
+            deadline=_typed(document, "deadline", str, optional=True),
+            cursors=Cursors(
+                total_bytes=_typed(cursors, "total_bytes", int),
+                retained_from=_typed(cursors, "retained_from", int),
+            ),
+            result=Result(
+                exit_code=_typed(result, "exit_code", int, optional=True),
+                reason=_typed(result, "reason", str, optional=True),
+            ),
+            events=EventIds(
+                started=_typed(events, "started", str, optional=True),
+                completed=_typed(events, "completed", str, optional=True),
+                lost=_typed(events, "lost", str, optional=True),
+                command_id=_typed(events, "command_id", str, optional=True),
+            ),
+            completion_published=_typed(document, "completion_published", int),
+        )
+
+
+def _object(document: dict[str, Any], key: str) -> dict[str, Any]:
+    value = document.get(key)
+    if not isinstance(value, dict):
+        raise ValueError(f"{key} is not an object")
+    return value
+
+
+def _typed(document: dict[str, Any], key: str, kind: type, *, optional: bool = False) -> Any:
+    value = document.get(key)
+    if value is None and optional:
+        return None
+    # bool is an int subclass; a JSON true is never a count or an exit code.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ValueError(f"{key} is not a {kind.__name__}")
+    return value
+
+
+def _timestamp_problem(value: str | None, name: str) -> str | None:
+    if value is None:
+        return None
+    try:
+        stamp = parse_timestamp(value)
+    except ValueError:
+        return f"{name} is not an ISO-8601 timestamp"
+    if stamp.tzinfo is None:
+        return f"{name} has no time zone"
+    return None
+
+
+def manifest_problem(manifest: Manifest) -> str | None:
+    """The first rule ``manifest`` breaks on its own, or ``None`` when it is valid."""
+    if manifest.version != MANIFEST_VERSION:
+        return f"unsupported manifest version {manifest.version}"
+    if not is_valid_handle(manifest.handle):
+        return "handle is not a valid process handle"
+    if not manifest.owner.run_id:
+        return "owner.run_id is empty"
+    if not manifest.command.argv or not manifest.command.argv[0]:
+        return "command.argv is empty"
+    if manifest.state not in ALL_STATES:
+        return f"unknown state {manifest.state!r}"
+    for name in ("created_at", "started_at", "finished_at", "deadline"):
+        problem = _timestamp_problem(getattr(manifest, name), name)
+        if problem:
+            return problem
+    terminal = is_terminal(manifest.state)
+    if terminal != (manifest.finished_at is not None):
+        return "finished_at must be set exactly when the state is terminal"
+    if manifest.finished_at is not None and (
+        parse_timestamp(manifest.finished_at) < parse_timestamp(manifest.created_at)
+    ):
+        return "finished_at is before created_at"
+    if manifest.state == State.RUNNING and manifest.started_at is None:
+        return "a running manifest needs started_at"
+    if (manifest.result.exit_code is not None) != (manifest.state == State.EXITED):
+        return "exit_code must be set exactly when the state is exited"
+    expected_reason = REASONS.get(manifest.state)
+    if manifest.result.reason != expected_reason:
+        return f"result.reason must be {expected_reason!r} in state {manifest.state}"
+    cursors = manifest.cursors
+    if cursors.total_bytes < 0 or cursors.retained_from < 0:
+        return "cursors must not be negative"
+    if cursors.retained_from > cursors.total_bytes:
+        return "cursors.retained_from is beyond cursors.total_bytes"
+    if manifest.completion_published < 0:
+        return "completion_published must not be negative"
+    for name in ("started", "completed", "lost", "command_id"):
+        value = getattr(manifest.events, name)
+        if value is not None:
+            try:
+                uuid.UUID(value)
+            except ValueError:
+                return f"events.{name} is not a UUID"
+    return None
+
+
+def validate(manifest: Manifest) -> None:
+    problem = manifest_problem(manifest)
+    if problem:
+        raise ProcessError("invalid_arguments", f"invalid manifest: {problem}")
+
+
+def check_update(old: Manifest, new: Manifest) -> None:
+    """Refuse a save that would rewrite what ``old`` already made permanent."""
+    if (old.handle, old.owner, old.origin) != (new.handle, new.owner, new.origin):
+        raise ProcessError("manifest_conflict", "identity (handle, owner, origin) is immutable")
+    if (old.command, old.created_at) != (new.command, new.created_at):
+        raise ProcessError("manifest_conflict", "command and created_at are immutable")
+    if old.state != new.state:
+        check_transition(old.state, new.state)
+    if old.terminal and (old.result, old.finished_at) != (new.result, new.finished_at):
+        raise ProcessError("manifest_conflict", "a terminal result never changes")
+    if old.terminal and old.cursors != new.cursors:
+        raise ProcessError("manifest_conflict", "the cursors of a terminal manifest are final")
+    if new.cursors.total_bytes < old.cursors.total_bytes:
+        raise ProcessError("manifest_conflict", "cursors.total_bytes moved backward")
+    if new.cursors.retained_from < old.cursors.retained_from:
+        raise ProcessError("manifest_conflict", "cursors.retained_from moved backward")
+    if new.completion_published < old.completion_published:
+        raise ProcessError("manifest_conflict", "completion_published moved backward")
+    for name in ("started", "completed", "lost", "command_id"):
+        before, after = getattr(old.events, name), getattr(new.events, name)
+        if before is not None and before != after:
+            raise ProcessError("manifest_conflict", f"events.{name} is already allocated")
+
+
+class ManifestStore:
+    """Load, save, delete and scan the manifests under one explicit root.
+
+    An invalid handle is ``not_found`` before any path exists; reads create
+    nothing; writes are atomic (through ``git_forge.atomic``) and mode 0600.
+    """
+
+    def __init__(self, root: Path | str) -> None:
+        self.paths = ProcPaths(Path(root))
+
+    @property
+    def root(self) -> Path:
+        return self.paths.root
+
+    def load(self, handle: str) -> Manifest:
+        path = self.paths.manifest(handle)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise ProcessError("not_found", "no such process handle") from None
+        except OSError as exc:
+            raise ProcessError("manifest_corrupt", f"cannot read {path}: {exc}") from exc
+        return _parse(path, raw, handle)
+
+    def exists(self, handle: str) -> bool:
+        return self.paths.manifest(handle).exists()
+
+    def save(self, manifest: Manifest) -> None:
+        """validate → sidecar lock → load the existing file → update check → atomic replace."""
+        validate(manifest)
+        path = self.paths.manifest(manifest.handle)
+        try:
+            self.paths.ensure_root()
+        except OSError as exc:
+            raise ProcessError("process_setup_failed", f"cannot create {self.root}: {exc}") from exc
+
+        def mutate(current: Any) -> dict[str, Any]:
+            if current is not None:
+                try:
+                    existing = Manifest.from_dict(current)
+                except ValueError as exc:
+                    raise ProcessError(
+                        "manifest_corrupt", f"{path} is corrupt ({exc}); refusing to touch it"
+                    ) from exc
+                if existing.handle != manifest.handle:
+                    raise ProcessError("manifest_corrupt", f"{path} holds another handle")
+                check_update(existing, manifest)
+            return manifest.to_dict()
+
+        try:
+            update_json(path, mutate, indent=None, mode=FILE_MODE)
+        except StoreError as exc:
+            if _unparseable(path):
+                raise ProcessError("manifest_corrupt", exc.message) from exc
+            raise ProcessError("process_setup_failed", exc.message) from exc
+
+    def delete(self, handle: str) -> None:
+        path = self.paths.manifest(handle)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            raise ProcessError("not_found", "no such process handle") from None
+
+    def scan(self) -> list[str]:
+        """Handles of every manifest file in the root, sorted; creates nothing."""
+        try:
+            names = [entry.name for entry in self.root.iterdir()]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        handles = [
+            name[: -len(MANIFEST_SUFFIX)] for name in names if name.endswith(MANIFEST_SUFFIX)
+        ]
+        return sorted(handle for handle in handles if is_valid_handle(handle))
+
+
+def _unparseable(path: Path) -> bool:
+    """True when ``path`` exists and does not hold a JSON document."""
+    try:
+        return json.loads(path.read_bytes().decode("utf-8")) is None
+    except FileNotFoundError:
+        return False
+    except (OSError, UnicodeDecodeError, ValueError):
+        return True
+
+
+def _parse(path: Path, raw: bytes, handle: str) -> Manifest:
+    try:
+        manifest = Manifest.from_dict(json.loads(raw.decode("utf-8")))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ProcessError("manifest_corrupt", f"{path} is corrupt ({exc})") from exc
+    problem = manifest_problem(manifest)
+    if problem:
+        raise ProcessError("manifest_corrupt", f"{path} is invalid ({problem})")
+    if manifest.handle != require_handle(handle):
+        raise ProcessError("manifest_corrupt", f"{path} holds another handle")
+    return manifest

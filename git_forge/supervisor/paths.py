@@ -1,0 +1,44 @@
+"""Where the supervisor keeps each process's files under ``{stateDir}/proc/``.
+
+Every path is built from a validated handle, so an invalid handle can never name
+a file (or a directory outside the root).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from git_forge.supervisor.handles import require_handle
+
+MANIFEST_SUFFIX = ".manifest.json"
+SPOOL_SUFFIX = ".spool"
+STOP_REQUEST_SUFFIX = ".stop.json"
+#: Held by the live supervisor for its whole life: proof that an owner is alive.
+OWNER_LOCK = "supervisor.lock"
+#: Files in the root are readable by their owner only: output may hold secrets.
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+@dataclass(frozen=True)
+class ProcPaths:
+    """The file layout of one process root."""
+
+    root: Path
+
+    def manifest(self, handle: str) -> Path:
+        return self.root / f"{require_handle(handle)}{MANIFEST_SUFFIX}"
+
+    def spool(self, handle: str) -> Path:
+        return self.root / f"{require_handle(handle)}{SPOOL_SUFFIX}"
+
+    def stop_request(self, handle: str) -> Path:
+        return self.root / f"{require_handle(handle)}{STOP_REQUEST_SUFFIX}"
+
+    @property
+    def owner_lock(self) -> Path:
+        return self.root / OWNER_LOCK
+
+    def ensure_root(self) -> None:
+        self.root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)

@@ -1,0 +1,544 @@
+"""The durable output spool of one process (``{stateDir}/proc/<handle>.spool/``).
+
+Layout: segment files of at most ``segment_bytes`` (≤ 4 MiB) named by their
+start offset (``00000000000000000000.seg``), plus ``index.json``, the commit
+point: ``{total_bytes, retained_from, segment_bytes, ceiling}`` of the last
+flush. Retention keeps ``[retained_from, total)`` with ``retained_from`` on a
+segment boundary and ``ceiling <= total - retained_from < ceiling + segment``:
+whole oldest segments are dropped, never a rewrite of the window.
+
+Why the writer is shaped this way. Appending must cost O(chunk) and keep up
+with a process writing as fast as a pipe allows, and most of a large output
+is dropped by retention anyway. So an append only copies into a rolling
+window in memory (``RollingBuffer``, normally ``ceiling + segment`` bytes);
+``flush`` — on a timer, when the window would otherwise overwrite unwritten
+bytes, and at close — first commits a smaller window without the segments that
+retention drops and deletes them (so the disk never holds two windows), then
+writes the still-retained, not yet written part to the segment files, fsyncs
+them, and atomically replaces ``index.json``. Bytes that were dropped before a
+flush reached them are never written at all.
+
+Segment files are appended to, not atomically replaced: rewriting a segment
+per flush would cost O(window), which the contract forbids. They are the
+spool's exception to the project's atomic-replace rule, and a safe one:
+bytes are only ever added after the end of a segment, a torn append can only
+shorten the tail, and nothing before it is touched. ``index.json`` itself is
+written through ``git_forge.atomic``.
+
+Reading needs no lock and works from another process while the writer runs:
+read ``index.json``, extend its total over bytes already appended to the
+segment at its end, read the segments. A segment deleted under a reader's
+feet means a newer index exists: the read starts over (and reports a gap).
+After a crash the spool reopens with every byte that reached the segment
+files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from git_forge.atomic import StoreError, write_json
+from git_forge.supervisor.buffer import Chunk, RollingBuffer, check_read_arguments, resolve_cursor
+from git_forge.supervisor.lifecycle import ProcessError
+from git_forge.supervisor.paths import DIR_MODE, FILE_MODE
+
+MAX_SEGMENT_BYTES = 4 * 1024 * 1024
+DEFAULT_CEILING = 64 * 1024 * 1024
+INDEX_FILE = "index.json"
+SEGMENT_SUFFIX = ".seg"
+SPOOL_VERSION = 1
+#: A reader retries when segments vanish under it (a newer flush deleted them).
+_READ_ATTEMPTS = 20
+#: Files written at once by the final flush.
+_FLUSH_THREADS = 4
+#: A flush that took d seconds postpones the next timed one by at least 10·d.
+_FLUSH_DUTY_FACTOR = 10
+
+
+def retained_start(total: int, ceiling: int, segment_bytes: int) -> int:
+    """First kept byte when ``total`` bytes were appended: a segment boundary,
+    with at least ``ceiling`` and less than ``ceiling + segment_bytes`` kept."""
+    if total <= ceiling:
+        return 0
+    return (total - ceiling) // segment_bytes * segment_bytes
+
+
+def _write_all(fd: int, parts: list) -> None:
+    for part in parts:
+        view = memoryview(part)
+        while len(view):
+            view = view[os.write(fd, view):]
+
+
+def segment_name(start: int) -> str:
+    return f"{start:020d}{SEGMENT_SUFFIX}"
+
+
+@dataclass(frozen=True)
+class Extent:
+    """The bytes a spool holds: ``[retained_from, total_bytes)``."""
+
+    total_bytes: int = 0
+    retained_from: int = 0
+
+
+@dataclass(frozen=True)
+class _Index:
+    total_bytes: int
+    retained_from: int
+    segment_bytes: int
+
+
+def _read_index(directory: Path) -> _Index | None:
+    """The committed index, ``None`` when the spool (or its index) does not exist."""
+    path = directory / INDEX_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ProcessError("spool_corrupt", f"cannot read {path}: {exc}") from exc
+    try:
+        document = json.loads(raw.decode("utf-8"))
+        index = _Index(
+            int(document["total_bytes"]), int(document["retained_from"]),
+            int(document["segment_bytes"]),
+        )
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise ProcessError("spool_corrupt", f"{path} is corrupt ({exc})") from exc
+    if not (
+        0 < index.segment_bytes <= MAX_SEGMENT_BYTES
+        and 0 <= index.retained_from <= index.total_bytes
+        and index.retained_from % index.segment_bytes == 0
+    ):
+        raise ProcessError("spool_corrupt", f"{path} holds inconsistent bounds")
+    return index
+
+
+def _read_range(directory: Path, segment_bytes: int, start: int, end: int) -> bytes:
+    """Bytes ``[start, end)`` from the segment files. ``FileNotFoundError`` when a
+    segment is gone (the caller retries); a short segment is ``spool_corrupt``."""
+    parts: list[bytes] = []
+    position = start
+    while position < end:
+        segment = position // segment_bytes * segment_bytes
+        count = min(end, segment + segment_bytes) - position
+        path = directory / segment_name(segment)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            data = os.pread(fd, count, position - segment)
+        finally:
+            os.close(fd)
+        if len(data) != count:
+            raise ProcessError("spool_corrupt", f"{path} is shorter than its index says")
+        parts.append(data)
+        position += count
+    return b"".join(parts)
+
+
+class SpoolReader:
+    """Read-only access to a spool, from any process, while or after it is written."""
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+
+    def extent(self) -> Extent:
+        """The readable bytes: the committed index, extended over bytes already
+        appended to the segment at its end (a live writer's unflushed tail or the
+        last appends before a crash)."""
+        return self._extent()[0]
+
+    def _extent(self) -> tuple[Extent, int]:
+        index = _read_index(self.directory)
+        if index is None:
+            return Extent(), MAX_SEGMENT_BYTES
+        size_of = self._segment_size
+        total, step = index.total_bytes, index.segment_bytes
+        segment = total // step * step
+        while True:
+            size = size_of(segment)
+            if size is None or segment + size < total:
+                break
+            total = max(total, segment + min(size, step))
+            if size < step:
+                break
+            segment += step
+        return Extent(total, index.retained_from), step
+
+    def _segment_size(self, start: int) -> int | None:
+        try:
+            return (self.directory / segment_name(start)).stat().st_size
+        except FileNotFoundError:
+            return None
+
+    def read(self, cursor: int, max_bytes: int) -> Chunk:
+        check_read_arguments(cursor, max_bytes)
+        for _ in range(_READ_ATTEMPTS):
+            extent, step = self._extent()
+            start, gap = resolve_cursor(cursor, extent.retained_from, extent.total_bytes)
+            end = min(extent.total_bytes, start + max_bytes)
+            try:
+                return Chunk(_read_range(self.directory, step, start, end), end, gap)
+            except FileNotFoundError:
+                continue
+        raise ProcessError("spool_corrupt", f"segments of {self.directory} are missing")
+
+
+class SpoolWriter:
+    """The writing side: O(chunk) appends into memory, flushes that write only
+    retained bytes, a committed extent that is always durable.
+
+    Thread-safe: drains append concurrently with a flusher and with readers.
+    """
+
+    def __init__(
+        self,
+        directory: Path | str,
+        *,
+        ceiling: int = DEFAULT_CEILING,
+        segment_bytes: int = MAX_SEGMENT_BYTES,
+        window_bytes: int | None = None,
+        flush_interval: float = 1.0,
+    ) -> None:
+        if not 0 < segment_bytes <= MAX_SEGMENT_BYTES:
+            raise ProcessError("invalid_settings", f"segments are 1..{MAX_SEGMENT_BYTES} bytes")
+        if ceiling <= 0:
+            raise ProcessError("invalid_settings", "the spool ceiling must be positive")
+        self.directory = Path(directory)
+        self.ceiling = ceiling
+        self.segment_bytes = segment_bytes
+        self.flush_interval = flush_interval
+        try:
+            self.directory.mkdir(mode=DIR_MODE)
+        except OSError as exc:
+            raise ProcessError("process_setup_failed", f"cannot create the spool: {exc}") from exc
+        self._buffer = RollingBuffer(window_bytes or ceiling + 2 * segment_bytes)
+        self._lock = threading.Lock()
+        self._no_reservation = threading.Condition(self._lock)
+        self._flush_lock = threading.Lock()
+        self._sealed = False
+        self._written = 0      # end of the bytes on disk in the current run
+        self._run_start = 0    # first byte of the current contiguous run on disk
+        self._segments: list[int] = []
+        self._fd: int | None = None
+        self._fd_segment = -1
+        self._committed = Extent()
+        self._next_flush = time.monotonic() + flush_interval
+        self._commit_index(Extent())
+
+    # -- state -------------------------------------------------------------------
+    @property
+    def total_bytes(self) -> int:
+        with self._lock:
+            if self._buffer.closed:
+                return self._committed.total_bytes
+            return self._buffer.total_bytes
+
+    @property
+    def retained_from(self) -> int:
+        return self._retained(self.total_bytes)
+
+    @property
+    def committed(self) -> Extent:
+        """The extent of the last flush: every byte in it is durable."""
+        return self._committed
+
+    def _retained(self, total: int) -> int:
+        return retained_start(total, self.ceiling, self.segment_bytes)
+
+    # -- writing -----------------------------------------------------------------
+    def append(self, data: bytes | bytearray | memoryview) -> bool:
+        """Add ``data`` at the end. False (and nothing stored) once the spool is closed."""
+        view = memoryview(data)
+        half = max(1, self._buffer.capacity // 2)
+        while len(view):
+            piece = view[:half]
+            while True:
+                with self._lock:
+                    self._no_reservation.wait_for(lambda: not self._buffer.reserved)
+                    if self._sealed:
+                        return False
+                    if not self._would_lose_unwritten(len(piece)):
+                        self._buffer.append(piece)
+                        break
+                self.flush()
+            view = view[len(piece):]
+        return True
+
+    def read_from(self, fd: int, limit: int) -> int:
+        """Read up to ``limit`` bytes from ``fd`` straight into the window: one
+        kernel copy per byte and nothing else. Returns the count (0 at EOF).
+
+        Call it only when ``fd`` is readable (after ``poll``): the read must not
+        block, since other appenders wait for it. After ``close`` the bytes are
+        still read (so the writer never blocks) but dropped.
+        """
+        while True:
+            with self._lock:
+                self._no_reservation.wait_for(lambda: not self._buffer.reserved)
+                if self._sealed:
+                    return len(os.read(fd, limit))
+                total = self._buffer.total_bytes
+                room = self._buffer.capacity - total % self._buffer.capacity
+                size = min(limit, room)
+                if not self._would_lose_unwritten(size):
+                    region = self._buffer.reserve(size)
+                    break
+            self.flush()
+        count = 0
+        try:
+            count = os.readv(fd, [region])
+        finally:
+            region.release()
+            with self._lock:
+                self._buffer.commit(count)
+                self._no_reservation.notify_all()
+        return count
+
+    def _would_lose_unwritten(self, size: int) -> bool:
+        """True when appending ``size`` bytes would push retained bytes out of the
+        memory window before they reached the disk (only with a small window)."""
+        new_total = self._buffer.total_bytes + size
+        overwritten_to = new_total - self._buffer.capacity
+        if overwritten_to <= 0:
+            return False
+        return max(self._written, self._retained(new_total)) < overwritten_to
+
+    def flush_if_due(self, now: float | None = None) -> None:
+        """Flush when the interval has passed since the last flush — or longer, after
+        an expensive one: flushing stays under a tenth of the time, so a process
+        writing as fast as it can is not slowed down by writes retention will drop."""
+        now = time.monotonic() if now is None else now
+        if now >= self._next_flush:
+            self.flush()
+
+    def flush(self) -> Extent:
+        """Write the retained, unwritten bytes; fsync; commit the index; drop old segments."""
+        with self._flush_lock:
+            began = time.monotonic()
+            try:
+                return self._flush()
+            finally:
+                finished = time.monotonic()
+                self._next_flush = finished + max(
+                    self.flush_interval, _FLUSH_DUTY_FACTOR * (finished - began)
+                )
+
+    def _flush(self) -> Extent:
+        with self._lock:
+            if self._buffer.closed:
+                return self._committed
+            end = self._buffer.total_bytes
+            position = max(self._written, self._retained(end))
+            sealed = self._sealed
+        self._give_up_dropped_segments(end)
+        if sealed:
+            self._write_sealed(position, end)
+        else:
+            self._write_live(position, end)
+        return self._commit()
+
+    def _pieces(self, position: int, end: int) -> list[tuple[int, int, int]]:
+        """``[position, end)`` cut at segment boundaries: (segment, start, end)."""
+        pieces = []
+        while position < end:
+            segment = position // self.segment_bytes * self.segment_bytes
+            piece_end = min(end, segment + self.segment_bytes)
+            pieces.append((segment, position, piece_end))
+            position = piece_end
+        return pieces
+
+    def _write_live(self, position: int, end: int) -> None:
+        """While appends go on: copy one segment's piece at a time out of the window
+        (under the lock, briefly) and write it, skipping what retention drops meanwhile."""
+        while position < end:
+            segment, start, piece_end = self._pieces(position, end)[0]
+            with self._lock:
+                # A read straight into the window may be overwriting its oldest bytes:
+                # let it land first (it never blocks), then nothing moves while we copy.
+                self._no_reservation.wait_for(lambda: not self._buffer.reserved)
+                dropped_to = self._retained(self._buffer.total_bytes)
+                if dropped_to > start:
+                    # Retention moved past these bytes while we were writing.
+                    if dropped_to >= end:
+                        return
+                    position = dropped_to
+                    continue
+                data = self._buffer.copy(start, piece_end)
+            if start != self._written:
+                self._run_start = start  # a new run: everything before it was dropped
+            self._start_piece(segment, start)
+            self._append_to_segment(segment, start, [data])
+            with self._lock:
+                self._written = piece_end
+            position = piece_end
+
+    def _write_sealed(self, position: int, end: int) -> None:
+        """After ``close`` nothing overwrites the window: write every segment's piece
+        straight from it, several files at once (the final flush is on the critical
+        path from the process's exit to its terminal manifest)."""
+        pieces = self._pieces(position, end)
+        if not pieces:
+            return
+        self._close_segment()
+        if position != self._written:
+            self._run_start = position  # a new run: everything before it was dropped
+        for segment, start, _ in pieces:
+            self._start_piece(segment, start)
+
+        def write(piece: tuple[int, int, int]) -> None:
+            segment, start, piece_end = piece
+            self._write_segment_file(segment, start, self._buffer.views(start, piece_end))
+
+        if len(pieces) == 1:
+            write(pieces[0])
+        else:
+            with ThreadPoolExecutor(min(_FLUSH_THREADS, len(pieces))) as pool:
+                list(pool.map(write, pieces))
+        with self._lock:
+            self._written = end
+
+    def _start_piece(self, segment: int, start: int) -> None:
+        """Note a piece about to be written at ``start`` in ``segment``."""
+        if not self._segments or self._segments[-1] != segment:
+            self._segments.append(segment)
+
+    def _append_to_segment(self, segment: int, start: int, data: list[bytes]) -> None:
+        """Append through the open segment file (kept open between live flushes)."""
+        try:
+            if self._fd_segment != segment:
+                self._close_segment()
+                self._fd = self._open_segment(segment, start)
+                self._fd_segment = segment
+            assert self._fd is not None
+            _write_all(self._fd, data)
+        except OSError as exc:
+            raise ProcessError("spool_corrupt", f"cannot write the spool: {exc}") from exc
+
+    def _write_segment_file(self, segment: int, start: int, data: list[memoryview]) -> None:
+        try:
+            fd = self._open_segment(segment, start)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise ProcessError("spool_corrupt", f"cannot write the spool: {exc}") from exc
+
+    def _open_segment(self, segment: int, start: int) -> int:
+        path = self.directory / segment_name(segment)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, FILE_MODE)
+        if os.fstat(fd).st_size != start - segment:
+            os.close(fd)
+            raise ProcessError("spool_corrupt", f"{path} does not end where the spool does")
+        return fd
+
+    def _close_segment(self) -> None:
+        if self._fd is not None:
+            fd, self._fd, self._fd_segment = self._fd, None, -1
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def _commit(self) -> Extent:
+        written = self._written
+        retained = max(self._run_start, self._retained(written))
+        extent = Extent(written, min(retained, written))
+        if extent == self._committed:
+            return extent
+        try:
+            if self._fd is not None:
+                os.fsync(self._fd)
+        except OSError as exc:
+            raise ProcessError("spool_corrupt", f"cannot make the spool durable: {exc}") from exc
+        # The index's atomic replace fsyncs this directory after the rename: that one
+        # fsync also makes the entries of new segment files durable, before or with
+        # the index that names them.
+        self._commit_index(extent)
+        self._committed = extent
+        self._drop_segments_before(extent.retained_from)
+        return extent
+
+    def _give_up_dropped_segments(self, end: int) -> None:
+        """Before new bytes are written, commit a smaller window that leaves out the
+        segments retention at ``end`` drops, and delete them: the disk never holds
+        the old window and the new one at once (at most one segment beyond)."""
+        committed = self._committed
+        step = self.segment_bytes
+        bound = min(self._retained(end), committed.total_bytes // step * step)
+        if (
+            bound <= committed.retained_from
+            or not self._segments
+            or self._segments[0] + step > bound
+        ):
+            return
+        extent = Extent(committed.total_bytes, bound)
+        self._commit_index(extent)
+        self._committed = extent
+        self._drop_segments_before(bound)
+
+    def _drop_segments_before(self, bound: int) -> None:
+        while self._segments and self._segments[0] + self.segment_bytes <= bound:
+            segment = self._segments.pop(0)
+            if segment == self._fd_segment:
+                self._close_segment()
+            with contextlib.suppress(FileNotFoundError):
+                (self.directory / segment_name(segment)).unlink()
+
+    def _commit_index(self, extent: Extent) -> None:
+        document = {
+            "version": SPOOL_VERSION,
+            "segment_bytes": self.segment_bytes,
+            "ceiling": self.ceiling,
+            "total_bytes": extent.total_bytes,
+            "retained_from": extent.retained_from,
+        }
+        try:
+            write_json(self.directory / INDEX_FILE, document, indent=None, mode=FILE_MODE)
+        except StoreError as exc:
+            raise ProcessError("spool_corrupt", exc.message) from exc
+
+    def close(self) -> Extent:
+        """Refuse further appends, write everything retained, release the memory.
+        Returns the final, durable extent."""
+        with self._lock:
+            self._sealed = True
+        try:
+            extent = self.flush()
+        finally:
+            with self._flush_lock, self._lock:
+                self._buffer.close()
+                with contextlib.suppress(OSError):
+                    self._close_segment()
+        return extent
+
+    # -- reading -----------------------------------------------------------------
+    def read(self, cursor: int, max_bytes: int) -> Chunk:
+        """Read with the spool's cursor rules; recent bytes come from memory."""
+        check_read_arguments(cursor, max_bytes)
+        reader = SpoolReader(self.directory)
+        for _ in range(_READ_ATTEMPTS):
+            with self._lock:
+                if self._buffer.closed:
+                    break
+                total = self._buffer.total_bytes
+                start, gap = resolve_cursor(cursor, self._retained(total), total)
+                end = min(total, start + max_bytes)
+                window_from = self._buffer.retained_from
+                if start >= window_from:
+                    return Chunk(self._buffer.copy(start, end), end, gap)
+            end = min(end, window_from)
+            try:
+                return Chunk(_read_range(self.directory, self.segment_bytes, start, end), end, gap)
+            except FileNotFoundError:
+                continue
+        return reader.read(cursor, max_bytes)

@@ -1,0 +1,160 @@
+"""Read-only access to a process root, from any process: list, show, read, render,
+wait and request a stop. This is what ``git forge proc`` uses; it works while
+the owning supervisor runs in another process and after it is gone, because it
+only reads durable manifests and spools (and writes nothing but stop requests).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from git_forge.atomic import lock_is_held
+from git_forge.supervisor.buffer import Chunk
+from git_forge.supervisor.config import SupervisorConfig
+from git_forge.supervisor.lifecycle import ProcessError
+from git_forge.supervisor.manifest import Manifest, ManifestStore
+from git_forge.supervisor.paths import ProcPaths
+from git_forge.supervisor.render import RenderedOutput, render_base64, render_text
+from git_forge.supervisor.requests import (
+    StopRequest,
+    check_stop,
+    discard_stop_request,
+    write_stop_request,
+)
+from git_forge.supervisor.spool import Extent, SpoolReader
+
+POLL_SECONDS = 0.1
+#: How long a requested stop may take beyond its grace period before we say so.
+STOP_MARGIN_SECONDS = 10.0
+
+
+def render_chunk(
+    handle: str, chunk: Chunk, *, total_bytes: int, terminal: bool, max_bytes: int,
+    encoding: str = "text",
+) -> RenderedOutput:
+    """Render one read. ``terminal`` must describe the process as it was *before*
+    the read, so that "terminal and at the end" really means no byte will follow."""
+    if encoding == "base64":
+        return render_base64(handle, chunk, total_bytes=total_bytes)
+    if encoding != "text":
+        raise ProcessError("invalid_arguments", f"unknown encoding {encoding!r}")
+    return render_text(
+        handle, chunk, total_bytes=total_bytes, end_of_stream=terminal,
+        window_full=max_bytes > 0 and len(chunk.data) >= max_bytes,
+    )
+
+
+class ProcView:
+    def __init__(self, root: Path | str, spool_root: Path | str | None = None) -> None:
+        self.store = ManifestStore(root)
+        self.paths = self.store.paths
+        self.spool_paths = ProcPaths(Path(spool_root)) if spool_root else self.paths
+
+    def manifest(self, handle: str) -> Manifest:
+        return self.store.load(handle)
+
+    def manifests(self) -> tuple[list[Manifest], list[ProcessError]]:
+        """Every readable manifest (oldest first) and an error for each unreadable one."""
+        found: list[Manifest] = []
+        errors: list[ProcessError] = []
+        for handle in self.store.scan():
+            try:
+                found.append(self.store.load(handle))
+            except ProcessError as exc:
+                if exc.code != "not_found":  # deleted between scan and load
+                    errors.append(exc)
+        found.sort(key=lambda manifest: (manifest.created_at, manifest.handle))
+        return found, errors
+
+    def spool(self, handle: str) -> SpoolReader:
+        return SpoolReader(self.spool_paths.spool(handle))
+
+    def extent(self, manifest: Manifest) -> Extent:
+        """The spool's extent, checked against what the manifest made durable."""
+        extent = self.spool(manifest.handle).extent()
+        if extent.total_bytes < manifest.cursors.total_bytes:
+            raise ProcessError(
+                "spool_corrupt",
+                f"the spool of {manifest.handle} holds fewer bytes than its manifest records",
+            )
+        return extent
+
+    def read(self, handle: str, cursor: int, max_bytes: int) -> tuple[Manifest, Chunk, int]:
+        """(manifest before the read, the chunk, total bytes at the read)."""
+        manifest = self.store.load(handle)
+        extent = self.extent(manifest)
+        chunk = self.spool(handle).read(cursor, max_bytes)
+        return manifest, chunk, max(chunk.next_cursor, extent.total_bytes)
+
+    def render(
+        self, handle: str, cursor: int, max_bytes: int, encoding: str = "text"
+    ) -> tuple[Manifest, RenderedOutput]:
+        manifest, chunk, total = self.read(handle, cursor, max_bytes)
+        rendered = render_chunk(
+            handle, chunk, total_bytes=total, terminal=manifest.terminal, max_bytes=max_bytes,
+            encoding=encoding,
+        )
+        return manifest, rendered
+
+    def owner_alive(self) -> bool:
+        """True while a live supervisor owns this root (it holds the owner lock)."""
+        return lock_is_held(self.paths.owner_lock)
+
+    def wait(self, handles: list[str], timeout: float | None = None) -> list[Manifest]:
+        """Wait until every handle is terminal; ``owner_gone`` when nobody will finish one."""
+        manifests = {handle: self.store.load(handle) for handle in handles}
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            pending = [h for h, manifest in manifests.items() if not manifest.terminal]
+            if not pending:
+                return [manifests[handle] for handle in handles]
+            owner_alive = self.owner_alive()
+            for handle in pending:
+                manifests[handle] = self.store.load(handle)
+            still = [h for h in pending if not manifests[h].terminal]
+            if still and not owner_alive:
+                raise ProcessError(
+                    "owner_gone",
+                    f"{still[0]} has no live supervisor; the next restore reconciles it",
+                    handle=still[0],
+                )
+            if still and deadline is not None and time.monotonic() >= deadline:
+                raise ProcessError(
+                    "wait_timeout", f"{still[0]} is still {manifests[still[0]].state}",
+                    handle=still[0],
+                )
+            if still:
+                time.sleep(POLL_SECONDS)
+
+    def stop(self, handle: str, mode: str = "terminate", grace: float | None = None) -> Manifest:
+        """Ask the owning supervisor to stop ``handle`` and wait for the outcome.
+
+        A terminal process gets nothing and its snapshot comes back. ``interrupt``
+        never escalates: after ``grace`` seconds the snapshot comes back as it is.
+        """
+        check_stop(mode, grace)
+        manifest = self.store.load(handle)
+        if manifest.terminal:
+            return manifest
+        if not self.owner_alive():
+            manifest = self.store.load(handle)
+            if manifest.terminal:
+                return manifest
+            raise ProcessError(
+                "owner_gone", "no live supervisor owns it; the next restore reconciles it",
+                handle=handle,
+            )
+        write_stop_request(self.paths, handle, StopRequest(mode, grace))
+        wait_for = (grace if grace is not None else SupervisorConfig.grace_seconds) + (
+            0.0 if mode == "interrupt" else STOP_MARGIN_SECONDS
+        )
+        try:
+            return self.wait([handle], timeout=wait_for)[0]
+        except ProcessError as exc:
+            if exc.code == "wait_timeout" and mode == "interrupt":
+                return self.store.load(handle)
+            raise
+        finally:
+            if self.store.load(handle).terminal:
+                discard_stop_request(self.paths, handle)

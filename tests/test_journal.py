@@ -1,0 +1,146 @@
+"""The events journal (events.ndjson) and the supervisor's lifecycle events in it."""
+
+from __future__ import annotations
+
+import json
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from git_forge.atomic import StoreError
+from git_forge.loop.journal import Journal
+from git_forge.loop.process_events import ProcessEventPublisher, event_fields
+from git_forge.supervisor.handles import mint_handle
+from git_forge.supervisor.manifest import Command, EventIds, Manifest, Origin, Owner, Result
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Journal:
+    return Journal(tmp_path / "state" / "events.ndjson", tmp_path)
+
+
+def lines(journal: Journal) -> list[dict]:
+    return [json.loads(line) for line in journal.path.read_text().splitlines()]
+
+
+def test_events_are_numbered_densely_with_the_common_fields(journal: Journal, tmp_path: Path):
+    first = journal.append("loop_started")
+    second = journal.append("item_selected", itemId="001", title="T", priority=1)
+    assert first is not None and second is not None
+    stored = lines(journal)
+    assert [event["seq"] for event in stored] == [0, 1]
+    assert list(stored[0])[:6] == ["seq", "schemaVersion", "eventId", "type", "timestamp",
+                                   "projectPath"]
+    assert stored[1]["schemaVersion"] == "1" and stored[1]["projectPath"] == str(tmp_path)
+    assert stored[1]["itemId"] == "001" and stored[1]["type"] == "item_selected"
+    assert stored[1]["timestamp"].endswith("Z")
+    assert stored[0]["eventId"] != stored[1]["eventId"]
+    assert journal.read() == stored
+    assert stat.S_IMODE(journal.path.stat().st_mode) == 0o600
+
+
+def test_an_event_id_already_journaled_is_a_no_op(journal: Journal) -> None:
+    assert journal.append("process_lost", event_id="id-1", handle="h") is not None
+    before = journal.path.read_bytes()
+    assert journal.append("process_lost", event_id="id-1", handle="h") is None
+    assert journal.append("anything", event_id="id-1") is None
+    assert journal.path.read_bytes() == before
+    journal.append("process_lost", event_id="id-2", handle="h")
+    assert [event["eventId"] for event in journal.read()] == ["id-1", "id-2"]
+
+
+def test_a_torn_final_line_is_ignored_then_repaired(journal: Journal) -> None:
+    journal.append("a")
+    journal.append("b")
+    with open(journal.path, "ab") as handle:
+        handle.write(b'{"seq": 2, "type": "HALF-WRIT')  # a crash mid-append
+    assert [event["type"] for event in journal.read()] == ["a", "b"]
+    journal.append("c")
+    text = journal.path.read_text()
+    assert text.endswith("\n") and "HALF-WRIT" not in text
+    assert [(event["seq"], event["type"]) for event in lines(journal)] == [
+        (0, "a"), (1, "b"), (2, "c")
+    ]
+
+
+def test_unparseable_lines_are_skipped_by_readers(journal: Journal) -> None:
+    journal.append("a")
+    with open(journal.path, "ab") as handle:
+        handle.write(b"not json\n[1, 2]\n")
+    journal.append("b")
+    assert [event["type"] for event in journal.read()] == ["a", "b"]
+    assert journal.read()[-1]["seq"] == 3  # seq counts complete lines
+
+
+def test_concurrent_appends_stay_dense_and_whole(journal: Journal) -> None:
+    def writer(prefix: str) -> None:
+        for number in range(25):
+            journal.append("tick", event_id=f"{prefix}-{number}")
+            journal.append("tick", event_id=f"{prefix}-{number}")  # a retry: no-op
+
+    threads = [threading.Thread(target=writer, args=(name,)) for name in "abcd"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    events = lines(journal)
+    assert [event["seq"] for event in events] == list(range(100))
+    assert len({event["eventId"] for event in events}) == 100
+
+
+def test_rotate_moves_the_journal_into_the_archive(journal: Journal, tmp_path: Path) -> None:
+    assert journal.rotate(tmp_path / "archive") is None
+    journal.append("old")
+    archived = journal.rotate(tmp_path / "archive")
+    assert archived is not None and archived.parent == tmp_path / "archive"
+    assert archived.name.startswith("events-") and archived.suffix == ".ndjson"
+    assert json.loads(archived.read_text())["type"] == "old"
+    assert not journal.path.exists()
+    assert journal.append("new")["seq"] == 0
+
+
+def test_reserved_fields_are_refused(journal: Journal) -> None:
+    with pytest.raises(StoreError):
+        journal.append("x", seq=5)
+    assert not journal.path.exists()
+
+
+def manifest(state: str = "running", **changes) -> Manifest:
+    base = Manifest(
+        handle=mint_handle(), owner=Owner("run"), origin=Origin("042", 2),
+        command=Command(("claude", "-p", "do it"), "/repo"), state="running",
+        created_at="2030-01-01T00:00:00.000Z", started_at="2030-01-01T00:00:00.500Z",
+        deadline="2030-01-01T00:30:00.500Z", events=EventIds.mint(),
+    )
+    return base.evolve(**changes) if state == "running" else base.evolve(state=state, **changes)
+
+
+def test_lifecycle_events_map_to_journal_types() -> None:
+    started = manifest()
+    assert event_fields("started", started) == ("llm_spawned", {
+        "itemId": "042", "handle": started.handle, "command": "claude -p 'do it'",
+        "timeoutMinutes": 30.0,
+    })
+    done = manifest("timed_out", finished_at="2030-01-01T00:30:01.750Z",
+                    result=Result(None, "timed-out"))
+    assert event_fields("completed", done) == ("llm_exited", {
+        "itemId": "042", "handle": done.handle, "exitCode": None, "state": "timed_out",
+        "timedOut": True, "durationMs": 1801250,
+    })
+    lost = manifest("lost_on_restore")
+    assert event_fields("lost", lost) == ("process_lost", {"itemId": "042",
+                                                           "handle": lost.handle})
+    with pytest.raises(ValueError):
+        event_fields("other", lost)
+
+
+def test_the_publisher_uses_the_persisted_event_id_once(journal: Journal) -> None:
+    publisher = ProcessEventPublisher(journal)
+    lost = manifest("lost_on_restore")
+    publisher.publish("lost", lost.events.lost, lost)
+    publisher.publish("lost", lost.events.lost, lost)  # restore ran twice
+    events = journal.read()
+    assert len(events) == 1
+    assert events[0]["type"] == "process_lost" and events[0]["eventId"] == lost.events.lost

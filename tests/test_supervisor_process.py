@@ -1,0 +1,549 @@
+"""The supervisor with real child processes: start, drain, stop, shutdown, restore."""
+
+from __future__ import annotations
+
+import json
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import pytest
+
+from git_forge.loop.journal import Journal
+from git_forge.loop.process_events import ProcessEventPublisher
+from git_forge.supervisor.config import SupervisorConfig
+from git_forge.supervisor.entry import Outcome
+from git_forge.supervisor.lifecycle import ProcessError
+from git_forge.supervisor.manifest import Manifest, ManifestStore
+from git_forge.supervisor.process import PreparedProcess
+from git_forge.supervisor.spool import SpoolReader
+from git_forge.supervisor.supervisor import Supervisor
+
+OWNER_SCRIPT = str(Path(__file__).parent / "supervisor_owner.py")
+
+
+def py(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+class Recorder:
+    """A lifecycle publisher and completion notifier that remembers every call."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.events: list[tuple[str, str, str]] = []
+        self.notices: list[tuple[str, str]] = []
+
+    def publish(self, kind: str, event_id: str, manifest: Manifest) -> None:
+        with self.lock:
+            self.events.append((kind, event_id, manifest.handle))
+
+    def notify(self, command_id: str, manifest: Manifest) -> None:
+        with self.lock:
+            self.notices.append((command_id, manifest.handle))
+
+
+class CountingStore(ManifestStore):
+    """A real store that also counts the saves per state."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.saves: Counter[str] = Counter()
+
+    def save(self, manifest: Manifest) -> None:
+        super().save(manifest)
+        self.saves[manifest.state] += 1
+
+
+FAST = {"grace_seconds": 0.3, "drain_timeout_seconds": 0.3, "flush_interval_seconds": 0.1,
+        "stop_poll_seconds": 0.1}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "proc"
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def make(root: Path, recorder: Recorder):
+    made: list[Supervisor] = []
+
+    def build(store: ManifestStore | None = None, **config) -> Supervisor:
+        supervisor = Supervisor(
+            SupervisorConfig(**(FAST | config)), store or ManifestStore(root),
+            lifecycle=recorder, notifications=recorder,
+        )
+        made.append(supervisor)
+        return supervisor
+
+    yield build
+    for supervisor in made:
+        try:
+            supervisor.shutdown()
+        except ProcessError:
+            pass
+
+
+def run(supervisor: Supervisor, argv: list[str], **options) -> str:
+    return supervisor.start({"run_id": "run-1"}, {"item_id": "001", "iteration": 1},
+                            PreparedProcess(argv, cwd=options.pop("cwd", "/"), **options))
+
+
+def output(supervisor: Supervisor, handle: str) -> bytes:
+    return supervisor.read(handle, 0, 1 << 30).data
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def wait_for(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.02)
+
+
+# -- start, drain, natural exit -------------------------------------------------------
+def test_a_process_runs_to_its_exit(make, root: Path, recorder: Recorder) -> None:
+    supervisor = make()
+    # whole lines in one write each: the combined order interleaves writes, not lines
+    handle = run(supervisor, py("import os, sys; os.write(1, b'out\\n'); "
+                                "os.write(2, b'err\\n'); sys.exit(3)"))
+    manifest = supervisor.wait(handle)
+    assert manifest.state == "exited" and manifest.result.exit_code == 3
+    assert manifest.result.reason == "exited"
+    assert sorted(output(supervisor, handle).splitlines()) == [b"err", b"out"]
+    assert manifest.cursors.total_bytes == 8 and manifest.completion_published == 1
+    assert ManifestStore(root).load(handle) == manifest
+    assert recorder.events == [("started", manifest.events.started, handle),
+                               ("completed", manifest.events.completed, handle)]
+    assert recorder.notices == [(manifest.events.command_id, handle)]
+    assert manifest.started_at and manifest.finished_at >= manifest.started_at
+    for path in [root, *root.rglob("*")]:  # output may hold secrets: owner-only, everywhere
+        assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
+
+
+def test_the_manifest_is_durable_before_the_process_runs(make, root: Path) -> None:
+    supervisor = make()
+    probe = ("import json, pathlib, sys; "
+             f"found = [json.loads(p.read_text())['state'] for p in "
+             f"pathlib.Path({str(root)!r}).glob('*.manifest.json')]; print(found)")
+    handle = run(supervisor, py(probe))
+    supervisor.wait(handle)
+    seen = output(supervisor, handle).decode()
+    assert seen.strip() in ("['starting']", "['running']")
+
+
+def test_stdin_reaches_the_process(make) -> None:
+    supervisor = make()
+    prompt = ("a long prompt " * 20000).encode()  # larger than a pipe buffer
+    handle = run(supervisor, py("import sys; data = sys.stdin.buffer.read(); "
+                                "print(len(data), data[:6].decode())"), stdin=prompt)
+    supervisor.wait(handle)
+    assert output(supervisor, handle) == f"{len(prompt)} a long\n".encode()
+
+
+@pytest.mark.parametrize("options", [
+    {"argv": ["/nonexistent/agent"]},
+    {"argv": py("pass"), "cwd": "/nonexistent/directory"},
+    {"argv": py("pass"), "env": {"BROKEN": 1}},
+])
+def test_a_spawn_failure_leaves_a_failed_manifest_and_releases(make, root: Path,
+                                                               recorder: Recorder,
+                                                               options: dict) -> None:
+    supervisor = make(max_processes=1)
+    options = dict(options)
+    with pytest.raises(ProcessError) as raised:
+        run(supervisor, options.pop("argv"), **options)
+    assert raised.value.code == "spawn_failed" and raised.value.handle
+    manifest = ManifestStore(root).load(raised.value.handle)
+    assert manifest.state == "failed" and manifest.result.reason == "failed"
+    assert manifest.completion_published == 1
+    assert [kind for kind, _, _ in recorder.events] == ["completed"]
+    assert supervisor.snapshot(raised.value.handle) == manifest
+    handle = run(supervisor, py("pass"))  # the only slot was released
+    assert supervisor.wait(handle).state == "exited"
+
+
+def test_memory_and_spool_budgets_are_reserved(make, root: Path) -> None:
+    window = 64 * 1024 + 16 * 1024 + 1024 * 1024
+    supervisor = make(max_spool_bytes=64 * 1024, spool_segment_bytes=16 * 1024,
+                      memory_budget_bytes=window + 1)
+    first = run(supervisor, py("import time; time.sleep(30)"))
+    with pytest.raises(ProcessError, match="process_quota_exceeded"):
+        run(supervisor, py("pass"))
+    supervisor.stop(first, "kill")
+    assert supervisor.wait(run(supervisor, py("pass"))).state == "exited"
+
+
+def test_quota_and_single_use(make, root: Path) -> None:
+    supervisor = make(max_processes=1)
+    prepared = PreparedProcess(py("import time; time.sleep(30)"), cwd="/")
+    handle = supervisor.start({"run_id": "r"}, None, prepared)
+    with pytest.raises(ProcessError) as raised:
+        supervisor.start({"run_id": "r"}, None, prepared)
+    assert raised.value.code == "invalid_arguments"
+    fresh = PreparedProcess(py("pass"), cwd="/")
+    with pytest.raises(ProcessError) as raised:
+        supervisor.start({"run_id": "r"}, None, fresh)
+    assert raised.value.code == "process_quota_exceeded"
+    assert not fresh.used  # a refused start does not consume the prepared process
+    assert ManifestStore(root).scan() == [handle]
+    supervisor.stop(handle, "kill")
+    assert supervisor.wait(supervisor.start({"run_id": "r"}, None, fresh)).state == "exited"
+
+
+def test_a_workspace_lease_is_released_once_before_notification(make) -> None:
+    order: list[str] = []
+
+    class Lease:
+        def release(self) -> None:
+            order.append("lease")
+
+    class Notifier:
+        def notify(self, command_id: str, manifest: Manifest) -> None:
+            order.append("notify")
+
+    supervisor = make()
+    supervisor.notifications = Notifier()
+    handle = supervisor.start({"run_id": "r"}, None,
+                              PreparedProcess(py("pass"), cwd="/", lease=Lease()))
+    supervisor.wait(handle)
+    assert order == ["lease", "notify"]
+
+
+# -- deadlines and stop modes --------------------------------------------------------
+SLEEPER = "import time; print('up', flush=True); time.sleep(30)"
+IGNORES_TERM = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                "print('up', flush=True); time.sleep(30)")
+IGNORES_INT = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+               "print('up', flush=True); time.sleep(30)")
+
+
+def started(supervisor: Supervisor, code: str, **options) -> str:
+    handle = run(supervisor, py(code), **options)
+    wait_for(lambda: supervisor.read(handle, 0, 10).data == b"up\n")
+    return handle
+
+
+@pytest.mark.parametrize("code", [SLEEPER, IGNORES_TERM])
+def test_a_deadline_ends_in_timed_out(make, code: str) -> None:
+    supervisor = make()
+    handle = run(supervisor, py(code), timeout=0.5)
+    manifest = supervisor.wait(handle)
+    assert manifest.state == "timed_out" and manifest.result.reason == "timed-out"
+    assert manifest.deadline is not None
+
+
+def test_stop_modes(make) -> None:
+    supervisor = make()
+    assert supervisor.stop(started(supervisor, SLEEPER), "interrupt").state == "interrupted"
+    assert supervisor.stop(started(supervisor, SLEEPER), "terminate").state == "terminated"
+    assert supervisor.stop(started(supervisor, IGNORES_TERM), "terminate", 0.2).state == "killed"
+    assert supervisor.stop(started(supervisor, SLEEPER), "kill").state == "killed"
+
+
+def test_interrupt_never_escalates(make) -> None:
+    supervisor = make()
+    handle = started(supervisor, IGNORES_INT)
+    assert supervisor.stop(handle, "interrupt", 0.3).state == "running"
+    assert psutil.Process(supervisor.entry(handle).pid).is_running()
+    assert supervisor.stop(handle, "terminate").state == "terminated"
+
+
+def test_stopping_a_terminal_process_sends_nothing(make, root: Path) -> None:
+    supervisor = make()
+    handle = run(supervisor, py("pass"))
+    finished = supervisor.wait(handle)
+    path = root / f"{handle}.manifest.json"
+    before = path.read_bytes()
+    for mode in ("interrupt", "terminate", "kill"):
+        assert supervisor.stop(handle, mode) == finished
+    assert path.read_bytes() == before
+    with pytest.raises(ProcessError, match="invalid_arguments"):
+        supervisor.stop(handle, "explode")
+
+
+TREE = """
+import os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+inside = subprocess.Popen([sys.executable, "-c", stubborn])
+escaped = subprocess.Popen([sys.executable, "-c", stubborn], start_new_session=True)
+print(inside.pid, escaped.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def tree_pids(supervisor: Supervisor, handle: str) -> list[int]:
+    wait_for(lambda: output(supervisor, handle).endswith(b"\n"))
+    return [supervisor.entry(handle).pid, *map(int, output(supervisor, handle).split())]
+
+
+def test_shutdown_leaves_no_process_of_the_tree_alive(make) -> None:
+    supervisor = make(grace_seconds=0.3)
+    handle = run(supervisor, py(TREE))
+    pids = tree_pids(supervisor, handle)
+    supervisor.shutdown()
+    assert supervisor.snapshot(handle).state == "killed"
+    for pid in pids:
+        wait_for(lambda pid=pid: gone(pid), timeout=5)
+    assert output(supervisor, handle)  # output stays readable after shutdown
+
+
+def test_stop_reaches_a_descendant_that_left_the_group(make) -> None:
+    supervisor = make()
+    handle = run(supervisor, py(TREE))
+    pids = tree_pids(supervisor, handle)
+    assert supervisor.stop(handle, "terminate", 0.2).state == "killed"
+    for pid in pids:
+        wait_for(lambda pid=pid: gone(pid), timeout=5)
+
+
+def test_a_grandchild_holding_the_pipe_does_not_hang_the_entry(make) -> None:
+    supervisor = make(drain_timeout_seconds=0.3)
+    code = ("import subprocess, sys; "
+            "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+            "print(p.pid, flush=True)")
+    handle = run(supervisor, py(code))
+    started_at = time.monotonic()
+    manifest = supervisor.wait(handle, timeout=10)
+    assert time.monotonic() - started_at < 5
+    assert manifest.state == "exited" and manifest.result.exit_code == 0
+    grandchild = int(output(supervisor, handle))
+    wait_for(lambda: gone(grandchild), timeout=5)  # no orphan outlives its entry
+
+
+# -- shutdown ------------------------------------------------------------------------
+def test_shutdown_is_shared_and_idempotent(make) -> None:
+    supervisor = make()
+    handles = [started(supervisor, code) for code in (SLEEPER, IGNORES_TERM, SLEEPER)]
+    errors: list[BaseException] = []
+
+    def stop_all() -> None:
+        try:
+            supervisor.shutdown()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=stop_all) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20)
+    assert not errors
+    states = [supervisor.snapshot(handle).state for handle in handles]
+    assert states == ["terminated", "killed", "terminated"]
+    supervisor.shutdown()  # again: nothing left to do
+    with pytest.raises(ProcessError) as raised:
+        run(supervisor, py("pass"))
+    assert raised.value.code == "supervisor_shutting_down"
+    assert output(supervisor, handles[0]) == b"up\n"
+
+
+# -- the terminalization gate --------------------------------------------------------
+def test_eight_concurrent_terminalizers_pass_the_gate_once(make, root: Path,
+                                                           recorder: Recorder) -> None:
+    store = CountingStore(root)
+    supervisor = make(store)
+    handle = run(supervisor, py("import time; time.sleep(0.2)"))
+    entry = supervisor.entry(handle)
+    barrier = threading.Barrier(8)
+    results: list[bool] = []
+
+    def terminalize() -> None:
+        barrier.wait()
+        results.append(entry.terminalize(Outcome("terminated")))
+
+    threads = [threading.Thread(target=terminalize) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    supervisor.wait(handle)
+    time.sleep(0.5)  # the natural exit arrives too, and must be a no-op
+    assert results.count(True) == 1
+    terminal_saves = {state: count for state, count in store.saves.items()
+                      if state not in ("starting", "running")}
+    # one terminal manifest, then the completion marker on that same terminal manifest
+    assert terminal_saves == {"terminated": 2}
+    manifest = store.load(handle)
+    assert manifest.state == "terminated" and manifest.completion_published == 1
+    assert [kind for kind, _, _ in recorder.events] == ["started", "completed"]
+    assert recorder.notices == [(manifest.events.command_id, handle)]
+
+
+# -- volume --------------------------------------------------------------------------
+def test_fifty_megabytes_as_fast_as_possible_are_all_accounted_for(make) -> None:
+    supervisor = make()
+    code = ("import os, sys\n"
+            "out, err = b'o' * 65536, b'e' * 65536\n"
+            "for n in range(610):\n"
+            "    os.write(1, out)\n"
+            "    if n % 4 == 0: os.write(2, err)\n"
+            "os.write(1, b'o' * 30000)\n")
+    handle = run(supervisor, py(code))
+    manifest = supervisor.wait(handle, timeout=60)
+    expected_out, expected_err = 610 * 65536 + 30000, 153 * 65536
+    total = expected_out + expected_err
+    assert total > 50_000_000
+    assert manifest.state == "exited" and manifest.cursors.total_bytes == total
+    data = SpoolReader(Path(supervisor.paths.spool(handle))).read(0, total).data
+    assert len(data) == total
+    assert data.count(b"o") == expected_out and data.count(b"e") == expected_err
+
+
+def test_output_beyond_the_ceiling_keeps_the_last_window(make) -> None:
+    supervisor = make(max_spool_bytes=256 * 1024, spool_segment_bytes=64 * 1024)
+    code = "import sys\nfor n in range(200000): print(n)\n"
+    handle = run(supervisor, py(code))
+    manifest = supervisor.wait(handle)
+    total = sum(len(f"{n}\n") for n in range(200000))
+    assert manifest.cursors.total_bytes == total
+    retained = manifest.cursors.retained_from
+    assert 256 * 1024 <= total - retained < 320 * 1024
+    chunk = supervisor.read(handle, 0, 1 << 20)
+    assert chunk.gap and chunk.data.endswith(b"199999\n")
+    rendered = supervisor.render(handle, retained, 1 << 20)
+    assert rendered.next_cursor == total and rendered.output.endswith("199999\n")
+
+
+# -- restore -------------------------------------------------------------------------
+def test_sigkill_of_the_owner_then_restore_reconciles(tmp_path: Path, root: Path) -> None:
+    journal_path = tmp_path / "state" / "events.ndjson"
+    code = "import time; print('working', flush=True); time.sleep(120)"
+    owner = subprocess.Popen(
+        [sys.executable, OWNER_SCRIPT, str(root), str(journal_path), str(tmp_path), "hold",
+         json.dumps(py(code))],
+        stdout=subprocess.PIPE, text=True,
+    )
+    assert owner.stdout is not None
+    started_line = json.loads(owner.stdout.readline())
+    handle, orphan = started_line["handle"], started_line["pid"]
+    spool = SpoolReader(root / f"{handle}.spool")
+    try:
+        wait_for(lambda: spool.extent().total_bytes == 8)
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+        assert ManifestStore(root).load(handle).state == "running"
+        journal = Journal(journal_path, tmp_path)
+        for _ in range(2):  # restoring twice is safe
+            supervisor = Supervisor(SupervisorConfig(**FAST), ManifestStore(root),
+                                    lifecycle=ProcessEventPublisher(journal))
+            report = supervisor.restore()
+            supervisor.shutdown()
+        manifest = ManifestStore(root).load(handle)
+        assert manifest.state == "lost_on_restore"
+        assert manifest.result.reason == "lost-on-restore" and manifest.finished_at
+        assert manifest.cursors.total_bytes == 8  # refreshed from the spool
+        assert report.reconciled == [] and [m.handle for m in report.reopened] == [handle]
+        lost = [event for event in journal.read() if event["type"] == "process_lost"]
+        assert len(lost) == 1 and lost[0]["eventId"] == manifest.events.lost
+        assert lost[0]["handle"] == handle and lost[0]["itemId"] == "001"
+        assert psutil.Process(orphan).is_running()  # restore never signals an old process
+        assert spool.read(0, 100).data == b"working\n"
+        with Supervisor(SupervisorConfig(**FAST), ManifestStore(root)) as later:
+            assert later.read(handle, 0, 100).data == b"working\n"
+            assert later.render(handle, 0, 100).output == "working\n"
+            assert later.wait(handle) == manifest
+            assert later.stop(handle) == manifest
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+        try:
+            psutil.Process(orphan).kill()  # the test's own cleanup, not the supervisor's
+        except psutil.NoSuchProcess:
+            pass
+
+
+def test_restore_reports_corrupt_records_and_continues(make, root: Path,
+                                                       recorder: Recorder) -> None:
+    first = make()
+    good = run(first, py("print('fine')"))
+    bad_spool = run(first, py("print('spool')"))
+    first.wait(good)
+    first.wait(bad_spool)
+    first.shutdown()
+    running = ManifestStore(root).load(good).to_dict()
+    running.update(state="running", finished_at=None,
+                   result={"exit_code": None, "reason": None}, completion_published=0)
+    running.pop("finished_at")
+    from git_forge.supervisor.handles import mint_handle
+    stale = mint_handle()
+    running["handle"] = stale
+    (root / f"{stale}.manifest.json").write_text(json.dumps(running))
+    corrupt = mint_handle()
+    (root / f"{corrupt}.manifest.json").write_bytes(b"{oops")
+    (root / f"{bad_spool}.spool" / "index.json").write_bytes(b"garbage")
+    recorder.events.clear()
+    report = make().restore()
+    assert [m.handle for m in report.reconciled] == [stale]
+    assert sorted(m.handle for m in report.reopened) == sorted([good, bad_spool])
+    assert {(error.handle, error.error.code) for error in report.errors} == {
+        (corrupt, "manifest_corrupt"), (bad_spool, "spool_corrupt"),
+    }
+    assert (root / f"{corrupt}.manifest.json").read_bytes() == b"{oops"
+    assert ManifestStore(root).load(stale).state == "lost_on_restore"
+    assert [(kind, handle) for kind, _, handle in recorder.events] == [("lost", stale)]
+
+
+def test_restore_publishes_a_completion_a_crash_left_unpublished(make, root: Path,
+                                                                 recorder: Recorder) -> None:
+    first = make()
+    handle = run(first, py("pass"))
+    first.wait(handle)
+    first.shutdown()
+    document = json.loads((root / f"{handle}.manifest.json").read_text())
+    document["completion_published"] = 0  # as if the owner died right after the terminal save
+    (root / f"{handle}.manifest.json").write_text(json.dumps(document))
+    recorder.events.clear()
+    recorder.notices.clear()
+    report = make().restore()
+    manifest = ManifestStore(root).load(handle)
+    assert report.published == [handle] and manifest.completion_published == 1
+    assert recorder.events == [("completed", manifest.events.completed, handle)]
+    assert recorder.notices == [(manifest.events.command_id, handle)]
+
+
+def test_one_owner_per_process_root(make, root: Path) -> None:
+    first = make()
+    with pytest.raises(ProcessError) as raised:
+        make()
+    assert raised.value.code == "supervisor_busy"
+    first.shutdown()
+    make()  # the lock went with the first owner
+
+
+def test_a_stop_request_file_reaches_the_owner(make, root: Path) -> None:
+    from git_forge.supervisor.requests import StopRequest, write_stop_request
+
+    supervisor = make()
+    handle = started(supervisor, SLEEPER)
+    write_stop_request(supervisor.paths, handle, StopRequest("kill"))
+    manifest = supervisor.wait(handle, timeout=5)
+    assert manifest.state == "killed"
+    assert not (root / f"{handle}.stop.json").exists()
+
+
+def test_settings_are_validated() -> None:
+    assert SupervisorConfig.from_settings({"maxProcessSpoolBytes": 1024}).max_spool_bytes == 1024
+    for settings in ({"maxProcesses": 0}, {"graceSeconds": "soon"}, {"spoolSegmentBytes": 1 << 23},
+                     {"unknownKey": 1}, {"maxProcesses": 1.5}):
+        with pytest.raises(ProcessError) as raised:
+            SupervisorConfig.from_settings(settings)
+        assert raised.value.code == "invalid_settings"
