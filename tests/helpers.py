@@ -57,3 +57,73 @@ def snapshot(root: Path | str, *, skip_git: bool = True) -> dict[str, bytes]:
         if path.is_file() and not path.is_symlink():
             files[rel] = path.read_bytes()
     return files
+
+
+class PtySession:
+    """A real pseudo-terminal running ``git-forge ARGS`` — for interactive flows.
+
+    ``expect`` waits for text to appear after what was already consumed;
+    ``send`` types a line; ``finish`` reads to the end and returns the exit code.
+    """
+
+    def __init__(self, *args: str, cwd: Path | str, env: dict[str, str] | None = None) -> None:
+        import pty
+
+        self.transcript = b""
+        self._seen = 0
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # pragma: no cover - the child process
+            try:
+                os.chdir(cwd)
+                argv = forge_argv() + list(args)
+                os.execvpe(argv[0], argv, {**os.environ, **(env or {})})
+            finally:
+                os._exit(127)
+
+    def _read(self, timeout: float) -> bool:
+        import select
+
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return True
+        try:
+            chunk = os.read(self.fd, 65536)
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        self.transcript += chunk
+        return True
+
+    def expect(self, text: str, timeout: float = 30) -> str:
+        import time
+
+        needle = text.encode()
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.transcript.find(needle, self._seen)
+            if found >= 0:
+                self._seen = found + len(needle)
+                return self.text
+            if time.monotonic() > deadline or not self._read(0.2):
+                raise AssertionError(f"{text!r} did not appear; transcript:\n{self.text}")
+
+    def send(self, line: str) -> None:
+        os.write(self.fd, line.encode() + b"\r")
+
+    def interrupt(self) -> None:
+        os.write(self.fd, b"\x03")
+
+    def finish(self, timeout: float = 60) -> int:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self._read(0.2):
+            pass
+        _, status = os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        return os.waitstatus_to_exitcode(status)
+
+    @property
+    def text(self) -> str:
+        return self.transcript.decode("utf-8", "replace")

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "backlog",
     "status",
     "config",
+    "reconcile",
     "preflight",
     "hooks",
     "proc",

@@ -1,0 +1,182 @@
+"""``git forge reconcile`` — stranded work: detect, attribute, decide, execute.
+
+Without a decision nothing changes: on a terminal it asks one question per
+group (discard needs a second confirmation listing the exact paths); otherwise
+``--commit/--stash/--leave GROUP`` and ``--discard GROUP --confirm-discard``
+decide. A clean tree is silent. Exit 0 when the tree is clean afterwards, 6 when
+stranded work remains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from git_forge.cli.output import emit_json, paint
+
+EXIT_TREE_DIRTY = 6
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "reconcile", help="decide what happens to stranded work in the tree",
+        description="Detect uncommitted work, attribute it to backlog items (candidates, "
+                    "from state.json, events.ndjson, item commits and stashes), and commit, "
+                    "stash, discard or leave each group. Nothing changes without a decision.",
+    )
+    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
+                        help="project path (default: .)")
+    parser.add_argument("--backlog", metavar="DIR",
+                        help="backlog directory, relative to the project root")
+    parser.add_argument("--commit", action="append", default=[], metavar="GROUP",
+                        help="commit the group's paths ([forge] <id>: stranded work (reconciled))")
+    parser.add_argument("--stash", action="append", default=[], metavar="GROUP",
+                        help="stash exactly the group's paths")
+    parser.add_argument("--discard", action="append", default=[], metavar="GROUP",
+                        help="discard the group's paths (needs --confirm-discard; saved to "
+                             "refs/forge/discarded/<time> first)")
+    parser.add_argument("--confirm-discard", action="store_true",
+                        help="the second, explicit confirmation a discard needs")
+    parser.add_argument("--leave", action="append", default=[], metavar="GROUP",
+                        help="leave the group as it is")
+    parser.add_argument("--restore", metavar="REF",
+                        help="put back what a discard saved under REF")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=run)
+
+
+def _flag_decisions(args: argparse.Namespace) -> dict[str, object]:
+    from git_forge.errors import UsageError
+    from git_forge.tree.reconcile import Decision
+
+    decisions: dict[str, Decision] = {}
+    for action in ("commit", "stash", "discard", "leave"):
+        for group in getattr(args, action):
+            if group in decisions:
+                raise UsageError(f"group {group} has two decisions")
+            decisions[group] = Decision(action, confirmed=args.confirm_discard)  # type: ignore
+    if args.discard and not args.confirm_discard:
+        raise UsageError("--discard needs --confirm-discard (a discard is confirmed twice)")
+    return decisions
+
+
+def render_plan(plan) -> list[str]:
+    from git_forge.tree.reconcile import porcelain_lines
+
+    lines: list[str] = []
+    if plan.groups:
+        lines.append(paint("Stranded work", "bold")
+                     + " (attributions are candidates, not facts):")
+    for group in plan.groups:
+        title = {"item": f"candidate of item {group.item_id}",
+                 "recovery": "this recovery's own backlog change",
+                 "unattributed": "not attributable to any item"}[group.kind]
+        lines.append(f"  {paint(group.id, 'cyan')}  {title}")
+        lines += [f"      evidence: {note}" for note in group.evidence]
+        lines += [f"      {line}" for line in porcelain_lines(group)]
+    if plan.stashes:
+        lines.append("Stashes that name an item (never applied or dropped by git-forge):")
+        for stash in plan.stashes:
+            lines.append(f"  {stash.ref}  item {stash.item_id}: {stash.message}")
+            lines += [f"      {hint}" for hint in stash.hints]
+    lines += [f"  note: {note}" for note in plan.notes]
+    return lines
+
+
+def render_actions(actions) -> list[str]:
+    from git_forge.tree.reconcile import discard_hints
+
+    lines = []
+    for action in actions:
+        if action.action == "commit":
+            text = f"committed as {action.commit[:12]}"
+        elif action.action == "stash":
+            text = f"stashed as {action.ref} ({action.commit[:12]})"
+        elif action.action == "discard":
+            text = f"discarded; saved to {action.ref}; restore with: " + discard_hints(action)[0]
+        else:
+            text = "left as it is"
+        if not action.verified:
+            text += " — but some paths are still dirty"
+        lines.append(f"  {action.group}: {text}")
+    return lines
+
+
+def ask_decisions(plan) -> dict[str, object]:
+    """One question per group on a terminal; discard is confirmed a second time."""
+    from git_forge.cli import ask
+    from git_forge.tree.reconcile import Decision, porcelain_lines
+
+    decisions: dict[str, Decision] = {}
+    for group in plan.groups:
+        what = {"item": f"commit for item {group.item_id}", "recovery": "commit",
+                "unattributed": "commit"}[group.kind]
+        choice = ask.choose(f"{group.id}:", [("c", what), ("s", "stash"), ("d", "discard"),
+                                              ("l", "leave")], default="leave")
+        if choice == "discard":
+            print("These paths will be discarded (saved to refs/forge/discarded/… first):")
+            for line in porcelain_lines(group):
+                print(f"    {line}")
+            if not ask.confirm("Discard exactly these paths?"):
+                choice = "leave"
+        action = "commit" if choice.startswith("commit") else choice
+        decisions[group.id] = Decision(action, confirmed=action == "discard")  # type: ignore
+    return decisions
+
+
+def run(args: argparse.Namespace) -> int:
+    from git_forge.cli import ask
+    from git_forge.loop.evidence import gather
+    from git_forge.tree import reconcile
+    from git_forge.tree.discard import restore_discarded
+    from git_forge.tree.preflight import runner_owned
+    from git_forge.tree.repo import open_repo
+    from git_forge.tree.status import porcelain
+    from git_forge.workspace import locate
+
+    workspace = locate(args.path, args.backlog)
+    repo = open_repo(workspace.root)
+    if args.restore:
+        restored = restore_discarded(repo, args.restore)
+        if args.json:
+            emit_json({"restored": restored, "ref": args.restore})
+        else:
+            print(f"restored {len(restored)} path(s) from {args.restore}")
+        return 0
+
+    decisions = _flag_decisions(args)
+    entries = porcelain(repo)
+    owned = runner_owned(entries, Path(workspace.root), workspace.state_dir,
+                         workspace.backlog_file)
+    plan = reconcile.plan(repo, gather(workspace.state_dir), exclude=owned, entries=entries)
+    for group_id in decisions:
+        plan.group(group_id)  # an unknown group is refused before anything runs
+    if not plan.groups:
+        if args.json:
+            emit_json({"groups": [], "stashes": [s.to_json() for s in plan.stashes],
+                       "actions": []})
+        return 0
+
+    interactive = not decisions and not args.json and ask.interactive()
+    if not args.json:
+        print("\n".join(render_plan(plan)))
+    if interactive:
+        decisions = ask_decisions(plan)
+    actions = reconcile.execute(repo, plan, decisions)
+    remaining = reconcile.plan(repo, gather(workspace.state_dir),
+                               exclude=runner_owned(porcelain(repo), Path(workspace.root),
+                                                    workspace.state_dir,
+                                                    workspace.backlog_file)).groups
+    if args.json:
+        emit_json({"groups": [g.to_json() for g in plan.groups],
+                   "stashes": [s.to_json() for s in plan.stashes],
+                   "actions": [a.to_json() for a in actions]})
+    else:
+        if actions:
+            print("Actions:")
+            print("\n".join(render_actions(actions)))
+        if remaining and not decisions:
+            print("Nothing was changed. Decide with --commit/--stash/--leave GROUP or "
+                  "--discard GROUP --confirm-discard.", file=sys.stderr)
+    return 0 if not remaining else EXIT_TREE_DIRTY

@@ -1,0 +1,53 @@
+"""What a prior run left behind to attribute stranded work by.
+
+``state.json`` gives the run's base commit and the item in flight (set for the
+duration of an iteration); ``events.ndjson`` gives the same from the journal:
+the latest ``item_selected`` / ``llm_spawned`` without a matching
+``llm_exited``. Both are *evidence*, read tolerantly: a missing or unreadable
+state.json makes every stranded path unattributed rather than stopping anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from git_forge.atomic import StoreError
+from git_forge.layout import EVENTS_FILE
+from git_forge.loop.journal import Journal
+from git_forge.loop.state import read_state
+from git_forge.tree.reconcile import Evidence
+
+
+def in_flight_from_events(events: list[dict]) -> str | None:
+    """The item of the latest selection or spawn that no ``llm_exited`` followed."""
+    in_flight: str | None = None
+    for event in events:
+        kind, item = event.get("type"), event.get("itemId")
+        if kind in ("item_selected", "llm_spawned") and item is not None:
+            in_flight = str(item)
+        elif kind == "llm_exited" and item is not None and str(item) == in_flight:
+            in_flight = None
+    return in_flight
+
+
+def gather(state_dir: Path) -> Evidence:
+    """The prior run's evidence, with a citation for each fact used."""
+    try:
+        state = read_state(state_dir)
+    except StoreError as exc:
+        return Evidence(problem=f"state.json unreadable: {exc.message}")
+    if not isinstance(state, dict):
+        return Evidence(problem="no state.json from a prior run" if state is None
+                        else "state.json is not a JSON object")
+    base = state.get("baseCommitHash") if isinstance(state.get("baseCommitHash"), str) else None
+    current = state.get("currentItem")
+    citations = [f"state.json: run {state.get('runId') or '?'} started "
+                 f"{state.get('startedAt') or '?'}, base commit "
+                 f"{base[:12] if base else 'none'}, item in flight "
+                 f"{current if current is not None else 'none'}"]
+    events = Journal(Path(state_dir) / EVENTS_FILE, state_dir).read()
+    from_events = in_flight_from_events(events)
+    if from_events is not None:
+        citations.append(f"events.ndjson: item {from_events} was selected and never exited")
+    in_flight = str(current) if current is not None else from_events
+    return Evidence(base_commit=base, in_flight=in_flight, citations=tuple(citations))

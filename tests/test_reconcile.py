@@ -1,0 +1,161 @@
+"""git forge reconcile: attribution as candidates, and nothing changes without a decision."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import PtySession, git, run_forge, snapshot
+
+from git_forge.loop.state import RunState, write_state
+
+
+@pytest.fixture
+def project(git_repo: Path) -> Path:
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    for title in ("One", "Two", "Three"):
+        run_forge("backlog", "add", "--title", title, cwd=git_repo)
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "backlog", cwd=git_repo)
+    base = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    (git_repo / "a.txt").write_text("item one\n")
+    git("add", "a.txt", cwd=git_repo)
+    git("commit", "-qm", "[forge] 001: One", cwd=git_repo)
+    write_state(git_repo / ".forge", RunState(status="stopped", startedAt="2026-01-01T00:00:00Z",
+                                              currentItem="002", baseCommitHash=base,
+                                              runId="r1"))
+    return git_repo
+
+
+def dirty(project: Path) -> None:
+    (project / "a.txt").write_text("item one, more\n")  # touched by item 001's commit
+    (project / "b dir").mkdir()
+    (project / "b dir" / "new.txt").write_text("in flight\n")  # → item in flight (002)
+
+
+def report(project: Path, *args: str) -> tuple[int, dict]:
+    result = run_forge("reconcile", "--json", *args, cwd=project)
+    return result.returncode, json.loads(result.stdout) if result.stdout else {}
+
+
+def test_clean_tree_is_silent(project: Path) -> None:
+    result = run_forge("reconcile", cwd=project)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert report(project) == (0, {"groups": [], "stashes": [], "actions": []})
+
+
+def test_attribution_is_candidates_and_nothing_changes(project: Path) -> None:
+    dirty(project)
+    before = snapshot(project)
+    code, document = report(project)
+    assert code == 6
+    groups = {g["id"]: g for g in document["groups"]}
+    assert list(groups) == ["item-001", "item-002"]
+    assert groups["item-001"]["paths"] == [{"path": "a.txt", "xy": " M"}]
+    assert groups["item-001"]["candidate"] is True
+    assert any("touched by item 001's commit" in e for e in groups["item-001"]["evidence"])
+    assert groups["item-002"]["paths"] == [{"path": "b dir/new.txt", "xy": "??"}]
+    assert any("in flight" in e for e in groups["item-002"]["evidence"])
+    assert document["actions"] == []
+    human = run_forge("reconcile", cwd=project)
+    assert human.returncode == 6 and "candidate of item 001" in human.stdout
+    assert "Nothing was changed" in human.stderr
+    assert snapshot(project) == before
+
+
+@pytest.mark.parametrize("state", [None, "{torn"])
+def test_missing_or_corrupt_evidence_is_one_unattributed_group(project: Path,
+                                                               state: str | None) -> None:
+    state_file = project / ".forge" / "state.json"
+    if state is None:
+        state_file.unlink()
+    else:
+        state_file.write_text(state)
+    dirty(project)
+    code, document = report(project)
+    assert code == 6
+    assert [(g["id"], len(g["paths"])) for g in document["groups"]] == [("unattributed", 2)]
+
+
+def test_commit_a_group_touches_only_its_paths(project: Path) -> None:
+    dirty(project)
+    (project / "README.md").write_text("operator edit\n")  # also a candidate of 002
+    before = snapshot(project)
+    code, document = report(project, "--commit", "item-001")
+    assert code == 6
+    assert [a["group"] for a in document["actions"]] == ["item-001"]
+    assert git("log", "-1", "--format=%s", cwd=project).strip() == (
+        "[forge] 001: stranded work (reconciled)")
+    assert git("show", "--name-only", "--format=", "HEAD", cwd=project) == "a.txt\n"
+    assert snapshot(project) == before  # the working tree itself is unchanged
+    assert git("status", "--porcelain", "-uall", cwd=project) == (
+        ' M README.md\n?? "b dir/new.txt"\n')
+
+
+def test_stash_a_group(project: Path) -> None:
+    dirty(project)
+    code, document = report(project, "--stash", "item-001", "--leave", "item-002")
+    assert code == 6
+    assert (project / "a.txt").read_text() == "item one\n"
+    assert (project / "b dir" / "new.txt").exists()
+    assert "stranded work from item 001" in git("stash", "list", cwd=project)
+    assert document["actions"][0]["ref"] == "stash@{0}"
+    code, document = report(project)
+    assert [s["itemId"] for s in document["stashes"]] == ["001"]
+
+
+def test_discard_needs_confirmation_and_is_recoverable(project: Path) -> None:
+    dirty(project)
+    before = snapshot(project)
+    result = run_forge("reconcile", "--discard", "item-002", cwd=project)
+    assert result.returncode == 2 and result.stderr.startswith("Error: --discard needs")
+    assert snapshot(project) == before
+    code, document = report(project, "--discard", "item-002", "--confirm-discard",
+                            "--commit", "item-001")
+    assert code == 0
+    ref = next(a["ref"] for a in document["actions"] if a["action"] == "discard")
+    assert ref.startswith("refs/forge/discarded/")
+    assert not (project / "b dir" / "new.txt").exists()
+    assert git("show", f"{ref}:b dir/new.txt", cwd=project) == "in flight\n"
+    assert git("status", "--porcelain", cwd=project) == ""
+    restored = run_forge("reconcile", "--restore", ref, cwd=project)
+    assert restored.returncode == 0
+    assert (project / "b dir" / "new.txt").read_text() == "in flight\n"
+
+
+def test_unknown_group_is_refused_before_anything_runs(project: Path) -> None:
+    dirty(project)
+    before = snapshot(project)
+    result = run_forge("reconcile", "--commit", "item-001", "--stash", "item-999", cwd=project)
+    assert result.returncode == 2 and "no group item-999" in result.stderr
+    assert snapshot(project) == before
+
+
+def test_interactive_discard_is_confirmed_twice(project: Path) -> None:
+    dirty(project)
+    session = PtySession("reconcile", cwd=project)
+    session.expect("item-001:")
+    session.send("c")
+    session.expect("item-002:")
+    session.send("d")
+    text = session.expect("Discard exactly these paths?")
+    assert "?? \"b dir/new.txt\"" in text
+    session.send("y")
+    assert session.finish() == 0, session.text
+    assert git("status", "--porcelain", cwd=project) == ""
+    assert git("for-each-ref", "refs/forge/discarded", cwd=project).strip()
+
+
+def test_interactive_discard_declined_leaves_the_group(project: Path) -> None:
+    dirty(project)
+    session = PtySession("reconcile", cwd=project)
+    session.expect("item-001:")
+    session.send("")
+    session.expect("item-002:")
+    session.send("discard")
+    session.expect("Discard exactly these paths?")
+    session.send("n")
+    assert session.finish() == 6, session.text
+    assert (project / "b dir" / "new.txt").exists() and (project / "a.txt").exists()
+    assert not git("for-each-ref", "refs/forge/discarded", cwd=project).strip()
