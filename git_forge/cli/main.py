@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "preflight",
     "hooks",
     "proc",
+    "loop",
 )
 
 EXIT_INTERRUPTED = 130

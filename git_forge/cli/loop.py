@@ -1,0 +1,221 @@
+"""``git forge loop run|stop`` — the embedded loop runner.
+
+``loop run`` exit codes: 0 every item done, or the iteration budget spent with
+work still selectable; 1 error; 2 refused (pre-launch check, lock held, bad
+arguments); 3 paused for a human; 5 ended with nothing selectable while blocked
+items remain; 130 stopped (signal or ``loop stop``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import signal
+import sys
+import threading
+from typing import Any
+
+from git_forge.cli.output import color_enabled, paint
+
+
+def _add_location(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
+                        help="project path (default: .)")
+    parser.add_argument("--backlog", metavar="DIR",
+                        help="backlog directory, relative to the project root")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "loop", help="run the agent loop over the backlog, or stop it",
+        description="The embedded loop runner: runs an agent on each ready backlog item under "
+                    "a crash-safe supervisor, commits done items and keeps the tree clean.",
+    )
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+    run = verbs.add_parser(
+        "run", help="run the loop",
+        description="Run the pre-launch check, then iterate: select the next ready item, "
+                    "start the agent with the item's prompt on stdin, read its final signal "
+                    "(FORGE_DONE / FORGE_BLOCKED: … / FORGE_NEEDS_HUMAN: …) and act on it. "
+                    "Exit: 0 done or budget spent, 1 error, 2 refused, 3 paused for a human, "
+                    "5 ended with blocked items, 130 stopped.")
+    _add_location(run)
+    run.add_argument("--agent", metavar="CMD",
+                     help="the agent command line, split once, never through a shell; "
+                          "{prompt_file} is replaced by a file holding the prompt "
+                          "(default: loop.agent)")
+    run.add_argument("--iterations", type=int, metavar="N",
+                     help="agent starts in this run, retries included (default: loop.iterations)")
+    run.add_argument("--retries", type=int, metavar="N",
+                     help="retries of an item that gives no signal (default: loop.retries)")
+    run.add_argument("--timeout", type=float, metavar="MIN",
+                     help="minutes an agent may run, fractions allowed "
+                          "(default: loop.timeoutMinutes)")
+    run.add_argument("--prompt-file", metavar="FILE",
+                     help="text prepended to every prompt (default: loop.promptFile)")
+    run.add_argument("--pause-on-needs-human", action="store_true", default=None,
+                     help="stop (exit 3) at the first item that needs a human")
+    run.add_argument("--follow", action="store_true", help="stream the agent's output")
+    run.add_argument("--ndjson", action="store_true", help="stream the journal as NDJSON")
+    run.add_argument("--force", action="store_true",
+                     help="launch despite the pre-launch check, a detached HEAD or an unborn "
+                          "branch (work already in the tree is left alone)")
+    run.set_defaults(func=run_loop)
+
+    stop = verbs.add_parser("stop", help="ask a running loop to stop gracefully",
+                            description="Ask the loop running on this backlog to stop: its "
+                                        "agents are terminated (grace, then kill) and the run "
+                                        "ends with state 'stopped'. Exit 1 when none runs.")
+    _add_location(stop)
+    stop.set_defaults(func=stop_loop)
+
+
+class TerminalProgress:
+    """One live status line on a terminal, plain lines elsewhere, or NDJSON."""
+
+    def __init__(self, *, follow: bool, ndjson: bool, stream=None) -> None:
+        self.stream = stream or sys.stdout
+        self.follow = follow
+        self.ndjson = ndjson
+        self.live = not ndjson and color_enabled(self.stream)
+        self.line = ""
+        self.max = 0
+        self.number = 0
+        self.item = ""
+
+    def _write(self, text: str) -> None:
+        if self.live and self.line:
+            self.stream.write("\r\x1b[K")
+        self.stream.write(text + "\n")
+        if self.live and self.line:
+            self.stream.write(self.line)
+        self.stream.flush()
+
+    def started(self, run_id: str, max_iterations: int) -> None:
+        if not self.ndjson:
+            self._write(f"loop {run_id}: up to {max_iterations} iteration(s)")
+
+    def iteration(self, number: int, max_iterations: int, item: dict[str, Any]) -> None:
+        self.number, self.max = number, max_iterations
+        self.item = f"{item['id']} {item.get('title', '')}"
+        if not self.ndjson and not self.live:
+            self._write(f"[{number}/{max_iterations}] {self.item}")
+
+    def tick(self, elapsed: float, output_bytes: int) -> None:
+        if not self.live:
+            return
+        size = f"{output_bytes / 1024:.1f} KiB" if output_bytes >= 1024 else f"{output_bytes} B"
+        self.line = paint(f"[{self.number}/{self.max}] {self.item} — {elapsed:.0f}s, {size}",
+                          "dim")
+        self.stream.write("\r\x1b[K" + self.line)
+        self.stream.flush()
+
+    def output(self, text: str) -> None:
+        if self.follow and not self.ndjson:
+            for line in text.rstrip("\n").split("\n"):
+                self._write(f"  | {line}")
+
+    def finished(self, item: dict[str, Any], outcome: str, detail: str) -> None:
+        if self.ndjson:
+            return
+        style = {"done": "green", "retry": "yellow"}.get(outcome, "red")
+        if self.live:
+            self.stream.write("\r\x1b[K")
+            self.line = ""
+        self._write(f"  {item['id']} {paint(outcome, style)}: {detail}")
+
+    def event(self, event: dict[str, Any]) -> None:
+        if self.ndjson:
+            self.stream.write(json.dumps(event, ensure_ascii=False) + "\n")
+            self.stream.flush()
+
+    def note(self, text: str) -> None:
+        if not self.ndjson:
+            self._write(f"  note: {text}")
+
+    def close(self) -> None:
+        if self.live and self.line:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.line = ""
+
+
+def _options(args: argparse.Namespace, workspace) -> Any:
+    from pathlib import Path
+
+    from git_forge.errors import UsageError
+    from git_forge.loop.runner import LoopOptions
+
+    loop = workspace.config.section("loop")
+    agent = args.agent if args.agent is not None else loop.get("agent")
+    try:
+        argv = shlex.split(agent) if isinstance(agent, str) else list(agent or [])
+    except ValueError as exc:
+        raise UsageError(f"cannot split the agent command line: {exc}") from exc
+    prompt_file = args.prompt_file or loop.get("promptFile")
+    if prompt_file:
+        prompt_file = Path(prompt_file)
+        if not prompt_file.is_absolute():
+            prompt_file = workspace.root / prompt_file
+        if not prompt_file.is_file():
+            raise UsageError(f"no prompt file at {prompt_file}")
+    timeout = args.timeout if args.timeout is not None else loop.get("timeoutMinutes")
+    if timeout is not None and not timeout > 0:
+        raise UsageError("--timeout must be a positive number of minutes")
+    pause = args.pause_on_needs_human
+    return LoopOptions(
+        agent=argv,
+        iterations=args.iterations if args.iterations is not None else loop.get("iterations", 50),
+        retries=args.retries if args.retries is not None else loop.get("retries", 2),
+        timeout_minutes=timeout,
+        pause_on_needs_human=bool(pause if pause is not None else loop.get("pauseOnNeedsHuman")),
+        force=args.force,
+        prompt_file=prompt_file,
+    )
+
+
+def run_loop(args: argparse.Namespace) -> int:
+    from git_forge.cli.preflight import render_stop
+    from git_forge.loop.runner import LoopRefused, run_loop
+    from git_forge.workspace import locate
+
+    workspace = locate(args.path, args.backlog)
+    options = _options(args, workspace)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set())
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    progress = TerminalProgress(follow=args.follow, ndjson=args.ndjson)
+    try:
+        result = run_loop(workspace, options, progress, stop)
+    except LoopRefused as exc:
+        lines = (render_stop(exc.preflight) if exc.preflight.status == "stop" else
+                 ["Error: the working tree has uncommitted changes; commit or stash them "
+                  "first:", *(f"  {line}" for line in exc.preflight.lines)])
+        print("\n".join(lines), file=sys.stderr)
+        return exc.exit_code
+    finally:
+        progress.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if not args.ndjson:
+        state = result.state
+        print(f"{result.status}: {len(state.completedItems)} done, "
+              f"{len(state.needsHumanItems)} need a human, {len(state.blockedItems)} blocked, "
+              f"{len(state.deferredItems)} deferred")
+        if result.message:
+            print(result.message, file=sys.stderr if result.exit_code else sys.stdout)
+    return result.exit_code
+
+
+def stop_loop(args: argparse.Namespace) -> int:
+    from git_forge.loop.control import request_stop
+    from git_forge.workspace import locate
+
+    workspace = locate(args.path, args.backlog)
+    if not request_stop(workspace.state_dir):
+        print("Error: no loop is running on this backlog", file=sys.stderr)
+        return 1
+    print("asked the running loop to stop")
+    return 0

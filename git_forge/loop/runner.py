@@ -1,0 +1,473 @@
+"""The embedded loop: pick a ready item, run the agent on it, act on its signal.
+
+One run, in order (runner.md): the pre-launch check → the loop lock → rotate
+the journal and restore the supervisor (a process a crashed run left
+``running`` becomes ``lost_on_restore`` and its item goes back to pending) →
+iterate → end. The runner keeps the tree clean on its own account: a done item
+is committed with its work; a blocked, needs-human or deferred outcome stashes
+the agent's leftovers (only those paths) and commits the backlog change alone.
+
+Rendering is not done here: the caller passes a ``Progress`` whose hooks it
+implements (a live line on a terminal, plain lines, or the journal as NDJSON).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from git_forge.atomic import FileLock, atomic_write, read_lock_holder
+from git_forge.backlog.model import select_next
+from git_forge.backlog.store import BacklogStore
+from git_forge.errors import ForgeError
+from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR
+from git_forge.loop import control
+from git_forge.loop.journal import Journal
+from git_forge.loop.process_events import ProcessEventPublisher
+from git_forge.loop.prompt import build_prompt
+from git_forge.loop.signals import Signal, parse_signal
+from git_forge.loop.state import RunState, write_state
+from git_forge.supervisor.config import SupervisorConfig
+from git_forge.supervisor.lifecycle import ProcessError
+from git_forge.supervisor.manifest import ManifestStore
+from git_forge.supervisor.process import PreparedProcess
+from git_forge.supervisor.supervisor import Supervisor
+from git_forge.tree.commit import commit_paths
+from git_forge.tree.identity import author_and_committer
+from git_forge.tree.preflight import Preflight, check
+from git_forge.tree.repo import Repo, open_repo
+from git_forge.tree.stash import stash_paths
+from git_forge.tree.status import porcelain
+from git_forge.workspace import Workspace
+
+# Exit codes of `git forge loop run` (runner.md, settled details).
+EXIT_DONE = 0
+EXIT_ERROR = 1
+EXIT_REFUSED = 2
+EXIT_PAUSED = 3
+EXIT_BLOCKED = 5
+EXIT_STOPPED = 130
+
+#: How much of the end of an agent's output is searched for its signal.
+SIGNAL_WINDOW = 64 * 1024
+#: How often the loop looks for a stop request while an agent runs.
+POLL_SECONDS = 0.25
+
+
+class LoopError(ForgeError):
+    """The loop refused to start (exit 2) or failed (exit 1)."""
+
+
+class LoopRefused(LoopError):
+    """The pre-launch check said STOP; ``preflight`` carries what it found."""
+
+    def __init__(self, message: str, preflight: Preflight) -> None:
+        super().__init__(message, exit_code=EXIT_REFUSED)
+        self.preflight = preflight
+
+
+@dataclass(frozen=True)
+class LoopOptions:
+    agent: list[str]
+    iterations: int = 50
+    retries: int = 2
+    timeout_minutes: float | None = 30.0
+    pause_on_needs_human: bool = False
+    force: bool = False
+    prompt_file: Path | None = None
+
+
+class Progress:
+    """What the loop tells its caller as it goes; every hook is optional."""
+
+    def started(self, run_id: str, max_iterations: int) -> None: ...
+    def iteration(self, number: int, max_iterations: int, item: dict[str, Any]) -> None: ...
+    def tick(self, elapsed: float, output_bytes: int) -> None: ...
+    def output(self, text: str) -> None: ...
+    def finished(self, item: dict[str, Any], outcome: str, detail: str) -> None: ...
+    def event(self, event: dict[str, Any]) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+@dataclass
+class LoopResult:
+    exit_code: int
+    status: str
+    run_id: str
+    state: RunState
+    message: str = ""
+
+
+class _Journal(Journal):
+    """The run's journal, also handing each appended event to the progress."""
+
+    def __init__(self, path: Path, project: Path, progress: Progress) -> None:
+        super().__init__(path, project)
+        self.progress = progress
+
+    def append(self, type: str, event_id: str | None = None, **fields: Any):  # noqa: A002
+        event = super().append(type, event_id, **fields)
+        if event is not None:
+            self.progress.event(event)
+        return event
+
+
+@dataclass
+class _Run:
+    """Everything one run carries between iterations."""
+
+    workspace: Workspace
+    options: LoopOptions
+    progress: Progress
+    repo: Repo
+    store: BacklogStore
+    journal: _Journal
+    supervisor: Supervisor
+    state: RunState
+    stop: Callable[[], bool]
+    preexisting: frozenset[str] = frozenset()
+    attempts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def backlog_rel(self) -> str:
+        return self.workspace.relative(self.workspace.backlog_file)
+
+    def save(self, **changes: Any) -> None:
+        for key, value in changes.items():
+            setattr(self.state, key, value)
+        write_state(self.workspace.state_dir, self.state)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
+
+
+def _refuse_unless_forced(repo: Repo, workspace: Workspace, force: bool) -> frozenset[str]:
+    """The pre-launch check and the HEAD refusals; returns the paths that were
+    dirty before the run (only possible with ``--force``), which the run leaves alone."""
+    if repo.is_unborn and not force:
+        raise LoopError("the branch has no commit yet (unborn); commit something first",
+                        exit_code=EXIT_REFUSED)
+    if repo.is_detached and not force:
+        raise LoopError("HEAD is detached; check out a branch first", exit_code=EXIT_REFUSED)
+    result = check(workspace.root, workspace.state_dir, workspace.backlog_file)
+    if result.status == "ok":
+        return frozenset()
+    if not force:
+        raise LoopRefused("the pre-launch check stopped this launch", result)
+    return frozenset(entry.path for entry in result.entries)
+
+
+def _restore(run: _Run) -> None:
+    """Reconcile the processes a crashed run left, and put its items back."""
+    report = run.supervisor.restore()
+    lost = {m.origin.item_id: m.handle for m in report.reconciled if m.origin.item_id}
+    for error in report.errors:
+        run.progress.note(f"restore: process {error.handle}: {error.error}")
+    reset = []
+    for item in run.store.items():
+        if item.get("status") != "in_progress":
+            continue
+        item_id = str(item["id"])
+        if item_id in lost:
+            note = f"process {lost[item_id]} lost when a run crashed; back to pending"
+            notes = "\n".join(filter(None, [str(item.get("notes") or ""), note]))
+            run.store.transition(item_id, "pending", notes=notes)
+            reset.append(item_id)
+        else:  # a crashed run's bookkeeping mark: nothing to note
+            run.store.transition(item_id, "pending")
+    if reset and run.backlog_rel in _dirty(run):
+        commit_paths(run.repo, [run.backlog_rel],
+                     f"[forge] {', '.join(reset)}: back to pending (process lost)")
+    for item_id in reset:
+        run.progress.note(f"item {item_id}: its process was lost in a crash; back to pending")
+
+
+def _dirty(run: _Run) -> list[str]:
+    """Changed paths the run may act on: not state files, not pre-existing."""
+    state_rel = run.workspace.relative(run.workspace.state_dir)
+    paths = []
+    for entry in porcelain(run.repo):
+        path = entry.path
+        if path in run.preexisting or path == state_rel or path.startswith(state_rel + "/"):
+            if path != run.backlog_rel:
+                continue
+        paths.append(path)
+    return list(dict.fromkeys(paths))
+
+
+def _prepare(run: _Run, item: dict[str, Any], prompt: str, number: int) -> PreparedProcess:
+    argv = list(run.options.agent)
+    stdin: bytes | None = prompt.encode("utf-8")
+    if any("{prompt_file}" in arg for arg in argv):
+        prompt_path = run.workspace.state_dir / f"prompt-{item['id']}.md"
+        atomic_write(prompt_path, stdin, mode=0o600)
+        argv = [arg.replace("{prompt_file}", str(prompt_path)) for arg in argv]
+        stdin = None
+    env = {**os.environ, "FORGE_ITEM_ID": str(item["id"]), "FORGE_ITERATION": str(number),
+           "FORGE_RUN_ID": run.state.runId or ""}
+    timeout = run.options.timeout_minutes * 60 if run.options.timeout_minutes else None
+    return PreparedProcess(argv=argv, cwd=run.workspace.root, env=env, stdin=stdin,
+                           timeout=timeout)
+
+
+def _wait(run: _Run, handle: str) -> tuple[Any, bool]:
+    """Wait for the agent, following its output; ``(manifest, stopped)``."""
+    started = time.monotonic()
+    cursor = 0
+    while True:
+        try:
+            manifest = run.supervisor.wait(handle, timeout=POLL_SECONDS)
+            done = True
+        except ProcessError as exc:
+            if exc.code != "wait_timeout":
+                raise
+            manifest, done = run.supervisor.snapshot(handle), False
+        rendered = run.supervisor.render(handle, cursor, 32 * 1024)
+        if rendered.output:
+            run.progress.output(rendered.output)
+        cursor = rendered.next_cursor
+        run.progress.tick(time.monotonic() - started, rendered.total_bytes)
+        if done:
+            return manifest, False
+        if run.stop():
+            return manifest, True
+
+
+def _signal_of(run: _Run, handle: str, total: int) -> Signal:
+    start = max(0, total - SIGNAL_WINDOW)
+    rendered = run.supervisor.render(handle, start, SIGNAL_WINDOW)
+    return parse_signal(rendered.output)
+
+
+def _block(run: _Run, item: dict[str, Any], reason: str, *, needs_human: bool = False,
+           deferred: bool = False) -> None:
+    """Stash the agent's leftovers, mark the item blocked, commit that alone."""
+    item_id = str(item["id"])
+    leftovers = [p for p in _dirty(run) if p != run.backlog_rel]
+    if leftovers:
+        stash_paths(run.repo, leftovers, f"forge: abandoned work from item {item_id}")
+    run.store.transition(item_id, "blocked", blockedReason=reason, needsHuman=needs_human,
+                         deferred=deferred)
+    subject = reason.splitlines()[0] if reason else "no reason given"
+    commit_paths(run.repo, [run.backlog_rel], f"[forge] {item_id}: blocked — {subject}",
+                 allow_empty=True)
+    if needs_human:
+        run.journal.append("needs_human", itemId=item_id, reason=reason)
+        run.state.needsHumanItems.append(item_id)
+    else:
+        run.journal.append("item_blocked", itemId=item_id, reason=reason)
+        (run.state.deferredItems if deferred else run.state.blockedItems).append(item_id)
+    if leftovers:
+        run.progress.note(f"item {item_id}: its leftover changes were stashed "
+                          f"(forge: abandoned work from item {item_id})")
+
+
+def _complete(run: _Run, item: dict[str, Any]) -> str:
+    item_id = str(item["id"])
+    run.store.transition(item_id, "done")
+    commit = commit_paths(run.repo, _dirty(run), f"[forge] {item_id}: {item.get('title', '')}",
+                          allow_empty=True)
+    run.journal.append("item_completed", itemId=item_id, title=item.get("title"), commit=commit)
+    run.state.completedItems.append(item_id)
+    return commit
+
+
+def _iterate(run: _Run, item: dict[str, Any], number: int) -> str:
+    """One agent start for ``item``; returns the outcome name."""
+    item_id = str(item["id"])
+    options = run.options
+    if item.get("status") != "in_progress":
+        item = run.store.transition(item_id, "in_progress")
+    run.save(iteration=number, currentItem=item_id)
+    run.journal.append("iteration_start", iteration=number, itemId=item_id)
+    run.journal.append("item_selected", itemId=item_id, title=item.get("title"),
+                       priority=item.get("priority"))
+    run.progress.iteration(number, options.iterations, item)
+    document = run.store.load()
+    prompt_text = options.prompt_file.read_text(encoding="utf-8") if options.prompt_file else None
+    prompt = build_prompt(item, project_description=str(document.get("description") or ""),
+                          prompt_file_text=prompt_text)
+    handle = run.supervisor.start({"run_id": run.state.runId},
+                                  {"item_id": item_id, "iteration": number},
+                                  _prepare(run, item, prompt, number))
+    manifest, stopped = _wait(run, handle)
+    if stopped:
+        return "stopped"
+    signal = _signal_of(run, handle, manifest.cursors.total_bytes)
+    timed_out = manifest.state == "timed_out"
+    if timed_out:
+        signal = Signal("none")
+    fields = {"reason": signal.reason} if signal.reason is not None else {}
+    run.journal.append("signal_parsed", itemId=item_id, signal=signal.kind, **fields)
+
+    if signal.kind == "done":
+        commit = _complete(run, item)
+        run.save(lastSignal="clean", currentItem=None)
+        run.progress.finished(item, "done", commit[:12])
+        return "done"
+    if signal.kind in ("blocked", "needs_human"):
+        reason = signal.reason or "no reason given"
+        _block(run, item, reason, needs_human=signal.kind == "needs_human")
+        run.save(lastSignal=signal.kind, currentItem=None)
+        run.progress.finished(item, signal.kind.replace("_", "-"), reason)
+        return signal.kind
+    attempts = run.attempts[item_id] = run.attempts.get(item_id, 0) + 1
+    why = (f"timed out after {options.timeout_minutes:g} min" if timed_out
+           else f"exit code {manifest.result.exit_code}, no signal")
+    if attempts <= options.retries:
+        run.save(lastSignal="error")
+        run.progress.finished(item, "retry", f"{why}; attempt {attempts} of "
+                                             f"{options.retries + 1}")
+        return "retry"
+    reason = f"No signal after {attempts} attempts (deferred by runner)"
+    if timed_out:
+        reason = (f"Timed out after {options.timeout_minutes:g} min; no signal after "
+                  f"{attempts} attempts (deferred by runner)")
+    _block(run, item, reason, deferred=True)
+    run.save(lastSignal="error", currentItem=None)
+    run.progress.finished(item, "deferred", reason)
+    return "deferred"
+
+
+def _summary_exit(run: _Run) -> tuple[str, int]:
+    items = run.store.items()
+    if all(item.get("status") == "done" for item in items):
+        return "complete", EXIT_DONE
+    if select_next(items) is not None:
+        return "iterations_complete", EXIT_DONE
+    if any(item.get("status") == "blocked" for item in items):
+        return "complete", EXIT_BLOCKED
+    return "complete", EXIT_DONE
+
+
+def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | None = None,
+             stop_event: threading.Event | None = None) -> LoopResult:
+    """Run the loop until nothing is selectable, the budget is spent, or a stop."""
+    progress = progress or Progress()
+    stop_event = stop_event or threading.Event()
+    if not options.agent:
+        raise LoopError("no agent to run: pass --agent CMD or set loop.agent in .forge.yaml")
+    if options.iterations < 1 or options.retries < 0:
+        raise LoopError("--iterations must be at least 1 and --retries at least 0")
+    repo = open_repo(workspace.root)
+    preexisting = _refuse_unless_forced(repo, workspace, options.force)
+    author_and_committer(repo)  # no identity is a clear error before any work
+    store = BacklogStore.in_dir(workspace.backlog_dir)
+    store.load()
+    state_dir = workspace.state_dir
+    state_dir.mkdir(parents=True, exist_ok=True)
+
+    run_id, started = new_run_id(), _now()
+    lock = FileLock(control.loop_lock_path(state_dir))
+    if not lock.try_acquire(holder=f"run {run_id} started {started} (pid {os.getpid()})"):
+        holder = read_lock_holder(control.loop_lock_path(state_dir)) or "another process"
+        raise LoopError(f"a loop is already running on this backlog: {holder}",
+                        exit_code=EXIT_REFUSED)
+    supervisor = None
+    try:
+        control.clear_stop_request(state_dir)
+        journal = _Journal(state_dir / EVENTS_FILE, workspace.root, progress)
+        journal.rotate(state_dir / ARCHIVE_DIR)
+        supervisor = Supervisor(
+            SupervisorConfig.from_settings(workspace.config.section("supervisor")),
+            ManifestStore(state_dir / PROC_DIR), lifecycle=ProcessEventPublisher(journal))
+        state = RunState(status="starting", maxIterations=options.iterations, startedAt=started,
+                         runId=run_id, baseCommitHash=repo.head_commit_id())
+        run = _Run(workspace, options, progress, repo, store, journal, supervisor, state,
+                   stop=lambda: stop_event.is_set() or control.stop_requested(state_dir),
+                   preexisting=preexisting)
+        run.save()
+        _restore(run)
+        run.save(status="running")
+        journal.append("loop_started", runId=run_id, maxIterations=options.iterations,
+                       baseCommitHash=state.baseCommitHash, agent=list(options.agent))
+        progress.started(run_id, options.iterations)
+        return _loop(run)
+    except ForgeError as exc:
+        if supervisor is not None and state_dir.joinpath("state.json").exists():
+            _record_error(workspace, run_id, exc.message)
+        raise
+    finally:
+        if supervisor is not None:
+            try:
+                supervisor.shutdown()
+            except ProcessError as exc:
+                progress.note(f"shutdown: {exc}")
+        control.clear_stop_request(state_dir)
+        lock.release()
+
+
+def _record_error(workspace: Workspace, run_id: str, message: str) -> None:
+    from git_forge.loop.state import read_state
+
+    try:
+        document = read_state(workspace.state_dir) or {}
+    except ForgeError:
+        return
+    if document.get("runId") != run_id or document.get("status") == "error":
+        return
+    state = RunState(**{**document, "status": "error", "error": message})
+    write_state(workspace.state_dir, state)
+    Journal(workspace.state_dir / EVENTS_FILE, workspace.root).append("loop_error",
+                                                                      error=message)
+
+
+def _loop(run: _Run) -> LoopResult:
+    retry: dict[str, Any] | None = None
+    number = run.state.iteration
+    while number < run.options.iterations:
+        if run.stop():
+            return _stopped(run)
+        item = retry or select_next(run.store.items())
+        if item is None:
+            break
+        number += 1
+        outcome = _iterate(run, item, number)
+        if outcome == "stopped":
+            return _stopped(run)
+        retry = run.store.get(str(item["id"])) if outcome == "retry" else None
+        if outcome == "needs_human" and run.options.pause_on_needs_human:
+            run.save(status="paused_human")
+            run.journal.append("loop_paused", itemId=str(item["id"]))
+            return LoopResult(EXIT_PAUSED, "paused_human", run.state.runId or "", run.state,
+                              "paused for a human decision: run git forge recover")
+    if retry is not None:  # the budget ran out in the middle of an item's retries
+        run.store.transition(str(retry["id"]), "pending")
+        run.save(currentItem=None)
+    status, code = _summary_exit(run)
+    run.save(status=status, currentItem=None)
+    run.journal.append("loop_completed", status=status,
+                       completed=len(run.state.completedItems))
+    message = ""
+    if run.state.needsHumanItems or code == EXIT_BLOCKED:
+        message = "items are blocked or need a human: run git forge recover"
+    return LoopResult(code, status, run.state.runId or "", run.state, message)
+
+
+def _stopped(run: _Run) -> LoopResult:
+    """A stop request or signal: every agent tree ends, the item goes back to pending."""
+    try:
+        run.supervisor.shutdown()
+    except ProcessError as exc:
+        run.progress.note(f"shutdown: {exc}")
+    if run.state.currentItem:
+        item = run.store.get(run.state.currentItem)
+        if item.get("status") == "in_progress":
+            run.store.transition(run.state.currentItem, "pending")
+    run.save(status="stopped")
+    run.journal.append("loop_cancelled", itemId=run.state.currentItem)
+    return LoopResult(EXIT_STOPPED, "stopped", run.state.runId or "", run.state,
+                      "stopped; any work the agent left is in the tree for "
+                      "git forge reconcile")

@@ -1,0 +1,328 @@
+"""The embedded loop, end to end: real repositories, real agent processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from helpers import forge_argv, git, run_forge
+
+AGENT = r'''
+import json, os, pathlib, signal, sys, time
+prompt = sys.stdin.read()
+item = os.environ["FORGE_ITEM_ID"]
+plan = json.loads(pathlib.Path(os.environ["AGENT_PLAN"]).read_text())
+log = pathlib.Path(os.environ["AGENT_LOG"])
+log.mkdir(exist_ok=True)
+attempt = len(list(log.glob(f"{item}-*.txt")))
+(log / f"{item}-{attempt}.txt").write_text(prompt)
+step = plan.get(item, {"signal": "FORGE_DONE"})
+if isinstance(step, list):
+    step = step[min(attempt, len(step) - 1)]
+if step.get("ignore_term"):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+for name, content in step.get("files", {}).items():
+    path = pathlib.Path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content)
+for name in step.get("delete", []):
+    pathlib.Path(name).unlink()
+print("working on", item, flush=True)
+if step.get("sleep"):
+    (log / f"{item}-running").write_text(str(os.getpid()))
+    time.sleep(step["sleep"])
+print(step.get("signal", ""), flush=True)
+sys.exit(step.get("exit", 0))
+'''
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Path:
+    path = tmp_path / "agent.py"
+    path.write_text(AGENT)
+    return path
+
+
+class Loop:
+    """A project with a backlog, a scripted agent and helpers to run the loop."""
+
+    def __init__(self, root: Path, agent: Path, tmp: Path) -> None:
+        self.root, self.agent, self.tmp = root, agent, tmp
+        self.plan_file = tmp / "plan.json"
+        self.log = tmp / "prompts"
+        self.plan({})
+
+    def plan(self, plan: dict) -> None:
+        self.plan_file.write_text(json.dumps(plan))
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"AGENT_PLAN": str(self.plan_file), "AGENT_LOG": str(self.log)}
+
+    def argv(self, *args: str) -> list[str]:
+        return ["loop", "run", "--agent", f"{sys.executable} {self.agent}", *args]
+
+    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return run_forge(*self.argv(*args), cwd=self.root, env=self.env, timeout=timeout)
+
+    def spawn(self, *args: str) -> subprocess.Popen:
+        return subprocess.Popen(forge_argv() + self.argv(*args), cwd=self.root,
+                                env={**os.environ, **self.env}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def items(self) -> dict[str, dict]:
+        document = json.loads((self.root / ".forge" / "backlog.json").read_text())
+        return {item["id"]: item for item in document["items"]}
+
+    def state(self) -> dict:
+        return json.loads((self.root / ".forge" / "state.json").read_text())
+
+    def events(self) -> list[dict]:
+        path = self.root / ".forge" / "events.ndjson"
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    def subjects(self) -> list[str]:
+        return git("log", "--format=%s", cwd=self.root).splitlines()
+
+    def files_of(self, rev: str) -> list[str]:
+        return git("show", "--name-only", "--format=", rev, cwd=self.root).split()
+
+
+@pytest.fixture
+def loop(git_repo: Path, agent: Path, tmp_path: Path) -> Loop:
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    add = lambda *a: run_forge("backlog", "add", *a, cwd=git_repo)  # noqa: E731
+    add("--title", "Base module", "--priority", "2")
+    add("--title", "Depends on base", "--priority", "1", "--depends-on", "001")
+    add("--title", "Independent", "--priority", "3")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "backlog", cwd=git_repo)
+    return Loop(git_repo, agent, tmp_path)
+
+
+def test_dependent_items_run_to_completion_one_commit_each(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "FORGE_DONE", "files": {"base.py": "base\n"}},
+               "002": {"signal": "FORGE_DONE", "files": {"dep.py": "dep\n"}},
+               "003": {"signal": "RAUF_DONE", "files": {"docs/ind.md": "x\n"}}})
+    result = loop.run()
+    assert result.returncode == 0, result.stderr
+    # Dependencies first, then priority: 001 (P2) before 002 (P1, depends on 001), then 003.
+    assert loop.subjects()[:3] == ["[forge] 003: Independent", "[forge] 002: Depends on base",
+                                   "[forge] 001: Base module"]
+    assert loop.files_of("HEAD~2") == [".forge/backlog.json", "base.py"]
+    assert loop.files_of("HEAD~1") == [".forge/backlog.json", "dep.py"]
+    assert loop.files_of("HEAD") == [".forge/backlog.json", "docs/ind.md"]
+    assert git("status", "--porcelain", cwd=loop.root) == ""
+    items = loop.items()
+    assert all(item["status"] == "done" and item["completedAt"] for item in items.values())
+
+    state = loop.state()
+    assert state["status"] == "complete" and state["iteration"] == 3
+    assert state["completedItems"] == ["001", "002", "003"]
+    assert state["currentItem"] is None and state["lastSignal"] == "clean"
+    assert state["baseCommitHash"] == git("rev-parse", "HEAD~3", cwd=loop.root).strip()
+    assert state["runId"] and state["startedAt"].endswith("Z") and state["error"] is None
+    events = loop.events()
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert all(e["schemaVersion"] == "1" and e["projectPath"] == str(loop.root)
+               for e in events)
+    types = [e["type"] for e in events]
+    assert types[0] == "loop_started" and types[-1] == "loop_completed"
+    assert types.count("llm_spawned") == types.count("llm_exited") == 3
+    completed = [e for e in events if e["type"] == "item_completed"]
+    assert [(e["itemId"], e["commit"]) for e in completed] == [
+        ("001", git("rev-parse", "HEAD~2", cwd=loop.root).strip()),
+        ("002", git("rev-parse", "HEAD~1", cwd=loop.root).strip()),
+        ("003", git("rev-parse", "HEAD", cwd=loop.root).strip())]
+    spawned = next(e for e in events if e["type"] == "llm_spawned")
+    assert spawned["itemId"] == "001" and spawned["handle"] and "agent.py" in spawned["command"]
+    selected = next(e for e in events if e["type"] == "item_selected")
+    assert (selected["itemId"], selected["title"], selected["priority"]) == (
+        "001", "Base module", 2)
+
+
+def test_needs_human_and_blocked_continue_and_end_with_exit_5(loop: Loop) -> None:
+    loop.plan({
+        "001": {"signal": "FORGE_NEEDS_HUMAN: Which database, SQLite or Postgres?",
+                "files": {"half.py": "half\n"}},
+        "003": {"signal": "FORGE_BLOCKED: the API is down"},
+    })
+    result = loop.run()
+    assert result.returncode == 5, result.stderr
+    assert "git forge recover" in result.stderr
+    items = loop.items()
+    assert items["001"]["status"] == "blocked" and items["001"]["needsHuman"] is True
+    assert items["001"]["blockedReason"] == "Which database, SQLite or Postgres?"
+    assert items["003"]["needsHuman"] is False and items["003"]["deferred"] is False
+    assert items["002"]["status"] == "pending"  # its dependency never finished
+    assert loop.subjects()[:2] == ["[forge] 003: blocked — the API is down",
+                                   "[forge] 001: blocked — Which database, SQLite or Postgres?"]
+    assert loop.files_of("HEAD~1") == [".forge/backlog.json"]
+    # The needs-human item's half-done work is in a stash, not in any commit.
+    assert "forge: abandoned work from item 001" in git("stash", "list", cwd=loop.root)
+    assert not (loop.root / "half.py").exists()
+    assert git("status", "--porcelain", cwd=loop.root) == ""
+    state = loop.state()
+    assert state["needsHumanItems"] == ["001"] and state["blockedItems"] == ["003"]
+    assert state["lastSignal"] == "blocked"
+    types = [e["type"] for e in loop.events()]
+    assert "needs_human" in types and "item_blocked" in types
+
+
+def test_pause_on_needs_human_exits_3(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "FORGE_NEEDS_HUMAN: which?"}})
+    result = loop.run("--pause-on-needs-human")
+    assert result.returncode == 3
+    assert loop.state()["status"] == "paused_human"
+    assert loop.items()["003"]["status"] == "pending"  # nothing ran after the pause
+    assert loop.events()[-1]["type"] == "loop_paused"
+
+
+def test_retries_then_deferral_with_the_exact_reason(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "", "exit": 1, "files": {"junk.txt": "x\n"}}})
+    result = loop.run("--retries", "2", "--iterations", "3")
+    assert result.returncode == 0  # the budget ran out with 003 still selectable
+    item = loop.items()["001"]
+    assert item["status"] == "blocked" and item["deferred"] is True
+    assert item["blockedReason"] == "No signal after 3 attempts (deferred by runner)"
+    assert len(list(loop.log.glob("001-*.txt"))) == 3
+    assert loop.state()["iteration"] == 3 and loop.state()["deferredItems"] == ["001"]
+    assert "abandoned work from item 001" in git("stash", "list", cwd=loop.root)
+
+
+def test_timeout_defers_and_says_so(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "FORGE_DONE", "sleep": 60}})
+    result = loop.run("--timeout", "0.02", "--retries", "0", "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    item = loop.items()["001"]
+    assert item["blockedReason"] == (
+        "Timed out after 0.02 min; no signal after 1 attempts (deferred by runner)")
+    exited = next(e for e in loop.events() if e["type"] == "llm_exited")
+    assert exited["state"] == "timed_out" and exited["timedOut"] is True
+
+
+def test_blocked_leftovers_never_reach_the_next_commit(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "FORGE_BLOCKED: nope", "files": {"left.txt": "x\n",
+                                                                   "README.md": "edited\n"}},
+               "003": {"signal": "FORGE_DONE", "files": {"ok.txt": "ok\n"}}})
+    assert loop.run().returncode == 5
+    assert loop.files_of("HEAD") == [".forge/backlog.json", "ok.txt"]
+    stash = git("stash", "show", "--include-untracked", "--name-only", "stash@{0}",
+                cwd=loop.root).split()
+    assert sorted(stash) == ["README.md", "left.txt"]
+    assert (loop.root / "README.md").read_text() == "# test repository\n"
+
+
+def test_the_human_answer_reaches_the_next_prompt_and_is_cleared(loop: Loop) -> None:
+    loop.plan({"001": [{"signal": "FORGE_NEEDS_HUMAN: which colour?"},
+                       {"signal": "FORGE_DONE", "files": {"colour.txt": "blue\n"}}]})
+    assert loop.run("--iterations", "1").returncode == 0
+    assert "human's answer" not in (loop.log / "001-0.txt").read_text()
+    answered = run_forge("backlog", "answer", "001", "Blue, like the sea.", cwd=loop.root)
+    assert answered.returncode == 0
+    git("commit", "-qam", "answer", cwd=loop.root)
+    assert loop.run("--iterations", "1").returncode == 0
+    prompt = (loop.log / "001-1.txt").read_text()
+    assert "## The human's answer to your previous question\nBlue, like the sea." in prompt
+    item = loop.items()["001"]
+    assert item["status"] == "done" and "humanAnswer" not in item
+
+
+def test_refusals(loop: Loop) -> None:
+    (loop.root / "stray.txt").write_text("x")
+    result = loop.run()
+    assert result.returncode == 2 and "uncommitted changes" in result.stderr
+    assert not (loop.root / ".forge" / "state.json").exists()
+    (loop.root / "stray.txt").unlink()
+    git("checkout", "-q", "--detach", cwd=loop.root)
+    result = loop.run()
+    assert result.returncode == 2 and "detached" in result.stderr
+    git("checkout", "-q", "main", cwd=loop.root)
+    result = run_forge("loop", "run", cwd=loop.root)  # no agent configured
+    assert result.returncode == 2 and result.stderr.startswith("Error: no agent")
+
+
+def test_a_second_loop_on_the_same_backlog_is_refused(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "FORGE_DONE", "sleep": 30}})
+    first = loop.spawn("--iterations", "1")
+    try:
+        wait_for(lambda: (loop.log / "001-running").exists())
+        second = loop.run()
+        assert second.returncode == 2
+        assert "already running" in second.stderr and "started" in second.stderr
+    finally:
+        assert run_forge("loop", "stop", cwd=loop.root).returncode == 0
+        first.communicate(timeout=60)
+
+
+def wait_for(condition, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.05)
+
+
+def test_loop_stop_ends_a_run_whose_agent_ignores_sigterm(loop: Loop) -> None:
+    (loop.root / ".forge.yaml").write_text("supervisor:\n  graceSeconds: 0.5\n")
+    git("commit", "-qam", "short grace", cwd=loop.root)
+    loop.plan({"001": {"signal": "FORGE_DONE", "sleep": 120, "ignore_term": True,
+                       "files": {"partial.txt": "half\n"}}})
+    proc = loop.spawn()
+    wait_for(lambda: (loop.log / "001-running").exists())
+    agent_pid = int((loop.log / "001-running").read_text())
+    stop = run_forge("loop", "stop", cwd=loop.root)
+    assert stop.returncode == 0
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert not psutil.pid_exists(agent_pid) or psutil.Process(agent_pid).status() == (
+        psutil.STATUS_ZOMBIE)
+    state = loop.state()
+    assert state["status"] == "stopped" and state["currentItem"] == "001"
+    assert loop.items()["001"]["status"] == "pending"
+    assert loop.events()[-1]["type"] == "loop_cancelled"
+    exited = next(e for e in loop.events() if e["type"] == "llm_exited")
+    assert exited["state"] == "killed"
+    # The agent's partial work is left for the operator, and the next launch stops on it.
+    assert (loop.root / "partial.txt").exists()
+    assert run_forge("preflight", cwd=loop.root).returncode == 1
+    assert run_forge("loop", "stop", cwd=loop.root).returncode == 1  # nothing runs now
+
+
+def test_sigkill_mid_iteration_then_a_new_run_restores(loop: Loop) -> None:
+    loop.plan({"001": [{"signal": "FORGE_DONE", "sleep": 3, "files": {"wip.txt": "wip\n"}},
+                       {"signal": "FORGE_DONE", "files": {"base.py": "base\n"}}]})
+    proc = loop.spawn()
+    wait_for(lambda: (loop.log / "001-running").exists())
+    agent_pid = int((loop.log / "001-running").read_text())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    # The crash left the item in_progress (bookkeeping) and the agent's work in the tree.
+    assert loop.items()["001"]["status"] == "in_progress"
+    wait_for(lambda: not psutil.pid_exists(agent_pid)
+             or psutil.Process(agent_pid).status() == psutil.STATUS_ZOMBIE, timeout=30)
+    stopped = run_forge("preflight", cwd=loop.root)
+    assert stopped.returncode == 1 and "wip.txt" in stopped.stderr
+    assert ".forge/backlog.json" not in stopped.stderr  # the mark is the runner's own
+    reconciled = run_forge("reconcile", "--json", "--discard", "item-001",
+                           "--confirm-discard", cwd=loop.root)
+    assert reconciled.returncode == 0, reconciled.stderr
+    before = loop.subjects()
+    result = loop.run("--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    manifests = list((loop.root / ".forge" / "proc").glob("*.manifest.json"))
+    states = sorted(json.loads(m.read_text())["state"] for m in manifests)
+    assert states == ["exited", "lost_on_restore"]
+    lost = [e for e in loop.events() if e["type"] == "process_lost"]
+    assert len(lost) == 1 and lost[0]["itemId"] == "001"
+    assert loop.items()["001"]["status"] == "done"
+    new = loop.subjects()[: len(loop.subjects()) - len(before)]
+    assert new == ["[forge] 001: Base module", "[forge] 001: back to pending (process lost)"]
+    assert "lost when a run crashed" in loop.items()["001"]["notes"]
