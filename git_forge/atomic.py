@@ -171,7 +171,10 @@ class FileLock:
         """Take the lock if it is free; never waits."""
         if self._handle is not None:
             return True
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StoreError(f"cannot lock {self.path}: {exc.strerror or exc}") from exc
         handle = os.fdopen(fd, "r+b")
         try:
             portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)

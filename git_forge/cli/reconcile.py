@@ -103,8 +103,9 @@ def render_actions(actions) -> list[str]:
     return lines
 
 
-def ask_decisions(plan) -> dict[str, object]:
-    """One question per group on a terminal; discard is confirmed a second time."""
+def ask_decisions(plan, *, commit_recovery: bool = False) -> dict[str, object]:
+    """One question per group on a terminal; discard is confirmed a second time.
+    The default is always to leave the work, except recover's own backlog change."""
     from git_forge.cli import ask
     from git_forge.tree.reconcile import Decision, porcelain_lines
 
@@ -112,8 +113,9 @@ def ask_decisions(plan) -> dict[str, object]:
     for group in plan.groups:
         what = {"item": f"commit for item {group.item_id}", "recovery": "commit",
                 "unattributed": "commit"}[group.kind]
+        default = what if group.kind == "recovery" and commit_recovery else "leave"
         choice = ask.choose(f"{group.id}:", [("c", what), ("s", "stash"), ("d", "discard"),
-                                              ("l", "leave")], default="leave")
+                                              ("l", "leave")], default=default)
         if choice == "discard":
             print("These paths will be discarded (saved to refs/forge/discarded/… first):")
             for line in porcelain_lines(group):

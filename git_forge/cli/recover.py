@@ -1,0 +1,241 @@
+"""``git forge recover`` — turn a stopped run's blocked items into a resumable backlog.
+
+Interactive on a terminal (one question at a time; Ctrl-C cancels early and is
+recorded), scripted otherwise (``--answer ID=TEXT``, ``--defer ID``,
+``--answers FILE``; an unanswered question is deferred), or ``--plan --json``
+for an agent host to ask its human. The report ends with NEXT-STEPS: exactly
+one command, and nothing after it.
+
+Exit codes: 0 resolved, complete, partial or deferred with a clean tree, or
+nothing to recover (safe to resume); 2 usage error or refused input; 3
+needs-human remains; 4 blocked remains; 6 the tree is left dirty; 10 failed
+read; 11 failed record; 12 failed apply; 13 ran but nothing moved.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from git_forge.cli.output import emit_json, paint
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "recover", help="answer a stopped run's questions and make the backlog resumable",
+        description="The post-run recovery procedure: enumerate → cluster → consolidated "
+                    "questions → record → apply → prove → gate & exit, with tree "
+                    "reconciliation. Exit: 0 safe to resume, 2 refused input, 3 needs-human "
+                    "remains, 4 blocked remains, 6 tree left dirty, 10 failed read, 11 failed "
+                    "record, 12 failed apply, 13 ran but nothing moved.",
+    )
+    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
+                        help="project path (default: .)")
+    parser.add_argument("--backlog", metavar="DIR",
+                        help="backlog directory, relative to the project root")
+    parser.add_argument("--answer", action="append", default=[], metavar="ID=TEXT",
+                        help="answer an item or a cluster (c<id>) (repeatable)")
+    parser.add_argument("--defer", action="append", default=[], metavar="ID",
+                        help="defer an item or a cluster (repeatable)")
+    parser.add_argument("--answers", metavar="FILE",
+                        help="a YAML or JSON mapping of id to answer text, defer or cancel")
+    parser.add_argument("--merge", action="append", default=[], metavar="C1,C2",
+                        help="treat these clusters as one question (repeatable; never splits)")
+    parser.add_argument("--plan", action="store_true",
+                        help="print the questions and write nothing (for an agent host)")
+    parser.add_argument("--non-interactive", action="store_true",
+                        help="never ask, even on a terminal: unanswered questions are deferred")
+    parser.add_argument("--no-commit", action="store_true",
+                        help="do not commit recover's own backlog change")
+    parser.add_argument("--actor", metavar="LABEL",
+                        help="recordedBy/appliedBy label (default git-forge@<host>)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=run)
+
+
+class TerminalAsker:
+    """The interactive dialogue: merges, one question at a time, the tree."""
+
+    def merges(self, questions) -> list[list[str]]:
+        from git_forge.cli import ask
+
+        if len(questions) < 2:
+            return []
+        print(paint(f"{len(questions)} questions from the blocked items:", "bold"))
+        for question in questions:
+            print(f"  {question.id}: items {', '.join(question.item_ids)}")
+        merged: list[list[str]] = []
+        while True:
+            line = ask.text("Merge questions that share a cause? ids like c3,6 (Enter: no) ")
+            if not line:
+                return merged
+            ids = [part.strip() for part in line.split(",") if part.strip()]
+            merged.append([i if i.startswith("c") else f"c{i}" for i in ids])
+
+    def ask(self, questions) -> list[Any]:
+        from git_forge.cli import ask
+        from git_forge.credentials import credential_problem
+        from git_forge.recovery.answers import CANCEL, DEFER, Choice, Collected
+
+        collected: list[Collected] = []
+        for index, question in enumerate(questions):
+            try:
+                print()
+                print(paint(f"Question {index + 1} of {len(questions)} ({question.id})", "bold"))
+                print(question.text)
+                while True:
+                    reply = ask.text("Your decision (Enter: defer; 'cancel': cancel the run "
+                                     "early) > ")
+                    if reply is None or reply == "" or reply.lower() == "defer":
+                        choice = DEFER
+                        break
+                    if reply.lower() == "cancel":
+                        choice = CANCEL
+                        break
+                    problem = credential_problem(reply)
+                    if problem:
+                        print(paint(f"That looks like a credential ({problem}). Give the "
+                                    "decision, not the secret (e.g. \"use the key in $VAR\").",
+                                    "red"))
+                        continue
+                    choice = Choice("answer", reply)
+                    break
+            except KeyboardInterrupt:
+                print("\ncancelled: this and the remaining questions are recorded as deferred")
+                choice = CANCEL
+            collected.append(Collected(question, question.item_ids, choice))
+            if choice.kind == "cancel":
+                collected += [Collected(q, q.item_ids, CANCEL) for q in questions[index + 1:]]
+                break
+        return collected
+
+    def tree(self, plan) -> dict[str, Any]:
+        from git_forge.cli.reconcile import ask_decisions, render_plan
+
+        print()
+        print("\n".join(render_plan(plan)))
+        try:
+            return ask_decisions(plan, commit_recovery=True)
+        except KeyboardInterrupt:
+            print("\ncancelled: the tree is left as it is")
+            return {}
+
+
+def _choices(args: argparse.Namespace) -> dict[str, Any]:
+    from git_forge.recovery import answers
+
+    choices = answers.load_file(Path(args.answers)) if args.answers else {}
+    choices.update(answers.parse_flags(args.answer, args.defer))
+    return choices
+
+
+def _merges(args: argparse.Namespace) -> list[list[str]]:
+    return [[part.strip() for part in spec.split(",") if part.strip()] for spec in args.merge]
+
+
+def render_plan_text(document: dict[str, Any]) -> list[str]:
+    lines = []
+    for question in document["questions"]:
+        lines += [paint(f"{question['id']} ({question['kind']})", "bold"), question["text"], ""]
+    if document["reentry"]:
+        lines.append("Answered earlier, applied without asking: " + ", ".join(document["reentry"]))
+    if not lines:
+        lines.append("Nothing to ask.")
+    return lines
+
+
+def render_report(report) -> list[str]:
+    """The human report: what each step did, with its source, then NEXT-STEPS."""
+    lines: list[str] = []
+    title = "failed" if report.failure else report.outcome.name
+    lines.append(paint(f"Recovery: {title}", "bold"))
+    lines.append(f"  sources: runner list ({report.runner}), decision record "
+                 f"{report.record_path}, topology of the runner's list, git status")
+    if report.nothing_to_recover:
+        lines.append("  nothing to recover: no unapplied decision and no blocked item")
+    for entry in report.recorded:
+        what = (f"answer {entry['answer']!r}" if entry["answer"] is not None else "deferred")
+        cluster = f" (cluster {entry['clusterId']})" if entry.get("clusterId") else ""
+        lines.append(f"  recorded  {entry['itemId']}: {what}{cluster}")
+    for item_id in report.reentry:
+        lines.append(f"  re-entry  {item_id}: answered earlier, applied now without asking")
+    for row in report.stale:
+        lines.append(f"  skipped   {row['id']}: its recorded answer was not applied — the item "
+                     f"is {row['status']}, no longer blocked")
+    for applied in report.applied:
+        how = ("answer threaded into the next prompt" if applied.threaded else
+               "unblocked" + (" — the answer was NOT threaded into the next prompt"
+                              if applied.needs_human else ""))
+        lines.append(f"  applied   {applied.item_id}: {how}")
+    if report.degraded:
+        lines.append(paint(f"  degraded: {report.degraded['reason']}; answers were NOT threaded "
+                           f"into the next prompt (they stay in the decision record)", "yellow"))
+        if report.degraded.get("installHint"):
+            lines.append(f"  to thread answers: {report.degraded['installHint']}")
+    if report.movers or report.non_movers:
+        moved = ", ".join(f"{r['id']} {r['status']}" for r in report.movers) or "none"
+        stuck = ", ".join(f"{r['id']} {r['status']}" for r in report.non_movers) or "none"
+        lines.append(f"  proof (re-read of the runner's list): moved: {moved}; "
+                     f"did not move: {stuck}")
+    tree = report.tree
+    for group in tree["groups"]:
+        paths = ", ".join(p["path"] for p in group["paths"])
+        lines.append(f"  tree      {group['id']} (candidate): {paths}")
+    for action in tree["actions"]:
+        ref = f" → {action['ref']}" if action.get("ref") else ""
+        lines.append(f"  tree      {action['group']}: {action['action']}{ref}")
+        if action["action"] == "discard":
+            lines.append(f"            restore: git forge reconcile --restore {action['ref']}")
+    for stash in tree["stashes"]:
+        lines.append(f"  stash     {stash['ref']} (item {stash['itemId']}): {stash['message']}"
+                     f" — inspect: git stash show --include-untracked -p {stash['ref']}")
+    lines += [f"  note      {note}" for note in report.tree_notes]
+    if report.failure:
+        failure = report.failure
+        lines.append(paint(f"  FAILED at step {failure.step} ({failure.kind}):", "red"))
+        lines.append(f"    {failure.error}")
+    elif report.gate is not None:
+        gate = report.gate
+        lines.append("  gate for resolved: "
+                     f"unapplied among affected: {', '.join(gate.unapplied_affected) or 'none'} "
+                     "(decision record); "
+                     f"porcelain clean: {'yes' if gate.porcelain_clean else 'no'} (git status); "
+                     f"all moved: {'yes' if gate.all_moved else 'no'} (runner re-read); "
+                     f"affected: {', '.join(gate.affected) or 'none'}")
+        outcome = report.outcome
+        detail = f" ({outcome.cause})" if outcome.cause else ""
+        if outcome.cause == "dependency starvation":
+            roots = outcome.details.get("blockingRoots") or []
+            detail += ": blocking roots " + (", ".join(
+                f"{r['id']} gates {r['gatedCount']}" for r in roots) or "none")
+        lines.append(f"  outcome: {outcome.name}{detail}")
+    lines += ["", "NEXT-STEPS", f"  {report.next}"]
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    from git_forge.cli import ask
+    from git_forge.recovery.procedure import RecoverOptions, plan, recover
+    from git_forge.runner import runner_for
+    from git_forge.workspace import locate
+
+    workspace = locate(args.path, args.backlog)
+    options = RecoverOptions(choices=_choices(args), merges=_merges(args),
+                             commit_recovery=not args.no_commit, actor=args.actor)
+    runner = runner_for(workspace)
+    if args.plan:
+        document = plan(workspace, runner, options)
+        if args.json:
+            emit_json(document)
+        else:
+            print("\n".join(render_plan_text(document)))
+        return 0
+    interactive = (not args.non_interactive and not args.json and not options.choices
+                   and ask.interactive())
+    report = recover(workspace, runner, options, TerminalAsker() if interactive else None)
+    if args.json:
+        emit_json(report.to_json())
+    else:
+        print("\n".join(render_report(report)))
+    return report.exit_code

@@ -1,0 +1,434 @@
+"""git forge recover end to end: the embedded runner after a real loop run, and a
+scripted fake external runner for the version, degraded and failure paths."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import PtySession, git, run_forge, snapshot
+
+DEMO_AGENT = f"{sys.executable} -m git_forge.demo.agent"
+
+FAKE_RUNNER = r'''#!PYTHON
+"""A rauf-compatible runner over a JSON file, with failures to order."""
+import json, os, pathlib, sys
+here = pathlib.Path(os.environ["FAKE_DIR"])
+with open(here / "calls.jsonl", "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\n")
+items_file = here / "items.json"
+items = json.loads(items_file.read_text())
+args = sys.argv[1:]
+if args[:1] == ["version"]:
+    version = os.environ.get("FAKE_VERSION", "0.14.0")
+    if version == "CRASH":
+        sys.exit("version: unknown command")
+    print(json.dumps({"version": version}) if version != "garbage" else "not json")
+    sys.exit(0)
+verb = args[1]
+if verb == "list":
+    print(json.dumps(items)); sys.exit(0)
+item_id = args[3]
+if item_id == os.environ.get("FAKE_FAIL_FOR"):
+    sys.stderr.write(f"fake-runner: cannot {verb} {item_id}: disk on fire\n"); sys.exit(3)
+item = next(i for i in items if i["id"] == item_id)
+if os.environ.get("FAKE_NOOP") != item_id:
+    item["status"] = "pending"; item["needsHuman"] = False; item.pop("blockedReason", None)
+    if verb == "answer":
+        item["humanAnswer"] = args[4]
+    items_file.write_text(json.dumps(items))
+print(json.dumps({"answered": item_id, "status": "pending"} if verb == "answer"
+                 else {"unblockedCount": 1, "unblockedIds": [item_id]}))
+'''
+
+
+def recover(root: Path, *args: str, env: dict | None = None):
+    return run_forge("recover", *args, cwd=root, env=env)
+
+
+def recover_json(root: Path, *args: str, env: dict | None = None) -> tuple[int, dict]:
+    result = recover(root, "--json", *args, env=env)
+    assert result.stdout, result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+# --- the embedded runner, after a real loop run with the demo's scripted agent -------------
+
+@pytest.fixture
+def after_run(git_repo: Path) -> Path:
+    """The demo backlog after one loop run: 001, 002 done; 003 and 004 need a human
+    (same cause, different words); 006 blocked with its leftovers stashed; 005 gated."""
+    root = git_repo
+    assert run_forge("init", cwd=root).returncode == 0
+    titles = ["Greeting", "CLI", "Store greetings", "Preferences", "Translate", "Publish"]
+    for title in titles:
+        run_forge("backlog", "add", "--title", title, cwd=root)
+    run_forge("backlog", "edit", "002", "--depends-on", "001", cwd=root)
+    run_forge("backlog", "edit", "005", "--depends-on", "003", cwd=root)
+    git("add", "-A", cwd=root)
+    git("commit", "-qm", "backlog", cwd=root)
+    result = run_forge("loop", "run", "--agent", DEMO_AGENT, cwd=root)
+    assert result.returncode == 5, result.stderr
+    return root
+
+
+def items_of(root: Path) -> dict[str, dict]:
+    raw = run_forge("backlog", "list", "--json", cwd=root).stdout
+    return {item["id"]: item for item in json.loads(raw)}
+
+
+def test_plan_names_every_member_and_the_topology_blast_radius(after_run: Path) -> None:
+    before = snapshot(after_run, skip_git=False)
+    code, plan = (lambda r: (r.returncode, json.loads(r.stdout)))(
+        recover(after_run, "--plan", "--json"))
+    assert code == 0 and plan["reentry"] == []
+    cluster = plan["questions"][0]
+    assert (cluster["id"], cluster["kind"], cluster["itemIds"]) == ("c003", "cluster",
+                                                                    ["003", "004"])
+    topology = json.loads(run_forge("backlog", "topology", "--cluster", "--json",
+                                    cwd=after_run).stdout)
+    truth = next(c for c in topology["clusters"] if c["clusterId"] == "c003")
+    assert cluster["gatedIds"] == truth["gatedIds"] == ["005"]
+    assert cluster["itemCount"] == topology["itemCount"] == 6
+    assert (f"gates {truth['gatedCount']} of {topology['itemCount']} backlog items (item 005)"
+            in cluster["text"])
+    assert "003" in cluster["text"] and "004" in cluster["text"]
+    assert [q["id"] for q in plan["questions"]] == ["c003", "006"]
+    assert snapshot(after_run, skip_git=False) == before  # --plan writes nothing
+
+
+def test_scripted_pass_records_applies_proves_and_resolves(after_run: Path) -> None:
+    code, report = recover_json(after_run, "--answer", "c003=Use SQLite", "--defer", "006")
+    assert code == 0, report
+    assert report["outcome"] == "resolved" and report["next"] == "git forge loop run"
+    assert report["affected"] == ["003", "004"]
+    assert [(r["itemId"], r["deferred"], r.get("clusterId")) for r in report["recorded"]] == [
+        ("003", False, "c003"), ("004", False, "c003"), ("006", True, None)]
+    assert [a["via"] for a in report["applied"]] == ["answer", "answer"]
+    assert report["proof"] == {"movers": [{"id": "003", "status": "pending"},
+                                          {"id": "004", "status": "pending"}],
+                               "nonMovers": []}
+    # The deferral of an unrelated item (006) does not block resolved.
+    assert report["gate"] == {"unappliedAffected": [], "porcelainClean": True,
+                              "allMoved": True}
+    assert report["failure"] is None
+    items = items_of(after_run)
+    assert items["003"]["humanAnswer"] == "Use SQLite" and items["006"]["status"] == "blocked"
+    # The recovery's own backlog change was committed; the tree is clean.
+    assert git("log", "-1", "--format=%s", cwd=after_run).strip() == (
+        "[forge] recover: decisions applied to the backlog")
+    assert git("status", "--porcelain", cwd=after_run) == ""
+    assert report["tree"]["stashes"][0]["itemId"] == "006"
+    human = recover(after_run, "--non-interactive")
+    assert human.stdout.rstrip("\n").splitlines()[-2:] == ["NEXT-STEPS", "  git forge recover"]
+    # The deferral was asked again but not answered: the record does not grow.
+    record = json.loads((after_run / ".forge" / "forge-decisions.json").read_text())
+    assert len(record["decisions"]) == 3
+
+
+def test_then_the_loop_finishes_with_the_answers_threaded(after_run: Path) -> None:
+    recover_json(after_run, "--answer", "c003=Use SQLite", "--defer", "006")
+    result = run_forge("loop", "run", "--agent", DEMO_AGENT, cwd=after_run)
+    assert result.returncode == 5  # 006 still blocked
+    items = items_of(after_run)
+    assert [items[i]["status"] for i in ("003", "004", "005")] == ["done"] * 3
+    assert "The human decided: Use SQLite" in (after_run / "notes/003-store-greetings.md"
+                                                ).read_text()
+
+
+def test_no_commit_leaves_the_recovery_change_and_the_gate_fails(after_run: Path) -> None:
+    code, report = recover_json(after_run, "--answer", "c003=Use SQLite", "--no-commit")
+    assert code == 4  # 006 is still plain blocked: the "blocked" rung
+    assert report["gate"]["porcelainClean"] is False
+    assert report["outcome"] != "resolved"
+    assert report["tree"]["groups"][0]["id"] == "recovery"
+    assert git("status", "--porcelain", cwd=after_run).strip() == "M .forge/backlog.json"
+
+
+def test_dirty_tree_blocks_resolved_and_nothing_is_touched(after_run: Path) -> None:
+    (after_run / "stray.txt").write_text("mine\n")
+    code, report = recover_json(after_run, "--answer", "c003=SQLite", "--answer",
+                                "006=use TestPyPI")
+    assert report["outcome"] != "resolved" and code == 6
+    assert report["gate"]["porcelainClean"] is False
+    groups = {g["id"]: g for g in report["tree"]["groups"]}
+    assert groups["recovery"]["paths"] == [{"path": ".forge/backlog.json", "xy": " M"}] or (
+        "recovery" not in groups)
+    stray = [g for g in report["tree"]["groups"] if g["kind"] != "recovery"]
+    assert stray and stray[0]["candidate"] is True
+    assert (after_run / "stray.txt").read_text() == "mine\n"
+    assert report["next"] == "git forge reconcile"
+
+
+def test_nothing_to_recover_is_clean_and_never_resolved(git_repo: Path) -> None:
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "empty backlog", cwd=git_repo)
+    result = recover(git_repo)
+    assert result.returncode == 0
+    assert "nothing to recover" in result.stdout and "outcome: resolved" not in result.stdout
+    code, report = recover_json(git_repo)
+    assert report["outcome"] == "complete" and report["affected"] == []
+
+
+def test_credential_answers_are_refused_before_recording(after_run: Path) -> None:
+    record = after_run / ".forge" / "forge-decisions.json"
+    result = recover(after_run, "--answer", "006=ghp_abcdefghijklmnopqrstuvwxyz0123456789")
+    assert result.returncode == 2 and result.stderr.startswith("Error:")
+    assert "credential" in result.stderr
+    assert not record.exists()
+    assert items_of(after_run)["006"]["status"] == "blocked"
+
+
+def test_unknown_ids_and_bad_answers_files_are_usage_errors(after_run: Path,
+                                                            tmp_path: Path) -> None:
+    assert recover(after_run, "--answer", "099=x").returncode == 2
+    bad = tmp_path / "answers.yaml"
+    bad.write_text("- not\n- a mapping\n")
+    result = recover(after_run, "--answers", str(bad))
+    assert result.returncode == 2 and "mapping" in result.stderr
+    good = tmp_path / "answers.yaml"
+    good.write_text("c003: Use SQLite\n006: defer\n")
+    code, report = recover_json(after_run, "--answers", str(good))
+    assert code == 0 and report["outcome"] == "resolved"
+
+
+def test_corrupt_record_is_a_failed_read(after_run: Path) -> None:
+    record = after_run / ".forge" / "forge-decisions.json"
+    record.write_text("{corrupt")
+    code, report = recover_json(after_run, "--answer", "c003=x")
+    assert code == 10
+    assert report["failure"]["kind"] == "failed-read" and report["failure"]["step"].startswith(
+        "1")
+    assert str(record) in report["failure"]["error"]
+    assert report["recorded"] == [] and report["applied"] == []
+    assert record.read_text() == "{corrupt"
+
+
+def test_an_unwritable_record_is_a_failed_record_and_nothing_is_applied(
+    after_run: Path
+) -> None:
+    (after_run / ".forge" / "forge-decisions.json.lock").mkdir()
+    code, report = recover_json(after_run, "--answer", "c003=x")
+    assert code == 11 and report["failure"]["kind"] == "failed-record"
+    assert report["applied"] == []
+    assert items_of(after_run)["003"]["status"] == "blocked"
+
+
+def test_interactive_flow_through_a_real_terminal(after_run: Path) -> None:
+    (after_run / "stray.txt").write_text("scratch\n")
+    session = PtySession("recover", cwd=after_run)
+    session.expect("Merge questions that share a cause?")
+    session.send("")
+    text = session.expect("Your decision")
+    assert "Items 003 and 004 are blocked on the same decision" in text
+    assert "gates 1 of 6 backlog items (item 005)" in text
+    session.send("Use SQLite")
+    session.expect("Question 2 of 2 (006)")
+    session.expect("Your decision")
+    session.send("")  # defer
+    session.expect("recovery:")
+    session.send("")  # default: commit recover's own change
+    session.expect("unattributed:")
+    session.send("d")
+    text = session.expect("Discard exactly these paths?")
+    assert "?? stray.txt" in text
+    session.send("y")
+    code = session.finish()
+    assert code == 0, session.text
+    assert session.text.rstrip().endswith("git forge loop run")
+    assert not (after_run / "stray.txt").exists()
+    ref = git("for-each-ref", "--format=%(refname)", "refs/forge/discarded",
+              cwd=after_run).strip()
+    assert git("show", f"{ref}:stray.txt", cwd=after_run) == "scratch\n"
+    record = json.loads((after_run / ".forge" / "forge-decisions.json").read_text())
+    assert [(e["itemId"], e["answer"]) for e in record["decisions"]] == [
+        ("003", "Use SQLite"), ("004", "Use SQLite"), ("006", None)]
+
+
+def test_ctrl_c_cancels_early_and_is_recorded(after_run: Path) -> None:
+    session = PtySession("recover", cwd=after_run)
+    session.expect("Merge questions that share a cause?")
+    session.send("")
+    session.expect("Your decision")
+    session.interrupt()
+    code = session.finish()
+    assert code == 3, session.text
+    record = json.loads((after_run / ".forge" / "forge-decisions.json").read_text())
+    assert [(e["itemId"], e["deferred"]) for e in record["decisions"]] == [
+        ("003", True), ("004", True), ("006", True)]
+
+
+def test_credential_typed_at_the_prompt_is_asked_again(after_run: Path) -> None:
+    session = PtySession("recover", cwd=after_run)
+    session.expect("Merge questions that share a cause?")
+    session.send("")
+    session.expect("Your decision")
+    session.send("AKIAIOSFODNN7EXAMPLE")
+    session.expect("looks like a credential")
+    session.expect("Your decision")
+    session.send("use the key in $AWS_KEY")
+    session.expect("Your decision")
+    session.send("")
+    session.expect("recovery:")
+    session.send("")
+    session.finish()
+    record = (after_run / ".forge" / "forge-decisions.json").read_text()
+    assert "AKIA" not in record and "use the key in $AWS_KEY" in record
+
+
+# --- a scripted fake external runner ------------------------------------------------------
+
+@pytest.fixture
+def external(git_repo: Path, tmp_path: Path):
+    """A project configured for an external runner over a JSON item list."""
+    fake_dir = tmp_path / "fake"
+    fake_dir.mkdir()
+    script = fake_dir / "runner"
+    script.write_text(FAKE_RUNNER.replace("#!PYTHON", f"#!{sys.executable}"))
+    script.chmod(0o755)
+    items = [
+        {"id": "001", "title": "A", "status": "blocked", "needsHuman": True,
+         "blockedReason": "which database should we use"},
+        {"id": "002", "title": "B", "status": "blocked", "needsHuman": False,
+         "blockedReason": "the staging server is down"},
+        {"id": "003", "title": "C", "status": "pending", "dependsOn": ["001"]},
+    ]
+    (fake_dir / "items.json").write_text(json.dumps(items))
+    (git_repo / ".forge.yaml").write_text(
+        f"loopRunner:\n  bin: {script}\n  installHint: pip install rauf>=0.14\n")
+    (git_repo / ".forge").mkdir()
+    (git_repo / ".gitignore").write_text(".forge/\n")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "external runner", cwd=git_repo)
+
+    class External:
+        root = git_repo
+        dir = fake_dir
+
+        def env(self, **extra: str) -> dict[str, str]:
+            return {"FAKE_DIR": str(fake_dir), **extra}
+
+        def calls(self) -> list[list[str]]:
+            path = fake_dir / "calls.jsonl"
+            return [json.loads(line) for line in path.read_text().splitlines()] if (
+                path.exists()) else []
+
+        def items(self) -> dict[str, dict]:
+            return {i["id"]: i for i in json.loads((fake_dir / "items.json").read_text())}
+
+        def unapplied(self) -> list[str]:
+            out = run_forge("decision", "list", "--backlog-dir", str(git_repo / ".forge"),
+                            "--unapplied", "--json", cwd=git_repo).stdout
+            return [e["itemId"] for e in json.loads(out)["unapplied"]]
+
+    return External()
+
+
+ANSWERS = ("--answer", "001=Use Postgres", "--answer", "002=wait for staging")
+
+
+@pytest.mark.parametrize("version", ["0.14.0", "v0.14.0", "0.15.2"])
+def test_capable_runner_threads_the_answer(external, version: str) -> None:
+    code, report = recover_json(external.root, *ANSWERS, env=external.env(FAKE_VERSION=version))
+    assert code == 0, report
+    assert report["degraded"] is None
+    verbs = [call[1] for call in external.calls() if call[0] == "backlog"]
+    assert verbs == ["list", "answer", "unblock", "list"]  # plain blocked: unblock
+    assert ["backlog", "answer", ".", "001", "Use Postgres", "--backlog",
+            ".forge", "--json"] in external.calls()
+    assert external.items()["001"]["humanAnswer"] == "Use Postgres"
+    assert sum(call[0] == "version" for call in external.calls()) == 1  # probed once
+
+
+@pytest.mark.parametrize("version", ["0.13.9", "garbage", "0.14.0-rc1", "CRASH"])
+def test_old_or_unreadable_runner_degrades_with_the_caveat(external, version: str) -> None:
+    result = recover(external.root, *ANSWERS, env=external.env(FAKE_VERSION=version))
+    assert result.returncode == 0, result.stderr
+    assert "NOT threaded into the next prompt" in result.stdout
+    assert "pip install rauf>=0.14" in result.stdout
+    verbs = [call[1] for call in external.calls() if call[0] == "backlog"]
+    assert verbs == ["list", "unblock", "unblock", "list"]
+    assert "humanAnswer" not in external.items()["001"]
+    assert external.unapplied() == []  # applied (unblocked), and the answer stays on record
+
+
+def test_missing_runner_binary_is_a_failed_read(external) -> None:
+    (external.root / ".forge.yaml").write_text("loopRunner:\n  bin: no-such-runner-xyz\n"
+                                               "  installHint: pip install rauf\n")
+    git("commit", "-qam", "a runner that is missing", cwd=external.root)
+    code, report = recover_json(external.root, *ANSWERS, env=external.env())
+    assert code == 10 and report["failure"]["kind"] == "failed-read"
+    assert "no-such-runner-xyz" in report["failure"]["error"]
+
+
+def test_missing_version_binary_degrades(external) -> None:
+    yaml = (external.root / ".forge.yaml").read_text()
+    (external.root / ".forge.yaml").write_text(
+        yaml + "  versionCommand: no-such-binary-xyz version --json\n")
+    git("commit", "-qam", "a version command that is missing", cwd=external.root)
+    code, report = recover_json(external.root, *ANSWERS, env=external.env())
+    assert code == 0 and report["degraded"] is not None
+    assert report["degraded"]["installHint"] == "pip install rauf>=0.14"
+
+
+def test_failed_apply_stops_before_prove_and_leaves_the_decision_unapplied(external) -> None:
+    code, report = recover_json(external.root, *ANSWERS, env=external.env(FAKE_FAIL_FOR="002"))
+    assert code == 12
+    failure = report["failure"]
+    assert failure["kind"] == "failed-apply" and failure["step"].startswith("5")
+    assert "fake-runner: cannot unblock 002: disk on fire" in failure["error"]
+    assert [a["itemId"] for a in report["applied"]] == ["001"]
+    assert report["proof"] == {"movers": [], "nonMovers": []}  # never reached step 6
+    assert external.unapplied() == ["002"]
+    verbs = [call[1] for call in external.calls() if call[0] == "backlog"]
+    assert verbs == ["list", "answer", "unblock"]  # no calls after the failure
+
+
+def test_reentry_applies_without_asking_across_processes(external) -> None:
+    recover_json(external.root, *ANSWERS, env=external.env(FAKE_FAIL_FOR="002"))
+    # A new process, no answers given: 002's recorded answer is applied, not asked.
+    plan = json.loads(recover(external.root, "--plan", "--json", env=external.env()).stdout)
+    assert plan == {"questions": [], "reentry": ["002"]}
+    code, report = recover_json(external.root, env=external.env())
+    assert code == 0 and report["outcome"] == "resolved", report
+    assert report["recorded"] == [] and report["affected"] == ["002"]
+    assert external.unapplied() == []
+
+
+def test_a_deferral_is_asked_again_and_its_answer_appended(external) -> None:
+    recover_json(external.root, "--defer", "001", "--answer", "002=wait",
+                 env=external.env())
+    plan = json.loads(recover(external.root, "--plan", "--json", env=external.env()).stdout)
+    assert [q["id"] for q in plan["questions"]] == ["001"]
+    code, report = recover_json(external.root, "--answer", "001=Use Postgres",
+                                env=external.env())
+    assert code == 0 and report["affected"] == ["001"]
+    record = json.loads((external.root / ".forge" / "forge-decisions.json").read_text())
+    assert [(e["itemId"], e["answer"]) for e in record["decisions"]] == [
+        ("001", None), ("002", "wait"), ("001", "Use Postgres")]
+
+
+def test_ran_but_nothing_moved_names_movers_and_non_movers(external) -> None:
+    code, report = recover_json(external.root, *ANSWERS, env=external.env(FAKE_NOOP="002"))
+    assert code == 13
+    assert report["failure"]["kind"] == "nothing-moved"
+    assert report["proof"] == {"movers": [{"id": "001", "status": "pending"}],
+                               "nonMovers": [{"id": "002", "status": "blocked"}]}
+    assert external.unapplied() == []  # the runner accepted both calls: stamped
+
+
+@pytest.mark.parametrize("answer", ['"; touch pwned #', "$(touch pwned)", "`touch pwned`",
+                                    "a\nb; rm -rf /tmp/x", "--json"])
+def test_answers_reach_the_runner_literally(external, answer: str) -> None:
+    code, report = recover_json(external.root, "--answer", f"001={answer}", "--defer", "002",
+                                env=external.env())
+    assert code == 0, report
+    call = next(c for c in external.calls() if c[:2] == ["backlog", "answer"])
+    assert call[4] == answer.strip()
+    assert not (external.root / "pwned").exists() and not Path("pwned").exists()
+    assert not (external.dir / "pwned").exists()
+    assert os.path.exists(external.root)
