@@ -21,30 +21,18 @@ FOLLOW_POLL_SECONDS = 0.2
 INPUT_ERRORS = ("invalid_arguments", "not_found", "cursor_ahead")
 
 
-def find_repository_root(start: Path) -> Path | None:
-    """The nearest directory at or above ``start`` that holds a ``.git`` entry."""
-    for directory in (start, *start.parents):
-        if (directory / ".git").exists():
-            return directory
-    return None
+def resolve_proc_root(backlog: str | None) -> Path:
+    """``{stateDir}/proc`` of the backlog the workspace resolver picks (the project
+    containing the current directory, ``--backlog DIR`` or the configured one)."""
+    from git_forge.layout import PROC_DIR
+    from git_forge.workspace import locate
 
-
-def resolve_proc_root(backlog: str | None, cwd: Path | None = None) -> Path:
-    """``{stateDir}/proc`` for ``--backlog DIR`` (default ``.forge`` at the repository
-    root). The one place this is decided, so a workspace resolver can replace it."""
-    from git_forge import layout
-
-    cwd = cwd or Path.cwd()
-    if backlog:
-        backlog_dir = cwd / backlog
-    else:
-        backlog_dir = (find_repository_root(cwd) or cwd) / layout.DEFAULT_BACKLOG_DIR
-    return layout.state_directory(backlog_dir, layout.DEFAULT_STATE_DIR) / layout.PROC_DIR
+    return locate(".", backlog).state_dir / PROC_DIR
 
 
 def _backlog(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backlog", metavar="DIR",
-                        help="the backlog directory (default: .forge at the repository root)")
+                        help="backlog directory, relative to the project root")
 
 
 def _non_negative_float(text: str) -> float:
