@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "proc",
     "loop",
     "recover",
+    "demo",
 )
 
 EXIT_INTERRUPTED = 130

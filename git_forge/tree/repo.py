@@ -188,3 +188,19 @@ def _has_core_worktree(repository: pygit2.Repository) -> bool:
         return bool(repository.config["core.worktree"])
     except KeyError:
         return False
+
+
+def init_repository(path: Path | str, branch: str = "main") -> Repo:
+    """A new, empty repository with a working tree at ``path`` (``git init -b BRANCH``)."""
+    try:
+        pygit2.init_repository(str(path), initial_head=branch)
+    except pygit2.GitError as exc:
+        raise GitError(f"cannot create a repository at {path}: {exc}") from exc
+    return open_repo(path)
+
+
+def set_local_identity(repo: Repo, name: str, email: str) -> None:
+    """Write ``user.name`` / ``user.email`` into this repository's own config."""
+    config = repo.repository.config
+    config["user.name"] = name
+    config["user.email"] = email
