@@ -8,21 +8,11 @@ import argparse
 import re
 from typing import Any
 
+from git_forge.cli.arguments import add_backlog, add_path
 from git_forge.cli.output import emit_json, paint
 
 _ID_LIKE = re.compile(r"^[0-9]+$")
 _STATUS_FILTERS = ("pending", "in_progress", "done", "blocked", "needs-human", "deferred")
-
-
-def _path(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
-                        help="project path (default: .)")
-
-
-def _location(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backlog", metavar="DIR",
-                        help="backlog directory, relative to the project root "
-                             "(default: config 'backlog', else .forge)")
 
 
 def _json_flag(parser: argparse.ArgumentParser, what: str) -> None:
@@ -50,8 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     lst = verbs.add_parser("list", help="list items",
                            description="List items; --json prints a bare JSON array.")
-    _path(lst)
-    _location(lst)
+    add_path(lst)
+    add_backlog(lst)
     lst.add_argument("--status", metavar="S",
                      help="only items with status S (pending, in_progress, done, blocked, "
                           "needs-human, deferred)")
@@ -59,16 +49,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lst.set_defaults(func=run_list)
 
     show = verbs.add_parser("show", help="show one item", description="Show one item.")
-    _path(show)
+    add_path(show)
     show.add_argument("id", metavar="ID", help="item id")
-    _location(show)
+    add_backlog(show)
     _json_flag(show, "the item")
     show.set_defaults(func=run_show)
 
     add = verbs.add_parser("add", help="add an item",
                            description="Add a pending item with the next id; prints the id.")
-    _path(add)
-    _location(add)
+    add_path(add)
+    add_backlog(add)
     add.add_argument("--title", required=True, help="the item's title")
     _item_fields(add)
     _json_flag(add, "the new item")
@@ -78,9 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             description="Change an item's fields; --ac and --depends-on "
                                         "replace the lists; --status follows the transition "
                                         "rules.")
-    _path(edit)
+    add_path(edit)
     edit.add_argument("id", metavar="ID", help="item id")
-    _location(edit)
+    add_backlog(edit)
     edit.add_argument("--title", help="the item's title")
     _item_fields(edit)
     edit.add_argument("--status", help="new status (pending, in_progress, done, blocked)")
@@ -91,10 +81,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "answer", help="answer a blocked item (blocked → pending, answer kept for the prompt)",
         description="Set humanAnswer on a blocked item and make it pending again; the next "
                     "iteration's prompt carries the answer. Does not relaunch.")
-    _path(answer)
+    add_path(answer)
     answer.add_argument("id", metavar="ID", help="item id")
     answer.add_argument("text", metavar="TEXT", help="the answer")
-    _location(answer)
+    add_backlog(answer)
     _json_flag(answer, '{"answered": ID, "status": "pending"}')
     answer.set_defaults(func=run_answer)
 
@@ -102,9 +92,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "unblock", help="make blocked items pending (all of them without ID)",
         description="blocked → pending for ID, or for every blocked item without one. "
                     "A PATH made only of digits is read as an ID: write ./123 for a path.")
-    _path(unblock)
+    add_path(unblock)
     unblock.add_argument("id", nargs="?", metavar="ID", help="item id (default: every item)")
-    _location(unblock)
+    add_backlog(unblock)
     _json_flag(unblock, '{"unblockedCount": N, "unblockedIds": [...]}')
     unblock.set_defaults(func=run_unblock)
 
@@ -113,8 +103,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Analyse the runner's item list (feature-forge backlog-topology "
                     "semantics). Without an input flag it asks the configured runner; it "
                     "never reads backlog.json directly.")
-    _path(topology)
-    _location(topology)
+    add_path(topology)
+    add_backlog(topology)
     topology.add_argument("--cluster", action="store_true",
                           help="group blocked items whose reasons are alike")
     source = topology.add_mutually_exclusive_group()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json
 
 
@@ -14,9 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Print every effective setting with its source: default, user (<file>), "
                     ".forge.yaml, forge.config.json or flag.",
     )
-    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
-                        help="project path (default: .)")
-    parser.add_argument("--backlog", metavar="DIR", help="backlog directory (as a flag source)")
+    add_location(parser)
     parser.add_argument("--json", action="store_true",
                         help='print {KEY: {"value": V, "source": S}, ...}')
     parser.set_defaults(func=run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from git_forge.cli.arguments import add_path
 from git_forge.cli.output import emit_json
 
 
@@ -22,8 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             ("uninstall", "remove it, restoring what was there"),
                             ("status", "show where hooks live and what is installed")):
         verb = verbs.add_parser(name, help=help_text, description=help_text.capitalize() + ".")
-        verb.add_argument("path", nargs="?", default=".", metavar="PATH",
-                          help="project path (default: .)")
+        add_path(verb)
         verb.add_argument("--json", action="store_true", help="print the hook state as JSON")
         verb.set_defaults(func=run, action=name)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json
 
 
@@ -14,10 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "files untracked, and .forge.yaml if absent. Never overwrites; commits "
                     "nothing and prints the git command that would.",
     )
-    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
-                        help="project path (default: .)")
-    parser.add_argument("--backlog", metavar="DIR",
-                        help="backlog directory, relative to the project root (default: .forge)")
+    add_location(parser)
     parser.add_argument("--json", action="store_true",
                         help='print {"created": [...], "updated": [...], "kept": [...], '
                              '"commit": CMD|null}')

@@ -16,14 +16,8 @@ import sys
 import threading
 from typing import Any
 
+from git_forge.cli.arguments import add_location
 from git_forge.cli.output import color_enabled, paint
-
-
-def _add_location(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
-                        help="project path (default: .)")
-    parser.add_argument("--backlog", metavar="DIR",
-                        help="backlog directory, relative to the project root")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "(FORGE_DONE / FORGE_BLOCKED: … / FORGE_NEEDS_HUMAN: …) and act on it. "
                     "Exit: 0 done or budget spent, 1 error, 2 refused, 3 paused for a human, "
                     "5 ended with blocked items, 130 stopped.")
-    _add_location(run)
+    add_location(run)
     run.add_argument("--agent", metavar="CMD",
                      help="the agent command line, split once, never through a shell; "
                           "{prompt_file} is replaced by a file holding the prompt "
@@ -68,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             description="Ask the loop running on this backlog to stop: its "
                                         "agents are terminated (grace, then kill) and the run "
                                         "ends with state 'stopped'. Exit 1 when none runs.")
-    _add_location(stop)
+    add_location(stop)
     stop.set_defaults(func=stop_loop)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from git_forge.cli.arguments import add_location
+
 EXIT_STOP = 1
 
 
@@ -19,10 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="The launch blocker. Exit 0 when the working tree is clean; otherwise "
                     "STOP (exit 1), naming the prior run and listing the stranded paths.",
     )
-    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
-                        help="project path (default: .)")
-    parser.add_argument("--backlog", metavar="DIR",
-                        help="backlog directory, relative to the project root")
+    add_location(parser)
     parser.add_argument("--json", action="store_true",
                         help='print {"status": "ok"|"stop", "run": …, "paths": […]}')
     parser.set_defaults(func=run)

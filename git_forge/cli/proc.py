@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
+from git_forge.cli.arguments import add_backlog
 from git_forge.cli.output import emit_json, warn
 
 DEFAULT_LIMIT = 32 * 1024
@@ -28,11 +29,6 @@ def resolve_proc_root(backlog: str | None) -> Path:
     from git_forge.workspace import locate
 
     return locate(".", backlog).state_dir / PROC_DIR
-
-
-def _backlog(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backlog", metavar="DIR",
-                        help="backlog directory, relative to the project root")
 
 
 def _non_negative_float(text: str) -> float:
@@ -55,13 +51,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     lst = verbs.add_parser("list", help="every supervised process",
                            description="Handle, state, item, start, finish and output size.")
-    _backlog(lst)
+    add_backlog(lst)
     lst.add_argument("--json", action="store_true", help="print a JSON array")
     lst.set_defaults(func=run_list)
 
     show = verbs.add_parser("show", help="one process's manifest",
                             description="Print the manifest of HANDLE.")
-    _backlog(show)
+    add_backlog(show)
     show.add_argument("handle", metavar="HANDLE")
     show.add_argument("--json", action="store_true", help="print the manifest as JSON")
     show.set_defaults(func=run_show)
@@ -71,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Print output from byte CURSOR as safe text (escape sequences and "
                     "control characters removed) or as base64 of the raw bytes.",
     )
-    _backlog(out)
+    add_backlog(out)
     out.add_argument("handle", metavar="HANDLE")
     out.add_argument("--cursor", type=int, default=0, metavar="N",
                      help="raw byte offset to start at (default 0)")
@@ -85,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     wait = verbs.add_parser("wait", help="wait until processes end",
                             description="Wait until every HANDLE is in a terminal state.")
-    _backlog(wait)
+    add_backlog(wait)
     wait.add_argument("handles", nargs="+", metavar="HANDLE")
     wait.add_argument("--timeout", type=_non_negative_float, metavar="SECONDS",
                       help="give up after this long (exit 1)")
@@ -98,7 +94,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "never escalates), terminate (SIGTERM, then SIGKILL after the grace "
                     "period) or kill (SIGKILL). A finished process is left alone.",
     )
-    _backlog(stop)
+    add_backlog(stop)
     stop.add_argument("handle", metavar="HANDLE")
     stop.add_argument("--mode", choices=("interrupt", "terminate", "kill"), default="terminate")
     stop.add_argument("--grace", type=_non_negative_float, metavar="SECONDS",

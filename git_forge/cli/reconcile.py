@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
 
 EXIT_TREE_DIRTY = 6
@@ -25,10 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "from state.json, events.ndjson, item commits and stashes), and commit, "
                     "stash, discard or leave each group. Nothing changes without a decision.",
     )
-    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
-                        help="project path (default: .)")
-    parser.add_argument("--backlog", metavar="DIR",
-                        help="backlog directory, relative to the project root")
+    add_location(parser)
     parser.add_argument("--commit", action="append", default=[], metavar="GROUP",
                         help="commit the group's paths ([forge] <id>: stranded work (reconciled))")
     parser.add_argument("--stash", action="append", default=[], metavar="GROUP",

@@ -18,6 +18,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
 
 
@@ -30,10 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "remains, 4 blocked remains, 6 tree left dirty, 10 failed read, 11 failed "
                     "record, 12 failed apply, 13 ran but nothing moved.",
     )
-    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
-                        help="project path (default: .)")
-    parser.add_argument("--backlog", metavar="DIR",
-                        help="backlog directory, relative to the project root")
+    add_location(parser)
     parser.add_argument("--answer", action="append", default=[], metavar="ID=TEXT",
                         help="answer an item or a cluster (c<id>) (repeatable)")
     parser.add_argument("--defer", action="append", default=[], metavar="ID",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json
 
 
@@ -14,10 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "configured runner, dependency depth and starvation, and whether a "
                     "loop holds the lock.",
     )
-    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
-                        help="project path (default: .)")
-    parser.add_argument("--backlog", metavar="DIR",
-                        help="backlog directory, relative to the project root")
+    add_location(parser)
     parser.add_argument("--json", action="store_true", help="print the status document")
     parser.set_defaults(func=run)
 
