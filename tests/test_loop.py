@@ -326,3 +326,18 @@ def test_sigkill_mid_iteration_then_a_new_run_restores(loop: Loop) -> None:
     new = loop.subjects()[: len(loop.subjects()) - len(before)]
     assert new == ["[forge] 001: Base module", "[forge] 001: back to pending (process lost)"]
     assert "lost when a run crashed" in loop.items()["001"]["notes"]
+
+
+def test_json_summary_and_ndjson_stream(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "FORGE_DONE"}, "002": {"signal": "FORGE_DONE"},
+               "003": {"signal": "FORGE_DONE"}})
+    result = loop.run("--json", "--iterations", "1")
+    summary = json.loads(result.stdout)
+    assert (summary["status"], summary["exitCode"], result.returncode) == (
+        "iterations_complete", 0, 0)
+    assert summary["state"]["completedItems"] == ["001"]
+    result = loop.run("--ndjson")
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events == loop.events()
+    stop = run_forge("loop", "stop", "--json", cwd=loop.root)
+    assert (stop.returncode, json.loads(stop.stdout)) == (1, {"requested": False})

@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from git_forge.cli.arguments import add_location
-from git_forge.cli.output import color_enabled, paint
+from git_forge.cli.output import color_enabled, emit_json, paint
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,6 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="stop (exit 3) at the first item that needs a human")
     run.add_argument("--follow", action="store_true", help="stream the agent's output")
     run.add_argument("--ndjson", action="store_true", help="stream the journal as NDJSON")
+    run.add_argument("--json", action="store_true",
+                     help="print the run's summary as JSON at the end (no progress lines)")
     run.add_argument("--force", action="store_true",
                      help="launch despite the pre-launch check, a detached HEAD or an unborn "
                           "branch (work already in the tree is left alone)")
@@ -63,23 +65,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                         "agents are terminated (grace, then kill) and the run "
                                         "ends with state 'stopped'. Exit 1 when none runs.")
     add_location(stop)
+    stop.add_argument("--json", action="store_true", help='print {"requested": true|false}')
     stop.set_defaults(func=stop_loop)
 
 
 class TerminalProgress:
     """One live status line on a terminal, plain lines elsewhere, or NDJSON."""
 
-    def __init__(self, *, follow: bool, ndjson: bool, stream=None) -> None:
+    def __init__(self, *, follow: bool, ndjson: bool, silent: bool = False, stream=None) -> None:
         self.stream = stream or sys.stdout
         self.follow = follow
         self.ndjson = ndjson
-        self.live = not ndjson and color_enabled(self.stream)
+        self.silent = silent
+        self.live = not ndjson and not silent and color_enabled(self.stream)
         self.line = ""
         self.max = 0
         self.number = 0
         self.item = ""
 
     def _write(self, text: str) -> None:
+        if self.silent:
+            return
         if self.live and self.line:
             self.stream.write("\r\x1b[K")
         self.stream.write(text + "\n")
@@ -180,7 +186,8 @@ def run_loop(args: argparse.Namespace) -> int:
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set())
                 for sig in (signal.SIGINT, signal.SIGTERM)}
-    progress = TerminalProgress(follow=args.follow, ndjson=args.ndjson)
+    progress = TerminalProgress(follow=args.follow, ndjson=args.ndjson,
+                                silent=args.json and not args.ndjson)
     try:
         result = run_loop(workspace, options, progress, stop)
     except LoopRefused as exc:
@@ -193,7 +200,11 @@ def run_loop(args: argparse.Namespace) -> int:
         progress.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    if not args.ndjson:
+    if args.json and not args.ndjson:
+        emit_json({"status": result.status, "exitCode": result.exit_code,
+                   "runId": result.run_id, "message": result.message or None,
+                   "state": result.state.to_json()})
+    elif not args.ndjson:
         state = result.state
         print(f"{result.status}: {len(state.completedItems)} done, "
               f"{len(state.needsHumanItems)} need a human, {len(state.blockedItems)} blocked, "
@@ -208,8 +219,11 @@ def stop_loop(args: argparse.Namespace) -> int:
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
-    if not request_stop(workspace.state_dir):
+    requested = request_stop(workspace.state_dir)
+    if args.json:
+        emit_json({"requested": requested})
+    elif requested:
+        print("asked the running loop to stop")
+    else:
         print("Error: no loop is running on this backlog", file=sys.stderr)
-        return 1
-    print("asked the running loop to stop")
-    return 0
+    return 0 if requested else 1
