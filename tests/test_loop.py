@@ -341,3 +341,19 @@ def test_json_summary_and_ndjson_stream(loop: Loop) -> None:
     assert events == loop.events()
     stop = run_forge("loop", "stop", "--json", cwd=loop.root)
     assert (stop.returncode, json.loads(stop.stdout)) == (1, {"requested": False})
+
+
+def test_force_launches_on_a_dirty_tree_and_leaves_that_work_alone(loop: Loop) -> None:
+    (loop.root / "mine.txt").write_text("operator's work\n")
+    (loop.root / "README.md").write_text("operator edit\n")
+    loop.plan({"001": {"signal": "FORGE_DONE", "files": {"base.py": "b\n"}},
+               "003": {"signal": "FORGE_BLOCKED: later", "files": {"tmp.txt": "t\n"}}})
+    result = loop.run("--force", "--iterations", "3")
+    assert result.returncode == 5, result.stderr  # 001, 002 done; 003 blocked
+    for rev in ("HEAD", "HEAD~1", "HEAD~2"):
+        assert not {"mine.txt", "README.md"} & set(loop.files_of(rev))
+    assert (loop.root / "mine.txt").read_text() == "operator's work\n"
+    assert (loop.root / "README.md").read_text() == "operator edit\n"
+    stash = git("stash", "show", "--include-untracked", "--name-only", "stash@{0}",
+                cwd=loop.root).split()
+    assert stash == ["tmp.txt"]
