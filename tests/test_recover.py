@@ -432,3 +432,14 @@ def test_answers_reach_the_runner_literally(external, answer: str) -> None:
     assert not (external.root / "pwned").exists() and not Path("pwned").exists()
     assert not (external.dir / "pwned").exists()
     assert os.path.exists(external.root)
+
+
+def test_ctrl_c_before_any_question_defers_everything(after_run: Path) -> None:
+    session = PtySession("recover", cwd=after_run)
+    session.expect("Merge questions that share a cause?")
+    session.interrupt()
+    code = session.finish()
+    assert code == 3, session.text
+    record = json.loads((after_run / ".forge" / "forge-decisions.json").read_text())
+    assert [(e["itemId"], e["deferred"]) for e in record["decisions"]] == [
+        ("003", True), ("004", True), ("006", True)]

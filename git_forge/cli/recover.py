@@ -53,9 +53,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 class TerminalAsker:
-    """The interactive dialogue: merges, one question at a time, the tree."""
+    """The interactive dialogue: merges, one question at a time, the tree.
+
+    Ctrl-C at any question is cancel-early: every question not yet answered is
+    recorded as a deferral, and the answers already given are applied."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
 
     def merges(self, questions) -> list[list[str]]:
+        try:
+            return self._merges(questions)
+        except KeyboardInterrupt:
+            print("\ncancelled: every question is recorded as deferred")
+            self.cancelled = True
+            return []
+
+    def _merges(self, questions) -> list[list[str]]:
         from git_forge.cli import ask
 
         if len(questions) < 2:
@@ -76,6 +90,8 @@ class TerminalAsker:
         from git_forge.credentials import credential_problem
         from git_forge.recovery.answers import CANCEL, DEFER, Choice, Collected
 
+        if self.cancelled:
+            return [Collected(q, q.item_ids, CANCEL) for q in questions]
         collected: list[Collected] = []
         for index, question in enumerate(questions):
             try:

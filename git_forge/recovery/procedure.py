@@ -14,7 +14,10 @@ scripted choices (``--answer``/``--defer``/``--answers``; unanswered → deferre
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import signal
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -277,6 +280,23 @@ def _record(ctx: _Context, collected: list[Collected], actor: str | None) -> lis
     return answered
 
 
+@contextlib.contextmanager
+def _uninterruptible() -> Iterator[None]:
+    """Hold Ctrl-C until a runner call and its decision stamp are both done, so an
+    item is never left applied in the runner but unstamped in the record."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[object] = []
+    previous = signal.signal(signal.SIGINT, lambda *args: caught.append(args))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
 def _apply(ctx: _Context, to_apply: dict[str, str], actor: str | None) -> None:
     """Step 5: answer (threaded) or unblock, then stamp — only after success."""
     report, runner = ctx.report, ctx.runner
@@ -296,22 +316,30 @@ def _apply(ctx: _Context, to_apply: dict[str, str], actor: str | None) -> None:
                 "notThreaded": sorted(needs_human, key=id_key),
             }
     for item_id in sorted(to_apply, key=id_key):
-        threaded = item_id in needs_human and capable
-        try:
-            if threaded:
-                runner.answer(item_id, to_apply[item_id])
-            else:
-                runner.unblock(item_id)
-        except RunnerError as exc:
-            raise _fail(report, "failed-apply", 5, f"item {item_id}: {exc.message}") from exc
-        try:
-            decisions.apply(ctx.rec, item_id, actor=actor)
-        except ForgeError as exc:
-            raise _fail(report, "failed-record", 5,
-                        f"item {item_id} was applied but its decision could not be "
-                        f"stamped: {exc.message}") from exc
-        report.applied.append(Applied(item_id, "answer" if threaded else "unblock",
-                                      item_id in needs_human, threaded))
+        with _uninterruptible():
+            _apply_one(ctx, item_id, to_apply[item_id], needs_human, capable, actor)
+
+
+def _apply_one(ctx: _Context, item_id: str, answer: str, needs_human: set[str], capable: bool,
+               actor: str | None) -> None:
+    """One runner call, then — only after it succeeded — the decision's stamp."""
+    report, runner = ctx.report, ctx.runner
+    threaded = item_id in needs_human and capable
+    try:
+        if threaded:
+            runner.answer(item_id, answer)
+        else:
+            runner.unblock(item_id)
+    except RunnerError as exc:
+        raise _fail(report, "failed-apply", 5, f"item {item_id}: {exc.message}") from exc
+    try:
+        decisions.apply(ctx.rec, item_id, actor=actor)
+    except ForgeError as exc:
+        raise _fail(report, "failed-record", 5,
+                    f"item {item_id} was applied but its decision could not be "
+                    f"stamped: {exc.message}") from exc
+    report.applied.append(Applied(item_id, "answer" if threaded else "unblock",
+                                  item_id in needs_human, threaded))
 
 
 def _probe_why(runner: Runner) -> str:
