@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import sys
 import tempfile
 import time
@@ -28,8 +27,6 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
-
-import portalocker
 
 from git_forge.errors import ForgeError
 
@@ -147,6 +144,8 @@ def read_json(path: Path | str, *, default: Any = _MISSING) -> Any:
 
 def _holder_label() -> str:
     """Who holds a lock, for the message a timed-out waiter prints."""
+    import socket  # only a lock holder needs it; readers (the pre-launch check) do not
+
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     command = " ".join(Path(sys.argv[0]).name.split() + sys.argv[1:3]) if sys.argv else "?"
     return f"pid {os.getpid()} on {socket.gethostname()} ({command}) since {started}"
@@ -175,6 +174,11 @@ class FileLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             raise StoreError(f"cannot lock {self.path}: {exc.strerror or exc}") from exc
+        # Imported here, not at the top: ``import portalocker`` costs ~20 ms (it
+        # reads its own package metadata), and the pre-launch hot path reads JSON
+        # through this module without ever taking a lock.
+        import portalocker
+
         handle = os.fdopen(fd, "r+b")
         try:
             portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
@@ -207,6 +211,8 @@ class FileLock:
     def release(self) -> None:
         if self._handle is None:
             return
+        import portalocker  # already imported by ``try_acquire``
+
         handle, self._handle = self._handle, None
         try:
             portalocker.unlock(handle)

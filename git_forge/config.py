@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from git_forge.errors import ForgeError
 from git_forge.layout import DEFAULT_BACKLOG_DIR, DEFAULT_STATE_DIR, RAUF_STATE_DIR
@@ -46,8 +45,10 @@ class ConfigError(ForgeError):
     """A configuration file that cannot be used (exit 2), naming the file and key."""
 
 
-@dataclass(frozen=True)
-class _Key:
+# NamedTuples and a plain class rather than dataclasses: every command resolves its
+# configuration, the pre-launch check on its hot path too, and ``dataclasses``
+# (with ``inspect``) costs ~9 ms to import.
+class _Key(NamedTuple):
     default: Any
     kinds: tuple[type, ...]
     nullable: bool = False
@@ -86,19 +87,31 @@ KEYS: dict[str, _Key] = {
 _SECTIONS = frozenset(key.split(".", 1)[0] for key in KEYS if "." in key)
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):
     key: str
     value: Any
     source: str
 
 
-@dataclass
 class Config:
     """Effective values by dotted key, each with the label of the layer that set it."""
 
-    values: dict[str, Any] = field(default_factory=dict)
-    sources: dict[str, str] = field(default_factory=dict)
+    __slots__ = ("values", "sources")
+
+    def __init__(self, values: dict[str, Any] | None = None,
+                 sources: dict[str, str] | None = None) -> None:
+        self.values: dict[str, Any] = {} if values is None else values
+        self.sources: dict[str, str] = {} if sources is None else sources
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Config):
+            return NotImplemented
+        return (self.values, self.sources) == (other.values, other.sources)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the mapping it is
+
+    def __repr__(self) -> str:
+        return f"Config(values={self.values!r}, sources={self.sources!r})"
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -205,15 +218,32 @@ def user_config_path() -> Path:
     return Path(user_config_dir("git-forge")) / USER_CONFIG
 
 
-def _read_yaml(path: Path) -> Any:
-    import yaml
+def only_comments(text: str) -> bool:
+    """True when ``text`` is certainly an empty YAML stream: every line blank or a
+    comment made of printable characters (Python's printable set lies inside
+    YAML's). Anything else — a tab, a BOM, a lone ``\\r``, a directive — is left
+    to the YAML parser, which may still find it empty."""
+    for line in text.split("\n"):
+        line = line.removesuffix("\r")
+        content = line.lstrip(" ")
+        if content and not (content.startswith("#") and content.isprintable()):
+            return False
+    return True
 
+
+def _read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8 text: {exc}") from exc
+    if only_comments(text):
+        # The example .forge.yaml ``init`` writes is all comments: answering it
+        # without importing pyyaml (~10 ms) keeps the pre-launch check fast.
+        return None
+    import yaml
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -35,3 +35,15 @@ def state_directory(backlog_dir: Path, state_dir: str) -> Path:
 
 def backlog_file(backlog_dir: Path) -> Path:
     return Path(backlog_dir) / BACKLOG_FILE
+
+
+def find_root(path: Path | str) -> Path:
+    """The git work tree top containing ``path`` (the nearest directory with a
+    ``.git`` file or directory), else ``path`` itself. Here rather than in
+    ``workspace`` so that the pre-launch check's clean path can call it without
+    importing the configuration machinery."""
+    start = Path(path).resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return start

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from git_forge.config import Config, ConfigError, load_config
-from git_forge.layout import backlog_file, state_directory
+from git_forge.layout import backlog_file, find_root, state_directory
 
 
-@dataclass(frozen=True)
-class Workspace:
+# A NamedTuple rather than a dataclass: the pre-launch check resolves a workspace
+# on its hot path, and ``dataclasses`` (with ``inspect``) costs ~9 ms to import.
+class Workspace(NamedTuple):
     """The resolved directories of one project, and its effective config."""
 
     root: Path
@@ -41,16 +41,6 @@ class Workspace:
             return path.relative_to(self.root).as_posix() or "."
         except ValueError:
             return str(path)
-
-
-def find_root(path: Path | str) -> Path:
-    """The git work tree top containing ``path`` (the nearest directory with a
-    ``.git`` file or directory), else ``path`` itself."""
-    start = Path(path).resolve()
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return start
 
 
 def locate(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers import run_forge
 
-from git_forge.config import ConfigError, load_config, user_config_path
+from git_forge.config import ConfigError, load_config, only_comments, user_config_path
 from git_forge.workspace import find_root, locate
 
 
@@ -103,6 +103,29 @@ def test_empty_files_are_fine(tmp_path: Path, user_config: Path) -> None:
     user_config.write_text("")
     (tmp_path / ".forge.yaml").write_text("# only comments\nloop:\n")
     assert load_config(tmp_path)["loop.iterations"] == 50
+
+
+@pytest.mark.parametrize("text", [
+    "", "\n", "# a\n", "  # indented\n\n# é ünïcode\r\n", "#\n   \n#: x\n# key: value",
+    "# trailing spaces   \n", "#\tcomment with a tab\n", "\t# a tab first\n", "#\x0c\n",
+    "\ufeff# bom\n", "# a\rb: 1\n", "---\n", "--- # doc\n", "%YAML 1.1\n---\n",
+    "key: 1 # c\n", "# c\nkey:\n", "...\n", "# c\x85key: 1\n", "# c\u2028key: 1\n", "\t\n",
+    "# c\n\u00a0\n", "# \u00a0nbsp\n",
+])
+def test_only_comments_means_the_yaml_parser_would_find_nothing(text: str) -> None:
+    # The configuration skips importing pyyaml for a file that is only comments;
+    # that must never hide a value, a directive or an error the parser would see.
+    import yaml
+
+    if only_comments(text):
+        assert yaml.safe_load(text) is None
+    else:
+        assert text.strip(" \n") and not set(text) <= set(" \n")
+
+
+def test_the_example_config_init_writes_is_only_comments(git_repo: Path) -> None:
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    assert only_comments((git_repo / ".forge.yaml").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize(("content", "message"), [

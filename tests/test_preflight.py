@@ -186,3 +186,34 @@ def test_only_in_progress_marks() -> None:
     extra = {"items": [*marked["items"], {"id": "003", "status": "pending"}]}
     assert not only_in_progress_marks(enc(head), enc(extra))
     assert not only_in_progress_marks(b"{", enc(marked))
+
+
+def _whole_tree_output(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """What the whole command tree prints for ``argv`` (help on stdout, usage errors
+    as ``UsageError``), in-process."""
+    from git_forge.cli.main import build_parser
+    from git_forge.errors import UsageError
+
+    try:
+        build_parser(prog="git forge").parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0), capsys.readouterr().out
+    except UsageError as exc:
+        return exc.exit_code, f"Error: {exc.message}\n"
+    raise AssertionError("expected help or a usage error")
+
+
+@pytest.mark.parametrize("argv", [["preflight", "--help"], ["preflight", "-h"],
+                                  ["preflight", "--bogus"], ["preflight", "a", "b"]])
+def test_the_fast_dispatch_parses_exactly_like_the_whole_tree(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `preflight` builds only its own parser (hot path); help and usage errors must
+    # be the very ones the whole tree gives.
+    monkeypatch.setenv("COLUMNS", "100")
+    code, expected = _whole_tree_output(argv, capsys)
+    result = run_forge(*argv, cwd=tmp_path, env={"COLUMNS": "100"})
+    output = result.stdout if code == 0 else result.stderr
+    assert (result.returncode, output) == (code, expected)
+    assert expected.startswith(("usage: git forge preflight", "Error: "))

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Sequence
 
 from git_forge import __version__
 from git_forge.errors import EXIT_USAGE, ForgeError, UsageError
@@ -34,6 +35,14 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 EXIT_INTERRUPTED = 130
 
+#: Commands on a hot path, whose parser ``main`` builds alone when the command
+#: line starts with their name: ``preflight`` runs before every loop launch
+#: (the pre-launch hook) and must cost about what ``git status`` costs, while
+#: importing every command module to build the whole tree costs ~30 ms. The
+#: parser built is the very subparser the whole tree has (same ``prog``, so the
+#: same help and the same usage errors).
+HOT_COMMANDS: frozenset[str] = frozenset({"preflight"})
+
 
 class ForgeArgumentParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are ordinary ``UsageError``s."""
@@ -42,9 +51,12 @@ class ForgeArgumentParser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} -h')")
 
 
-def build_parser(prog: str = "git-forge") -> argparse.ArgumentParser:
-    """The whole command tree. ``prog`` is set by ``main``; the man page and the
-    completion generators call this with the default."""
+def build_parser(
+    prog: str = "git-forge", commands: Sequence[str] = COMMAND_MODULES
+) -> argparse.ArgumentParser:
+    """The whole command tree (or the named command groups of it). ``prog`` is
+    set by ``main``; the man page and the completion generators call this with
+    the defaults."""
     parser = ForgeArgumentParser(
         prog=prog,
         description=(
@@ -55,19 +67,28 @@ def build_parser(prog: str = "git-forge") -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"git-forge version {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for name in COMMAND_MODULES:
+    for name in commands:
         importlib.import_module(f"git_forge.cli.{name}").register(subparsers)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    from git_forge.cli.output import error
+def _commands_for(argv: Sequence[str]) -> Sequence[str]:
+    """Only a hot command's own parser when the command line names it first."""
+    if argv and argv[0] in HOT_COMMANDS:
+        return (argv[0],)
+    return COMMAND_MODULES
 
-    parser = build_parser(prog="git forge")
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
     try:
+        parser = build_parser(prog="git forge", commands=_commands_for(argv))
         args = parser.parse_args(argv)
         return int(args.func(args))
     except ForgeError as exc:
+        from git_forge.cli.output import error
+
         error(exc.message)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -79,5 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except OSError as exc:
+        from git_forge.cli.output import error
+
         error(str(exc))
         return EXIT_USAGE

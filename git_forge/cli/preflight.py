@@ -59,8 +59,8 @@ def render_dirty(result) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from git_forge.layout import find_root
     from git_forge.tree.fast_status import porcelain_fast
-    from git_forge.workspace import find_root
 
     entries = porcelain_fast(find_root(args.path))
     if not entries:

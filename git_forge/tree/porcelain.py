@@ -41,6 +41,10 @@ _C_ESCAPES = {7: b"\\a", 8: b"\\b", 9: b"\\t", 10: b"\\n", 11: b"\\v", 12: b"\\f
               13: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\"}
 
 
+#: Bytes git never escapes: printable ASCII except ``"`` and ``\\``.
+_PLAIN = bytes(byte for byte in range(0x20, 0x7F) if byte not in _C_ESCAPES)
+
+
 def quote_path(path: str, *, quote_path_fully: bool = True) -> str:
     """``path`` as ``git status --porcelain`` prints it (git's ``quote_path``).
 
@@ -50,6 +54,8 @@ def quote_path(path: str, *, quote_path_fully: bool = True) -> str:
     formats quote those too.
     """
     raw = os.fsencode(path)
+    if not raw.translate(None, _PLAIN):  # the common case, without a loop per byte
+        return f'"{path}"' if b" " in raw else path
     parts: list[bytes] = []
     escaped = False
     for byte in raw:
