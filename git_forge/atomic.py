@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from git_forge.errors import ForgeError
+from git_forge.jsonenc import dumps_indented
 
 T = TypeVar("T")
 
@@ -105,7 +106,7 @@ def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:
     if indent is None:
         text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
     else:
-        text = json.dumps(document, ensure_ascii=False, indent=indent)
+        text = dumps_indented(document, indent)  # json.dumps(indent=…)'s bytes, faster
     return (text + "\n").encode("utf-8")
 
 

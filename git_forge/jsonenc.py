@@ -1,0 +1,113 @@
+"""An indented JSON encoder, byte-identical to ``json.dumps(indent=N, ensure_ascii=False)``.
+
+Why it exists: with ``indent`` set, the standard library falls back from its C
+encoder to a pure-Python one built from nested generators. Every git-forge file
+is written indented (feature-forge's format), and the big ones are rewritten on
+every change — the loop rewrites backlog.json several times per iteration,
+``recover`` once per applied item — so that encoder was the largest single cost
+of both. This one walks the document once, appending to one list, and lets the
+C string escaper do the escaping: about twice as fast.
+
+It handles exactly the types git-forge documents are made of — ``dict`` with
+``str`` keys, ``list``, ``tuple``, ``str``, ``int``, finite ``float``, ``bool``
+and ``None``, each by its exact type — and hands anything else (a subclass, a
+non-string key, NaN or infinity, a cycle or a nesting too deep to recurse) to
+``json.dumps`` for the whole document, so the output, or the error, is always
+the standard library's own.
+"""
+
+from __future__ import annotations
+
+import json
+from json.encoder import encode_basestring
+from typing import Any
+
+_int_repr = int.__repr__
+_float_repr = float.__repr__
+_INFINITY = float("inf")
+
+
+class _Unsupported(Exception):
+    """A value this encoder leaves to ``json.dumps``."""
+
+
+def dumps_indented(document: Any, indent: int = 2) -> str:
+    """``json.dumps(document, indent=indent, ensure_ascii=False)``, faster."""
+    try:
+        return _encode(document, " " * indent)
+    except (_Unsupported, RecursionError):
+        return json.dumps(document, indent=indent, ensure_ascii=False)
+
+
+def _scalar(value: Any) -> str:
+    """The JSON text of a value that is not a container, or ``_Unsupported``."""
+    kind = type(value)
+    if kind is str:
+        return encode_basestring(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if kind is int:
+        return _int_repr(value)
+    if kind is float and value == value and value != _INFINITY and value != -_INFINITY:
+        return _float_repr(value)
+    raise _Unsupported
+
+
+def _encode(document: Any, step: str) -> str:
+    chunks: list[str] = []
+    append = chunks.append
+
+    def walk(value: Any, newline: str) -> None:
+        kind = type(value)
+        if kind is dict:
+            if not value:
+                append("{}")
+                return
+            inner = newline + step
+            separator = "," + inner
+            append("{" + inner)
+            first = True
+            for key, item in value.items():
+                if type(key) is not str:
+                    raise _Unsupported
+                if first:
+                    first = False
+                else:
+                    append(separator)
+                item_kind = type(item)
+                if item_kind is str:  # the common case, inline
+                    append(encode_basestring(key) + ": " + encode_basestring(item))
+                elif item_kind is dict or item_kind is list or item_kind is tuple:
+                    append(encode_basestring(key) + ": ")
+                    walk(item, inner)
+                else:
+                    append(encode_basestring(key) + ": " + _scalar(item))
+            append(newline + "}")
+        elif kind is list or kind is tuple:
+            if not value:
+                append("[]")
+                return
+            inner = newline + step
+            separator = "," + inner
+            strings = [encode_basestring(item) for item in value if type(item) is str]
+            if len(strings) == len(value):  # a list of strings: one join
+                append("[" + inner + separator.join(strings) + newline + "]")
+                return
+            append("[" + inner)
+            first = True
+            for item in value:
+                if first:
+                    first = False
+                else:
+                    append(separator)
+                walk(item, inner)
+            append(newline + "]")
+        else:
+            append(_scalar(value))
+
+    walk(document, "\n")
+    return "".join(chunks)

@@ -1,0 +1,112 @@
+"""The indented encoder must give json.dumps(indent=…, ensure_ascii=False)'s exact text."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import OrderedDict
+from enum import IntEnum
+from typing import Any
+
+import pytest
+
+from git_forge.atomic import dumps_json
+from git_forge.jsonenc import dumps_indented
+
+ALPHABET = ("abcXYZ09 _-/:,{}[]\"\\\t\n\r\x00\x01\x1f\x7f\x80éßü€中文😀\u2028\u2029\ufeff"
+            "\ud800")  # a lone surrogate too: json.dumps passes it through unescaped
+
+
+def reference(document: Any, indent: int = 2) -> str:
+    return json.dumps(document, indent=indent, ensure_ascii=False)
+
+
+def random_string(rng: random.Random) -> str:
+    return "".join(rng.choice(ALPHABET) for _ in range(rng.randrange(0, 12)))
+
+
+def random_scalar(rng: random.Random) -> Any:
+    choice = rng.randrange(9)
+    if choice == 0:
+        return None
+    if choice == 1:
+        return rng.random() < 0.5
+    if choice == 2:
+        return rng.randrange(-10**6, 10**6)
+    if choice == 3:
+        return rng.choice([0, -1, 2**63, -(2**100), 10**40])
+    if choice == 4:
+        return rng.choice([0.0, -0.0, 0.1, 1e-7, 1e16, 1.5e300, 5e-324, -2.5, 1 / 3])
+    if choice == 5:
+        return rng.uniform(-1e6, 1e6)
+    return random_string(rng)
+
+
+def random_document(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth > 5 or roll < 0.35:
+        return random_scalar(rng)
+    size = rng.choice([0, 0, 1, 2, 3, 5, 8])
+    if roll < 0.65:
+        return {random_string(rng): random_document(rng, depth + 1) for _ in range(size)}
+    items = [random_document(rng, depth + 1) for _ in range(size)]
+    return tuple(items) if rng.random() < 0.2 else items
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_documents_encode_exactly_like_json_dumps(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(50):
+        document = random_document(rng)
+        for indent in (2, 4, 0):
+            assert dumps_indented(document, indent) == reference(document, indent)
+
+
+@pytest.mark.parametrize("document", [
+    {}, [], (), "", 0, None, True, 1.0, {"a": {}}, {"a": []}, [[], {}, [[]], [{}]],
+    {"nested": {"empty": {"list": [], "dict": {}}}}, ["only", "strings"], ["mixed", 1, None],
+    {"é": "ü", "\u2028": "\x00"},
+])
+def test_edge_documents(document: Any) -> None:
+    assert dumps_indented(document) == reference(document)
+
+
+@pytest.mark.parametrize("document", [
+    {7: "int key", 2.5: "float key", True: "bool key", None: "null key"},
+    [float("nan"), float("inf"), -float("inf")],
+    OrderedDict([("b", 1), ("a", 2)]),
+    {"enum": IntEnum("Level", "LOW HIGH").HIGH},
+    [type("Text", (str,), {})("a str subclass")],
+])
+def test_what_it_leaves_to_json_dumps_comes_out_the_same(document: Any) -> None:
+    assert dumps_indented(document) == reference(document)
+
+
+def test_deep_nesting_and_cycles_give_json_dumps_own_result() -> None:
+    deep: Any = "bottom"
+    for _ in range(300):
+        deep = {"down": [deep]}
+    assert dumps_indented(deep) == reference(deep)
+    for _ in range(2000):
+        deep = [deep]
+    with pytest.raises(RecursionError):
+        reference(deep)
+    with pytest.raises(RecursionError):
+        dumps_indented(deep)
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    with pytest.raises(ValueError, match="Circular reference"):
+        dumps_indented(cycle)
+
+
+def test_unserializable_values_raise_like_json_dumps() -> None:
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        dumps_indented({"a": object()})
+    with pytest.raises(TypeError, match="keys must be"):
+        dumps_indented({(1, 2): "tuple key"})
+
+
+def test_dumps_json_is_the_file_format() -> None:
+    document = {"schemaVersion": "1", "items": [{"id": "001", "title": "Ünïcode ✓",
+                                                  "dependsOn": [], "priority": 2}]}
+    assert dumps_json(document) == (reference(document) + "\n").encode("utf-8")
