@@ -227,25 +227,38 @@ def apply(rec: DecisionRecord, item_id: str, *, actor: str | None = None) -> dic
     Call this only after the runner accepted the change: a stamped entry means
     the runner really has it.
     """
+    return apply_all(rec, [item_id], actor=actor)
+
+
+def apply_all(
+    rec: DecisionRecord, item_ids: list[str], *, actor: str | None = None
+) -> dict[str, Any]:
+    """``apply`` for several items in one atomic write, all or none: an item with
+    no unapplied latest entry is refused (naming it) before anything is stamped."""
+    if not item_ids:
+        raise DecisionError("at least one item id is required")
     actor = actor or default_actor()
 
     def stamp(current: Any) -> dict[str, Any]:
         if current is None:
-            raise DecisionError(f"no decision recorded for item {item_id!r}")
+            raise DecisionError(f"no decision recorded for item {item_ids[0]!r}")
         document = _check_document(rec.path, current)
-        entry = latest_entries(document["decisions"]).get(item_id)
-        if entry is None:
-            raise DecisionError(f"no decision recorded for item {item_id!r}")
-        if entry.get("appliedAt") is not None:
-            raise DecisionError(
-                f"latest decision for item {item_id!r} is already applied "
-                f"(at {entry['appliedAt']}) — nothing unapplied"
-            )
-        entry["appliedAt"] = now_iso()
-        entry["appliedBy"] = actor
+        latest = latest_entries(document["decisions"])
+        applied_at = now_iso()
+        for item_id in item_ids:
+            entry = latest.get(item_id)
+            if entry is None:
+                raise DecisionError(f"no decision recorded for item {item_id!r}")
+            if entry.get("appliedAt") is not None:
+                raise DecisionError(
+                    f"latest decision for item {item_id!r} is already applied "
+                    f"(at {entry['appliedAt']}) — nothing unapplied"
+                )
+            entry["appliedAt"] = applied_at
+            entry["appliedBy"] = actor
         return _stamp(document)
 
     if not rec.path.exists():
-        raise DecisionError(f"no decision recorded for item {item_id!r}")
+        raise DecisionError(f"no decision recorded for item {item_ids[0]!r}")
     return update_json(rec.path, stamp, mode=RECORD_MODE)
 

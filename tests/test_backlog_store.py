@@ -159,3 +159,61 @@ def test_concurrent_adders_lose_nothing(tmp_path: Path) -> None:
     items = BacklogStore(path).items()
     assert sorted(i["id"] for i in items) == [f"{n:03d}" for n in range(1, 41)]
     assert len({i["title"] for i in items}) == 40
+
+
+@pytest.fixture
+def three_blocked(tmp_path: Path) -> BacklogStore:
+    directory = tmp_path / ".forge"
+    directory.mkdir()
+    document = new_document("p")
+    document["items"] = [{**ITEM, "id": item_id} for item_id in ("001", "002", "003")]
+    (directory / "backlog.json").write_text(json.dumps(document, indent=2) + "\n")
+    return BacklogStore.in_dir(directory)
+
+
+def test_answer_all_makes_every_change_in_one_write(three_blocked: BacklogStore) -> None:
+    inode = three_blocked.path.stat().st_ino
+    done, refusal = three_blocked.answer_all([("001", "use postgres"), ("002", None),
+                                              ("003", "use sqlite")])
+    assert (done, refusal) == (["001", "002", "003"], None)
+    items = {item["id"]: item for item in three_blocked.items()}
+    assert items["001"]["humanAnswer"] == "use postgres" and items["001"]["status"] == "pending"
+    assert "humanAnswer" not in items["002"] and items["002"]["status"] == "pending"
+    assert items["003"]["humanAnswer"] == "use sqlite"
+    assert three_blocked.path.stat().st_ino != inode  # replaced, atomically, once
+    # The result is what the single calls would have written, byte for byte.
+    directory = three_blocked.path.parent.parent / "single"
+    directory.mkdir()
+    single = BacklogStore.in_dir(directory)
+    document = new_document("p")
+    document["items"] = [{**ITEM, "id": item_id} for item_id in ("001", "002", "003")]
+    single.path.write_text(json.dumps(document, indent=2) + "\n")
+    single.answer("001", "use postgres")
+    single.unblock("002")
+    single.answer("003", "use sqlite")
+    assert single.path.read_bytes() == three_blocked.path.read_bytes()
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ([("001", "ok"), ("002", "   "), ("003", "ok")], "the answer text may not be empty"),
+    ([("001", "ok"), ("002", "ghp_abcdefghijklmnopqrstuvwxyz0123"), ("003", "ok")],
+     "looks like a credential"),
+    ([("001", "ok"), ("001", "again"), ("003", "ok")], "Item 001 is not blocked"),
+    ([("001", None), ("404", None), ("003", None)], "Item not found: 404"),
+])
+def test_answer_all_keeps_the_changes_before_a_refusal_and_stops(
+    three_blocked: BacklogStore, changes: list, message: str
+) -> None:
+    done, refusal = three_blocked.answer_all(changes)
+    assert done == ["001"]
+    assert refusal is not None and message in refusal.message and refusal.exit_code == 2
+    status = {item["id"]: item["status"] for item in three_blocked.items()}
+    assert status == {"001": "pending", "002": "blocked", "003": "blocked"}
+
+
+def test_answer_all_refused_at_once_writes_nothing(three_blocked: BacklogStore) -> None:
+    before = three_blocked.path.read_bytes()
+    done, refusal = three_blocked.answer_all([("009", "x"), ("001", "y")])
+    assert done == [] and refusal is not None and "Item not found: 009" in refusal.message
+    assert three_blocked.path.read_bytes() == before
+    assert sorted(p.name for p in three_blocked.path.parent.iterdir()) == ["backlog.json"]

@@ -347,3 +347,22 @@ def test_sigkill_at_any_instant_leaves_a_parseable_complete_record(backlog: Path
     subprocess.run([sys.executable, "-c", WRITER, str(backlog), "last", "1"], check=True,
                    stdout=subprocess.DEVNULL)
     assert [p.name for p in record_path(backlog).parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_apply_all_stamps_every_item_in_one_write_or_none(backlog: Path) -> None:
+    from git_forge import decisions
+
+    rec = decisions.open_record(backlog, ".forge")
+    decisions.record_all(rec, [decisions.NewDecision(i, "Q", "A") for i in ("1", "2", "3")])
+    before = rec.path.read_bytes()
+    with pytest.raises(decisions.DecisionError, match="no decision recorded for item '9'"):
+        decisions.apply_all(rec, ["1", "9"])
+    assert rec.path.read_bytes() == before  # all or none
+    decisions.apply_all(rec, ["1", "3"], actor="bench")
+    document = assert_schema_valid(rec.path)
+    stamped = {e["itemId"]: (e["appliedAt"], e["appliedBy"]) for e in document["decisions"]}
+    assert stamped["2"] == (None, None)
+    assert stamped["1"][1] == stamped["3"][1] == "bench" and stamped["1"][0] is not None
+    with pytest.raises(decisions.DecisionError, match="already applied"):
+        decisions.apply_all(rec, ["2", "3"])
+    assert decisions.unapplied_view(rec)["count"] == 1

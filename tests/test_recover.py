@@ -218,6 +218,58 @@ def test_an_unwritable_record_is_a_failed_record_and_nothing_is_applied(
     assert items_of(after_run)["003"]["status"] == "blocked"
 
 
+def _blocked_backlog_repo(git_repo: Path, ids: tuple[str, ...]) -> Path:
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    backlog = git_repo / ".forge" / "backlog.json"
+    document = json.loads(backlog.read_text())
+    document["items"] = [{"id": item_id, "type": "feature", "priority": 1,
+                          "title": f"Item {item_id}", "status": "blocked", "needsHuman": True,
+                          "blockedReason": f"Which colour for {item_id}?"} for item_id in ids]
+    backlog.write_text(json.dumps(document, indent=2) + "\n")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "backlog", cwd=git_repo)
+    return git_repo
+
+
+def test_embedded_apply_is_one_batch_stamped_after_the_runner_has_it(git_repo: Path) -> None:
+    root = _blocked_backlog_repo(git_repo, ("001", "002", "003", "004"))
+    code, report = recover_json(root, "--answer", "001=red", "--answer", "002=blue",
+                                "--answer", "003=green", "--defer", "004")
+    assert (code, report["outcome"]) == (0, "resolved"), report  # 004 deferred
+    assert [a["itemId"] for a in report["applied"]] == ["001", "002", "003"]
+    record = json.loads((root / ".forge" / "forge-decisions.json").read_text())
+    stamps = {e["itemId"]: e["appliedAt"] for e in record["decisions"]}
+    assert stamps["004"] is None and len({stamps[i] for i in ("001", "002", "003")}) == 1
+    assert stamps["001"] is not None
+    assert {i: items_of(root)[i]["humanAnswer"] for i in ("001", "002", "003")} == {
+        "001": "red", "002": "blue", "003": "green"}
+
+
+def test_embedded_refusal_mid_batch_keeps_the_changes_before_it_and_stops(
+    git_repo: Path
+) -> None:
+    # Recorded answers from an earlier pass (re-entry), one of them blank: the runner
+    # refuses it. As call by call: 001 is applied and stamped, 002 fails, 003 is
+    # never attempted, and neither of them is stamped.
+    from git_forge import decisions
+
+    root = _blocked_backlog_repo(git_repo, ("001", "002", "003"))
+    rec = decisions.open_record(root / ".forge", ".forge")
+    decisions.record_all(rec, [decisions.NewDecision("001", "q", "red"),
+                               decisions.NewDecision("002", "q", "   "),
+                               decisions.NewDecision("003", "q", "green")])
+    code, report = recover_json(root, "--non-interactive")
+    assert code == 12, report
+    assert report["failure"]["kind"] == "failed-apply"
+    assert report["failure"]["error"] == "item 002: the answer text may not be empty"
+    assert [a["itemId"] for a in report["applied"]] == ["001"]
+    assert report["proof"] == {"movers": [], "nonMovers": []}
+    unapplied = decisions.unapplied_view(rec)["unapplied"]
+    assert [e["itemId"] for e in unapplied] == ["002", "003"]
+    status = {i: item["status"] for i, item in items_of(root).items()}
+    assert status == {"001": "pending", "002": "blocked", "003": "blocked"}
+
+
 def test_interactive_flow_through_a_real_terminal(after_run: Path) -> None:
     (after_run / "stray.txt").write_text("scratch\n")
     session = PtySession("recover", cwd=after_run)

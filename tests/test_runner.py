@@ -12,7 +12,7 @@ import pytest
 
 from git_forge.backlog.store import BacklogStore, new_document
 from git_forge.runner import runner_for
-from git_forge.runner.base import RunnerError
+from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
 from git_forge.runner.embedded import EmbeddedRunner
 from git_forge.runner.external import ExternalRunner, substitute
 from git_forge.runner.versions import is_answer_capable, parse_version
@@ -322,3 +322,72 @@ def test_git_forge_serves_as_its_own_external_runner(git_repo: Path) -> None:
     assert refused.value.stderr == "Error: Item 001 is not blocked (status: pending)\n"
     assert (backlog / "backlog.json").read_bytes() == before
     assert runner.unblock() == {"unblockedCount": 1, "unblockedIds": ["002"]}
+
+
+def _blocked_backlog(tmp_path: Path, ids: tuple[str, ...]) -> Path:
+    backlog = tmp_path / ".forge"
+    backlog.mkdir()
+    document = new_document("p")
+    document["items"] = [{"id": item_id, "type": "bug", "priority": 1, "title": "t",
+                          "status": "blocked", "needsHuman": True, "blockedReason": "q?"}
+                         for item_id in ids]
+    (backlog / "backlog.json").write_text(json.dumps(document))
+    return backlog
+
+
+def test_embedded_apply_changes_is_one_write_accepted_once(tmp_path: Path) -> None:
+    backlog = _blocked_backlog(tmp_path, ("001", "002", "003"))
+    accepted: list[list[str]] = []
+    EmbeddedRunner(backlog).apply_changes(
+        [Change("001", "use a"), Change("002", None), Change("003", "use c")], accepted.append)
+    assert accepted == [["001", "002", "003"]]
+    items = {i["id"]: i for i in BacklogStore.in_dir(backlog).items()}
+    assert [items[i]["status"] for i in ("001", "002", "003")] == ["pending"] * 3
+    assert items["001"]["humanAnswer"] == "use a" and "humanAnswer" not in items["002"]
+
+
+def test_embedded_apply_changes_stops_at_a_refusal_like_call_by_call(tmp_path: Path) -> None:
+    backlog = _blocked_backlog(tmp_path, ("001", "002", "003"))
+    accepted: list[list[str]] = []
+    with pytest.raises(ChangeFailed) as failed:
+        EmbeddedRunner(backlog).apply_changes(
+            [Change("001", "use a"), Change("002", "  "), Change("003", "use c")],
+            accepted.append)
+    assert failed.value.item_id == "002"
+    assert failed.value.error.message == "the answer text may not be empty"
+    assert failed.value.error.exit_code == 2
+    assert accepted == [["001"]]  # the change before the refusal is kept and accepted
+    status = {i["id"]: i["status"] for i in BacklogStore.in_dir(backlog).items()}
+    assert status == {"001": "pending", "002": "blocked", "003": "blocked"}
+
+
+def test_embedded_apply_changes_on_a_missing_backlog_fails_the_first_change(
+    tmp_path: Path
+) -> None:
+    with pytest.raises(ChangeFailed) as failed:
+        EmbeddedRunner(tmp_path / "nowhere").apply_changes([Change("007", None)],
+                                                           lambda ids: None)
+    assert failed.value.item_id == "007" and "no backlog at" in failed.value.error.message
+
+
+def test_call_by_call_apply_changes_accepts_each_and_stops_when_told(tmp_path: Path) -> None:
+    # The default (an external runner's): `accepted` after every single call; an
+    # exception from it (a failed stamp) stops the calls that would follow.
+    backlog = _blocked_backlog(tmp_path, ("001", "002", "003"))
+
+    class OneByOne(EmbeddedRunner):
+        apply_changes = Runner.apply_changes
+
+    accepted: list[list[str]] = []
+
+    def stamp(ids: list[str]) -> None:
+        accepted.append(ids)
+        if ids == ["002"]:
+            raise RuntimeError("stamp failed")
+
+    with pytest.raises(RuntimeError, match="stamp failed"):
+        OneByOne(backlog).apply_changes(
+            [Change("001", "a"), Change("002", None), Change("003", "c")], stamp)
+    assert accepted == [["001"], ["002"]]
+    status = {i["id"]: i["status"] for i in BacklogStore.in_dir(backlog).items()}
+    assert status == {"001": "pending", "002": "pending", "003": "blocked"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -163,6 +163,34 @@ class BacklogStore:
         item = self.update(lambda doc: copy.deepcopy(model.answer_item(doc["items"], item_id,
                                                                         text)))
         return {"answered": item["id"], "status": item["status"]}
+
+    def answer_all(
+        self, changes: Sequence[tuple[str, str | None]]
+    ) -> tuple[list[str], BacklogError | None]:
+        """``answer`` (a text) or ``unblock`` (``None``) each item, in order, in ONE
+        locked write — ``recover`` applying a hundred answers rewrites the file once,
+        not a hundred times. Each change is checked exactly as its single call
+        would check it; the first refusal stops there: the changes before it are
+        written, it and the rest are not. Returns the ids changed and that refusal
+        (``None`` when every change was made)."""
+
+        def change_all(document: dict[str, Any]) -> tuple[list[str], BacklogError | None]:
+            done: list[str] = []
+            for item_id, text in changes:
+                try:
+                    if text is None:
+                        model.unblock_items(document["items"], item_id)
+                    else:
+                        if not text.strip():
+                            raise BacklogError("the answer text may not be empty")
+                        _refuse_credential(text)
+                        model.answer_item(document["items"], item_id, text)
+                except BacklogError as refusal:
+                    return done, refusal
+                done.append(item_id)
+            return done, None
+
+        return self.update(change_all)
 
     def unblock(self, item_id: str | None = None) -> dict[str, Any]:
         """blocked → pending for one item, or every blocked item; the contract result."""

@@ -40,7 +40,7 @@ from git_forge.recovery.outcome import (
     select_outcome,
 )
 from git_forge.recovery.questions import Question, build_questions, merge_clusters
-from git_forge.runner.base import Runner, RunnerError
+from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
 from git_forge.tree import reconcile
 from git_forge.tree.preflight import runner_owned
 from git_forge.tree.repo import open_repo
@@ -315,31 +315,29 @@ def _apply(ctx: _Context, to_apply: dict[str, str], actor: str | None) -> None:
                 "installHint": ctx.workspace.config["loopRunner.installHint"],
                 "notThreaded": sorted(needs_human, key=id_key),
             }
-    for item_id in sorted(to_apply, key=id_key):
+    threaded = {item_id for item_id in needs_human if capable}
+    changes = [Change(item_id, to_apply[item_id] if item_id in threaded else None)
+               for item_id in sorted(to_apply, key=id_key)]
+
+    def stamp(item_ids: list[str]) -> None:
+        """The runner has these: stamp their decisions, then report them applied."""
+        try:
+            decisions.apply_all(ctx.rec, item_ids, actor=actor)
+        except ForgeError as exc:
+            what = (f"item {item_ids[0]} was applied but its decision" if len(item_ids) == 1
+                    else f"items {', '.join(item_ids)} were applied but their decisions")
+            raise _fail(report, "failed-record", 5,
+                        f"{what} could not be stamped: {exc.message}") from exc
+        report.applied += [Applied(item_id, "answer" if item_id in threaded else "unblock",
+                                   item_id in needs_human, item_id in threaded)
+                           for item_id in item_ids]
+
+    try:
         with _uninterruptible():
-            _apply_one(ctx, item_id, to_apply[item_id], needs_human, capable, actor)
-
-
-def _apply_one(ctx: _Context, item_id: str, answer: str, needs_human: set[str], capable: bool,
-               actor: str | None) -> None:
-    """One runner call, then — only after it succeeded — the decision's stamp."""
-    report, runner = ctx.report, ctx.runner
-    threaded = item_id in needs_human and capable
-    try:
-        if threaded:
-            runner.answer(item_id, answer)
-        else:
-            runner.unblock(item_id)
-    except RunnerError as exc:
-        raise _fail(report, "failed-apply", 5, f"item {item_id}: {exc.message}") from exc
-    try:
-        decisions.apply(ctx.rec, item_id, actor=actor)
-    except ForgeError as exc:
-        raise _fail(report, "failed-record", 5,
-                    f"item {item_id} was applied but its decision could not be "
-                    f"stamped: {exc.message}") from exc
-    report.applied.append(Applied(item_id, "answer" if threaded else "unblock",
-                                  item_id in needs_human, threaded))
+            runner.apply_changes(changes, stamp)
+    except ChangeFailed as exc:
+        raise _fail(report, "failed-apply", 5,
+                    f"item {exc.item_id}: {exc.error.message}") from exc
 
 
 def _probe_why(runner: Runner) -> str:

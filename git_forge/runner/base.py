@@ -9,7 +9,8 @@ only: whatever failed underneath, its message is the runner's own words.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from git_forge.errors import ForgeError
 
@@ -36,6 +37,23 @@ class RunnerError(ForgeError):
         self.exit_status = exit_status
         self.stdout = stdout
         self.stderr = stderr
+
+
+class Change(NamedTuple):
+    """One change recovery applies: ``answer`` the item with ``text``, or ``unblock``
+    it when ``text`` is ``None``."""
+
+    item_id: str
+    text: str | None
+
+
+class ChangeFailed(Exception):
+    """The runner refused ``item_id``'s change with ``error`` (its words, verbatim)."""
+
+    def __init__(self, item_id: str, error: RunnerError) -> None:
+        super().__init__(f"item {item_id}: {error.message}")
+        self.item_id = item_id
+        self.error = error
 
 
 class Runner(ABC):
@@ -65,6 +83,24 @@ class Runner(ABC):
     @abstractmethod
     def answer_capable(self) -> bool:
         """Whether ``answer`` threads the text into the next prompt."""
+
+    def apply_changes(
+        self, changes: Sequence[Change], accepted: Callable[[list[str]], None]
+    ) -> None:
+        """Make ``changes`` in order, calling ``accepted(ids)`` as soon as the runner
+        has them — here after every single call, so the caller's bookkeeping (the
+        decision stamp) follows each one. The first refused change raises
+        ``ChangeFailed`` and nothing after it is attempted; an exception from
+        ``accepted`` stops the calls too."""
+        for change in changes:
+            try:
+                if change.text is None:
+                    self.unblock(change.item_id)
+                else:
+                    self.answer(change.item_id, change.text)
+            except RunnerError as exc:
+                raise ChangeFailed(change.item_id, exc) from exc
+            accepted([change.item_id])
 
     def describe(self) -> str:
         """A short label for reports."""

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from git_forge import __version__
 from git_forge.backlog.store import BacklogStore
 from git_forge.errors import ForgeError
-from git_forge.runner.base import Runner, RunnerError
+from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
 
 T = TypeVar("T")
 
@@ -41,6 +41,28 @@ class EmbeddedRunner(Runner):
 
     def unblock(self, item_id: str | None = None) -> dict[str, Any]:
         return _as_runner_error(lambda: self.store.unblock(item_id))
+
+    def apply_changes(
+        self, changes: Sequence[Change], accepted: Callable[[list[str]], None]
+    ) -> None:
+        """Every change in one write of backlog.json (``BacklogStore.answer_all``),
+        then ``accepted`` once for all the changes made. Call by call, a hundred
+        answers rewrote the whole file a hundred times. A refusal keeps the
+        changes before it (written, then accepted) and stops, as a call-by-call
+        pass would; a failure of the write itself is the first change's."""
+        if not changes:
+            return
+        try:
+            done, refusal = _as_runner_error(
+                lambda: self.store.answer_all([(c.item_id, c.text) for c in changes]))
+        except RunnerError as exc:
+            raise ChangeFailed(changes[0].item_id, exc) from exc
+        if done:
+            accepted(done)
+        if refusal is not None:
+            failed = changes[len(done)].item_id
+            raise ChangeFailed(failed, RunnerError(refusal.message, exit_code=refusal.exit_code,
+                                                   stderr=refusal.message)) from refusal
 
     def version(self) -> str:
         return __version__

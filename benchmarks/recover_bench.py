@@ -1,0 +1,192 @@
+"""Benchmark: ``git forge recover`` on a 1,000-item backlog with 100 blocked items.
+
+The repository is built directly: a ``git forge init`` backlog whose
+backlog.json is written by this script and committed — 1,000 items (600 done,
+300 pending, 100 blocked with ``needsHuman``), dependency chains, and pending
+items gated by blocked ones. The 100 blocked reasons come from 20 causes, 5
+phrasings each, worded so that the topology's clustering (token Jaccard ≥ 0.5)
+puts each cause's five items into one cluster and no two causes together.
+
+Outside the timing, ``recover --plan --json`` lists the cluster ids (asserted:
+20 questions of 5 items) and an answers file answers each one. Then
+``git forge recover --non-interactive --answers FILE --json`` is timed as one
+fresh process (wall clock, interpreter start-up included) on a fresh copy of
+the repository, several times; the median is printed, and ``--profile`` adds
+a cProfile breakdown of one in-process run.
+
+Usage: ``python benchmarks/recover_bench.py [--rounds N] [--profile]``.
+Goal: under two seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ITEMS = 1_000
+CAUSES = 20
+PHRASINGS = 5
+GOAL_S = 2.0
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "NO_COLOR": "1",
+}
+#: Five phrasings of one cause; {a}..{d} are the cause's own words. Any two share
+#: the cause's four words plus "which"/"the" (Jaccard ≥ 0.5); two causes share at
+#: most the template words (≤ 0.3).
+TEMPLATES = (
+    "Which {a} {b} should the {c} {d} use?",
+    "Which {a} {b} does the {c} {d} need?",
+    "Unsure which {a} {b} the {c} {d} wants",
+    "Which {a} {b} for the {c} {d}, please?",
+    "Decide which {a} {b} the {c} {d} takes",
+)
+
+
+def cause_words(cause: int) -> dict[str, str]:
+    """Four letter-only words unique to ``cause`` (digits would be dropped as ids)."""
+    letter = chr(ord("a") + cause)
+    return {"a": f"store{letter}", "b": f"engine{letter}", "c": f"module{letter}",
+            "d": f"service{letter}"}
+
+
+def item(n: int) -> dict:
+    """Item ``n`` (1-based): the last 100 are blocked, 300 pending, 600 done."""
+    entry = {"id": f"{n:04d}", "type": "feature", "priority": 1 + n % 4, "title": f"Item {n}",
+             "description": "Some words about the item. " * 3,
+             "acceptanceCriteria": ["it works", "it is tested"],
+             "status": "done", "completedAt": "2025-01-01T00:00:00Z", "needsHuman": False,
+             "blockedReason": None, "dependsOn": [f"{n - 1:04d}"] if n % 3 == 0 else []}
+    if n > ITEMS - CAUSES * PHRASINGS:
+        index = n - (ITEMS - CAUSES * PHRASINGS) - 1
+        cause, phrasing = index % CAUSES, index // CAUSES
+        entry.update(status="blocked", completedAt=None, needsHuman=True,
+                     blockedReason=TEMPLATES[phrasing].format(**cause_words(cause)))
+    elif n > 600:
+        entry.update(status="pending", completedAt=None)
+        if n % 7 == 0:  # gated by a blocked item
+            entry["dependsOn"] = [f"{ITEMS - (n % 100):04d}"]
+    return entry
+
+
+def forge() -> list[str]:
+    return [str(Path(sys.executable).with_name("git-forge"))]
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, env=ENV, check=True, stdout=subprocess.DEVNULL)
+
+
+def build(root: Path) -> None:
+    root.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=root)
+    (root / "README.md").write_text("bench\n")
+    subprocess.run([*forge(), "init"], cwd=root, env=ENV, check=True, stdout=subprocess.DEVNULL)
+    backlog = root / ".forge" / "backlog.json"
+    document = json.loads(backlog.read_text())
+    document["items"] = [item(n) for n in range(1, ITEMS + 1)]
+    backlog.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    git("add", "-A", cwd=root)
+    git("commit", "-q", "-m", "backlog", cwd=root)
+
+
+def answers_for(root: Path, path: Path) -> int:
+    """Ask ``recover --plan --json`` for the questions; answer each; return how many."""
+    result = subprocess.run([*forge(), "recover", "--plan", "--json"], cwd=root, env=ENV,
+                            check=True, capture_output=True)
+    questions = json.loads(result.stdout)["questions"]
+    sizes = sorted(len(q["itemIds"]) for q in questions)
+    assert sizes == [PHRASINGS] * CAUSES, sizes
+    path.write_text(json.dumps({q["id"]: f"Use the default for {q['id']}" for q in questions},
+                               indent=2) + "\n")
+    return len(questions)
+
+
+def timed_recover(root: Path, answers: Path) -> tuple[float, dict]:
+    started = time.perf_counter()
+    result = subprocess.run(
+        [*forge(), "recover", "--non-interactive", "--answers", str(answers), "--json"],
+        cwd=root, env=ENV, capture_output=True)
+    elapsed = time.perf_counter() - started
+    report = json.loads(result.stdout)
+    if result.returncode != 0 or len(report["applied"]) != CAUSES * PHRASINGS:
+        raise SystemExit(f"recover exited {result.returncode}: {result.stderr.decode()}"
+                         f" {report.get('outcome')} {report.get('failure')}")
+    return elapsed, report
+
+
+def profile_once(root: Path, answers: Path) -> str:
+    """A cProfile of one in-process run, the 25 most expensive calls by cumulative time."""
+    from git_forge.cli.main import main
+
+    previous = os.getcwd()
+    os.chdir(root)
+    profiler = cProfile.Profile()
+    try:
+        with open(os.devnull, "w") as sink:
+            stdout, sys.stdout = sys.stdout, sink
+            try:
+                profiler.runcall(main, ["recover", "--non-interactive", "--answers",
+                                        str(answers), "--json"])
+            finally:
+                sys.stdout = stdout
+    finally:
+        os.chdir(previous)
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text)
+    stats.sort_stats("cumulative").print_stats(25)
+    return text.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--profile", action="store_true")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        pristine = Path(tmp) / "pristine"
+        build(pristine)
+        answers = Path(tmp) / "answers.json"
+        questions = answers_for(pristine, answers)
+        size = (pristine / ".forge" / "backlog.json").stat().st_size
+        samples, report = [], {}
+        for round_number in range(options.rounds):
+            root = Path(tmp) / f"round-{round_number}"
+            shutil.copytree(pristine, root, symlinks=True)
+            elapsed, report = timed_recover(root, answers)
+            samples.append(elapsed)
+        profile = ""
+        if options.profile:
+            root = Path(tmp) / "profiled"
+            shutil.copytree(pristine, root, symlinks=True)
+            os.environ.update({k: v for k, v in ENV.items() if k.startswith("GIT_")})
+            profile = profile_once(root, answers)
+    median = statistics.median(samples)
+    print(f"backlog: {ITEMS:,} items ({size / 1e6:.2f} MB), "
+          f"{CAUSES * PHRASINGS} blocked (needs-human) in {questions} clusters of {PHRASINGS}")
+    print(f"  git forge recover --non-interactive --answers FILE --json (fresh process): "
+          f"median {median:.2f} s of {options.rounds} (min {min(samples):.2f} s, "
+          f"max {max(samples):.2f} s)")
+    print(f"  outcome {report['outcome']}, {len(report['recorded'])} recorded, "
+          f"{len(report['applied'])} applied, {len(report['proof']['movers'])} moved")
+    verdict = "met" if median < GOAL_S else "MISSED"
+    print(f"goal: under {GOAL_S:.0f} s — {verdict}")
+    if profile:
+        print(profile)
+
+
+if __name__ == "__main__":
+    main()
