@@ -144,3 +144,33 @@ def test_the_publisher_uses_the_persisted_event_id_once(journal: Journal) -> Non
     events = journal.read()
     assert len(events) == 1
     assert events[0]["type"] == "process_lost" and events[0]["eventId"] == lost.events.lost
+
+
+@pytest.mark.parametrize("event_id", ["plain-1", 'quote"and\\backslash', "ünï€😀", "tab\there",
+                                      "a/b"])
+def test_duplicate_ids_are_found_however_the_id_is_spelled(journal: Journal,
+                                                           event_id: str) -> None:
+    assert journal.append("a", event_id=event_id) is not None
+    assert journal.append("a", event_id=event_id) is None
+    # Written by an ASCII-only JSON writer (non-ASCII as \u escapes): still the same id.
+    foreign = journal.path.with_name("foreign.ndjson")
+    foreign.write_text(json.dumps({"seq": 0, "eventId": event_id, "type": "x"}) + "\n")
+    assert Journal(foreign, "p").append("a", event_id=event_id) is None
+
+
+def test_an_id_inside_other_text_is_not_a_duplicate(journal: Journal) -> None:
+    # The id's bytes appear in other fields and inside longer ids: only eventId counts.
+    journal.append("a", event_id="id-10", itemId="id-1", note='"id-1"')
+    journal.append("b", event_id="x", reason='{"eventId":"id-1"}')
+    assert journal.append("c", event_id="id-1") is not None
+    assert journal.append("c", event_id="id-1") is None
+    assert [event["eventId"] for event in journal.read()] == ["id-10", "x", "id-1"]
+
+
+def test_seq_counts_complete_lines_whatever_a_foreign_writer_left(journal: Journal) -> None:
+    journal.append("a")
+    with open(journal.path, "ab") as handle:
+        handle.write(b'{"note": "carriage\rreturn"}\n\n')  # raw \r: two lines for a reader
+    event = journal.append("b", event_id="after")
+    assert event is not None
+    assert event["seq"] == len(journal.path.read_bytes().splitlines()) - 1 == 4

@@ -40,6 +40,33 @@ def _complete_lines(raw: bytes) -> list[bytes]:
     return raw[: end + 1].splitlines() if end >= 0 else []
 
 
+def _complete_line_count(raw: bytes) -> int:
+    """``len(_complete_lines(raw))`` without building the list: the next ``seq``."""
+    if b"\r" in raw:  # json.dumps escapes it: only a foreign writer puts one here
+        return len(_complete_lines(raw))
+    return raw.count(b"\n")
+
+
+def _journaled(raw: bytes, event_id: str) -> bool:
+    """Whether a complete line of ``raw`` carries ``event_id``.
+
+    Run before every append, so it must not parse the whole journal each time
+    (that made a run quadratic). A line can only carry the id if the id's JSON
+    text is in it — as we write it (UTF-8), or with non-ASCII escaped (as an
+    ASCII-only writer would) — so the file is searched for those bytes first,
+    and only the lines that contain them are parsed and compared exactly.
+    """
+    end = raw.rfind(b"\n") + 1
+    needles = {json.dumps(event_id, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass"),
+               json.dumps(event_id)[1:-1].encode("ascii")}
+    if not any(raw.find(needle, 0, end) >= 0 for needle in needles):
+        return False
+    return any(
+        (_parse(line) or {}).get("eventId") == event_id
+        for line in _complete_lines(raw) if any(needle in line for needle in needles)
+    )
+
+
 def _parse(line: bytes) -> dict[str, Any] | None:
     try:
         event = json.loads(line.decode("utf-8"))
@@ -65,15 +92,12 @@ class Journal:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with locked(self.path):
             raw = self._read_raw()
-            lines = _complete_lines(raw)
             if len(raw) and not raw.endswith(b"\n"):
                 self._truncate(raw.rfind(b"\n") + 1)  # drop the torn line of a crash
-            if event_id is not None and any(
-                (event or {}).get("eventId") == event_id for event in map(_parse, lines)
-            ):
+            if event_id is not None and _journaled(raw, event_id):
                 return None
             event = {
-                "seq": len(lines),
+                "seq": _complete_line_count(raw),
                 "schemaVersion": SCHEMA_VERSION,
                 "eventId": event_id or str(uuid.uuid4()),
                 "type": type,
