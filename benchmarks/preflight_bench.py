@@ -8,8 +8,10 @@ temp directory), plus a committed ``git forge init`` backlog and a prior run's
 clean-tree path, which answers "go" (exit 0) silently.
 
 Timed in one run, each as a fresh process (wall clock, interpreter start-up
-included, median of several interleaved rounds): ``git status --porcelain`` and
-the installed ``git-forge preflight`` console script, in both trees.
+included, several interleaved rounds): ``git status --porcelain`` and the
+installed ``git-forge preflight`` console script, in both trees. The goal is
+judged on medians; minima are printed too, as the figure least disturbed by
+whatever else the machine is doing.
 
 Usage: ``python benchmarks/preflight_bench.py [--rounds N] [--files N]``.
 Goal: preflight / git status ≤ 1.5.
@@ -81,7 +83,7 @@ def timed(argv: list[str], cwd: Path, expect: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--files", type=int, default=100_000)
     options = parser.parse_args()
     dirty, clean = cached_repositories(options.files)
@@ -103,18 +105,22 @@ def main() -> None:
         for name, (argv, cwd, expect) in candidates.items():
             samples[name].append(timed(argv, cwd, expect))
     medians = {name: statistics.median(values) for name, values in samples.items()}
+    minima = {name: min(values) for name, values in samples.items()}
     print(f"repository: {options.files:,} tracked files; dirty tree: 1,000 modified, "
           f"1,000 untracked, a prior state.json ({stranded:,} stranded lines); clean clone; "
-          f"median of {options.rounds} rounds, wall clock, fresh process each")
+          f"{options.rounds} interleaved rounds, wall clock, fresh process each")
+    print(f"  {'':<45} {'median':>8}        {'':>9}   {'min':>8}")
     for name, value in medians.items():
-        reference = medians[("dirty" if name.startswith("dirty") else "clean")
-                            + ": git status --porcelain"]
-        print(f"  {name:<45} {value * 1000:8.1f} ms   {value / reference:5.2f}x git")
+        reference = ("dirty" if name.startswith("dirty") else "clean") + ": git status --porcelain"
+        print(f"  {name:<45} {value * 1000:8.1f} ms   {value / medians[reference]:5.2f}x git"
+              f"   {minima[name] * 1000:8.1f} ms   {minima[name] / minima[reference]:5.2f}x git")
     for tree in ("dirty", "clean"):
-        ratio = (medians[next(n for n in medians if n.startswith(f"{tree}: git-forge"))]
-                 / medians[f"{tree}: git status --porcelain"])
+        forge = next(n for n in medians if n.startswith(f"{tree}: git-forge"))
+        ratio = medians[forge] / medians[f"{tree}: git status --porcelain"]
+        best = minima[forge] / minima[f"{tree}: git status --porcelain"]
         verdict = "met" if ratio <= GOAL else "MISSED"
-        print(f"ratio preflight / git status ({tree}) = {ratio:.2f} (goal <= {GOAL}) — {verdict}")
+        print(f"ratio preflight / git status ({tree}) = {ratio:.2f} of medians, {best:.2f} of "
+              f"minima (goal <= {GOAL}) — {verdict}")
 
 
 if __name__ == "__main__":
