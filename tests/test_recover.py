@@ -495,3 +495,17 @@ def test_ctrl_c_before_any_question_defers_everything(after_run: Path) -> None:
     record = json.loads((after_run / ".forge" / "forge-decisions.json").read_text())
     assert [(e["itemId"], e["deferred"]) for e in record["decisions"]] == [
         ("003", True), ("004", True), ("006", True)]
+
+
+def test_an_answer_the_runner_holds_but_was_never_stamped_is_settled(after_run: Path) -> None:
+    """A crash between the backlog write and the decision stamp costs nothing."""
+    d = str(after_run / ".forge")
+    run_forge("decision", "record", "--backlog-dir", d, "--item", "003", "--question", "q",
+              "--answer", "Use SQLite", cwd=after_run)
+    run_forge("backlog", "answer", "003", "Use SQLite", cwd=after_run)  # applied, no stamp
+    git("commit", "-qam", "answered by hand", cwd=after_run)
+    code, report = recover_json(after_run, "--non-interactive")
+    unapplied = json.loads(run_forge("decision", "list", "--backlog-dir", d, "--unapplied",
+                                     "--json", cwd=after_run).stdout)["unapplied"]
+    assert "003" not in [e["itemId"] for e in unapplied]
+    assert "003" not in report["affected"]

@@ -174,6 +174,9 @@ def render_report(report) -> list[str]:
         lines.append(f"  recorded  {entry['itemId']}: {what}{cluster}")
     for item_id in report.reentry:
         lines.append(f"  re-entry  {item_id}: answered earlier, applied now without asking")
+    for item_id in report.settled:
+        lines.append(f"  settled   {item_id}: the runner already holds the recorded answer; "
+                     "its decision is stamped applied now")
     for row in report.stale:
         lines.append(f"  skipped   {row['id']}: its recorded answer was not applied — the item "
                      f"is {row['status']}, no longer blocked")

@@ -98,6 +98,7 @@ class Report:
     questions: list[Question] = field(default_factory=list)
     reentry: list[str] = field(default_factory=list)
     stale: list[dict[str, str]] = field(default_factory=list)
+    settled: list[str] = field(default_factory=list)
     recorded: list[dict[str, Any]] = field(default_factory=list)
     applied: list[Applied] = field(default_factory=list)
     degraded: dict[str, Any] | None = None
@@ -143,6 +144,9 @@ class Report:
             "tree": self.tree,
             "next": self.next,
             "failure": self.failure.to_json() if self.failure else None,
+            "reentry": self.reentry,
+            "settled": self.settled,
+            "stale": self.stale,
         }
 
 
@@ -196,6 +200,7 @@ def _plan_questions(ctx: _Context, options: RecoverOptions,
                     asker: Asker | None) -> tuple[list[Question], dict[str, dict]]:
     """Steps 2–3 before asking: the questions, and the re-entry answers to apply."""
     status = _status_of(ctx.items)
+    by_id = {str(item.get("id")): item for item in ctx.items}
     named = set(options.choices)
     reentry: dict[str, dict] = {}
     for entry in ctx.unapplied:
@@ -203,7 +208,13 @@ def _plan_questions(ctx: _Context, options: RecoverOptions,
         if entry.get("answer") is None or item_id in named:
             continue
         if status.get(item_id) != "blocked":
-            ctx.report.stale.append({"id": item_id, "status": status.get(item_id, "missing")})
+            if by_id.get(item_id, {}).get("humanAnswer") == entry["answer"]:
+                # The runner already holds this very answer (a crash came between
+                # its write and the stamp): stamping now is what the runner proves.
+                ctx.report.settled.append(item_id)
+            else:
+                ctx.report.stale.append({"id": item_id,
+                                         "status": status.get(item_id, "missing")})
             continue
         reentry[item_id] = entry
     ctx.report.reentry = sorted(reentry, key=id_key)
@@ -340,6 +351,16 @@ def _apply(ctx: _Context, to_apply: dict[str, str], actor: str | None) -> None:
                     f"item {exc.item_id}: {exc.error.message}") from exc
 
 
+def _settle(ctx: _Context, actor: str | None) -> None:
+    """Stamp answers the runner's list shows it already holds (``humanAnswer``)."""
+    if not ctx.report.settled:
+        return
+    try:
+        decisions.apply_all(ctx.rec, ctx.report.settled, actor=actor)
+    except ForgeError as exc:
+        raise _fail(ctx.report, "failed-record", 5, exc.message) from exc
+
+
 def _probe_why(runner: Runner) -> str:
     probe = getattr(runner, "probe_version", None)
     return (probe()[1] or "no version") if probe else "no version"
@@ -405,6 +426,7 @@ def recover(workspace: Workspace, runner: Runner, options: RecoverOptions,
             report.questions = questions
             collected = _collect(questions, options, asker)
             _record(ctx, collected, options.actor)
+            _settle(ctx, options.actor)
             to_apply = {item_id: entry["answer"] for item_id, entry in reentry.items()}
             for outcome in collected:
                 if outcome.choice.kind == "answer":
