@@ -21,11 +21,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from git_forge.errors import ForgeError
-from git_forge.layout import DEFAULT_BACKLOG_DIR, DEFAULT_STATE_DIR, RAUF_STATE_DIR
-
-FEATURE_FORGE_CONFIG = "forge.config.json"
-REPO_CONFIG = ".forge.yaml"
-USER_CONFIG = "config.yaml"
+from git_forge.layout import (
+    DEFAULT_BACKLOG_DIR,
+    DEFAULT_STATE_DIR,
+    FEATURE_FORGE_CONFIG,
+    RAUF_STATE_DIR,
+    REPO_CONFIG,
+    USER_CONFIG,
+)
 
 SOURCE_DEFAULT = "default"
 SOURCE_REPO = REPO_CONFIG

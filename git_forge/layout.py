@@ -25,6 +25,12 @@ LOOP_STOP_FILE = "loop.stop"
 PROC_DIR = "proc"
 ARCHIVE_DIR = "archive"
 
+#: Configuration files (read by ``config``; named here so that code on a hot path,
+#: completion, can look for them without loading the configuration machinery).
+REPO_CONFIG = ".forge.yaml"
+FEATURE_FORGE_CONFIG = "forge.config.json"
+USER_CONFIG = "config.yaml"
+
 
 def state_directory(backlog_dir: Path, state_dir: str) -> Path:
     """The directory holding the state files of the backlog at ``backlog_dir``."""

@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "loop",
     "recover",
     "demo",
+    "completion",
 )
 
 EXIT_INTERRUPTED = 130
@@ -82,6 +83,11 @@ def _commands_for(argv: Sequence[str]) -> Sequence[str]:
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
+    if argv[:1] == ["__complete"]:
+        # The completion scripts' fast path: no parser, no core imports (see cli.completion).
+        from git_forge.cli.completion import complete_values
+
+        return complete_values(argv[1:])
     try:
         parser = build_parser(prog="git forge", commands=_commands_for(argv))
         args = parser.parse_args(argv)

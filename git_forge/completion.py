@@ -1,0 +1,205 @@
+"""Dynamic completion values: item ids, cluster ids, process handles, backlog dirs.
+
+The shell completion scripts are static (generated from the parser); only the values
+that live in the project's files come from here, through ``git forge __complete KIND``
+on every TAB. So this module is on a hot path and stays lean: it reads
+``backlog.json`` and the ``proc/`` directory with plain ``json``/``os`` (read-only —
+completion never writes, never locks, never runs git), and loads the layered
+configuration only when a config file could move the backlog or state directory.
+Anything unreadable yields no candidates rather than an error: a TAB must never
+print into the operator's prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from git_forge.layout import (
+    BACKLOG_FILE,
+    DEFAULT_BACKLOG_DIR,
+    DEFAULT_STATE_DIR,
+    FEATURE_FORGE_CONFIG,
+    PROC_DIR,
+    REPO_CONFIG,
+    USER_CONFIG,
+    state_directory,
+)
+
+#: What ``__complete`` can list; the completion scripts name these.
+KINDS: tuple[str, ...] = (
+    "items",        # every item id                       (backlog show/edit)
+    "blocked",      # blocked item ids                    (backlog answer/unblock, --item)
+    "answerable",   # blocked ids + multi-item clusters   (recover --answer/--defer)
+    "clusters",     # cluster ids of the blocked items    (recover --merge)
+    "handles",      # supervised process handles          (proc show/output/wait/stop)
+    "backlogs",     # backlog dirs, relative to the root  (--backlog)
+    "backlog-dirs",  # backlog dirs, relative to the cwd  (decision --backlog-dir)
+)
+
+_MANIFEST_SUFFIX = ".manifest.json"
+#: A config file matters to completion only if it sets one of these keys.
+_LOCATION_KEY = re.compile(r"^\s*(backlog|stateDir)\s*:", re.MULTILINE)
+#: Directories never searched for backlogs: git's own, and trees of other tools.
+_SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox",
+                        ".mypy_cache", ".pytest_cache", ".ruff_cache"})
+_BACKLOG_SEARCH_DEPTH = 3
+#: At most this many directories are looked into, so a TAB outside a repository
+#: (in a home directory, say) stays fast.
+_BACKLOG_SEARCH_BUDGET = 2000
+
+
+def _find_root(start: Path) -> Path:
+    """The nearest directory holding ``.git`` (as ``workspace.find_root``, without
+    importing the configuration machinery)."""
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return start
+
+
+def _sets_location(path: Path) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return bool(_LOCATION_KEY.search(text))
+
+
+def _config_matters(root: Path) -> bool:
+    """Whether a config layer could move the backlog or state dir away from the defaults
+    (then the real resolver, ``workspace.locate``, decides)."""
+    if (root / FEATURE_FORGE_CONFIG).is_file() or _sets_location(root / REPO_CONFIG):
+        return True
+    from platformdirs import user_config_dir  # as config.user_config_path, without config
+
+    return _sets_location(Path(user_config_dir("git-forge")) / USER_CONFIG)
+
+
+def _directories(start: Path, backlog: str | None, backlog_dir: str | None) -> tuple[Path, Path]:
+    """(backlog dir, state dir) the commands would use, resolved the way they resolve them."""
+    if backlog_dir is not None:  # decision verbs: --backlog-dir is relative to the cwd
+        directory = Path(os.path.normpath(start / backlog_dir))
+        return directory, state_directory(directory, DEFAULT_STATE_DIR)
+    root = _find_root(start)
+    if _config_matters(root):
+        from git_forge.errors import ForgeError
+        from git_forge.workspace import locate
+
+        try:
+            workspace = locate(root, backlog)
+            return workspace.backlog_dir, workspace.state_dir
+        except ForgeError:
+            pass
+    directory = Path(os.path.normpath(root / (backlog or DEFAULT_BACKLOG_DIR)))
+    return directory, state_directory(directory, DEFAULT_STATE_DIR)
+
+
+def _items(backlog_dir: Path) -> list[dict[str, Any]]:
+    try:
+        document = json.loads((backlog_dir / BACKLOG_FILE).read_bytes())
+    except (OSError, ValueError):
+        return []
+    items = document.get("items") if isinstance(document, dict) else None
+    if not isinstance(items, list):
+        return []
+    return [item for item in items
+            if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"]]
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text or "").split())
+
+
+def _item_rows(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(item["id"], _one_line(item.get("title"))) for item in items]
+
+
+def _cluster_rows(blocked: list[dict[str, Any]], *, multi_only: bool) -> list[tuple[str, str]]:
+    from git_forge.backlog.errors import BacklogError
+    from git_forge.backlog.topology import cluster_blocked
+
+    try:
+        clusters = cluster_blocked(blocked)
+    except BacklogError:
+        return []
+    return [(cluster["clusterId"], "cluster of items " + ", ".join(cluster["memberIds"]))
+            for cluster in clusters if not multi_only or len(cluster["memberIds"]) > 1]
+
+
+def _handle_rows(state_dir: Path) -> list[tuple[str, str]]:
+    try:
+        names = sorted(entry.name for entry in os.scandir(state_dir / PROC_DIR)
+                       if entry.name.endswith(_MANIFEST_SUFFIX))
+    except OSError:
+        return []
+    rows = []
+    for name in names:
+        handle = name[: -len(_MANIFEST_SUFFIX)]
+        try:
+            manifest = json.loads((state_dir / PROC_DIR / name).read_bytes())
+            origin = manifest.get("origin") or {}
+            described = f"item {origin.get('item_id') or '-'}, {manifest.get('state')}"
+        except (OSError, ValueError, AttributeError):
+            described = ""
+        rows.append((handle, described))
+    return rows
+
+
+def _backlog_rows(root: Path, relative_to: Path) -> list[tuple[str, str]]:
+    """Directories under ``root`` that hold a backlog.json, a few levels deep."""
+    found: list[Path] = []
+    level = [root]
+    budget = _BACKLOG_SEARCH_BUDGET
+    for _ in range(_BACKLOG_SEARCH_DEPTH):
+        below = []
+        for directory in level[:budget]:
+            budget -= 1
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name in _SKIP_DIRS or not entry.is_dir(follow_symlinks=False):
+                    continue
+                path = Path(entry.path)
+                if (path / BACKLOG_FILE).is_file():
+                    found.append(path)
+                below.append(path)
+        level = below
+    return [(os.path.relpath(path, relative_to), "backlog") for path in sorted(found)]
+
+
+def candidate_rows(
+    kind: str,
+    start: Path | str = ".",
+    *,
+    backlog: str | None = None,
+    backlog_dir: str | None = None,
+) -> list[tuple[str, str]]:
+    """(value, one-line description) pairs of ``kind`` for the project containing
+    ``start``; ``backlog``/``backlog_dir`` are the ``--backlog``/``--backlog-dir``
+    given on the command line being completed. Raises ``ValueError`` for an unknown kind."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown completion kind {kind!r} (expected one of {', '.join(KINDS)})")
+    start = Path(start).resolve()
+    if kind == "backlogs":
+        root = _find_root(start)
+        return _backlog_rows(root, root)
+    if kind == "backlog-dirs":
+        return _backlog_rows(_find_root(start), start)
+    directory, state_dir = _directories(start, backlog, backlog_dir)
+    if kind == "handles":
+        return _handle_rows(state_dir)
+    items = _items(directory)
+    if kind == "items":
+        return _item_rows(items)
+    blocked = [item for item in items if item.get("status") == "blocked"]
+    if kind == "blocked":
+        return _item_rows(blocked)
+    if kind == "clusters":
+        return _cluster_rows(blocked, multi_only=False)
+    return _item_rows(blocked) + _cluster_rows(blocked, multi_only=True)  # answerable

@@ -1,0 +1,1 @@
+../../../completions/git-forge.fish

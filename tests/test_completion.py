@@ -1,0 +1,410 @@
+"""Shell completion: the committed scripts, ``git forge completion``, the ``__complete``
+fast path, and the real completion functions run by real shells on a real backlog."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import forge_argv, git, run_forge, snapshot
+
+from git_forge.atomic import write_json
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPLETIONS = ROOT / "completions"
+GIT_BASH_COMPLETION = Path("/usr/share/bash-completion/completions/git")
+BASH_COMPLETION = Path("/usr/share/bash-completion/bash_completion")
+OWNER_SCRIPT = Path(__file__).parent / "supervisor_owner.py"
+BLOCKED = ["002", "003", "005"]
+ALL_IDS = ["001", "002", "003", "004", "005"]
+SHARED_REASON = "needs the database schema decision"
+
+
+def load_generator():
+    spec = importlib.util.spec_from_file_location("generate_docs",
+                                                  ROOT / "tools" / "generate_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def item(number: str, title: str, status: str = "pending", reason: str | None = None) -> dict:
+    data = {"id": number, "type": "feature", "priority": 2, "title": title, "description": "",
+            "acceptanceCriteria": [], "status": status, "completedAt": None, "dependsOn": [],
+            "notes": ""}
+    if status == "blocked":
+        data.update(blockedReason=reason, needsHuman=True, deferred=False)
+    return data
+
+
+def write_backlog(directory: Path, items: list[dict]) -> None:
+    write_json(directory / "backlog.json", {"schemaVersion": "1", "project": "demo",
+                                            "description": "", "items": items})
+
+
+@pytest.fixture
+def project(git_repo: Path) -> Path:
+    """A repository with a backlog (git forge init): five items, three blocked — two
+    of them on the same reason, so they form cluster c002."""
+    result = run_forge("init", cwd=git_repo)
+    assert result.returncode == 0, result.stderr
+    write_backlog(git_repo / ".forge", [
+        item("001", "Parse the config file"),
+        item("002", "Store sessions", "blocked", SHARED_REASON),
+        item("003", "Migrate old rows", "blocked", SHARED_REASON),
+        item("004", "Write the changelog", "done"),
+        item("005", "Retry uploads", "blocked", "flaky network in the integration test"),
+    ])
+    return git_repo
+
+
+@pytest.fixture
+def handles(project: Path) -> list[str]:
+    """Two finished processes supervised for real (manifests under .forge/proc)."""
+    code = json.dumps([sys.executable, "-c", "print('ok')"])
+    owner = subprocess.run(
+        [sys.executable, str(OWNER_SCRIPT), str(project / ".forge" / "proc"),
+         str(project / ".forge" / "events.ndjson"), str(project), "wait", code, code],
+        capture_output=True, text=True, timeout=60, check=True)
+    lines = owner.stdout.splitlines()
+    assert lines[-1] == "done"
+    return sorted(json.loads(line)["handle"] for line in lines[:-1])
+
+
+def complete(*args: str, cwd: Path) -> list[str]:
+    result = run_forge("__complete", *args, cwd=cwd)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    return result.stdout.splitlines()
+
+
+# --- the committed scripts ---------------------------------------------------------------------
+
+
+def test_committed_scripts_are_generated_from_the_current_parser() -> None:
+    generator = load_generator()
+    for shell, name in generator.SCRIPT_NAMES.items():
+        committed = (COMPLETIONS / name).read_text("utf-8")
+        assert committed == generator.completion_script(shell), (
+            f"completions/{name} is out of date: run python tools/generate_docs.py")
+
+
+def test_every_command_and_verb_has_a_completion_entry() -> None:
+    generator = load_generator()
+    paths = generator.command_paths(generator.parser())
+    assert ("backlog", "answer") in paths and ("completion",) in paths
+    bash = (COMPLETIONS / "git-forge.bash").read_text("utf-8")
+    zsh = (COMPLETIONS / "_git-forge").read_text("utf-8")
+    fish = (COMPLETIONS / "git-forge.fish").read_text("utf-8")
+    for path in paths:
+        word = "_".join(part.replace("-", "_") for part in path)
+        assert f"_shtab_git_forge_{word}_option_strings=(" in bash, path
+        assert f"_shtab_git_forge_{word}_options=(" in zsh, path
+        assert f"'_shtab_git_forge_using {' '.join(path)}'" in fish, path
+    assert "__complete" not in run_forge("--help", cwd=ROOT).stdout
+
+
+def test_the_hidden_fast_path_is_in_no_script_or_help_as_a_command() -> None:
+    for name in ("git-forge.bash", "_git-forge", "git-forge.fish"):
+        text = (COMPLETIONS / name).read_text("utf-8")
+        assert "__complete" in text  # called by the dynamic-value functions ...
+        assert "_shtab_git_forge___complete" not in text  # ... never offered as a command
+
+
+def test_completion_command_prints_the_shipped_scripts(tmp_path: Path) -> None:
+    for shell, name in (("bash", "git-forge.bash"), ("zsh", "_git-forge"),
+                        ("fish", "git-forge.fish")):
+        result = run_forge("completion", shell, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == (COMPLETIONS / name).read_text("utf-8")
+
+
+def test_completion_command_refuses_an_unknown_shell(tmp_path: Path) -> None:
+    result = run_forge("completion", "tcsh", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "tcsh" in lines[0]
+
+
+# --- the fast path -----------------------------------------------------------------------------
+
+
+def test_fast_path_lists_item_ids_clusters_and_backlogs(project: Path) -> None:
+    assert complete("items", cwd=project) == ALL_IDS
+    assert complete("blocked", cwd=project) == BLOCKED
+    assert complete("clusters", cwd=project) == ["c002", "c005"]
+    assert complete("answerable", cwd=project) == [*BLOCKED, "c002"]
+    assert complete("backlogs", cwd=project) == [".forge"]
+    assert complete("items", "--describe", cwd=project)[1] == "002\tStore sessions"
+    assert complete("clusters", "--describe", cwd=project)[0] == "c002\tcluster of items 002, 003"
+
+
+def test_fast_path_lists_the_handles_of_real_processes(project: Path, handles) -> None:
+    assert complete("handles", cwd=project) == handles
+    described = complete("handles", "--describe", cwd=project)
+    assert described[0] == f"{handles[0]}\titem 001, exited"
+
+
+def test_fast_path_follows_backlog_flags_config_and_subdirectories(project: Path) -> None:
+    other = project / "work" / "next"
+    other.mkdir(parents=True)
+    write_backlog(other, [item("010", "Elsewhere", "blocked", "why")])
+    (project / "src").mkdir()
+    assert complete("blocked", cwd=project / "src") == BLOCKED
+    assert complete("blocked", "--backlog", "work/next", cwd=project) == ["010"]
+    assert complete("blocked", "--backlog=work/next", cwd=project / "src") == ["010"]
+    assert complete("items", "--backlog-dir", "../work/next", cwd=project / "src") == ["010"]
+    assert complete("backlogs", cwd=project / "src") == [".forge", "work/next"]
+    assert complete("backlog-dirs", cwd=project / "src") == ["../.forge", "../work/next"]
+    # A repository config that moves the backlog is honoured (through the real resolver).
+    (project / ".forge.yaml").write_text("backlog: work/next\n")
+    assert complete("items", cwd=project) == ["010"]
+
+
+def test_fast_path_is_silent_and_writes_nothing_when_nothing_can_be_read(
+        project: Path, tmp_path: Path) -> None:
+    (project / ".forge" / "backlog.json").write_text('{"items": [ torn')
+    before = snapshot(project)
+    for kind in ("items", "blocked", "answerable", "clusters", "handles"):
+        assert complete(kind, cwd=project) == []
+    assert snapshot(project) == before
+    nowhere = tmp_path / "not-a-project"
+    nowhere.mkdir()
+    assert complete("items", cwd=nowhere) == []
+    assert complete("backlogs", cwd=nowhere) == []
+    assert list(nowhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [("nonsense",), (), ("items", "blocked"),
+                                  ("items", "--backlog")])
+def test_fast_path_refuses_a_malformed_call(project: Path, args: tuple[str, ...]) -> None:
+    result = run_forge("__complete", *args, cwd=project)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ")
+
+
+def test_fast_path_loads_no_heavy_module(project: Path) -> None:
+    """What keeps a TAB fast: no parser, no git, no process or lock library, no YAML."""
+    code = ("import sys\nfrom git_forge.cli.main import main\n"
+            "main(['__complete', 'answerable'])\n"
+            "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True,
+                            text=True, timeout=60)
+    assert result.stdout.splitlines() == [*BLOCKED, "c002"]
+    loaded = set(result.stderr.split())
+    for heavy in ("pygit2", "psutil", "yaml", "portalocker", "git_forge.config",
+                  "git_forge.cli.backlog", "git_forge.tree"):
+        assert heavy not in loaded, heavy
+
+
+# --- bash, for real ----------------------------------------------------------------------------
+
+needs_git_completion = pytest.mark.skipif(
+    not GIT_BASH_COMPLETION.is_file(), reason=f"git's bash completion is not at "
+                                              f"{GIT_BASH_COMPLETION}")
+
+BASH_DRIVER = r"""
+complete_line() {  # $1: completion function; the rest: the words, the last being completed
+  local fn=$1; shift
+  COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+  COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+  COMPREPLY=()
+  "$fn" 2>/dev/null
+  printf '%s\n' "=== $*" "${COMPREPLY[@]}"
+}
+"""
+
+
+def run_bash(script: str, cwd: Path, env: dict[str, str] | None = None) -> dict[str, list[str]]:
+    """Run ``script`` in a real non-interactive bash; the candidates per completed line."""
+    result = subprocess.run(["bash", "--norc", "--noprofile", "-c", BASH_DRIVER + script],
+                            cwd=cwd, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, **(env or {})})
+    assert result.returncode == 0, result.stderr
+    replies: dict[str, list[str]] = {}
+    current = None
+    for line in result.stdout.splitlines():
+        if line.startswith("=== "):
+            current = line[4:]
+            replies[current] = []
+        elif current is not None and line:
+            replies[current].append(line)
+    return replies
+
+
+def top_level_commands() -> list[str]:
+    generator = load_generator()
+    return [path[0] for path in generator.command_paths(generator.parser()) if len(path) == 1]
+
+
+@needs_git_completion
+def test_bash_completes_git_forge_through_gits_own_completion(project: Path, handles) -> None:
+    lines = [
+        "git forge ", "git forge backlog ", "git forge backlog answer ",
+        "git forge backlog unblock 00", "git forge backlog show ", "git forge proc show ",
+        "git forge proc wait ", "git forge recover --answer ", "git forge recover --merge ",
+        "git forge backlog list --status ", "git forge backlog answer --backlog ",
+        "git -C . forge backlog answer ", "git forge completion ",
+    ]
+    calls = "\n".join(
+        "complete_line __git_wrap__git_main " + " ".join(f"'{w}'" for w in line.split(" "))
+        for line in lines)
+    replies = run_bash(f"source {GIT_BASH_COMPLETION}\nsource {COMPLETIONS / 'git-forge.bash'}\n"
+                       + calls, cwd=project)
+    assert sorted(replies["git forge "]) == sorted(top_level_commands())
+    assert replies["git forge backlog "] == ["list", "show", "add", "edit", "answer", "unblock",
+                                             "topology"]
+    assert replies["git forge backlog answer "] == BLOCKED
+    assert replies["git forge backlog unblock 00"] == BLOCKED
+    assert replies["git forge backlog show "] == ALL_IDS
+    assert replies["git forge proc show "] == handles
+    assert replies["git forge proc wait "] == handles
+    assert replies["git forge recover --answer "] == [*BLOCKED, "c002"]
+    assert replies["git forge recover --merge "] == ["c002", "c005"]
+    assert replies["git forge backlog list --status "] == [
+        "pending", "in_progress", "done", "blocked", "needs-human", "deferred"]
+    assert replies["git forge backlog answer --backlog "] == [".forge"]
+    assert replies["git -C . forge backlog answer "] == BLOCKED
+    assert replies["git forge completion "] == ["bash", "zsh", "fish"]
+
+
+def test_bash_completes_the_git_forge_command_itself(project: Path) -> None:
+    other = project / "next"
+    other.mkdir()
+    write_backlog(other, [item("010", "Elsewhere", "blocked", "why")])
+    script = (f"source {COMPLETIONS / 'git-forge.bash'}\n"
+              # the function `complete` registered for git-forge, as bash would call it
+              "fn=$(complete -p git-forge | sed 's/.* -F \\([^ ]*\\) .*/\\1/')\n"
+              "complete_line $fn git-forge ''\n"
+              "complete_line $fn git-forge backlog answer ''\n"
+              "complete_line $fn git-forge backlog answer --backlog next ''\n"
+              "complete_line $fn git-forge backlog answer --json -\n"
+              "complete_line $fn git-forge decision record --item ''\n")
+    replies = run_bash(script, cwd=project)
+    assert sorted(replies["git-forge "]) == sorted(top_level_commands())
+    assert replies["git-forge backlog answer "] == BLOCKED
+    assert replies["git-forge backlog answer --backlog next "] == ["010"]
+    assert "--backlog" in replies["git-forge backlog answer --json -"]
+    assert replies["git-forge decision record --item "] == BLOCKED
+
+
+@needs_git_completion
+@pytest.mark.skipif(not BASH_COMPLETION.is_file(), reason="bash-completion is not installed")
+def test_bash_completion_loads_the_installed_script_on_demand(project: Path,
+                                                               tmp_path: Path) -> None:
+    """Installed where bash-completion looks (here: the user dir), nothing needs
+    sourcing: `git forge <TAB>` and `git-forge <TAB>` load it on first use."""
+    installed = tmp_path / "data" / "bash-completion" / "completions"
+    installed.mkdir(parents=True)
+    shutil.copy(COMPLETIONS / "git-forge.bash", installed / "git-forge")
+    script = (f"source {BASH_COMPLETION}\n"
+              "_completion_loader git\n"
+              "complete_line __git_wrap__git_main git forge backlog answer ''\n"
+              "_completion_loader git-forge\n"
+              "complete_line _git_forge_command git-forge backlog show ''\n")
+    replies = run_bash(script, cwd=project, env={"XDG_DATA_HOME": str(tmp_path / "data")})
+    assert replies["git forge backlog answer "] == BLOCKED
+    assert replies["git-forge backlog show "] == ALL_IDS
+
+
+# --- zsh and fish, smoke tests -----------------------------------------------------------------
+
+
+class Terminal:
+    """An interactive shell on a real pseudo-terminal."""
+
+    def __init__(self, argv: list[str], cwd: Path) -> None:
+        self.output = b""
+        self.seen = 0
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # pragma: no cover - the child
+            try:
+                os.chdir(cwd)
+                os.execvpe(argv[0], argv, {**os.environ, "TERM": "xterm"})
+            finally:
+                os._exit(127)
+
+    def send(self, text: str) -> None:
+        os.write(self.fd, text.encode())
+
+    def expect(self, *needles: str, timeout: float = 30) -> str:
+        """Wait until every needle has appeared since the last ``expect``; the text since."""
+        deadline = time.monotonic() + timeout
+        while not all(needle.encode() in self.output[self.seen:] for needle in needles):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{needles} did not appear in:\n{self.output!r}")
+            ready, _, _ = select.select([self.fd], [], [], 0.1)
+            if ready:
+                try:
+                    self.output += os.read(self.fd, 65536)
+                except OSError:
+                    break
+        text = self.output[self.seen:].decode("utf-8", "replace")
+        self.seen = len(self.output)
+        return text
+
+    def close(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_lists_item_ids_for_git_forge_and_git_forge(project: Path) -> None:
+    zsh = Terminal(["zsh", "-f", "-i"], project)
+    try:
+        # The prompt "[%] " is not in the echo of the line that sets it ("[%%] ").
+        zsh.send(f"fpath=({COMPLETIONS} $fpath); autoload -Uz compinit; compinit -u -D; "
+                 "zstyle ':completion:*' verbose yes; PS1='[%%] '\n")
+        zsh.expect("[%] ")
+        # Ctrl-D at the end of a line lists the choices (delete-char-or-list).
+        zsh.send("git-forge backlog show \x04")
+        listed = zsh.expect("Parse the config file", "Retry uploads")
+        assert "002  -- Store sessions" in listed
+        zsh.send("\x15git forge backlog answer \x04")  # Ctrl-U first; via zsh's own _git
+        listed = zsh.expect("Migrate old rows", "Retry uploads")
+        assert "Parse the config file" not in listed  # 001 is not blocked, so not listed
+    finally:
+        zsh.close()
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completes_git_forge(project: Path) -> None:
+    script = (f"source {COMPLETIONS / 'git-forge.fish'}\n"
+              "complete -C 'git-forge backlog answer '\necho ===\n"
+              "complete -C 'git-forge backlog show 00'\necho ===\n"
+              "complete -C 'git-forge recover --merge '\necho ===\n"
+              # fish 3.6 passes `git forge` on only with the line the script's header gives
+              "complete -c git -f -n '__fish_git_using_command forge' "
+              "-a '(__fish_git_complete_custom_command forge)'\n"
+              "complete -C 'git forge backlog answer '\n")
+    # Not --no-config: that also turns off loading fish's own git completion. HOME and
+    # XDG_CONFIG_HOME are the test's own, so no user configuration is read.
+    result = subprocess.run(["fish", "-c", script], cwd=project,
+                            capture_output=True, text=True, timeout=60,
+                            env={**os.environ,
+                                 "PATH": f"{Path(forge_argv()[0]).parent}:{os.environ['PATH']}"})
+    assert result.returncode == 0, result.stderr
+    answer, show, merge, via_git = (part.strip().splitlines()
+                                    for part in result.stdout.split("===\n"))
+    assert answer == ["002\tStore sessions", "003\tMigrate old rows", "005\tRetry uploads"]
+    assert [line.split("\t")[0] for line in show] == ALL_IDS
+    assert [line.split("\t")[0] for line in merge] == ["c002", "c005"]
+    assert [line.split("\t")[0] for line in via_git] == BLOCKED
+
+
+def test_git_sees_forge_as_a_command(project: Path) -> None:
+    """`git forge` is git-forge on PATH, which is what every completion relies on."""
+    assert git("forge", "__complete", "blocked", cwd=project).splitlines() == BLOCKED
