@@ -100,7 +100,7 @@ _shtab_git_forge_loop_stop_pos_0_COMPGEN=_shtab_compgen_dirs
 _shtab_git_forge_loop_stop___backlog_COMPGEN=_git_forge_backlogs
 _shtab_git_forge_recover_pos_0_COMPGEN=_shtab_compgen_dirs
 _shtab_git_forge_recover___backlog_COMPGEN=_git_forge_backlogs
-_shtab_git_forge_recover___answer_COMPGEN=_git_forge_answerable
+_shtab_git_forge_recover___answer_COMPGEN=_git_forge_answers
 _shtab_git_forge_recover___defer_COMPGEN=_git_forge_answerable
 _shtab_git_forge_recover___answers_COMPGEN=_shtab_compgen_files
 _shtab_git_forge_recover___merge_COMPGEN=_git_forge_clusters
@@ -274,6 +274,11 @@ _git_forge_clusters() { _git_forge_values clusters "$1"; }
 _git_forge_handles() { _git_forge_values handles "$1"; }
 _git_forge_backlogs() { _git_forge_values backlogs "$1"; }
 _git_forge_backlog_dirs() { _git_forge_values backlog-dirs "$1"; }
+# recover --answer ID=TEXT: complete the ID and the "=" (no space follows, see below).
+_git_forge_answers() {
+  local value
+  while IFS= read -r value; do printf '%s=\n' "$value"; done < <(_git_forge_values answerable "${1%%=*}")
+}
 # Refs a discard saved (reconcile --restore), straight from git.
 _git_forge_discarded() {
   command git for-each-ref --format='%(refname)' "refs/forge/discarded/" 2>/dev/null |

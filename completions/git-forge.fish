@@ -27,6 +27,11 @@ function __git_forge_values --argument-names kind
     command git-forge __complete $kind --describe $location 2>/dev/null
 end
 
+# recover --answer ID=TEXT: the ID and the "=" (fish adds no space after "=").
+function __git_forge_answers
+    __git_forge_values answerable | string replace --regex '^([^\t]*)' '$1='
+end
+
 function __git_forge_discarded
     command git for-each-ref --format='%(refname)' refs/forge/discarded/ 2>/dev/null
 end
@@ -273,7 +278,7 @@ complete -c git-forge -n '_shtab_git_forge_using loop stop; and test $_shtab_git
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a recover -d 'answer a stopped run'"'"'s questions and make the backlog resumable'
 complete -c git-forge -n '_shtab_git_forge_using recover' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using recover' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root'
-complete -c git-forge -n '_shtab_git_forge_using recover' -l answer -xka "(__git_forge_values answerable)" -d 'answer an item or a cluster (c<id>) (repeatable)'
+complete -c git-forge -n '_shtab_git_forge_using recover' -l answer -xka "(__git_forge_answers)" -d 'answer an item or a cluster (c<id>) (repeatable)'
 complete -c git-forge -n '_shtab_git_forge_using recover' -l defer -xka "(__git_forge_values answerable)" -d 'defer an item or a cluster (repeatable)'
 complete -c git-forge -n '_shtab_git_forge_using recover' -l answers -xka "(__fish_complete_path (commandline -ct))" -d 'a YAML or JSON mapping of id to answer text, defer or cancel'
 complete -c git-forge -n '_shtab_git_forge_using recover' -l merge -xka "(__git_forge_values clusters)" -d 'treat these clusters as one question (repeatable; never splits)'

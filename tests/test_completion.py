@@ -120,6 +120,17 @@ def test_the_hidden_fast_path_is_in_no_script_or_help_as_a_command() -> None:
         assert "_shtab_git_forge___complete" not in text  # ... never offered as a command
 
 
+@pytest.mark.parametrize("shell, check", [("bash", ["bash", "-n"]), ("zsh", ["zsh", "-n"]),
+                                          ("fish", ["fish", "--no-execute"])])
+def test_scripts_parse_in_their_shells(shell: str, check: list[str]) -> None:
+    if shutil.which(check[0]) is None:
+        pytest.skip(f"{shell} is not installed")
+    name = {"bash": "git-forge.bash", "zsh": "_git-forge", "fish": "git-forge.fish"}[shell]
+    result = subprocess.run([*check, str(COMPLETIONS / name)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
 def test_completion_command_prints_the_shipped_scripts(tmp_path: Path) -> None:
     for shell, name in (("bash", "git-forge.bash"), ("zsh", "_git-forge"),
                         ("fish", "git-forge.fish")):
@@ -254,7 +265,8 @@ def test_bash_completes_git_forge_through_gits_own_completion(project: Path, han
     lines = [
         "git forge ", "git forge backlog ", "git forge backlog answer ",
         "git forge backlog unblock 00", "git forge backlog show ", "git forge proc show ",
-        "git forge proc wait ", "git forge recover --answer ", "git forge recover --merge ",
+        "git forge proc wait ", "git forge recover --answer ", "git forge recover --answer c",
+        "git forge recover --merge ",
         "git forge backlog list --status ", "git forge backlog answer --backlog ",
         "git -C . forge backlog answer ", "git forge completion ",
     ]
@@ -271,7 +283,8 @@ def test_bash_completes_git_forge_through_gits_own_completion(project: Path, han
     assert replies["git forge backlog show "] == ALL_IDS
     assert replies["git forge proc show "] == handles
     assert replies["git forge proc wait "] == handles
-    assert replies["git forge recover --answer "] == [*BLOCKED, "c002"]
+    assert replies["git forge recover --answer "] == ["002=", "003=", "005=", "c002="]
+    assert replies["git forge recover --answer c"] == ["c002="]
     assert replies["git forge recover --merge "] == ["c002", "c005"]
     assert replies["git forge backlog list --status "] == [
         "pending", "in_progress", "done", "blocked", "needs-human", "deferred"]
@@ -386,6 +399,7 @@ def test_fish_completes_git_forge(project: Path) -> None:
               "complete -C 'git-forge backlog answer '\necho ===\n"
               "complete -C 'git-forge backlog show 00'\necho ===\n"
               "complete -C 'git-forge recover --merge '\necho ===\n"
+              "complete -C 'git-forge recover --answer 00'\necho ===\n"
               # fish 3.6 passes `git forge` on only with the line the script's header gives
               "complete -c git -f -n '__fish_git_using_command forge' "
               "-a '(__fish_git_complete_custom_command forge)'\n"
@@ -397,11 +411,12 @@ def test_fish_completes_git_forge(project: Path) -> None:
                             env={**os.environ,
                                  "PATH": f"{Path(forge_argv()[0]).parent}:{os.environ['PATH']}"})
     assert result.returncode == 0, result.stderr
-    answer, show, merge, via_git = (part.strip().splitlines()
+    answer, show, merge, answer_flag, via_git = (part.strip().splitlines()
                                     for part in result.stdout.split("===\n"))
     assert answer == ["002\tStore sessions", "003\tMigrate old rows", "005\tRetry uploads"]
     assert [line.split("\t")[0] for line in show] == ALL_IDS
     assert [line.split("\t")[0] for line in merge] == ["c002", "c005"]
+    assert [line.split("\t")[0] for line in answer_flag] == ["002=", "003=", "005="]
     assert [line.split("\t")[0] for line in via_git] == BLOCKED
 
 

@@ -182,9 +182,13 @@ def test_a_wheel_installs_the_page_where_git_help_forge_finds_it(tmp_path: Path)
         for name, source in shipped.items():
             assert archive.read(name) == source.read_bytes(), name  # contents, not symlinks
 
-    prefix = tmp_path / "prefix"
-    install = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                              "--no-index", "--prefix", str(prefix), str(wheel)],
+    # A fresh virtual environment (never this one: installing git-forge here would
+    # replace the checkout's own install), filled by this environment's pip.
+    prefix = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True,
+                   timeout=120)
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(prefix / "bin" /
+                              "python"), "install", "-q", "--no-deps", "--no-index", str(wheel)],
                              capture_output=True, text=True, timeout=300)
     assert install.returncode == 0, install.stderr
     page = prefix / "share" / "man" / "man1" / "git-forge.1"

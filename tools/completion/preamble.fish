@@ -18,6 +18,11 @@ function __git_forge_values --argument-names kind
     command git-forge __complete $kind --describe $location 2>/dev/null
 end
 
+# recover --answer ID=TEXT: the ID and the "=" (fish adds no space after "=").
+function __git_forge_answers
+    __git_forge_values answerable | string replace --regex '^([^\t]*)' '$1='
+end
+
 function __git_forge_discarded
     command git for-each-ref --format='%(refname)' refs/forge/discarded/ 2>/dev/null
 end

@@ -1,7 +1,7 @@
 # Dynamic values (item ids, clusters, process handles, backlog dirs) come from
 # `git-forge __complete KIND --describe`, which reads the project's files and answers in
 # milliseconds. A --backlog/--backlog-dir already on the line is passed on.
-_git_forge_values() {
+_git_forge_values() {  # KIND LABEL [compadd options]
   local kind=$1 label=$2 i
   local -a location values
   for (( i = 2; i < CURRENT; i++ )); do
@@ -13,11 +13,12 @@ _git_forge_values() {
   values=(${(f)"$(command git-forge __complete $kind --describe $location 2>/dev/null)"})
   values=(${values//:/\\:})
   values=(${values/$'\t'/:})
-  _describe -t git-forge-$kind $label values
+  _describe -t git-forge-$kind $label values "${@[3,-1]}"
 }
 _git_forge_items() { _git_forge_values items 'item id' }
 _git_forge_blocked() { _git_forge_values blocked 'blocked item id' }
 _git_forge_answerable() { _git_forge_values answerable 'item or cluster id' }
+_git_forge_answers() { _git_forge_values answerable 'item or cluster id' -S = }
 _git_forge_clusters() { _git_forge_values clusters 'cluster id' }
 _git_forge_handles() { _git_forge_values handles 'process handle' }
 _git_forge_backlogs() { _git_forge_values backlogs 'backlog directory' }
