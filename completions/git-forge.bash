@@ -1,8 +1,9 @@
 # bash completion for git-forge and `git forge` (with git's own bash completion loaded).
 # Install: git forge completion bash > ~/.local/share/bash-completion/completions/git-forge
-#   (or source this file from ~/.bashrc). pip installs it into
-#   <prefix>/share/bash-completion/completions, where bash-completion finds it for
-#   a git-forge on PATH.
+#   (or source this file from ~/.bashrc). pip also installs it, as
+#   <prefix>/share/bash-completion/completions/git-forge.bash: bash-completion loads it
+#   from there on first use for the /usr/local and ~/.local (--user) prefixes, and
+#   (bash-completion 2.12 and later) for a virtual environment whose bin is on PATH.
 # Generated from the argparse parser by tools/generate_docs.py (shtab); do not edit.
 
 _shtab_git_forge_decision_subparsers=(record list apply)

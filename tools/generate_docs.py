@@ -252,9 +252,10 @@ _HEADER = {
     "bash": """\
 # bash completion for git-forge and `git forge` (with git's own bash completion loaded).
 # Install: git forge completion bash > ~/.local/share/bash-completion/completions/git-forge
-#   (or source this file from ~/.bashrc). pip installs it into
-#   <prefix>/share/bash-completion/completions, where bash-completion finds it for
-#   a git-forge on PATH.
+#   (or source this file from ~/.bashrc). pip also installs it, as
+#   <prefix>/share/bash-completion/completions/git-forge.bash: bash-completion loads it
+#   from there on first use for the /usr/local and ~/.local (--user) prefixes, and
+#   (bash-completion 2.12 and later) for a virtual environment whose bin is on PATH.
 """,
     "zsh": """\
 # zsh completion for git-forge and `git forge` (zsh's _git calls _git-forge).
