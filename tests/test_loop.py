@@ -253,13 +253,20 @@ def test_a_second_loop_on_the_same_backlog_is_refused(loop: Loop) -> None:
     loop.plan({"001": {"signal": "FORGE_DONE", "sleep": 30}})
     first = loop.spawn("--iterations", "1")
     try:
-        wait_for(lambda: (loop.log / "001-running").exists())
+        running_agent(loop, "001")
         second = loop.run()
         assert second.returncode == 2
         assert "already running" in second.stderr and "started" in second.stderr
     finally:
         assert run_forge("loop", "stop", cwd=loop.root).returncode == 0
         first.communicate(timeout=60)
+
+
+def running_agent(loop: Loop, item: str) -> int:
+    """The pid the scripted agent writes once it runs (the file may be empty at first)."""
+    marker = loop.log / f"{item}-running"
+    wait_for(lambda: marker.exists() and marker.read_text().strip().isdigit())
+    return int(marker.read_text())
 
 
 def wait_for(condition, timeout: float = 30) -> None:
@@ -276,8 +283,7 @@ def test_loop_stop_ends_a_run_whose_agent_ignores_sigterm(loop: Loop) -> None:
     loop.plan({"001": {"signal": "FORGE_DONE", "sleep": 120, "ignore_term": True,
                        "files": {"partial.txt": "half\n"}}})
     proc = loop.spawn()
-    wait_for(lambda: (loop.log / "001-running").exists())
-    agent_pid = int((loop.log / "001-running").read_text())
+    agent_pid = running_agent(loop, "001")
     stop = run_forge("loop", "stop", cwd=loop.root)
     assert stop.returncode == 0
     out, err = proc.communicate(timeout=60)
@@ -300,8 +306,7 @@ def test_sigkill_mid_iteration_then_a_new_run_restores(loop: Loop) -> None:
     loop.plan({"001": [{"signal": "FORGE_DONE", "sleep": 3, "files": {"wip.txt": "wip\n"}},
                        {"signal": "FORGE_DONE", "files": {"base.py": "base\n"}}]})
     proc = loop.spawn()
-    wait_for(lambda: (loop.log / "001-running").exists())
-    agent_pid = int((loop.log / "001-running").read_text())
+    agent_pid = running_agent(loop, "001")
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     # The crash left the item in_progress (bookkeeping) and the agent's work in the tree.
