@@ -8,12 +8,12 @@ the CLI (a full process start, as an external caller pays it).
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import timed
 
 from git_forge.atomic import write_json
 from git_forge.backlog import model
@@ -38,14 +38,6 @@ def seed(backlog: Path) -> BacklogStore:
     write_json(store.path, document)
     return store
 
-
-def timed(fn, repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
 
 
 def refused_answer(store: BacklogStore) -> None:

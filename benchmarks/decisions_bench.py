@@ -7,12 +7,12 @@ through the CLI (a full process start, as an operator or a hook pays it).
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import timed
 
 from git_forge import decisions
 from git_forge.atomic import write_json
@@ -38,14 +38,6 @@ def seed(backlog: Path) -> decisions.DecisionRecord:
     write_json(rec.path, document, mode=decisions.RECORD_MODE)
     return rec
 
-
-def timed(fn, repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
 
 
 def main() -> None:

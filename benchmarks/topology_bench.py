@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import json
 import random
-import statistics
-import time
-from collections.abc import Callable
+
+from timing import timed
 
 from git_forge.backlog.topology import parse_items, topology_report
 
@@ -108,14 +107,6 @@ def distinct_reasons(seed: int = 3) -> list[dict]:
             item["blockedReason"] = " ".join(words)
     return items
 
-
-def timed(fn: Callable[[], object], repeat: int = 5) -> float:
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
 
 
 def describe(items: list[dict]) -> str:

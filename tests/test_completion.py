@@ -167,18 +167,18 @@ def test_fast_path_lists_the_handles_of_real_processes(project: Path, handles) -
 
 
 def test_fast_path_follows_backlog_flags_config_and_subdirectories(project: Path) -> None:
-    other = project / "work" / "next"
+    other = project / "plans" / "next"
     other.mkdir(parents=True)
     write_backlog(other, [item("010", "Elsewhere", "blocked", "why")])
     (project / "src").mkdir()
     assert complete("blocked", cwd=project / "src") == BLOCKED
-    assert complete("blocked", "--backlog", "work/next", cwd=project) == ["010"]
-    assert complete("blocked", "--backlog=work/next", cwd=project / "src") == ["010"]
-    assert complete("items", "--backlog-dir", "../work/next", cwd=project / "src") == ["010"]
-    assert complete("backlogs", cwd=project / "src") == [".forge", "work/next"]
-    assert complete("backlog-dirs", cwd=project / "src") == ["../.forge", "../work/next"]
+    assert complete("blocked", "--backlog", "plans/next", cwd=project) == ["010"]
+    assert complete("blocked", "--backlog=plans/next", cwd=project / "src") == ["010"]
+    assert complete("items", "--backlog-dir", "../plans/next", cwd=project / "src") == ["010"]
+    assert complete("backlogs", cwd=project / "src") == [".forge", "plans/next"]
+    assert complete("backlog-dirs", cwd=project / "src") == ["../.forge", "../plans/next"]
     # A repository config that moves the backlog is honoured (through the real resolver).
-    (project / ".forge.yaml").write_text("backlog: work/next\n")
+    (project / ".forge.yaml").write_text("backlog: plans/next\n")
     assert complete("items", cwd=project) == ["010"]
 
 
