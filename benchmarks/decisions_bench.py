@@ -16,6 +16,7 @@ from timing import timed
 
 from git_forge import decisions
 from git_forge.atomic import write_json
+from git_forge.clock import utc_now
 
 ENTRIES = 10_000
 
@@ -24,16 +25,16 @@ def seed(backlog: Path) -> decisions.DecisionRecord:
     rec = decisions.open_record(backlog, ".forge")
     rec.path.parent.mkdir(parents=True, exist_ok=True)
     document = {
-        "schemaVersion": "1", "feature": backlog.name, "createdAt": decisions.now_iso(),
+        "schemaVersion": "1", "feature": backlog.name, "createdAt": utc_now(),
         "decisions": [
             {"itemId": f"{n % 2000:03d}", "question": f"Question number {n}?",
              "answer": None if n % 3 == 0 else f"answer {n}", "deferred": n % 3 == 0,
-             "decidedAt": decisions.now_iso(), "recordedBy": "bench@host",
-             "appliedAt": decisions.now_iso() if n % 5 == 0 else None,
+             "decidedAt": utc_now(), "recordedBy": "bench@host",
+             "appliedAt": utc_now() if n % 5 == 0 else None,
              "appliedBy": "bench@host" if n % 5 == 0 else None}
             for n in range(ENTRIES)
         ],
-        "updatedAt": decisions.now_iso(),
+        "updatedAt": utc_now(),
     }
     write_json(rec.path, document, mode=decisions.RECORD_MODE)
     return rec

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from git_forge.atomic import StoreError, read_json, update_json
+from git_forge.clock import utc_now
 from git_forge.credentials import credential_problem
 from git_forge.errors import ForgeError
 from git_forge.layout import DECISIONS_FILE, state_directory
@@ -33,10 +33,6 @@ RECORD_MODE = 0o600
 class DecisionError(ForgeError):
     """A decision-record refusal (exit 2): bad input, unknown item, corrupt record."""
 
-
-def now_iso() -> str:
-    """UTC, second precision, ``Z`` suffix — the record's timestamp format."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def default_actor() -> str:
@@ -104,7 +100,7 @@ def _new_entry(
 
 
 def _stamp(document: dict[str, Any]) -> dict[str, Any]:
-    document["updatedAt"] = now_iso()
+    document["updatedAt"] = utc_now()
     return document
 
 
@@ -166,12 +162,12 @@ def record_all(
             document: dict[str, Any] = {
                 "schemaVersion": SCHEMA_VERSION,
                 "feature": rec.feature,
-                "createdAt": now_iso(),
+                "createdAt": utc_now(),
                 "decisions": [],
             }
         else:
             document = _check_document(rec.path, current)
-        decided_at = now_iso()
+        decided_at = utc_now()
         for entry in entries:
             document["decisions"].append(_new_entry(
                 entry.item_id, entry.question, entry.answer, entry.cluster_id, actor, decided_at
@@ -244,7 +240,7 @@ def apply_all(
             raise DecisionError(f"no decision recorded for item {item_ids[0]!r}")
         document = _check_document(rec.path, current)
         latest = latest_entries(document["decisions"])
-        applied_at = now_iso()
+        applied_at = utc_now()
         for item_id in item_ids:
             entry = latest.get(item_id)
             if entry is None:

@@ -14,13 +14,13 @@ import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from git_forge.atomic import StoreError, update_json
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
+from git_forge.clock import utc_now
 from git_forge.credentials import credential_problem
 
 T = TypeVar("T")
@@ -29,10 +29,6 @@ T = TypeVar("T")
 class _Unchanged(Exception):
     """Raised inside a locked update to skip the write when nothing changed."""
 
-
-def utc_now() -> str:
-    """UTC, second precision, ``Z`` suffix — the timestamp format of every git-forge file."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def new_document(project: str, description: str = "") -> dict[str, Any]:

@@ -26,6 +26,7 @@ from typing import Any
 from git_forge.atomic import FileLock, atomic_write, read_lock_holder
 from git_forge.backlog.model import select_next
 from git_forge.backlog.store import BacklogStore
+from git_forge.clock import utc_now
 from git_forge.errors import ForgeError
 from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR
 from git_forge.loop import control
@@ -144,9 +145,6 @@ class _Run:
             setattr(self.state, key, value)
         write_state(self.workspace.state_dir, self.state)
 
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def new_run_id() -> str:
@@ -369,7 +367,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     state_dir = workspace.state_dir
     state_dir.mkdir(parents=True, exist_ok=True)
 
-    run_id, started = new_run_id(), _now()
+    run_id, started = new_run_id(), utc_now()
     lock = FileLock(control.loop_lock_path(state_dir))
     if not lock.try_acquire(holder=f"run {run_id} started {started} (pid {os.getpid()})"):
         holder = read_lock_holder(control.loop_lock_path(state_dir)) or "another process"

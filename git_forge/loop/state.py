@@ -9,20 +9,17 @@ and raises ``StoreError`` for a corrupt one, which evidence readers degrade on.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from git_forge.atomic import read_json, write_json
+from git_forge.clock import utc_now
 from git_forge.layout import STATE_FILE
 
 RUN_STATUSES = ("idle", "starting", "running", "paused_human", "complete",
                 "iterations_complete", "stopped", "error")
 LAST_SIGNALS = ("clean", "blocked", "needs_human", "error")
 
-
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
