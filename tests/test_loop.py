@@ -362,3 +362,28 @@ def test_force_launches_on_a_dirty_tree_and_leaves_that_work_alone(loop: Loop) -
     stash = git("stash", "show", "--include-untracked", "--name-only", "stash@{0}",
                 cwd=loop.root).split()
     assert stash == ["tmp.txt"]
+
+
+def test_an_external_runner_loop_is_started_after_the_pre_launch_check(
+    git_repo: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "runner.log"
+    runner = tmp_path / "rauf"
+    runner.write_text(f"#!{sys.executable}\nimport sys, pathlib\n"
+                      f"pathlib.Path({str(log)!r}).write_text(' '.join(sys.argv[1:]))\n"
+                      "sys.exit(5)\n")
+    runner.chmod(0o755)
+    (git_repo / ".forge.yaml").write_text(
+        f"loopRunner:\n  bin: {runner}\n  runCommand: '{{bin}} run . --backlog {{backlogDir}}'\n")
+    git("add", ".forge.yaml", cwd=git_repo)
+    git("commit", "-qm", "external runner", cwd=git_repo)
+    result = run_forge("loop", "run", cwd=git_repo)
+    assert result.returncode == 5, result.stderr  # the runner's own status
+    assert log.read_text() == "run . --backlog .forge"
+    log.unlink()
+    (git_repo / "stray.txt").write_text("x")
+    refused = run_forge("loop", "run", cwd=git_repo)
+    assert refused.returncode == 2 and "uncommitted changes" in refused.stderr
+    assert not log.exists()  # never started on a dirty tree
+    wrong = run_forge("loop", "run", "--agent", "x", "--force", cwd=git_repo)
+    assert wrong.returncode == 2 and wrong.stderr.startswith("Error: --agent is for the embedded")

@@ -176,12 +176,39 @@ def _options(args: argparse.Namespace, workspace) -> Any:
     )
 
 
+EMBEDDED_ONLY = ("agent", "iterations", "retries", "timeout", "prompt_file",
+                 "pause_on_needs_human", "follow", "ndjson", "json")
+
+
+def _launch_external(args: argparse.Namespace, workspace) -> int:
+    """``loopRunner.bin`` names another runner: check the tree, then start its loop."""
+    from git_forge.cli.preflight import render_dirty, render_stop
+    from git_forge.errors import UsageError
+    from git_forge.runner import runner_for
+    from git_forge.tree.preflight import check
+
+    given = [name for name in EMBEDDED_ONLY if getattr(args, name) not in (None, False)]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise UsageError(f"{flag} is for the embedded runner; loopRunner.bin is "
+                         f"{workspace.config.runner_bin}")
+    if not args.force:
+        result = check(workspace.root, workspace.state_dir, workspace.backlog_file)
+        if result.status != "ok":
+            lines = render_stop(result) if result.status == "stop" else render_dirty(result)
+            print("\n".join(lines), file=sys.stderr)
+            return 2
+    return runner_for(workspace).launch()
+
+
 def run_loop(args: argparse.Namespace) -> int:
-    from git_forge.cli.preflight import render_stop
+    from git_forge.cli.preflight import render_dirty, render_stop
     from git_forge.loop.runner import LoopRefused, run_loop
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
+    if workspace.config.runner_bin is not None:
+        return _launch_external(args, workspace)
     options = _options(args, workspace)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set())
@@ -192,8 +219,7 @@ def run_loop(args: argparse.Namespace) -> int:
         result = run_loop(workspace, options, progress, stop)
     except LoopRefused as exc:
         lines = (render_stop(exc.preflight) if exc.preflight.status == "stop" else
-                 ["Error: the working tree has uncommitted changes; commit or stash them "
-                  "first:", *(f"  {line}" for line in exc.preflight.lines)])
+                 render_dirty(exc.preflight))
         print("\n".join(lines), file=sys.stderr)
         return exc.exit_code
     finally:

@@ -32,4 +32,5 @@ def runner_for(workspace: Workspace) -> Runner:
         unblock_command=cfg.UNBLOCK_COMMAND,
         recovery_min_version=settings["loopRunner.recoveryMinRunnerVersion"],
         install_hint=settings.get("loopRunner.installHint"),
+        run_command=settings.get("loopRunner.runCommand"),
     )

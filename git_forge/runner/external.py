@@ -84,6 +84,7 @@ class ExternalRunner(Runner):
         unblock_command: str,
         recovery_min_version: str = "0.14.0",
         install_hint: str | None = None,
+        run_command: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.bin = bin
@@ -91,6 +92,8 @@ class ExternalRunner(Runner):
         self.backlog_dir = backlog_dir
         self.templates = {"listCommand": list_command, "versionCommand": version_command,
                           "answerCommand": answer_command, "unblockCommand": unblock_command}
+        if run_command:
+            self.templates["runCommand"] = run_command
         self.recovery_min_version = recovery_min_version
         self.install_hint = install_hint
         self.timeout = timeout
@@ -154,6 +157,20 @@ class ExternalRunner(Runner):
     def run_json(self, argv: list[str]) -> Any:
         """Run ``argv`` and parse its stdout as JSON."""
         return self.decode(argv, self.run(argv))
+
+    def launch(self) -> int:
+        """Run the runner's own loop (``runCommand``) in the foreground: stdio and
+        Ctrl-C are the operator's, the exit status is the runner's."""
+        if "runCommand" not in self.templates:
+            raise RunnerError(f"loopRunner.runCommand is not set: git-forge does not know how "
+                              f"to start {self.bin}'s loop (e.g. '{{bin}} run . --backlog "
+                              f"{{backlogDir}}')")
+        argv = self.argv("runCommand")
+        try:
+            return subprocess.run(argv, cwd=self.root, check=False).returncode
+        except OSError as exc:
+            raise RunnerError(f"cannot run `{shlex.join(argv)}`: {exc.strerror or exc}",
+                              argv=argv) from exc
 
     # --- the contract ----------------------------------------------------------------------
 
