@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from git_forge import __version__
-from git_forge.errors import EXIT_USAGE, ForgeError, UsageError
+from git_forge.errors import EXIT_ERROR, EXIT_USAGE, ForgeError, UsageError
 
 #: Command-group modules under ``git_forge.cli``, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         return complete_values(argv[1:])
     try:
         parser = build_parser(prog="git forge", commands=_commands_for(argv))
+        if not argv:  # like `git` alone: the overview, and a non-zero status
+            parser.print_help()
+            return EXIT_ERROR
         args = parser.parse_args(argv)
         return int(args.func(args))
     except ForgeError as exc:
