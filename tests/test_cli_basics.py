@@ -57,3 +57,4 @@ def test_a_closed_pipe_is_not_an_error(git_repo: Path) -> None:
     proc.stdout.close()
     _, err = proc.communicate(timeout=30)
     assert b"Traceback" not in err and b"BrokenPipe" not in err
+    assert proc.returncode == 0, err
