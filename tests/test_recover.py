@@ -509,3 +509,19 @@ def test_an_answer_the_runner_holds_but_was_never_stamped_is_settled(after_run: 
                                      "--json", cwd=after_run).stdout)["unapplied"]
     assert "003" not in [e["itemId"] for e in unapplied]
     assert "003" not in report["affected"]
+
+
+def test_operator_edits_to_the_backlog_are_never_swept_into_recovers_commit(
+    after_run: Path
+) -> None:
+    backlog = after_run / ".forge" / "backlog.json"
+    document = json.loads(backlog.read_text())
+    document["description"] = "edited by the operator, not yet committed"
+    backlog.write_text(json.dumps(document, indent=2) + "\n")
+    head = git("rev-parse", "HEAD", cwd=after_run)
+    code, report = recover_json(after_run, "--answer", "c003=Use SQLite", "--defer", "006")
+    assert git("rev-parse", "HEAD", cwd=after_run) == head  # nothing committed
+    assert [g["kind"] for g in report["tree"]["groups"]] != ["recovery"]
+    assert report["tree"]["actions"] == [] and report["gate"]["porcelainClean"] is False
+    assert code == 4  # 006 is still blocked; the dirty tree keeps resolved out of reach
+    assert "edited by the operator" in backlog.read_text()

@@ -185,6 +185,19 @@ class _Context:
     report: Report
     items: list[dict[str, Any]]
     unapplied: list[dict[str, Any]]
+    backlog_was_dirty: bool = False
+
+
+def _backlog_dirty(workspace: Workspace) -> bool:
+    """Whether backlog.json already had uncommitted changes before this pass: then
+    they are the operator's (or a run's) to decide, never swept into recover's commit."""
+    from git_forge.tree.fast_status import porcelain_fast
+
+    backlog_rel = workspace.relative(workspace.backlog_file)
+    try:
+        return any(entry.path == backlog_rel for entry in porcelain_fast(workspace.root))
+    except ForgeError:
+        return False
 
 
 def _enumerate(workspace: Workspace, runner: Runner, report: Report) -> _Context:
@@ -193,7 +206,8 @@ def _enumerate(workspace: Workspace, runner: Runner, report: Report) -> _Context
     unapplied = _unapplied(rec, report, 1)
     items = _list(runner, report, 1)
     report.item_count = len(items)
-    return _Context(workspace, runner, rec, report, items, unapplied)
+    return _Context(workspace, runner, rec, report, items, unapplied,
+                    backlog_was_dirty=_backlog_dirty(workspace))
 
 
 def _plan_questions(ctx: _Context, options: RecoverOptions,
@@ -391,7 +405,7 @@ def _tree(ctx: _Context, options: RecoverOptions, asker: Asker | None) -> None:
         owned = runner_owned(entries, Path(workspace.root), workspace.state_dir,
                              workspace.backlog_file)
         backlog_rel = workspace.relative(workspace.backlog_file)
-        recovery = {backlog_rel} if report.applied else set()
+        recovery = {backlog_rel} if report.applied and not ctx.backlog_was_dirty else set()
         tree_plan = reconcile.plan(repo, gather(workspace.state_dir), exclude=owned,
                                    recovery_paths=recovery, entries=entries)
         report.tree_notes = list(tree_plan.notes)
