@@ -206,8 +206,7 @@ def _enumerate(workspace: Workspace, runner: Runner, report: Report) -> _Context
     unapplied = _unapplied(rec, report, 1)
     items = _list(runner, report, 1)
     report.item_count = len(items)
-    return _Context(workspace, runner, rec, report, items, unapplied,
-                    backlog_was_dirty=_backlog_dirty(workspace))
+    return _Context(workspace, runner, rec, report, items, unapplied)
 
 
 def _plan_questions(ctx: _Context, options: RecoverOptions,
@@ -433,6 +432,7 @@ def recover(workspace: Workspace, runner: Runner, options: RecoverOptions,
     report = Report(runner.describe(), "")
     try:
         ctx = _enumerate(workspace, runner, report)
+        ctx.backlog_was_dirty = _backlog_dirty(workspace)
         blocked = [item for item in ctx.items if item.get("status") == "blocked"]
         final_items = ctx.items
         if ctx.unapplied or blocked:
