@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
@@ -130,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     from git_forge.loop.evidence import gather
     from git_forge.tree import reconcile
     from git_forge.tree.discard import restore_discarded
-    from git_forge.tree.preflight import runner_owned
+    from git_forge.tree.preflight import stranded
     from git_forge.tree.repo import open_repo
     from git_forge.tree.status import porcelain
     from git_forge.workspace import locate
@@ -146,10 +145,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     decisions = _flag_decisions(args)
-    entries = porcelain(repo)
-    owned = runner_owned(entries, Path(workspace.root), workspace.state_dir,
-                         workspace.backlog_file)
-    plan = reconcile.plan(repo, gather(workspace.state_dir), exclude=owned, entries=entries)
+    def stranded_now() -> list:
+        return stranded(porcelain(repo), workspace.root, workspace.state_dir,
+                        workspace.backlog_file)
+
+    plan = reconcile.plan(repo, gather(workspace.state_dir), stranded_now())
     for group_id in decisions:
         plan.group(group_id)  # an unknown group is refused before anything runs
     if not plan.groups:
@@ -164,10 +164,7 @@ def run(args: argparse.Namespace) -> int:
     if interactive:
         decisions = ask_decisions(plan)
     actions = reconcile.execute(repo, plan, decisions)
-    remaining = reconcile.plan(repo, gather(workspace.state_dir),
-                               exclude=runner_owned(porcelain(repo), Path(workspace.root),
-                                                    workspace.state_dir,
-                                                    workspace.backlog_file)).groups
+    remaining = stranded_now()
     if args.json:
         emit_json({"groups": [g.to_json() for g in plan.groups],
                    "stashes": [s.to_json() for s in plan.stashes],

@@ -19,7 +19,6 @@ import signal
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from git_forge import decisions
@@ -42,7 +41,7 @@ from git_forge.recovery.outcome import (
 from git_forge.recovery.questions import Question, build_questions, merge_clusters
 from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
 from git_forge.tree import reconcile
-from git_forge.tree.preflight import runner_owned
+from git_forge.tree.preflight import stranded
 from git_forge.tree.repo import open_repo
 from git_forge.tree.status import porcelain
 from git_forge.workspace import Workspace
@@ -400,13 +399,14 @@ def _tree(ctx: _Context, options: RecoverOptions, asker: Asker | None) -> None:
     workspace, report = ctx.workspace, ctx.report
     try:
         repo = open_repo(workspace.root)
-        entries = porcelain(repo)
-        owned = runner_owned(entries, Path(workspace.root), workspace.state_dir,
-                             workspace.backlog_file)
+        def stranded_now() -> list:
+            return stranded(porcelain(repo), workspace.root, workspace.state_dir,
+                            workspace.backlog_file)
+
         backlog_rel = workspace.relative(workspace.backlog_file)
         recovery = {backlog_rel} if report.applied and not ctx.backlog_was_dirty else set()
-        tree_plan = reconcile.plan(repo, gather(workspace.state_dir), exclude=owned,
-                                   recovery_paths=recovery, entries=entries)
+        tree_plan = reconcile.plan(repo, gather(workspace.state_dir), stranded_now(),
+                                   recovery_paths=recovery)
         report.tree_notes = list(tree_plan.notes)
         if asker is not None and tree_plan.groups:
             choices = asker.tree(tree_plan)
@@ -417,10 +417,7 @@ def _tree(ctx: _Context, options: RecoverOptions, asker: Asker | None) -> None:
         report.tree = {"groups": [g.to_json() for g in tree_plan.groups],
                        "stashes": [s.to_json() for s in tree_plan.stashes],
                        "actions": [a.to_json() for a in actions]}
-        after = porcelain(repo)
-        owned = runner_owned(after, Path(workspace.root), workspace.state_dir,
-                             workspace.backlog_file)
-        report.tree_clean = not [e for e in after if e.path not in owned]
+        report.tree_clean = not stranded_now()
     except ForgeError as exc:
         report.tree_notes.append(f"tree reconciliation skipped: {exc.message}")
         report.tree_clean = False

@@ -56,8 +56,8 @@ def _relative(path: Path, root: Path) -> str | None:
         return None
 
 
-def runner_owned(entries: list[StatusEntry], root: Path, state_dir: Path,
-                 backlog_path: Path) -> set[str]:
+def _runner_owned(entries: list[StatusEntry], root: Path, state_dir: Path,
+                  backlog_path: Path) -> set[str]:
     """The entries that are the runner's own: state files and crash bookkeeping."""
     owned: set[str] = set()
     state_rel = _relative(state_dir, root)
@@ -77,19 +77,30 @@ def runner_owned(entries: list[StatusEntry], root: Path, state_dir: Path,
     return owned
 
 
+def stranded(entries: list[StatusEntry], root: Path, state_dir: Path,
+             backlog_path: Path) -> list[StatusEntry]:
+    """The entries that are stranded work: every change except the runner's own."""
+    if not entries:
+        return []
+    owned = _runner_owned(entries, root, state_dir, backlog_path)
+    return [entry for entry in entries if entry.path not in owned]
+
+
+_UNKNOWN_RUN: dict[str, Any] = {"startedAt": None, "currentItem": None, "blockedItems": [],
+                                "needsHumanItems": []}
+
+
 def prior_run(state_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
     """The prior run's identity from state.json: (run, error reading it)."""
     path = state_dir / STATE_FILE
     try:
         state = read_json(path, default=None)
     except StoreError as exc:
-        return {"startedAt": None, "currentItem": None, "blockedItems": [],
-                "needsHumanItems": []}, exc.message
+        return dict(_UNKNOWN_RUN), exc.message
     if state is None:
         return None, None
     if not isinstance(state, dict):
-        return {"startedAt": None, "currentItem": None, "blockedItems": [],
-                "needsHumanItems": []}, f"{path} is not a JSON object"
+        return dict(_UNKNOWN_RUN), f"{path} is not a JSON object"
     return {
         "runId": state.get("runId"),
         "status": state.get("status"),
@@ -105,13 +116,10 @@ def check(root: Path, state_dir: Path, backlog_path: Path,
     """Run the launch blocker's table for the repository at ``root``."""
     if entries is None:
         entries = porcelain_fast(root)
-    if not entries:
-        return Preflight("ok", [])
-    owned = runner_owned(entries, root, state_dir, backlog_path)
-    stranded = [entry for entry in entries if entry.path not in owned]
-    if not stranded:
+    work = stranded(entries, root, state_dir, backlog_path)
+    if not work:
         return Preflight("ok", [])
     run, error = prior_run(state_dir)
     if run is None:
-        return Preflight("dirty", stranded)
-    return Preflight("stop", stranded, run, error)
+        return Preflight("dirty", work)
+    return Preflight("stop", work, run, error)

@@ -160,16 +160,11 @@ def _item_paths(repo: Repo, base: str) -> dict[str, tuple[str, str]]:
     return owners
 
 
-def plan(repo: Repo, evidence: Evidence, *, exclude: Iterable[str] = (),
-         recovery_paths: Iterable[str] = (),
-         entries: list[StatusEntry] | None = None) -> Plan:
-    """Detect and attribute. ``exclude``: the runner's own paths (never shown);
-    ``recovery_paths``: recover's own backlog change (its own group)."""
-    excluded = set(exclude)
+def plan(repo: Repo, evidence: Evidence, entries: list[StatusEntry], *,
+         recovery_paths: Iterable[str] = ()) -> Plan:
+    """Attribute the stranded ``entries`` (the runner's own changes already left out,
+    see ``preflight.stranded``). ``recovery_paths``: recover's own backlog change."""
     recovery = set(recovery_paths)
-    if entries is None:
-        entries = porcelain(repo)
-    entries = [entry for entry in entries if entry.path not in excluded]
     notes: list[str] = []
     owners: dict[str, tuple[str, str]] = {}
     in_flight = None
