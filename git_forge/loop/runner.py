@@ -198,9 +198,9 @@ def _dirty(run: _Run) -> list[str]:
     paths = []
     for entry in porcelain(run.repo):
         path = entry.path
-        if path in run.preexisting or path == state_rel or path.startswith(state_rel + "/"):
-            if path != run.backlog_rel:
-                continue
+        ours = path == state_rel or path.startswith(state_rel + "/")
+        if path != run.backlog_rel and (ours or path in run.preexisting):
+            continue
         paths.append(path)
     return list(dict.fromkeys(paths))
 
