@@ -31,6 +31,10 @@ from typing import Any, TypeVar
 from git_forge.errors import ForgeError
 from git_forge.jsonenc import dumps_indented
 
+# Re-exported: callers find every lock helper here; the probes live apart so the
+# pre-launch hot path can use them without this module's imports.
+from git_forge.lockprobe import lock_is_held, read_lock_holder  # noqa: F401
+
 T = TypeVar("T")
 
 #: How long a read-modify-write waits for a sidecar lock before naming the holder.
@@ -236,35 +240,6 @@ class FileLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-
-def read_lock_holder(path: Path | str) -> str:
-    """The label the current (or last) holder wrote into a lock file, or ''."""
-    try:
-        return Path(path).read_bytes().decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
-
-
-def lock_is_held(path: Path | str) -> bool:
-    """True when some process holds the lock on ``path`` right now.
-
-    A probe that never writes: it asks for a *shared* lock for an instant,
-    which any exclusive holder refuses. (portalocker's POSIX locker is
-    ``fcntl.flock``, the primitive used here, so the two always agree.)"""
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing drops the probe's shared lock
-    return False
 
 
 @contextlib.contextmanager

@@ -21,6 +21,8 @@ STATE_FILE = "state.json"
 EVENTS_FILE = "events.ndjson"
 DECISIONS_FILE = "forge-decisions.json"
 LOOP_LOCK_FILE = "loop.lock"
+#: In the work tree's git dir: held by the live loop that owns this work tree.
+TREE_LOCK_FILE = "forge-loop.lock"
 LOOP_STOP_FILE = "loop.stop"
 PROC_DIR = "proc"
 ARCHIVE_DIR = "archive"
@@ -53,3 +55,30 @@ def find_root(path: Path | str) -> Path:
         if (candidate / ".git").exists():
             return candidate
     return start
+
+
+def git_dir_of(root: Path) -> Path | None:
+    """The git dir of the work tree at ``root`` (``.git``, or where a linked
+    worktree's ``.git`` file points; ``GIT_DIR`` when set), else ``None``. Read
+    from the file system alone, so the pre-launch hot path can find the tree lock."""
+    import os
+
+    explicit = os.environ.get("GIT_DIR")
+    if explicit:
+        return Path(root, explicit)
+    dot_git = Path(root) / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    try:
+        text = dot_git.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = Path(text[len("gitdir:"):].strip())
+    return target if target.is_absolute() else Path(root) / target
+
+
+def tree_lock_path(root: Path) -> Path | None:
+    git_dir = git_dir_of(root)
+    return git_dir / TREE_LOCK_FILE if git_dir is not None else None

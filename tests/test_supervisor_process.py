@@ -589,3 +589,37 @@ def test_settings_are_validated() -> None:
         with pytest.raises(ProcessError) as raised:
             SupervisorConfig.from_settings(settings)
         assert raised.value.code == "invalid_settings"
+
+
+DOUBLE_FORK = """
+import os, subprocess, sys, time
+stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+daemon = ("import os, subprocess, sys; os.setsid(); "
+          "p = subprocess.Popen([sys.executable, '-c', sys.argv[1]], stdout=subprocess.DEVNULL,"
+          " stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL); print(p.pid, flush=True); "
+          "os._exit(0)")
+first = subprocess.Popen([sys.executable, "-c", daemon, stubborn], stdout=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+print(first.stdout.readline().strip(), flush=True)
+first.wait()
+time.sleep(float(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("how", ["exits", "stopped", "timed_out"])
+def test_a_double_forked_setsid_daemon_never_outlives_its_entry(make, how: str) -> None:
+    """The daemon closes its output and leaves the session: only the watchdog,
+    as the subreaper it is re-parented to, can still reach it."""
+    supervisor = make(grace_seconds=0.3)
+    options = {"timeout": 0.8} if how == "timed_out" else {}
+    handle = run(supervisor, py(DOUBLE_FORK) + ["0" if how == "exits" else "60"], **options)
+    wait_for(lambda: output(supervisor, handle).endswith(b"\n"))
+    daemon = int(output(supervisor, handle))
+    assert not gone(daemon)
+    if how == "stopped":
+        supervisor.stop(handle, "terminate", 0.3)
+    manifest = supervisor.wait(handle, timeout=20)
+    # A stop ends in "killed": the daemon ignores SIGTERM, so the tree needed SIGKILL.
+    assert manifest.state == {"exits": "exited", "stopped": "killed",
+                              "timed_out": "timed_out"}[how]
+    wait_for(lambda: gone(daemon), timeout=5)

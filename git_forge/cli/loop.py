@@ -184,6 +184,7 @@ def _launch_external(args: argparse.Namespace, workspace) -> int:
     """``loopRunner.bin`` names another runner: check the tree, then start its loop."""
     from git_forge.cli.preflight import render_dirty, render_stop
     from git_forge.errors import UsageError
+    from git_forge.loop.control import LoopRunning, launch_blocker
     from git_forge.runner import runner_for
     from git_forge.tree.preflight import check
 
@@ -192,6 +193,9 @@ def _launch_external(args: argparse.Namespace, workspace) -> int:
         flag = "--" + given[0].replace("_", "-")
         raise UsageError(f"{flag} is for the embedded runner; loopRunner.bin is "
                          f"{workspace.config.runner_bin}")
+    blocker = launch_blocker(workspace.state_dir, workspace.root)
+    if blocker is not None:
+        raise LoopRunning(blocker)
     if not args.force:
         result = check(workspace.root, workspace.state_dir, workspace.backlog_file)
         if result.status != "ok":

@@ -58,11 +58,26 @@ def render_dirty(result) -> list[str]:
     return lines + [f"  {line}" for line in result.lines]
 
 
+def _stop_for(reason: str, json_output: bool) -> int:
+    """STOP for a reason that is not the tree's: a live loop, or a living orphan."""
+    if json_output:
+        from git_forge.cli.output import emit_json
+        emit_json({"status": "stop", "run": None, "paths": [], "reason": reason})
+    else:
+        print(f"STOP: {reason}", file=sys.stderr)
+    return EXIT_STOP
+
+
 def run(args: argparse.Namespace) -> int:
     from git_forge.layout import find_root
+    from git_forge.loop.control import launch_blocker, running_message, tree_owner
     from git_forge.tree.fast_status import porcelain_fast
 
-    entries = porcelain_fast(find_root(args.path))
+    root = find_root(args.path)
+    owner = tree_owner(root)  # needs no configuration: the clean path stays fast
+    if owner is not None:
+        return _stop_for(running_message(owner), args.json)
+    entries = porcelain_fast(root)
     if not entries:
         if args.json:
             from git_forge.cli.output import emit_json
@@ -73,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
+    blocker = launch_blocker(workspace.state_dir, workspace.root)
+    if blocker is not None:
+        return _stop_for(blocker, args.json)
     result = check(workspace.root, workspace.state_dir, workspace.backlog_file, entries)
     if args.json:
         from git_forge.cli.output import emit_json

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from git_forge.cli.arguments import add_backlog
-from git_forge.cli.output import emit_json, warn
+from git_forge.cli.output import emit_json, note, warn
 
 DEFAULT_LIMIT = 32 * 1024
 FOLLOW_POLL_SECONDS = 0.2
@@ -153,6 +153,12 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(rows)
     else:
+        if owner_alive:
+            from git_forge.loop.control import live_note
+
+            message = live_note(view.paths.root.parent)
+            if message is not None:
+                note(message)
         for row in rows:
             state = row["state"]
             if row["liveness"] in ("orphaned", "gone"):

@@ -126,6 +126,8 @@ def ask_decisions(plan, *, commit_recovery: bool = False) -> dict[str, object]:
 
 def run(args: argparse.Namespace) -> int:
     from git_forge.cli import ask
+    from git_forge.cli.output import note
+    from git_forge.loop.control import live_loop, refuse_if_live, tree_owner
     from git_forge.loop.evidence import gather
     from git_forge.tree import reconcile
     from git_forge.tree.discard import restore_discarded
@@ -135,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
+    acting = bool(args.restore or args.commit or args.stash or args.discard)
+    if acting:  # the tree belongs to a live loop: its agent's work is not stranded
+        refuse_if_live(workspace.state_dir, workspace.root)
+    live = live_loop(workspace.state_dir) or tree_owner(workspace.root)
     repo = open_repo(workspace.root)
     if args.restore:
         restored = restore_discarded(repo, args.restore)
@@ -158,8 +164,11 @@ def run(args: argparse.Namespace) -> int:
                        "actions": []})
         return 0
 
-    interactive = not decisions and not args.json and ask.interactive()
+    interactive = not decisions and not args.json and ask.interactive() and live is None
     if not args.json:
+        if live is not None:
+            note(f"a loop is running on this backlog ({live.described}); these changes may be "
+                 "its agent's work in progress, and nothing is reconciled until it ends")
         print("\n".join(render_plan(plan)))
     if interactive:
         decisions = ask_decisions(plan)

@@ -22,9 +22,9 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from git_forge.atomic import atomic_write, lock_is_held, read_lock_holder
 from git_forge.errors import ForgeError
-from git_forge.layout import LOOP_LOCK_FILE, LOOP_STOP_FILE, PROC_DIR
+from git_forge.layout import LOOP_LOCK_FILE, LOOP_STOP_FILE, PROC_DIR, tree_lock_path
+from git_forge.lockprobe import lock_is_held, read_lock_holder
 
 _HOLDER = re.compile(r"^run (\S+) started (\S+)")
 
@@ -55,13 +55,23 @@ def holder_label(run_id: str, started_at: str, pid: int) -> str:
     return f"run {run_id} started {started_at} (pid {pid})"
 
 
-def live_loop(state_dir: Path) -> LiveLoop | None:
-    """The loop holding this backlog's loop lock right now, or ``None``."""
-    path = loop_lock_path(state_dir)
-    if not lock_is_held(path):
+def _holding(path: Path | None) -> LiveLoop | None:
+    if path is None or not lock_is_held(path):
         return None
     match = _HOLDER.match(read_lock_holder(path))
     return LiveLoop(match.group(1), match.group(2)) if match else LiveLoop(None, None)
+
+
+def live_loop(state_dir: Path) -> LiveLoop | None:
+    """The loop holding this backlog's loop lock right now, or ``None``."""
+    return _holding(loop_lock_path(state_dir))
+
+
+def tree_owner(root: Path) -> LiveLoop | None:
+    """The loop that owns the work tree at ``root`` right now (it holds the tree lock
+    in the git dir, whichever backlog it runs), or ``None``. Needs no configuration,
+    so the pre-launch check's clean path can ask it."""
+    return _holding(tree_lock_path(root))
 
 
 def loop_is_running(state_dir: Path) -> bool:
@@ -73,9 +83,10 @@ def running_message(live: LiveLoop) -> str:
             "git forge loop stop, or wait for it to end")
 
 
-def refuse_if_live(state_dir: Path) -> None:
-    """Refuse (exit 2) a command that would change the tree under a live loop."""
-    live = live_loop(state_dir)
+def refuse_if_live(state_dir: Path, root: Path) -> None:
+    """Refuse (exit 2) a command that would change the tree under a live loop: one
+    running on this backlog, or any loop that owns this work tree."""
+    live = live_loop(state_dir) or tree_owner(root)
     if live is not None:
         raise LoopRunning(running_message(live))
 
@@ -100,6 +111,8 @@ def in_progress_refusal(state_dir: Path) -> str | None:
 
 def request_stop(state_dir: Path) -> bool:
     """Leave a stop request for the running loop; ``False`` when none runs."""
+    from git_forge.atomic import atomic_write
+
     if not loop_is_running(state_dir):
         return False
     atomic_write(stop_request_path(state_dir), b"stop\n")
@@ -147,3 +160,13 @@ def orphaned_agents(state_dir: Path) -> list[OrphanedAgent]:
 def orphan_message(orphan: OrphanedAgent) -> str:
     return (f"an agent of an earlier run is still running (handle {orphan.handle}, item "
             f"{orphan.item_id or 'unknown'}); stop it with git forge proc stop {orphan.handle}")
+
+
+def launch_blocker(state_dir: Path, root: Path) -> str | None:
+    """Why no launch may start now, whatever the tree holds: a live loop owns the
+    backlog or the tree, or an agent of an earlier run still lives."""
+    live = tree_owner(root) or live_loop(state_dir)
+    if live is not None:
+        return running_message(live)
+    orphans = orphaned_agents(state_dir)
+    return orphan_message(orphans[0]) if orphans else None

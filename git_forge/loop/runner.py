@@ -23,12 +23,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import FileLock, atomic_write
+from git_forge.atomic import FileLock, atomic_write, locked
 from git_forge.backlog.model import select_next
 from git_forge.backlog.store import BacklogStore
 from git_forge.clock import utc_now
 from git_forge.errors import ForgeError
-from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR
+from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR, tree_lock_path
 from git_forge.loop import control
 from git_forge.loop.journal import Journal
 from git_forge.loop.process_events import ProcessEventPublisher
@@ -153,16 +153,35 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
 
 
-def _refuse_beside_live_work(state_dir: Path, *, own_lock: bool = False) -> None:
-    """Refuse to start while another loop runs on this backlog, or while an agent of
-    an earlier run still lives (it would be a second agent writing into the tree)."""
+def _refuse_beside_live_work(workspace: Workspace, *, own_lock: bool = False) -> None:
+    """Refuse to start while another loop runs on this backlog or owns this work
+    tree, or while an agent of an earlier run still lives (it would be a second
+    agent writing into the tree)."""
     if not own_lock:
-        live = control.live_loop(state_dir)
+        live = control.live_loop(workspace.state_dir) or control.tree_owner(workspace.root)
         if live is not None:
             raise LoopError(control.running_message(live), exit_code=EXIT_REFUSED)
-    orphans = control.orphaned_agents(state_dir)
+    orphans = control.orphaned_agents(workspace.state_dir)
     if orphans:
         raise LoopError(control.orphan_message(orphans[0]), exit_code=EXIT_REFUSED)
+
+
+def _take_loop_locks(workspace: Workspace, holder: str) -> list[FileLock]:
+    """The backlog's loop lock, then the work tree's (held for the whole run)."""
+    paths = [control.loop_lock_path(workspace.state_dir)]
+    tree_lock = tree_lock_path(workspace.root)
+    if tree_lock is not None:
+        paths.append(tree_lock)
+    taken: list[FileLock] = []
+    for path in paths:
+        lock = FileLock(path)
+        if not lock.try_acquire(holder=holder, patience=LOCK_PATIENCE):
+            for held in reversed(taken):
+                held.release()
+            _refuse_beside_live_work(workspace)  # names the run that won the race
+            raise LoopError(f"{path} is held by another process", exit_code=EXIT_REFUSED)
+        taken.append(lock)
+    return taken
 
 
 def _refuse_unless_forced(repo: Repo, workspace: Workspace, force: bool) -> frozenset[str]:
@@ -204,10 +223,17 @@ def _restore(run: _Run) -> None:
         else:  # a crashed run's bookkeeping mark: nothing to note
             run.store.transition(item_id, "pending")
     if reset and run.backlog_rel in _dirty(run):
-        commit_paths(run.repo, [run.backlog_rel],
-                     f"[forge] {', '.join(reset)}: back to pending (process lost)")
+        _commit(run, [run.backlog_rel],
+                f"[forge] {', '.join(reset)}: back to pending (process lost)")
     for item_id in reset:
         run.progress.note(f"item {item_id}: its process was lost in a crash; back to pending")
+
+
+def _commit(run: _Run, paths: list[str], message: str, *, allow_empty: bool = False) -> str:
+    """Commit ``paths`` holding backlog.json's lock: a ``backlog add`` from another
+    terminal may rewrite it at any moment, and the commit must read it whole."""
+    with locked(run.store.path):
+        return commit_paths(run.repo, paths, message, allow_empty=allow_empty)
 
 
 def _dirty(run: _Run) -> list[str]:
@@ -277,8 +303,8 @@ def _block(run: _Run, item: dict[str, Any], reason: str, *, needs_human: bool = 
     run.store.transition(item_id, "blocked", blockedReason=reason, needsHuman=needs_human,
                          deferred=deferred)
     subject = reason.splitlines()[0] if reason else "no reason given"
-    commit_paths(run.repo, [run.backlog_rel], f"[forge] {item_id}: blocked — {subject}",
-                 allow_empty=True)
+    _commit(run, [run.backlog_rel], f"[forge] {item_id}: blocked — {subject}",
+            allow_empty=True)
     if needs_human:
         run.journal.append("needs_human", itemId=item_id, reason=reason)
         run.state.needsHumanItems.append(item_id)
@@ -293,8 +319,8 @@ def _block(run: _Run, item: dict[str, Any], reason: str, *, needs_human: bool = 
 def _complete(run: _Run, item: dict[str, Any]) -> str:
     item_id = str(item["id"])
     run.store.transition(item_id, "done")
-    commit = commit_paths(run.repo, _dirty(run), f"[forge] {item_id}: {item.get('title', '')}",
-                          allow_empty=True)
+    commit = _commit(run, _dirty(run), f"[forge] {item_id}: {item.get('title', '')}",
+                     allow_empty=True)
     run.journal.append("item_completed", itemId=item_id, title=item.get("title"), commit=commit)
     run.state.completedItems.append(item_id)
     return commit
@@ -379,7 +405,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
         raise LoopError("--iterations must be at least 1 and --retries at least 0")
     repo = open_repo(workspace.root)
     state_dir = workspace.state_dir
-    _refuse_beside_live_work(state_dir)
+    _refuse_beside_live_work(workspace)
     preexisting = _refuse_unless_forced(repo, workspace, options.force)
     author_and_committer(repo)  # no identity is a clear error before any work
     store = BacklogStore.in_dir(workspace.backlog_dir)
@@ -387,14 +413,10 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     state_dir.mkdir(parents=True, exist_ok=True)
 
     run_id, started = new_run_id(), utc_now()
-    lock = FileLock(control.loop_lock_path(state_dir))
-    if not lock.try_acquire(holder=control.holder_label(run_id, started, os.getpid()),
-                            patience=LOCK_PATIENCE):
-        _refuse_beside_live_work(state_dir)  # names the run that won the race
-        raise LoopError("the loop lock is held by another process", exit_code=EXIT_REFUSED)
+    locks = _take_loop_locks(workspace, control.holder_label(run_id, started, os.getpid()))
     supervisor = None
     try:
-        _refuse_beside_live_work(state_dir, own_lock=True)
+        _refuse_beside_live_work(workspace, own_lock=True)
         control.clear_stop_request(state_dir)
         journal = _Journal(state_dir / EVENTS_FILE, workspace.root, progress)
         journal.rotate(state_dir / ARCHIVE_DIR)
@@ -424,7 +446,8 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
             except ProcessError as exc:
                 progress.note(f"shutdown: {exc}")
         control.clear_stop_request(state_dir)
-        lock.release()
+        for lock in reversed(locks):
+            lock.release()
 
 
 def _record_error(workspace: Workspace, run_id: str, message: str) -> None:

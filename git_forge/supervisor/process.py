@@ -67,26 +67,28 @@ class PreparedProcess:
     def used(self) -> bool:
         return self._used
 
-    def start(self, watchdog: Watchdog | None = None, *, alive_fd: int | None = None,
+    def start(self, watchdog: Watchdog | None = None, *, alive: tuple[int, Path] | None = None,
               linger: float = 2.0, leftover_grace: float = 1.0,
-              orphan_grace: float = 2.0) -> Child:
+              orphan_grace: float = 2.0, marker: str = "") -> Child:
         """Spawn the command (once): own session, stdin/stdout/stderr pipes.
 
         With a ``watchdog`` the command runs under a guard that ends its tree if
         this process dies (see ``watchdog_process``); without one it is a direct
-        child. ``alive_fd`` (the locked liveness file) is inherited either way.
+        child. ``alive`` (the locked liveness file: descriptor and path) is
+        inherited either way.
         """
         with self._lock:
             if self._used:
                 raise ProcessError("invalid_arguments", "a prepared process starts only once")
             self._used = True
         if watchdog is not None:
-            if alive_fd is None:
-                raise ProcessError("invalid_arguments", "a watched start needs a liveness fd")
+            if alive is None:
+                raise ProcessError("invalid_arguments", "a watched start needs a liveness lock")
             env = dict(self.env) if self.env is not None else dict(os.environ)
             return watchdog.spawn(self.argv, str(self.cwd), env, stdin=self.stdin is not None,
-                                  alive_fd=alive_fd, linger=linger,
-                                  leftover_grace=leftover_grace, orphan_grace=orphan_grace)
+                                  alive_fd=alive[0], alive_path=str(alive[1]), linger=linger,
+                                  leftover_grace=leftover_grace, orphan_grace=orphan_grace,
+                                  marker=marker)
         return DirectChild(subprocess.Popen(
             list(self.argv),
             cwd=self.cwd,
@@ -96,7 +98,7 @@ class PreparedProcess:
             stderr=subprocess.PIPE,
             start_new_session=True,
             close_fds=True,
-            pass_fds=(alive_fd,) if alive_fd is not None else (),
+            pass_fds=(alive[0],) if alive is not None else (),
             bufsize=0,
         ))
 

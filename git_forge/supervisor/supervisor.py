@@ -204,9 +204,9 @@ class Supervisor:
         alive = liveness.hold(alive_path)
         try:
             child = prepared.start(
-                self._watchdog, alive_fd=alive, linger=config.drain_timeout_seconds,
+                self._watchdog, alive=(alive, alive_path), linger=config.drain_timeout_seconds,
                 leftover_grace=min(config.grace_seconds, LEFTOVER_GRACE_SECONDS),
-                orphan_grace=config.orphan_grace_seconds,
+                orphan_grace=config.orphan_grace_seconds, marker=handle,
             )
         except BaseException:
             os.close(alive)  # first: the probe in ``forget`` must find the lock free

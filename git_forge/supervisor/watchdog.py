@@ -1,5 +1,8 @@
 """The supervisor's side of the watchdog (see ``watchdog_process`` for the design).
 
+The watchdog reports an agent's exit once its whole tree is gone, and reaps it
+itself, so a ``WatchedChild`` counts as reaped from the moment its exit is known.
+
 ``Watchdog`` starts the watchdog process on first use and asks it to start each
 agent; the result is a ``WatchedChild``, which the entry drives exactly like a
 directly spawned ``DirectChild``: both expose the standard streams, ``wait_exit``
@@ -33,6 +36,9 @@ ANSWER_SECONDS = 30.0
 #: How long ``close`` waits for the watchdog process to end.
 CLOSE_SECONDS = 15.0
 MAX_MESSAGE = 1 << 20
+#: In every watched process's environment: the tree it belongs to, which lets
+#: the watchdog attribute a descendant re-parented to it (``watchdog_process``).
+TREE_VARIABLE = "FORGE_SUPERVISOR_HANDLE"
 
 
 class Child(Protocol):
@@ -207,7 +213,8 @@ class Watchdog:
     # -- starting ----------------------------------------------------------------------
     def spawn(
         self, argv: Sequence[str], cwd: str, env: Mapping[str, str], *, stdin: bool,
-        alive_fd: int, linger: float, leftover_grace: float, orphan_grace: float,
+        alive_fd: int, alive_path: str, linger: float, leftover_grace: float,
+        orphan_grace: float, marker: str = "",
     ) -> WatchedChild:
         """Start ``argv`` under a guard; raises ``OSError`` as ``Popen`` would for a
         command or directory that cannot be used, ``WatchdogError`` otherwise."""
@@ -219,9 +226,11 @@ class Watchdog:
         streams = (os.fdopen(in_w, "wb", buffering=0) if stdin else None,
                    os.fdopen(out_r, "rb", buffering=0), os.fdopen(err_r, "rb", buffering=0))
         request = _Request(streams)
-        message = {"op": "spawn", "argv": list(argv), "cwd": str(cwd), "env": dict(env),
-                   "stdin": stdin, "linger": linger, "leftover_grace": leftover_grace,
-                   "orphan_grace": orphan_grace}
+        env = {**env, TREE_VARIABLE: marker} if marker else dict(env)
+        message = {"op": "spawn", "argv": list(argv), "cwd": os.path.abspath(cwd),
+                   "env": env, "stdin": stdin, "marker": marker,
+                   "alive_path": os.path.abspath(alive_path), "linger": linger,
+                   "leftover_grace": leftover_grace, "orphan_grace": orphan_grace}
         try:
             with self._lock:
                 sock = self._ensure_started()

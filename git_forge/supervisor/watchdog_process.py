@@ -4,72 +4,71 @@ This file runs as its own small program (``python -I -S watchdog_process.py FD``
 one per supervisor, and imports nothing but the standard library. The shape:
 
     supervisor ──socket── watchdog (child subreaper)
-                            └── guard (one per agent: session leader, child subreaper,
-                                  │    parent-death signal)
-                                  └── agent ── its children, grandchildren …
+                            ├── agent 1 (session leader) ── its children …
+                            └── agent 2 …  ── a daemon that escaped by setsid is
+                                              re-parented here, not to init
 
 * The supervisor asks the watchdog to start each agent over a ``SOCK_SEQPACKET``
   socket, passing the agent's pipes and its liveness-lock descriptor
-  (``SCM_RIGHTS``). The watchdog *forks* a guard — no new interpreter, so a
-  start costs a fork, not a Python start-up — and the guard forks and execs
-  the agent. Exec errors travel back before the supervisor's ``start`` returns.
-* The guard leads the agent's session and process group (the supervisor's
-  group signals reach the whole tree, as before) and is a child subreaper: a
-  descendant whose parent dies — a double-forked ``setsid`` daemon included —
-  is re-parented to the guard, so the whole tree stays reachable. When the
-  agent exits, the guard gives what is left of the tree ``linger`` seconds to
-  finish, terminates it (SIGTERM, ``leftover_grace``, SIGKILL) and exits with
-  the agent's status, which the watchdog reports to the supervisor.
-* When the supervisor dies by any means, SIGKILL included, the kernel closes
-  its end of the socket; the watchdog sees end-of-file and tells every guard
-  to end its tree (SIGTERM, ``orphan_grace``, SIGKILL). If the watchdog itself
-  is killed, each guard's parent-death signal does the same.
-* The guard ignores the group's SIGINT/SIGTERM/SIGHUP (the agent receives its
-  own copy) so that it stays to sweep; the supervisor's SIGKILL escalation
-  ends it with the tree, and the watchdog — a subreaper too — kills whatever
-  that re-parents to it.
+  (``SCM_RIGHTS``). The watchdog starts it with ``posix_spawn`` in a new
+  session (so the supervisor's group signals reach the agent's whole group, as
+  before) — a spawn, not a fork of this interpreter, so a start costs about
+  what a direct ``Popen`` costs. Exec errors come back before ``start`` returns.
+* The watchdog is a child subreaper: a descendant whose parent dies — a
+  double-forked ``setsid`` daemon included — is re-parented to it, so every
+  process an agent ever started stays below the watchdog.
+* When an agent exits, what is left of its tree (its process group and
+  session, and whatever still holds its liveness lock) gets ``linger`` seconds
+  to finish; then it is terminated (SIGTERM, ``leftover_grace``, SIGKILL) and
+  the agent's exit status goes to the supervisor — so the supervisor's "exited"
+  means the whole tree is gone.
+* When the supervisor dies by any means, SIGKILL included, the kernel closes its
+  end of the socket: the watchdog sees end-of-file and ends every process below
+  it (SIGTERM, ``orphan_grace``, SIGKILL), then exits.
 
-The agent inherits the liveness-lock descriptor (``proc/<handle>.alive``,
-flock-ed by the supervisor before the start): the lock is held exactly as long
-as some member of the tree is alive, which is how a later run proves a tree
-gone without reading a PID from any file.
+Each agent inherits its liveness-lock descriptor (``proc/<handle>.alive``,
+flock-ed by the supervisor before the start); the watchdog keeps no copy, so
+the lock is held exactly as long as some member of the tree lives. If the
+watchdog itself is killed, its agents are orphans — and that lock is how a
+later run finds them.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
+import gc
 import json
 import os
-import resource
 import select
 import signal
 import socket
 import sys
 import time
 
-PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 MAX_MESSAGE = 1 << 20
 MAX_FDS = 8
-#: The guard's signal for "the supervisor is gone: end the tree".
-GONE_SIGNAL = signal.SIGUSR1
-#: How long the watchdog waits for its guards after the supervisor went away.
-GUARDS_BOUND = 10.0
+#: How long ending a tree may keep SIGKILLing stragglers that keep forking.
+KILL_BOUND = 10.0
+#: Signals an agent starts with at their defaults (Python ignores SIGPIPE and
+#: SIGXFSZ; the watchdog handles the rest).
+_DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGINT,
+                    signal.SIGTERM, signal.SIGHUP)
 
-_libc = ctypes.CDLL(None, use_errno=True)
 
-
-def _prctl(option: int, value: int) -> None:
-    if _libc.prctl(option, value, 0, 0, 0) != 0:
+def _set_child_subreaper() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))
 
 
 # -- the process table ---------------------------------------------------------------
-def _parents() -> dict[int, list[int]]:
-    """parent pid → child pids, from /proc (zombies included)."""
-    children: dict[int, list[int]] = {}
+def _table() -> dict[int, tuple[int, int, int]]:
+    """pid → (ppid, pgid, sid) of every live process, from /proc (zombies left out)."""
+    table = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -79,23 +78,71 @@ def _parents() -> dict[int, list[int]]:
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 1 and fields[0] != b"Z":
-            children.setdefault(int(fields[1]), []).append(int(name))
-    return children
+        if len(fields) > 3 and fields[0] != b"Z":
+            table[int(name)] = (int(fields[1]), int(fields[2]), int(fields[3]))
+    return table
 
 
-def _descendants(root: int) -> list[int]:
-    children = _parents()
-    found: list[int] = []
-    queue = list(children.get(root, ()))
+def _below(table: dict[int, tuple[int, int, int]], roots: set[int]) -> set[int]:
+    """``roots`` and every process descending from one of them."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _pgid, _sid) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    queue = list(roots)
     while queue:
         pid = queue.pop()
-        found.append(pid)
-        queue.extend(children.get(pid, ()))
+        if pid not in found:
+            found.add(pid)
+            queue.extend(children.get(pid, ()))
     return found
 
 
-def _send(pids: list[int], signum: int) -> None:
+def _holds(pid: int, inode: tuple[int, int] | None) -> bool:
+    """Does ``pid`` hold a descriptor on the file ``inode`` (``(st_dev, st_ino)``)?"""
+    if inode is None:
+        return False
+    try:
+        descriptors = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in descriptors:
+        try:
+            seen = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if (seen.st_dev, seen.st_ino) == inode:
+            return True
+    return False
+
+
+#: Set in every agent's environment (descendants inherit it): which tree a process
+#: re-parented to the watchdog came from, when it holds no liveness descriptor.
+TREE_VARIABLE = b"FORGE_SUPERVISOR_HANDLE="
+
+
+def _tree_marker(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            environ = handle.read()
+    except OSError:
+        return None
+    for entry in environ.split(b"\0"):
+        if entry.startswith(TREE_VARIABLE):
+            return entry[len(TREE_VARIABLE):].decode("utf-8", "replace")
+    return None
+
+
+def _children(me: int) -> set[int]:
+    """This process's direct children (one read of /proc, else a scan)."""
+    try:
+        with open(f"/proc/{me}/task/{me}/children", "rb") as handle:
+            return {int(pid) for pid in handle.read().split()}
+    except OSError:
+        return {pid for pid, (ppid, _pgid, _sid) in _table().items() if ppid == me}
+
+
+def _send(pids: set[int], signum: int) -> None:
     for pid in pids:
         try:
             os.kill(pid, signum)
@@ -103,213 +150,79 @@ def _send(pids: list[int], signum: int) -> None:
             pass
 
 
-class _Wakeup:
-    """SIGCHLD (and the other handled signals) as a readable pipe, for poll()."""
-
-    def __init__(self, signals: tuple[int, ...]) -> None:
-        self.read_fd, self.write_fd = os.pipe()
-        os.set_blocking(self.read_fd, False)
-        os.set_blocking(self.write_fd, False)
-        self.received: set[int] = set()
-        for signum in signals:
-            signal.signal(signum, self._handle)
-        signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
-
-    def _handle(self, signum: int, _frame: object) -> None:
-        self.received.add(signum)
-
-    def wait(self, timeout: float | None, *others: int) -> list[int]:
-        """Block until a signal arrives, one of ``others`` is readable, or ``timeout``."""
-        poller = select.poll()
-        for fd in (self.read_fd, *others):
-            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-        try:
-            ready = poller.poll(None if timeout is None else max(0, int(timeout * 1000)))
-        except InterruptedError:
-            ready = []
-        fds = [fd for fd, _ in ready]
-        if self.read_fd in fds:
-            try:
-                while os.read(self.read_fd, 512):
-                    pass
-            except BlockingIOError:
-                pass
-        return [fd for fd in fds if fd != self.read_fd]
-
-    def close(self) -> None:
-        signal.set_wakeup_fd(-1)
-        os.close(self.read_fd)
-        os.close(self.write_fd)
-
-
-def _reap() -> list[tuple[int, int]]:
-    """Every child that exited: ``[(pid, raw status)]``; empty when none (or no children)."""
-    reaped = []
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return reaped
-        if pid == 0:
-            return reaped
-        reaped.append((pid, status))
-
-
-def _has_children() -> bool:
+def _lock_held(path: str) -> bool:
     try:
-        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
         return False
-    return True
-
-
-# -- the agent -----------------------------------------------------------------------
-def _exec_agent(spec: dict, fds: dict[str, int], report: int) -> None:
-    """In the agent's process: standard streams, cwd, signals, then exec. Never returns."""
-    where = "setup"
     try:
-        stdin = fds.get("stdin")
-        if stdin is None:
-            stdin = os.open(os.devnull, os.O_RDONLY)
-        for target, source in ((0, stdin), (1, fds["stdout"]), (2, fds["stderr"])):
-            os.dup2(source, target)
-        alive = fds["alive"]
-        os.set_inheritable(alive, True)
-        for signum in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGINT,
-                       signal.SIGTERM, signal.SIGHUP, GONE_SIGNAL):
-            signal.signal(signum, signal.SIG_DFL)
-        signal.set_wakeup_fd(-1)
-        signal.pthread_sigmask(signal.SIG_SETMASK, set())
-        where = "cwd"
-        os.chdir(spec["cwd"])
-        keep = sorted({alive, report})
-        low = 3
-        for fd in keep:
-            if fd > low:
-                os.closerange(low, fd)
-            low = fd + 1
-        os.closerange(low, 65536)
-        where = "exec"
-        argv = spec["argv"]
-        os.execvpe(argv[0], argv, spec["env"])
-    except OSError as exc:
-        message = json.dumps({"errno": exc.errno or errno.EINVAL, "where": where})
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+# -- one agent's tree ----------------------------------------------------------------
+class Tree:
+    """An agent the watchdog started, and how to tell what is left of it."""
+
+    def __init__(self, pid: int, spec: dict, inode: tuple[int, int] | None) -> None:
+        self.pid = pid
+        self.marker = str(spec.get("marker") or "")
+        self.alive_path = str(spec["alive_path"])
+        self.inode = inode
+        self.linger = float(spec["linger"])
+        self.leftover_grace = float(spec["leftover_grace"])
+        self.orphan_grace = float(spec["orphan_grace"])
+        self.status: int | None = None
+        self.linger_until: float | None = None
+        self.term_sent_at: float | None = None
+
+    def has_leftovers(self, adopted: set[int]) -> bool:
+        """Cheap: a member left in the agent's process group, one still holding its
+        liveness lock, or an adopted process that came from this tree."""
         try:
-            os.write(report, message.encode())
-        except OSError:
+            os.killpg(self.pid, 0)
+            return True
+        except ProcessLookupError:
             pass
-    except BaseException:  # noqa: BLE001 - nothing may escape a forked child
-        pass
-    os._exit(127)
+        except PermissionError:
+            return True
+        return _lock_held(self.alive_path) or bool(adopted)
 
+    def members(self, table: dict[int, tuple[int, int, int]], adopted: set[int],
+                me: int) -> set[int]:
+        """What is left of the tree: its group and session, the adopted processes
+        that came from it, and everything below them."""
+        roots = {pid for pid, (_ppid, pgid, sid) in table.items()
+                 if pgid == self.pid or sid == self.pid}
+        return _below(table, roots | adopted) - {me}
 
-# -- the guard -----------------------------------------------------------------------
-def _end_tree(wakeup: _Wakeup, grace: float) -> None:
-    """SIGTERM every descendant, wait ``grace``, then SIGKILL until none is left."""
-    me = os.getpid()
-    _send(_descendants(me), signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        _reap()
-        if not _descendants(me):
-            break
-        wakeup.wait(min(0.05, max(0.0, deadline - time.monotonic())))
-    bound = time.monotonic() + 10.0
-    while time.monotonic() < bound:
-        _reap()
-        left = _descendants(me)
-        if not left:
-            return
-        _send(left, signal.SIGKILL)
-        wakeup.wait(0.02)
-
-
-def _exit_like(status: int | None) -> None:
-    """End the guard the way its agent ended (exit code, or the same signal)."""
-    if status is None:
-        os._exit(128 + signal.SIGKILL)
-    if os.WIFEXITED(status):
-        os._exit(os.WEXITSTATUS(status))
-    signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else signal.SIGKILL
-    try:
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        signal.signal(signum, signal.SIG_DFL)
-        signal.set_wakeup_fd(-1)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
-        os.kill(os.getpid(), signum)
-        time.sleep(1)
-    except (OSError, ValueError):
-        pass
-    os._exit(128 + signum)
-
-
-def _guard(spec: dict, fds: dict[str, int], ready: int, watchdog: int) -> None:
-    """The forked guard of one agent. Never returns."""
-    os.setsid()
-    _prctl(PR_SET_PDEATHSIG, GONE_SIGNAL)
-    if os.getppid() != watchdog:  # the watchdog died before the parent-death signal was set
-        os._exit(128 + signal.SIGKILL)
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)
-    wakeup = _Wakeup((signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGHUP,
-                      GONE_SIGNAL))
-    report_r, report_w = os.pipe()
-    agent = os.fork()
-    if agent == 0:
-        os.close(report_r)
-        _exec_agent(spec, fds, report_w)
-    os.close(report_w)
-    for name in ("stdin", "stdout", "stderr"):
-        if fds.get(name) is not None:
-            os.close(fds[name])
-    failure = b""
-    while True:
-        try:
-            chunk = os.read(report_r, 4096)
-        except InterruptedError:
-            continue
-        if not chunk:
-            break
-        failure += chunk
-    os.close(report_r)
-    if failure:
-        os.write(ready, failure)
-        os.close(ready)
-        os.waitpid(agent, 0)
-        os._exit(127)
-    os.write(ready, b"ok")
-    os.close(ready)
-
-    status: int | None = None
-    linger_until: float | None = None
-    while True:
-        for pid, raw in _reap():
-            if pid == agent:
-                status = raw
-        if GONE_SIGNAL in wakeup.received:
-            _end_tree(wakeup, float(spec["orphan_grace"]))
-            _exit_like(status)
-        if status is not None:
-            if not _descendants(os.getpid()):
-                _reap()
-                _exit_like(status)
-            now = time.monotonic()
-            if linger_until is None:
-                linger_until = now + float(spec["linger"])
-            if now >= linger_until:
-                _end_tree(wakeup, float(spec["leftover_grace"]))
-                _exit_like(status)
-            wakeup.wait(min(0.1, linger_until - now))
-        else:
-            wakeup.wait(None)
+    def owns(self, pid: int) -> bool:
+        """Did the adopted ``pid`` come from this tree? (Its liveness descriptor, or
+        the tree variable every agent's environment carries.)"""
+        return _holds(pid, self.inode) or (bool(self.marker) and _tree_marker(pid) == self.marker)
 
 
 # -- the watchdog ----------------------------------------------------------------------
 class Watchdog:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.guards: dict[int, float] = {}  # guard pid → its orphan grace
-        self.sweep_until = 0.0
-        self.wakeup = _Wakeup((signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
+        self.me = os.getpid()
+        self.trees: dict[int, Tree] = {}
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        os.set_blocking(self.write_fd, False)
+        self.stop_requested = False
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self._request_stop)
+        signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
+
+    def _request_stop(self, *_: object) -> None:
+        self.stop_requested = True
 
     def reply(self, message: dict) -> None:
         try:
@@ -317,105 +230,172 @@ class Watchdog:
         except OSError:
             pass
 
+    def wait(self, timeout: float | None) -> bool:
+        """Sleep until a signal arrives, the socket is readable, or ``timeout``;
+        True when the socket is readable."""
+        poller = select.poll()
+        poller.register(self.read_fd, select.POLLIN)
+        poller.register(self.sock.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+        try:
+            ready = poller.poll(None if timeout is None else max(0, int(timeout * 1000) + 1))
+        except InterruptedError:
+            ready = []
+        fds = {fd for fd, _ in ready}
+        if self.read_fd in fds:
+            try:
+                while os.read(self.read_fd, 512):
+                    pass
+            except BlockingIOError:
+                pass
+        return self.sock.fileno() in fds
+
+    # -- starting ------------------------------------------------------------------
     def spawn(self, spec: dict, fds: list[int]) -> None:
         names = ["stdout", "stderr", "alive"] + (["stdin"] if spec.get("stdin") else [])
         if len(fds) != len(names):
-            for fd in fds:
-                os.close(fd)
             self.reply({"op": "failed", "id": spec.get("id"), "errno": errno.EINVAL,
                         "where": "setup"})
             return
         given = dict(zip(names, fds, strict=True))
-        ready_r, ready_w = os.pipe()
         try:
-            guard = os.fork()
+            alive = os.fstat(given["alive"])
+            inode: tuple[int, int] | None = (alive.st_dev, alive.st_ino)
+        except OSError:
+            inode = None
+        where = "cwd"
+        try:
+            os.chdir(spec["cwd"])
+            where = "exec"
+            pid = self._posix_spawn(spec, given)
         except OSError as exc:
-            for fd in (*fds, ready_r, ready_w):
-                os.close(fd)
-            self.reply({"op": "failed", "id": spec["id"], "errno": exc.errno, "where": "fork"})
+            self.reply({"op": "failed", "id": spec["id"], "errno": exc.errno or errno.EINVAL,
+                        "where": where})
             return
-        if guard == 0:
-            try:
-                os.close(ready_r)
-                self.sock.close()
-                self.wakeup.close()
-                _guard(spec, given, ready_w, os.getppid())
-            except BaseException:  # noqa: BLE001 - nothing may escape a forked child
-                pass
-            os._exit(127)
-        os.close(ready_w)
-        for fd in fds:
-            os.close(fd)
-        answer = b""
+        finally:
+            os.chdir("/")
+        self.trees[pid] = Tree(pid, spec, inode)
+        self.reply({"op": "spawned", "id": spec["id"], "pid": pid})
+
+    @staticmethod
+    def _posix_spawn(spec: dict, fds: dict[str, int]) -> int:
+        """The agent in a new session with its streams on 0, 1, 2, the liveness
+        descriptor inherited, default signals. ``argv[0]`` is looked for the way
+        ``Popen`` looks: as given with a slash (from the cwd), else along the
+        child's PATH — the first error that is not "not there" wins."""
+        stdin = fds.get("stdin")
+        devnull = None
+        if stdin is None:
+            stdin = devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        os.set_inheritable(fds["alive"], True)
+        actions = [(os.POSIX_SPAWN_DUP2, stdin, 0), (os.POSIX_SPAWN_DUP2, fds["stdout"], 1),
+                   (os.POSIX_SPAWN_DUP2, fds["stderr"], 2)]
+        argv, env = spec["argv"], spec["env"]
+        command = argv[0]
+        candidates = ([command] if "/" in command else
+                      [os.path.join(directory, command)
+                       for directory in os.get_exec_path(env)])
+        first_error: OSError | None = None
+        last_error: OSError | None = None
+        try:
+            for path in candidates:
+                try:
+                    return os.posix_spawn(path, argv, env, file_actions=actions, setsid=True,
+                                          setsigdef=_DEFAULT_SIGNALS, setsigmask=())
+                except OSError as exc:
+                    last_error = exc
+                    if exc.errno not in (errno.ENOENT, errno.ENOTDIR) and first_error is None:
+                        first_error = exc
+        finally:
+            if devnull is not None:
+                os.close(devnull)
+        raise first_error or last_error or OSError(errno.ENOENT, os.strerror(errno.ENOENT))
+
+    # -- ending --------------------------------------------------------------------
+    def reap(self) -> None:
+        """Collect every exited child; an agent's tree then lingers or is done."""
         while True:
             try:
-                chunk = os.read(ready_r, 4096)
-            except InterruptedError:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            tree = self.trees.get(pid)
+            if tree is not None and tree.status is None:
+                tree.status = status
+                tree.linger_until = time.monotonic() + tree.linger
+
+    def adopted(self) -> dict[int, set[int]]:
+        """Processes re-parented to the watchdog, by the agent tree they came from.
+        One the evidence does not attribute belongs to the only tree still here."""
+        found = _children(self.me) - set(self.trees)
+        by_tree: dict[int, set[int]] = {pid: set() for pid in self.trees}
+        for pid in found:
+            owner = next((tree.pid for tree in self.trees.values() if tree.owns(pid)), None)
+            if owner is None and len(self.trees) == 1:
+                owner = next(iter(self.trees))
+            if owner is not None:
+                by_tree[owner].add(pid)
+        return by_tree
+
+    def settle(self) -> float | None:
+        """Advance every exited agent's tree; report the ones that are gone. Returns
+        how soon to look again (``None``: nothing to wait for)."""
+        now = time.monotonic()
+        soonest: float | None = None
+        table: dict[int, tuple[int, int, int]] | None = None
+        exited = [tree for tree in self.trees.values() if tree.status is not None]
+        adopted = self.adopted() if exited else {}
+        for tree in exited:
+            mine = adopted.get(tree.pid, set())
+            if not tree.has_leftovers(mine):
+                del self.trees[tree.pid]
+                self.reply({"op": "exit", "pid": tree.pid, "status": tree.status})
                 continue
-            if not chunk:
-                break
-            answer += chunk
-        os.close(ready_r)
-        if answer == b"ok":
-            self.guards[guard] = float(spec["orphan_grace"])
-            self.reply({"op": "spawned", "id": spec["id"], "pid": guard})
-            return
-        try:
-            failure = json.loads(answer.decode())
-        except ValueError:
-            failure = {"errno": errno.ECHILD, "where": "setup"}
-        try:
-            os.waitpid(guard, 0)
-        except ChildProcessError:
-            pass
-        self.reply({"op": "failed", "id": spec["id"], **failure})
+            assert tree.linger_until is not None
+            if now < tree.linger_until:
+                due = tree.linger_until - now
+            else:
+                if table is None:
+                    table = _table()
+                members = tree.members(table, mine, self.me)
+                if tree.term_sent_at is None:
+                    tree.term_sent_at = now
+                    _send(members, signal.SIGTERM)
+                elif now >= tree.term_sent_at + tree.leftover_grace:
+                    _send(members, signal.SIGKILL)
+                due = 0.02
+            soonest = due if soonest is None else min(soonest, due)
+        return soonest
 
-    def reap(self) -> None:
-        for pid, status in _reap():
-            if pid in self.guards:
-                del self.guards[pid]
-                self.reply({"op": "exit", "pid": pid, "status": status})
-                if os.WIFSIGNALED(status):  # its tree may have been re-parented to us
-                    self.sweep_until = time.monotonic() + 2.0
-        if self.sweep_until:
-            self.kill_adopted()
-
-    def kill_adopted(self) -> None:
-        """Children that are not guards were re-parented to us by a guard that died:
-        nobody supervises them any more."""
-        adopted = [pid for pid in _parents().get(os.getpid(), ()) if pid not in self.guards]
-        _send(adopted, signal.SIGKILL)
-        if not adopted and time.monotonic() > self.sweep_until:
-            self.sweep_until = 0.0
-
-    def shut_down(self) -> None:
-        """The supervisor is gone: every guard ends its tree; wait for them (bounded)."""
-        _send(list(self.guards), GONE_SIGNAL)
-        grace = max(self.guards.values(), default=0.0)
-        deadline = time.monotonic() + grace + GUARDS_BOUND
-        while self.guards and time.monotonic() < deadline:
+    def end_everything(self) -> None:
+        """The supervisor is gone: end every process below the watchdog."""
+        grace = max((tree.orphan_grace for tree in self.trees.values()), default=0.0)
+        below = _below(_table(), {self.me}) - {self.me}
+        _send(below, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
             self.reap()
-            if self.guards:
-                self.wakeup.wait(0.05)
-        _send(list(self.guards), signal.SIGKILL)
-        self.sweep_until = time.monotonic() + 1.0
-        while time.monotonic() < self.sweep_until:
-            _reap()
-            self.kill_adopted()
-            if not _has_children():
-                break
-            self.wakeup.wait(0.02)
+            if not _below(_table(), {self.me}) - {self.me}:
+                return
+            self.wait(0.05)
+        bound = time.monotonic() + KILL_BOUND
+        while time.monotonic() < bound:
+            self.reap()
+            below = _below(_table(), {self.me}) - {self.me}
+            if not below:
+                return
+            _send(below, signal.SIGKILL)
+            self.wait(0.02)
 
     def serve(self) -> None:
-        fd = self.sock.fileno()
         while True:
-            timeout = 0.05 if self.sweep_until else None
-            readable = self.wakeup.wait(timeout, fd)
             self.reap()
-            if self.wakeup.received & {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}:
-                self.shut_down()
+            soonest = self.settle()
+            if self.stop_requested:
+                self.end_everything()
                 return
-            if fd not in readable:
+            if not self.wait(soonest):
                 continue
             try:
                 data, fds, _flags, _addr = socket.recv_fds(self.sock, MAX_MESSAGE, MAX_FDS)
@@ -423,29 +403,30 @@ class Watchdog:
                 continue
             except OSError:
                 data, fds = b"", []
-            if not data:
-                for extra in fds:
-                    os.close(extra)
-                self.shut_down()
-                return
+            for received in fds:
+                os.set_inheritable(received, False)  # an agent gets them as 0, 1, 2 only
             try:
-                message = json.loads(data.decode())
-            except ValueError:
-                for extra in fds:
-                    os.close(extra)
-                continue
-            if message.get("op") == "spawn":
-                self.spawn(message, fds)
-            else:
-                for extra in fds:
-                    os.close(extra)
+                if not data:
+                    self.end_everything()
+                    return
+                try:
+                    message = json.loads(data.decode())
+                except ValueError:
+                    continue
+                if message.get("op") == "spawn":
+                    self.spawn(message, fds)
+            finally:
+                for received in fds:
+                    os.close(received)  # the agent has its copies; the lock is not ours
 
 
 def main(argv: list[str]) -> int:
     fd = int(argv[1])
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=fd)
     os.set_inheritable(fd, False)
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    os.chdir("/")
+    _set_child_subreaper()
+    gc.disable()  # a small, short-lived heap; nothing here builds reference cycles
     Watchdog(sock).serve()
     return 0
 
