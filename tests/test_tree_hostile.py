@@ -256,6 +256,28 @@ def test_restoring_a_safety_ref_never_writes_below_a_new_link(tmp_path: Path) ->
     case.assert_outside_untouched()
 
 
+@pytest.mark.parametrize("source", ["GIT_CONFIG_GLOBAL", "GIT_CONFIG_COUNT", "git -c"])
+def test_status_honours_every_ignore_source(git_repo: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            source: str) -> None:
+    excludes = tmp_path / "excludes"
+    excludes.write_text("secret.env\n")
+    write(git_repo, "secret.env", "TOKEN=x\n")
+    write(git_repo, "code.py", "code\n")
+    if source == "GIT_CONFIG_GLOBAL":  # a file libgit2 never reads
+        elsewhere = tmp_path / "elsewhere.gitconfig"
+        shutil.copy(os.environ["GIT_CONFIG_GLOBAL"], elsewhere)
+        elsewhere.write_text(elsewhere.read_text() + f"[core]\n\texcludesFile = {excludes}\n")
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(elsewhere))
+    elif source == "GIT_CONFIG_COUNT":
+        for name, value in {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.excludesFile",
+                            "GIT_CONFIG_VALUE_0": str(excludes)}.items():
+            monkeypatch.setenv(name, value)
+    else:  # what `git -c core.excludesFile=… forge …` hands its subcommand
+        monkeypatch.setenv("GIT_CONFIG_PARAMETERS", f"'core.excludesFile'='{excludes}'")
+    assert statuses_agree(git_repo) == [("code.py", "??")]
+
+
 # --- filters ---------------------------------------------------------------------------------
 
 
