@@ -308,6 +308,21 @@ def test_the_prompt_file_is_removed_and_never_committed(project: Project) -> Non
     assert "/prompt-*.md" in (project.root / ".forge" / ".gitignore").read_text().splitlines()
 
 
+def test_a_dependency_cycle_is_named_and_exits_5(project: Project) -> None:
+    path = project.root / ".forge" / "backlog.json"
+    document = json.loads(path.read_text())
+    deps = {"001": ["002"], "002": ["001"], "003": ["001"]}
+    for item in document["items"]:
+        item["dependsOn"] = deps[item["id"]]
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    git("commit", "-qam", "a hand-made cycle", cwd=project.root)
+    result = project.run({})
+    assert result.returncode == 5, result.stderr
+    assert "dependency cycle 001 → 002 → 001" in result.stderr
+    assert "items 001, 002 stay pending, and 003 wait on them" in result.stderr
+    assert all(item["status"] == "pending" for item in project.items().values())
+
+
 @pytest.mark.parametrize("decision", [["--stash", "unattributed"],
                                       ["--discard", "unattributed", "--confirm-discard"]])
 def test_reconcile_replaces_a_link_out_of_the_repository_never_writes_through_it(

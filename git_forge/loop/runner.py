@@ -18,14 +18,14 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from git_forge.atomic import FileLock, atomic_write
-from git_forge.backlog.model import select_next
+from git_forge.backlog.model import cycle_through, id_key, select_next
 from git_forge.backlog.store import BacklogStore
 from git_forge.clock import utc_now
 from git_forge.errors import ForgeError
@@ -467,9 +467,48 @@ def _summary_exit(run: _Run) -> tuple[str, int]:
         return "complete", EXIT_DONE
     if select_next(items) is not None:
         return "iterations_complete", EXIT_DONE
-    if any(item.get("status") == "blocked" for item in items):
-        return "complete", EXIT_BLOCKED
-    return "complete", EXIT_DONE
+    # Nothing selectable and not all done: blocked items, or a dependency cycle
+    # (pending items that can never become ready) — both are genuine blocks.
+    return "complete", EXIT_BLOCKED
+
+
+def _cycles(items: list[dict[str, Any]]) -> list[list[str]]:
+    """The dependency cycles among the items not done, each once, lowest id first."""
+    waiting: list[Mapping[str, Any]] = [item for item in items if item.get("status") != "done"]
+    found: list[list[str]] = []
+    seen: set[str] = set()
+    for item in sorted(waiting, key=lambda entry: id_key(entry.get("id"))):
+        item_id = str(item.get("id"))
+        if item_id in seen:
+            continue
+        cycle = cycle_through(waiting, item_id)
+        if cycle:
+            found.append(cycle)
+            seen.update(cycle)
+    return found
+
+
+def _summary_message(run: _Run, code: int) -> str:
+    """What the operator is told at the end: why nothing more could run."""
+    if code != EXIT_BLOCKED and not run.state.needsHumanItems:
+        return ""
+    items = run.store.items()
+    if code == EXIT_BLOCKED and not any(item.get("status") == "blocked" for item in items):
+        cycles = _cycles(items)
+        on_cycle = {item_id for cycle in cycles for item_id in cycle}
+        pending = sorted((str(item.get("id")) for item in items
+                          if item.get("status") != "done"), key=id_key)
+        waiting = [item_id for item_id in pending if item_id not in on_cycle]
+        if not cycles:
+            return (f"nothing can run: items {', '.join(waiting)} wait on items that are "
+                    "not done: see git forge backlog topology")
+        shown = "; ".join(" → ".join([*cycle, cycle[0]]) for cycle in cycles)
+        text = (f"nothing can run: dependency cycle {shown} — items "
+                f"{', '.join(sorted(on_cycle, key=id_key))} stay pending")
+        if waiting:
+            text += f", and {', '.join(waiting)} wait on them"
+        return text + "; break the cycle with git forge backlog edit ID --depends-on IDS"
+    return "items are blocked or need a human: run git forge recover"
 
 
 def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | None = None,
@@ -572,9 +611,7 @@ def _loop(run: _Run) -> LoopResult:
     run.save(status=status, currentItem=None)
     run.journal.append("loop_completed", status=status,
                        completed=len(run.state.completedItems))
-    message = ""
-    if run.state.needsHumanItems or code == EXIT_BLOCKED:
-        message = "items are blocked or need a human: run git forge recover"
+    message = _summary_message(run, code)
     return LoopResult(code, status, run.state.runId or "", run.state, message)
 
 
