@@ -224,7 +224,7 @@ def _dirty(run: _Run) -> list[str]:
     but backlog.json whenever it changed, the run's own bookkeeping."""
     workspace = run.workspace
     entries = stranded(porcelain(run.repo), workspace.root, workspace.state_dir,
-                       workspace.backlog_file)
+                       workspace.backlog_file, keep_backlog=True)
     paths = []
     for entry in entries:
         path = entry.path.rstrip("/")  # a nested repository is listed as "dir/"
