@@ -219,6 +219,14 @@ def test_a_nested_repository_is_left_untracked_reported_and_reconcilable(
     assert "nested git repository" in refused.stderr
     assert "git -C nested status" in refused.stderr
     assert project.status() == "?? nested/\n"
+    # With two decisions, the refusal of one comes before the other acts.
+    (project.root / "work.txt").write_text("more work\n")
+    head = git("rev-parse", "HEAD", cwd=project.root)
+    both = run_forge("reconcile", "--commit", "item-001", "--stash", "unattributed",
+                     cwd=project.root)
+    assert both.returncode == 2 and "nested git repository" in both.stderr
+    assert git("rev-parse", "HEAD", cwd=project.root) == head
+    assert project.status() == " M work.txt\n?? nested/\n"
 
 
 @pytest.mark.parametrize("source", ["GIT_CONFIG_GLOBAL", "GIT_CONFIG_COUNT", "git -c"])
