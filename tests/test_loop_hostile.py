@@ -65,6 +65,19 @@ class Project:
                                   timeout=120)
         return run_forge(*argv, cwd=self.root, env=full_env)
 
+    def mark_outside(self) -> None:
+        """Hash everything around the repository (the run's own plan file aside)."""
+        self.plan_file.write_text("{}")
+        self._outside = self._digest()
+
+    def _digest(self) -> dict[str, tuple]:
+        found = outside_digest(self.tmp, self.root)
+        found.pop("plan.json", None)
+        return found
+
+    def assert_outside_untouched(self) -> None:
+        assert self._digest() == self._outside
+
     def items(self) -> dict[str, dict]:
         document = json.loads((self.root / ".forge" / "backlog.json").read_text())
         return {item["id"]: item for item in document["items"]}
@@ -117,8 +130,7 @@ def project(built: Path, tmp_path: Path) -> Project:
 def test_a_blocked_agent_s_links_and_odd_names_are_stashed_never_followed(
     project: Project,
 ) -> None:
-    project.plan_file.write_text("{}")
-    outside = outside_digest(project.tmp, project.root)
+    project.mark_outside()
     result = project.run({
         "001": {"signal": "FORGE_BLOCKED: the links are wrong",
                 "links": {"config.txt": "../outside.txt", "ext": "../outdir",
@@ -128,8 +140,7 @@ def test_a_blocked_agent_s_links_and_odd_names_are_stashed_never_followed(
         "002": {"signal": "FORGE_DONE", "files": {"done.txt": "done\n"}},
     })
     assert result.returncode == 5, result.stderr
-    after = outside_digest(project.tmp, project.root)
-    assert {**after, "plan.json": None} == {**outside, "plan.json": None}
+    project.assert_outside_untouched()
     items = project.items()
     assert items["001"]["status"] == "blocked"
     assert items["001"]["blockedReason"] == "the links are wrong"
@@ -155,11 +166,13 @@ def test_a_filtered_leftover_is_put_back_smudged_as_git_checkout_writes_it(
     (project.root / "note.rot").write_text("plain words\n")
     git("add", "-A", cwd=project.root)
     git("commit", "-qm", "filtered", cwd=project.root)
+    project.mark_outside()
     result = project.run({"001": {"signal": "FORGE_BLOCKED: no",
                                   "files": {"note.rot": "changed\n"}}}, "--iterations", "1")
     assert result.returncode in (0, 5), result.stderr
     assert (project.root / "note.rot").read_text() == "plain words\n"
     assert project.status() == ""
+    project.assert_outside_untouched()
 
 
 def test_a_submodule_s_dirt_is_left_in_it_and_the_run_goes_on(project: Project) -> None:
@@ -171,6 +184,7 @@ def test_a_submodule_s_dirt_is_left_in_it_and_the_run_goes_on(project: Project) 
     git("commit", "-qm", "v1", cwd=upstream)
     git("submodule", "add", "-q", str(upstream), "vendor/lib", cwd=project.root)
     git("commit", "-qm", "submodule", cwd=project.root)
+    project.mark_outside()
     result = project.run({
         "001": {"signal": "FORGE_BLOCKED: the library needs a patch",
                 "files": {"vendor/lib/lib.txt": "patched\n", "mine.txt": "mine\n"}},
@@ -191,6 +205,7 @@ def test_a_submodule_s_dirt_is_left_in_it_and_the_run_goes_on(project: Project) 
     assert stashed == "mine.txt\n"
     blocked = next(e for e in project.events() if e["type"] == "item_blocked")
     assert blocked["leftInTree"] == ["vendor/lib"]
+    project.assert_outside_untouched()
 
 
 def test_a_nested_repository_is_left_untracked_reported_and_reconcilable(

@@ -315,6 +315,7 @@ def test_filters_run_as_git_runs_them(tmp_path: Path) -> None:
     assert git("rev-parse", "HEAD^{tree}", cwd=case.ours) == git(
         "rev-parse", "HEAD^{tree}", cwd=case.theirs)
     assert statuses_agree(case.ours) == []
+    case.assert_outside_untouched()
 
 
 # --- sparse checkouts ------------------------------------------------------------------------
@@ -344,6 +345,7 @@ def test_sparse_checkout_commit_and_stash_touch_only_the_changed_paths(tmp_path:
     assert git("rev-parse", "HEAD^{tree}", cwd=case.ours) == git(
         "rev-parse", "HEAD^{tree}", cwd=case.theirs)
     assert_same_as_git(case.ours, case.theirs)
+    case.assert_outside_untouched()
 
 
 def test_sparse_checkout_stash_and_discard_leave_out_of_cone_files_out(tmp_path: Path) -> None:
@@ -359,6 +361,7 @@ def test_sparse_checkout_stash_and_discard_leave_out_of_cone_files_out(tmp_path:
     assert not (case.ours / "out").exists()
     assert statuses_agree(case.ours) == []
     assert "out/b.txt" in git("ls-files", cwd=case.ours)
+    case.assert_outside_untouched()
 
 
 # --- what cannot be done as git would: refused before anything changes -----------------------
