@@ -2,7 +2,7 @@
 
 Stranded work is never lost and never touched without the operator's decision.
 
-* **Detect** — the porcelain status through pygit2 (untracked files one by one,
+* **Detect** — the one porcelain status, git's own (untracked files one by one,
   ignored files never), minus the runner's own changes (state files, a crashed
   run's ``in_progress`` mark in backlog.json).
 * **Attribute** — best effort, always *candidates*: a dirty path that item X's
