@@ -229,6 +229,11 @@ def test_a_nested_repository_is_left_untracked_reported_and_reconcilable(
     groups = json.loads(listed.stdout)["groups"]
     assert [path for group in groups for path in group["paths"]] == [
         {"path": "nested/", "xy": "??"}]
+    recovered = run_forge("recover", "--non-interactive", "--json", cwd=project.root)
+    assert recovered.returncode == 6, recovered.stderr
+    tree = json.loads(recovered.stdout)["tree"]
+    assert [p for group in tree["groups"] for p in group["paths"]] == [
+        {"path": "nested/", "xy": "??"}]
     refused = run_forge("reconcile", "--commit", groups[0]["id"], cwd=project.root)
     assert refused.returncode == 2
     assert "nested git repository" in refused.stderr
