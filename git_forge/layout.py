@@ -25,6 +25,9 @@ LOOP_LOCK_FILE = "loop.lock"
 TREE_LOCK_FILE = "forge-loop.lock"
 LOOP_STOP_FILE = "loop.stop"
 PROC_DIR = "proc"
+#: The ``{prompt_file}`` copies of an agent's prompt (``prompt-<id>.md``), removed
+#: when the agent ends; the pattern is ignored so that none is ever committed.
+PROMPT_FILES = "prompt-*.md"
 ARCHIVE_DIR = "archive"
 
 #: Configuration files (read by ``config``; named here so that code on a hot path,

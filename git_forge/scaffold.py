@@ -24,6 +24,7 @@ from git_forge.layout import (
     EVENTS_FILE,
     LOOP_STOP_FILE,
     PROC_DIR,
+    PROMPT_FILES,
     STATE_FILE,
 )
 from git_forge.workspace import Workspace
@@ -31,7 +32,7 @@ from git_forge.workspace import Workspace
 #: State files that live in the state dir (formats.md), as ignore patterns.
 _STATE_PATTERNS: tuple[str, ...] = (
     STATE_FILE, EVENTS_FILE, DECISIONS_FILE, "*.lock", LOOP_STOP_FILE, f"{PROC_DIR}/",
-    f"{ARCHIVE_DIR}/",
+    f"{ARCHIVE_DIR}/", PROMPT_FILES,
 )
 
 _EXAMPLE_CONFIG = """\

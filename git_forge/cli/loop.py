@@ -3,7 +3,7 @@
 ``loop run`` exit codes: 0 every item done, or the iteration budget spent with
 work still selectable; 1 error; 2 refused (pre-launch check, lock held, bad
 arguments); 3 paused for a human; 5 ended with nothing selectable while blocked
-items remain; 130 stopped (signal or ``loop stop``).
+items remain or pending items wait on a dependency cycle; 130 stopped (signal or ``loop stop``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "start the agent with the item's prompt on stdin, read its final signal "
                     "(FORGE_DONE / FORGE_BLOCKED: … / FORGE_NEEDS_HUMAN: …) and act on it. "
                     "Exit: 0 done or budget spent, 1 error, 2 refused, 3 paused for a human, "
-                    "5 ended with blocked items, 130 stopped.")
+                    "5 ended with blocked items or a dependency cycle, 130 stopped.")
     add_location(run)
     run.add_argument("--agent", metavar="CMD",
                      help="the agent command line, split once, never through a shell; "

@@ -13,22 +13,23 @@ implements (a live line on a terminal, plain lines, or the journal as NDJSON).
 
 from __future__ import annotations
 
+import copy
 import os
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from git_forge.atomic import FileLock, atomic_write, locked
-from git_forge.backlog.model import select_next
+from git_forge.backlog.model import cycle_through, id_key, select_next
 from git_forge.backlog.store import BacklogStore
 from git_forge.clock import utc_now
 from git_forge.errors import ForgeError
-from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR, tree_lock_path
+from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR, PROMPT_FILES, tree_lock_path
 from git_forge.loop import control
 from git_forge.loop.journal import Journal
 from git_forge.loop.process_events import ProcessEventPublisher
@@ -41,11 +42,14 @@ from git_forge.supervisor.manifest import ManifestStore
 from git_forge.supervisor.process import PreparedProcess
 from git_forge.supervisor.supervisor import Supervisor
 from git_forge.tree.commit import commit_paths
+from git_forge.tree.errors import GitError
 from git_forge.tree.identity import author_and_committer
-from git_forge.tree.preflight import Preflight, check
+from git_forge.tree.porcelain import quote_path
+from git_forge.tree.preflight import Preflight, check, stranded
 from git_forge.tree.repo import Repo, open_repo
 from git_forge.tree.stash import stash_paths
 from git_forge.tree.status import porcelain
+from git_forge.tree.worktree import Action, refusals
 from git_forge.workspace import Workspace
 
 # Exit codes of `git forge loop run` (runner.md, settled details).
@@ -137,6 +141,9 @@ class _Run:
     stop: Callable[[], bool]
     preexisting: frozenset[str] = frozenset()
     attempts: dict[str, int] = field(default_factory=dict)
+    #: Paths the run could not commit or stash as git would (path → why): left in
+    #: the tree for reconcile, and never swept into a later item's commit.
+    kept_back: dict[str, str] = field(default_factory=dict)
 
     @property
     def backlog_rel(self) -> str:
@@ -237,16 +244,44 @@ def _commit(run: _Run, paths: list[str], message: str, *, allow_empty: bool = Fa
 
 
 def _dirty(run: _Run) -> list[str]:
-    """Changed paths the run may act on: not state files, not pre-existing."""
-    state_rel = run.workspace.relative(run.workspace.state_dir)
+    """Changed paths the run may act on: the stranded work the pre-launch check
+    sees (one filter: no state files, no crash bookkeeping), less what was
+    dirty before the run (``--force``) and what the run had to leave alone —
+    but backlog.json whenever it changed, the run's own bookkeeping."""
+    workspace = run.workspace
+    entries = stranded(porcelain(run.repo), workspace.root, workspace.state_dir,
+                       workspace.backlog_file, keep_backlog=True)
     paths = []
-    for entry in porcelain(run.repo):
-        path = entry.path
-        ours = path == state_rel or path.startswith(state_rel + "/")
-        if path != run.backlog_rel and (ours or path in run.preexisting):
+    for entry in entries:
+        path = entry.path.rstrip("/")  # a nested repository is listed as "dir/"
+        if path != run.backlog_rel and (entry.path in run.preexisting
+                                        or path in run.kept_back):
             continue
         paths.append(path)
     return list(dict.fromkeys(paths))
+
+
+def _actionable(run: _Run, item_id: str, paths: list[str], action: Action) -> list[str]:
+    """The ``paths`` that ``action`` can handle as git would. The others are kept
+    back for the rest of the run, each with why and the git command to use,
+    which the progress is told: the run goes on without them."""
+    refused = dict(refusals(run.repo, paths, action)) if paths else {}
+    verb = "committed" if action == "commit" else "stashed"
+    for path, why in refused.items():
+        run.kept_back[path] = why
+        run.progress.note(f"item {item_id}: {quote_path(path)} left in the tree, not {verb}:"
+                          f" {why}")
+    return [path for path in paths if path not in refused]
+
+
+def _remove_prompt_files(run: _Run) -> None:
+    """The ``{prompt_file}`` copies of the prompt (they hold the human's answer):
+    gone once their agent has ended, never left in the tree or committed."""
+    for path in run.workspace.state_dir.glob(PROMPT_FILES):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def _prepare(run: _Run, item: dict[str, Any], prompt: str, number: int) -> PreparedProcess:
@@ -295,41 +330,104 @@ def _signal_of(run: _Run, handle: str, total: int) -> Signal:
 
 def _block(run: _Run, item: dict[str, Any], reason: str, *, needs_human: bool = False,
            deferred: bool = False) -> None:
-    """Stash the agent's leftovers, mark the item blocked, commit that alone."""
+    """Stash the agent's leftovers, mark the item blocked, commit that alone.
+
+    A leftover git-forge cannot stash as git would (a submodule's own changes,
+    a nested repository, …) stays in the tree, named in the item's notes and
+    the journal; the item keeps the agent's reason and the run goes on. Only a
+    failed bookkeeping commit ends the run (the repository refuses commits).
+    """
+    _remove_prompt_files(run)
     item_id = str(item["id"])
     leftovers = [p for p in _dirty(run) if p != run.backlog_rel]
-    if leftovers:
-        stash_paths(run.repo, leftovers, f"forge: abandoned work from item {item_id}")
+    stashable = _actionable(run, item_id, leftovers, "stash")
+    stashed = False
+    if stashable:
+        try:
+            stash_paths(run.repo, stashable, f"forge: abandoned work from item {item_id}")
+            stashed = True
+        except GitError as exc:
+            for path in stashable:
+                run.kept_back[path] = f"the stash failed: {exc.message}"
+            run.progress.note(f"item {item_id}: its leftover changes could not be stashed "
+                              f"and stay in the tree: {exc.message}")
+    left = [path for path in leftovers if path in run.kept_back]
+    fields: dict[str, Any] = {}
+    if left:
+        listed = ", ".join(quote_path(path) for path in left)
+        note = f"left in the tree, not stashed: {listed} (see git forge reconcile)"
+        fields["notes"] = "\n".join(filter(None, [str(run.store.get(item_id).get("notes")
+                                                       or ""), note]))
     run.store.transition(item_id, "blocked", blockedReason=reason, needsHuman=needs_human,
-                         deferred=deferred)
+                         deferred=deferred, **fields)
     subject = reason.splitlines()[0] if reason else "no reason given"
-    _commit(run, [run.backlog_rel], f"[forge] {item_id}: blocked — {subject}",
-            allow_empty=True)
+    try:
+        _commit(run, [run.backlog_rel], f"[forge] {item_id}: blocked — {subject}",
+                allow_empty=True)
+    except GitError as exc:
+        run.journal.append("item_blocked", itemId=item_id, reason=reason)
+        raise LoopError(f"item {item_id} is blocked, but its bookkeeping commit failed: "
+                        f"{exc.message}", exit_code=EXIT_ERROR) from exc
+    extra = {"leftInTree": left} if left else {}
     if needs_human:
-        run.journal.append("needs_human", itemId=item_id, reason=reason)
+        run.journal.append("needs_human", None, itemId=item_id, reason=reason, **extra)
         run.state.needsHumanItems.append(item_id)
     else:
-        run.journal.append("item_blocked", itemId=item_id, reason=reason)
+        run.journal.append("item_blocked", None, itemId=item_id, reason=reason, **extra)
         (run.state.deferredItems if deferred else run.state.blockedItems).append(item_id)
-    if leftovers:
+    if stashed:
         run.progress.note(f"item {item_id}: its leftover changes were stashed "
                           f"(forge: abandoned work from item {item_id})")
 
 
-def _complete(run: _Run, item: dict[str, Any]) -> str:
+def _complete(run: _Run, item: dict[str, Any]) -> str | None:
+    """Mark the item done and commit it with its work; the commit id.
+
+    A changed path git-forge cannot commit as git would stays in the tree (see
+    ``_actionable``). If the commit itself fails, the item is never left done
+    without one: its entry goes back to what it was and it is blocked with the
+    reason (``None`` is returned).
+    """
+    _remove_prompt_files(run)
     item_id = str(item["id"])
+    before = copy.deepcopy(run.store.get(item_id))
     run.store.transition(item_id, "done")
-    commit = _commit(run, _dirty(run), f"[forge] {item_id}: {item.get('title', '')}",
-                     allow_empty=True)
+    paths = _actionable(run, item_id, _dirty(run), "commit")
+    try:
+        commit = _commit(run, paths, f"[forge] {item_id}: {item.get('title', '')}",
+                         allow_empty=True)
+    except GitError as exc:
+        _put_back(run, before)
+        _block(run, before, f"the agent signalled done, but the commit failed: {exc.message}")
+        return None
     run.journal.append("item_completed", itemId=item_id, title=item.get("title"), commit=commit)
     run.state.completedItems.append(item_id)
     return commit
+
+
+def _put_back(run: _Run, saved: dict[str, Any]) -> None:
+    """Return one item's entry to ``saved`` (undoing a ``done`` whose commit failed)."""
+    item_id = str(saved["id"])
+
+    def restore(document: dict[str, Any]) -> None:
+        items = document["items"]
+        for index, current in enumerate(items):
+            if str(current.get("id")) == item_id:
+                items[index] = copy.deepcopy(saved)
+
+    run.store.update(restore)
 
 
 def _iterate(run: _Run, item: dict[str, Any], number: int) -> str:
     """One agent start for ``item``; returns the outcome name."""
     item_id = str(item["id"])
     options = run.options
+    try:  # before the item is taken: a stale lock would fail its commit after the agent ran
+        run.repo.check_unlocked()
+    except GitError as exc:
+        raise LoopError(f"cannot take item {item_id}: {exc.message}",
+                        exit_code=EXIT_REFUSED) from exc
+    _remove_prompt_files(run)
     if item.get("status") != "in_progress":
         item = run.store.transition(item_id, "in_progress")
     run.save(iteration=number, currentItem=item_id)
@@ -356,6 +454,11 @@ def _iterate(run: _Run, item: dict[str, Any], number: int) -> str:
 
     if signal.kind == "done":
         commit = _complete(run, item)
+        if commit is None:  # the commit failed: _complete blocked the item instead
+            reason = str(run.store.get(item_id).get("blockedReason"))
+            run.save(lastSignal="blocked", currentItem=None)
+            run.progress.finished(item, "blocked", reason)
+            return "blocked"
         run.save(lastSignal="clean", currentItem=None)
         run.progress.finished(item, "done", commit[:12])
         return "done"
@@ -384,14 +487,54 @@ def _iterate(run: _Run, item: dict[str, Any], number: int) -> str:
 
 
 def _summary_exit(run: _Run) -> tuple[str, int]:
+    _remove_prompt_files(run)
     items = run.store.items()
     if all(item.get("status") == "done" for item in items):
         return "complete", EXIT_DONE
     if select_next(items) is not None:
         return "iterations_complete", EXIT_DONE
-    if any(item.get("status") == "blocked" for item in items):
-        return "complete", EXIT_BLOCKED
-    return "complete", EXIT_DONE
+    # Nothing selectable and not all done: blocked items, or a dependency cycle
+    # (pending items that can never become ready) — both are genuine blocks.
+    return "complete", EXIT_BLOCKED
+
+
+def _cycles(items: list[dict[str, Any]]) -> list[list[str]]:
+    """The dependency cycles among the items not done, each once, lowest id first."""
+    waiting: list[Mapping[str, Any]] = [item for item in items if item.get("status") != "done"]
+    found: list[list[str]] = []
+    seen: set[str] = set()
+    for item in sorted(waiting, key=lambda entry: id_key(entry.get("id"))):
+        item_id = str(item.get("id"))
+        if item_id in seen:
+            continue
+        cycle = cycle_through(waiting, item_id)
+        if cycle:
+            found.append(cycle)
+            seen.update(cycle)
+    return found
+
+
+def _summary_message(run: _Run, code: int) -> str:
+    """What the operator is told at the end: why nothing more could run."""
+    if code != EXIT_BLOCKED and not run.state.needsHumanItems:
+        return ""
+    items = run.store.items()
+    if code == EXIT_BLOCKED and not any(item.get("status") == "blocked" for item in items):
+        cycles = _cycles(items)
+        on_cycle = {item_id for cycle in cycles for item_id in cycle}
+        pending = sorted((str(item.get("id")) for item in items
+                          if item.get("status") != "done"), key=id_key)
+        waiting = [item_id for item_id in pending if item_id not in on_cycle]
+        if not cycles:
+            return (f"nothing can run: items {', '.join(waiting)} wait on items that are "
+                    "not done: see git forge backlog topology")
+        shown = "; ".join(" → ".join([*cycle, cycle[0]]) for cycle in cycles)
+        text = (f"nothing can run: dependency cycle {shown} — items "
+                f"{', '.join(sorted(on_cycle, key=id_key))} stay pending")
+        if waiting:
+            text += f", and {', '.join(waiting)} wait on them"
+        return text + "; break the cycle with git forge backlog edit ID --depends-on IDS"
+    return "items are blocked or need a human: run git forge recover"
 
 
 def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | None = None,
@@ -491,9 +634,7 @@ def _loop(run: _Run) -> LoopResult:
     run.save(status=status, currentItem=None)
     run.journal.append("loop_completed", status=status,
                        completed=len(run.state.completedItems))
-    message = ""
-    if run.state.needsHumanItems or code == EXIT_BLOCKED:
-        message = "items are blocked or need a human: run git forge recover"
+    message = _summary_message(run, code)
     return LoopResult(code, status, run.state.runId or "", run.state, message)
 
 

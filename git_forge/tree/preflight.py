@@ -57,13 +57,15 @@ def _relative(path: Path, root: Path) -> str | None:
 
 
 def _runner_owned(entries: list[StatusEntry], root: Path, state_dir: Path,
-                  backlog_path: Path) -> set[str]:
+                  backlog_path: Path, keep_backlog: bool) -> set[str]:
     """The entries that are the runner's own: state files and crash bookkeeping."""
     owned: set[str] = set()
     state_rel = _relative(state_dir, root)
     backlog_rel = _relative(backlog_path, root)
     for entry in entries:
         if entry.path == backlog_rel:
+            if keep_backlog:
+                continue
             head = head_blob(root, backlog_rel)
             if head is not None and entry.xy in (" M", "M ", "MM"):
                 try:
@@ -78,11 +80,16 @@ def _runner_owned(entries: list[StatusEntry], root: Path, state_dir: Path,
 
 
 def stranded(entries: list[StatusEntry], root: Path, state_dir: Path,
-             backlog_path: Path) -> list[StatusEntry]:
-    """The entries that are stranded work: every change except the runner's own."""
+             backlog_path: Path, *, keep_backlog: bool = False) -> list[StatusEntry]:
+    """The entries that are stranded work: every change except the runner's own.
+
+    ``keep_backlog``: a changed backlog.json is kept whatever the change (the
+    running loop commits its own bookkeeping with the item), which also saves
+    reading HEAD's copy to compare.
+    """
     if not entries:
         return []
-    owned = _runner_owned(entries, root, state_dir, backlog_path)
+    owned = _runner_owned(entries, root, state_dir, backlog_path, keep_backlog)
     return [entry for entry in entries if entry.path not in owned]
 
 
