@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+import waiting
 from helpers import git, run_forge
 
 from git_forge.loop.state import RunState, write_state
@@ -108,9 +109,8 @@ def test_the_hook_runs_the_check(project: Path) -> None:
 
 
 def git_hook(project: Path):
-    import subprocess
-    return subprocess.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
-                          cwd=project, capture_output=True, text=True)
+    return waiting.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
+                       cwd=project, capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("hooks_path", [False, True])
@@ -149,10 +149,8 @@ def test_install_chains_a_foreign_hook_and_uninstall_restores_it(
 
 
 def git_hook_env(project: Path, env: dict[str, str]):
-    import subprocess
-    return subprocess.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
-                          cwd=project, capture_output=True, text=True,
-                          env={**os.environ, **env})
+    return waiting.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
+                       cwd=project, capture_output=True, text=True, env={**os.environ, **env})
 
 
 def test_install_without_a_foreign_hook_and_uninstall_leaves_nothing(project: Path) -> None:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import waiting
 
 from git_forge.supervisor.buffer import RollingBuffer
 from git_forge.supervisor.lifecycle import ProcessError
@@ -234,8 +235,8 @@ def test_a_flush_waits_for_a_read_landing_in_the_window(tmp_path: Path) -> None:
     flusher.start()
     time.sleep(0.2)
     os.write(write_end, pattern(total, 1000))
-    reader.join()
-    flusher.join()
+    waiting.join(reader)
+    waiting.join(flusher)
     os.close(read_end)
     os.close(write_end)
     assert failures == []
@@ -270,8 +271,8 @@ def test_reads_into_the_window_race_flushes_safely(tmp_path: Path, window: int) 
             pass
     finally:
         done.set()
-        flushing.join()
-        feeder.join()
+        waiting.join(flushing)
+        waiting.join(feeder)
         os.close(read_end)
     extent = writer.close()
     assert extent.total_bytes == total
@@ -296,7 +297,7 @@ def test_concurrent_appenders_lose_no_byte(tmp_path: Path) -> None:
     for _ in range(20):
         writer.flush()
     for thread in threads:
-        thread.join()
+        waiting.join(thread)
     extent = writer.close()
     data, _, _ = SpoolReader(tmp_path / "x.spool").read(0, extent.total_bytes)
     assert extent.total_bytes == len(data) == sum(counts.values())
@@ -359,8 +360,10 @@ def test_a_reader_in_another_process_follows_a_live_writer(tmp_path: Path) -> No
     )
     reads = gaps = 0
     cursor = 0
+    deadline = waiting.Deadline(60)
     try:
         while True:
+            assert not deadline.passed, f"the reader is stuck at {cursor} of {total}"
             finished = writer.poll() is not None
             if not directory.exists():
                 assert not finished, "the writer ended without creating its spool"
@@ -374,7 +377,7 @@ def test_a_reader_in_another_process_follows_a_live_writer(tmp_path: Path) -> No
             if finished and cursor == total:
                 break
     finally:
-        writer.wait(timeout=60)
+        waiting.communicate(writer)
     assert writer.returncode == 0
     assert reads > 3
 
@@ -386,14 +389,13 @@ def test_a_crashed_writer_leaves_every_durable_byte(tmp_path: Path) -> None:
          str(Path(__file__).parent)],
         stdout=subprocess.PIPE, text=True,
     )
-    assert writer.stdout is not None
     durable = 0
-    for line in writer.stdout:  # wait for a few flushes, then kill it mid-stream
+    while durable <= 2 * 1024 * KIB:  # wait for a few flushes, then kill it mid-stream
+        line = waiting.readline(writer)
+        assert line, "the writer ended before it flushed enough"
         durable = int(line.split()[-1])
-        if durable > 2 * 1024 * KIB:
-            break
     writer.send_signal(signal.SIGKILL)
-    writer.wait()
+    waiting.communicate(writer)
     reader = SpoolReader(directory)
     extent = reader.extent()
     assert extent.total_bytes >= durable
