@@ -382,6 +382,79 @@ def test_a_reader_in_another_process_follows_a_live_writer(tmp_path: Path) -> No
     assert reads > 3
 
 
+ROTATING_WRITER = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from test_supervisor_output import pattern
+from git_forge.supervisor.spool import SpoolWriter
+step = 1024
+writer = SpoolWriter(Path(sys.argv[1]), ceiling=2 * step, segment_bytes=step,
+                     flush_interval=3600.0)
+position = 0
+for _ in range(int(sys.argv[2])):  # every flush drops the segment two flushes back
+    writer.append(pattern(position, step + step // 2))
+    position += step + step // 2
+    writer.flush()
+print(writer.close().total_bytes, flush=True)
+"""
+
+
+def test_readers_of_a_writer_rotating_segments_never_see_the_total_go_back(
+    tmp_path: Path,
+) -> None:
+    # A reader that reads the index, loses the processor (here: to the other readers'
+    # threads), and only then looks at the segment the index ends in, may find it
+    # deleted by two newer flushes: the extent must then come from a newer index, not
+    # end at the stale one — behind the cursor the reader already holds.
+    directory = tmp_path / "rotating.spool"
+    rounds = 60
+    total = rounds * 1536
+    writer = subprocess.Popen(
+        [sys.executable, "-c", ROTATING_WRITER, str(directory), str(rounds),
+         str(Path(__file__).parent)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    deadline = waiting.Deadline(60)
+    failures: list[str] = []
+    ends: list[int] = []
+
+    def follow() -> None:
+        cursor = seen = 0
+        while not deadline.passed:
+            finished = writer.poll() is not None
+            reader = SpoolReader(directory)
+            try:
+                extent = reader.extent()
+                data, next_cursor, _ = reader.read(cursor, 1 << 20)
+            except ProcessError as exc:
+                failures.append(str(exc))
+                continue
+            if extent.total_bytes < seen:
+                failures.append(f"the total went from {seen} back to {extent.total_bytes}")
+            seen = max(seen, extent.total_bytes)
+            if data != pattern(next_cursor - len(data), len(data)):
+                failures.append(f"wrong bytes at {next_cursor - len(data)}")
+            cursor = next_cursor
+            if finished and cursor == total:
+                break
+        ends.append(cursor)
+
+    try:
+        waiting.wait_for(lambda: (directory / INDEX_FILE).exists(), 30, interval=0.001,
+                         what="the spool's index")
+        threads = [threading.Thread(target=follow) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            waiting.join(thread, 90)
+    finally:
+        out, _ = waiting.communicate(writer)
+    assert writer.returncode == 0 and int(out) == total
+    assert failures == [], f"{len(failures)} bad reads, the first: {failures[0]}"
+    assert ends == [total] * 4
+
+
 def test_a_crashed_writer_leaves_every_durable_byte(tmp_path: Path) -> None:
     directory = tmp_path / "crash.spool"
     writer = subprocess.Popen(
