@@ -86,16 +86,16 @@ def stash_paths(repo: Repo, paths: Iterable[str], message: str) -> str:
     check_restorable(repo, names, "stash")
     head_tree = head.tree
     entries = {path: staged_entry(index, path) for path in names}
-    tracked = [path for path in names if entries[path] is not None]
+    tracked = {path: entry for path, entry in entries.items() if entry is not None}
     untracked = [path for path in names if entries[path] is None]
 
     staged = [_staged_file(index, path) for path in names]
     worktree = [
         read_worktree_file(
-            repo, path, filtered=True, previous_mode=int(entries[path].mode),
+            repo, path, filtered=True, previous_mode=int(entry.mode),
             allow_submodule=False,
         )
-        for path in tracked
+        for path, entry in tracked.items()
     ]
     # A path HEAD has but the index does not (staged deletion) is absent from the
     # stash's working tree; if a file of that name exists it is untracked.

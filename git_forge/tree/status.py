@@ -102,7 +102,7 @@ def porcelain(repo: Repo) -> list[StatusEntry]:
     index = repository.index  # status() has just (re)loaded it
     entries: list[StatusEntry] = []
     for path, flags in flags_by_path.items():
-        entries.extend(entries_for(index, path, flags))
+        entries.extend(entries_for(index, path, FileStatus(flags)))
     return sort_like_git(entries)
 
 

@@ -126,9 +126,13 @@ def _is_repository_dir(directory: Path) -> bool:
 def _submodule_head(repo: Repo, path: str) -> pygit2.Oid:
     try:
         submodule = pygit2.Repository(str(repo.workdir / path))
-        return submodule.head.target
+        target = submodule.head.target
     except (pygit2.GitError, KeyError) as exc:
         raise GitError(f"cannot read the checked-out commit of submodule {path!r}: {exc}") from exc
+    if not isinstance(target, pygit2.Oid):  # HEAD is resolved: a symbolic target is broken
+        raise GitError(f"cannot read the checked-out commit of submodule {path!r}: "
+                       f"HEAD points at {target!r}")
+    return target
 
 
 def _git_hashed_blob(repo: Repo, path: str) -> pygit2.Oid:
@@ -237,15 +241,15 @@ def tree_with(repo: Repo, base: pygit2.Tree | None, files: Iterable[WorktreeFile
         if not file.present and file.path in scratch:
             scratch.remove(file.path)
     for file in files:
-        if file.present:
+        if file.blob_id is not None:
             try:
-                scratch.add(pygit2.IndexEntry(file.path, file.blob_id, file.mode))
+                scratch.add(pygit2.IndexEntry(file.path, file.blob_id, FileMode(file.mode)))
             except pygit2.GitError as exc:
                 raise GitError(f"cannot place {file.path!r} in the tree: {exc}") from exc
     return scratch.write_tree(repo.repository)
 
 
-def tree_entry(tree: pygit2.Tree | None, path: str) -> tuple[pygit2.Oid, int] | None:
+def tree_entry(tree: pygit2.Tree | None, path: str) -> tuple[pygit2.Oid, FileMode] | None:
     """``(id, mode)`` of the file, link or submodule ``path`` in ``tree``; None when
     it is not there (a directory is not an entry of its own)."""
     if tree is None:
