@@ -14,6 +14,7 @@ import psutil
 import pytest
 import waiting
 from helpers import forge_argv, git, run_forge
+from templates import Templates, init_repository
 from waiting import wait_for
 
 AGENT = r'''
@@ -108,16 +109,22 @@ class Loop:
         return git("show", "--name-only", "--format=", rev, cwd=self.root).split()
 
 
-@pytest.fixture
-def loop(git_repo: Path, agent: Path, tmp_path: Path) -> Iterator[Loop]:
-    assert run_forge("init", cwd=git_repo).returncode == 0
-    add = lambda *a: run_forge("backlog", "add", *a, cwd=git_repo)  # noqa: E731
+def build_backlog(root: Path) -> None:
+    """A repository with a committed backlog of three items, 002 depending on 001."""
+    init_repository(root)
+    assert run_forge("init", cwd=root).returncode == 0
+    add = lambda *a: run_forge("backlog", "add", *a, cwd=root)  # noqa: E731
     add("--title", "Base module", "--priority", "2")
     add("--title", "Depends on base", "--priority", "1", "--depends-on", "001")
     add("--title", "Independent", "--priority", "3")
-    git("add", "-A", cwd=git_repo)
-    git("commit", "-qm", "backlog", cwd=git_repo)
-    made = Loop(git_repo, agent, tmp_path)
+    git("add", "-A", cwd=root)
+    git("commit", "-qm", "backlog", cwd=root)
+
+
+@pytest.fixture
+def loop(templates: Templates, agent: Path, tmp_path: Path) -> Iterator[Loop]:
+    root = templates.copy("loop-backlog", build_backlog, tmp_path / "repo")
+    made = Loop(root, agent, tmp_path)
     yield made
     made.kill_spawned()
 

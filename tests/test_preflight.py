@@ -10,21 +10,27 @@ from pathlib import Path
 import pytest
 import waiting
 from helpers import git, run_forge
+from templates import Templates, init_repository
 
 from git_forge.loop.state import RunState, write_state
 
 STARTED = "2026-11-29T10:11:12Z"
 
 
-@pytest.fixture
-def project(git_repo: Path) -> Path:
-    result = run_forge("init", cwd=git_repo)
+def build_project(root: Path) -> None:
+    """A repository with a committed backlog of two items."""
+    init_repository(root)
+    result = run_forge("init", cwd=root)
     assert result.returncode == 0, result.stderr
-    run_forge("backlog", "add", "--title", "One", cwd=git_repo)
-    run_forge("backlog", "add", "--title", "Two", cwd=git_repo)
-    git("add", "-A", cwd=git_repo)
-    git("commit", "-qm", "backlog", cwd=git_repo)
-    return git_repo
+    run_forge("backlog", "add", "--title", "One", cwd=root)
+    run_forge("backlog", "add", "--title", "Two", cwd=root)
+    git("add", "-A", cwd=root)
+    git("commit", "-qm", "backlog", cwd=root)
+
+
+@pytest.fixture
+def project(templates: Templates, tmp_path: Path) -> Path:
+    return templates.copy("preflight-project", build_project, tmp_path / "repo")
 
 
 def prior_run(project: Path, **fields) -> None:
