@@ -92,6 +92,22 @@ def test_a_terminal_session_left_at_a_prompt_fails_at_its_deadline(git_repo) -> 
     assert (git_repo / "stray.txt").read_text() == "x\n"
 
 
+def test_a_ctrl_c_typed_at_a_prompt_always_reaches_the_child(git_repo) -> None:
+    # Typed as soon as the prompt shows, about one Ctrl-C in three was held by Python
+    # until a line arrived (the child had printed the prompt, not yet begun to read),
+    # and the child waited forever: keys wait for the read.
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "forge", cwd=git_repo)
+    (git_repo / "stray.txt").write_text("x\n")
+    for _ in range(6):
+        session = PtySession("reconcile", cwd=git_repo)
+        session.expect("(default: leave) ")
+        session.interrupt()
+        assert session.finish(timeout=10) == 130, session.text
+    assert (git_repo / "stray.txt").read_text() == "x\n"
+
+
 def test_a_condition_never_met_fails_naming_it() -> None:
     with pytest.raises(AssertionError, match="the impossible not met within 0.1 s"):
         waiting.wait_for(lambda: False, 0.1, what="the impossible")
