@@ -167,8 +167,18 @@ class FileLock:
     def held(self) -> bool:
         return self._handle is not None
 
-    def try_acquire(self, *, holder: str | None = None) -> bool:
-        """Take the lock if it is free; never waits."""
+    def try_acquire(self, *, holder: str | None = None, patience: float = 0.0) -> bool:
+        """Take the lock if it is free. ``patience`` retries for that many seconds:
+        a ``lock_is_held`` probe holds a shared lock for an instant, and a caller
+        deciding "someone else is running" should not mistake it for a holder."""
+        deadline = time.monotonic() + patience
+        while not self._try_once(holder):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.002)
+        return True
+
+    def _try_once(self, holder: str | None) -> bool:
         if self._handle is not None:
             return True
         try:
@@ -200,7 +210,7 @@ class FileLock:
         """Wait up to ``timeout`` seconds; then fail naming who holds the lock."""
         deadline = time.monotonic() + timeout
         delay = 0.002
-        while not self.try_acquire(holder=holder):
+        while not self._try_once(holder):
             if time.monotonic() >= deadline:
                 raise StoreError(
                     f"{self.path} is held by {read_lock_holder(self.path) or 'another process'}"
@@ -237,16 +247,24 @@ def read_lock_holder(path: Path | str) -> str:
 
 
 def lock_is_held(path: Path | str) -> bool:
-    """True when some process holds the lock on ``path`` right now."""
-    path = Path(path)
-    if not path.exists():
+    """True when some process holds the lock on ``path`` right now.
+
+    A probe that never writes: it asks for a *shared* lock for an instant,
+    which any exclusive holder refuses. (portalocker's POSIX locker is
+    ``fcntl.flock``, the primitive used here, so the two always agree.)"""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
         return False
-    probe = FileLock(path)
-    # Probing must not overwrite the holder label of a free lock's last owner.
-    if probe.try_acquire(holder=read_lock_holder(path)):
-        probe.release()
-        return False
-    return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the probe's shared lock
+    return False
 
 
 @contextlib.contextmanager

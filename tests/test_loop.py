@@ -278,7 +278,10 @@ def test_a_second_loop_on_the_same_backlog_is_refused(loop: Loop) -> None:
         running_agent(loop, "001")
         second = loop.run()
         assert second.returncode == 2
-        assert "already running" in second.stderr and "started" in second.stderr
+        state = loop.state()
+        assert second.stderr == (
+            f"Error: a loop is running on this backlog (run {state['runId']}, started "
+            f"{state['startedAt']}); stop it with git forge loop stop, or wait for it to end\n")
     finally:
         assert run_forge("loop", "stop", cwd=loop.root).returncode == 0
         waiting.communicate(first)

@@ -95,7 +95,7 @@ def test_list_show_output_of_a_finished_process(git_repo: Path, owners) -> None:
         "handle": handle, "state": "exited", "item_id": "001", "iteration": 1,
         "started_at": listing[0]["started_at"], "finished_at": listing[0]["finished_at"],
         "total_bytes": len("\x1b[31mred\x1b[0m line one\n\x1b]0;title\x07line two 中\n".encode()),
-        "exit_code": 0, "reason": "exited",
+        "exit_code": 0, "reason": "exited", "liveness": None,
     }]
     table = forge_ok("list", cwd=git_repo).stdout
     assert handle in table and "exited" in table and "001" in table
@@ -187,6 +187,9 @@ def test_the_owner_gone_is_said_plainly(git_repo: Path, owners) -> None:
         "output"] == "up\n")
     owner.process.send_signal(signal.SIGKILL)
     waiting.wait_process(owner.process)
+    # The watchdog ends the tree of a dead owner; what is left is a manifest to reconcile.
+    wait_for(lambda: not psutil.pid_exists(owner.started[0]["pid"])
+             or psutil.Process(owner.started[0]["pid"]).status() == psutil.STATUS_ZOMBIE)
     stop = refused("stop", handle, cwd=git_repo, code=1)
     assert "owner_gone" in stop.stderr
     assert not (owner.root / f"{handle}.stop.json").exists()
@@ -194,7 +197,28 @@ def test_the_owner_gone_is_said_plainly(git_repo: Path, owners) -> None:
     assert "owner_gone" in refused("output", handle, "--follow", cwd=git_repo, code=1).stderr
     # the output that reached the spool is still there
     assert forge_ok("output", handle, cwd=git_repo).stdout == "up\n"
-    assert psutil.Process(owner.started[0]["pid"]).is_running()  # nothing was signalled
+
+
+def test_an_orphan_is_reported_and_proc_stop_ends_it(git_repo: Path, owners) -> None:
+    code = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "print('up', flush=True)\ntime.sleep(60)\n")
+    owner = owners(git_repo, "hold-unwatched", code)
+    handle, pid = owner.handles[0], owner.started[0]["pid"]
+    wait_for(lambda: json.loads(forge_ok("output", handle, "--json", cwd=git_repo).stdout)[
+        "output"] == "up\n")
+    owner.process.send_signal(signal.SIGKILL)
+    waiting.wait_process(owner.process)
+    listing = json.loads(forge_ok("list", "--json", cwd=git_repo).stdout)
+    assert [(row["handle"], row["liveness"]) for row in listing] == [(handle, "orphaned")]
+    assert "orphaned" in forge_ok("list", cwd=git_repo).stdout
+    assert "owner_gone" in refused("wait", handle, cwd=git_repo, code=1).stderr
+    assert psutil.Process(pid).is_running()  # nothing was signalled by reading
+    stopped = forge_ok("stop", handle, "--grace", "0.3", cwd=git_repo)
+    assert "orphaned" in stopped.stdout and "1 process" in stopped.stdout
+    wait_for(lambda: not psutil.pid_exists(pid)
+             or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    listing = json.loads(forge_ok("list", "--json", cwd=git_repo).stdout)
+    assert [(row["handle"], row["liveness"]) for row in listing] == [(handle, "gone")]
 
 
 def test_a_corrupt_manifest_is_named_and_left_alone(git_repo: Path, owners) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import stat
@@ -18,10 +19,12 @@ import waiting
 
 from git_forge.loop.journal import Journal
 from git_forge.loop.process_events import ProcessEventPublisher
+from git_forge.supervisor import liveness
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.entry import Outcome
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest, ManifestStore
+from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.process import PreparedProcess
 from git_forge.supervisor.spool import SpoolReader
 from git_forge.supervisor.supervisor import Supervisor
@@ -425,22 +428,35 @@ def test_output_beyond_the_ceiling_keeps_the_last_window(make) -> None:
 
 
 # -- restore -------------------------------------------------------------------------
-def test_sigkill_of_the_owner_then_restore_reconciles(tmp_path: Path, root: Path) -> None:
+def _owner(tmp_path: Path, root: Path, mode: str, code: str) -> tuple[subprocess.Popen, str]:
     journal_path = tmp_path / "state" / "events.ndjson"
-    code = "import time; print('working', flush=True); time.sleep(120)"
     owner = subprocess.Popen(
-        [sys.executable, OWNER_SCRIPT, str(root), str(journal_path), str(tmp_path), "hold",
+        [sys.executable, OWNER_SCRIPT, str(root), str(journal_path), str(tmp_path), mode,
          json.dumps(py(code))],
         stdout=subprocess.PIPE, text=True,
     )
-    started_line = json.loads(waiting.readline(owner))
-    handle, orphan = started_line["handle"], started_line["pid"]
+    handle = json.loads(waiting.readline(owner))["handle"]
+    spool = SpoolReader(root / f"{handle}.spool")
+    wait_for(lambda: spool.extent().total_bytes > 0)
+    return owner, handle
+
+
+AGENT_WITH_PID = ("import os, time; print(os.getpid(), flush=True); time.sleep(120)")
+
+
+def test_sigkill_of_the_owner_ends_the_tree_then_restore_reconciles(tmp_path: Path,
+                                                                    root: Path) -> None:
+    journal_path = tmp_path / "state" / "events.ndjson"
+    owner, handle = _owner(tmp_path, root, "hold", AGENT_WITH_PID)
     spool = SpoolReader(root / f"{handle}.spool")
     try:
-        wait_for(lambda: spool.extent().total_bytes == 8)
+        wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"))
+        agent = int(spool.read(0, 100).data)
         owner.send_signal(signal.SIGKILL)
-        waiting.wait_process(owner)
+        waiting.wait_process(owner, 10)
         assert ManifestStore(root).load(handle).state == "running"
+        wait_for(lambda: gone(agent), timeout=10)  # the watchdog ended the orphan
+        wait_for(lambda: liveness.tree_alive(root / f"{handle}.alive") is False, timeout=10)
         journal = Journal(journal_path, tmp_path)
         for _ in range(2):  # restoring twice is safe
             supervisor = Supervisor(SupervisorConfig(**FAST), ManifestStore(root),
@@ -450,26 +466,53 @@ def test_sigkill_of_the_owner_then_restore_reconciles(tmp_path: Path, root: Path
         manifest = ManifestStore(root).load(handle)
         assert manifest.state == "lost_on_restore"
         assert manifest.result.reason == "lost-on-restore" and manifest.finished_at
-        assert manifest.cursors.total_bytes == 8  # refreshed from the spool
+        size = len(spool.read(0, 100).data)
+        assert manifest.cursors.total_bytes == size  # refreshed from the spool
         assert report.reconciled == [] and [m.handle for m in report.reopened] == [handle]
         lost = [event for event in journal.read() if event["type"] == "process_lost"]
         assert len(lost) == 1 and lost[0]["eventId"] == manifest.events.lost
         assert lost[0]["handle"] == handle and lost[0]["itemId"] == "001"
-        assert psutil.Process(orphan).is_running()  # restore never signals an old process
-        assert spool.read(0, 100).data == b"working\n"
         with Supervisor(SupervisorConfig(**FAST), ManifestStore(root)) as later:
-            assert later.read(handle, 0, 100).data == b"working\n"
-            assert later.render(handle, 0, 100).output == "working\n"
+            assert later.read(handle, 0, 100).data == spool.read(0, 100).data
             assert later.wait(handle, timeout=WAIT) == manifest
             assert later.stop(handle) == manifest
     finally:
         if owner.poll() is None:
             owner.kill()
             waiting.wait_process(owner)
-        try:
-            psutil.Process(orphan).kill()  # the test's own cleanup, not the supervisor's
-        except psutil.NoSuchProcess:
-            pass
+
+
+def test_restore_reports_a_live_orphan_and_never_signals_it(tmp_path: Path,
+                                                            root: Path) -> None:
+    owner, handle = _owner(tmp_path, root, "hold-unwatched", AGENT_WITH_PID)
+    spool = SpoolReader(root / f"{handle}.spool")
+    try:
+        wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"))
+        agent = int(spool.read(0, 100).data)
+        owner.send_signal(signal.SIGKILL)
+        waiting.wait_process(owner, 10)
+        assert [o.handle for o in liveness.orphans(ProcPaths(root))] == [handle]
+        supervisor = Supervisor(SupervisorConfig(**FAST), ManifestStore(root))
+        report = supervisor.restore()
+        supervisor.shutdown()
+        assert [m.handle for m in report.orphans] == [handle] and not report.reconciled
+        assert ManifestStore(root).load(handle).state == "running"  # not claimed lost
+        assert psutil.Process(agent).is_running()  # restore never signals an old process
+        # An explicit stop finds the tree through the lock's holders, not a PID of ours.
+        assert liveness.holders(root / f"{handle}.alive") == [agent]
+        assert liveness.end_orphan(root / f"{handle}.alive", grace=0.3) == 1
+        wait_for(lambda: gone(agent), timeout=10)
+        assert liveness.orphans(ProcPaths(root)) == []
+        supervisor = Supervisor(SupervisorConfig(**FAST), ManifestStore(root))
+        report = supervisor.restore()
+        supervisor.shutdown()
+        assert [m.handle for m in report.reconciled] == [handle]
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            waiting.wait_process(owner)
+        with contextlib.suppress(psutil.Error, UnboundLocalError):
+            psutil.Process(agent).kill()
 
 
 def test_restore_reports_corrupt_records_and_continues(make, root: Path,

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from git_forge.atomic import FileLock, atomic_write, read_lock_holder
+from git_forge.atomic import FileLock, atomic_write
 from git_forge.backlog.model import select_next
 from git_forge.backlog.store import BacklogStore
 from git_forge.clock import utc_now
@@ -58,6 +58,8 @@ EXIT_STOPPED = 130
 
 #: How much of the end of an agent's output is searched for its signal.
 SIGNAL_WINDOW = 64 * 1024
+#: How long taking the loop lock retries (a status probe holds it for an instant).
+LOCK_PATIENCE = 0.05
 #: How often the loop looks for a stop request while an agent runs.
 POLL_SECONDS = 0.25
 
@@ -178,6 +180,18 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
 
 
+def _refuse_beside_live_work(state_dir: Path, *, own_lock: bool = False) -> None:
+    """Refuse to start while another loop runs on this backlog, or while an agent of
+    an earlier run still lives (it would be a second agent writing into the tree)."""
+    if not own_lock:
+        live = control.live_loop(state_dir)
+        if live is not None:
+            raise LoopError(control.running_message(live), exit_code=EXIT_REFUSED)
+    orphans = control.orphaned_agents(state_dir)
+    if orphans:
+        raise LoopError(control.orphan_message(orphans[0]), exit_code=EXIT_REFUSED)
+
+
 def _refuse_unless_forced(repo: Repo, workspace: Workspace, force: bool) -> frozenset[str]:
     """The pre-launch check and the HEAD refusals; returns the paths that were
     dirty before the run (only possible with ``--force``), which the run leaves alone."""
@@ -197,6 +211,10 @@ def _refuse_unless_forced(repo: Repo, workspace: Workspace, force: bool) -> froz
 def _restore(run: _Run) -> None:
     """Reconcile the processes a crashed run left, and put its items back."""
     report = run.supervisor.restore()
+    if report.orphans:  # appeared since the check at start: never start beside one
+        orphan = report.orphans[0]
+        raise LoopError(control.orphan_message(
+            control.OrphanedAgent(orphan.handle, orphan.origin.item_id)), exit_code=EXIT_REFUSED)
     lost = {m.origin.item_id: m.handle for m in report.reconciled if m.origin.item_id}
     for error in report.errors:
         run.progress.note(f"restore: process {error.handle}: {error.error}")
@@ -388,21 +406,23 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     if options.iterations < 1 or options.retries < 0:
         raise LoopError("--iterations must be at least 1 and --retries at least 0")
     repo = open_repo(workspace.root)
+    state_dir = workspace.state_dir
+    _refuse_beside_live_work(state_dir)
     preexisting = _refuse_unless_forced(repo, workspace, options.force)
     author_and_committer(repo)  # no identity is a clear error before any work
     store = BacklogStore.in_dir(workspace.backlog_dir)
     store.load()
-    state_dir = workspace.state_dir
     state_dir.mkdir(parents=True, exist_ok=True)
 
     run_id, started = new_run_id(), utc_now()
     lock = FileLock(control.loop_lock_path(state_dir))
-    if not lock.try_acquire(holder=f"run {run_id} started {started} (pid {os.getpid()})"):
-        holder = read_lock_holder(control.loop_lock_path(state_dir)) or "another process"
-        raise LoopError(f"a loop is already running on this backlog: {holder}",
-                        exit_code=EXIT_REFUSED)
+    if not lock.try_acquire(holder=control.holder_label(run_id, started, os.getpid()),
+                            patience=LOCK_PATIENCE):
+        _refuse_beside_live_work(state_dir)  # names the run that won the race
+        raise LoopError("the loop lock is held by another process", exit_code=EXIT_REFUSED)
     supervisor = None
     try:
+        _refuse_beside_live_work(state_dir, own_lock=True)
         control.clear_stop_request(state_dir)
         journal = _Journal(state_dir / EVENTS_FILE, workspace.root, progress)
         journal.rotate(state_dir / ARCHIVE_DIR)

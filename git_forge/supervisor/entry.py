@@ -20,7 +20,6 @@ import fcntl
 import os
 import select
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.process import ProcessTree
 from git_forge.supervisor.requests import discard_stop_request, take_stop_request
 from git_forge.supervisor.spool import SpoolWriter
+from git_forge.supervisor.watchdog import Child
 
 TICK_SECONDS = 0.1
 DESCENDANT_REFRESH_SECONDS = 1.0
@@ -107,7 +107,7 @@ class Entry:
         self._wake = threading.Event()
         self._leader_exited = threading.Event()
         self._abandon = threading.Event()
-        self._popen: subprocess.Popen | None = None
+        self._child: Child | None = None
         self._tree: ProcessTree | None = None
         self._drains: list[threading.Thread] = []
         self._open_streams = 0
@@ -119,17 +119,15 @@ class Entry:
         self._escalated = False
 
     # -- starting ----------------------------------------------------------------
-    def attach(
-        self, popen: subprocess.Popen, *, stdin: bytes | None, timeout: float | None
-    ) -> None:
+    def attach(self, child: Child, *, stdin: bytes | None, timeout: float | None) -> None:
         """Begin draining a freshly spawned process (before anything else can fail)."""
-        self._popen = popen
-        self.pid = popen.pid
-        self._tree = ProcessTree(popen.pid)
+        self._child = child
+        self.pid = child.pid
+        self._tree = ProcessTree(child.pid)
         if timeout is not None:
             self._deadline = time.monotonic() + timeout
         self._open_streams = 2
-        for stream in (popen.stdout, popen.stderr):
+        for stream in (child.stdout, child.stderr):
             assert stream is not None
             thread = threading.Thread(
                 target=self._drain, args=(stream.fileno(),), daemon=True,
@@ -139,7 +137,7 @@ class Entry:
             thread.start()
         threading.Thread(target=self._wait_leader, daemon=True).start()
         if stdin is not None:
-            threading.Thread(target=self._feed_stdin, args=(popen, stdin), daemon=True).start()
+            threading.Thread(target=self._feed_stdin, args=(child, stdin), daemon=True).start()
 
     def start_watcher(self) -> None:
         self._watcher = threading.Thread(
@@ -170,24 +168,23 @@ class Entry:
             return self._open_streams == 0
 
     def _wait_leader(self) -> None:
-        assert self._popen is not None
-        with contextlib.suppress(ChildProcessError):
-            os.waitid(os.P_PID, self._popen.pid, os.WEXITED | os.WNOWAIT)
+        assert self._child is not None
+        self._child.wait_exit()
         self._leader_exited.set()
         self._wake.set()
 
-    def _feed_stdin(self, popen: subprocess.Popen, data: bytes) -> None:
-        assert popen.stdin is not None
+    def _feed_stdin(self, child: Child, data: bytes) -> None:
+        assert child.stdin is not None
         try:
             view = memoryview(data)
-            fd = popen.stdin.fileno()
+            fd = child.stdin.fileno()
             while len(view):
                 view = view[os.write(fd, view):]
         except OSError:
             pass  # the child closed its standard input: what it read is what it got
         finally:
             with contextlib.suppress(OSError):
-                popen.stdin.close()
+                child.stdin.close()
 
     # -- stopping ----------------------------------------------------------------
     def request_stop(self, mode: str, grace: float | None = None) -> bool:
@@ -223,8 +220,14 @@ class Entry:
     def _signal(self, signum: int) -> None:
         assert self._tree is not None
         self.teardown_errors.extend(
-            self._tree.signal(signum, leader_unreaped=not self._reaped)
+            self._tree.signal(signum, leader_unreaped=self._leader_unreaped)
         )
+
+    @property
+    def _leader_unreaped(self) -> bool:
+        """The leader's pid (= its group id) cannot have been reused yet. A watched
+        leader is reaped by the watchdog as soon as it exits."""
+        return not self._reaped and self._child is not None and not self._child.reaped
 
     def _on_deadline(self) -> None:
         with self._lock:
@@ -313,13 +316,13 @@ class Entry:
         self.teardown_errors.extend(self._tree.sweep(grace))
 
     def _reap(self) -> Outcome:
-        assert self._popen is not None
+        assert self._child is not None
         with self._lock:
-            returncode = self._popen.wait()
+            returncode = self._child.wait()
             self._reaped = True
-        for stream in (self._popen.stdout, self._popen.stderr):
+        for stream in (self._child.stdout, self._child.stderr):
             with contextlib.suppress(OSError):
-                stream.close()  # type: ignore[union-attr]
+                stream.close()
         kind = self._stop_kind
         if kind == "timeout":
             return Outcome(State.TIMED_OUT)
@@ -407,7 +410,7 @@ class Entry:
     @property
     def reaped(self) -> bool:
         """The process itself is gone (a forced gate can pass before that)."""
-        return self._reaped or self._popen is None
+        return self._reaped or self._child is None
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the whole gate (publication included); False on timeout."""
