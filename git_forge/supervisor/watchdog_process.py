@@ -144,7 +144,7 @@ class _Wakeup:
 
 def _reap() -> list[tuple[int, int]]:
     """Every child that exited: ``[(pid, raw status)]``; empty when none (or no children)."""
-    reaped = []
+    reaped: list[tuple[int, int]] = []
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
