@@ -2,9 +2,9 @@
 
 Usage: supervisor_owner.py ROOT JOURNAL PROJECT MODE ARGV_JSON...
 Starts each command, prints ``{"handle": …, "pid": …}`` per line, then either holds
-(MODE ``hold``: sleeps until killed; ``hold-unwatched``: the same without the
-watchdog, so that its processes outlive it) or waits for every process, shuts down and
-prints ``done`` (MODE ``wait``).
+(MODE ``hold``: sleeps until killed, five minutes at most; ``hold-unwatched``: the
+same without the watchdog, so that its processes outlive it) or waits for every
+process (a minute each at most), shuts down and prints ``done`` (MODE ``wait``).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ def main() -> None:
         handles.append(handle)
         print(json.dumps({"handle": handle, "pid": supervisor.entry(handle).pid}), flush=True)
     if mode.startswith("hold"):
-        time.sleep(3600)
+        time.sleep(300)
     for handle in handles:
-        supervisor.wait(handle)
+        supervisor.wait(handle, timeout=60)
     supervisor.shutdown()
     print("done", flush=True)
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
+import waiting
 from helpers import git, run_forge
 
 STATE_FILES = ["state.json", "events.ndjson", "forge-decisions.json", "loop.lock",
@@ -38,7 +38,7 @@ def test_init_scaffolds_and_keeps_state_untracked(git_repo: Path) -> None:
     for name in STATE_FILES:
         git("check-ignore", "-q", f".forge/{name}", cwd=git_repo)
     for tracked in (".forge/backlog.json", ".forge/.gitignore"):
-        probe = subprocess.run(["git", "check-ignore", "-q", tracked], cwd=git_repo)
+        probe = waiting.run(["git", "check-ignore", "-q", tracked], cwd=git_repo)
         assert probe.returncode == 1, tracked  # 1 = not ignored
     ignored = run_forge("init", "--json", cwd=git_repo)  # idempotent, and a data command
     assert json.loads(ignored.stdout) == {

@@ -7,12 +7,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+import waiting
 from helpers import forge_argv, git, run_forge
+from templates import Templates, init_repository
+from waiting import wait_for
 
 AGENT = r'''
 import json, os, pathlib, signal, sys, time
@@ -56,6 +59,7 @@ class Loop:
     def __init__(self, root: Path, agent: Path, tmp: Path) -> None:
         self.root, self.agent, self.tmp = root, agent, tmp
         self.plan_file = tmp / "plan.json"
+        self.spawned: list[subprocess.Popen] = []
         self.log = tmp / "prompts"
         self.plan({})
 
@@ -69,13 +73,23 @@ class Loop:
     def argv(self, *args: str) -> list[str]:
         return ["loop", "run", "--agent", f"{sys.executable} {self.agent}", *args]
 
-    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(self, *args: str, timeout: float = waiting.PROCESS_TIMEOUT
+            ) -> subprocess.CompletedProcess:
         return run_forge(*self.argv(*args), cwd=self.root, env=self.env, timeout=timeout)
 
     def spawn(self, *args: str) -> subprocess.Popen:
-        return subprocess.Popen(forge_argv() + self.argv(*args), cwd=self.root,
+        """A loop in the background; one still running when the test ends is killed."""
+        proc = subprocess.Popen(forge_argv() + self.argv(*args), cwd=self.root,
                                 env={**os.environ, **self.env}, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
+        self.spawned.append(proc)
+        return proc
+
+    def kill_spawned(self) -> None:
+        for proc in self.spawned:
+            if proc.poll() is None:
+                waiting.kill_tree(proc.pid)
+                waiting.communicate(proc, timeout=10)
 
     def items(self) -> dict[str, dict]:
         document = json.loads((self.root / ".forge" / "backlog.json").read_text())
@@ -95,16 +109,24 @@ class Loop:
         return git("show", "--name-only", "--format=", rev, cwd=self.root).split()
 
 
-@pytest.fixture
-def loop(git_repo: Path, agent: Path, tmp_path: Path) -> Loop:
-    assert run_forge("init", cwd=git_repo).returncode == 0
-    add = lambda *a: run_forge("backlog", "add", *a, cwd=git_repo)  # noqa: E731
+def build_backlog(root: Path) -> None:
+    """A repository with a committed backlog of three items, 002 depending on 001."""
+    init_repository(root)
+    assert run_forge("init", cwd=root).returncode == 0
+    add = lambda *a: run_forge("backlog", "add", *a, cwd=root)  # noqa: E731
     add("--title", "Base module", "--priority", "2")
     add("--title", "Depends on base", "--priority", "1", "--depends-on", "001")
     add("--title", "Independent", "--priority", "3")
-    git("add", "-A", cwd=git_repo)
-    git("commit", "-qm", "backlog", cwd=git_repo)
-    return Loop(git_repo, agent, tmp_path)
+    git("add", "-A", cwd=root)
+    git("commit", "-qm", "backlog", cwd=root)
+
+
+@pytest.fixture
+def loop(templates: Templates, agent: Path, tmp_path: Path) -> Iterator[Loop]:
+    root = templates.copy("loop-backlog", build_backlog, tmp_path / "repo")
+    made = Loop(root, agent, tmp_path)
+    yield made
+    made.kill_spawned()
 
 
 def test_dependent_items_run_to_completion_one_commit_each(loop: Loop) -> None:
@@ -262,22 +284,15 @@ def test_a_second_loop_on_the_same_backlog_is_refused(loop: Loop) -> None:
             f"{state['startedAt']}); stop it with git forge loop stop, or wait for it to end\n")
     finally:
         assert run_forge("loop", "stop", cwd=loop.root).returncode == 0
-        first.communicate(timeout=60)
+        waiting.communicate(first)
 
 
 def running_agent(loop: Loop, item: str) -> int:
     """The pid the scripted agent writes once it runs (the file may be empty at first)."""
     marker = loop.log / f"{item}-running"
-    wait_for(lambda: marker.exists() and marker.read_text().strip().isdigit())
+    wait_for(lambda: marker.exists() and marker.read_text().strip().isdigit(),
+             what=f"the agent of {item} running")
     return int(marker.read_text())
-
-
-def wait_for(condition, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 def test_loop_stop_ends_a_run_whose_agent_ignores_sigterm(loop: Loop) -> None:
@@ -289,7 +304,7 @@ def test_loop_stop_ends_a_run_whose_agent_ignores_sigterm(loop: Loop) -> None:
     agent_pid = running_agent(loop, "001")
     stop = run_forge("loop", "stop", cwd=loop.root)
     assert stop.returncode == 0
-    out, err = proc.communicate(timeout=60)
+    out, err = waiting.communicate(proc)
     assert proc.returncode == 130, err
     assert not psutil.pid_exists(agent_pid) or psutil.Process(agent_pid).status() == (
         psutil.STATUS_ZOMBIE)
@@ -311,7 +326,7 @@ def test_sigkill_mid_iteration_then_a_new_run_restores(loop: Loop) -> None:
     proc = loop.spawn()
     agent_pid = running_agent(loop, "001")
     os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
+    waiting.communicate(proc, timeout=30)
     # The crash left the item in_progress (bookkeeping) and the agent's work in the tree.
     assert loop.items()["001"]["status"] == "in_progress"
     wait_for(lambda: not psutil.pid_exists(agent_pid)

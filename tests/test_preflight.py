@@ -8,22 +8,29 @@ import stat
 from pathlib import Path
 
 import pytest
+import waiting
 from helpers import git, run_forge
+from templates import Templates, init_repository
 
 from git_forge.loop.state import RunState, write_state
 
 STARTED = "2026-11-29T10:11:12Z"
 
 
-@pytest.fixture
-def project(git_repo: Path) -> Path:
-    result = run_forge("init", cwd=git_repo)
+def build_project(root: Path) -> None:
+    """A repository with a committed backlog of two items."""
+    init_repository(root)
+    result = run_forge("init", cwd=root)
     assert result.returncode == 0, result.stderr
-    run_forge("backlog", "add", "--title", "One", cwd=git_repo)
-    run_forge("backlog", "add", "--title", "Two", cwd=git_repo)
-    git("add", "-A", cwd=git_repo)
-    git("commit", "-qm", "backlog", cwd=git_repo)
-    return git_repo
+    run_forge("backlog", "add", "--title", "One", cwd=root)
+    run_forge("backlog", "add", "--title", "Two", cwd=root)
+    git("add", "-A", cwd=root)
+    git("commit", "-qm", "backlog", cwd=root)
+
+
+@pytest.fixture
+def project(templates: Templates, tmp_path: Path) -> Path:
+    return templates.copy("preflight-project", build_project, tmp_path / "repo")
 
 
 def prior_run(project: Path, **fields) -> None:
@@ -108,9 +115,8 @@ def test_the_hook_runs_the_check(project: Path) -> None:
 
 
 def git_hook(project: Path):
-    import subprocess
-    return subprocess.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
-                          cwd=project, capture_output=True, text=True)
+    return waiting.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
+                       cwd=project, capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("hooks_path", [False, True])
@@ -149,10 +155,8 @@ def test_install_chains_a_foreign_hook_and_uninstall_restores_it(
 
 
 def git_hook_env(project: Path, env: dict[str, str]):
-    import subprocess
-    return subprocess.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
-                          cwd=project, capture_output=True, text=True,
-                          env={**os.environ, **env})
+    return waiting.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
+                       cwd=project, capture_output=True, text=True, env={**os.environ, **env})
 
 
 def test_install_without_a_foreign_hook_and_uninstall_leaves_nothing(project: Path) -> None:

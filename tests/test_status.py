@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import waiting
 from helpers import run_forge
 
 from git_forge.atomic import FileLock
@@ -117,14 +118,14 @@ def test_lock_liveness_follows_the_holder(repo: Path) -> None:
          "print('held', flush=True); sys.stdin.read()", str(lock)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        assert holder.stdout.readline().strip() == "held"
+        assert waiting.readline(holder).strip() == "held"
         result = run_forge("status", "--json", cwd=repo)
         assert json.loads(result.stdout)["lock"] == {"present": True, "alive": True,
                                                      "holder": "run r1 since 10:00"}
         assert "lock:     held by run r1 since 10:00" in run_forge("status", cwd=repo).stdout
     finally:
         holder.stdin.close()
-        holder.wait(timeout=30)
+        waiting.wait_process(holder, timeout=30)
     # The holder is gone: the file stays, nothing is alive — no PID is ever consulted.
     assert status_of(repo)["lock"] == {"present": True, "alive": False, "holder": None}
 

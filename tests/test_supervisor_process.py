@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import waiting
 
 from git_forge.loop.journal import Journal
 from git_forge.loop.process_events import ProcessEventPublisher
@@ -29,6 +30,8 @@ from git_forge.supervisor.spool import SpoolReader
 from git_forge.supervisor.supervisor import Supervisor
 
 OWNER_SCRIPT = str(Path(__file__).parent / "supervisor_owner.py")
+#: Seconds a supervised test process may take to end; the fixture's shutdown kills it.
+WAIT = 30.0
 
 
 def py(code: str) -> list[str]:
@@ -115,10 +118,7 @@ def gone(pid: int) -> bool:
 
 
 def wait_for(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
+    waiting.wait_for(condition, timeout, interval=0.02)
 
 
 # -- start, drain, natural exit -------------------------------------------------------
@@ -127,7 +127,7 @@ def test_a_process_runs_to_its_exit(make, root: Path, recorder: Recorder) -> Non
     # whole lines in one write each: the combined order interleaves writes, not lines
     handle = run(supervisor, py("import os, sys; os.write(1, b'out\\n'); "
                                 "os.write(2, b'err\\n'); sys.exit(3)"))
-    manifest = supervisor.wait(handle)
+    manifest = supervisor.wait(handle, timeout=WAIT)
     assert manifest.state == "exited" and manifest.result.exit_code == 3
     assert manifest.result.reason == "exited"
     assert sorted(output(supervisor, handle).splitlines()) == [b"err", b"out"]
@@ -147,7 +147,7 @@ def test_the_manifest_is_durable_before_the_process_runs(make, root: Path) -> No
              f"found = [json.loads(p.read_text())['state'] for p in "
              f"pathlib.Path({str(root)!r}).glob('*.manifest.json')]; print(found)")
     handle = run(supervisor, py(probe))
-    supervisor.wait(handle)
+    supervisor.wait(handle, timeout=WAIT)
     seen = output(supervisor, handle).decode()
     assert seen.strip() in ("['starting']", "['running']")
 
@@ -157,7 +157,7 @@ def test_stdin_reaches_the_process(make) -> None:
     prompt = ("a long prompt " * 20000).encode()  # larger than a pipe buffer
     handle = run(supervisor, py("import sys; data = sys.stdin.buffer.read(); "
                                 "print(len(data), data[:6].decode())"), stdin=prompt)
-    supervisor.wait(handle)
+    supervisor.wait(handle, timeout=WAIT)
     assert output(supervisor, handle) == f"{len(prompt)} a long\n".encode()
 
 
@@ -180,7 +180,7 @@ def test_a_spawn_failure_leaves_a_failed_manifest_and_releases(make, root: Path,
     assert [kind for kind, _, _ in recorder.events] == ["completed"]
     assert supervisor.snapshot(raised.value.handle) == manifest
     handle = run(supervisor, py("pass"))  # the only slot was released
-    assert supervisor.wait(handle).state == "exited"
+    assert supervisor.wait(handle, timeout=WAIT).state == "exited"
 
 
 def test_memory_and_spool_budgets_are_reserved(make, root: Path) -> None:
@@ -191,7 +191,7 @@ def test_memory_and_spool_budgets_are_reserved(make, root: Path) -> None:
     with pytest.raises(ProcessError, match="process_quota_exceeded"):
         run(supervisor, py("pass"))
     supervisor.stop(first, "kill")
-    assert supervisor.wait(run(supervisor, py("pass"))).state == "exited"
+    assert supervisor.wait(run(supervisor, py("pass")), timeout=WAIT).state == "exited"
 
 
 def test_quota_and_single_use(make, root: Path) -> None:
@@ -208,7 +208,8 @@ def test_quota_and_single_use(make, root: Path) -> None:
     assert not fresh.used  # a refused start does not consume the prepared process
     assert ManifestStore(root).scan() == [handle]
     supervisor.stop(handle, "kill")
-    assert supervisor.wait(supervisor.start({"run_id": "r"}, None, fresh)).state == "exited"
+    assert supervisor.wait(supervisor.start({"run_id": "r"}, None, fresh),
+                           timeout=WAIT).state == "exited"
 
 
 def test_a_workspace_lease_is_released_once_before_notification(make) -> None:
@@ -226,7 +227,7 @@ def test_a_workspace_lease_is_released_once_before_notification(make) -> None:
     supervisor.notifications = Notifier()
     handle = supervisor.start({"run_id": "r"}, None,
                               PreparedProcess(py("pass"), cwd="/", lease=Lease()))
-    supervisor.wait(handle)
+    supervisor.wait(handle, timeout=WAIT)
     assert order == ["lease", "notify"]
 
 
@@ -248,7 +249,7 @@ def started(supervisor: Supervisor, code: str, **options) -> str:
 def test_a_deadline_ends_in_timed_out(make, code: str) -> None:
     supervisor = make()
     handle = run(supervisor, py(code), timeout=0.5)
-    manifest = supervisor.wait(handle)
+    manifest = supervisor.wait(handle, timeout=WAIT)
     assert manifest.state == "timed_out" and manifest.result.reason == "timed-out"
     assert manifest.deadline is not None
 
@@ -272,7 +273,7 @@ def test_interrupt_never_escalates(make) -> None:
 def test_stopping_a_terminal_process_sends_nothing(make, root: Path) -> None:
     supervisor = make()
     handle = run(supervisor, py("pass"))
-    finished = supervisor.wait(handle)
+    finished = supervisor.wait(handle, timeout=WAIT)
     path = root / f"{handle}.manifest.json"
     before = path.read_bytes()
     for mode in ("interrupt", "terminate", "kill"):
@@ -348,7 +349,7 @@ def test_shutdown_is_shared_and_idempotent(make) -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=20)
+        waiting.join(thread, 20)
     assert not errors
     states = [supervisor.snapshot(handle).state for handle in handles]
     assert states == ["terminated", "killed", "terminated"]
@@ -370,15 +371,15 @@ def test_eight_concurrent_terminalizers_pass_the_gate_once(make, root: Path,
     results: list[bool] = []
 
     def terminalize() -> None:
-        barrier.wait()
+        barrier.wait(timeout=10)
         results.append(entry.terminalize(Outcome("terminated")))
 
     threads = [threading.Thread(target=terminalize) for _ in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
-    supervisor.wait(handle)
+        waiting.join(thread)
+    supervisor.wait(handle, timeout=WAIT)
     time.sleep(0.5)  # the natural exit arrives too, and must be a no-op
     assert results.count(True) == 1
     terminal_saves = {state: count for state, count in store.saves.items()
@@ -415,7 +416,7 @@ def test_output_beyond_the_ceiling_keeps_the_last_window(make) -> None:
     supervisor = make(max_spool_bytes=256 * 1024, spool_segment_bytes=64 * 1024)
     code = "import sys\nfor n in range(200000): print(n)\n"
     handle = run(supervisor, py(code))
-    manifest = supervisor.wait(handle)
+    manifest = supervisor.wait(handle, timeout=WAIT)
     total = sum(len(f"{n}\n") for n in range(200000))
     assert manifest.cursors.total_bytes == total
     retained = manifest.cursors.retained_from
@@ -434,8 +435,7 @@ def _owner(tmp_path: Path, root: Path, mode: str, code: str) -> tuple[subprocess
          json.dumps(py(code))],
         stdout=subprocess.PIPE, text=True,
     )
-    assert owner.stdout is not None
-    handle = json.loads(owner.stdout.readline())["handle"]
+    handle = json.loads(waiting.readline(owner))["handle"]
     spool = SpoolReader(root / f"{handle}.spool")
     wait_for(lambda: spool.extent().total_bytes > 0)
     return owner, handle
@@ -453,7 +453,7 @@ def test_sigkill_of_the_owner_ends_the_tree_then_restore_reconciles(tmp_path: Pa
         wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"))
         agent = int(spool.read(0, 100).data)
         owner.send_signal(signal.SIGKILL)
-        owner.wait(timeout=10)
+        waiting.wait_process(owner, 10)
         assert ManifestStore(root).load(handle).state == "running"
         wait_for(lambda: gone(agent), timeout=10)  # the watchdog ended the orphan
         wait_for(lambda: liveness.tree_alive(root / f"{handle}.alive") is False, timeout=10)
@@ -474,11 +474,12 @@ def test_sigkill_of_the_owner_ends_the_tree_then_restore_reconciles(tmp_path: Pa
         assert lost[0]["handle"] == handle and lost[0]["itemId"] == "001"
         with Supervisor(SupervisorConfig(**FAST), ManifestStore(root)) as later:
             assert later.read(handle, 0, 100).data == spool.read(0, 100).data
-            assert later.wait(handle) == manifest
+            assert later.wait(handle, timeout=WAIT) == manifest
             assert later.stop(handle) == manifest
     finally:
         if owner.poll() is None:
             owner.kill()
+            waiting.wait_process(owner)
 
 
 def test_restore_reports_a_live_orphan_and_never_signals_it(tmp_path: Path,
@@ -489,7 +490,7 @@ def test_restore_reports_a_live_orphan_and_never_signals_it(tmp_path: Path,
         wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"))
         agent = int(spool.read(0, 100).data)
         owner.send_signal(signal.SIGKILL)
-        owner.wait(timeout=10)
+        waiting.wait_process(owner, 10)
         assert [o.handle for o in liveness.orphans(ProcPaths(root))] == [handle]
         supervisor = Supervisor(SupervisorConfig(**FAST), ManifestStore(root))
         report = supervisor.restore()
@@ -509,6 +510,7 @@ def test_restore_reports_a_live_orphan_and_never_signals_it(tmp_path: Path,
     finally:
         if owner.poll() is None:
             owner.kill()
+            waiting.wait_process(owner)
         with contextlib.suppress(psutil.Error, UnboundLocalError):
             psutil.Process(agent).kill()
 
@@ -518,8 +520,8 @@ def test_restore_reports_corrupt_records_and_continues(make, root: Path,
     first = make()
     good = run(first, py("print('fine')"))
     bad_spool = run(first, py("print('spool')"))
-    first.wait(good)
-    first.wait(bad_spool)
+    first.wait(good, timeout=WAIT)
+    first.wait(bad_spool, timeout=WAIT)
     first.shutdown()
     running = ManifestStore(root).load(good).to_dict()
     running.update(state="running", finished_at=None,
@@ -548,7 +550,7 @@ def test_restore_publishes_a_completion_a_crash_left_unpublished(make, root: Pat
                                                                  recorder: Recorder) -> None:
     first = make()
     handle = run(first, py("pass"))
-    first.wait(handle)
+    first.wait(handle, timeout=WAIT)
     first.shutdown()
     document = json.loads((root / f"{handle}.manifest.json").read_text())
     document["completion_published"] = 0  # as if the owner died right after the terminal save

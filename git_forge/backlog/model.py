@@ -10,7 +10,7 @@ Nothing here reads or writes files.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -264,7 +264,7 @@ def next_id(items: Iterable[Mapping[str, Any]]) -> str:
     return str(highest + 1).zfill(width)
 
 
-def cycle_through(items: list[Mapping[str, Any]], start: str) -> list[str] | None:
+def cycle_through(items: Sequence[Mapping[str, Any]], start: str) -> list[str] | None:
     """A dependency cycle that passes through ``start`` (as ids, start first), or None.
 
     Only the edited item's edges change in an add or edit, so a cycle that edit

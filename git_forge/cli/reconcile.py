@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
+
+if TYPE_CHECKING:
+    from git_forge.tree.reconcile import Decision
 
 EXIT_TREE_DIRTY = 6
 
@@ -43,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _flag_decisions(args: argparse.Namespace) -> dict[str, object]:
+def _flag_decisions(args: argparse.Namespace) -> dict[str, Decision]:
     from git_forge.errors import UsageError
     from git_forge.tree.reconcile import Decision
 
@@ -100,7 +104,7 @@ def render_actions(actions) -> list[str]:
     return lines
 
 
-def ask_decisions(plan, *, commit_recovery: bool = False) -> dict[str, object]:
+def ask_decisions(plan, *, commit_recovery: bool = False) -> dict[str, Decision]:
     """One question per group on a terminal; discard is confirmed a second time.
     The default is always to leave the work, except recover's own backlog change."""
     from git_forge.cli import ask

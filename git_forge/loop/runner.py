@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from git_forge.atomic import FileLock, atomic_write, locked
 from git_forge.backlog.model import cycle_through, id_key, select_next
@@ -91,8 +91,9 @@ class LoopOptions:
     prompt_file: Path | None = None
 
 
-class Progress:
-    """What the loop tells its caller as it goes; every hook is optional."""
+class Progress(Protocol):
+    """What the loop tells its caller as it goes. A caller renders it (the CLI's
+    ``TerminalProgress``) or leaves hooks out by extending ``NullProgress``."""
 
     def started(self, run_id: str, max_iterations: int) -> None: ...
     def iteration(self, number: int, max_iterations: int, item: dict[str, Any]) -> None: ...
@@ -101,6 +102,32 @@ class Progress:
     def finished(self, item: dict[str, Any], outcome: str, detail: str) -> None: ...
     def event(self, event: dict[str, Any]) -> None: ...
     def note(self, text: str) -> None: ...
+
+
+class NullProgress:
+    """A ``Progress`` that tells nobody: the loop's default, and a base whose
+    hooks a caller overrides only where it wants to hear."""
+
+    def started(self, run_id: str, max_iterations: int) -> None:
+        return None
+
+    def iteration(self, number: int, max_iterations: int, item: dict[str, Any]) -> None:
+        return None
+
+    def tick(self, elapsed: float, output_bytes: int) -> None:
+        return None
+
+    def output(self, text: str) -> None:
+        return None
+
+    def finished(self, item: dict[str, Any], outcome: str, detail: str) -> None:
+        return None
+
+    def event(self, event: dict[str, Any]) -> None:
+        return None
+
+    def note(self, text: str) -> None:
+        return None
 
 
 @dataclass
@@ -286,10 +313,11 @@ def _remove_prompt_files(run: _Run) -> None:
 
 def _prepare(run: _Run, item: dict[str, Any], prompt: str, number: int) -> PreparedProcess:
     argv = list(run.options.agent)
-    stdin: bytes | None = prompt.encode("utf-8")
+    encoded = prompt.encode("utf-8")
+    stdin: bytes | None = encoded
     if any("{prompt_file}" in arg for arg in argv):
         prompt_path = run.workspace.state_dir / f"prompt-{item['id']}.md"
-        atomic_write(prompt_path, stdin, mode=0o600)
+        atomic_write(prompt_path, encoded, mode=0o600)
         argv = [arg.replace("{prompt_file}", str(prompt_path)) for arg in argv]
         stdin = None
     env = {**os.environ, "FORGE_ITEM_ID": str(item["id"]), "FORGE_ITERATION": str(number),
@@ -540,7 +568,7 @@ def _summary_message(run: _Run, code: int) -> str:
 def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | None = None,
              stop_event: threading.Event | None = None) -> LoopResult:
     """Run the loop until nothing is selectable, the budget is spent, or a stop."""
-    progress = progress or Progress()
+    progress = NullProgress() if progress is None else progress
     stop_event = stop_event or threading.Event()
     if not options.agent:
         raise LoopError("no agent to run: pass --agent CMD or set loop.agent in .forge.yaml")

@@ -27,7 +27,9 @@ written through ``git_forge.atomic``.
 
 Reading needs no lock and works from another process while the writer runs:
 read ``index.json``, extend its total over bytes already appended to the
-segment at its end, read the segments. A segment deleted under a reader's
+segment at its end, read ``index.json`` again — the writer commits a newer
+index before it deletes a segment, so an unchanged index proves the extension
+saw no deletion — and read the segments. A segment deleted under a reader's
 feet means a newer index exists: the read starts over (and reports a gap).
 After a crash the spool reopens with every byte that reached the segment
 files.
@@ -156,9 +158,27 @@ class SpoolReader:
         return self._extent()[0]
 
     def _extent(self) -> tuple[Extent, int]:
+        """The extent from an index that stayed current while its segments were
+        looked at. The writer commits a newer index before it deletes a segment, so
+        an index read again unchanged after the ``stat`` calls proves that no segment
+        they saw missing was deleted meanwhile. Without that check a reader that lost
+        the processor between reading the index and looking at its last segment took
+        a segment deleted since for the end of the output, and its total went
+        backwards (behind a cursor it had already been given)."""
         index = _read_index(self.directory)
-        if index is None:
-            return Extent(), MAX_SEGMENT_BYTES
+        for _ in range(_READ_ATTEMPTS):
+            if index is None:
+                return Extent(), MAX_SEGMENT_BYTES
+            extent = self._extended(index)
+            again = _read_index(self.directory)
+            if again == index:
+                return extent, index.segment_bytes
+            index = again
+        raise ProcessError("spool_corrupt", f"the index of {self.directory} keeps changing")
+
+    def _extended(self, index: _Index) -> Extent:
+        """``index``'s extent, extended over bytes already appended to its last segment
+        (and to the full segments after it)."""
         size_of = self._segment_size
         total, step = index.total_bytes, index.segment_bytes
         segment = total // step * step
@@ -170,7 +190,7 @@ class SpoolReader:
             if size < step:
                 break
             segment += step
-        return Extent(total, index.retained_from), step
+        return Extent(total, index.retained_from)
 
     def _segment_size(self, start: int) -> int | None:
         try:

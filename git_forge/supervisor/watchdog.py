@@ -182,7 +182,9 @@ class Watchdog:
                 if child is not None:
                     child.report(int(message["status"]))
                 return
-            request = self._requests.pop(message.get("id"), None)
+            request_id = message.get("id")
+            request = (self._requests.pop(request_id, None) if isinstance(request_id, int)
+                       else None)
             if request is None:
                 return
             if op == "spawned":
@@ -240,8 +242,10 @@ class Watchdog:
                     self._requests[request_id] = request
                 socket.send_fds(sock, [json.dumps(message).encode()], theirs)
         except BaseException:
+            sent_id = message.get("id")
             with self._state:
-                self._requests.pop(message.get("id"), None)  # type: ignore[arg-type]
+                if isinstance(sent_id, int):
+                    self._requests.pop(sent_id, None)
             _close_streams(streams)
             raise
         finally:

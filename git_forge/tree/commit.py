@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pygit2
-from pygit2.enums import RepositoryState
+from pygit2.enums import FileMode, RepositoryState
 
 from git_forge.tree.errors import GitError
 from git_forge.tree.identity import author_and_committer
@@ -103,7 +103,8 @@ def commit_paths(
     # new commit with an index that would revert it on the next `git commit`.
     previous = [(file.path, staged_entry(index, file.path)) for file in files]
     _set_entries(index, [
-        (file.path, pygit2.IndexEntry(file.path, file.blob_id, file.mode) if file.present else None)
+        (file.path, pygit2.IndexEntry(file.path, file.blob_id, FileMode(file.mode))
+         if file.blob_id is not None else None)
         for file in files
     ])
     try:

@@ -267,9 +267,10 @@ def restore_discarded(repo: Repo, ref: str) -> list[str]:
         )
     for path in sorted(removing, key=os.fsencode, reverse=True):
         _remove(repo, path)
-    writes = sorted((path for path in pending if path not in removing), key=os.fsencode)
-    for path in writes:
-        _write(repo, path, pending[path])
+    writes = sorted(((path, target) for path, target in pending.items() if target is not None),
+                    key=lambda write: os.fsencode(write[0]))
+    for path, target in writes:
+        _write(repo, path, target)
     wrong = [path for path, target in pending.items() if _disk_state(repo, path) != target]
     if wrong:
         raise GitError(f"restored {name}, but these paths do not match it: {', '.join(wrong)}")
@@ -307,7 +308,10 @@ def _remove(repo: Repo, path: str) -> None:
 def _write(repo: Repo, path: str, target: tuple[pygit2.Oid, int]) -> None:
     full = repo.workdir / path
     blob_id, mode = target
-    data = repo.repository[blob_id].data
+    blob = repo.repository[blob_id]
+    if not isinstance(blob, pygit2.Blob):
+        raise GitError(f"cannot restore {path!r}: the saved {blob_id} is not a file")
+    data = blob.data
     if full.is_dir() and not full.is_symlink():
         for directory, _, _ in sorted(os.walk(full), reverse=True):
             os.rmdir(directory)  # emptied by the removals (checked by _in_the_way)

@@ -89,13 +89,13 @@ def stash_paths(repo: Repo, paths: Iterable[str], message: str) -> str:
     index = repo.fresh_index()
     head_tree = head.tree
     entries = {path: staged_entry(index, path) for path in names}
-    tracked = [path for path in names if entries[path] is not None]
+    tracked = {path: entry for path, entry in entries.items() if entry is not None}
     untracked = [path for path in names if entries[path] is None]
 
     staged = [_staged_file(index, path) for path in names]
     worktree = read_worktree_files(
         repo, tracked, filtered=True,
-        previous_modes={path: int(entries[path].mode) for path in tracked}, index=index,
+        previous_modes={path: int(entry.mode) for path, entry in tracked.items()}, index=index,
     )
     # A path HEAD has but the index does not (staged deletion) is absent from the
     # stash's working tree; if a file of that name exists it is untracked.

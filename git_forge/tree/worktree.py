@@ -188,10 +188,12 @@ def _is_repository_dir(directory: Path) -> bool:
 
 
 def _submodule_head(repo: Repo, path: str) -> pygit2.Oid | None:
+    """The commit a submodule has checked out; ``None`` when it cannot be read."""
     try:
-        return pygit2.Repository(str(repo.workdir / path)).head.target
+        target = pygit2.Repository(str(repo.workdir / path)).head.target
     except (pygit2.GitError, KeyError):
         return None
+    return target if isinstance(target, pygit2.Oid) else None
 
 
 def _shown(path: str) -> str:
@@ -414,9 +416,9 @@ def tree_with(repo: Repo, base: pygit2.Tree | None, files: Iterable[WorktreeFile
         if not file.present and file.path in scratch:
             scratch.remove(file.path)
     for file in files:
-        if file.present:
+        if file.blob_id is not None:
             try:
-                scratch.add(pygit2.IndexEntry(file.path, file.blob_id, file.mode))
+                scratch.add(pygit2.IndexEntry(file.path, file.blob_id, FileMode(file.mode)))
             except pygit2.GitError as exc:
                 raise GitError(f"cannot place {file.path!r} in the tree: {exc}") from exc
     return scratch.write_tree(repo.repository)
@@ -519,7 +521,7 @@ def restore_to_head(repo: Repo, paths: list[str]) -> None:
             if (staged is not None and is_skip_worktree(index, path)
                     and (staged.id, int(staged.mode)) == target):
                 continue  # outside the sparse checkout and unchanged: git leaves it alone
-            index.add(pygit2.IndexEntry(path, target[0], target[1]))
+            index.add(pygit2.IndexEntry(path, target[0], FileMode(target[1])))
             to_write.append(path)
         index.write()
         for path in sorted(to_delete, key=os.fsencode, reverse=True):
