@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 from helpers import forge_argv, git, run_forge, snapshot
+from waiting import wait_for
 
 AGENT = r'''
 import fcntl, json, os, pathlib, signal, subprocess, sys, time
@@ -71,13 +72,6 @@ def marked(marker: str) -> list[int]:
         except psutil.Error:
             continue
     return found
-
-
-def wait_for(condition, timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} not reached in {timeout} s"
-        time.sleep(0.05)
 
 
 def kill_marked(marker: str) -> None:
