@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import IO, Protocol
 
 SCRIPT = Path(__file__).with_name("watchdog_process.py")
+#: The directory holding the ``git_forge`` package, for the watchdog's one import.
+PACKAGE_PARENT = Path(__file__).resolve().parent.parent.parent
 #: How long a start may wait for the watchdog's answer (a fork and an exec).
 ANSWER_SECONDS = 30.0
 #: How long ``close`` waits for the watchdog process to end.
@@ -143,7 +145,8 @@ class Watchdog:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(SCRIPT), str(theirs.fileno())],
+                [sys.executable, "-I", "-S", str(SCRIPT), str(theirs.fileno()),
+                 str(PACKAGE_PARENT)],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True, close_fds=True,

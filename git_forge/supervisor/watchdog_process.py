@@ -1,7 +1,8 @@
 """The watchdog process: no agent outlives the supervisor that started it.
 
-This file runs as its own small program (``python -I -S watchdog_process.py FD``),
-one per supervisor, and imports nothing but the standard library. The shape:
+This file runs as its own small program (``python -I -S watchdog_process.py FD
+PACKAGE_PARENT``), one per supervisor; it imports the standard library and
+``git_forge.lockprobe`` (which imports nothing else of git-forge). The shape:
 
     supervisor ──socket── watchdog (child subreaper)
                             ├── agent 1 (session leader) ── its children …
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
 import gc
 import json
 import os
@@ -46,6 +46,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_MESSAGE = 1 << 20
@@ -54,6 +55,9 @@ MAX_FDS = 8
 KILL_BOUND = 10.0
 #: Signals an agent starts with at their defaults (Python ignores SIGPIPE and
 #: SIGXFSZ; the watchdog handles the rest).
+#: ``git_forge.lockprobe.lock_is_held``, imported by ``main`` once the package is on the path.
+lock_is_held: Callable[[str], bool]
+
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGINT,
                     signal.SIGTERM, signal.SIGHUP)
 
@@ -150,20 +154,6 @@ def _send(pids: set[int], signum: int) -> None:
             pass
 
 
-def _lock_held(path: str) -> bool:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
 # -- one agent's tree ----------------------------------------------------------------
 class Tree:
     """An agent the watchdog started, and how to tell what is left of it."""
@@ -190,7 +180,7 @@ class Tree:
             pass
         except PermissionError:
             return True
-        return _lock_held(self.alive_path) or bool(adopted)
+        return lock_is_held(self.alive_path) or bool(adopted)
 
     def members(self, table: dict[int, tuple[int, int, int]], adopted: set[int],
                 me: int) -> set[int]:
@@ -422,6 +412,9 @@ class Watchdog:
 
 def main(argv: list[str]) -> int:
     fd = int(argv[1])
+    sys.path.insert(0, argv[2])
+    global lock_is_held
+    from git_forge.lockprobe import lock_is_held
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=fd)
     os.set_inheritable(fd, False)
     os.chdir("/")
