@@ -18,6 +18,7 @@ raises ``StoreError`` naming the file, and ``update_json`` stops before writing.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -28,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from git_forge.errors import ForgeError
+from git_forge.errors import EXIT_ERROR, ForgeError
 from git_forge.jsonenc import dumps_indented
 
 # Re-exported: callers find every lock helper here; the probes live apart so the
@@ -43,6 +44,16 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 
 class StoreError(ForgeError):
     """A durable file could not be read, parsed, locked or written."""
+
+
+def write_failure(what: Path | str, exc: OSError) -> str:
+    """How a failed write is told, the same everywhere: a full disk says so plainly.
+    (A failed write is the machine's failure, not the input's: exit 1.)"""
+    if exc.errno == errno.ENOSPC:
+        return f"no space left on device while writing {what}"
+    if exc.errno == errno.EDQUOT:
+        return f"disk quota exceeded while writing {what}"
+    return f"cannot write {what}: {exc.strerror or exc}"
 
 
 def sidecar_lock_path(path: Path) -> Path:
@@ -87,7 +98,7 @@ def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> N
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
-        raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        raise StoreError(write_failure(path, exc), exit_code=EXIT_ERROR) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), mode)
@@ -99,9 +110,12 @@ def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> N
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         if isinstance(exc, OSError):
-            raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
+            raise StoreError(write_failure(path, exc), exit_code=EXIT_ERROR) from exc
         raise
-    fsync_directory(directory)
+    try:
+        fsync_directory(directory)
+    except OSError as exc:
+        raise StoreError(write_failure(path, exc), exit_code=EXIT_ERROR) from exc
 
 
 def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:
@@ -203,10 +217,13 @@ class FileLock:
         except BaseException:
             handle.close()
             raise
-        handle.seek(0)
-        handle.truncate()
-        handle.write((holder or _holder_label()).encode("utf-8"))
-        handle.flush()
+        try:  # the label only informs a waiter: a full disk must not cost the lock
+            handle.seek(0)
+            handle.truncate()
+            handle.write((holder or _holder_label()).encode("utf-8"))
+            handle.flush()
+        except OSError:
+            pass
         self._handle = handle
         return True
 

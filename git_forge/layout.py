@@ -23,7 +23,9 @@ DECISIONS_FILE = "forge-decisions.json"
 LOOP_LOCK_FILE = "loop.lock"
 #: In the work tree's git dir: held by the live loop that owns this work tree.
 TREE_LOCK_FILE = "forge-loop.lock"
-LOOP_STOP_FILE = "loop.stop"
+#: Written by the loop at its start; ``git forge loop stop`` removes it (a removal
+#: needs no disk space, so a stop works on a full disk too).
+LOOP_RUN_FILE = "loop.run"
 PROC_DIR = "proc"
 #: The ``{prompt_file}`` copies of an agent's prompt (``prompt-<id>.md``), removed
 #: when the agent ends; the pattern is ignored so that none is ever committed.

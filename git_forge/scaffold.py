@@ -22,7 +22,7 @@ from git_forge.layout import (
     BACKLOG_FILE,
     DECISIONS_FILE,
     EVENTS_FILE,
-    LOOP_STOP_FILE,
+    LOOP_RUN_FILE,
     PROC_DIR,
     PROMPT_FILES,
     STATE_FILE,
@@ -31,7 +31,7 @@ from git_forge.workspace import Workspace
 
 #: State files that live in the state dir (formats.md), as ignore patterns.
 _STATE_PATTERNS: tuple[str, ...] = (
-    STATE_FILE, EVENTS_FILE, DECISIONS_FILE, "*.lock", LOOP_STOP_FILE, f"{PROC_DIR}/",
+    STATE_FILE, EVENTS_FILE, DECISIONS_FILE, "*.lock", LOOP_RUN_FILE, f"{PROC_DIR}/",
     f"{ARCHIVE_DIR}/", PROMPT_FILES,
 )
 

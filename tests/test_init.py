@@ -9,7 +9,7 @@ import waiting
 from helpers import git, run_forge
 
 STATE_FILES = ["state.json", "events.ndjson", "forge-decisions.json", "loop.lock",
-               "backlog.json.lock", "loop.stop", "proc/abc.manifest.json",
+               "backlog.json.lock", "loop.run", "proc/abc.manifest.json",
                "proc/abc.spool/0001", "archive/events-1.ndjson", ".backlog.json.x1.tmp"]
 
 

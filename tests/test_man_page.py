@@ -116,7 +116,7 @@ def test_files_and_environment_name_what_the_code_uses() -> None:
     text = roff_text(page_source())
     files = text.split(".SH FILES\n", 1)[1].split("\n.SH ", 1)[0]
     for name in (layout.BACKLOG_FILE, layout.STATE_FILE, layout.EVENTS_FILE,
-                 layout.DECISIONS_FILE, layout.LOOP_LOCK_FILE, layout.LOOP_STOP_FILE,
+                 layout.DECISIONS_FILE, layout.LOOP_LOCK_FILE, layout.LOOP_RUN_FILE,
                  layout.PROC_DIR + "/", layout.ARCHIVE_DIR + "/", layout.REPO_CONFIG,
                  layout.FEATURE_FORGE_CONFIG, layout.USER_CONFIG, "refs/forge/discarded/"):
         assert name in files, name

@@ -5,9 +5,10 @@ run), never a PID: a loop killed by any means releases it with its process.
 The holder label the loop writes into the lock (``run <runId> started
 <startedAt> (pid N)``) names the run in every refusal.
 
-``git forge loop stop`` writes a request file into the state dir; the running
-loop looks for it at least once a second and then runs the supervisor's
-graceful shutdown.
+The loop writes ``{stateDir}/loop.run`` when it starts; ``git forge loop stop``
+removes it, and the running loop, which looks at least once a second, then
+runs the supervisor's graceful shutdown. A removal needs no disk space: a stop
+works on a full disk.
 
 While a loop runs, the tree belongs to it: commands that change the tree
 (``recover``, ``reconcile``'s actions, a second ``loop run``) refuse through
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from git_forge.errors import ForgeError
-from git_forge.layout import LOOP_LOCK_FILE, LOOP_STOP_FILE, PROC_DIR, tree_lock_path
+from git_forge.layout import LOOP_LOCK_FILE, LOOP_RUN_FILE, PROC_DIR, tree_lock_path
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 
 _HOLDER = re.compile(r"^run (\S+) started (\S+)")
@@ -46,8 +47,8 @@ def loop_lock_path(state_dir: Path) -> Path:
     return Path(state_dir) / LOOP_LOCK_FILE
 
 
-def stop_request_path(state_dir: Path) -> Path:
-    return Path(state_dir) / LOOP_STOP_FILE
+def run_token_path(state_dir: Path) -> Path:
+    return Path(state_dir) / LOOP_RUN_FILE
 
 
 def holder_label(run_id: str, started_at: str, pid: int) -> str:
@@ -110,22 +111,28 @@ def in_progress_refusal(state_dir: Path) -> str | None:
 
 
 def request_stop(state_dir: Path) -> bool:
-    """Leave a stop request for the running loop; ``False`` when none runs."""
-    from git_forge.atomic import atomic_write
-
+    """Ask the running loop to stop; ``False`` when none runs."""
     if not loop_is_running(state_dir):
         return False
-    atomic_write(stop_request_path(state_dir), b"stop\n")
+    with contextlib.suppress(FileNotFoundError):  # already asked
+        run_token_path(state_dir).unlink()
     return True
 
 
 def stop_requested(state_dir: Path) -> bool:
-    return stop_request_path(state_dir).exists()
+    return not run_token_path(state_dir).exists()
 
 
-def clear_stop_request(state_dir: Path) -> None:
+def arm_stop_token(state_dir: Path, run_id: str) -> None:
+    """At the start of a run (under the loop lock): the token a stop removes."""
+    from git_forge.atomic import atomic_write
+
+    atomic_write(run_token_path(state_dir), f"run {run_id}\n".encode())
+
+
+def disarm_stop_token(state_dir: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
-        stop_request_path(state_dir).unlink()
+        run_token_path(state_dir).unlink()
 
 
 class OrphanedAgent(NamedTuple):

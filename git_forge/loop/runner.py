@@ -467,10 +467,18 @@ def _iterate(run: _Run, item: dict[str, Any], number: int) -> str:
     prompt_text = options.prompt_file.read_text(encoding="utf-8") if options.prompt_file else None
     prompt = build_prompt(item, project_description=str(document.get("description") or ""),
                           prompt_file_text=prompt_text)
-    handle = run.supervisor.start({"run_id": run.state.runId},
-                                  {"item_id": item_id, "iteration": number},
-                                  _prepare(run, item, prompt, number))
+    try:
+        handle = run.supervisor.start({"run_id": run.state.runId},
+                                      {"item_id": item_id, "iteration": number},
+                                      _prepare(run, item, prompt, number))
+    except ProcessError as exc:
+        if exc.code == "process_setup_failed":  # its manifest or spool cannot be written
+            raise LoopError(str(exc.cause), exit_code=EXIT_ERROR) from exc
+        raise
     manifest, stopped = _wait(run, handle)
+    failure = run.supervisor.storage_error(handle)
+    if failure is not None:  # its output could not be recorded: the run cannot go on
+        raise LoopError(str(failure.cause), exit_code=EXIT_ERROR)
     if stopped:
         return "stopped"
     signal = _signal_of(run, handle, manifest.cursors.total_bytes)
@@ -588,7 +596,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     supervisor = None
     try:
         _refuse_beside_live_work(workspace, own_lock=True)
-        control.clear_stop_request(state_dir)
+        control.arm_stop_token(state_dir, run_id)
         journal = _Journal(state_dir / EVENTS_FILE, workspace.root, progress)
         journal.rotate(state_dir / ARCHIVE_DIR)
         supervisor = Supervisor(
@@ -616,7 +624,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
                 supervisor.shutdown()
             except ProcessError as exc:
                 progress.note(f"shutdown: {exc}")
-        control.clear_stop_request(state_dir)
+        control.disarm_stop_token(state_dir)
         for lock in reversed(locks):
             lock.release()
 
@@ -631,9 +639,12 @@ def _record_error(workspace: Workspace, run_id: str, message: str) -> None:
     if document.get("runId") != run_id or document.get("status") == "error":
         return
     state = RunState(**{**document, "status": "error", "error": message})
-    write_state(workspace.state_dir, state)
-    Journal(workspace.state_dir / EVENTS_FILE, workspace.root).append("loop_error",
-                                                                      error=message)
+    try:  # best effort: on a full disk the error itself is what the operator must see
+        write_state(workspace.state_dir, state)
+        Journal(workspace.state_dir / EVENTS_FILE, workspace.root).append("loop_error",
+                                                                          error=message)
+    except ForgeError:
+        pass
 
 
 def _loop(run: _Run) -> LoopResult:

@@ -144,8 +144,13 @@ class RollingBuffer:
             self._view.release()
             self._view = None
         if self._ring is not None:
-            self._ring.close()
-            self._ring = None
+            ring, self._ring = self._ring, None
+            try:
+                ring.close()
+            except BufferError:
+                # A view of it is still referenced (by a failed write's traceback):
+                # the map goes when that does. The buffer is closed either way.
+                pass
 
     def _require_view(self) -> memoryview:
         if self._view is None:

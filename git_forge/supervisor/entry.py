@@ -97,6 +97,8 @@ class Entry:
         self.done = threading.Event()
         #: Failures inside the gate (a save, a publication); the outcome stands.
         self.errors: list[BaseException] = []
+        #: The first failure to write this process's output or manifest (None: none).
+        self.storage_error: ProcessError | None = None
         #: Signals that could not be delivered.
         self.teardown_errors: list[str] = []
         self.pid: int | None = None  # for tests and diagnostics only; never persisted
@@ -156,6 +158,8 @@ class Entry:
                 # Poll first: the read then never blocks, and an abandoned drain ends.
                 if poller.poll(_POLL_MS) and self.spool.read_from(fd, limit) == 0:
                     break
+        except ProcessError as exc:  # the spool could not be written: stop the process
+            self._storage_failed(exc)
         except OSError as exc:
             self.errors.append(exc)
         finally:
@@ -278,7 +282,7 @@ class Entry:
             try:
                 self.spool.flush_if_due(now)
             except ProcessError as exc:
-                self.errors.append(exc)
+                self._storage_failed(exc)
             if now >= next_request_check:
                 next_request_check = now + config.stop_poll_seconds
                 self._take_stop_request()
@@ -356,6 +360,8 @@ class Entry:
         persisted = False
         try:
             persisted = self._record(outcome)
+        except Exception as exc:  # the gate always finishes: waiters are never left hanging
+            self.errors.append(exc)
         finally:
             self.exited.set()
             self._release_once()
@@ -373,7 +379,7 @@ class Entry:
         try:
             extent = self.spool.close()
         except ProcessError as exc:
-            self.errors.append(exc)
+            self._storage_failed(exc)
             extent = self.spool.committed
         current = self.manifest
         manifest = current.evolve(
@@ -390,11 +396,26 @@ class Entry:
         )
         try:
             self.store.save(manifest)
-        except Exception as exc:  # recorded; the gate goes on to release what is held
+        except ProcessError as exc:  # recorded; the gate goes on to release what is held
+            self._storage_failed(exc)
+            return False
+        except Exception as exc:
             self.errors.append(exc)
             return False
         self.manifest = manifest
         return True
+
+    def _storage_failed(self, error: ProcessError) -> None:
+        """Output or the manifest could not be written (a full disk): nothing more
+        can be recorded, so the process is stopped rather than run on unrecorded.
+        The first such error is kept for the caller (``storage_error``)."""
+        self.errors.append(error)
+        with self._lock:
+            first = self.storage_error is None
+            if first:
+                self.storage_error = error
+        if first:
+            self.request_stop("terminate")
 
     def _release_once(self) -> None:
         with self._lock:

@@ -46,7 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from git_forge.atomic import StoreError, write_json
+from git_forge.atomic import StoreError, write_failure, write_json
 from git_forge.supervisor.buffer import Chunk, RollingBuffer, check_read_arguments, resolve_cursor
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.paths import DIR_MODE, FILE_MODE
@@ -440,7 +440,7 @@ class SpoolWriter:
             assert self._fd is not None
             _write_all(self._fd, data)
         except OSError as exc:
-            raise ProcessError("spool_corrupt", f"cannot write the spool: {exc}") from exc
+            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
 
     def _write_segment_file(self, segment: int, start: int, data: list[memoryview]) -> None:
         try:
@@ -451,7 +451,7 @@ class SpoolWriter:
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise ProcessError("spool_corrupt", f"cannot write the spool: {exc}") from exc
+            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
 
     def _open_segment(self, segment: int, start: int) -> int:
         path = self.directory / segment_name(segment)
@@ -479,7 +479,7 @@ class SpoolWriter:
             if self._fd is not None:
                 os.fsync(self._fd)
         except OSError as exc:
-            raise ProcessError("spool_corrupt", f"cannot make the spool durable: {exc}") from exc
+            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
         # The index's atomic replace fsyncs this directory after the rename: that one
         # fsync also makes the entries of new segment files durable, before or with
         # the index that names them.

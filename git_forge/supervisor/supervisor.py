@@ -268,6 +268,12 @@ class Supervisor:
             raise ProcessError("not_found", "not supervised by this process")
         return entry
 
+    def storage_error(self, handle: str) -> ProcessError | None:
+        """The first failure to write ``handle``'s output or manifest (a full disk),
+        after which the supervisor stopped it; ``None`` when everything was written."""
+        entry = self._entry(handle)
+        return entry.storage_error if entry is not None else None
+
     def snapshot(self, handle: str) -> Manifest:
         entry = self._entry(handle)
         return entry.manifest if entry is not None else self.store.load(handle)
