@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from git_forge.errors import ForgeError
+
 DEFAULT_BACKLOG_DIR = ".forge"
 DEFAULT_STATE_DIR = ".forge"
 #: The state dir feature-forge and rauf use; the default when a forge.config.json
@@ -48,6 +50,34 @@ def state_directory(backlog_dir: Path, state_dir: str) -> Path:
 
 def backlog_file(backlog_dir: Path) -> Path:
     return Path(backlog_dir) / BACKLOG_FILE
+
+
+class NotAWorkTree(ForgeError):
+    """The command needs a git work tree and there is none here (exit 2). One
+    wording per condition, the same in every command."""
+
+
+def _is_git_dir(directory: Path) -> bool:
+    return ((directory / "HEAD").is_file() and (directory / "objects").is_dir()
+            and (directory / "refs").is_dir())
+
+
+def work_tree_root(path: Path | str) -> Path:
+    """The top of the git work tree containing ``path``; refuses (``NotAWorkTree``)
+    outside a repository and in a bare one, the way every command words it. With
+    ``GIT_DIR`` set, git decides where the work tree is: nothing is refused here."""
+    import os
+
+    start = Path(path).resolve()
+    if os.environ.get("GIT_DIR"):
+        return find_root(start)
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+        if _is_git_dir(candidate):
+            raise NotAWorkTree(f"{candidate} is a bare repository (or a git dir): "
+                               "git forge needs a work tree")
+    raise NotAWorkTree(f"not a git repository (or any of the parent directories): {start}")
 
 
 def find_root(path: Path | str) -> Path:

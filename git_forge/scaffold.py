@@ -10,6 +10,7 @@ caller prints the git command that would commit what was created.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +95,11 @@ def _merge_ignore(path: Path, rules: list[str]) -> bool:
     return True
 
 
+def relative_to(path: Path, here: Path) -> str:
+    """``path`` as seen from the directory ``here`` (``..`` where needed)."""
+    return Path(os.path.relpath(path, here)).as_posix()
+
+
 def init_backlog(workspace: Workspace, *, backlog_flag: str | None = None) -> InitResult:
     """Scaffold the workspace's backlog dir; see the module docstring."""
     result = InitResult()
@@ -128,9 +134,10 @@ def init_backlog(workspace: Workspace, *, backlog_flag: str | None = None) -> In
     return result
 
 
-def commit_command(result: InitResult) -> str | None:
-    """The git command that commits what ``init`` created, or ``None`` if nothing."""
+def commit_command(result: InitResult, root: Path, here: Path) -> str | None:
+    """The git command that commits what ``init`` created, or ``None`` if nothing —
+    with paths as the operator types them where they stand (``here``)."""
     if not result.changed:
         return None
-    paths = " ".join(shlex.quote(path) for path in result.changed)
+    paths = " ".join(shlex.quote(relative_to(root / path, here)) for path in result.changed)
     return f"git add {paths} && git commit -m 'Add git-forge backlog'"

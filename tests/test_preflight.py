@@ -88,11 +88,17 @@ def test_crash_bookkeeping_in_backlog_is_not_stranded_work(project: Path) -> Non
     assert git("status", "--porcelain", cwd=project).strip() == "M .forge/backlog.json"
     result = run_forge("preflight", cwd=project)
     assert (result.returncode, result.stderr) == (0, "")
-    # Any other change to backlog.json is the operator's work.
+    # Any other valid change is work queued through the backlog: the next loop run
+    # commits it first ([forge] backlog: …), so it does not stop the launch either.
     document["items"][0]["title"] = "Renamed"
     backlog.write_text(json.dumps(document, indent=2) + "\n")
     result = run_forge("preflight", cwd=project)
-    assert result.returncode == 1 and "M .forge/backlog.json" in result.stderr
+    assert (result.returncode, result.stderr) == (0, "")
+    # A backlog.json that is not a backlog stops it, called what it is.
+    backlog.write_text('{"items": "none"}\n')
+    result = run_forge("preflight", cwd=project)
+    assert result.returncode == 1
+    assert result.stderr.startswith("STOP: .forge/backlog.json is corrupt (")
 
 
 def test_unreadable_prior_state_still_stops(project: Path) -> None:

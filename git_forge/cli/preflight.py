@@ -34,6 +34,8 @@ def _items(ids: list[str]) -> str:
 def render_stop(result) -> list[str]:
     """The STOP message: the prior run, the stranded paths, what to run next."""
     run = result.run or {}
+    if result.reason is not None:
+        return [f"STOP: {result.reason}"]
     lines = ["STOP: a previous git-forge run left work in the tree."]
     started = run.get("startedAt") or "unknown"
     lines.append(f"  run started:   {started}"
@@ -69,14 +71,17 @@ def _stop_for(reason: str, json_output: bool) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from git_forge.layout import find_root
+    from git_forge.layout import work_tree_root
     from git_forge.loop.control import launch_blocker, running_message, tree_owner
-    from git_forge.tree.fast_status import porcelain_fast
+    from git_forge.tree.fast_status import head_problem, porcelain_fast
 
-    root = find_root(args.path)
+    root = work_tree_root(args.path)
     owner = tree_owner(root)  # needs no configuration: the clean path stays fast
     if owner is not None:
         return _stop_for(running_message(owner), args.json)
+    problem = head_problem(root)  # refused exactly as loop run refuses it
+    if problem is not None:
+        return _stop_for(problem, args.json)
     entries = porcelain_fast(root)
     if not entries:
         if args.json:

@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     from git_forge.loop.evidence import gather
     from git_forge.tree import reconcile
     from git_forge.tree.discard import restore_discarded
-    from git_forge.tree.preflight import stranded
+    from git_forge.tree.preflight import refuse_corrupt_backlog_commit, stranded
     from git_forge.tree.repo import open_repo
     from git_forge.tree.status import porcelain
     from git_forge.workspace import locate
@@ -176,6 +176,9 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(render_plan(plan)))
     if interactive:
         decisions = ask_decisions(plan)
+    refuse_corrupt_backlog_commit(
+        [(group_id, plan.group(group_id).paths) for group_id, decision in decisions.items()
+         if decision.action == "commit"], workspace.root, workspace.backlog_file)
     actions = reconcile.execute(repo, plan, decisions)
     remaining = stranded_now()
     if args.json:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import os
 import secrets
+import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from git_forge.atomic import FileLock, atomic_write, locked
+from git_forge.backlog.bookkeeping import describe_changes
 from git_forge.backlog.model import cycle_through, id_key, select_next
 from git_forge.backlog.store import BacklogStore
 from git_forge.clock import utc_now
@@ -43,6 +45,7 @@ from git_forge.supervisor.process import PreparedProcess
 from git_forge.supervisor.supervisor import Supervisor
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
+from git_forge.tree.fast_status import DETACHED_HEAD, UNBORN_BRANCH, head_blob
 from git_forge.tree.identity import author_and_committer
 from git_forge.tree.porcelain import quote_path
 from git_forge.tree.preflight import Preflight, check, stranded
@@ -187,6 +190,29 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
 
 
+def check_agent(argv: list[str], root: Path, env: Mapping[str, str] | None = None) -> None:
+    """Refuse an agent that cannot start before any item is taken: found the way
+    the start will look for it (a name along PATH; a path from the repository
+    root, where the agent runs), a file, executable."""
+    command = argv[0]
+    if "{prompt_file}" in command:
+        return  # only known once the prompt is written
+    path_list = (env if env is not None else os.environ).get("PATH", os.defpath)
+    if "/" in command:
+        candidate: str | None = command if os.path.isabs(command) else str(root / command)
+    else:
+        candidate = shutil.which(command, path=path_list)
+        if candidate is None:
+            directories = [Path(d) / command for d in path_list.split(os.pathsep) if d]
+            candidate = next((str(p) for p in directories if p.exists()), None)
+    if candidate is None or not os.path.exists(candidate):
+        raise LoopError(f"agent command not found: {command}")
+    if os.path.isdir(candidate):
+        raise LoopError(f"agent command is a directory: {command}")
+    if not os.access(candidate, os.X_OK):
+        raise LoopError(f"agent command is not executable: {command}")
+
+
 def _refuse_beside_live_work(workspace: Workspace, *, own_lock: bool = False) -> None:
     """Refuse to start while another loop runs on this backlog or owns this work
     tree, or while an agent of an earlier run still lives (it would be a second
@@ -222,10 +248,9 @@ def _refuse_unless_forced(repo: Repo, workspace: Workspace, force: bool) -> froz
     """The pre-launch check and the HEAD refusals; returns the paths that were
     dirty before the run (only possible with ``--force``), which the run leaves alone."""
     if repo.is_unborn and not force:
-        raise LoopError("the branch has no commit yet (unborn); commit something first",
-                        exit_code=EXIT_REFUSED)
+        raise LoopError(UNBORN_BRANCH, exit_code=EXIT_REFUSED)
     if repo.is_detached and not force:
-        raise LoopError("HEAD is detached; check out a branch first", exit_code=EXIT_REFUSED)
+        raise LoopError(DETACHED_HEAD, exit_code=EXIT_REFUSED)
     result = check(workspace.root, workspace.state_dir, workspace.backlog_file)
     if result.status == "ok":
         return frozenset()
@@ -268,6 +293,19 @@ def _commit(run: _Run, paths: list[str], message: str, *, allow_empty: bool = Fa
     terminal may rewrite it at any moment, and the commit must read it whole."""
     with locked(run.store.path):
         return commit_paths(run.repo, paths, message, allow_empty=allow_empty)
+
+
+def _commit_queued_backlog(run: _Run) -> None:
+    """Backlog changes made through git-forge's own commands since the last commit
+    (``backlog add``, ``answer``, ``edit`` …) are the run's input: commit them first,
+    as ``[forge] backlog: …``, so every item commit holds only its own change. (The
+    pre-launch check let them through only because they are a valid backlog.)"""
+    if run.backlog_rel not in _dirty(run):
+        return
+    work = run.store.path.read_bytes()
+    summary = describe_changes(head_blob(run.workspace.root, run.backlog_rel), work)
+    _commit(run, [run.backlog_rel], f"[forge] backlog: {summary}")
+    run.progress.note(f"committed the backlog's queued changes ({summary})")
 
 
 def _dirty(run: _Run) -> list[str]:
@@ -582,6 +620,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
         raise LoopError("no agent to run: pass --agent CMD or set loop.agent in .forge.yaml")
     if options.iterations < 1 or options.retries < 0:
         raise LoopError("--iterations must be at least 1 and --retries at least 0")
+    check_agent(options.agent, workspace.root)
     repo = open_repo(workspace.root)
     state_dir = workspace.state_dir
     _refuse_beside_live_work(workspace)
@@ -609,6 +648,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
                    preexisting=preexisting)
         run.save()
         _restore(run)
+        _commit_queued_backlog(run)
         run.save(status="running")
         journal.append("loop_started", runId=run_id, maxIterations=options.iterations,
                        baseCommitHash=state.baseCommitHash, agent=list(options.agent))

@@ -39,7 +39,9 @@ GroupKind = Literal["item", "recovery", "unattributed"]
 ActionName = Literal["commit", "stash", "discard", "leave"]
 ACTIONS: tuple[ActionName, ...] = ("commit", "stash", "discard", "leave")
 
-_ITEM_SUBJECT = re.compile(r"^\[(?:forge|rauf)\] ([^\s:]+):")
+#: ``[forge] 003: …`` names an item; ``[forge] backlog: …`` and ``[forge] recover: …``
+#: do not (item ids are three or more digits, formats.md).
+_ITEM_SUBJECT = re.compile(r"^\[(?:forge|rauf)\] ([0-9]{3,}):")
 _STASH_ITEM = re.compile(r"from item ([^\s:()]+)")
 
 
