@@ -41,7 +41,16 @@ print("working on", item, flush=True)
 if step.get("sleep"):
     (log / f"{item}-running").write_text(str(os.getpid()))
     time.sleep(step["sleep"])
-print(step.get("signal", ""), flush=True)
+if step.get("stderr"):
+    sys.stderr.write(step["stderr"]); sys.stderr.flush()
+if step.get("split_signal"):  # the signal line written in two pieces, stderr between
+    sys.stdout.write(step["signal"][:6]); sys.stdout.flush(); time.sleep(0.05)
+    sys.stderr.write("a warning in the middle\n"); sys.stderr.flush(); time.sleep(0.05)
+    print(step["signal"][6:], flush=True)
+else:
+    print(step.get("signal", ""), flush=True)
+if step.get("stderr_after"):
+    os.write(2, b"e" * step["stderr_after"])
 sys.exit(step.get("exit", 0))
 '''
 
@@ -213,7 +222,7 @@ def test_retries_then_deferral_with_the_exact_reason(loop: Loop) -> None:
     assert result.returncode == 0  # the budget ran out with 003 still selectable
     item = loop.items()["001"]
     assert item["status"] == "blocked" and item["deferred"] is True
-    assert item["blockedReason"] == "No signal after 3 attempts (deferred by runner)"
+    assert item["blockedReason"] == "exit 1 — deferred after 3 attempts"
     assert len(list(loop.log.glob("001-*.txt"))) == 3
     assert loop.state()["iteration"] == 3 and loop.state()["deferredItems"] == ["001"]
     assert "abandoned work from item 001" in git("stash", "list", cwd=loop.root)
@@ -225,7 +234,7 @@ def test_timeout_defers_and_says_so(loop: Loop) -> None:
     assert result.returncode == 0, result.stderr
     item = loop.items()["001"]
     assert item["blockedReason"] == (
-        "Timed out after 0.02 min; no signal after 1 attempts (deferred by runner)")
+        "timed out after 0.02 min — deferred after 1 attempt")
     exited = next(e for e in loop.events() if e["type"] == "llm_exited")
     assert exited["state"] == "timed_out" and exited["timedOut"] is True
 
@@ -405,3 +414,31 @@ def test_an_external_runner_loop_is_started_after_the_pre_launch_check(
     assert not log.exists()  # never started on a dirty tree
     wrong = run_forge("loop", "run", "--agent", "x", "--force", cwd=git_repo)
     assert wrong.returncode == 2 and wrong.stderr.startswith("Error: --agent is for the embedded")
+
+
+def test_a_crash_and_a_timeout_are_deferred_with_different_reasons(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "", "exit": 1,
+                       "stderr": "Traceback (most recent call last):\n  ...\n"
+                                 "RuntimeError: model overloaded\n\n"},
+               "003": {"signal": "FORGE_DONE", "sleep": 60}})
+    result = loop.run("--retries", "0", "--timeout", "0.03", "--iterations", "2")
+    assert result.returncode in (0, 5), result.stderr
+    items = loop.items()
+    assert items["001"]["blockedReason"] == (
+        "exit 1: RuntimeError: model overloaded — deferred after 1 attempt")
+    assert items["003"]["blockedReason"] == "timed out after 0.03 min — deferred after 1 attempt"
+    topology = json.loads(run_forge("backlog", "topology", "--cluster", "--json",
+                                    cwd=loop.root).stdout)
+    assert [cluster["memberIds"] for cluster in topology["clusters"]] == [["001"], ["003"]]
+
+
+@pytest.mark.parametrize("step", [
+    {"signal": "FORGE_DONE", "split_signal": True},       # stderr inside the signal line
+    {"signal": "FORGE_DONE", "stderr_after": 1 << 20},    # 1 MiB of stderr after it
+])
+def test_the_signal_is_read_from_stdout_whatever_stderr_does(loop: Loop, step: dict) -> None:
+    loop.plan({"001": step})
+    result = loop.run("--iterations", "1", "--retries", "0")
+    assert result.returncode == 0, result.stderr
+    assert loop.items()["001"]["status"] == "done"
+    assert len(list(loop.log.glob("001-*.txt"))) == 1  # read the first time: no retry

@@ -42,6 +42,7 @@ from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import ManifestStore
 from git_forge.supervisor.process import PreparedProcess
+from git_forge.supervisor.render import safe_text
 from git_forge.supervisor.supervisor import Supervisor
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
@@ -63,8 +64,8 @@ EXIT_PAUSED = 3
 EXIT_BLOCKED = 5
 EXIT_STOPPED = 130
 
-#: How much of the end of an agent's output is searched for its signal.
-SIGNAL_WINDOW = 64 * 1024
+#: An agent's last error line is cut to this many characters in a reason.
+ERROR_LINE_LIMIT = 200
 #: How long taking the loop lock retries (a status probe holds it for an instant).
 LOCK_PATIENCE = 0.05
 #: How often the loop looks for a stop request while an agent runs.
@@ -388,10 +389,41 @@ def _wait(run: _Run, handle: str) -> tuple[Any, bool]:
             return manifest, True
 
 
-def _signal_of(run: _Run, handle: str, total: int) -> Signal:
-    start = max(0, total - SIGNAL_WINDOW)
-    rendered = run.supervisor.render(handle, start, SIGNAL_WINDOW)
-    return parse_signal(rendered.output)
+def _signal_of(run: _Run, handle: str) -> Signal:
+    """The signal from the end of the agent's *stdout*, on its own: stderr written
+    around or after it can neither split the signal line nor push it out of view."""
+    return parse_signal(safe_text(run.supervisor.tail(handle, "stdout"), final=True).text)
+
+
+def _last_error_line(run: _Run, handle: str) -> str | None:
+    """The agent's last non-empty stderr line (safe text, trimmed), if any."""
+    text = safe_text(run.supervisor.tail(handle, "stderr"), final=True).text
+    for line in reversed(text.splitlines()):
+        line = " ".join(line.split())
+        if line:
+            return line if len(line) <= ERROR_LINE_LIMIT else line[:ERROR_LINE_LIMIT] + "…"
+    return None
+
+
+def what_happened(exit_code: int | None, state: str, timed_out: bool,
+                  timeout_minutes: float | None, error_line: str | None) -> str:
+    """One attempt that gave no signal, in words: ``exit 1: RuntimeError: model
+    overloaded``, ``ended without a signal``, ``timed out after 10 min``. A deferral
+    reason starts with it and adds little else, so that a crash and a timeout never
+    cluster as one question (topology clusters by the words reasons share)."""
+    if timed_out:
+        what = f"timed out after {timeout_minutes:g} min"
+    elif exit_code == 0:
+        what = "ended without a signal"
+    elif exit_code is not None:
+        what = f"exit {exit_code}"
+    else:
+        what = f"ended without an exit code ({state})"
+    return f"{what}: {error_line}" if error_line else what
+
+
+def deferral_reason(what: str, attempts: int) -> str:
+    return f"{what} — deferred after {attempts} attempt" + ("s" if attempts != 1 else "")
 
 
 def _block(run: _Run, item: dict[str, Any], reason: str, *, needs_human: bool = False,
@@ -519,7 +551,7 @@ def _iterate(run: _Run, item: dict[str, Any], number: int) -> str:
         raise LoopError(str(failure.cause), exit_code=EXIT_ERROR)
     if stopped:
         return "stopped"
-    signal = _signal_of(run, handle, manifest.cursors.total_bytes)
+    signal = _signal_of(run, handle)
     timed_out = manifest.state == "timed_out"
     if timed_out:
         signal = Signal("none")
@@ -543,17 +575,14 @@ def _iterate(run: _Run, item: dict[str, Any], number: int) -> str:
         run.progress.finished(item, signal.kind.replace("_", "-"), reason)
         return signal.kind
     attempts = run.attempts[item_id] = run.attempts.get(item_id, 0) + 1
-    why = (f"timed out after {options.timeout_minutes:g} min" if timed_out
-           else f"exit code {manifest.result.exit_code}, no signal")
+    why = what_happened(manifest.result.exit_code, manifest.state, timed_out,
+                        options.timeout_minutes, _last_error_line(run, handle))
     if attempts <= options.retries:
         run.save(lastSignal="error")
-        run.progress.finished(item, "retry", f"{why}; attempt {attempts} of "
+        run.progress.finished(item, "retry", f"{why}; no signal; attempt {attempts} of "
                                              f"{options.retries + 1}")
         return "retry"
-    reason = f"No signal after {attempts} attempts (deferred by runner)"
-    if timed_out:
-        reason = (f"Timed out after {options.timeout_minutes:g} min; no signal after "
-                  f"{attempts} attempts (deferred by runner)")
+    reason = deferral_reason(why, attempts)
     _block(run, item, reason, deferred=True)
     run.save(lastSignal="error", currentItem=None)
     run.progress.finished(item, "deferred", reason)

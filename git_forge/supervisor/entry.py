@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from git_forge.supervisor.buffer import StreamTail
 from git_forge.supervisor.completion import (
     CompletionNotifier,
     LifecyclePublisher,
@@ -50,6 +51,8 @@ DESCENDANT_REFRESH_SECONDS = 1.0
 #: Leftovers of a tree whose leader already exited get at most this long after SIGTERM.
 LEFTOVER_GRACE_SECONDS = 1.0
 PIPE_BYTES = 1024 * 1024
+#: How much of the end of each stream is kept apart (``Entry.tails``).
+TAIL_BYTES = 64 * 1024
 _POLL_MS = 250
 
 
@@ -97,6 +100,8 @@ class Entry:
         self.done = threading.Event()
         #: Failures inside the gate (a save, a publication); the outcome stands.
         self.errors: list[BaseException] = []
+        #: The last bytes of stdout and of stderr, each apart from the combined record.
+        self.tails = {"stdout": StreamTail(TAIL_BYTES), "stderr": StreamTail(TAIL_BYTES)}
         #: The first failure to write this process's output or manifest (None: none).
         self.storage_error: ProcessError | None = None
         #: Signals that could not be delivered.
@@ -129,10 +134,10 @@ class Entry:
         if timeout is not None:
             self._deadline = time.monotonic() + timeout
         self._open_streams = 2
-        for stream in (child.stdout, child.stderr):
+        for name, stream in (("stdout", child.stdout), ("stderr", child.stderr)):
             assert stream is not None
             thread = threading.Thread(
-                target=self._drain, args=(stream.fileno(),), daemon=True,
+                target=self._drain, args=(stream.fileno(), self.tails[name]), daemon=True,
                 name=f"drain-{self.handle[:6]}",
             )
             self._drains.append(thread)
@@ -147,7 +152,7 @@ class Entry:
         )
         self._watcher.start()
 
-    def _drain(self, fd: int) -> None:
+    def _drain(self, fd: int, tail: StreamTail) -> None:
         with contextlib.suppress(OSError):
             fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)  # fewer wake-ups per byte
         limit = self.config.read_chunk_bytes
@@ -156,7 +161,7 @@ class Entry:
         try:
             while not self._abandon.is_set():
                 # Poll first: the read then never blocks, and an abandoned drain ends.
-                if poller.poll(_POLL_MS) and self.spool.read_from(fd, limit) == 0:
+                if poller.poll(_POLL_MS) and self.spool.read_from(fd, limit, tail) == 0:
                     break
         except ProcessError as exc:  # the spool could not be written: stop the process
             self._storage_failed(exc)

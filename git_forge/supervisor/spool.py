@@ -47,7 +47,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from git_forge.atomic import StoreError, write_failure, write_json
-from git_forge.supervisor.buffer import Chunk, RollingBuffer, check_read_arguments, resolve_cursor
+from git_forge.supervisor.buffer import (
+    Chunk,
+    RollingBuffer,
+    StreamTail,
+    check_read_arguments,
+    resolve_cursor,
+)
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.paths import DIR_MODE, FILE_MODE
 
@@ -292,7 +298,7 @@ class SpoolWriter:
             view = view[len(piece):]
         return True
 
-    def read_from(self, fd: int, limit: int) -> int:
+    def read_from(self, fd: int, limit: int, tail: StreamTail | None = None) -> int:
         """Read up to ``limit`` bytes from ``fd`` straight into the window: one
         kernel copy per byte and nothing else. Returns the count (0 at EOF).
 
@@ -315,6 +321,8 @@ class SpoolWriter:
         count = 0
         try:
             count = os.readv(fd, [region])
+            if tail is not None:
+                tail.add(region[:count])
         finally:
             region.release()
             with self._lock:

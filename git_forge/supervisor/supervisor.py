@@ -268,6 +268,14 @@ class Supervisor:
             raise ProcessError("not_found", "not supervised by this process")
         return entry
 
+    def tail(self, handle: str, stream: str) -> bytes:
+        """The last bytes ``handle`` wrote to ``stream`` (``stdout`` or ``stderr``),
+        apart from the combined record — while this supervisor knows the process."""
+        entry = self.entry(handle)
+        if stream not in entry.tails:
+            raise ProcessError("invalid_arguments", "a stream is stdout or stderr")
+        return entry.tails[stream].data
+
     def storage_error(self, handle: str) -> ProcessError | None:
         """The first failure to write ``handle``'s output or manifest (a full disk),
         after which the supervisor stopped it; ``None`` when everything was written."""
