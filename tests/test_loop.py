@@ -442,3 +442,18 @@ def test_the_signal_is_read_from_stdout_whatever_stderr_does(loop: Loop, step: d
     assert result.returncode == 0, result.stderr
     assert loop.items()["001"]["status"] == "done"
     assert len(list(loop.log.glob("001-*.txt"))) == 1  # read the first time: no retry
+
+
+def test_a_reader_that_goes_away_stops_the_run_like_loop_stop(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "FORGE_DONE", "sleep": 30}})
+    process = loop.spawn("--ndjson")
+    first = waiting.readline(process, 30)
+    assert json.loads(first)["type"] == "loop_started"
+    process.stdout.close()  # `| head -1`: the reader is gone
+    # The next event the loop writes finds the pipe closed and stops the run.
+    code = waiting.wait_process(process, 60)
+    assert code == 130
+    state = loop.state()
+    assert state["status"] == "stopped"
+    assert loop.items()["001"]["status"] == "pending"
+    assert not run_forge("status", "--json", cwd=loop.root).stdout.count('"running"')

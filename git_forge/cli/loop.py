@@ -9,11 +9,14 @@ items remain or pending items wait on a dependency cycle; 130 stopped (signal or
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shlex
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from git_forge.cli.arguments import add_location
@@ -70,9 +73,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 class TerminalProgress:
-    """One live status line on a terminal, plain lines elsewhere, or NDJSON."""
+    """One live status line on a terminal, plain lines elsewhere, or NDJSON.
 
-    def __init__(self, *, follow: bool, ndjson: bool, silent: bool = False, stream=None) -> None:
+    A reader that goes away (``loop run --ndjson | head -1``) stops the run the way
+    ``loop stop`` does: ``on_closed`` is called once, and nothing more is written."""
+
+    def __init__(self, *, follow: bool, ndjson: bool, silent: bool = False, stream=None,
+                 on_closed: Callable[[], None] | None = None) -> None:
         self.stream = stream or sys.stdout
         self.follow = follow
         self.ndjson = ndjson
@@ -82,16 +89,35 @@ class TerminalProgress:
         self.max = 0
         self.number = 0
         self.item = ""
+        self.on_closed = on_closed
+        self.closed = False
+
+    def _emit(self, *parts: str) -> None:
+        """Write and flush; a closed reader ends the output (and asks the run to stop)."""
+        if self.closed:
+            return
+        try:
+            for part in parts:
+                self.stream.write(part)
+            self.stream.flush()
+        except BrokenPipeError:
+            self.closed = True
+            with contextlib.suppress(OSError, ValueError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self.stream.fileno())  # the final flush stays quiet
+            if self.on_closed is not None:
+                self.on_closed()
 
     def _write(self, text: str) -> None:
         if self.silent:
             return
+        parts = []
         if self.live and self.line:
-            self.stream.write("\r\x1b[K")
-        self.stream.write(text + "\n")
+            parts.append("\r\x1b[K")
+        parts.append(text + "\n")
         if self.live and self.line:
-            self.stream.write(self.line)
-        self.stream.flush()
+            parts.append(self.line)
+        self._emit(*parts)
 
     def started(self, run_id: str, max_iterations: int) -> None:
         if not self.ndjson:
@@ -109,8 +135,7 @@ class TerminalProgress:
         size = f"{output_bytes / 1024:.1f} KiB" if output_bytes >= 1024 else f"{output_bytes} B"
         self.line = paint(f"[{self.number}/{self.max}] {self.item} — {elapsed:.0f}s, {size}",
                           "dim")
-        self.stream.write("\r\x1b[K" + self.line)
-        self.stream.flush()
+        self._emit("\r\x1b[K" + self.line)
 
     def output(self, text: str) -> None:
         if self.follow and not self.ndjson:
@@ -122,14 +147,13 @@ class TerminalProgress:
             return
         style = {"done": "green", "retry": "yellow"}.get(outcome, "red")
         if self.live:
-            self.stream.write("\r\x1b[K")
+            self._emit("\r\x1b[K")
             self.line = ""
         self._write(f"  {item['id']} {paint(outcome, style)}: {detail}")
 
     def event(self, event: dict[str, Any]) -> None:
         if self.ndjson:
-            self.stream.write(json.dumps(event, ensure_ascii=False) + "\n")
-            self.stream.flush()
+            self._emit(json.dumps(event, ensure_ascii=False) + "\n")
 
     def note(self, text: str) -> None:
         if not self.ndjson:
@@ -137,8 +161,7 @@ class TerminalProgress:
 
     def close(self) -> None:
         if self.live and self.line:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
+            self._emit("\r\x1b[K")
             self.line = ""
 
 
@@ -218,7 +241,7 @@ def run_loop(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, lambda *_: stop.set())
                 for sig in (signal.SIGINT, signal.SIGTERM)}
     progress = TerminalProgress(follow=args.follow, ndjson=args.ndjson,
-                                silent=args.json and not args.ndjson)
+                                silent=args.json and not args.ndjson, on_closed=stop.set)
     try:
         result = run_loop(workspace, options, progress, stop)
     except LoopRefused as exc:
@@ -230,6 +253,8 @@ def run_loop(args: argparse.Namespace) -> int:
         progress.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if progress.closed:  # the reader went away: the run stopped, nobody to tell
+        return result.exit_code
     if args.json and not args.ndjson:
         emit_json({"status": result.status, "exitCode": result.exit_code,
                    "runId": result.run_id, "message": result.message or None,
