@@ -457,3 +457,21 @@ def test_a_reader_that_goes_away_stops_the_run_like_loop_stop(loop: Loop) -> Non
     assert state["status"] == "stopped"
     assert loop.items()["001"]["status"] == "pending"
     assert not run_forge("status", "--json", cwd=loop.root).stdout.count('"running"')
+
+
+def test_the_summary_counts_the_whole_backlog_and_says_what_waits(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "FORGE_NEEDS_HUMAN: Which database?"}})
+    assert loop.run("--iterations", "1").returncode == 0
+    first = loop.items()["001"]
+    assert first["blockedAt"].endswith("Z")
+    result = loop.run()  # 003 is done; 001 still waits from the earlier run; 002 behind it
+    assert result.returncode == 5, result.stderr
+    assert result.stdout.splitlines()[-3:] == [
+        "complete: this run 1 done, 0 need a human, 0 blocked, 0 deferred",
+        "backlog: 3 items — 1 done, 1 pending, 1 waiting on a decision",
+        f"  001  needs a human since {first['blockedAt']}: Which database?"]
+    assert result.stderr == "run git forge recover to answer them\n"
+    document = json.loads(loop.run("--json").stdout)
+    assert document["waiting"] == [{"id": "001", "kind": "needs-human",
+                                    "since": first["blockedAt"], "reason": "Which database?"}]
+    assert document["backlogSummary"]["needsHuman"] == 1

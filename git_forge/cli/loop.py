@@ -17,9 +17,13 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from git_forge.cli.arguments import add_location
+
+if TYPE_CHECKING:
+    from git_forge.loop.runner import LoopResult
+
 from git_forge.cli.output import color_enabled, emit_json, paint
 
 
@@ -258,15 +262,39 @@ def run_loop(args: argparse.Namespace) -> int:
     if args.json and not args.ndjson:
         emit_json({"status": result.status, "exitCode": result.exit_code,
                    "runId": result.run_id, "message": result.message or None,
-                   "state": result.state.to_json()})
+                   "state": result.state.to_json(), "backlogSummary": result.backlog,
+                   "waiting": result.waiting})
     elif not args.ndjson:
-        state = result.state
-        print(f"{result.status}: {len(state.completedItems)} done, "
-              f"{len(state.needsHumanItems)} need a human, {len(state.blockedItems)} blocked, "
-              f"{len(state.deferredItems)} deferred")
+        print("\n".join(render_summary(result)))
         if result.message:
             print(result.message, file=sys.stderr if result.exit_code else sys.stdout)
     return result.exit_code
+
+
+_KIND_WORDS = {"needs-human": "needs a human", "deferred": "deferred", "blocked": "blocked"}
+
+
+def render_summary(result: LoopResult) -> list[str]:
+    """This run's outcome, then the whole backlog: every item that waits on a
+    decision, since when and why — this run's or an earlier one's."""
+    state = result.state
+    lines = [f"{result.status}: this run {len(state.completedItems)} done, "
+             f"{len(state.needsHumanItems)} need a human, {len(state.blockedItems)} blocked, "
+             f"{len(state.deferredItems)} deferred"]
+    backlog = result.backlog
+    if backlog:
+        parts = [f"{backlog['done']} done", f"{backlog['pending']} pending"]
+        if backlog["inProgress"]:
+            parts.append(f"{backlog['inProgress']} in progress")
+        if result.waiting:
+            parts.append(f"{len(result.waiting)} waiting on a decision")
+        lines.append(f"backlog: {backlog['total']} items — {', '.join(parts)}")
+    for entry in result.waiting:
+        since = f" since {entry['since']}" if entry.get("since") else ""
+        reason = f": {entry['reason']}" if entry.get("reason") else ""
+        lines.append(f"  {entry['id']}  {_KIND_WORDS.get(entry['kind'], entry['kind'])}"
+                     f"{since}{reason}")
+    return lines
 
 
 def stop_loop(args: argparse.Namespace) -> int:

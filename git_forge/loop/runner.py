@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from git_forge.atomic import FileLock, atomic_write, locked
 from git_forge.backlog.bookkeeping import describe_changes
-from git_forge.backlog.model import cycle_through, id_key, select_next
+from git_forge.backlog.model import cycle_through, id_key, kind, select_next, summarize
 from git_forge.backlog.store import BacklogStore
 from git_forge.clock import utc_now
 from git_forge.errors import ForgeError
@@ -141,6 +141,25 @@ class LoopResult:
     run_id: str
     state: RunState
     message: str = ""
+    #: The whole backlog at the end (``backlogSummary`` counts), not only this run.
+    backlog: dict[str, int] = field(default_factory=dict)
+    #: Every item waiting on a decision, this run's or an earlier one's.
+    waiting: list[dict[str, Any]] = field(default_factory=list)
+
+
+def waiting_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The blocked items, in id order: ``{id, kind, since, reason}`` (``since`` is
+    when the item was blocked, ``None`` for one blocked before that was recorded)."""
+    waiting = [{"id": str(item.get("id")), "kind": kind(item), "since": item.get("blockedAt"),
+                "reason": item.get("blockedReason")}
+               for item in items if item.get("status") == "blocked"]
+    return sorted(waiting, key=lambda entry: id_key(entry["id"]))
+
+
+def _result(run: _Run, code: int, status: str, message: str = "") -> LoopResult:
+    items = run.store.items()
+    return LoopResult(code, status, run.state.runId or "", run.state, message,
+                      summarize(items), waiting_items(items))
 
 
 class _Journal(Journal):
@@ -619,9 +638,9 @@ def _cycles(items: list[dict[str, Any]]) -> list[list[str]]:
 
 def _summary_message(run: _Run, code: int) -> str:
     """What the operator is told at the end: why nothing more could run."""
-    if code != EXIT_BLOCKED and not run.state.needsHumanItems:
-        return ""
     items = run.store.items()
+    if code != EXIT_BLOCKED and not any(item.get("status") == "blocked" for item in items):
+        return ""
     if code == EXIT_BLOCKED and not any(item.get("status") == "blocked" for item in items):
         cycles = _cycles(items)
         on_cycle = {item_id for cycle in cycles for item_id in cycle}
@@ -637,7 +656,7 @@ def _summary_message(run: _Run, code: int) -> str:
         if waiting:
             text += f", and {', '.join(waiting)} wait on them"
         return text + "; break the cycle with git forge backlog edit ID --depends-on IDS"
-    return "items are blocked or need a human: run git forge recover"
+    return "run git forge recover to answer them"
 
 
 def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | None = None,
@@ -733,8 +752,8 @@ def _loop(run: _Run) -> LoopResult:
         if outcome == "needs_human" and run.options.pause_on_needs_human:
             run.save(status="paused_human")
             run.journal.append("loop_paused", itemId=str(item["id"]))
-            return LoopResult(EXIT_PAUSED, "paused_human", run.state.runId or "", run.state,
-                              "paused for a human decision: run git forge recover")
+            return _result(run, EXIT_PAUSED, "paused_human",
+                           "paused for a human decision: run git forge recover")
     if retry is not None:  # the budget ran out in the middle of an item's retries
         run.store.transition(str(retry["id"]), "pending")
         run.save(currentItem=None)
@@ -742,8 +761,7 @@ def _loop(run: _Run) -> LoopResult:
     run.save(status=status, currentItem=None)
     run.journal.append("loop_completed", status=status,
                        completed=len(run.state.completedItems))
-    message = _summary_message(run, code)
-    return LoopResult(code, status, run.state.runId or "", run.state, message)
+    return _result(run, code, status, _summary_message(run, code))
 
 
 def _stopped(run: _Run) -> LoopResult:
@@ -758,6 +776,5 @@ def _stopped(run: _Run) -> LoopResult:
             run.store.transition(run.state.currentItem, "pending")
     run.save(status="stopped")
     run.journal.append("loop_cancelled", itemId=run.state.currentItem)
-    return LoopResult(EXIT_STOPPED, "stopped", run.state.runId or "", run.state,
-                      "stopped; any work the agent left is in the tree for "
-                      "git forge reconcile")
+    return _result(run, EXIT_STOPPED, "stopped",
+                   "stopped; any work the agent left is in the tree for git forge reconcile")
