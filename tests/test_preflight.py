@@ -49,6 +49,11 @@ def test_clean_tree_is_silent(project: Path) -> None:
 
 def test_dirty_with_prior_run_stops_and_names_the_run(project: Path) -> None:
     prior_run(project)
+    backlog = project / ".forge" / "backlog.json"
+    document = json.loads(backlog.read_text())
+    document["items"][0].update(status="blocked", blockedReason="the API is down")
+    backlog.write_text(json.dumps(document, indent=2) + "\n")
+    git("commit", "-qam", "[forge] 001: blocked — the API is down", cwd=project)
     (project / "README.md").write_text("changed\n")
     (project / "new dir").mkdir()
     (project / "new dir" / "a file.txt").write_text("x")
@@ -58,7 +63,8 @@ def test_dirty_with_prior_run_stops_and_names_the_run(project: Path) -> None:
     err = result.stderr
     assert STARTED in err and "run-1" in err
     assert "item in flight: 002" in err and "blocked:        001" in err
-    assert "needs human:    003" in err
+    assert "needs human:    none" in err  # 003 is not a needs-human item of the backlog
+    assert "Touched by that run" in err and "item 002 was in flight" in err
     porcelain = git("status", "--porcelain", "-uall", cwd=project).splitlines()
     assert len(porcelain) == 3
     for line in porcelain:
@@ -227,3 +233,21 @@ def test_the_fast_dispatch_parses_exactly_like_the_whole_tree(
     output = result.stdout if code == 0 else result.stderr
     assert (result.returncode, output) == (code, expected)
     assert expected.startswith(("usage: git forge preflight", "Error: "))
+
+
+def test_a_stray_file_after_a_clean_run_is_not_called_the_runs_work(project: Path) -> None:
+    write_state(project / ".forge", RunState(
+        status="complete", startedAt=STARTED, runId="run-9", currentItem=None,
+        blockedItems=["001"], needsHumanItems=["002"]))  # both long since answered
+    (project / "notes.txt").write_text("mine\n")
+    result = run_forge("preflight", cwd=project)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0] == ("STOP: the working tree has changes that git-forge's last run "
+                        f"(started {STARTED} (run run-9)) did not make.")
+    assert "previous git-forge run left work" not in result.stderr
+    assert "  blocked:        none" in lines and "  needs human:    none" in lines
+    assert lines[lines.index("Changed outside the run (as git status --porcelain prints "
+                             "them):") + 1] == "  ?? notes.txt"
+    document = json.loads(run_forge("preflight", "--json", cwd=project).stdout)
+    assert document["outside"] == ["?? notes.txt"] and document["touched"] == []

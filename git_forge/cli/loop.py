@@ -209,7 +209,7 @@ EMBEDDED_ONLY = ("agent", "iterations", "retries", "timeout", "prompt_file",
 
 def _launch_external(args: argparse.Namespace, workspace) -> int:
     """``loopRunner.bin`` names another runner: check the tree, then start its loop."""
-    from git_forge.cli.preflight import render_dirty, render_stop
+    from git_forge.cli.preflight import explain_stop, render_dirty, render_stop
     from git_forge.errors import UsageError
     from git_forge.loop.control import LoopRunning, launch_blocker
     from git_forge.runner import runner_for
@@ -226,14 +226,15 @@ def _launch_external(args: argparse.Namespace, workspace) -> int:
     if not args.force:
         result = check(workspace.root, workspace.state_dir, workspace.backlog_file)
         if result.status != "ok":
-            lines = render_stop(result) if result.status == "stop" else render_dirty(result)
+            lines = (render_stop(result, explain_stop(workspace, result))
+                     if result.status == "stop" else render_dirty(result))
             print("\n".join(lines), file=sys.stderr)
             return 2
     return runner_for(workspace).launch()
 
 
 def run_loop(args: argparse.Namespace) -> int:
-    from git_forge.cli.preflight import render_dirty, render_stop
+    from git_forge.cli.preflight import explain_stop, render_dirty, render_stop
     from git_forge.loop.runner import LoopRefused, run_loop
     from git_forge.workspace import locate
 
@@ -249,8 +250,8 @@ def run_loop(args: argparse.Namespace) -> int:
     try:
         result = run_loop(workspace, options, progress, stop)
     except LoopRefused as exc:
-        lines = (render_stop(exc.preflight) if exc.preflight.status == "stop" else
-                 render_dirty(exc.preflight))
+        lines = (render_stop(exc.preflight, explain_stop(workspace, exc.preflight))
+                 if exc.preflight.status == "stop" else render_dirty(exc.preflight))
         print("\n".join(lines), file=sys.stderr)
         return exc.exit_code
     finally:
