@@ -515,3 +515,24 @@ def test_segment_size_limits_are_enforced(tmp_path: Path) -> None:
         SpoolWriter(tmp_path / "a.spool", segment_bytes=4 * 1024 * KIB + 1)
     with pytest.raises(ProcessError, match="invalid_settings"):
         SpoolWriter(tmp_path / "b.spool", ceiling=0)
+
+
+def test_retention_is_arithmetic_alone() -> None:
+    from git_forge.supervisor.spool import Extent, Retention
+
+    rules = Retention(ceiling=64 * KIB, segment_bytes=16 * KIB)
+    assert [rules.start(total) for total in (0, 64 * KIB, 64 * KIB + 1, 81 * KIB)] == [
+        0, 0, 0, 16 * KIB]
+    for total in range(0, 400 * KIB, 7 * KIB + 3):  # ceiling <= kept < ceiling + segment
+        kept = total - rules.start(total)
+        assert (kept == total) if total <= 64 * KIB else 64 * KIB <= kept < 80 * KIB
+        assert rules.start(total) % (16 * KIB) == 0
+    assert rules.pieces(10 * KIB, 40 * KIB) == [
+        (0, 10 * KIB, 16 * KIB), (16 * KIB, 16 * KIB, 32 * KIB), (32 * KIB, 32 * KIB, 40 * KIB)]
+    assert rules.committed(100 * KIB, 0) == Extent(100 * KIB, 32 * KIB)
+    assert rules.committed(100 * KIB, 48 * KIB) == Extent(100 * KIB, 48 * KIB)
+    # Before writing up to 200 KiB, the window committed at 100 KiB gives up what
+    # 200 KiB no longer keeps, down to a segment boundary it has fully written.
+    assert rules.shrink_to(Extent(100 * KIB, 32 * KIB), 200 * KIB, oldest=32 * KIB) == 96 * KIB
+    assert rules.shrink_to(Extent(100 * KIB, 32 * KIB), 110 * KIB, oldest=32 * KIB) is None
+    assert rules.shrink_to(Extent(100 * KIB, 32 * KIB), 200 * KIB, oldest=None) is None

@@ -217,6 +217,139 @@ class SpoolReader:
         raise ProcessError("spool_corrupt", f"segments of {self.directory} are missing")
 
 
+@dataclass(frozen=True)
+class Retention:
+    """Which bytes a spool keeps and how they fall into segments: pure arithmetic,
+    no files and no threads, so every rule of the bounded window is testable alone."""
+
+    ceiling: int
+    segment_bytes: int
+
+    def start(self, total: int) -> int:
+        """First kept byte once ``total`` bytes were appended (``retained_start``)."""
+        return retained_start(total, self.ceiling, self.segment_bytes)
+
+    def segment_of(self, position: int) -> int:
+        return position // self.segment_bytes * self.segment_bytes
+
+    def pieces(self, position: int, end: int) -> list[tuple[int, int, int]]:
+        """``[position, end)`` cut at segment boundaries: (segment, start, end)."""
+        pieces = []
+        while position < end:
+            segment = self.segment_of(position)
+            piece_end = min(end, segment + self.segment_bytes)
+            pieces.append((segment, position, piece_end))
+            position = piece_end
+        return pieces
+
+    def committed(self, written: int, run_start: int) -> Extent:
+        """The extent to commit once ``[run_start, written)`` is on disk."""
+        retained = max(run_start, self.start(written))
+        return Extent(written, min(retained, written))
+
+    def shrink_to(self, committed: Extent, end: int, oldest: int | None) -> int | None:
+        """Before bytes up to ``end`` are written: the smaller ``retained_from`` that
+        leaves out the whole oldest segments retention at ``end`` drops (so the disk
+        never holds the old window and the new one at once), or ``None``."""
+        step = self.segment_bytes
+        bound = min(self.start(end), committed.total_bytes // step * step)
+        if bound <= committed.retained_from or oldest is None or oldest + step > bound:
+            return None
+        return bound
+
+
+class SegmentFiles:
+    """The files of one spool directory — segments and ``index.json`` — and the only
+    code that writes them. Appends through one open segment (kept open between live
+    flushes); whole files at the final flush; deletions oldest first."""
+
+    def __init__(self, directory: Path, retention: Retention) -> None:
+        self.directory = directory
+        self.retention = retention
+        #: Segments on disk, oldest first.
+        self.segments: list[int] = []
+        self._fd: int | None = None
+        self._fd_segment = -1
+
+    @property
+    def oldest(self) -> int | None:
+        return self.segments[0] if self.segments else None
+
+    def note(self, segment: int) -> None:
+        """A piece is about to be written into ``segment``."""
+        if not self.segments or self.segments[-1] != segment:
+            self.segments.append(segment)
+
+    def append(self, segment: int, start: int, data: list[bytes]) -> None:
+        try:
+            if self._fd_segment != segment:
+                self.close_open()
+                self._fd = self._open(segment, start)
+                self._fd_segment = segment
+            assert self._fd is not None
+            _write_all(self._fd, data)
+        except OSError as exc:
+            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
+
+    def write_file(self, segment: int, start: int, data: list[memoryview]) -> None:
+        try:
+            fd = self._open(segment, start)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
+
+    def _open(self, segment: int, start: int) -> int:
+        path = self.directory / segment_name(segment)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, FILE_MODE)
+        if os.fstat(fd).st_size != start - segment:
+            os.close(fd)
+            raise ProcessError("spool_corrupt", f"{path} does not end where the spool does")
+        return fd
+
+    def sync_open(self) -> None:
+        try:
+            if self._fd is not None:
+                os.fsync(self._fd)
+        except OSError as exc:
+            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
+
+    def close_open(self) -> None:
+        if self._fd is not None:
+            fd, self._fd, self._fd_segment = self._fd, None, -1
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def commit_index(self, extent: Extent) -> None:
+        document = {
+            "version": SPOOL_VERSION,
+            "segment_bytes": self.retention.segment_bytes,
+            "ceiling": self.retention.ceiling,
+            "total_bytes": extent.total_bytes,
+            "retained_from": extent.retained_from,
+        }
+        try:
+            write_json(self.directory / INDEX_FILE, document, indent=None, mode=FILE_MODE)
+        except StoreError as exc:
+            raise ProcessError("spool_corrupt", exc.message) from exc
+
+    def drop_before(self, bound: int) -> None:
+        """Delete every segment that ends at or before ``bound`` (after an index
+        that no longer names them was committed)."""
+        step = self.retention.segment_bytes
+        while self.segments and self.segments[0] + step <= bound:
+            segment = self.segments.pop(0)
+            if segment == self._fd_segment:
+                self.close_open()
+            with contextlib.suppress(FileNotFoundError):
+                (self.directory / segment_name(segment)).unlink()
+
+
 class SpoolWriter:
     """The writing side: O(chunk) appends into memory, flushes that write only
     retained bytes, a committed extent that is always durable.
@@ -241,6 +374,7 @@ class SpoolWriter:
         self.ceiling = ceiling
         self.segment_bytes = segment_bytes
         self.flush_interval = flush_interval
+        self._retention = Retention(ceiling, segment_bytes)
         try:
             self.directory.mkdir(mode=DIR_MODE)
         except OSError as exc:
@@ -252,12 +386,10 @@ class SpoolWriter:
         self._sealed = False
         self._written = 0      # end of the bytes on disk in the current run
         self._run_start = 0    # first byte of the current contiguous run on disk
-        self._segments: list[int] = []
-        self._fd: int | None = None
-        self._fd_segment = -1
+        self._files = SegmentFiles(self.directory, self._retention)
         self._committed = Extent()
         self._next_flush = time.monotonic() + flush_interval
-        self._commit_index(Extent())
+        self._files.commit_index(Extent())
 
     # -- state -------------------------------------------------------------------
     @property
@@ -277,7 +409,7 @@ class SpoolWriter:
         return self._committed
 
     def _retained(self, total: int) -> int:
-        return retained_start(total, self.ceiling, self.segment_bytes)
+        return self._retention.start(total)
 
     # -- writing -----------------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview) -> bool:
@@ -373,21 +505,11 @@ class SpoolWriter:
             self._write_live(position, end)
         return self._commit()
 
-    def _pieces(self, position: int, end: int) -> list[tuple[int, int, int]]:
-        """``[position, end)`` cut at segment boundaries: (segment, start, end)."""
-        pieces = []
-        while position < end:
-            segment = position // self.segment_bytes * self.segment_bytes
-            piece_end = min(end, segment + self.segment_bytes)
-            pieces.append((segment, position, piece_end))
-            position = piece_end
-        return pieces
-
     def _write_live(self, position: int, end: int) -> None:
         """While appends go on: copy one segment's piece at a time out of the window
         (under the lock, briefly) and write it, skipping what retention drops meanwhile."""
         while position < end:
-            segment, start, piece_end = self._pieces(position, end)[0]
+            segment, start, piece_end = self._retention.pieces(position, end)[0]
             with self._lock:
                 # A read straight into the window may be overwriting its oldest bytes:
                 # let it land first (it never blocks), then nothing moves while we copy.
@@ -402,7 +524,7 @@ class SpoolWriter:
                 data = self._buffer.copy(start, piece_end)
             if start != self._written:
                 self._run_start = start  # a new run: everything before it was dropped
-            self._start_piece(segment, start)
+            self._files.note(segment)
             self._append_to_segment(segment, start, [data])
             with self._lock:
                 self._written = piece_end
@@ -412,18 +534,18 @@ class SpoolWriter:
         """After ``close`` nothing overwrites the window: write every segment's piece
         straight from it, several files at once (the final flush is on the critical
         path from the process's exit to its terminal manifest)."""
-        pieces = self._pieces(position, end)
+        pieces = self._retention.pieces(position, end)
         if not pieces:
             return
-        self._close_segment()
+        self._files.close_open()
         if position != self._written:
             self._run_start = position  # a new run: everything before it was dropped
-        for segment, start, _ in pieces:
-            self._start_piece(segment, start)
+        for segment, _, _ in pieces:
+            self._files.note(segment)
 
         def write(piece: tuple[int, int, int]) -> None:
             segment, start, piece_end = piece
-            self._write_segment_file(segment, start, self._buffer.views(start, piece_end))
+            self._files.write_file(segment, start, self._buffer.views(start, piece_end))
 
         if len(pieces) == 1:
             write(pieces[0])
@@ -433,107 +555,33 @@ class SpoolWriter:
         with self._lock:
             self._written = end
 
-    def _start_piece(self, segment: int, start: int) -> None:
-        """Note a piece about to be written at ``start`` in ``segment``."""
-        if not self._segments or self._segments[-1] != segment:
-            self._segments.append(segment)
-
     def _append_to_segment(self, segment: int, start: int, data: list[bytes]) -> None:
-        """Append through the open segment file (kept open between live flushes)."""
-        try:
-            if self._fd_segment != segment:
-                self._close_segment()
-                self._fd = self._open_segment(segment, start)
-                self._fd_segment = segment
-            assert self._fd is not None
-            _write_all(self._fd, data)
-        except OSError as exc:
-            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
-
-    def _write_segment_file(self, segment: int, start: int, data: list[memoryview]) -> None:
-        try:
-            fd = self._open_segment(segment, start)
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
-
-    def _open_segment(self, segment: int, start: int) -> int:
-        path = self.directory / segment_name(segment)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, FILE_MODE)
-        if os.fstat(fd).st_size != start - segment:
-            os.close(fd)
-            raise ProcessError("spool_corrupt", f"{path} does not end where the spool does")
-        return fd
-
-    def _close_segment(self) -> None:
-        if self._fd is not None:
-            fd, self._fd, self._fd_segment = self._fd, None, -1
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        """One live append (a seam tests measure the disk through)."""
+        self._files.append(segment, start, data)
 
     def _commit(self) -> Extent:
-        written = self._written
-        retained = max(self._run_start, self._retained(written))
-        extent = Extent(written, min(retained, written))
+        extent = self._retention.committed(self._written, self._run_start)
         if extent == self._committed:
             return extent
-        try:
-            if self._fd is not None:
-                os.fsync(self._fd)
-        except OSError as exc:
-            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
+        self._files.sync_open()
         # The index's atomic replace fsyncs this directory after the rename: that one
         # fsync also makes the entries of new segment files durable, before or with
         # the index that names them.
-        self._commit_index(extent)
+        self._files.commit_index(extent)
         self._committed = extent
-        self._drop_segments_before(extent.retained_from)
+        self._files.drop_before(extent.retained_from)
         return extent
 
     def _give_up_dropped_segments(self, end: int) -> None:
         """Before new bytes are written, commit a smaller window that leaves out the
-        segments retention at ``end`` drops, and delete them: the disk never holds
-        the old window and the new one at once (at most one segment beyond)."""
-        committed = self._committed
-        step = self.segment_bytes
-        bound = min(self._retained(end), committed.total_bytes // step * step)
-        if (
-            bound <= committed.retained_from
-            or not self._segments
-            or self._segments[0] + step > bound
-        ):
+        segments retention at ``end`` drops, and delete them."""
+        bound = self._retention.shrink_to(self._committed, end, self._files.oldest)
+        if bound is None:
             return
-        extent = Extent(committed.total_bytes, bound)
-        self._commit_index(extent)
+        extent = Extent(self._committed.total_bytes, bound)
+        self._files.commit_index(extent)
         self._committed = extent
-        self._drop_segments_before(bound)
-
-    def _drop_segments_before(self, bound: int) -> None:
-        while self._segments and self._segments[0] + self.segment_bytes <= bound:
-            segment = self._segments.pop(0)
-            if segment == self._fd_segment:
-                self._close_segment()
-            with contextlib.suppress(FileNotFoundError):
-                (self.directory / segment_name(segment)).unlink()
-
-    def _commit_index(self, extent: Extent) -> None:
-        document = {
-            "version": SPOOL_VERSION,
-            "segment_bytes": self.segment_bytes,
-            "ceiling": self.ceiling,
-            "total_bytes": extent.total_bytes,
-            "retained_from": extent.retained_from,
-        }
-        try:
-            write_json(self.directory / INDEX_FILE, document, indent=None, mode=FILE_MODE)
-        except StoreError as exc:
-            raise ProcessError("spool_corrupt", exc.message) from exc
+        self._files.drop_before(bound)
 
     def close(self) -> Extent:
         """Refuse further appends, write everything retained, release the memory.
@@ -546,7 +594,7 @@ class SpoolWriter:
             with self._flush_lock, self._lock:
                 self._buffer.close()
                 with contextlib.suppress(OSError):
-                    self._close_segment()
+                    self._files.close_open()
         return extent
 
     # -- reading -----------------------------------------------------------------
