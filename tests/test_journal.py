@@ -108,9 +108,12 @@ def test_reserved_fields_are_refused(journal: Journal) -> None:
     assert not journal.path.exists()
 
 
+ORIGIN = Origin.of({"item_id": "042", "iteration": 2})
+
+
 def manifest(state: str = "running", **changes) -> Manifest:
     base = Manifest(
-        handle=mint_handle(), owner=Owner("run"), origin=Origin("042", 2),
+        handle=mint_handle(), owner=Owner("run"), origin=ORIGIN,
         command=Command(("claude", "-p", "do it"), "/repo"), state="running",
         created_at="2030-01-01T00:00:00.000Z", started_at="2030-01-01T00:00:00.500Z",
         deadline="2030-01-01T00:30:00.500Z", events=EventIds.mint(),

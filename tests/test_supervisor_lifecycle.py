@@ -120,3 +120,27 @@ def test_invalid_handles_are_not_found(bad: object) -> None:
     with pytest.raises(ProcessError) as raised:
         require_handle(bad)
     assert raised.value.code == "not_found"
+
+
+def test_the_stop_plan_alone() -> None:
+    import signal
+
+    from git_forge.supervisor.stopplan import StopKind, StopPlan
+
+    plan = StopPlan()
+    assert plan.outcome(3) == ("exited", 3) and plan.outcome(-signal.SIGTERM) == (
+        "terminated", None)
+    assert plan.request(StopKind.INTERRUPT, now=0, grace=5) == signal.SIGINT
+    assert not plan.due(100)  # an interrupt never escalates
+    assert plan.outcome(-signal.SIGINT) == ("interrupted", None)
+    assert plan.request(StopKind.TERMINATE, now=10, grace=5) == signal.SIGTERM
+    assert plan.kind is StopKind.TERMINATE  # it outranks the interrupt
+    plan.request(StopKind.TERMINATE, now=12, grace=10)
+    assert plan.escalate_at == 15 and not plan.due(14.9) and plan.due(15)
+    assert plan.outcome(-signal.SIGTERM) == ("terminated", None)
+    assert plan.escalate() == signal.SIGKILL and plan.escalate_at is None
+    assert plan.outcome(-signal.SIGKILL) == ("killed", None)
+    timeout = StopPlan()
+    timeout.request(StopKind.TIMEOUT, now=0, grace=1)
+    timeout.request(StopKind.KILL, now=0.5, grace=1)  # the first terminal kind stays
+    assert timeout.outcome(-signal.SIGKILL) == ("timed_out", None)

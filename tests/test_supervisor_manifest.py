@@ -29,9 +29,16 @@ STARTED = "2030-01-01T00:00:01.000Z"
 FINISHED = "2030-01-01T00:00:05.000Z"
 
 
+def origin(item_id: str, iteration: int) -> Origin:
+    return Origin.of({"item_id": item_id, "iteration": iteration})
+
+
+ORIGIN = origin("007", 3)
+
+
 def starting(handle: str | None = None) -> Manifest:
     return Manifest(
-        handle=handle or mint_handle(), owner=Owner("run-1"), origin=Origin("007", 3),
+        handle=handle or mint_handle(), owner=Owner("run-1"), origin=ORIGIN,
         command=Command(("agent", "--flag"), "/work"), state="starting", created_at=CREATED,
         events=EventIds.mint(),
     )
@@ -128,8 +135,8 @@ def _changes(m: Manifest) -> dict:
     other_event = new_event_id()
     return {
         "owner changes": (r, r.evolve(owner=Owner("run-2")), "manifest_conflict"),
-        "origin changes": (r, r.evolve(origin=Origin("008", 3)), "manifest_conflict"),
-        "iteration changes": (r, r.evolve(origin=Origin("007", 4)), "manifest_conflict"),
+        "origin changes": (r, r.evolve(origin=origin("008", 3)), "manifest_conflict"),
+        "iteration changes": (r, r.evolve(origin=origin("007", 4)), "manifest_conflict"),
         "command changes": (r, r.evolve(command=Command(("other",), "/work")),
                             "manifest_conflict"),
         "running -> starting": (r, m, "invalid_transition"),

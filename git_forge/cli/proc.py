@@ -121,8 +121,8 @@ def _summary(manifest, total_bytes: int, liveness: str | None) -> dict[str, Any]
     return {
         "handle": manifest.handle,
         "state": manifest.state,
-        "item_id": manifest.origin.item_id,
-        "iteration": manifest.origin.iteration,
+        "item_id": manifest.origin.get("item_id"),
+        "iteration": manifest.origin.get("iteration"),
         "started_at": manifest.started_at,
         "finished_at": manifest.finished_at,
         "total_bytes": total_bytes,
@@ -178,9 +178,10 @@ def _show_text(manifest) -> None:
     result = manifest.state
     if manifest.result.exit_code is not None:
         result += f" (exit {manifest.result.exit_code})"
-    item = manifest.origin.item_id or "-"
-    if manifest.origin.iteration is not None:
-        item += f" (iteration {manifest.origin.iteration})"
+    item = str(manifest.origin.get("item_id") or "-")
+    iteration = manifest.origin.get("iteration")
+    if iteration is not None:
+        item += f" (iteration {iteration})"
     cursors = manifest.cursors
     for label, value in (
         ("handle", manifest.handle),

@@ -21,7 +21,7 @@ import contextlib
 import os
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from git_forge.errors import ForgeError
 from git_forge.layout import LOOP_LOCK_FILE, LOOP_RUN_FILE, PROC_DIR, tree_lock_path
@@ -135,6 +135,13 @@ def disarm_stop_token(state_dir: Path) -> None:
         run_token_path(state_dir).unlink()
 
 
+def item_of(manifest: Any) -> str | None:
+    """The backlog item a supervised process was started for: the loop puts it in
+    the manifest's origin labels (``item_id``); the supervisor never reads them."""
+    item_id = manifest.origin.get("item_id")
+    return item_id if isinstance(item_id, str) else None
+
+
 class OrphanedAgent(NamedTuple):
     handle: str
     item_id: str | None
@@ -159,7 +166,7 @@ def orphaned_agents(state_dir: Path) -> list[OrphanedAgent]:
     for orphan in orphans(ProcPaths(root)):
         item_id = None
         with contextlib.suppress(ForgeError):
-            item_id = ManifestStore(root).load(orphan.handle).origin.item_id
+            item_id = item_of(ManifestStore(root).load(orphan.handle))
         found.append(OrphanedAgent(orphan.handle, item_id))
     return found
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from git_forge.loop.control import item_of
 from git_forge.loop.journal import Journal
 from git_forge.supervisor.lifecycle import State
 from git_forge.supervisor.manifest import Manifest, parse_timestamp
@@ -30,7 +31,7 @@ def _duration_ms(start: str | None, end: str | None) -> int | None:
 
 def event_fields(kind: str, manifest: Manifest) -> tuple[str, dict[str, Any]]:
     """The journal type and fields of one lifecycle event."""
-    item_id = manifest.origin.item_id
+    item_id = item_of(manifest)
     if kind == "started":
         return "llm_spawned", {
             "itemId": item_id,

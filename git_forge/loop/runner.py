@@ -285,8 +285,8 @@ def _restore(run: _Run) -> None:
     if report.orphans:  # appeared since the check at start: never start beside one
         orphan = report.orphans[0]
         raise LoopError(control.orphan_message(
-            control.OrphanedAgent(orphan.handle, orphan.origin.item_id)), exit_code=EXIT_REFUSED)
-    lost = {m.origin.item_id: m.handle for m in report.reconciled if m.origin.item_id}
+            control.OrphanedAgent(orphan.handle, control.item_of(orphan))), exit_code=EXIT_REFUSED)
+    lost = {owner: m.handle for m in report.reconciled if (owner := control.item_of(m))}
     for error in report.errors:
         run.progress.note(f"restore: process {error.handle}: {error.error}")
     reset = []

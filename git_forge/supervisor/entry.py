@@ -44,6 +44,7 @@ from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.process import ProcessTree
 from git_forge.supervisor.requests import discard_stop_request, take_stop_request
 from git_forge.supervisor.spool import SpoolWriter
+from git_forge.supervisor.stopplan import StopKind, StopPlan, stop_kind
 from git_forge.supervisor.watchdog import Child
 
 TICK_SECONDS = 0.1
@@ -64,11 +65,6 @@ class Outcome:
     exit_code: int | None = None
 
 
-_SIGNAL_STATES = {
-    -signal.SIGINT: State.INTERRUPTED,
-    -signal.SIGTERM: State.TERMINATED,
-    -signal.SIGKILL: State.KILLED,
-}
 
 
 class Entry:
@@ -121,9 +117,7 @@ class Entry:
         self._watcher: threading.Thread | None = None
         self._reaped = False
         self._deadline: float | None = None
-        self._stop_kind: str | None = None
-        self._escalate_at: float | None = None
-        self._escalated = False
+        self._stop = StopPlan()
 
     # -- starting ----------------------------------------------------------------
     def attach(self, child: Child, *, stdin: bytes | None, timeout: float | None) -> None:
@@ -200,31 +194,13 @@ class Entry:
         """Signal the tree now; escalation (for ``terminate``) happens on the watcher.
         False when the process already ended (nothing is sent)."""
         grace = self.config.grace_seconds if grace is None else grace
+        kind = stop_kind(mode)
         with self._lock:
             if self._tree is None or self._reaped or self._leader_exited.is_set():
                 return False
-            if mode == "interrupt":
-                signum = signal.SIGINT
-                self._stop_kind = self._stop_kind or "interrupt"
-            elif mode == "terminate":
-                signum = signal.SIGTERM
-                if self._stop_kind in (None, "interrupt"):
-                    self._stop_kind = "terminate"
-                self._schedule_escalation(grace)
-            elif mode == "kill":
-                signum = signal.SIGKILL
-                if self._stop_kind in (None, "interrupt"):
-                    self._stop_kind = "kill"
-                self._escalated = True
-            else:
-                raise ProcessError("invalid_arguments", f"unknown stop mode {mode!r}")
-            self._signal(signum)
+            self._signal(self._stop.request(kind, now=time.monotonic(), grace=grace))
         self._wake.set()
         return True
-
-    def _schedule_escalation(self, grace: float) -> None:
-        at = time.monotonic() + grace
-        self._escalate_at = at if self._escalate_at is None else min(self._escalate_at, at)
 
     def _signal(self, signum: int) -> None:
         assert self._tree is not None
@@ -243,18 +219,15 @@ class Entry:
             self._deadline = None
             if self._leader_exited.is_set() or self._reaped:
                 return
-            if self._stop_kind in (None, "interrupt"):
-                self._stop_kind = "timeout"
-            self._schedule_escalation(self.config.grace_seconds)
-            self._signal(signal.SIGTERM)
+            self._signal(self._stop.request(StopKind.TIMEOUT, now=time.monotonic(),
+                                            grace=self.config.grace_seconds))
 
     def _escalate(self) -> None:
         with self._lock:
-            self._escalate_at = None
             if self._leader_exited.is_set() or self._reaped:
+                self._stop.escalate_at = None  # it ended on the first signal: no escalation
                 return
-            self._escalated = True
-            self._signal(signal.SIGKILL)
+            self._signal(self._stop.escalate())
 
     def _take_stop_request(self) -> None:
         request = take_stop_request(self.paths, self.handle)
@@ -293,7 +266,7 @@ class Entry:
                 self._take_stop_request()
             if self._deadline is not None and now >= self._deadline:
                 self._on_deadline()
-            if self._escalate_at is not None and now >= self._escalate_at:
+            if self._stop.due(now):
                 self._escalate()
             if not self._leader_exited.is_set():
                 if now >= next_refresh:
@@ -332,18 +305,8 @@ class Entry:
         for stream in (self._child.stdout, self._child.stderr):
             with contextlib.suppress(OSError):
                 stream.close()
-        kind = self._stop_kind
-        if kind == "timeout":
-            return Outcome(State.TIMED_OUT)
-        if kind == "interrupt":
-            return Outcome(State.INTERRUPTED)
-        if kind == "terminate":
-            return Outcome(State.KILLED if self._escalated else State.TERMINATED)
-        if kind == "kill":
-            return Outcome(State.KILLED)
-        if returncode >= 0:
-            return Outcome(State.EXITED, returncode)
-        return Outcome(_SIGNAL_STATES.get(returncode, State.FAILED))
+        state, exit_code = self._stop.outcome(returncode)
+        return Outcome(state, exit_code)
 
     # -- the gate ----------------------------------------------------------------
     def terminalize(self, outcome: Outcome) -> bool:

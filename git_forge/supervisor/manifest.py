@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,12 +62,35 @@ class Owner:
     run_id: str
 
 
+Label = str | int | None
+
+
 @dataclass(frozen=True)
 class Origin:
-    """What the process was started for (opaque to the supervisor)."""
+    """What the process was started for: labels its caller chose (the loop gives
+    ``item_id`` and ``iteration``), stored and handed back as they are. The
+    supervisor never reads them; it only keeps them scalars (strings, integers,
+    null), so every manifest stays a flat, comparable record."""
 
-    item_id: str | None = None
-    iteration: int | None = None
+    labels: tuple[tuple[str, Label], ...] = ()
+
+    @classmethod
+    def of(cls, labels: Mapping[str, Any] | None = None) -> Origin:
+        """From a mapping; ``ValueError`` for a label that is not a scalar."""
+        pairs = []
+        for key, value in (labels or {}).items():
+            if not isinstance(key, str) or not (
+                value is None or isinstance(value, str)
+                or (isinstance(value, int) and not isinstance(value, bool))):
+                raise ValueError(f"origin label {key!r} is not a string, integer or null")
+            pairs.append((key, value))
+        return cls(tuple(pairs))
+
+    def get(self, key: str) -> Label:
+        return dict(self.labels).get(key)
+
+    def to_dict(self) -> dict[str, Label]:
+        return dict(self.labels)
 
 
 @dataclass(frozen=True)
@@ -134,7 +158,7 @@ class Manifest:
             "version": self.version,
             "handle": self.handle,
             "owner": {"run_id": self.owner.run_id},
-            "origin": {"item_id": self.origin.item_id, "iteration": self.origin.iteration},
+            "origin": self.origin.to_dict(),
             "command": {"argv": list(self.command.argv), "cwd": self.command.cwd},
             "state": self.state,
             "created_at": self.created_at,
@@ -175,10 +199,7 @@ class Manifest:
             version=_typed(document, "version", int),
             handle=_typed(document, "handle", str),
             owner=Owner(run_id=_typed(owner, "run_id", str)),
-            origin=Origin(
-                item_id=_typed(origin, "item_id", str, optional=True),
-                iteration=_typed(origin, "iteration", int, optional=True),
-            ),
+            origin=Origin.of(origin),
             command=Command(argv=tuple(argv), cwd=_typed(command, "cwd", str)),
             state=_typed(document, "state", str),
             created_at=_typed(document, "created_at", str),

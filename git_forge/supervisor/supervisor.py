@@ -58,17 +58,14 @@ def _owner(value: Owner | dict[str, Any]) -> Owner:
 
 
 def _origin(value: Origin | dict[str, Any] | None) -> Origin:
-    if value is None:
-        return Origin()
     if isinstance(value, Origin):
         return value
-    if isinstance(value, dict):
-        item_id, iteration = value.get("item_id"), value.get("iteration")
-        if (item_id is None or isinstance(item_id, str)) and (
-            iteration is None or (isinstance(iteration, int) and not isinstance(iteration, bool))
-        ):
-            return Origin(item_id=item_id, iteration=iteration)
-    raise ProcessError("invalid_arguments", "origin must be {item_id: str?, iteration: int?}")
+    if value is None or isinstance(value, dict):
+        try:
+            return Origin.of(value)
+        except ValueError as exc:
+            raise ProcessError("invalid_arguments", f"origin: {exc}") from exc
+    raise ProcessError("invalid_arguments", "origin must be a mapping of labels")
 
 
 def _iso_after(seconds: float) -> str:
