@@ -236,6 +236,37 @@ def _blocked_backlog_repo(git_repo: Path, ids: tuple[str, ...]) -> Path:
     return git_repo
 
 
+@pytest.mark.parametrize(("middle", "outcome", "kind"), [
+    ({"status": "blocked", "blockedReason": "staging is down"}, "blocked", "blocked"),
+    ({"status": "in_progress"}, "partial", "in progress"),  # left by a run that crashed
+])
+def test_a_starved_backlog_names_what_it_waits_on(git_repo: Path, middle: dict, outcome: str,
+                                                  kind: str) -> None:
+    """A done root, a stuck middle item and a pending leaf: no blocking root, no cycle —
+    the report names the middle item and what it gates."""
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    backlog = git_repo / ".forge" / "backlog.json"
+    document = json.loads(backlog.read_text())
+    base = {"type": "feature", "priority": 1}
+    document["items"] = [
+        {**base, "id": "001", "title": "root", "status": "done",
+         "completedAt": "2026-01-01T00:00:00Z"},
+        {**base, "id": "002", "title": "middle", "dependsOn": ["001"], **middle},
+        {**base, "id": "003", "title": "leaf", "status": "pending", "dependsOn": ["002"]},
+    ]
+    backlog.write_text(json.dumps(document, indent=2) + "\n")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "backlog", cwd=git_repo)
+    result = recover(git_repo, "--non-interactive")
+    assert f"  outcome: {outcome}" in result.stdout
+    assert f"nothing is selectable, waiting on 002 ({kind}) gating 003\n" in result.stdout
+    assert "blocking roots" not in result.stdout and "cycle" not in result.stdout
+    code, report = recover_json(git_repo, "--non-interactive")
+    assert report["outcome"] == outcome
+    assert report["waitingOn"] == [{"ids": ["002"], "kind": kind.replace(" ", "_"),
+                                    "gatedIds": ["003"], "gatedCount": 1}]
+
+
 def test_embedded_apply_is_one_batch_stamped_after_the_runner_has_it(git_repo: Path) -> None:
     root = _blocked_backlog_repo(git_repo, ("001", "002", "003", "004"))
     code, report = recover_json(root, "--answer", "001=red", "--answer", "002=blue",

@@ -161,6 +161,8 @@ def render_plan_text(document: dict[str, Any]) -> list[str]:
 
 def render_report(report) -> list[str]:
     """The human report: what each step did, with its source, then NEXT-STEPS."""
+    from git_forge.backlog.topology import waiting_text
+
     lines: list[str] = []
     title = "failed" if report.failure else report.outcome.name
     lines.append(paint(f"Recovery: {title}", "bold"))
@@ -222,10 +224,8 @@ def render_report(report) -> list[str]:
                      f"affected: {', '.join(gate.affected) or 'none'}")
         outcome = report.outcome
         detail = f" ({outcome.cause})" if outcome.cause else ""
-        if outcome.cause == "dependency starvation":
-            roots = outcome.details.get("blockingRoots") or []
-            detail += ": blocking roots " + (", ".join(
-                f"{r['id']} gates {r['gatedCount']}" for r in roots) or "none")
+        if report.waiting:
+            detail += f"; nothing is selectable, waiting on {waiting_text(report.waiting)}"
         lines.append(f"  outcome: {outcome.name}{detail}")
     lines += ["", "NEXT-STEPS", f"  {report.next}"]
     return lines

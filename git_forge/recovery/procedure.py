@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from git_forge import decisions
-from git_forge.backlog.topology import cluster_blocked, compute_topology, id_key
+from git_forge.backlog.topology import (
+    build_graph,
+    cluster_blocked,
+    id_key,
+    topology_of,
+    waiting_on,
+)
 from git_forge.credentials import credential_problem
 from git_forge.errors import ForgeError, UsageError
 from git_forge.loop.evidence import gather
@@ -112,6 +118,8 @@ class Report:
     failure: Failure | None = None
     item_count: int = 0
     nothing_to_recover: bool = False
+    #: What the backlog waits on when nothing is selectable (``waiting_on``).
+    waiting: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def affected(self) -> list[str]:
@@ -146,6 +154,7 @@ class Report:
             "reentry": self.reentry,
             "settled": self.settled,
             "stale": self.stale,
+            "waitingOn": self.waiting,
         }
 
 
@@ -460,8 +469,10 @@ def recover(workspace: Workspace, runner: Runner, options: RecoverOptions,
             run_state = read_state(workspace.state_dir)
         except ForgeError:
             run_state = None
-        report.outcome = select_outcome(report.gate, final_items, compute_topology(final_items),
-                                        run_state)
+        graph = build_graph(final_items)
+        report.waiting = waiting_on(graph)
+        report.outcome = select_outcome(report.gate, final_items, topology_of(graph),
+                                        run_state, report.waiting)
     except _Stop:
         pass
     return report
