@@ -561,3 +561,52 @@ def test_operator_edits_to_the_backlog_are_never_swept_into_recovers_commit(
     assert report["tree"]["actions"] == [] and report["gate"]["porcelainClean"] is False
     assert code == 4  # 006 is still blocked; the dirty tree keeps resolved out of reach
     assert "edited by the operator" in backlog.read_text()
+
+
+# --- answers to runner-deferred and plain blocked items reach the agent -------------------
+
+PROMPT_AGENT = r'''
+import os, pathlib, sys
+prompt = sys.stdin.read()
+item = os.environ["FORGE_ITEM_ID"]
+log = pathlib.Path(os.environ["AGENT_LOG"])
+log.mkdir(exist_ok=True)
+attempt = len(list(log.glob(f"{item}-*.txt")))
+(log / f"{item}-{attempt}.txt").write_text(prompt)
+if attempt == 0 and item == "001":
+    sys.exit("RuntimeError: model overloaded")  # no signal: the runner defers it
+print("FORGE_BLOCKED: the staging server is down" if attempt == 0 else "FORGE_DONE")
+'''
+
+
+def test_the_embedded_runner_threads_answers_for_every_blocked_kind(git_repo: Path,
+                                                                    tmp_path: Path) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text(PROMPT_AGENT)
+    log = tmp_path / "prompts"
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    run_forge("backlog", "add", "--title", "Flaky", cwd=git_repo)
+    run_forge("backlog", "add", "--title", "Needs staging", cwd=git_repo)
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "backlog", cwd=git_repo)
+    loop = ("loop", "run", "--agent", f"{sys.executable} {agent}", "--retries", "0")
+    env = {"AGENT_LOG": str(log)}
+    assert run_forge(*loop, cwd=git_repo, env=env).returncode == 5
+    kinds = {i: (item.get("deferred"), item.get("needsHuman"))
+             for i, item in items_of(git_repo).items()}
+    assert kinds == {"001": (True, False), "002": (False, False)}  # deferred, plain blocked
+
+    code, report = recover_json(git_repo, "--answer", "001=Retry against the mirror",
+                                "--answer", "002=Staging is back up")
+    assert (code, report["outcome"]) == (0, "resolved"), report
+    assert report["applied"] == [{"itemId": "001", "via": "answer", "threaded": True},
+                                 {"itemId": "002", "via": "answer", "threaded": True}]
+    assert run_forge(*loop, cwd=git_repo, env=env).returncode == 0
+    heading = "## The human's answer to your previous question\n"
+    assert heading + "Retry against the mirror" in (log / "001-1.txt").read_text()
+    assert heading + "Staging is back up" in (log / "002-1.txt").read_text()
+
+
+def test_the_report_says_where_an_answer_went(after_run: Path) -> None:
+    result = recover(after_run, "--answer", "c003=Use SQLite", "--answer", "006=Use TestPyPI")
+    assert "  applied   006: answer threaded into the next prompt" in result.stdout

@@ -184,8 +184,10 @@ def render_report(report) -> list[str]:
                      f"is {row['status']}, no longer blocked")
     for applied in report.applied:
         how = ("answer threaded into the next prompt" if applied.threaded else
-               "unblocked" + (" — the answer was NOT threaded into the next prompt"
-                              if applied.needs_human else ""))
+               "unblocked — the answer was NOT threaded into the next prompt"
+               + ("" if applied.needs_human else
+                  " (the runner contract unblocks a plain blocked or deferred item; "
+                  "the answer stays in the decision record)"))
         lines.append(f"  applied   {applied.item_id}: {how}")
     if report.degraded:
         lines.append(paint(f"  degraded: {report.degraded['reason']}; answers were NOT threaded "

@@ -334,8 +334,12 @@ def _apply(ctx: _Context, to_apply: dict[str, str], actor: str | None) -> None:
     report, runner = ctx.report, ctx.runner
     by_id = {str(item.get("id")): item for item in ctx.items}
     needs_human = {item_id for item_id in to_apply if by_id.get(item_id, {}).get("needsHuman")}
+    # recovery.md's dispatch: answer needs-human items, unblock plain blocked and
+    # deferred ones — unless the runner threads an answer for every kind (the
+    # embedded runner does), so that no answer stops short of the agent's prompt.
+    answerable = set(to_apply) if runner.answers_every_kind() else needs_human
     capable = True
-    if needs_human:
+    if answerable:
         capable = runner.answer_capable()
         if not capable:
             version = runner.version()
@@ -345,9 +349,9 @@ def _apply(ctx: _Context, to_apply: dict[str, str], actor: str | None) -> None:
             report.degraded = {
                 "reason": why,
                 "installHint": ctx.workspace.config["loopRunner.installHint"],
-                "notThreaded": sorted(needs_human, key=id_key),
+                "notThreaded": sorted(answerable, key=id_key),
             }
-    threaded = {item_id for item_id in needs_human if capable}
+    threaded = answerable if capable else set()
     changes = [Change(item_id, to_apply[item_id] if item_id in threaded else None)
                for item_id in sorted(to_apply, key=id_key)]
 
