@@ -13,7 +13,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backlog-dir", required=True, metavar="DIR",
                         help="the backlog directory (must exist)")
     parser.add_argument("--state-dir", metavar="NAME",
-                        help="state dir name; '' is the backlog dir itself "
+                        help="state dir name; an empty NAME is the backlog dir itself "
                              "(default: loopRunner.stateDir, else .forge)")
     parser.add_argument("--config", default="./forge.config.json", metavar="PATH",
                         help="a feature-forge forge.config.json whose loopRunner.stateDir applies")
