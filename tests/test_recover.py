@@ -101,7 +101,9 @@ def test_plan_names_every_member_and_the_topology_blast_radius(after_run: Path) 
     assert (f"gates {truth['gatedCount']} of {topology['itemCount']} backlog items (item 005)"
             in cluster["text"])
     assert "003" in cluster["text"] and "004" in cluster["text"]
-    assert [q["id"] for q in plan["questions"]] == ["c003", "006"]
+    # One id form: the questions' ids are the topology's cluster ids, singletons too.
+    assert [q["id"] for q in plan["questions"]] == [
+        c["clusterId"] for c in topology["clusters"]] == ["c003", "c006"]
     assert snapshot(after_run, skip_git=False) == before  # --plan writes nothing
 
 
@@ -315,7 +317,7 @@ def test_interactive_flow_through_a_real_terminal(after_run: Path) -> None:
     assert "Items 003 and 004 are blocked on the same decision" in text
     assert "gates 1 of 6 backlog items (item 005)" in text
     session.send("Use SQLite")
-    session.expect("Question 2 of 2 (006)")
+    session.expect("Question 2 of 2 (c006)")
     session.expect("Your decision")
     session.send("")  # defer
     session.expect("recovery:")
@@ -335,6 +337,83 @@ def test_interactive_flow_through_a_real_terminal(after_run: Path) -> None:
     record = json.loads((after_run / ".forge" / "forge-decisions.json").read_text())
     assert [(e["itemId"], e["answer"]) for e in record["decisions"]] == [
         ("003", "Use SQLite"), ("004", "Use SQLite"), ("006", None)]
+
+
+def test_the_merge_prompt_shows_real_ids_explains_typos_and_never_aborts(
+    after_run: Path
+) -> None:
+    session = PtySession("recover", cwd=after_run)
+    text = session.expect("Merge questions that share a cause? e.g. c003,c006 (Enter: no merge)")
+    assert "  c003: items 003, 004\n" in text.replace("\r", "")
+    assert "  c006: item 006\n" in text.replace("\r", "")
+    session.send("c9,c003")
+    session.expect("Not merged: there is no question c9 (the questions are c003, c006")
+    session.expect("Merge questions that share a cause?")
+    session.send("c003,004")
+    session.expect("Not merged: name two or more different questions to merge")
+    session.expect("Merge questions that share a cause?")
+    session.send("c3, 6")  # numbers name the ids with that value; an item names its question
+    session.expect("Merged into one question: c003")
+    text = session.expect("Your decision")
+    assert "Question 1 of 1 (c003)" in text
+    assert "Items 003, 004 and 006 are blocked on the same decision" in text
+    session.send("Use SQLite and TestPyPI")
+    session.expect("recovery:")
+    session.send("")
+    assert session.finish() == 0, session.text
+    record = json.loads((after_run / ".forge" / "forge-decisions.json").read_text())
+    assert [(e["itemId"], e["answer"], e.get("clusterId")) for e in record["decisions"]] == [
+        ("003", "Use SQLite and TestPyPI", "c003"), ("004", "Use SQLite and TestPyPI", "c003"),
+        ("006", "Use SQLite and TestPyPI", "c003")]
+
+
+def test_enter_after_a_typo_at_the_merge_prompt_goes_on_unmerged(after_run: Path) -> None:
+    session = PtySession("recover", cwd=after_run)
+    session.expect("Merge questions that share a cause?")
+    session.send("c3,c99")
+    session.expect("Not merged: there is no question c99")
+    session.expect("Merge questions that share a cause?")
+    session.send("")
+    session.expect("Question 1 of 2 (c003)")
+    session.expect("Your decision")
+    session.send("")
+    session.expect("Question 2 of 2 (c006)")
+    session.expect("Your decision")
+    session.send("")
+    assert session.finish() == 3, session.text  # deferred: 003 and 004 still need a human
+    assert "Error:" not in session.text
+
+
+@pytest.mark.parametrize("args", [
+    ("--answer", "c003=Use SQLite", "--answer", "c006=Use TestPyPI"),
+    ("--answer", "c3=Use SQLite", "--answer", "6=Use TestPyPI"),
+    ("--merge", "c003,006", "--answer", "c003=Use SQLite", "--answer", "c006=Use TestPyPI"),
+    ("--answers", "FILE"),
+])
+def test_every_cluster_the_topology_names_is_an_id_recover_takes(after_run: Path,
+                                                                 tmp_path: Path,
+                                                                 args: tuple[str, ...]) -> None:
+    answers_file = tmp_path / "answers.yaml"
+    answers_file.write_text("c003: Use SQLite\nc006: Use TestPyPI\n")
+    args = tuple(str(answers_file) if a == "FILE" else a for a in args)
+    code, report = recover_json(after_run, *args)
+    assert (code, report["outcome"]) == (0, "resolved"), report
+    assert [(r["itemId"], r["answer"]) for r in report["recorded"]] == [
+        ("003", "Use SQLite"), ("004", "Use SQLite"), ("006", "Use TestPyPI")]
+
+
+def test_a_singleton_cluster_id_defers_and_an_unknown_id_lists_the_real_ones(
+    after_run: Path
+) -> None:
+    code, report = recover_json(after_run, "--answer", "c003=Use SQLite", "--defer", "c006")
+    assert [(r["itemId"], r["deferred"]) for r in report["recorded"]] == [
+        ("003", False), ("004", False), ("006", True)]
+    before = snapshot(after_run, skip_git=False)
+    result = recover(after_run, "--answer", "c9=x")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("Error: no open question for c9 (questions: c006; "
+                             "items: 006)\n")
+    assert snapshot(after_run, skip_git=False) == before
 
 
 def test_ctrl_c_cancels_early_and_is_recorded(after_run: Path) -> None:
@@ -491,7 +570,7 @@ def test_a_deferral_is_asked_again_and_its_answer_appended(external) -> None:
     recover_json(external.root, "--defer", "001", "--answer", "002=wait",
                  env=external.env())
     plan = json.loads(recover(external.root, "--plan", "--json", env=external.env()).stdout)
-    assert [q["id"] for q in plan["questions"]] == ["001"]
+    assert [q["id"] for q in plan["questions"]] == ["c001"]
     code, report = recover_json(external.root, "--answer", "001=Use Postgres",
                                 env=external.env())
     assert code == 0 and report["affected"] == ["001"]

@@ -242,13 +242,14 @@ def _plan_questions(ctx: _Context, options: RecoverOptions,
     asked = [dict(item, status="pending") if str(item.get("id")) in reentry else item
              for item in ctx.items]
     clusters = cluster_blocked(asked)
-    merges = list(options.merges)
+    if options.merges:
+        clusters = merge_clusters(clusters, options.merges, id_key)
     questions = build_questions(ctx.items, clusters, item_count=len(ctx.items))
     if asker is not None:
-        merges += asker.merges(questions)
-    if merges:
-        clusters = merge_clusters(clusters, merges, id_key)
-        questions = build_questions(ctx.items, clusters, item_count=len(ctx.items))
+        merges = asker.merges(questions)
+        if merges:
+            clusters = merge_clusters(clusters, merges, id_key)
+            questions = build_questions(ctx.items, clusters, item_count=len(ctx.items))
     return questions, reentry
 
 
@@ -269,7 +270,7 @@ def _collect(questions: list[Question], options: RecoverOptions,
              asker: Asker | None) -> list[Collected]:
     if asker is not None:
         return asker.ask(questions)
-    choices = answers.normalise(options.choices, answers.question_ids(questions))
+    choices = answers.normalise(options.choices, questions)
     return list(answers.resolve(questions, choices))
 
 
