@@ -57,6 +57,8 @@ class _Key(NamedTuple):
     nullable: bool = False
     minimum: float | None = None
     doc: str = ""
+    #: ``""`` is a value of its own (not a missing one): ``stateDir: ""`` is the backlog dir.
+    empty_ok: bool = False
 
 
 _STR = (str,)
@@ -68,7 +70,8 @@ KEYS: dict[str, _Key] = {
     "backlog": _Key(DEFAULT_BACKLOG_DIR, _STR, doc="backlog directory, relative to the repo"),
     "loopRunner.bin": _Key(EMBEDDED_BIN, _STR, nullable=True,
                            doc='runner executable; "embedded" = the built-in runner'),
-    "loopRunner.stateDir": _Key(DEFAULT_STATE_DIR, _STR, doc="state dir name"),
+    "loopRunner.stateDir": _Key(DEFAULT_STATE_DIR, _STR, empty_ok=True,
+                                doc='state dir name ("": the backlog dir itself)'),
     "loopRunner.listCommand": _Key(DEFAULT_LIST_COMMAND, _STR),
     "loopRunner.versionCommand": _Key(DEFAULT_VERSION_COMMAND, _STR),
     "loopRunner.statusJsonCommand": _Key(None, _STR, nullable=True),
@@ -176,7 +179,8 @@ def _checked_value(label: str, key: str, value: Any) -> Any:
         return None
     ok = isinstance(value, spec.kinds) and not (
         isinstance(value, bool) and bool not in spec.kinds)
-    if ok and isinstance(value, str) and not value.strip() and not spec.nullable:
+    if (ok and isinstance(value, str) and not value.strip() and not spec.nullable
+            and not (spec.empty_ok and value == "")):
         ok = False
     if not ok:
         expected = _type_name(spec) + (" or null" if spec.nullable else "")
@@ -329,7 +333,8 @@ def feature_forge_state_dir(config_path: Path) -> str | None:
 
     Mirrors feature-forge's own resolver: an existing ``forge.config.json``
     selects its ``loopRunner.stateDir``, defaulting to ``.rauf`` (also when the
-    file does not parse, as feature-forge tolerates that too).
+    file does not parse, as feature-forge tolerates that too); ``""`` is kept, as
+    there, and means the backlog dir itself.
     """
     if not config_path.is_file():
         return None
@@ -339,18 +344,19 @@ def feature_forge_state_dir(config_path: Path) -> str | None:
         return RAUF_STATE_DIR
     loop_runner = document.get("loopRunner") if isinstance(document, dict) else None
     state_dir = loop_runner.get("stateDir") if isinstance(loop_runner, dict) else None
-    return state_dir if isinstance(state_dir, str) and state_dir else RAUF_STATE_DIR
+    return state_dir if isinstance(state_dir, str) else RAUF_STATE_DIR
 
 
 def decision_state_dir(
     explicit: str | None, config_path: Path, effective: Config | None = None
 ) -> str:
-    """State dir for the ``decision`` verbs: ``--state-dir``, else the
-    forge.config.json at ``--config``, else the effective configuration's
-    ``loopRunner.stateDir`` (git-forge's default without one)."""
-    if explicit:
+    """State dir for the ``decision`` verbs: ``--state-dir`` (``''`` included: the
+    backlog dir itself, as in feature-forge), else the forge.config.json at
+    ``--config``, else the effective configuration's ``loopRunner.stateDir``
+    (git-forge's default without one)."""
+    if explicit is not None:
         return explicit
     implied = feature_forge_state_dir(config_path)
-    if implied:
+    if implied is not None:
         return implied
     return effective.state_dir if effective is not None else DEFAULT_STATE_DIR

@@ -2,8 +2,9 @@
 
 ``{backlogDir}`` holds the tracked ``backlog.json``; state files (ignored by git)
 live in ``{backlogDir}/{stateDir}/`` — except when the backlog directory's own
-name equals the state dir name (the default, ``.forge``): then the backlog
-directory *is* the state directory.
+name equals the state dir name (the default, ``.forge``), or the state dir name
+is empty (``--state-dir ''``, ``loopRunner.stateDir: ""``, as in feature-forge):
+then the backlog directory *is* the state directory.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ USER_CONFIG = "config.yaml"
 
 def state_directory(backlog_dir: Path, state_dir: str) -> Path:
     """The directory holding the state files of the backlog at ``backlog_dir``."""
-    if Path(backlog_dir).resolve().name == state_dir:
+    if not state_dir or Path(backlog_dir).resolve().name == state_dir:
         return Path(backlog_dir)
     return Path(backlog_dir) / state_dir
 

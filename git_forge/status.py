@@ -14,7 +14,7 @@ from typing import Any
 
 from git_forge.atomic import StoreError, lock_is_held, read_lock_holder
 from git_forge.backlog.model import summarize
-from git_forge.backlog.topology import compute_topology
+from git_forge.backlog.topology import build_graph, topology_of, waiting_on, waiting_text
 from git_forge.loop.control import loop_lock_path, orphaned_agents
 from git_forge.loop.state import read_state, state_path
 from git_forge.runner.base import Runner
@@ -56,7 +56,8 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
     items = runner.list_items()
     found, problem = read_loop_state(workspace.state_dir)
     state = found or {}
-    topology = compute_topology(items)
+    graph = build_graph(items)
+    topology = topology_of(graph)
     lock = lock_status(workspace.state_dir)
     loop_state = state.get("status", "idle") if problem is None else "unknown"
     crashed = loop_state in _LIVE_STATES and not lock["alive"]
@@ -77,8 +78,11 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
             "orphans": [{"handle": orphan.handle, "itemId": orphan.item_id}
                         for orphan in orphaned_agents(workspace.state_dir)],
         },
-        "topology": {key: topology[key]
-                     for key in ("maxChainDepth", "selectable", "starvation")},
+        # starvation is feature-forge's (blocking *roots*); waitingOn names what a
+        # starved backlog really waits on, roots or not.
+        "topology": {**{key: topology[key]
+                        for key in ("maxChainDepth", "selectable", "starvation")},
+                     "waitingOn": waiting_on(graph)},
         "runner": runner.describe(),
         "error": problem if problem is not None else state.get("error"),
         "statusSchemaVersion": STATUS_SCHEMA_VERSION,
@@ -114,10 +118,8 @@ def render_status(document: dict[str, Any]) -> list[str]:
     topology = document["topology"]
     shape = (f"max chain depth {topology['maxChainDepth']}, "
              f"{topology['selectable']} selectable")
-    starvation = topology.get("starvation")
-    if starvation:
-        roots = ", ".join(root["id"] for root in starvation.get("blockingRoots", []))
-        shape += f"; starved (blocking roots: {roots or 'a dependency cycle'})"
+    if topology.get("starvation"):
+        shape += f"; starved, waiting on {waiting_text(topology.get('waitingOn') or [])}"
     rows = [("loop", loop), ("backlog", backlog), ("topology", shape), ("lock", lock_line),
             ("runner", document["runner"])]
     for orphan in liveness["orphans"]:

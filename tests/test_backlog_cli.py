@@ -244,6 +244,23 @@ def test_topology_from_the_runner_and_from_files(repo: Path, tmp_path: Path) -> 
         topology_report(ITEMS, cluster=False))
 
 
+def test_topology_verbose_explains_feature_forges_lines(tmp_path: Path) -> None:
+    items = [{"id": "1", "status": "done"},
+             {"id": "2", "status": "blocked", "blockedReason": "staging down", "dependsOn": ["1"]},
+             {"id": "3", "status": "pending", "dependsOn": ["2"]}]
+    plain = run_forge("backlog", "topology", "--items-stdin", "--cluster", cwd=tmp_path,
+                      input=json.dumps(items))
+    verbose = run_forge("backlog", "topology", "--items-stdin", "--cluster", "-v",
+                        cwd=tmp_path, input=json.dumps(items))
+    assert plain.returncode == verbose.returncode == 0
+    assert "  starved: no selectable item; blocking roots: \n" in plain.stdout
+    assert "  cluster c2: members 2 (gates 1 item(s))\n" in plain.stdout
+    lines = verbose.stdout.splitlines()
+    assert [line for line in lines if not line.startswith("    ")] == plain.stdout.splitlines()
+    assert lines[lines.index("  starved: no selectable item; blocking roots: ") + 1] == (
+        "    waiting on 2 (blocked) gating 3")
+
+
 def test_topology_asks_the_configured_runner_not_backlog_json(repo: Path) -> None:
     tools = repo / "tools"
     tools.mkdir()

@@ -79,7 +79,7 @@ def test_layers_later_wins(tmp_path: Path, user_config: Path) -> None:
     ("loop:\n  pauseOnNeedsHuman: 1\n", "loop.pauseOnNeedsHuman must be true or false"),
     ("loopRunner:\n  recoveryMinRunnerVersion: 0.14\n",
      'loopRunner.recoveryMinRunnerVersion must be a string (got 0.14; quote it: "0.14")'),
-    ("loopRunner:\n  stateDir: ''\n", "loopRunner.stateDir must be a string"),
+    ("loopRunner:\n  stateDir: '  '\n", "loopRunner.stateDir must be a string"),
     ("loopRunner: [1, 2]\n", "loopRunner must be a mapping"),
     ("- a\n- b\n", "expected a mapping of settings"),
     ("loop: {iterations: [\n", "is not valid YAML at line"),
@@ -161,6 +161,25 @@ def test_workspace_resolution(git_repo: Path) -> None:
     assert locate(git_repo, str(git_repo / "abs")).backlog_dir == git_repo.resolve() / "abs"
     with pytest.raises(ConfigError, match="not a directory"):
         locate(git_repo / "missing")
+
+
+@pytest.mark.parametrize(("name", "content"), [
+    (".forge.yaml", "backlog: specs/feat\nloopRunner:\n  stateDir: ''\n"),
+    ("forge.config.json", '{"loopRunner": {"stateDir": ""}}'),
+])
+def test_an_empty_state_dir_is_the_backlog_dir_itself(git_repo: Path, name: str,
+                                                      content: str) -> None:
+    """feature-forge reads ``stateDir: ""`` as ``{backlogDir}/`` itself; so does git-forge."""
+    (git_repo / name).write_text(content)
+    workspace = locate(git_repo, "specs/feat")
+    assert workspace.config.state_dir == ""
+    assert workspace.state_dir == workspace.backlog_dir == git_repo.resolve() / "specs" / "feat"
+    assert run_forge("init", "--backlog", "specs/feat", cwd=git_repo).returncode == 0
+    status = run_forge("status", "--backlog", "specs/feat", "--json", cwd=git_repo)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["stateDir"] == "specs/feat"
+    shown = run_forge("config", "--json", cwd=git_repo)
+    assert shown.returncode == 0, shown.stderr
 
 
 def test_outside_git_the_path_is_the_root_for_configuration_only(tmp_path: Path) -> None:

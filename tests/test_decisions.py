@@ -290,6 +290,26 @@ def test_state_dir_resolution(tmp_path: Path) -> None:
         "decisions"]) == 2
 
 
+def test_an_empty_state_dir_is_the_backlog_dir_itself(tmp_path: Path) -> None:
+    """``--state-dir ''`` and ``loopRunner.stateDir: ""`` put the record in the backlog dir,
+    as feature-forge's ``backlog_dir / state_dir`` does — not in the default."""
+    backlog = tmp_path / "feat"
+    backlog.mkdir()
+    args = ["--backlog-dir", str(backlog), "--item", "1", "--question", "Q", "--deferred"]
+    ok("record", *args, "--state-dir", "", cwd=tmp_path)
+    assert sorted(p.name for p in backlog.iterdir() if not p.name.endswith(".lock")) == [
+        "forge-decisions.json"]
+    (tmp_path / "forge.config.json").write_text('{"loopRunner": {"stateDir": ""}}')
+    ok("record", *args, cwd=tmp_path)
+    listing = json.loads(ok("list", "--backlog-dir", str(backlog), "--json",
+                            cwd=tmp_path).stdout)
+    assert len(listing["decisions"]) == 2
+    # An explicit --state-dir still wins over the config file.
+    ok("record", *args, "--state-dir", ".rauf", cwd=tmp_path)
+    assert (backlog / ".rauf" / "forge-decisions.json").is_file()
+    assert len(json.loads((backlog / "forge-decisions.json").read_text())["decisions"]) == 2
+
+
 def test_backlog_dir_named_like_the_state_dir_is_the_state_dir(tmp_path: Path) -> None:
     backlog = tmp_path / ".forge"
     backlog.mkdir()

@@ -101,7 +101,9 @@ def test_plan_names_every_member_and_the_topology_blast_radius(after_run: Path) 
     assert (f"gates {truth['gatedCount']} of {topology['itemCount']} backlog items (item 005)"
             in cluster["text"])
     assert "003" in cluster["text"] and "004" in cluster["text"]
-    assert [q["id"] for q in plan["questions"]] == ["c003", "006"]
+    # One id form: the questions' ids are the topology's cluster ids, singletons too.
+    assert [q["id"] for q in plan["questions"]] == [
+        c["clusterId"] for c in topology["clusters"]] == ["c003", "c006"]
     assert snapshot(after_run, skip_git=False) == before  # --plan writes nothing
 
 
@@ -135,13 +137,19 @@ def test_scripted_pass_records_applies_proves_and_resolves(after_run: Path) -> N
 
 
 def test_then_the_loop_finishes_with_the_answers_threaded(after_run: Path) -> None:
-    recover_json(after_run, "--answer", "c003=Use SQLite", "--defer", "006")
+    # 006 is plain blocked (not needs-human): its answer reaches the agent's prompt too.
+    code, report = recover_json(after_run, "--answer", "c003=Use SQLite",
+                                "--answer", "006=Publish to TestPyPI")
+    assert [(a["itemId"], a["via"]) for a in report["applied"]] == [
+        ("003", "answer"), ("004", "answer"), ("006", "answer")]
     result = run_forge("loop", "run", "--agent", DEMO_AGENT, cwd=after_run)
-    assert result.returncode == 5  # 006 still blocked
+    assert result.returncode == 0, result.stdout
     items = items_of(after_run)
-    assert [items[i]["status"] for i in ("003", "004", "005")] == ["done"] * 3
+    assert [items[i]["status"] for i in ("003", "004", "005", "006")] == ["done"] * 4
     assert "The human decided: Use SQLite" in (after_run / "notes/003-store-greetings.md"
                                                 ).read_text()
+    assert "The human decided: Publish to TestPyPI" in (after_run / "notes/006-publish.md"
+                                                         ).read_text()
 
 
 def test_no_commit_leaves_the_recovery_change_and_the_gate_fails(after_run: Path) -> None:
@@ -236,6 +244,37 @@ def _blocked_backlog_repo(git_repo: Path, ids: tuple[str, ...]) -> Path:
     return git_repo
 
 
+@pytest.mark.parametrize(("middle", "outcome", "kind"), [
+    ({"status": "blocked", "blockedReason": "staging is down"}, "blocked", "blocked"),
+    ({"status": "in_progress"}, "partial", "in progress"),  # left by a run that crashed
+])
+def test_a_starved_backlog_names_what_it_waits_on(git_repo: Path, middle: dict, outcome: str,
+                                                  kind: str) -> None:
+    """A done root, a stuck middle item and a pending leaf: no blocking root, no cycle —
+    the report names the middle item and what it gates."""
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    backlog = git_repo / ".forge" / "backlog.json"
+    document = json.loads(backlog.read_text())
+    base = {"type": "feature", "priority": 1}
+    document["items"] = [
+        {**base, "id": "001", "title": "root", "status": "done",
+         "completedAt": "2026-01-01T00:00:00Z"},
+        {**base, "id": "002", "title": "middle", "dependsOn": ["001"], **middle},
+        {**base, "id": "003", "title": "leaf", "status": "pending", "dependsOn": ["002"]},
+    ]
+    backlog.write_text(json.dumps(document, indent=2) + "\n")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "backlog", cwd=git_repo)
+    result = recover(git_repo, "--non-interactive")
+    assert f"  outcome: {outcome}" in result.stdout
+    assert f"nothing is selectable, waiting on 002 ({kind}) gating 003\n" in result.stdout
+    assert "blocking roots" not in result.stdout and "cycle" not in result.stdout
+    code, report = recover_json(git_repo, "--non-interactive")
+    assert report["outcome"] == outcome
+    assert report["waitingOn"] == [{"ids": ["002"], "kind": kind.replace(" ", "_"),
+                                    "gatedIds": ["003"], "gatedCount": 1}]
+
+
 def test_embedded_apply_is_one_batch_stamped_after_the_runner_has_it(git_repo: Path) -> None:
     root = _blocked_backlog_repo(git_repo, ("001", "002", "003", "004"))
     code, report = recover_json(root, "--answer", "001=red", "--answer", "002=blue",
@@ -284,7 +323,7 @@ def test_interactive_flow_through_a_real_terminal(after_run: Path) -> None:
     assert "Items 003 and 004 are blocked on the same decision" in text
     assert "gates 1 of 6 backlog items (item 005)" in text
     session.send("Use SQLite")
-    session.expect("Question 2 of 2 (006)")
+    session.expect("Question 2 of 2 (c006)")
     session.expect("Your decision")
     session.send("")  # defer
     session.expect("recovery:")
@@ -304,6 +343,83 @@ def test_interactive_flow_through_a_real_terminal(after_run: Path) -> None:
     record = json.loads((after_run / ".forge" / "forge-decisions.json").read_text())
     assert [(e["itemId"], e["answer"]) for e in record["decisions"]] == [
         ("003", "Use SQLite"), ("004", "Use SQLite"), ("006", None)]
+
+
+def test_the_merge_prompt_shows_real_ids_explains_typos_and_never_aborts(
+    after_run: Path
+) -> None:
+    session = PtySession("recover", cwd=after_run)
+    text = session.expect("Merge questions that share a cause? e.g. c003,c006 (Enter: no merge)")
+    assert "  c003: items 003, 004\n" in text.replace("\r", "")
+    assert "  c006: item 006\n" in text.replace("\r", "")
+    session.send("c9,c003")
+    session.expect("Not merged: there is no question c9 (the questions are c003, c006")
+    session.expect("Merge questions that share a cause?")
+    session.send("c003,004")
+    session.expect("Not merged: name two or more different questions to merge")
+    session.expect("Merge questions that share a cause?")
+    session.send("c3, 6")  # numbers name the ids with that value; an item names its question
+    session.expect("Merged into one question: c003")
+    text = session.expect("Your decision")
+    assert "Question 1 of 1 (c003)" in text
+    assert "Items 003, 004 and 006 are blocked on the same decision" in text
+    session.send("Use SQLite and TestPyPI")
+    session.expect("recovery:")
+    session.send("")
+    assert session.finish() == 0, session.text
+    record = json.loads((after_run / ".forge" / "forge-decisions.json").read_text())
+    assert [(e["itemId"], e["answer"], e.get("clusterId")) for e in record["decisions"]] == [
+        ("003", "Use SQLite and TestPyPI", "c003"), ("004", "Use SQLite and TestPyPI", "c003"),
+        ("006", "Use SQLite and TestPyPI", "c003")]
+
+
+def test_enter_after_a_typo_at_the_merge_prompt_goes_on_unmerged(after_run: Path) -> None:
+    session = PtySession("recover", cwd=after_run)
+    session.expect("Merge questions that share a cause?")
+    session.send("c3,c99")
+    session.expect("Not merged: there is no question c99")
+    session.expect("Merge questions that share a cause?")
+    session.send("")
+    session.expect("Question 1 of 2 (c003)")
+    session.expect("Your decision")
+    session.send("")
+    session.expect("Question 2 of 2 (c006)")
+    session.expect("Your decision")
+    session.send("")
+    assert session.finish() == 3, session.text  # deferred: 003 and 004 still need a human
+    assert "Error:" not in session.text
+
+
+@pytest.mark.parametrize("args", [
+    ("--answer", "c003=Use SQLite", "--answer", "c006=Use TestPyPI"),
+    ("--answer", "c3=Use SQLite", "--answer", "6=Use TestPyPI"),
+    ("--merge", "c003,006", "--answer", "c003=Use SQLite", "--answer", "c006=Use TestPyPI"),
+    ("--answers", "FILE"),
+])
+def test_every_cluster_the_topology_names_is_an_id_recover_takes(after_run: Path,
+                                                                 tmp_path: Path,
+                                                                 args: tuple[str, ...]) -> None:
+    answers_file = tmp_path / "answers.yaml"
+    answers_file.write_text("c003: Use SQLite\nc006: Use TestPyPI\n")
+    args = tuple(str(answers_file) if a == "FILE" else a for a in args)
+    code, report = recover_json(after_run, *args)
+    assert (code, report["outcome"]) == (0, "resolved"), report
+    assert [(r["itemId"], r["answer"]) for r in report["recorded"]] == [
+        ("003", "Use SQLite"), ("004", "Use SQLite"), ("006", "Use TestPyPI")]
+
+
+def test_a_singleton_cluster_id_defers_and_an_unknown_id_lists_the_real_ones(
+    after_run: Path
+) -> None:
+    code, report = recover_json(after_run, "--answer", "c003=Use SQLite", "--defer", "c006")
+    assert [(r["itemId"], r["deferred"]) for r in report["recorded"]] == [
+        ("003", False), ("004", False), ("006", True)]
+    before = snapshot(after_run, skip_git=False)
+    result = recover(after_run, "--answer", "c9=x")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("Error: no open question for c9 (questions: c006; "
+                             "items: 006)\n")
+    assert snapshot(after_run, skip_git=False) == before
 
 
 def test_ctrl_c_cancels_early_and_is_recorded(after_run: Path) -> None:
@@ -460,7 +576,7 @@ def test_a_deferral_is_asked_again_and_its_answer_appended(external) -> None:
     recover_json(external.root, "--defer", "001", "--answer", "002=wait",
                  env=external.env())
     plan = json.loads(recover(external.root, "--plan", "--json", env=external.env()).stdout)
-    assert [q["id"] for q in plan["questions"]] == ["001"]
+    assert [q["id"] for q in plan["questions"]] == ["c001"]
     code, report = recover_json(external.root, "--answer", "001=Use Postgres",
                                 env=external.env())
     assert code == 0 and report["affected"] == ["001"]
@@ -530,3 +646,31 @@ def test_operator_edits_to_the_backlog_are_never_swept_into_recovers_commit(
     assert report["tree"]["actions"] == [] and report["gate"]["porcelainClean"] is False
     assert code == 4  # 006 is still blocked; the dirty tree keeps resolved out of reach
     assert "edited by the operator" in backlog.read_text()
+
+
+# --- answers to runner-deferred and plain blocked items reach the agent -------------------
+
+def test_an_answer_to_a_runner_deferred_item_is_threaded_into_its_prompt(git_repo: Path) -> None:
+    from git_forge.loop.prompt import build_prompt
+
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    backlog = git_repo / ".forge" / "backlog.json"
+    document = json.loads(backlog.read_text())
+    document["items"] = [{"id": "001", "type": "feature", "priority": 1, "title": "Flaky",
+                          "status": "blocked", "deferred": True, "needsHuman": False,
+                          "blockedReason": "No signal after 3 attempts (deferred by runner)"}]
+    backlog.write_text(json.dumps(document, indent=2) + "\n")
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "backlog", cwd=git_repo)
+    code, report = recover_json(git_repo, "--answer", "001=Retry against the mirror")
+    assert (code, report["outcome"]) == (0, "resolved"), report
+    assert report["applied"] == [{"itemId": "001", "via": "answer", "threaded": True}]
+    item = items_of(git_repo)["001"]
+    assert (item["status"], item["humanAnswer"]) == ("pending", "Retry against the mirror")
+    assert ("## The human's answer to your previous question\nRetry against the mirror"
+            in build_prompt(item))
+
+
+def test_the_report_says_where_an_answer_went(after_run: Path) -> None:
+    result = recover(after_run, "--answer", "c003=Use SQLite", "--answer", "006=Use TestPyPI")
+    assert "  applied   006: answer threaded into the next prompt" in result.stdout

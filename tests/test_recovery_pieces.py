@@ -32,7 +32,7 @@ ITEMS = [{"id": i, "status": "blocked", "needsHuman": i != "6"} for i in ("3", "
 def test_questions_name_members_and_blast_radius() -> None:
     questions = build_questions(ITEMS, CLUSTERS, item_count=16)
     assert [(q.id, q.kind, q.item_ids) for q in questions] == [
-        ("c3", "cluster", ("3", "4")), ("6", "item", ("6",)), ("8", "item", ("8",))]
+        ("c3", "cluster", ("3", "4")), ("c6", "item", ("6",)), ("c8", "item", ("8",))]
     cluster = questions[0]
     assert "Items 3 and 4 are blocked on the same decision" in cluster.text
     assert "This one decision gates 2 of 16 backlog items (items 5, 7). Answer it once." in (
@@ -75,23 +75,60 @@ def test_flags_and_files(tmp_path: Path) -> None:
 
 
 def test_normalise_maps_yaml_integers_and_refuses_unknown_ids() -> None:
-    known = {"c003", "003", "004"}
-    assert answers.normalise({"3": DEFER, "c003": CANCEL}, known) == {"003": DEFER,
-                                                                       "c003": CANCEL}
-    with pytest.raises(UsageError, match="no open question for 099"):
-        answers.normalise({"099": DEFER}, known)
+    items = [{"id": i, "status": "blocked"} for i in ("003", "004", "006")]
+    clusters = [{"clusterId": "c003", "memberIds": ["003", "004"], "memberReasons": ["", ""],
+                 "gatedIds": []},
+                {"clusterId": "c006", "memberIds": ["006"], "memberReasons": [""],
+                 "gatedIds": []}]
+    questions = build_questions(items, clusters, item_count=3)
+    assert answers.normalise({"3": DEFER, "c003": CANCEL, "c6": DEFER, "006": CANCEL},
+                             questions) == {"003": DEFER, "c003": CANCEL, "c006": DEFER,
+                                            "006": CANCEL}
+    with pytest.raises(UsageError) as refused:
+        answers.normalise({"099": DEFER}, questions)
+    assert refused.value.message == (
+        "no open question for 099 (questions: c003, c006; items: 003, 004, 006)")
+    # A topology cluster merged into a bigger question still names its members.
+    merged = build_questions(items, merge_clusters(clusters, [["c003", "c006"]], key),
+                             item_count=3)
+    assert [q.id for q in merged] == ["c003"]
+    assert answers.normalise({"c006": Choice("answer", "x")}, merged) == {
+        "006": Choice("answer", "x")}
+    assert answers.normalise({"c003": DEFER}, merged) == {"c003": DEFER}
+
+
+def test_match_id_and_merge_targets() -> None:
+    from git_forge.recovery.questions import match_id, merge_targets
+
+    assert match_id("c3", ["c003", "003"]) == "c003"
+    assert match_id("3", ["c003", "003"]) == "003"
+    assert match_id("C006", ["c006"]) == "c006"
+    assert match_id("3", ["03", "003"]) is None  # two items have that number
+    assert match_id("c9", ["c003"]) is None and match_id("x", ["c003"]) is None
+    groups = [["003", "004"], ["006"], ["008"]]
+    assert merge_targets(["c003", "006"], groups) == [0, 1]
+    assert merge_targets(["4", "c8", "003"], groups) == [0, 2]
+    with pytest.raises(UsageError, match=r"there is no question c9 \(the questions are "
+                                         r"c003, c006, c008"):
+        merge_targets(["c003", "c9"], groups)
+    with pytest.raises(UsageError, match="two or more different questions"):
+        merge_targets(["c003", "004"], groups)
 
 
 def test_resolve_cluster_item_and_cancel_rules() -> None:
     questions = build_questions(ITEMS, CLUSTERS, item_count=16)
     got = [(c.question.id, c.item_ids, c.choice.kind, c.cluster_id)
            for c in answers.resolve(questions, {"c3": Choice("answer", "SQLite")})]
-    assert got == [("c3", ("3", "4"), "answer", "c3"), ("6", ("6",), "defer", None),
-                   ("8", ("8",), "defer", None)]
+    assert got == [("c3", ("3", "4"), "answer", "c3"), ("c6", ("6",), "defer", None),
+                   ("c8", ("8",), "defer", None)]
     # An item answered on its own: no clusterId, the other member is deferred.
     got = [(c.item_ids, c.choice.kind, c.cluster_id)
            for c in answers.resolve(questions, {"4": Choice("answer", "PG")})]
-    assert got[:2] == [(("4",), "answer", None), (("3",), "defer", None)]
+    assert got[:2] == [(("3",), "defer", None), (("4",), "answer", None)]
+    # An item's own choice wins over its question's, which covers the rest in one piece.
+    got = [(c.item_ids, c.choice.text, c.cluster_id) for c in answers.resolve(
+        questions, {"c3": Choice("answer", "SQLite"), "4": Choice("answer", "PG")})]
+    assert got[:2] == [(("3",), "SQLite", None), (("4",), "PG", None)]
     # Cancel-early: that question and every later one are deferred (cancel).
     got = [(c.item_ids, c.choice.kind)
            for c in answers.resolve(questions, {"6": CANCEL, "8": Choice("answer", "x")})]

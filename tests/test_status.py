@@ -54,7 +54,9 @@ def test_status_without_a_run(repo: Path) -> None:
                                           "needsHuman": 1, "deferred": 1, "done": 1, "total": 6}
     assert document["topology"] == {
         "maxChainDepth": 3, "selectable": 0,
-        "starvation": {"starved": True, "blockingRoots": [{"id": "002", "gatedCount": 3}]}}
+        "starvation": {"starved": True, "blockingRoots": [{"id": "002", "gatedCount": 3}]},
+        "waitingOn": [{"ids": ["002"], "kind": "needs-human", "gatedIds": ["003", "004", "005"],
+                       "gatedCount": 3}]}
     assert document["lock"] == {"present": False, "alive": False, "holder": None}
     assert (document["statusSchemaVersion"], document["backlogDir"], document["stateDir"],
             document["runner"]) == ("1", ".forge", ".forge", "embedded")
@@ -77,8 +79,28 @@ def test_status_reads_state_json(repo: Path) -> None:
     assert lines[0] == "loop:     running (iteration 3/50), on item 006"
     assert lines[1] == ("backlog:  6 items: 1 pending, 1 in progress, 3 blocked "
                         "(1 needs human, 1 deferred), 1 done")
-    assert lines[2] == ("topology: max chain depth 3, 0 selectable; starved (blocking roots: "
-                        "002)")
+    assert lines[2] == ("topology: max chain depth 3, 0 selectable; starved, waiting on 002 "
+                        "(needs human) gating 003, 004, 005")
+
+
+def test_a_blocked_item_below_a_done_root_is_named_not_a_cycle(git_repo: Path) -> None:
+    backlog = git_repo / ".forge"
+    backlog.mkdir()
+    items = [_item("001", "done"),
+             _item("002", "blocked", blockedReason="staging is down", dependsOn=["001"]),
+             _item("003", "pending", dependsOn=["002"])]
+    (backlog / "backlog.json").write_text(json.dumps(
+        {"schemaVersion": "1", "project": "p", "description": "", "items": items}))
+    document = json.loads(run_forge("status", "--json", cwd=git_repo).stdout)
+    # feature-forge's starvation (no blocking *root*) is kept as it is ...
+    assert document["topology"]["starvation"] == {"starved": True, "blockingRoots": []}
+    # ... and what the backlog waits on is named beside it.
+    assert document["topology"]["waitingOn"] == [
+        {"ids": ["002"], "kind": "blocked", "gatedIds": ["003"], "gatedCount": 1}]
+    text = run_forge("status", cwd=git_repo).stdout
+    assert ("topology: max chain depth 3, 0 selectable; starved, waiting on 002 (blocked) "
+            "gating 003\n") in text
+    assert "cycle" not in text
 
 
 def test_a_dead_loop_is_said_to_be_dead(repo: Path) -> None:

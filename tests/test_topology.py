@@ -581,12 +581,17 @@ def test_render_text_lines() -> None:
         item("4"),
     ]
     payload = topology_report(items, cluster=True)
+    # feature-forge's backlog-topology prints exactly these lines for this input.
     assert render_text(payload) == [
         "Topology: 7 items, 3 roots, max chain depth 3, selectable 1",
         "  root 1 gates 2 item(s)",
         "  root 10 gates 2 item(s)",
         "  root 4 gates 0 item(s)",
-        "  cluster c1: items 1, 2, 10 (gates 3); shared: api, key, missing",
+        "  cluster c1: members 1, 2, 10 (gates 3 item(s))",
+    ]
+    assert render_text(payload, verbose=True) == [
+        *render_text(payload),
+        "    shared: api, key, missing",
     ]
 
 
@@ -600,11 +605,135 @@ def test_render_text_warnings_and_starvation() -> None:
         "  starved: no selectable item; blocking roots: 1",
     ]
     lines = render_text(topology_report(items, cluster=True))
-    assert lines[-1] == "  cluster c1: items 1 (gates 2); shared: (none)"
+    assert lines[-1] == "  cluster c1: members 1 (gates 2 item(s))"
     cycle = [item("1", "2"), item("2", "1")]
+    # No blocking root: feature-forge leaves the list empty, trailing space and all.
     assert render_text(compute_topology(cycle))[-1] == (
-        "  starved: no selectable item; blocking roots: (none)"
+        "  starved: no selectable item; blocking roots: "
     )
+
+
+def test_verbose_lines_explain_under_the_line_they_explain() -> None:
+    items = [item("1", status="done"), item("2", "1", status="blocked", reason="server down"),
+             item("3", "2")]
+    payload = topology_report(items, cluster=True)
+    waiting = topology.waiting_on(build_graph(items))
+    assert render_text(payload, verbose=True, waiting=waiting) == [
+        "Topology: 3 items, 1 roots, max chain depth 3, selectable 0",
+        "  root 1 gates 2 item(s)",
+        "  warning: single-root-fanout",
+        "    root 1 gates 2 of 3 items (the warning starts at 2)",
+        "  warning: chain-depth",
+        "    the longest dependency chain has 3 of 3 items (the warning starts at 2)",
+        "  starved: no selectable item; blocking roots: ",
+        "    waiting on 2 (blocked) gating 3",
+        "  cluster c2: members 2 (gates 1 item(s))",
+        "    shared: down, server",
+    ]
+    # Without -v, the lines are feature-forge's and nothing else.
+    assert render_text(payload, waiting=waiting) == [
+        line for line in render_text(payload, verbose=True, waiting=waiting)
+        if not line.startswith("    ")]
+
+
+# --------------------------------------------------------------------------- waiting_on
+
+
+def waiting(items: list[dict]) -> list[dict]:
+    return topology.waiting_on(build_graph(items))
+
+
+def test_a_done_root_with_a_blocked_item_below_it_names_the_blocked_item() -> None:
+    items = [item("1", status="done"), blocked("2", "staging is down", "1"), item("3", "2")]
+    # feature-forge's blockingRoots stays empty (the root is done) ...
+    assert compute_topology(items)["starvation"] == {"starved": True, "blockingRoots": []}
+    # ... and the backlog waits on 2, which gates 3.
+    assert waiting(items) == [{"ids": ["2"], "kind": "blocked", "gatedIds": ["3"],
+                               "gatedCount": 1}]
+
+
+def test_waiting_names_each_kind_and_real_cycles_only() -> None:
+    items = [
+        blocked("1", "which db", needsHuman=True), item("2", "1"),
+        blocked("3", "no signal", deferred=True), item("4", "3"),
+        item("5", "6"), item("6", "5"), item("7", "5"),
+        {"id": "8", "status": "in_progress"}, item("9", "8"),
+    ]
+    assert [(e["ids"], e["kind"], e["gatedIds"]) for e in waiting(items)] == [
+        (["1"], "needs-human", ["2"]),
+        (["3"], "deferred", ["4"]),
+        (["5", "6"], "cycle", ["7"]),
+        (["8"], "in_progress", ["9"]),
+    ]
+    assert topology.waiting_text(waiting(items)) == (
+        "1 (needs human) gating 2; 3 (deferred) gating 4; "
+        "the dependency cycle 5 ↔ 6 gating 7; 8 (in progress) gating 9")
+
+
+def test_nothing_waits_when_something_is_selectable_or_nothing_is_pending() -> None:
+    assert waiting([blocked("1", "x"), item("2", "1"), item("3")]) == []
+    assert waiting([blocked("1", "x"), item("2", "1", status="done")]) == []
+    assert waiting([]) == []
+
+
+def test_a_long_gated_list_is_cut_and_counted() -> None:
+    items = [blocked("1", "x")] + [item(str(n), "1") for n in range(2, 10)]
+    assert topology.waiting_text(waiting(items)) == (
+        "1 (blocked) gating 2, 3, 4, 5, 6, … (8 in all)")
+
+
+def ref_waiting(items: list[dict]) -> list[dict]:
+    """The definition, naively: every non-done, non-pending item gating a pending one,
+    and every cycle (mutually reachable items) that holds or gates a pending one."""
+    by_id, ids, deps, gated, on_cycle = ref_graph(items)
+    status = {i: by_id[i].get("status") for i in ids}
+    pending = {i for i in ids if status[i] == "pending"}
+    if not pending or any(all(status[d] == "done" for d in deps[i]) for i in pending):
+        return []
+    found = []
+    for i in ids:
+        if status[i] not in ("done", "pending") and gated[i] & pending:
+            found.append((ref_key(i), {"ids": [i], "kind": ref_kind(by_id[i]),
+                                       "gatedIds": sorted(gated[i], key=ref_key)}))
+    groups: list[set[str]] = []
+    for i in sorted(on_cycle, key=ref_key):
+        if not any(i in group for group in groups):
+            groups.append({j for j in on_cycle if j == i or (j in gated[i] and i in gated[j])})
+    for group in groups:
+        members = sorted(group, key=ref_key)
+        outside = set().union(*(gated[m] for m in members)) - group
+        if any(status[m] != "done" for m in members) and (outside | group) & pending:
+            found.append((ref_key(members[0]), {"ids": members, "kind": "cycle",
+                                                "gatedIds": sorted(outside, key=ref_key)}))
+    return [entry for _, entry in sorted(found, key=lambda pair: pair[0])]
+
+
+def ref_kind(entry: dict) -> str:
+    if entry.get("status") == "blocked" and entry.get("needsHuman") is True:
+        return "needs-human"
+    if entry.get("status") == "blocked" and entry.get("deferred") is True:
+        return "deferred"
+    return str(entry.get("status"))
+
+
+def test_waiting_matches_the_definition_and_covers_every_pending_item() -> None:
+    rng = random.Random(21)
+    starved = 0
+    for _ in range(400):
+        items = random_backlog(rng, rng.randint(1, 25), cyclic=rng.random() < 0.5)
+        for entry in items:
+            if entry["status"] == "blocked" and rng.random() < 0.4:
+                entry[rng.choice(["needsHuman", "deferred"])] = True
+        found = waiting(items)
+        assert [{k: e[k] for k in ("ids", "kind", "gatedIds")} for e in found] == (
+            ref_waiting(items)), items
+        assert all(e["gatedCount"] == len(e["gatedIds"]) for e in found)
+        if compute_topology(items)["starvation"] is not None:
+            starved += 1
+            covered = {i for e in found for i in e["ids"] + e["gatedIds"]}
+            pending = {str(e["id"]) for e in items if e["status"] == "pending"}
+            assert pending <= covered, items
+    assert starved > 50  # the property was exercised
 
 
 # --------------------------------------------------------------------------- scale

@@ -544,27 +544,130 @@ def topology_report(items: list[Item], *, cluster: bool) -> dict[str, Any]:
     return report
 
 
+# --------------------------------------------------------------------------- what waits on what
+
+
+def topology_of(graph: DependencyGraph) -> dict[str, Any]:
+    """``compute_topology`` over a graph already built (one build for several questions)."""
+    return _topology(graph)
+
+
+def waiting_on(graph: DependencyGraph) -> list[dict[str, Any]]:
+    """What a starved backlog waits on; empty when something is selectable or nothing
+    is pending.
+
+    feature-forge's ``blockingRoots`` names only roots, so a done root with a blocked
+    item below it reads as "nothing blocks". This names the real blockers: every
+    item that is neither done nor pending (blocked, needs-human, deferred, in
+    progress) and gates a pending item, and every dependency cycle that holds or
+    gates one — each ``{ids, kind, gatedIds, gatedCount}``, ``kind`` being the
+    item's kind or ``"cycle"``, in id order. In a starved backlog every pending item
+    waits on at least one of them, so the list is never empty then.
+    """
+    status = [item.get("status") for item in graph.items]
+    flags = "".join("1" if state == "pending" else "0" for state in reversed(status))
+    pending = int(flags, 2) if flags else 0
+    selectable = any(
+        state == "pending" and all(status[dep] == "done" for dep in graph.deps[node])
+        for node, state in enumerate(status)
+    )
+    if not pending or selectable:
+        return []
+    from git_forge.backlog.model import kind
+
+    found: list[tuple[int, dict[str, Any]]] = []
+    cycles: dict[int, list[int]] = {}
+    for node, item in enumerate(graph.items):
+        if graph.cyclic[graph.component[node]]:
+            cycles.setdefault(graph.component[node], []).append(node)
+        if status[node] in ("done", "pending"):
+            continue
+        gated = graph.gated_bits([node])
+        if gated & pending:
+            found.append((node, _waiting_entry(graph, [node], kind(item), gated)))
+    for members in cycles.values():
+        if all(status[node] == "done" for node in members):
+            continue
+        gated = graph.gated_bits(members)
+        inside = sum(1 << node for node in members)
+        if (gated | inside) & pending:
+            found.append((members[0], _waiting_entry(graph, members, "cycle", gated)))
+    return [entry for _, entry in sorted(found, key=lambda pair: pair[0])]
+
+
+def _waiting_entry(graph: DependencyGraph, nodes: list[int], kind: str,
+                   gated: int) -> dict[str, Any]:
+    gated_ids = graph.ids_of(gated)
+    return {"ids": [graph.ids[node] for node in nodes], "kind": kind,
+            "gatedIds": gated_ids, "gatedCount": len(gated_ids)}
+
+
+#: At most this many gated ids are named in a line; the count gives the rest.
+_NAMED_GATED = 5
+
+
+def waiting_text(entries: list[dict[str, Any]]) -> str:
+    """``002 (blocked) gating 003; the dependency cycle 004 ↔ 005 gating 006``."""
+    parts = []
+    for entry in entries:
+        if entry["kind"] == "cycle":
+            head = "the dependency cycle " + " ↔ ".join(entry["ids"])
+        else:
+            head = f"{entry['ids'][0]} ({entry['kind'].replace('-', ' ').replace('_', ' ')})"
+        gated = entry["gatedIds"]
+        if gated:
+            named = ", ".join(gated[:_NAMED_GATED])
+            if len(gated) > _NAMED_GATED:
+                named += f", … ({len(gated)} in all)"
+            head += f" gating {named}"
+        parts.append(head)
+    return "; ".join(parts)
+
+
 # --------------------------------------------------------------------------- human output
 
 
-def render_text(payload: dict[str, Any]) -> list[str]:
-    """The human lines of a topology payload (``--json`` prints the payload itself)."""
+def render_text(payload: dict[str, Any], *, verbose: bool = False,
+                waiting: list[dict[str, Any]] | None = None) -> list[str]:
+    """The human lines of a topology payload (``--json`` prints the payload itself).
+
+    Byte for byte the lines feature-forge's ``backlog-topology`` prints, so a script
+    reading either tool's output reads both. ``verbose`` adds git-forge's detail on
+    lines of their own, indented under the line they explain: what a starved backlog
+    waits on (``waiting``, from ``waiting_on``) and each cluster's shared tokens.
+    """
     lines = [
         f"Topology: {payload['itemCount']} items, {payload['rootCount']} roots, "
         f"max chain depth {payload['maxChainDepth']}, selectable {payload['selectable']}"
     ]
     for root in sorted(payload["roots"], key=lambda row: -row["gatedCount"]):
         lines.append(f"  root {root['id']} gates {root['gatedCount']} item(s)")
+    count = payload["itemCount"]
     for warning in payload["warnings"]:
         lines.append(f"  warning: {warning}")
+        if verbose:
+            lines.append("    " + _warning_detail(payload, warning, count))
     starvation = payload.get("starvation")
     if starvation:
-        blocking = ", ".join(row["id"] for row in starvation["blockingRoots"]) or "(none)"
+        blocking = ", ".join(row["id"] for row in starvation["blockingRoots"])
         lines.append(f"  starved: no selectable item; blocking roots: {blocking}")
-    for cluster in payload.get("clusters") or []:
-        shared = ", ".join(cluster["sharedTokens"]) or "(none)"
-        lines.append(
-            f"  cluster {cluster['clusterId']}: items {', '.join(cluster['memberIds'])}"
-            f" (gates {cluster['gatedCount']}); shared: {shared}"
-        )
+        if verbose and waiting:
+            lines.append(f"    waiting on {waiting_text(waiting)}")
+    for cluster in payload.get("clusters", []):
+        members = ", ".join(cluster["memberIds"])
+        lines.append(f"  cluster {cluster['clusterId']}: members {members} "
+                     f"(gates {cluster['gatedCount']} item(s))")
+        if verbose:
+            lines.append(f"    shared: {', '.join(cluster['sharedTokens']) or '(none)'}")
     return lines
+
+
+def _warning_detail(payload: dict[str, Any], warning: str, count: int) -> str:
+    """Why a warning fired: the measure and the threshold (half the backlog, rounded up)."""
+    threshold = (count + 1) // 2
+    if warning == WARN_FANOUT:
+        widest = max(payload["roots"], key=lambda row: row["gatedCount"])
+        return (f"root {widest['id']} gates {widest['gatedCount']} of {count} items "
+                f"(the warning starts at {threshold})")
+    return (f"the longest dependency chain has {payload['maxChainDepth']} of {count} items "
+            f"(the warning starts at {threshold})")

@@ -107,6 +107,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_backlog(topology)
     topology.add_argument("--cluster", action="store_true",
                           help="group blocked items whose reasons are alike")
+    topology.add_argument("-v", "--verbose", action="store_true",
+                          help="after feature-forge's lines, explain them: what a starved "
+                               "backlog waits on, why a warning fired, shared tokens")
     source = topology.add_mutually_exclusive_group()
     source.add_argument("--items-json", metavar="FILE",
                         help="read the item list from FILE (an array, or {\"items\": [...]})")
@@ -305,13 +308,15 @@ def _topology_items(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def run_topology(args: argparse.Namespace) -> int:
-    from git_forge.backlog.topology import render_text, topology_report
+    from git_forge.backlog.topology import build_graph, render_text, topology_report, waiting_on
 
-    report = topology_report(_topology_items(args), cluster=args.cluster)
+    items = _topology_items(args)
+    report = topology_report(items, cluster=args.cluster)
     if args.json:
         emit_json(report)
     else:
         if args.items_json is None and not args.items_stdin:
             _live_note(args)
-        print("\n".join(render_text(report)))
+        waiting = waiting_on(build_graph(items)) if args.verbose else None
+        print("\n".join(render_text(report, verbose=args.verbose, waiting=waiting)))
     return 0

@@ -13,7 +13,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backlog-dir", required=True, metavar="DIR",
                         help="the backlog directory (must exist)")
     parser.add_argument("--state-dir", metavar="NAME",
-                        help="state dir name (default: loopRunner.stateDir, else .forge)")
+                        help="state dir name; an empty NAME is the backlog dir itself "
+                             "(default: loopRunner.stateDir, else .forge)")
     parser.add_argument("--config", default="./forge.config.json", metavar="PATH",
                         help="a feature-forge forge.config.json whose loopRunner.stateDir applies")
     parser.add_argument("--json", action="store_true", help="print the document as JSON")
@@ -64,7 +65,7 @@ def _open(args: argparse.Namespace):
 
     config_path = Path(args.config)
     effective = None
-    if not args.state_dir and feature_forge_state_dir(config_path) is None:
+    if args.state_dir is None and feature_forge_state_dir(config_path) is None:
         effective = load_config(find_root(Path.cwd()))
     state_dir = decision_state_dir(args.state_dir, config_path, effective)
     return decisions.open_record(Path(args.backlog_dir), state_dir)

@@ -33,13 +33,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_location(parser)
     parser.add_argument("--answer", action="append", default=[], metavar="ID=TEXT",
-                        help="answer an item or a cluster (c<id>) (repeatable)")
+                        help="answer a question by its cluster id (c003; c006 for one item) "
+                             "or one item by its id (repeatable)")
     parser.add_argument("--defer", action="append", default=[], metavar="ID",
-                        help="defer an item or a cluster (repeatable)")
+                        help="defer a question (c003) or one item (repeatable)")
     parser.add_argument("--answers", metavar="FILE",
                         help="a YAML or JSON mapping of id to answer text, defer or cancel")
     parser.add_argument("--merge", action="append", default=[], metavar="C1,C2",
-                        help="treat these clusters as one question (repeatable; never splits)")
+                        help="treat these clusters (or the clusters of these items) as one "
+                             "question (repeatable; never splits)")
     parser.add_argument("--plan", action="store_true",
                         help="print the questions and write nothing (for an agent host)")
     parser.add_argument("--non-interactive", action="store_true",
@@ -70,20 +72,42 @@ class TerminalAsker:
             return []
 
     def _merges(self, questions) -> list[list[str]]:
-        from git_forge.cli import ask
+        """Offer merges until Enter; a wrong entry is explained and asked again."""
+        import re
 
-        if len(questions) < 2:
-            return []
-        print(paint(f"{len(questions)} questions from the blocked items:", "bold"))
-        for question in questions:
-            print(f"  {question.id}: items {', '.join(question.item_ids)}")
+        from git_forge.backlog.topology import id_key
+        from git_forge.cli import ask
+        from git_forge.errors import UsageError
+        from git_forge.recovery.questions import merge_targets, question_id
+
+        groups = [list(question.item_ids) for question in questions]
         merged: list[list[str]] = []
-        while True:
-            line = ask.text("Merge questions that share a cause? ids like c3,6 (Enter: no) ")
+        listed = True
+        while len(groups) > 1:
+            if listed:
+                print(paint(f"{len(groups)} questions from the blocked items:", "bold"))
+                for group in groups:
+                    noun = "items" if len(group) > 1 else "item"
+                    print(f"  {question_id(group)}: {noun} {', '.join(group)}")
+            example = f"{question_id(groups[0])},{question_id(groups[1])}"
+            line = ask.text(f"Merge questions that share a cause? e.g. {example} "
+                            "(Enter: no merge) ")
             if not line:
                 return merged
-            ids = [part.strip() for part in line.split(",") if part.strip()]
-            merged.append([i if i.startswith("c") else f"c{i}" for i in ids])
+            entries = [entry for entry in re.split(r"[\s,]+", line) if entry]
+            try:
+                picked = merge_targets(entries, groups)
+            except UsageError as problem:
+                print(paint(f"Not merged: {problem.message}.", "yellow"))
+                listed = False
+                continue
+            union = sorted((i for index in picked for i in groups[index]), key=id_key)
+            merged.append([groups[index][0] for index in picked])
+            groups = [g for index, g in enumerate(groups) if index not in picked] + [union]
+            groups.sort(key=lambda group: id_key(group[0]))
+            print(f"Merged into one question: {question_id(union)}")
+            listed = True
+        return merged
 
     def ask(self, questions) -> list[Any]:
         from git_forge.cli import ask
@@ -161,6 +185,8 @@ def render_plan_text(document: dict[str, Any]) -> list[str]:
 
 def render_report(report) -> list[str]:
     """The human report: what each step did, with its source, then NEXT-STEPS."""
+    from git_forge.backlog.topology import waiting_text
+
     lines: list[str] = []
     title = "failed" if report.failure else report.outcome.name
     lines.append(paint(f"Recovery: {title}", "bold"))
@@ -182,8 +208,10 @@ def render_report(report) -> list[str]:
                      f"is {row['status']}, no longer blocked")
     for applied in report.applied:
         how = ("answer threaded into the next prompt" if applied.threaded else
-               "unblocked" + (" — the answer was NOT threaded into the next prompt"
-                              if applied.needs_human else ""))
+               "unblocked — the answer was NOT threaded into the next prompt"
+               + ("" if applied.needs_human else
+                  " (the runner contract unblocks a plain blocked or deferred item; "
+                  "the answer stays in the decision record)"))
         lines.append(f"  applied   {applied.item_id}: {how}")
     if report.degraded:
         lines.append(paint(f"  degraded: {report.degraded['reason']}; answers were NOT threaded "
@@ -222,10 +250,8 @@ def render_report(report) -> list[str]:
                      f"affected: {', '.join(gate.affected) or 'none'}")
         outcome = report.outcome
         detail = f" ({outcome.cause})" if outcome.cause else ""
-        if outcome.cause == "dependency starvation":
-            roots = outcome.details.get("blockingRoots") or []
-            detail += ": blocking roots " + (", ".join(
-                f"{r['id']} gates {r['gatedCount']}" for r in roots) or "none")
+        if report.waiting:
+            detail += f"; nothing is selectable, waiting on {waiting_text(report.waiting)}"
         lines.append(f"  outcome: {outcome.name}{detail}")
     lines += ["", "NEXT-STEPS", f"  {report.next}"]
     return lines

@@ -1,13 +1,16 @@
 """Scripted answers: ``--answer ID=TEXT``, ``--defer ID``, ``--answers FILE``.
 
-An id is a cluster id (``c3``: answers every member at once) or an item id (that
-item only — items stay independently re-decidable; the cluster's unanswered
-members are deferred). A value is the answer text, ``defer``, or ``cancel``
-(cancel the run early: this and every later question is deferred). In a
-non-interactive run an unanswered question is deferred.
+An id is a question's (cluster's) id (``c003``: answers every member at once;
+``c006`` for a singleton), an item id (that item only — items stay
+independently re-decidable; the cluster's unanswered members are deferred), or
+the id of a topology cluster the operator merged into a bigger question (its
+members only). A value is the answer text, ``defer``, or ``cancel`` (cancel the
+run early: this and every later question is deferred). In a non-interactive run
+an unanswered question is deferred.
 
 YAML turns an unquoted ``003:`` key into the integer 3; such a key matches the
-item whose id has that numeric value, so a hand-written answers file works.
+item whose id has that numeric value, so a hand-written answers file works
+(``questions.match_id``).
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from typing import Literal
 
 import yaml
 
+from git_forge.backlog.topology import id_key
 from git_forge.errors import UsageError
-from git_forge.recovery.questions import Question
+from git_forge.recovery.questions import Question, match_id
 
 ChoiceKind = Literal["answer", "defer", "cancel"]
 
@@ -101,41 +105,44 @@ def load_file(path: Path) -> dict[str, Choice]:
             for key, value in document.items()}
 
 
-def _canonical(key: str, known: set[str]) -> str | None:
-    if key in known:
-        return key
-    if key.isdigit():
-        matches = [k for k in known if k.isdigit() and int(k) == int(key)]
-        if len(matches) == 1:
-            return matches[0]
-    return None
+def _names(questions: Iterable[Question]) -> dict[str, tuple[str, ...]]:
+    """Every id a choice may name → the ids it stands for: a question id itself, an item
+    id itself, a merged-away topology cluster id its members."""
+    names: dict[str, tuple[str, ...]] = {}
+    for question in questions:
+        for part_id, members in question.parts:
+            names[part_id] = members
+        names.update((item_id, (item_id,)) for item_id in question.item_ids)
+    for question in questions:
+        names[question.id] = (question.id,)
+    return names
 
 
-def normalise(choices: dict[str, Choice], known: set[str]) -> dict[str, Choice]:
-    """Map every choice to a known question or item id; an unknown id is refused."""
+def normalise(choices: dict[str, Choice], questions: Iterable[Question]) -> dict[str, Choice]:
+    """Map every choice to the question or item ids it names; an unknown id is refused."""
+    questions = list(questions)
+    names = _names(questions)
     result: dict[str, Choice] = {}
     for key, choice in choices.items():
-        canonical = _canonical(key, known)
-        if canonical is None:
-            open_ids = ", ".join(sorted(known)) or "none"
-            raise UsageError(f"no open question for {key} (open: {open_ids})")
-        result[canonical] = choice
+        found = match_id(key, names)
+        if found is None:
+            if not questions:
+                raise UsageError(f"no open question for {key} (nothing is blocked)")
+            items = sorted((i for q in questions for i in q.item_ids), key=id_key)
+            raise UsageError(f"no open question for {key} (questions: "
+                             f"{', '.join(q.id for q in questions)}; items: {', '.join(items)})")
+        for target in names[found]:
+            result[target] = choice
     return result
-
-
-def question_ids(questions: Iterable[Question]) -> set[str]:
-    """Every id a choice may name: question ids and the items they ask about."""
-    ids: set[str] = set()
-    for question in questions:
-        ids.add(question.id)
-        ids.update(question.item_ids)
-    return ids
 
 
 def resolve(questions: list[Question], choices: dict[str, Choice]) -> Iterator[Collected]:
     """Apply scripted choices to the questions, in order; unanswered → deferred.
 
-    ``choices`` must already be normalised to known ids.
+    A choice for an item wins over its question's for that item (the more specific
+    one: a topology cluster merged into a bigger question keeps its own answer);
+    the question's choice covers the rest, in one piece. ``choices`` must already be
+    normalised to known ids.
     """
     cancelled = False
     for question in questions:
@@ -143,17 +150,19 @@ def resolve(questions: list[Question], choices: dict[str, Choice]) -> Iterator[C
             yield Collected(question, question.item_ids, CANCEL)
             continue
         whole = choices.get(question.id)
-        if whole is not None:
-            cancelled = whole.kind == "cancel"
-            yield Collected(question, question.item_ids, whole)
-            continue
+        own: list[tuple[int, Collected]] = []
         left: list[str] = []
         for item_id in question.item_ids:
-            choice = choices.get(item_id) if question.kind == "cluster" else None
+            choice = choices.get(item_id)
             if choice is None or cancelled:
                 left.append(item_id)
             else:
                 cancelled = cancelled or choice.kind == "cancel"
-                yield Collected(question, (item_id,), choice)
+                own.append((question.item_ids.index(item_id),
+                            Collected(question, (item_id,), choice)))
         if left:
-            yield Collected(question, tuple(left), CANCEL if cancelled else DEFER)
+            rest = CANCEL if cancelled else whole or DEFER
+            cancelled = cancelled or rest.kind == "cancel"
+            own.append((question.item_ids.index(left[0]), Collected(question, tuple(left), rest)))
+        for _, collected in sorted(own, key=lambda pair: pair[0]):
+            yield collected

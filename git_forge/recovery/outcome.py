@@ -81,8 +81,10 @@ def _counts(items: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 
 def select_outcome(gate: Gate, items: list[dict[str, Any]], topology: dict[str, Any],
-                   run_state: dict[str, Any] | None) -> Outcome:
-    """The outcome of a pass that did not fail, from the gate and the re-read list."""
+                   run_state: dict[str, Any] | None,
+                   waiting: list[dict[str, Any]] | None = None) -> Outcome:
+    """The outcome of a pass that did not fail, from the gate and the re-read list;
+    ``waiting`` (``topology.waiting_on``) names what a starved backlog waits on."""
     if gate.passed:
         return Outcome("resolved")
     counts = _counts(items)
@@ -104,7 +106,8 @@ def select_outcome(gate: Gate, items: list[dict[str, Any]], topology: dict[str, 
         if not selectable:
             starvation = topology.get("starvation") or {}
             return Outcome("partial", "dependency starvation",
-                           {"blockingRoots": starvation.get("blockingRoots", [])})
+                           {"blockingRoots": starvation.get("blockingRoots", []),
+                            "waitingOn": waiting or []})
         return Outcome("partial", "the run stopped before the work was done",
                        {"selectable": selectable})
     return Outcome("complete")

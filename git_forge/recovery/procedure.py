@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from git_forge import decisions
-from git_forge.backlog.topology import cluster_blocked, compute_topology, id_key
+from git_forge.backlog.topology import (
+    build_graph,
+    cluster_blocked,
+    id_key,
+    topology_of,
+    waiting_on,
+)
 from git_forge.credentials import credential_problem
 from git_forge.errors import ForgeError, UsageError
 from git_forge.loop.evidence import gather
@@ -112,6 +118,8 @@ class Report:
     failure: Failure | None = None
     item_count: int = 0
     nothing_to_recover: bool = False
+    #: What the backlog waits on when nothing is selectable (``waiting_on``).
+    waiting: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def affected(self) -> list[str]:
@@ -146,6 +154,7 @@ class Report:
             "reentry": self.reentry,
             "settled": self.settled,
             "stale": self.stale,
+            "waitingOn": self.waiting,
         }
 
 
@@ -233,13 +242,14 @@ def _plan_questions(ctx: _Context, options: RecoverOptions,
     asked = [dict(item, status="pending") if str(item.get("id")) in reentry else item
              for item in ctx.items]
     clusters = cluster_blocked(asked)
-    merges = list(options.merges)
+    if options.merges:
+        clusters = merge_clusters(clusters, options.merges, id_key)
     questions = build_questions(ctx.items, clusters, item_count=len(ctx.items))
     if asker is not None:
-        merges += asker.merges(questions)
-    if merges:
-        clusters = merge_clusters(clusters, merges, id_key)
-        questions = build_questions(ctx.items, clusters, item_count=len(ctx.items))
+        merges = asker.merges(questions)
+        if merges:
+            clusters = merge_clusters(clusters, merges, id_key)
+            questions = build_questions(ctx.items, clusters, item_count=len(ctx.items))
     return questions, reentry
 
 
@@ -260,7 +270,7 @@ def _collect(questions: list[Question], options: RecoverOptions,
              asker: Asker | None) -> list[Collected]:
     if asker is not None:
         return asker.ask(questions)
-    choices = answers.normalise(options.choices, answers.question_ids(questions))
+    choices = answers.normalise(options.choices, questions)
     return list(answers.resolve(questions, choices))
 
 
@@ -325,8 +335,12 @@ def _apply(ctx: _Context, to_apply: dict[str, str], actor: str | None) -> None:
     report, runner = ctx.report, ctx.runner
     by_id = {str(item.get("id")): item for item in ctx.items}
     needs_human = {item_id for item_id in to_apply if by_id.get(item_id, {}).get("needsHuman")}
+    # recovery.md's dispatch: answer needs-human items, unblock plain blocked and
+    # deferred ones — unless the runner threads an answer for every kind (the
+    # embedded runner does), so that no answer stops short of the agent's prompt.
+    answerable = set(to_apply) if runner.answers_every_kind() else needs_human
     capable = True
-    if needs_human:
+    if answerable:
         capable = runner.answer_capable()
         if not capable:
             version = runner.version()
@@ -336,9 +350,9 @@ def _apply(ctx: _Context, to_apply: dict[str, str], actor: str | None) -> None:
             report.degraded = {
                 "reason": why,
                 "installHint": ctx.workspace.config["loopRunner.installHint"],
-                "notThreaded": sorted(needs_human, key=id_key),
+                "notThreaded": sorted(answerable, key=id_key),
             }
-    threaded = {item_id for item_id in needs_human if capable}
+    threaded = answerable if capable else set()
     changes = [Change(item_id, to_apply[item_id] if item_id in threaded else None)
                for item_id in sorted(to_apply, key=id_key)]
 
@@ -460,8 +474,10 @@ def recover(workspace: Workspace, runner: Runner, options: RecoverOptions,
             run_state = read_state(workspace.state_dir)
         except ForgeError:
             run_state = None
-        report.outcome = select_outcome(report.gate, final_items, compute_topology(final_items),
-                                        run_state)
+        graph = build_graph(final_items)
+        report.waiting = waiting_on(graph)
+        report.outcome = select_outcome(report.gate, final_items, topology_of(graph),
+                                        run_state, report.waiting)
     except _Stop:
         pass
     return report

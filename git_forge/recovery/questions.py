@@ -8,11 +8,18 @@ whose answer is already recorded but not yet applied are not asked again
 
 Every number in a question comes from the topology output: ``gatedIds`` /
 ``gatedCount`` of the cluster and ``itemCount`` of the backlog.
+
+One id form everywhere: a question's id is its cluster's id, ``c`` + the lowest
+member id (``c003``, ``c006`` for a singleton), exactly as ``backlog topology
+--cluster`` names it — in ``--plan --json``, the prompts, ``--answer``,
+``--defer``, ``--merge`` and answers files. An item id names that item (or, to
+``--merge``, its question), and a number names the id with that value (``3`` is
+``003``, ``c3`` is ``c003``: YAML reads an unquoted ``003:`` as 3).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,6 +40,9 @@ class Question:
     item_count: int
     needs_human: tuple[bool, ...]
     text: str
+    #: The topology's clusters this question merges, as (clusterId, member ids); one
+    #: part unless the operator merged clusters. A part's id keeps naming its members.
+    parts: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def gated_count(self) -> int:
@@ -82,15 +92,68 @@ def _question_text(kind: QuestionKind, item_ids: tuple[str, ...], reasons: tuple
     return head + "\n" + blast_radius(gated_ids, item_count, subject="It")
 
 
+def match_id(key: str, known: Iterable[str]) -> str | None:
+    """The id among ``known`` that ``key`` names: itself, else the one with the same
+    number (``3`` → ``003``, ``c3`` → ``c003``); ``None`` when none or several do."""
+    known = list(known)
+    if key in known:
+        return key
+    prefix = "c" if key[:1] in ("c", "C") else ""
+    digits = key[len(prefix):]
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    matches = [k for k in known if k[:len(prefix)].lower() == prefix
+               and k[len(prefix):].isascii() and k[len(prefix):].isdigit()
+               and int(k[len(prefix):]) == int(digits)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def question_id(item_ids: Sequence[str]) -> str:
+    """``c`` + the lowest member id (``item_ids`` in id order), as the topology names it."""
+    return "c" + item_ids[0]
+
+
+def merge_targets(entries: Iterable[str], groups: Sequence[Sequence[str]]) -> list[int]:
+    """The positions in ``groups`` (each question's item ids, in id order) that a merge
+    names: question ids or item ids, two or more different questions. A wrong entry
+    is a ``UsageError`` that says which and why, so the operator can be asked again."""
+    names: dict[str, int] = {}
+    for index, group in enumerate(groups):
+        names[question_id(group)] = index
+        names.update(dict.fromkeys(group, index))
+    listed = ", ".join(question_id(group) for group in groups)
+    picked: list[int] = []
+    for entry in entries:
+        found = match_id(entry, names)
+        if found is None:
+            raise UsageError(f"there is no question {entry} (the questions are {listed}; "
+                             "an item id names its question)")
+        if names[found] not in picked:
+            picked.append(names[found])
+    if len(picked) < 2:
+        raise UsageError(f"name two or more different questions to merge, e.g. "
+                         f"{question_id(groups[0])},{question_id(groups[1])}")
+    return picked
+
+
+def _parts(cluster: Mapping[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
+    return list(cluster.get("parts") or [(cluster["clusterId"], tuple(cluster["memberIds"]))])
+
+
 def merge_clusters(clusters: list[dict[str, Any]], merges: list[list[str]],
                    order_key: Any) -> list[dict[str, Any]]:
     """Merge clusters the operator judged to share a cause (``--merge c1,c4``).
 
-    The topology's clusters are a floor: they can be merged, never split. A
-    merged cluster's gated set is the union of its parts' gated sets minus all
-    members, exactly what the topology computes for a cluster.
+    The topology's clusters are a floor: they can be merged, never split. A merge
+    names clusters by their ids or by a member's id (``match_id`` rules). A merged
+    cluster's gated set is the union of its parts' gated sets minus all members,
+    exactly what the topology computes for a cluster; ``parts`` lists the clusters
+    it was made of.
     """
     by_id = {cluster["clusterId"]: cluster for cluster in clusters}
+    names = {cid: cid for cid in by_id}
+    for cid, cluster in by_id.items():
+        names.update(dict.fromkeys(cluster["memberIds"], cid))
     parent = {cid: cid for cid in by_id}
 
     def find(cid: str) -> str:
@@ -100,12 +163,15 @@ def merge_clusters(clusters: list[dict[str, Any]], merges: list[list[str]],
         return cid
 
     for group in merges:
-        unknown = [cid for cid in group if cid not in by_id]
-        if unknown:
-            raise UsageError(f"no cluster {unknown[0]} to merge (clusters: "
-                             f"{', '.join(by_id) or 'none'})")
-        for cid in group[1:]:
-            parent[find(cid)] = find(group[0])
+        resolved = []
+        for name in group:
+            found = match_id(name, names)
+            if found is None:
+                raise UsageError(f"no cluster {name} to merge (clusters: "
+                                 f"{', '.join(by_id) or 'none'})")
+            resolved.append(names[found])
+        for cid in resolved[1:]:
+            parent[find(cid)] = find(resolved[0])
 
     groups: dict[str, list[dict[str, Any]]] = {}
     for cid, cluster in by_id.items():
@@ -123,6 +189,8 @@ def merge_clusters(clusters: list[dict[str, Any]], merges: list[list[str]],
             "memberReasons": [r for _, r in pairs],
             "gatedIds": sorted(gated, key=order_key),
             "gatedCount": len(gated),
+            "parts": sorted((p for part in parts for p in _parts(part)),
+                            key=lambda p: order_key(p[1][0])),
         })
     return sorted(merged, key=lambda cluster: order_key(cluster["memberIds"][0]))
 
@@ -142,10 +210,10 @@ def build_questions(items: list[dict[str, Any]], clusters: list[dict[str, Any]],
         needs_human = tuple(bool(by_id.get(m, {}).get("needsHuman")) for m in item_ids)
         gated = tuple(cluster["gatedIds"])
         kind: QuestionKind = "cluster" if len(item_ids) > 1 else "item"
-        question_id = cluster["clusterId"] if kind == "cluster" else item_ids[0]
         questions.append(Question(
-            id=question_id, kind=kind, item_ids=item_ids, reasons=reasons, gated_ids=gated,
-            item_count=item_count, needs_human=needs_human,
+            id=cluster["clusterId"], kind=kind, item_ids=item_ids, reasons=reasons,
+            gated_ids=gated, item_count=item_count, needs_human=needs_human,
             text=_question_text(kind, item_ids, reasons, needs_human, gated, item_count),
+            parts=tuple(_parts(cluster)),
         ))
     return questions

@@ -85,6 +85,13 @@ class Runner(ABC):
     def answer_capable(self) -> bool:
         """Whether ``answer`` threads the text into the next prompt."""
 
+    def answers_every_kind(self) -> bool:
+        """Whether recovery answers (rather than unblocks) plain blocked and deferred
+        items too. recovery.md's dispatch table unblocks them: that is the contract
+        with an external runner, which may thread ``humanAnswer`` for needs-human
+        items only. A runner that threads it for every item says so here."""
+        return False
+
     def probe_version(self) -> tuple[str | None, str | None]:
         """``(version, None)``, or ``(None, why)`` when the version cannot be told —
         the why is what a report says about an unknown version."""

@@ -26,7 +26,9 @@ def _as_runner_error(call: Callable[[], T]) -> T:
 
 class EmbeddedRunner(Runner):
     """Always answer-capable: ``answer`` writes ``humanAnswer``, which the
-    embedded loop threads into the item's next prompt."""
+    embedded loop threads into the item's next prompt — whatever the item's kind,
+    so recovery answers plain blocked and deferred items too, and the operator's
+    text reaches the agent instead of staying in the decision record."""
 
     kind = "embedded"
 
@@ -68,4 +70,7 @@ class EmbeddedRunner(Runner):
         return __version__
 
     def answer_capable(self) -> bool:
+        return True
+
+    def answers_every_kind(self) -> bool:
         return True
