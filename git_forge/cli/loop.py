@@ -133,7 +133,9 @@ class TerminalProgress:
 
     def note(self, text: str) -> None:
         if not self.ndjson:
-            self._write(f"  note: {text}")
+            from git_forge.cli.plain import plain
+
+            self._write(f"  note: {plain(text)}")
 
     def close(self) -> None:
         if self.live and self.line:

@@ -97,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except ForgeError as exc:
         from git_forge.cli.output import error
+        from git_forge.cli.plain import plain
 
-        error(exc.message)
+        error(plain(exc.message))
         return exc.exit_code
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
