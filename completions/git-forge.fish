@@ -82,7 +82,7 @@ function _shtab_git_forge_using
   test "$_shtab_git_forge_cmdpath" = "$argv"
 end
 
-set -g _shtab_git_forge_commands version decision 'decision record' 'decision list' 'decision apply' init backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog topology' status config reconcile preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' loop 'loop run' 'loop stop' recover demo completion
+set -g _shtab_git_forge_commands version decision 'decision record' 'decision list' 'decision apply' init backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog topology' status config reconcile preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' loop 'loop run' 'loop stop' recover demo completion help
 set -g _shtab_git_forge_opts_with_value --ac --actor --agent --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --item --items-json --iterations --leave --limit --merge --mode --notes --priority --prompt-file --question --restore --retries --stash --state-dir --status --timeout --title --type
 
 complete -c git-forge -e
@@ -296,3 +296,6 @@ complete -c git-forge -n '_shtab_git_forge_using demo' -l non-interactive -d 'an
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a completion -d 'print a shell completion script (bash, zsh or fish)'
 complete -c git-forge -n '_shtab_git_forge_using completion' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using completion; and test $_shtab_git_forge_npos -eq 0' -ka "bash zsh fish" -d 'bash, zsh or fish'
+complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a help -d 'show the overview, or a command'"'"'s help'
+complete -c git-forge -n '_shtab_git_forge_using help' -s h -l help -d 'show this help message and exit'
+complete -c git-forge -n '_shtab_git_forge_using help; and test $_shtab_git_forge_npos -ge 0' -ka "version decision init backlog status config reconcile preflight hooks proc loop recover demo completion help" -d 'a command, and a verb of it'

@@ -59,3 +59,33 @@ def test_a_closed_pipe_is_not_an_error(git_repo: Path) -> None:
     _, err = waiting.communicate(proc)
     assert b"Traceback" not in err and b"BrokenPipe" not in err
     assert proc.returncode == 0, err
+
+
+def test_an_unknown_command_names_the_most_similar_one_as_git_does(tmp_path: Path) -> None:
+    result = run_forge("staus", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [
+        "Error: 'staus' is not a git forge command. See 'git forge help'.", "",
+        "The most similar command is", "\tstatus"]
+    nested = run_forge("backlog", "lst", cwd=tmp_path)
+    assert nested.returncode == 2 and nested.stderr.splitlines() == [
+        "Error: 'lst' is not a git forge backlog command. See 'git forge help backlog'.", "",
+        "The most similar command is", "\tlist"]
+    several = run_forge("rec", cwd=tmp_path).stderr.splitlines()
+    assert several[2:] == ["The most similar commands are", "\treconcile", "\trecover"]
+
+
+def test_help_prints_the_overview_or_a_commands_help(tmp_path: Path) -> None:
+    overview = run_forge("help", cwd=tmp_path)
+    assert overview.returncode == 0 and overview.stderr == ""
+    assert overview.stdout == run_forge("-h", cwd=tmp_path).stdout
+    assert "    help " in overview.stdout
+    verb = run_forge("help", "loop", "run", cwd=tmp_path)
+    assert verb.returncode == 0
+    assert verb.stdout == run_forge("loop", "run", "-h", cwd=tmp_path).stdout
+    assert verb.stdout.startswith("usage: git forge loop run")
+    typo = run_forge("help", "lop", cwd=tmp_path)
+    assert typo.returncode == 2 and typo.stdout == ""
+    assert typo.stderr.splitlines()[0] == (
+        "Error: 'lop' is not a git forge command. See 'git forge help'.")
+    assert typo.stderr.splitlines()[-1] == "\tloop"
