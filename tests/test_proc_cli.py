@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 import waiting
-from helpers import forge_argv, git, run_forge, snapshot
+from helpers import forge_argv, run_forge, snapshot
 from waiting import wait_for
 
 from git_forge.supervisor.handles import mint_handle
@@ -369,16 +369,9 @@ def test_handles_by_prefix_or_item_and_a_list_with_exit_codes(git_repo: Path, ow
 
 def test_a_failed_start_is_said_in_words_and_kept_as_a_code_in_json(
         templates, tmp_path: Path) -> None:
-    from templates import init_repository
+    from templates import one_item_backlog
 
-    def build(root: Path) -> None:
-        init_repository(root)
-        assert run_forge("init", cwd=root).returncode == 0
-        assert run_forge("backlog", "add", "--title", "One", cwd=root).returncode == 0
-        git("add", "-A", cwd=root)
-        git("commit", "-qm", "backlog", cwd=root)
-
-    root = templates.copy("proc-one-item", build, tmp_path / "repo")
+    root = templates.copy("one-item", one_item_backlog, tmp_path / "repo")
     agent = tmp_path / "not-a-program"
     agent.write_bytes(b"\x00\x01 not a script, not a binary")
     agent.chmod(0o755)
