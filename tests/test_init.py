@@ -102,3 +102,16 @@ def test_init_under_a_feature_forge_config_ignores_the_rauf_state_dir(git_repo: 
     porcelain = sorted(git("status", "--porcelain", "-uall", cwd=git_repo).splitlines())
     assert porcelain == ["?? .forge.yaml", "?? .forge/.gitignore", "?? .forge/backlog.json",
                          "?? forge.config.json"]
+
+
+def test_the_example_config_suggests_the_agent_the_readme_does(git_repo: Path) -> None:
+    import re
+
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    example = (git_repo / ".forge.yaml").read_text()
+    suggested = re.search(r'#\s+agent: null\s+# e\.g\. "([^"]+)"', example)
+    assert suggested is not None, example
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    claude = set(re.findall(r"--agent '(claude [^']+)'", readme))
+    assert claude == {suggested.group(1)}  # one Claude Code command line, the same everywhere
+    assert "dangerously" not in example and "dangerously" not in readme
