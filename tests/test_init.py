@@ -111,7 +111,10 @@ def test_the_example_config_suggests_the_agent_the_readme_does(git_repo: Path) -
     example = (git_repo / ".forge.yaml").read_text()
     suggested = re.search(r'#\s+agent: null\s+# e\.g\. "([^"]+)"', example)
     assert suggested is not None, example
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    page = (root / "man" / "git-forge.1").read_text().replace("\\-", "-")
     claude = set(re.findall(r"--agent '(claude [^']+)'", readme))
+    claude |= set(re.findall(r'--agent "(claude [^"]+)"', page))
     assert claude == {suggested.group(1)}  # one Claude Code command line, the same everywhere
-    assert "dangerously" not in example and "dangerously" not in readme
+    assert not [text for text in (example, readme, page) if "dangerously" in text]
