@@ -169,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except OSError as exc:
         from git_forge.cli.output import error
+        from git_forge.errors import os_error_text
 
-        error(str(exc))
+        error(f"{exc.filename}: {os_error_text(exc)}" if exc.filename else os_error_text(exc))
         return EXIT_USAGE
