@@ -11,7 +11,7 @@ _shtab_git_forge_backlog_subparsers=(list show add edit answer unblock topology)
 _shtab_git_forge_hooks_subparsers=(install uninstall status)
 _shtab_git_forge_proc_subparsers=(list show output wait stop)
 _shtab_git_forge_loop_subparsers=(run stop)
-_shtab_git_forge_subparsers=(version decision init backlog status config reconcile preflight hooks proc loop recover demo completion)
+_shtab_git_forge_subparsers=(version decision init backlog status config reconcile preflight hooks proc loop recover demo completion help)
 
 _shtab_git_forge_version_option_strings=(-h --help --json)
 _shtab_git_forge_decision_record_option_strings=(-h --help --backlog-dir --state-dir --config --json --item --question --answer --deferred --cluster --actor)
@@ -47,6 +47,7 @@ _shtab_git_forge_loop_option_strings=(-h --help)
 _shtab_git_forge_recover_option_strings=(-h --help --backlog --answer --defer --answers --merge --plan --non-interactive --no-commit --actor --json)
 _shtab_git_forge_demo_option_strings=(-h --help --non-interactive)
 _shtab_git_forge_completion_option_strings=(-h --help)
+_shtab_git_forge_help_option_strings=(-h --help)
 _shtab_git_forge_option_strings=(-h --help --version)
 
 _shtab_git_forge_decision_record___backlog_dir_COMPGEN=_git_forge_backlog_dirs
@@ -120,7 +121,8 @@ _shtab_git_forge_proc_stop___mode_choices=(interrupt terminate kill)
 _shtab_git_forge_proc_pos_0_choices=(list show output wait stop)
 _shtab_git_forge_loop_pos_0_choices=(run stop)
 _shtab_git_forge_completion_pos_0_choices=(bash zsh fish)
-_shtab_git_forge_pos_0_choices=(version decision init backlog status config reconcile preflight hooks proc loop recover demo completion)
+_shtab_git_forge_help_pos_0_choices=(version decision init backlog status config reconcile preflight hooks proc loop recover demo completion help)
+_shtab_git_forge_pos_0_choices=(version decision init backlog status config reconcile preflight hooks proc loop recover demo completion help)
 
 _shtab_git_forge_version__h_nargs=0
 _shtab_git_forge_version___help_nargs=0
@@ -240,6 +242,9 @@ _shtab_git_forge_demo___help_nargs=0
 _shtab_git_forge_demo___non_interactive_nargs=0
 _shtab_git_forge_completion__h_nargs=0
 _shtab_git_forge_completion___help_nargs=0
+_shtab_git_forge_help_pos_0_nargs='*'
+_shtab_git_forge_help__h_nargs=0
+_shtab_git_forge_help___help_nargs=0
 _shtab_git_forge_pos_0_nargs=A...
 _shtab_git_forge__h_nargs=0
 _shtab_git_forge___help_nargs=0
@@ -284,9 +289,12 @@ _git_forge_handles() { _git_forge_values handles "$1"; }
 _git_forge_backlogs() { _git_forge_values backlogs "$1"; }
 _git_forge_backlog_dirs() { _git_forge_values backlog-dirs "$1"; }
 # recover --answer ID=TEXT: complete the ID and the "=" (no space follows, see below).
+# After the "=" comes free text: nothing to offer. (bash itself splits the word at "=",
+# so a candidate offered there would be appended after it: 006=006=.)
 _git_forge_answers() {
   local value
-  while IFS= read -r value; do printf '%s=\n' "$value"; done < <(_git_forge_values answerable "${1%%=*}")
+  [[ $1 == *=* ]] && return 0
+  while IFS= read -r value; do printf '%s=\n' "$value"; done < <(_git_forge_values answerable "$1")
 }
 # Refs a discard saved (reconcile --restore), straight from git.
 _git_forge_discarded() {

@@ -27,8 +27,11 @@ function __git_forge_values --argument-names kind
     command git-forge __complete $kind --describe $location 2>/dev/null
 end
 
-# recover --answer ID=TEXT: the ID and the "=" (fish adds no space after "=").
+# recover --answer ID=TEXT: the ID and the "=" (fish adds no space after "="). After the
+# "=" comes free text: nothing to offer (fish would take "006=" for a whole word and
+# add a space).
 function __git_forge_answers
+    string match -q -- '*=*' (commandline -ct); and return
     __git_forge_values answerable | string replace --regex '^([^\t]*)' '$1='
 end
 
@@ -82,7 +85,7 @@ function _shtab_git_forge_using
   test "$_shtab_git_forge_cmdpath" = "$argv"
 end
 
-set -g _shtab_git_forge_commands version decision 'decision record' 'decision list' 'decision apply' init backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog topology' status config reconcile preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' loop 'loop run' 'loop stop' recover demo completion
+set -g _shtab_git_forge_commands version decision 'decision record' 'decision list' 'decision apply' init backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog topology' status config reconcile preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' loop 'loop run' 'loop stop' recover demo completion help
 set -g _shtab_git_forge_opts_with_value --ac --actor --agent --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --item --items-json --iterations --leave --limit --merge --mode --notes --priority --prompt-file --question --restore --retries --stash --state-dir --status --timeout --title --type
 
 complete -c git-forge -e
@@ -234,29 +237,29 @@ complete -c git-forge -n '_shtab_git_forge_using proc; and test $_shtab_git_forg
 complete -c git-forge -n '_shtab_git_forge_using proc show' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using proc show' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
 complete -c git-forge -n '_shtab_git_forge_using proc show' -l json -d 'print the manifest as JSON'
-complete -c git-forge -n '_shtab_git_forge_using proc show; and test $_shtab_git_forge_npos -eq 0' -ka "(__git_forge_values handles)" -d HANDLE
+complete -c git-forge -n '_shtab_git_forge_using proc show; and test $_shtab_git_forge_npos -eq 0' -ka "(__git_forge_values handles)" -d 'a handle, a unique prefix of one (4+ characters) or an item id (its latest process)'
 complete -c git-forge -n '_shtab_git_forge_using proc; and test $_shtab_git_forge_npos -eq 0' -a output -d 'a process'"'"'s output by cursor'
 complete -c git-forge -n '_shtab_git_forge_using proc output' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using proc output' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
 complete -c git-forge -n '_shtab_git_forge_using proc output' -l cursor -x -d 'raw byte offset to start at (default 0)'
-complete -c git-forge -n '_shtab_git_forge_using proc output' -l limit -x -d 'raw bytes to read at most (default 32768)'
-complete -c git-forge -n '_shtab_git_forge_using proc output' -l base64 -d 'the raw bytes, base64-encoded'
+complete -c git-forge -n '_shtab_git_forge_using proc output' -l limit -x -d 'raw bytes to read at most (default: everything retained; with --json, 32768 per document, whose next_cursor continues)'
+complete -c git-forge -n '_shtab_git_forge_using proc output' -l base64 -d 'the raw bytes, base64-encoded (one line per read)'
 complete -c git-forge -n '_shtab_git_forge_using proc output' -l follow -d 'keep printing until the process ended and all output is read'
 complete -c git-forge -n '_shtab_git_forge_using proc output' -l json -d 'print the result object as JSON'
-complete -c git-forge -n '_shtab_git_forge_using proc output; and test $_shtab_git_forge_npos -eq 0' -ka "(__git_forge_values handles)" -d HANDLE
+complete -c git-forge -n '_shtab_git_forge_using proc output; and test $_shtab_git_forge_npos -eq 0' -ka "(__git_forge_values handles)" -d 'a handle, a unique prefix of one (4+ characters) or an item id (its latest process)'
 complete -c git-forge -n '_shtab_git_forge_using proc; and test $_shtab_git_forge_npos -eq 0' -a wait -d 'wait until processes end'
 complete -c git-forge -n '_shtab_git_forge_using proc wait' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using proc wait' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
 complete -c git-forge -n '_shtab_git_forge_using proc wait' -l timeout -x -d 'give up after this long (exit 1)'
 complete -c git-forge -n '_shtab_git_forge_using proc wait' -l json -d 'print the manifests as JSON'
-complete -c git-forge -n '_shtab_git_forge_using proc wait; and test $_shtab_git_forge_npos -ge 0' -ka "(__git_forge_values handles)" -d HANDLE
+complete -c git-forge -n '_shtab_git_forge_using proc wait; and test $_shtab_git_forge_npos -ge 0' -ka "(__git_forge_values handles)" -d 'a handle, a unique prefix of one (4+ characters) or an item id (its latest process)'
 complete -c git-forge -n '_shtab_git_forge_using proc; and test $_shtab_git_forge_npos -eq 0' -a stop -d 'stop a process and its whole tree'
 complete -c git-forge -n '_shtab_git_forge_using proc stop' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using proc stop' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
 complete -c git-forge -n '_shtab_git_forge_using proc stop' -l mode -xka "interrupt terminate kill" -d mode
 complete -c git-forge -n '_shtab_git_forge_using proc stop' -l grace -x -d 'seconds between SIGTERM and SIGKILL (default: the supervisor'"'"'s)'
 complete -c git-forge -n '_shtab_git_forge_using proc stop' -l json -d 'print the manifest as JSON'
-complete -c git-forge -n '_shtab_git_forge_using proc stop; and test $_shtab_git_forge_npos -eq 0' -ka "(__git_forge_values handles)" -d HANDLE
+complete -c git-forge -n '_shtab_git_forge_using proc stop; and test $_shtab_git_forge_npos -eq 0' -ka "(__git_forge_values handles)" -d 'a handle, a unique prefix of one (4+ characters) or an item id (its latest process)'
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a loop -d 'run the agent loop over the backlog, or stop it'
 complete -c git-forge -n '_shtab_git_forge_using loop' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using loop; and test $_shtab_git_forge_npos -eq 0' -a run -d 'run the loop'
@@ -297,3 +300,6 @@ complete -c git-forge -n '_shtab_git_forge_using demo' -l non-interactive -d 'an
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a completion -d 'print a shell completion script (bash, zsh or fish)'
 complete -c git-forge -n '_shtab_git_forge_using completion' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using completion; and test $_shtab_git_forge_npos -eq 0' -ka "bash zsh fish" -d 'bash, zsh or fish'
+complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a help -d 'show the overview, or a command'"'"'s help'
+complete -c git-forge -n '_shtab_git_forge_using help' -s h -l help -d 'show this help message and exit'
+complete -c git-forge -n '_shtab_git_forge_using help; and test $_shtab_git_forge_npos -ge 0' -ka "version decision init backlog status config reconcile preflight hooks proc loop recover demo completion help" -d 'a command, and a verb of it'

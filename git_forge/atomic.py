@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from git_forge.errors import EXIT_ERROR, ForgeError
+from git_forge.errors import EXIT_ERROR, ForgeError, os_error_text
 from git_forge.jsonenc import dumps_indented
 
 # Re-exported: callers find every lock helper here; the probes live apart so the
@@ -53,7 +53,7 @@ def write_failure(what: Path | str, exc: OSError) -> str:
         return f"no space left on device while writing {what}"
     if exc.errno == errno.EDQUOT:
         return f"disk quota exceeded while writing {what}"
-    return f"cannot write {what}: {exc.strerror or exc}"
+    return f"cannot write {what}: {os_error_text(exc)}"
 
 
 def sidecar_lock_path(path: Path) -> Path:
@@ -152,7 +152,7 @@ def read_json(path: Path | str, *, default: Any = _MISSING) -> Any:
             return default
         raise StoreError(f"{path} does not exist") from None
     except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise StoreError(f"cannot read {path}: {os_error_text(exc)}") from exc
     try:
         return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -202,7 +202,7 @@ class FileLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
-            raise StoreError(f"cannot lock {self.path}: {exc.strerror or exc}") from exc
+            raise StoreError(f"cannot lock {self.path}: {os_error_text(exc)}") from exc
         # Imported here, not at the top: ``import portalocker`` costs ~20 ms (it
         # reads its own package metadata), and the pre-launch hot path reads JSON
         # through this module without ever taking a lock.

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from git_forge.errors import ForgeError
+from git_forge.errors import ForgeError, os_error_text
 from git_forge.layout import (
     DEFAULT_BACKLOG_DIR,
     DEFAULT_STATE_DIR,
@@ -246,7 +246,7 @@ def _read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise ConfigError(f"cannot read {path}: {os_error_text(exc)}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8 text: {exc}") from exc
     if only_comments(text):
@@ -270,7 +270,7 @@ def _feature_forge_layer(path: Path) -> dict[str, Any]:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise ConfigError(f"cannot read {path}: {os_error_text(exc)}") from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path} is not valid JSON: {exc}") from exc
     if not isinstance(document, dict):

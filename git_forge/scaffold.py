@@ -46,7 +46,7 @@ _EXAMPLE_CONFIG = """\
 #   stateDir: .forge
 #   recoveryMinRunnerVersion: "0.14.0"
 # loop:
-#   agent: null              # e.g. "claude -p --dangerously-skip-permissions"
+#   agent: null              # e.g. "claude -p --permission-mode acceptEdits"
 #   iterations: 50
 #   retries: 2
 #   timeoutMinutes: 30

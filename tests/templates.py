@@ -32,6 +32,17 @@ def init_repository(root: Path) -> Path:
     return root
 
 
+def one_item_backlog(root: Path) -> None:
+    """A repository whose committed backlog (``git forge init``) holds one pending item."""
+    from helpers import forge_argv
+
+    init_repository(root)
+    for args in (["init"], ["backlog", "add", "--title", "One"]):
+        waiting.run([*forge_argv(), *args], cwd=root, check=True, capture_output=True)
+    for args in (("add", "-A"), ("commit", "-q", "-m", "backlog")):
+        waiting.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
 def _rewritten_paths(root: Path, old: bytes, new: bytes) -> None:
     """Replace ``old`` by ``new`` in every file under ``root`` but ``.git`` and spools."""
     for path in root.rglob("*"):

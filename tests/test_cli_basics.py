@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import waiting
-from helpers import forge_argv, run_forge
+from helpers import forge_argv, run_forge, snapshot
 
 from git_forge import __version__
 
@@ -59,3 +59,71 @@ def test_a_closed_pipe_is_not_an_error(git_repo: Path) -> None:
     _, err = waiting.communicate(proc)
     assert b"Traceback" not in err and b"BrokenPipe" not in err
     assert proc.returncode == 0, err
+
+
+def test_an_unknown_command_names_the_most_similar_one_as_git_does(tmp_path: Path) -> None:
+    result = run_forge("staus", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [
+        "Error: 'staus' is not a git forge command. See 'git forge help'.", "",
+        "The most similar command is", "\tstatus"]
+    nested = run_forge("backlog", "lst", cwd=tmp_path)
+    assert nested.returncode == 2 and nested.stderr.splitlines() == [
+        "Error: 'lst' is not a git forge backlog command. See 'git forge help backlog'.", "",
+        "The most similar command is", "\tlist"]
+    several = run_forge("rec", cwd=tmp_path).stderr.splitlines()
+    assert several[2:] == ["The most similar commands are", "\treconcile", "\trecover"]
+
+
+def test_help_prints_the_overview_or_a_commands_help(tmp_path: Path) -> None:
+    overview = run_forge("help", cwd=tmp_path)
+    assert overview.returncode == 0 and overview.stderr == ""
+    assert overview.stdout == run_forge("-h", cwd=tmp_path).stdout
+    assert "    help " in overview.stdout
+    verb = run_forge("help", "loop", "run", cwd=tmp_path)
+    assert verb.returncode == 0
+    assert verb.stdout == run_forge("loop", "run", "-h", cwd=tmp_path).stdout
+    assert verb.stdout.startswith("usage: git forge loop run")
+    typo = run_forge("help", "lop", cwd=tmp_path)
+    assert typo.returncode == 2 and typo.stdout == ""
+    assert typo.stderr.splitlines()[0] == (
+        "Error: 'lop' is not a git forge command. See 'git forge help'.")
+    assert typo.stderr.splitlines()[-1] == "\tloop"
+
+
+def test_a_file_that_cannot_be_read_is_named_in_words(git_repo: Path) -> None:
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    (git_repo / "answers").mkdir()
+    before = snapshot(git_repo)
+    for args, line in (
+        (["recover", "--answers", "missing.yaml"],
+         "Error: cannot read answers file missing.yaml: no such file"),
+        (["recover", "--answers", "answers"], "Error: cannot read answers file answers: "
+                                              "is a directory"),
+        (["backlog", "topology", "--items-json", "gone.json"],
+         "Error: cannot read gone.json: no such file"),
+    ):
+        result = run_forge(*args, cwd=git_repo)
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", line + "\n"), args
+    assert snapshot(git_repo) == before  # nothing written
+
+
+def test_os_errors_in_words() -> None:
+    import errno
+
+    from git_forge.errors import os_error_text
+
+    def failure(call) -> OSError:
+        try:
+            call()
+        except OSError as exc:
+            return exc
+        raise AssertionError("no error")
+
+    assert os_error_text(failure(lambda: open("/nonexistent/x"))) == "no such file"
+    assert os_error_text(failure(lambda: open("/"))) == "is a directory"
+    assert os_error_text(OSError(errno.ENOSPC, "No space left on device")) == (
+        "no space left on device")
+    # an errno without words of ours: the system's, lower-cased, never "[Errno …]"
+    assert os_error_text(OSError(errno.EBUSY, "Device or resource busy")) == (
+        "device or resource busy")

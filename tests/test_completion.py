@@ -422,3 +422,104 @@ def test_fish_completes_git_forge(project: Path) -> None:
 def test_git_sees_forge_as_a_command(project: Path) -> None:
     """`git forge` is git-forge on PATH, which is what every completion relies on."""
     assert git("forge", "__complete", "blocked", cwd=project).splitlines() == BLOCKED
+
+
+# --- recover --answer ID=TEXT, typed on a real terminal ----------------------------------------
+
+#: Per shell: the command line, and the setup that loads our script (and git's
+#: completion), binds Ctrl-T to print the line being edited between [[ ]] and sets the
+#: prompt to ">>> ". Neither "[[", "]]" nor ">>> " is in the setup's own text, so its
+#: echo is never taken for them.
+LINE_SHELLS = {
+    "bash": (["bash", "--norc", "--noprofile", "-i"],
+             f"source {BASH_COMPLETION}; source {GIT_BASH_COMPLETION}; "
+             f"source {COMPLETIONS / 'git-forge.bash'}; "
+             "bind -x '\"\\C-t\": printf \"\\n%s%s%s\\n\" \"[\" \"[$READLINE_LINE]\" \"]\"'; "
+             "PS1=\"$(printf '%s%s' '>>' '> ')\"\n"),
+    "zsh": (["zsh", "-f", "-i"],
+            f"fpath=({COMPLETIONS} $fpath); autoload -Uz compinit; compinit -u -D; "
+            "show() { zle -I; print -r -- \"[\"\"[$BUFFER]\"\"]\" }; zle -N show; "
+            "bindkey '^T' show; PS1=\"$(printf '%s%s' '>>' '> ')\"\n"),
+    "fish": (["fish", "-i"],
+             f"source {COMPLETIONS / 'git-forge.fish'}; "
+             "complete -c git -f -n '__fish_git_using_command forge' "
+             "-a '(__fish_git_complete_custom_command forge)'; "
+             "bind \\ct 'echo; echo \"[\"\"[\"(commandline)\"]\"\"]\"; commandline -f repaint'; "
+             "function fish_prompt; printf '%s%s' '>>' '> '; end\n"),
+}
+
+
+def _line_after_tabs(shell: str, project: Path, typed: str) -> str:
+    argv, setup = LINE_SHELLS[shell]
+    terminal = Terminal(argv, project)
+    try:
+        terminal.send(setup)
+        terminal.expect(">>> ")
+        time.sleep(0.3)  # the prompt is drawn before the line editor reads
+        terminal.send(typed + "\x14")
+        text = terminal.expect("]]")
+        return text[text.rindex("[[") + 2:text.rindex("]]")]
+    finally:
+        terminal.close()
+
+
+@pytest.mark.parametrize("shell", sorted(LINE_SHELLS))
+def test_an_answer_id_completes_to_one_equals_sign_and_no_more(project: Path,
+                                                               shell: str) -> None:
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed")
+    if shell == "bash" and not (BASH_COMPLETION.is_file() and GIT_BASH_COMPLETION.is_file()):
+        pytest.skip("bash-completion or git's bash completion is not installed")
+    # A TAB after the id completes "005="; a second TAB (after the "=", free text
+    # follows) changes nothing: once "005=006=" / "005= " came out of it.
+    for command in ("git forge", "git-forge"):
+        assert _line_after_tabs(shell, project, f"{command} recover --answer 005\t\t") == (
+            f"{command} recover --answer 005=")
+
+
+# --- the README's install lines, verbatim ------------------------------------------------------
+
+
+def readme_completion_block() -> str:
+    """The shell block of the README's "Shell completion" section, as written there."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    section = text[text.index("## Shell completion"):]
+    section = section[:section.index("\n## ", 1)]
+    start = section.index("```sh\n") + len("```sh\n")
+    return section[start:section.index("```", start)]
+
+
+@needs_git_completion
+@pytest.mark.skipif(not BASH_COMPLETION.is_file(), reason="bash-completion is not installed")
+def test_the_readmes_install_lines_work_verbatim_in_a_new_home(project: Path,
+                                                               tmp_path: Path) -> None:
+    home = tmp_path / "new-home"  # nothing in it: no ~/.local, no ~/.config
+    home.mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("XDG_", "BASH_COMPLETION"))}
+    env["HOME"] = str(home)
+    block = readme_completion_block()
+    assert block.count("git forge completion ") == 3
+    result = waiting.run(["sh", "-e", "-c", block], cwd=tmp_path, env=env, capture_output=True,
+                         text=True)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+
+    # bash-completion itself finds the script there, for git-forge and for git forge
+    script = (f"source {BASH_COMPLETION}\n"
+              "_completion_loader git\n"
+              "complete_line __git_wrap__git_main git forge backlog answer ''\n"
+              "_completion_loader git-forge\n"
+              "complete_line _git_forge_command git-forge backlog show ''\n")
+    replies = run_bash(script, cwd=project, env=env)
+    assert replies["git forge backlog answer "] == BLOCKED
+    assert replies["git-forge backlog show "] == ALL_IDS
+    if shutil.which("zsh"):
+        zsh = waiting.run(["zsh", "-f", "-c", "fpath=(~/.zfunc $fpath); autoload -Uz compinit; "
+                           "compinit -u -D; print -r -- $_comps[git-forge]"],
+                          cwd=project, env=env, capture_output=True, text=True)
+        assert zsh.stdout.strip() == "_git-forge", zsh.stderr
+    if shutil.which("fish"):
+        fish = waiting.run(["fish", "-c", "complete -C 'git-forge backlog show '"],
+                           cwd=project, env=env, capture_output=True, text=True)
+        assert [line.split("\t")[0] for line in fish.stdout.splitlines()] == ALL_IDS, (
+            fish.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from helpers import PtySession, git, run_forge
 
 
@@ -46,3 +47,34 @@ def test_demo_on_a_terminal_asks_the_question(tmp_path: Path) -> None:
     assert session.finish() == 0, session.text
     assert "The human decided: PostgreSQL" in (root / "notes/004-remember-each-user-s-language.md"
                                                ).read_text()
+
+
+@pytest.mark.parametrize("prompt", ["merge", "question", "tree"])
+def test_ctrl_c_at_any_prompt_stops_the_demo_the_same_way(tmp_path: Path, prompt: str) -> None:
+    root = tmp_path / "demo"
+    session = PtySession("demo", str(root), cwd=tmp_path)
+    session.expect("Merge questions that share a cause?")
+    if prompt != "merge":
+        session.send("")
+        session.expect("Your decision")
+        if prompt == "tree":
+            session.send("PostgreSQL")  # one answer given, applied: the tree changed
+            session.expect("Your decision")
+            session.send("")
+            session.expect("recovery:")
+    session.interrupt()
+    assert session.finish() == 130, session.text
+    text = session.text
+    after = text[text.rindex("^C"):]
+    # the same ending wherever Ctrl-C was typed: no further question, no further step
+    assert "5. The loop resumes" not in text and "Your decision" not in after
+    assert "recovery:" not in after
+    assert after.rstrip().splitlines()[-2:] == [
+        f"\x1b[1mdemo stopped (Ctrl-C)\x1b[0m: the repository stays as it is at {root}",
+        f"  cd {root} && git forge status    # where it stands; git forge recover goes on"]
+    # what recover's cancel-early promises: every question recorded, none lost
+    record = json.loads((root / ".forge" / "forge-decisions.json").read_text())
+    recorded = {entry["itemId"]: entry["answer"] for entry in record["decisions"]}
+    assert set(recorded) == {"003", "004", "006"}
+    answered = {"003": "PostgreSQL", "004": "PostgreSQL"} if prompt == "tree" else {}
+    assert {k: v for k, v in recorded.items() if v is not None} == answered

@@ -127,3 +127,19 @@ def test_init_under_a_feature_forge_config_ignores_the_rauf_state_dir(git_repo: 
     porcelain = sorted(git("status", "--porcelain", "-uall", cwd=git_repo).splitlines())
     assert porcelain == ["?? .forge.yaml", "?? .forge/.gitignore", "?? .forge/backlog.json",
                          "?? forge.config.json"]
+
+
+def test_the_example_config_suggests_the_agent_the_readme_does(git_repo: Path) -> None:
+    import re
+
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    example = (git_repo / ".forge.yaml").read_text()
+    suggested = re.search(r'#\s+agent: null\s+# e\.g\. "([^"]+)"', example)
+    assert suggested is not None, example
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    page = (root / "man" / "git-forge.1").read_text().replace("\\-", "-")
+    claude = set(re.findall(r"--agent '(claude [^']+)'", readme))
+    claude |= set(re.findall(r'--agent "(claude [^"]+)"', page))
+    assert claude == {suggested.group(1)}  # one Claude Code command line, the same everywhere
+    assert not [text for text in (example, readme, page) if "dangerously" in text]

@@ -161,7 +161,10 @@ def test_install_chains_a_foreign_hook_and_uninstall_restores_it(
     assert failing.returncode == 7
 
     assert run_forge("hooks", "install", cwd=project).returncode == 0  # idempotent
-    assert run_forge("hooks", "uninstall", cwd=project).returncode == 0
+    removed = run_forge("hooks", "uninstall", cwd=project)
+    assert removed.returncode == 0
+    assert removed.stdout.startswith("removed git-forge's pre-launch hook; the previous hook "
+                                     "is back at ")
     assert (foreign.read_bytes(), stat.S_IMODE(foreign.stat().st_mode)) == original
     assert not (directory / "pre-launch.pre-forge").exists()
 
@@ -175,9 +178,15 @@ def test_install_without_a_foreign_hook_and_uninstall_leaves_nothing(project: Pa
     assert run_forge("hooks", "install", cwd=project).stdout.startswith(
         "pre-launch hook installed at .git/hooks/pre-launch")
     assert (project / ".git/hooks/pre-launch").exists()
-    assert run_forge("hooks", "uninstall", cwd=project).returncode == 0
+    removed = run_forge("hooks", "uninstall", cwd=project)
+    assert (removed.returncode, removed.stdout) == (
+        0, "removed the pre-launch hook at .git/hooks/pre-launch\n")
     assert not (project / ".git/hooks/pre-launch").exists()
     assert run_forge("hooks", "status", cwd=project).stdout.startswith("no pre-launch hook")
+    again = run_forge("hooks", "uninstall", "--json", cwd=project)
+    assert json.loads(again.stdout)["removed"] is False
+    assert run_forge("hooks", "uninstall", cwd=project).stdout == (
+        "no git-forge pre-launch hook at .git/hooks/pre-launch; nothing to remove\n")
 
 
 def test_uninstall_refuses_a_foreign_hook(project: Path) -> None:

@@ -169,7 +169,9 @@ def _static_choices() -> dict[tuple[tuple[str, ...], str], tuple[str, ...]]:
     from git_forge.cli.backlog import _STATUS_FILTERS
 
     priorities = tuple(str(p) for p in PRIORITY_RANGE)
+    commands = tuple(path[0] for path in command_paths(parser()) if len(path) == 1)
     return {
+        (("help",), "command"): commands,
         (("backlog", "list"), "--status"): _STATUS_FILTERS,
         (("backlog", "edit"), "--status"): STATUSES,
         (("backlog", "add"), "--type"): ITEM_TYPES,

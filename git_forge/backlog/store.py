@@ -22,6 +22,7 @@ from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
 from git_forge.clock import utc_now
 from git_forge.credentials import credential_problem
+from git_forge.errors import os_error_text
 
 T = TypeVar("T")
 
@@ -84,7 +85,7 @@ class BacklogStore:
         except FileNotFoundError:
             raise self._missing() from None
         except OSError as exc:
-            raise BacklogError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
+            raise BacklogError(f"cannot read {self.path}: {os_error_text(exc)}") from exc
 
     def _parse(self, raw: bytes) -> Any:
         try:

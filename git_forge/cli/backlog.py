@@ -10,6 +10,7 @@ from typing import Any
 
 from git_forge.cli.arguments import add_backlog, add_path
 from git_forge.cli.output import emit_json, paint
+from git_forge.errors import os_error_text
 
 _ID_LIKE = re.compile(r"^[0-9]+$")
 _STATUS_FILTERS = ("pending", "in_progress", "done", "blocked", "needs-human", "deferred")
@@ -291,7 +292,7 @@ def _topology_items(args: argparse.Namespace) -> list[dict[str, Any]]:
         try:
             raw = Path(args.items_json).read_bytes().decode("utf-8")
         except OSError as exc:
-            raise BacklogError(f"cannot read {args.items_json}: {exc.strerror or exc}") from exc
+            raise BacklogError(f"cannot read {args.items_json}: {os_error_text(exc)}") from exc
         except UnicodeDecodeError as exc:
             raise BacklogError(f"{args.items_json} is not UTF-8 text: {exc}") from exc
         return parse_items(raw)

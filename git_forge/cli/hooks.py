@@ -28,11 +28,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         verb.set_defaults(func=run, action=name)
 
 
-def _describe(state, root: Path) -> str:
+def _where(state, root: Path) -> str:
     try:
-        where = state.hook.relative_to(root).as_posix()
+        return state.hook.relative_to(root).as_posix()
     except ValueError:
-        where = str(state.hook)
+        return str(state.hook)
+
+
+def _uninstalled(before, after, root: Path) -> str:
+    """What ``uninstall`` did, not merely what is left: a removal says so."""
+    where = _where(after, root)
+    if not before.installed:
+        return f"no git-forge pre-launch hook at {where}; nothing to remove"
+    if after.foreign:
+        return f"removed git-forge's pre-launch hook; the previous hook is back at {where}"
+    return f"removed the pre-launch hook at {where}"
+
+
+def _describe(state, root: Path) -> str:
+    where = _where(state, root)
     if state.installed:
         return f"pre-launch hook installed at {where}" + (
             " (runs the previous pre-launch hook first)" if state.chained else "")
@@ -48,10 +62,16 @@ def run(args: argparse.Namespace) -> int:
 
     work_tree_root(args.path)  # the same refusal as every command outside a work tree
     root = Path(open_repo(args.path).workdir)
+    before = hooks.state(root) if args.action == "uninstall" else None
     state = {"install": hooks.install, "uninstall": hooks.uninstall,
              "status": hooks.state}[args.action](root)
     if args.json:
-        emit_json(state.to_json())
+        document = state.to_json()
+        if before is not None:
+            document.update(removed=before.installed, restored=before.installed and before.chained)
+        emit_json(document)
+    elif before is not None:
+        print(_uninstalled(before, state, root))
     else:
         print(_describe(state, root))
     return 0

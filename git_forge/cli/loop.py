@@ -76,6 +76,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     stop.set_defaults(func=stop_loop)
 
 
+def last_segment(line: str) -> str:
+    """What a line of progress (``10%\\r55%\\r100%``) says last: the text after its last
+    carriage return that holds anything. Printed behind the ``| `` gutter as it is, a
+    carriage return would take the cursor back over the gutter and erase it."""
+    return next((segment for segment in reversed(line.split("\r")) if segment), "")
+
+
 class TerminalProgress:
     """One live status line on a terminal, plain lines elsewhere, or NDJSON.
 
@@ -144,7 +151,7 @@ class TerminalProgress:
     def output(self, text: str) -> None:
         if self.follow and not self.ndjson:
             for line in text.rstrip("\n").split("\n"):
-                self._write(f"  | {line}")
+                self._write(f"  | {last_segment(line)}")
 
     def finished(self, item: dict[str, Any], outcome: str, detail: str) -> None:
         if self.ndjson:
@@ -161,7 +168,9 @@ class TerminalProgress:
 
     def note(self, text: str) -> None:
         if not self.ndjson:
-            self._write(f"  note: {text}")
+            from git_forge.cli.plain import plain
+
+            self._write(f"  note: {plain(text)}")
 
     def close(self) -> None:
         if self.live and self.line:

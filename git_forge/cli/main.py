@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "recover",
     "demo",
     "completion",
+    "help",
 )
 
 EXIT_INTERRUPTED = 130
@@ -45,11 +46,66 @@ EXIT_INTERRUPTED = 130
 HOT_COMMANDS: frozenset[str] = frozenset({"preflight"})
 
 
+class UnknownCommand(UsageError):
+    """A word that names no command, said the way git says it: one ``Error:`` line,
+    then the most similar commands (``hint``) on lines of their own."""
+
+    def __init__(self, prog: str, word: str, choices: Sequence[str]) -> None:
+        where = prog.split(" ", 2)[2:]  # "git forge backlog" → ["backlog"]
+        help_command = " ".join(["git forge help", *where])
+        super().__init__(f"'{word}' is not a {prog} command. See '{help_command}'.")
+        similar = similar_commands(word, choices)
+        self.hint = [] if not similar else [
+            "", "The most similar command is" if len(similar) == 1 else
+            "The most similar commands are", *(f"\t{name}" for name in similar)]
+
+
+def similar_commands(word: str, choices: Sequence[str]) -> list[str]:
+    """Commands ``word`` may have meant: those it begins (``rec`` → recover,
+    reconcile), then the closest spellings (``staus`` → status)."""
+    import difflib
+
+    found = [name for name in choices if len(word) >= 2 and name.startswith(word)]
+    found += [name for name in difflib.get_close_matches(word, choices, n=3, cutoff=0.6)
+              if name not in found]
+    return found
+
+
 class ForgeArgumentParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are ordinary ``UsageError``s."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see '{self.prog} -h')")
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        """An unknown command is refused naming the most similar ones."""
+        if isinstance(action, argparse._SubParsersAction) and isinstance(value, str) and (
+                value not in action.choices):
+            raise UnknownCommand(self.prog, value, list(action.choices))
+        super()._check_value(action, value)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return None
+
+
+def command_parser(root: argparse.ArgumentParser, words: Sequence[str]
+                   ) -> argparse.ArgumentParser:
+    """The parser of the command ``words`` name (``["backlog", "answer"]``); an
+    unknown word is an ``UnknownCommand``."""
+    parser = root
+    for word in words:
+        sub = _subparsers(parser)
+        if sub is None:
+            raise UsageError(f"'{parser.prog}' has no sub-command '{word}'. "
+                             f"See '{' '.join(['git forge help', *parser.prog.split()[2:]])}'.")
+        if word not in sub.choices:
+            raise UnknownCommand(parser.prog, word, list(sub.choices))
+        parser = sub.choices[word]
+    return parser
 
 
 def build_parser(
@@ -97,8 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except ForgeError as exc:
         from git_forge.cli.output import error
+        from git_forge.cli.plain import plain
 
-        error(exc.message)
+        error(plain(exc.message))
+        for line in getattr(exc, "hint", ()):
+            print(line, file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -110,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except OSError as exc:
         from git_forge.cli.output import error
+        from git_forge.errors import os_error_text
 
-        error(str(exc))
+        error(f"{exc.filename}: {os_error_text(exc)}" if exc.filename else os_error_text(exc))
         return EXIT_USAGE

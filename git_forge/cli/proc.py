@@ -3,6 +3,10 @@
 Everything here reads the durable manifests and spools under ``{stateDir}/proc/``,
 so it works from another terminal while a loop runs and after it has stopped.
 ``stop`` signals nothing itself: it leaves a request the owning supervisor acts on.
+
+Every verb takes a HANDLE as a whole handle, a unique prefix of one (4 characters
+or more) or an item id, which names that item's latest process
+(``ProcView.resolve``). Human output speaks in words; ``--json`` keeps the codes.
 """
 
 from __future__ import annotations
@@ -15,8 +19,15 @@ from typing import Any, NoReturn
 
 from git_forge.cli.arguments import add_backlog
 from git_forge.cli.output import emit_json, note, warn
+from git_forge.cli.plain import plain
 
+#: The window of one ``--json`` document when ``--limit`` is not given.
 DEFAULT_LIMIT = 32 * 1024
+#: Without ``--limit`` the output is printed in reads of this many raw bytes, so
+#: memory stays bounded whatever the spool holds. A multiple of 3: base64 lines of
+#: whole reads join into one valid encoding of the raw bytes.
+STREAM_CHUNK = 3 * 64 * 1024
+HANDLE_HELP = "a handle, a unique prefix of one (4+ characters) or an item id (its latest process)"
 FOLLOW_POLL_SECONDS = 0.2
 #: Codes that mean "bad input": exit 2, and with --json the result object still prints.
 INPUT_ERRORS = ("invalid_arguments", "not_found", "cursor_ahead")
@@ -50,7 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verbs.required = True
 
     lst = verbs.add_parser("list", help="every supervised process",
-                           description="Handle, state, item, start, finish and output size.")
+                           description="Handle, state (with the exit code of an exited "
+                                       "process), item, start, finish and output size.")
     add_backlog(lst)
     lst.add_argument("--json", action="store_true", help="print a JSON array")
     lst.set_defaults(func=run_list)
@@ -58,22 +70,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show = verbs.add_parser("show", help="one process's manifest",
                             description="Print the manifest of HANDLE.")
     add_backlog(show)
-    show.add_argument("handle", metavar="HANDLE")
+    show.add_argument("handle", metavar="HANDLE", help=HANDLE_HELP)
     show.add_argument("--json", action="store_true", help="print the manifest as JSON")
     show.set_defaults(func=run_show)
 
     out = verbs.add_parser(
         "output", help="a process's output by cursor",
         description="Print output from byte CURSOR as safe text (escape sequences and "
-                    "control characters removed) or as base64 of the raw bytes.",
+                    "control characters removed) or as base64 of the raw bytes. Without "
+                    "--limit, everything retained is printed; with it, a note on stderr "
+                    "gives the cursor to continue from when more follows.",
     )
     add_backlog(out)
-    out.add_argument("handle", metavar="HANDLE")
+    out.add_argument("handle", metavar="HANDLE", help=HANDLE_HELP)
     out.add_argument("--cursor", type=int, default=0, metavar="N",
                      help="raw byte offset to start at (default 0)")
-    out.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="B",
-                     help=f"raw bytes to read at most (default {DEFAULT_LIMIT})")
-    out.add_argument("--base64", action="store_true", help="the raw bytes, base64-encoded")
+    out.add_argument("--limit", type=int, metavar="B",
+                     help="raw bytes to read at most (default: everything retained; with "
+                          f"--json, {DEFAULT_LIMIT} per document, whose next_cursor "
+                          "continues)")
+    out.add_argument("--base64", action="store_true",
+                     help="the raw bytes, base64-encoded (one line per read)")
     out.add_argument("--follow", action="store_true",
                      help="keep printing until the process ended and all output is read")
     out.add_argument("--json", action="store_true", help="print the result object as JSON")
@@ -82,7 +99,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     wait = verbs.add_parser("wait", help="wait until processes end",
                             description="Wait until every HANDLE is in a terminal state.")
     add_backlog(wait)
-    wait.add_argument("handles", nargs="+", metavar="HANDLE")
+    wait.add_argument("handles", nargs="+", metavar="HANDLE", help=HANDLE_HELP)
     wait.add_argument("--timeout", type=_non_negative_float, metavar="SECONDS",
                       help="give up after this long (exit 1)")
     wait.add_argument("--json", action="store_true", help="print the manifests as JSON")
@@ -95,7 +112,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "period) or kill (SIGKILL). A finished process is left alone.",
     )
     add_backlog(stop)
-    stop.add_argument("handle", metavar="HANDLE")
+    stop.add_argument("handle", metavar="HANDLE", help=HANDLE_HELP)
     stop.add_argument("--mode", choices=("interrupt", "terminate", "kill"), default="terminate")
     stop.add_argument("--grace", type=_non_negative_float, metavar="SECONDS",
                       help="seconds between SIGTERM and SIGKILL (default: the supervisor's)")
@@ -115,6 +132,17 @@ def _fail(args: argparse.Namespace, exc: Exception, document: dict[str, Any]) ->
     if args.json and code in INPUT_ERRORS:
         emit_json({**document, "error": code})
     raise exc
+
+
+def _resolved(args: argparse.Namespace, view, reference: str, document: dict[str, Any]) -> str:
+    """The handle ``reference`` names (see ``ProcView.resolve``), or the command's
+    failure with ``document`` as its --json result."""
+    from git_forge.supervisor.lifecycle import ProcessError
+
+    try:
+        return view.resolve(reference, label="item_id", noun="item")  # the loop's label
+    except ProcessError as exc:
+        _fail(args, exc, document)
 
 
 def _summary(manifest, total_bytes: int, liveness: str | None) -> dict[str, Any]:
@@ -144,6 +172,27 @@ def _live_total(view, manifest) -> int:
         return manifest.cursors.total_bytes
 
 
+LIST_COLUMNS = ("HANDLE", "STATE", "ITEM", "STARTED", "FINISHED", "BYTES")
+
+
+def _list_cells(row: dict[str, Any]) -> tuple[str, ...]:
+    state = row["state"]
+    if row["exit_code"] is not None:
+        state += f" {row['exit_code']}"
+    if row["liveness"] in ("orphaned", "gone"):
+        state += f" ({row['liveness']})"
+    return (row["handle"], state, row["item_id"] or "-", row["started_at"] or "-",
+            row["finished_at"] or "-", str(row["total_bytes"]))
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    """Left-aligned columns two spaces apart; the last column (a number) right-aligned."""
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return ["  ".join([*(cell.ljust(width) for cell, width in zip(row[:-1], widths[:-1],
+                                                                  strict=True)),
+                       row[-1].rjust(widths[-1])]).rstrip() for row in rows]
+
+
 def run_list(args: argparse.Namespace) -> int:
     view = _view(args)
     manifests, errors = view.manifests()
@@ -159,16 +208,10 @@ def run_list(args: argparse.Namespace) -> int:
             message = live_note(view.paths.root.parent)
             if message is not None:
                 note(message)
-        for row in rows:
-            state = row["state"]
-            if row["liveness"] in ("orphaned", "gone"):
-                state += f" ({row['liveness']})"
-            print("  ".join([
-                row["handle"], f"{state:<15}", f"{row['item_id'] or '-':<6}",
-                row["started_at"] or "-", row["finished_at"] or "-", f"{row['total_bytes']}",
-            ]))
+        if rows:  # nothing at all when there is nothing, like `git stash list`
+            print("\n".join(_table([LIST_COLUMNS, *(_list_cells(row) for row in rows)])))
     for error in errors:
-        warn(error.message)
+        warn(plain(error.message))
     return 2 if errors else 0
 
 
@@ -178,6 +221,8 @@ def _show_text(manifest) -> None:
     result = manifest.state
     if manifest.result.exit_code is not None:
         result += f" (exit {manifest.result.exit_code})"
+    elif manifest.state == "failed":
+        result += " (the agent could not be started)"
     item = str(manifest.origin.get("item_id") or "-")
     iteration = manifest.origin.get("iteration")
     if iteration is not None:
@@ -202,10 +247,12 @@ def _show_text(manifest) -> None:
 def run_show(args: argparse.Namespace) -> int:
     from git_forge.supervisor.lifecycle import ProcessError
 
+    view = _view(args)
+    handle = _resolved(args, view, args.handle, {"handle": args.handle})
     try:
-        manifest = _view(args).manifest(args.handle)
+        manifest = view.manifest(handle)
     except ProcessError as exc:
-        _fail(args, exc, {"handle": args.handle})
+        _fail(args, exc, {"handle": handle})
     if args.json:
         emit_json(manifest.to_dict())
     else:
@@ -230,17 +277,17 @@ def _output_document(handle: str, manifest, rendered, error: str | None = None) 
     }
 
 
-def _render(args: argparse.Namespace, view, cursor: int):
+def _render(args: argparse.Namespace, view, handle: str, cursor: int, window: int):
     from git_forge.supervisor.lifecycle import ProcessError
 
     encoding = "base64" if args.base64 else "text"
     try:
-        return view.render(args.handle, cursor, args.limit, encoding)
+        return view.render(handle, cursor, window, encoding)
     except ProcessError as exc:
-        document = _output_document(args.handle, None, None)
+        document = _output_document(handle, None, None)
         if exc.code == "cursor_ahead":
-            manifest = view.manifest(args.handle)
-            document = _output_document(args.handle, manifest, None)
+            manifest = view.manifest(handle)
+            document = _output_document(handle, manifest, None)
             document.update(start_cursor=cursor, next_cursor=exc.next_cursor,
                             total_bytes=exc.next_cursor)
         elif exc.code == "invalid_arguments":
@@ -248,9 +295,9 @@ def _render(args: argparse.Namespace, view, cursor: int):
         _fail(args, exc, document)
 
 
-def _print_chunk(args: argparse.Namespace, manifest, rendered) -> None:
+def _print_chunk(args: argparse.Namespace, handle: str, manifest, rendered) -> None:
     if args.json:
-        emit_json(_output_document(args.handle, manifest, rendered))
+        emit_json(_output_document(handle, manifest, rendered))
         return
     if rendered.gap:
         warn(f"output before byte {rendered.start_cursor} is no longer retained")
@@ -262,28 +309,60 @@ def _print_chunk(args: argparse.Namespace, manifest, rendered) -> None:
     sys.stdout.flush()
 
 
+def _more_follows(handle: str, limit: int, rendered) -> None:
+    """A bounded read that stopped short of the retained end says where to go on."""
+    if rendered.next_cursor < rendered.total_bytes:
+        note(f"more output follows: git forge proc output {handle} "
+             f"--cursor {rendered.next_cursor} --limit {limit}")
+
+
 def run_output(args: argparse.Namespace) -> int:
     from git_forge.supervisor.lifecycle import ProcessError
 
     view = _view(args)
-    cursor = args.cursor
-    if args.limit <= 0:
+    if args.limit is not None and args.limit <= 0:
         _fail(args, ProcessError("invalid_arguments", "--limit must be positive"),
               _output_document(args.handle, None, None))
+    handle = _resolved(args, view, args.handle, _output_document(args.handle, None, None))
+    if args.limit is not None:
+        window = args.limit
+    else:
+        window = DEFAULT_LIMIT if args.json else STREAM_CHUNK
+    if args.follow:
+        return _follow(args, view, handle, window)
+    if args.json or args.limit is not None:
+        manifest, rendered = _render(args, view, handle, args.cursor, window)
+        _print_chunk(args, handle, manifest, rendered)
+        if not args.json:
+            _more_follows(handle, window, rendered)
+        return 0
+    # Everything retained when the command began, one bounded read at a time.
+    cursor, end = args.cursor, None
     while True:
-        manifest, rendered = _render(args, view, cursor)
-        if not args.follow or rendered.output or rendered.gap:
-            _print_chunk(args, manifest, rendered)
-        if not args.follow:
-            return 0
+        manifest, rendered = _render(args, view, handle, cursor, window)
+        _print_chunk(args, handle, manifest, rendered)
+        end = rendered.total_bytes if end is None else end
+        if rendered.next_cursor >= end or (rendered.next_cursor == rendered.start_cursor):
+            return 0  # the end, or a sequence a live writer has not finished yet
+        cursor = rendered.next_cursor
+
+
+def _follow(args: argparse.Namespace, view, handle: str, window: int) -> int:
+    from git_forge.supervisor.lifecycle import ProcessError
+
+    cursor = args.cursor
+    while True:
+        manifest, rendered = _render(args, view, handle, cursor, window)
+        if rendered.output or rendered.gap:
+            _print_chunk(args, handle, manifest, rendered)
         cursor = rendered.next_cursor
         if manifest.terminal and cursor >= rendered.total_bytes:
             return 0
         if rendered.next_cursor == rendered.start_cursor:
             if not manifest.terminal and not view.owner_alive():
-                if not view.manifest(args.handle).terminal:
+                if not view.manifest(handle).terminal:
                     raise ProcessError(
-                        "owner_gone", "no live supervisor owns it; the next restore reconciles it"
+                        "owner_gone", "no running loop owns it; the next loop run reconciles it"
                     )
             time.sleep(FOLLOW_POLL_SECONDS)
 
@@ -298,10 +377,13 @@ def _outcome_line(manifest) -> str:
 def run_wait(args: argparse.Namespace) -> int:
     from git_forge.supervisor.lifecycle import ProcessError
 
+    view = _view(args)
+    handles = [_resolved(args, view, reference, {"handle": reference})
+               for reference in args.handles]
     try:
-        manifests = _view(args).wait(args.handles, timeout=args.timeout)
+        manifests = view.wait(handles, timeout=args.timeout)
     except ProcessError as exc:
-        _fail(args, exc, {"handle": exc.handle or args.handles[0]})
+        _fail(args, exc, {"handle": exc.handle or handles[0]})
     if args.json:
         emit_json([manifest.to_dict() for manifest in manifests])
     else:
@@ -314,17 +396,18 @@ def run_stop(args: argparse.Namespace) -> int:
     from git_forge.supervisor.lifecycle import ProcessError
 
     view = _view(args)
+    handle = _resolved(args, view, args.handle, {"handle": args.handle})
     try:
-        ended = view.end_orphan(args.handle, args.grace)
+        ended = view.end_orphan(handle, args.grace)
         if ended is not None:
             if args.json:
-                emit_json({**view.manifest(args.handle).to_dict(), "orphanProcessesEnded": ended})
+                emit_json({**view.manifest(handle).to_dict(), "orphanProcessesEnded": ended})
             else:
-                print(f"{args.handle} orphaned: ended {ended} process(es) of its tree")
+                print(f"{handle} orphaned: ended {ended} process(es) of its tree")
             return 0
-        manifest = view.stop(args.handle, args.mode, args.grace)
+        manifest = view.stop(handle, args.mode, args.grace)
     except ProcessError as exc:
-        _fail(args, exc, {"handle": args.handle})
+        _fail(args, exc, {"handle": handle})
     if args.json:
         emit_json(manifest.to_dict())
     else:

@@ -30,5 +30,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(document)
     else:
-        print("\n".join(render_status(document)))
+        from git_forge.cli.plain import plain
+
+        print("\n".join(plain(line) for line in render_status(document)))
     return 0

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from git_forge.atomic import StoreError, fsync_directory, locked, write_failure
-from git_forge.errors import EXIT_ERROR
+from git_forge.errors import EXIT_ERROR, os_error_text
 
 SCHEMA_VERSION = "1"
 _RESERVED = ("seq", "schemaVersion", "eventId", "type", "timestamp", "projectPath")
@@ -140,7 +140,7 @@ class Journal:
                 fsync_directory(archive)
                 fsync_directory(self.path.parent)
             except OSError as exc:
-                raise StoreError(f"cannot archive {self.path}: {exc.strerror or exc}") from exc
+                raise StoreError(f"cannot archive {self.path}: {os_error_text(exc)}") from exc
             return target
 
     def _read_raw(self) -> bytes:
@@ -149,13 +149,13 @@ class Journal:
         except FileNotFoundError:
             return b""
         except OSError as exc:
-            raise StoreError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
+            raise StoreError(f"cannot read {self.path}: {os_error_text(exc)}") from exc
 
     def _truncate(self, size: int) -> None:
         try:
             os.truncate(self.path, size)
         except OSError as exc:
-            raise StoreError(f"cannot repair {self.path}: {exc.strerror or exc}") from exc
+            raise StoreError(f"cannot repair {self.path}: {os_error_text(exc)}") from exc
 
     def _write_line(self, data: bytes, *, created: bool) -> None:
         try:

@@ -24,7 +24,7 @@ from typing import Literal
 import yaml
 
 from git_forge.backlog.topology import id_key
-from git_forge.errors import UsageError
+from git_forge.errors import UsageError, os_error_text
 from git_forge.recovery.questions import Question, match_id
 
 ChoiceKind = Literal["answer", "defer", "cancel"]
@@ -88,8 +88,10 @@ def load_file(path: Path) -> dict[str, Choice]:
     """An answers file: a JSON or YAML mapping of id → text | defer | cancel."""
     try:
         raw = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read answers file {path}: {exc}") from exc
+    except OSError as exc:
+        raise UsageError(f"cannot read answers file {path}: {os_error_text(exc)}") from exc
+    except UnicodeDecodeError:
+        raise UsageError(f"cannot read answers file {path}: not UTF-8 text") from None
     try:
         document = json.loads(raw)
     except ValueError:

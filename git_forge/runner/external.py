@@ -22,6 +22,7 @@ from typing import Any
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.topology import parse_items
 from git_forge.credentials import credential_problem
+from git_forge.errors import os_error_text
 from git_forge.runner.base import Runner, RunnerError
 from git_forge.runner.versions import is_answer_capable
 
@@ -133,7 +134,7 @@ class ExternalRunner(Runner):
             raise RunnerError(f"`{shown}` did not finish within {self.timeout:g}s",
                               argv=argv) from exc
         except OSError as exc:
-            raise RunnerError(f"cannot run `{shown}`: {exc.strerror or exc}", argv=argv) from exc
+            raise RunnerError(f"cannot run `{shown}`: {os_error_text(exc)}", argv=argv) from exc
         stdout = proc.stdout.decode("utf-8", "replace")
         stderr = proc.stderr.decode("utf-8", "replace")
         if proc.returncode != 0:
@@ -169,7 +170,7 @@ class ExternalRunner(Runner):
         try:
             return subprocess.run(argv, cwd=self.root, check=False).returncode
         except OSError as exc:
-            raise RunnerError(f"cannot run `{shlex.join(argv)}`: {exc.strerror or exc}",
+            raise RunnerError(f"cannot run `{shlex.join(argv)}`: {os_error_text(exc)}",
                               argv=argv) from exc
 
     # --- the contract ----------------------------------------------------------------------

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from git_forge.atomic import lock_is_held
+from git_forge.errors import os_error_text
 from git_forge.supervisor.handles import is_valid_handle
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.paths import ALIVE_SUFFIX, FILE_MODE, ProcPaths
@@ -31,12 +32,14 @@ def hold(path: Path) -> int:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     except OSError as exc:
-        raise ProcessError("process_setup_failed", f"cannot create {path.name}: {exc}") from exc
+        raise ProcessError("process_setup_failed",
+                           f"cannot create {path.name}: {os_error_text(exc)}") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         os.close(fd)
-        raise ProcessError("process_setup_failed", f"cannot lock {path.name}: {exc}") from exc
+        raise ProcessError("process_setup_failed",
+                           f"cannot lock {path.name}: {os_error_text(exc)}") from exc
     return fd
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from git_forge.atomic import StoreError, update_json
+from git_forge.errors import os_error_text
 from git_forge.supervisor.handles import is_valid_handle, require_handle
 from git_forge.supervisor.lifecycle import (
     ALL_STATES,
@@ -351,7 +352,8 @@ class ManifestStore:
         except FileNotFoundError:
             raise ProcessError("not_found", "no such process handle") from None
         except OSError as exc:
-            raise ProcessError("manifest_corrupt", f"cannot read {path}: {exc}") from exc
+            raise ProcessError("manifest_corrupt",
+                               f"cannot read {path}: {os_error_text(exc)}") from exc
         return _parse(path, raw, handle)
 
     def exists(self, handle: str) -> bool:
@@ -364,7 +366,8 @@ class ManifestStore:
         try:
             self.paths.ensure_root()
         except OSError as exc:
-            raise ProcessError("process_setup_failed", f"cannot create {self.root}: {exc}") from exc
+            raise ProcessError("process_setup_failed",
+                               f"cannot create {self.root}: {os_error_text(exc)}") from exc
 
         def mutate(current: Any) -> dict[str, Any]:
             if current is not None:

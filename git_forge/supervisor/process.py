@@ -24,6 +24,7 @@ from typing import Protocol
 
 import psutil
 
+from git_forge.errors import os_error_text
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.watchdog import Child, DirectChild, Watchdog
 
@@ -169,7 +170,8 @@ class ProcessTree:
             except ProcessLookupError:
                 pass
             except OSError as exc:
-                failures.append(f"{signal.Signals(signum).name} to the process group: {exc}")
+                failures.append(f"{signal.Signals(signum).name} to the process group: "
+                                f"{os_error_text(exc)}")
         for process in list(self._known.values()):
             if not leader_unreaped or _process_group(process.pid) != self.pgid:
                 try:

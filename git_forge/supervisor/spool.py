@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from git_forge.atomic import StoreError, write_failure, write_json
+from git_forge.errors import os_error_text
 from git_forge.supervisor.buffer import (
     Chunk,
     RollingBuffer,
@@ -112,7 +113,7 @@ def _read_index(directory: Path) -> _Index | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise ProcessError("spool_corrupt", f"cannot read {path}: {exc}") from exc
+        raise ProcessError("spool_corrupt", f"cannot read {path}: {os_error_text(exc)}") from exc
     try:
         document = json.loads(raw.decode("utf-8"))
         index = _Index(
@@ -378,7 +379,8 @@ class SpoolWriter:
         try:
             self.directory.mkdir(mode=DIR_MODE)
         except OSError as exc:
-            raise ProcessError("process_setup_failed", f"cannot create the spool: {exc}") from exc
+            raise ProcessError("process_setup_failed",
+                               f"cannot create the spool: {os_error_text(exc)}") from exc
         self._buffer = RollingBuffer(window_bytes or ceiling + 2 * segment_bytes)
         self._lock = threading.Lock()
         self._no_reservation = threading.Condition(self._lock)

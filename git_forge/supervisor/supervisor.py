@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from git_forge.atomic import FileLock
+from git_forge.errors import os_error_text
 from git_forge.supervisor import liveness
 from git_forge.supervisor.buffer import Chunk
 from git_forge.supervisor.completion import (
@@ -108,7 +109,7 @@ class Supervisor:
             self.spool_paths.ensure_root()
         except OSError as exc:
             raise ProcessError(
-                "process_setup_failed", f"cannot create {self.paths.root}: {exc}"
+                "process_setup_failed", f"cannot create {self.paths.root}: {os_error_text(exc)}"
             ) from exc
         self._watchdog = Watchdog() if self.config.watchdog else None
         self._owner_lock = FileLock(self.paths.owner_lock)

@@ -13,6 +13,7 @@ from git_forge.atomic import lock_is_held
 from git_forge.supervisor import liveness
 from git_forge.supervisor.buffer import Chunk
 from git_forge.supervisor.config import SupervisorConfig
+from git_forge.supervisor.handles import is_valid_handle
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest, ManifestStore
 from git_forge.supervisor.paths import ProcPaths
@@ -28,6 +29,10 @@ from git_forge.supervisor.spool import Extent, SpoolReader
 POLL_SECONDS = 0.1
 #: How long a requested stop may take beyond its grace period before we say so.
 STOP_MARGIN_SECONDS = 10.0
+#: The shortest handle prefix ``resolve`` accepts (git's shortest abbreviation).
+MIN_PREFIX = 4
+#: Candidates an ambiguous reference names at most.
+MAX_CANDIDATES = 8
 
 
 def render_chunk(
@@ -54,6 +59,48 @@ class ProcView:
 
     def manifest(self, handle: str) -> Manifest:
         return self.store.load(handle)
+
+    def resolve(self, reference: str, label: str | None = None, noun: str = "label") -> str:
+        """The handle ``reference`` names: a whole handle, a unique prefix of one
+        (at least ``MIN_PREFIX`` characters), or — with ``label`` — a value of that
+        origin label (the latest process started with it; the loop's ``item_id``
+        lets an operator name an item, which ``noun`` words). An ambiguous reference
+        is ``invalid_arguments`` naming the candidates; one that names nothing is
+        ``not_found``.
+
+        Only the manifest root is listed and only handles it holds are returned:
+        the reference itself never becomes part of a path, and nothing is created.
+        """
+        if is_valid_handle(reference):
+            return reference
+        handles = self.store.scan()
+        prefixed = [h for h in handles if h.startswith(reference)] if reference else []
+        matches = list(prefixed) if len(reference) >= MIN_PREFIX else []
+        latest = self._latest_with(label, reference) if label else None
+        if latest is not None and latest not in matches:
+            matches.append(latest)
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            shown = ", ".join(
+                f"{h} ({noun} {reference}'s latest)" if h == latest else h
+                for h in matches[:MAX_CANDIDATES])
+            more = f" and {len(matches) - MAX_CANDIDATES} more" if (
+                len(matches) > MAX_CANDIDATES) else ""
+            raise ProcessError("invalid_arguments",
+                               f"{reference!r} is ambiguous: it could be {shown}{more}")
+        if prefixed:
+            raise ProcessError("not_found", f"no process matches {reference!r} (a handle "
+                                            f"prefix needs at least {MIN_PREFIX} characters)")
+        raise ProcessError("not_found", f"no process or {noun} matches {reference!r}")
+
+    def _latest_with(self, label: str, value: str) -> str | None:
+        """The most recently created process whose origin ``label`` is ``value``."""
+        if not value:
+            return None
+        manifests, _ = self.manifests()
+        mine = [m for m in manifests if m.origin.get(label) == value]
+        return mine[-1].handle if mine else None
 
     def manifests(self) -> tuple[list[Manifest], list[ProcessError]]:
         """Every readable manifest (oldest first) and an error for each unreadable one."""
@@ -138,7 +185,7 @@ class ProcView:
             if still and not owner_alive:
                 raise ProcessError(
                     "owner_gone",
-                    f"{still[0]} has no live supervisor; the next restore reconciles it",
+                    f"no running loop owns {still[0]}; the next loop run reconciles it",
                     handle=still[0],
                 )
             if still and deadline is not None and time.monotonic() >= deadline:
@@ -164,7 +211,7 @@ class ProcView:
             if manifest.terminal:
                 return manifest
             raise ProcessError(
-                "owner_gone", "no live supervisor owns it; the next restore reconciles it",
+                "owner_gone", "no running loop owns it; the next loop run reconciles it",
                 handle=handle,
             )
         write_stop_request(self.paths, handle, StopRequest(mode, grace))

@@ -11,6 +11,7 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 
+from git_forge.errors import os_error_text
 from git_forge.tree.errors import GitError
 
 #: Pathspecs built from real file names must never be read as globs or magic
@@ -42,7 +43,7 @@ def run_git(
             check=False,
         )
     except OSError as exc:
-        raise GitError(f"cannot run git: {exc.strerror or exc}", exit_code=1) from exc
+        raise GitError(f"cannot run git: {os_error_text(exc)}", exit_code=1) from exc
     if result.returncode != 0:
         stderr = result.stderr.decode("utf-8", "replace").strip()
         raise GitError(stderr or f"git {args[0]} exited with {result.returncode}", exit_code=1)

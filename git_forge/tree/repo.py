@@ -27,6 +27,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
+from git_forge.errors import os_error_text
 from git_forge.tree.errors import GitError
 from git_forge.tree.gitcli import LITERAL_PATHSPECS, run_git
 
@@ -42,7 +43,7 @@ def git_failures(action: str) -> Iterator[None]:
     except pygit2.GitError as exc:
         raise GitError(f"{action}: {exc}", exit_code=1) from exc
     except OSError as exc:
-        raise GitError(f"{action}: {exc.strerror or exc}", exit_code=1) from exc
+        raise GitError(f"{action}: {os_error_text(exc)}", exit_code=1) from exc
 
 
 @dataclass(frozen=True)

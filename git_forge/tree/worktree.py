@@ -39,6 +39,7 @@ from pygit2.enums import FileMode
 # pygit2's IndexEntry does not carry the entry's flags; its cffi bindings do.
 from pygit2.ffi import C, ffi
 
+from git_forge.errors import os_error_text
 from git_forge.tree.errors import GitError
 from git_forge.tree.gitconfig import config_value
 from git_forge.tree.porcelain import quote_path
@@ -527,7 +528,8 @@ def restore_to_head(repo: Repo, paths: list[str]) -> None:
         for path in sorted(to_delete, key=os.fsencode, reverse=True):
             _delete(repo.workdir, path)
     except (pygit2.GitError, OSError) as exc:
-        raise GitError(f"cannot restore {len(paths)} path(s) to HEAD: {exc}") from exc
+        cause = os_error_text(exc) if isinstance(exc, OSError) else exc
+        raise GitError(f"cannot restore {len(paths)} path(s) to HEAD: {cause}") from exc
     if to_write:
         # Through git: it runs smudge filters and never writes through a link
         # (libgit2's checkout does both wrong: the raw blob, through the link).

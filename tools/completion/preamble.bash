@@ -35,9 +35,12 @@ _git_forge_handles() { _git_forge_values handles "$1"; }
 _git_forge_backlogs() { _git_forge_values backlogs "$1"; }
 _git_forge_backlog_dirs() { _git_forge_values backlog-dirs "$1"; }
 # recover --answer ID=TEXT: complete the ID and the "=" (no space follows, see below).
+# After the "=" comes free text: nothing to offer. (bash itself splits the word at "=",
+# so a candidate offered there would be appended after it: 006=006=.)
 _git_forge_answers() {
   local value
-  while IFS= read -r value; do printf '%s=\n' "$value"; done < <(_git_forge_values answerable "${1%%=*}")
+  [[ $1 == *=* ]] && return 0
+  while IFS= read -r value; do printf '%s=\n' "$value"; done < <(_git_forge_values answerable "$1")
 }
 # Refs a discard saved (reconcile --restore), straight from git.
 _git_forge_discarded() {

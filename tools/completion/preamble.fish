@@ -18,8 +18,11 @@ function __git_forge_values --argument-names kind
     command git-forge __complete $kind --describe $location 2>/dev/null
 end
 
-# recover --answer ID=TEXT: the ID and the "=" (fish adds no space after "=").
+# recover --answer ID=TEXT: the ID and the "=" (fish adds no space after "="). After the
+# "=" comes free text: nothing to offer (fish would take "006=" for a whole word and
+# add a space).
 function __git_forge_answers
+    string match -q -- '*=*' (commandline -ct); and return
     __git_forge_values answerable | string replace --regex '^([^\t]*)' '$1='
 end
 

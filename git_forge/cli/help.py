@@ -1,0 +1,28 @@
+"""``git forge help [COMMAND [VERB]]`` — the overview, or one command's help.
+
+``git help forge`` (and ``git forge --help``, which git turns into it) shows the
+manual page; this is the short form on the terminal, as ``git-forge -h`` prints
+it, for any depth of the command tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "help", help="show the overview, or a command's help",
+        description="Print the overview of every command, or the help of COMMAND (and "
+                    "VERB: git forge help backlog answer). The manual: git help forge.",
+    )
+    parser.add_argument("command", nargs="*", metavar="COMMAND",
+                        help="a command, and a verb of it")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from git_forge.cli.main import build_parser, command_parser
+
+    command_parser(build_parser(prog="git forge"), args.command).print_help()
+    return 0
