@@ -113,8 +113,15 @@ def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:
 def write_json(
     path: Path | str, document: Any, *, indent: int | None = 2, mode: int | None = None
 ) -> None:
-    """Atomically write ``document`` as JSON (see ``dumps_json``)."""
-    atomic_write(path, dumps_json(document, indent=indent), mode=mode)
+    """Atomically write ``document`` as JSON (see ``dumps_json``). Text that is not
+    valid Unicode (a command-line argument holding bytes that are not UTF-8 arrives
+    as surrogate escapes) is refused before anything is written."""
+    try:
+        data = dumps_json(document, indent=indent)
+    except UnicodeEncodeError as exc:
+        raise StoreError(f"refusing to write {path}: it would hold text that is not valid "
+                         "UTF-8 (bytes that are not UTF-8 in an argument or a file)") from exc
+    atomic_write(path, data, mode=mode)
 
 
 _MISSING: Any = object()

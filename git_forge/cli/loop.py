@@ -9,7 +9,6 @@ items remain; 130 stopped (signal or ``loop stop``).
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import signal
 import sys
@@ -17,7 +16,10 @@ import threading
 from typing import Any
 
 from git_forge.cli.arguments import add_location
-from git_forge.cli.output import color_enabled, emit_json, paint
+from git_forge.cli.output import emit_json, is_terminal, json_text, own, paint
+
+#: Back to the start of the live line and erase it (git-forge's own sequence).
+ERASE_LINE = "\r" + own("\x1b[K")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -77,7 +79,7 @@ class TerminalProgress:
         self.follow = follow
         self.ndjson = ndjson
         self.silent = silent
-        self.live = not ndjson and not silent and color_enabled(self.stream)
+        self.live = not ndjson and not silent and is_terminal(self.stream)
         self.line = ""
         self.max = 0
         self.number = 0
@@ -87,7 +89,7 @@ class TerminalProgress:
         if self.silent:
             return
         if self.live and self.line:
-            self.stream.write("\r\x1b[K")
+            self.stream.write(ERASE_LINE)
         self.stream.write(text + "\n")
         if self.live and self.line:
             self.stream.write(self.line)
@@ -109,7 +111,7 @@ class TerminalProgress:
         size = f"{output_bytes / 1024:.1f} KiB" if output_bytes >= 1024 else f"{output_bytes} B"
         self.line = paint(f"[{self.number}/{self.max}] {self.item} — {elapsed:.0f}s, {size}",
                           "dim")
-        self.stream.write("\r\x1b[K" + self.line)
+        self.stream.write(ERASE_LINE + self.line)
         self.stream.flush()
 
     def output(self, text: str) -> None:
@@ -122,13 +124,13 @@ class TerminalProgress:
             return
         style = {"done": "green", "retry": "yellow"}.get(outcome, "red")
         if self.live:
-            self.stream.write("\r\x1b[K")
+            self.stream.write(ERASE_LINE)
             self.line = ""
         self._write(f"  {item['id']} {paint(outcome, style)}: {detail}")
 
     def event(self, event: dict[str, Any]) -> None:
         if self.ndjson:
-            self.stream.write(json.dumps(event, ensure_ascii=False) + "\n")
+            self.stream.write(json_text(event, indent=None) + "\n")
             self.stream.flush()
 
     def note(self, text: str) -> None:
@@ -137,7 +139,7 @@ class TerminalProgress:
 
     def close(self) -> None:
         if self.live and self.line:
-            self.stream.write("\r\x1b[K")
+            self.stream.write(ERASE_LINE)
             self.stream.flush()
             self.line = ""
 

@@ -2,7 +2,9 @@
 
 Every handler returns an exit code. Every ``ForgeError`` becomes one line
 ``Error: <message>`` on stderr with the error's exit code; argparse's own
-usage errors take the same path (exit 2).
+usage errors take the same path (exit 2). Everything printed, a traceback
+included, passes the terminal boundary (``cli.output``): stdout and stderr are
+wrapped for the whole command.
 """
 
 from __future__ import annotations
@@ -81,8 +83,22 @@ def _commands_for(argv: Sequence[str]) -> Sequence[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
+    from git_forge.cli.output import guarded
+
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = guarded(sys.stdout), guarded(sys.stderr)
+    try:
+        return _dispatch(sys.argv[1:] if argv is None else argv)
+    except Exception:  # a bug: its traceback still passes the terminal boundary
+        import traceback
+
+        traceback.print_exc()
+        return EXIT_ERROR
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv[:1] == ["__complete"]:
         # The completion scripts' fast path: no parser, no core imports (see cli.completion).
         from git_forge.cli.completion import complete_values

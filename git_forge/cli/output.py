@@ -1,7 +1,22 @@
-"""Rendering shared by every command: JSON, colour, the one-line error.
+"""Rendering shared by every command: the terminal boundary, JSON, colour, the one-line error.
 
-One JSON helper (``emit_json``) so every ``--json`` output has the same shape:
-2-space indent, UTF-8 not ASCII-escaped — the format feature-forge's verbs use.
+**The terminal boundary.** ``main`` wraps stdout and stderr in ``SafeStream``,
+so every byte git-forge prints is safe text (``git_forge.safetext``, the one
+renderer agent output goes through too): whatever an item title, a blocked
+reason, an answer, a stash message, a commit subject or an error quoting them
+holds, no escape sequence, BEL, C1 control or DEL from it reaches the terminal —
+on a TTY or not, whichever command printed it. git-forge's own control
+sequences (its SGR colours, the live progress line's erase) are the only ones
+that pass: ``own`` marks them with a token drawn fresh by each process, which
+text read from a file, an agent or a user cannot contain, and the boundary turns
+exactly those marks back into the sequences.
+
+**JSON.** One helper (``emit_json``) so every ``--json`` output has the same
+shape: 2-space indent, UTF-8 not ASCII-escaped — the format feature-forge's
+verbs use — except that C1 controls, DEL and lone surrogates are written as
+``\\u`` escapes, so ``cat``-ing the JSON to a terminal is harmless (the files
+on disk keep their bytes as they are).
+
 Colour only on a terminal and never with ``NO_COLOR`` (https://no-color.org).
 """
 
@@ -9,33 +24,115 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
+
+from git_forge.safetext import clean
 
 _STYLES = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "cyan": "36", "dim": "2"}
+_SGR = "\x1b[{}m"
+_RESET = _SGR.format(0)
+
+# --- the terminal boundary -------------------------------------------------------------------
+
+#: A process-fresh token: a noncharacter, then 12 random hex digits.
+_MARK = "\ufdd0" + os.urandom(6).hex()
+_MARK_END = "\ufdd1"
+_MARKED = re.compile(re.escape(_MARK) + "([0-9]+)" + _MARK_END)
+_OWN: list[str] = []
+
+
+def own(sequence: str) -> str:
+    """A control sequence of git-forge's own, marked so the boundary lets it through."""
+    try:
+        index = _OWN.index(sequence)
+    except ValueError:
+        index = len(_OWN)
+        _OWN.append(sequence)
+    return f"{_MARK}{index}{_MARK_END}"
+
+
+def terminal_text(text: str) -> str:
+    """``text`` as it may reach a terminal: safe text, with git-forge's own marked
+    sequences (and only those) turned into the real ones."""
+    if _MARK not in text:
+        return clean(text)
+    pieces = _MARKED.split(text)
+    return "".join(clean(piece) if index % 2 == 0 else _OWN[int(piece)]
+                   for index, piece in enumerate(pieces))
+
+
+class SafeStream:
+    """A text stream whose every write goes through ``terminal_text``; everything
+    else (``fileno``, ``isatty``, ``flush``, ``encoding``, ``buffer``) is the
+    wrapped stream's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(terminal_text(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def guarded(stream: TextIO) -> TextIO:
+    """``stream`` behind the boundary (a stream already behind it is returned as is)."""
+    return stream if isinstance(stream, SafeStream) else cast(TextIO, SafeStream(stream))
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+#: Characters json.dumps(ensure_ascii=False) leaves raw that a terminal acts on (C1,
+#: DEL) or no encoder can write (lone surrogates). JSON's syntax outside strings is
+#: ASCII, so every match is inside a string, where a ``\\u`` escape means the same.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff]")
+
+
+def json_text(document: Any, *, indent: int | None = 2) -> str:
+    """A JSON document as every output prints it (``indent=None``: one line, for NDJSON)."""
+    text = json.dumps(document, indent=indent, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def emit_json(document: Any, stream: TextIO | None = None) -> None:
     """Print a JSON document the way every ``--json`` output is printed."""
-    print(json.dumps(document, indent=2, ensure_ascii=False), file=stream or sys.stdout)
+    print(json_text(document), file=stream or sys.stdout)
 
 
-def color_enabled(stream: TextIO | None = None) -> bool:
-    """Colour only on a terminal, never with ``NO_COLOR`` or ``TERM=dumb``."""
+# --- colour ----------------------------------------------------------------------------------
+
+def is_terminal(stream: TextIO | None = None) -> bool:
+    """A terminal that can show more than plain lines (not ``TERM=dumb``)."""
     stream = stream or sys.stdout
-    if os.environ.get("NO_COLOR"):
-        return False
     if os.environ.get("TERM") == "dumb":
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
 
 
+def color_enabled(stream: TextIO | None = None) -> bool:
+    """Colour only on a terminal, never with ``NO_COLOR`` or ``TERM=dumb``."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    return is_terminal(stream)
+
+
 def paint(text: str, style: str, stream: TextIO | None = None) -> str:
     """``text`` in ``style`` when colour is enabled for ``stream``, else unchanged."""
     if not color_enabled(stream):
         return text
-    return f"\x1b[{_STYLES[style]}m{text}\x1b[0m"
+    return own(_SGR.format(_STYLES[style])) + text + own(_RESET)
+
+
+# --- messages --------------------------------------------------------------------------------
 
 
 def error(message: str) -> None:
