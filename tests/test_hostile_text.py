@@ -14,16 +14,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import shlex
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from helpers import PtySession, forge_argv, git, run_forge
+from helpers import PtySession, git, run_forge
+from terminal_helpers import on_tty
 
 from git_forge.safetext import clean
 
@@ -76,40 +75,6 @@ def forge(root: Path, *args: str, env: dict | None = None) -> subprocess.Complet
 
 def harmless(result: subprocess.CompletedProcess) -> str:
     return assert_harmless(result.stdout) + assert_harmless(result.stderr)
-
-
-def on_tty(root: Path, *args: str, env: dict | None = None,
-           timeout: float = 60) -> tuple[int, bytes]:
-    """Run ``git-forge ARGS`` with stdout and stderr on a real pseudo-terminal (stdin
-    is /dev/null, so nothing interactive starts); every byte it wrote, and its code."""
-    master, slave = os.openpty()
-    proc = subprocess.Popen(forge_argv() + list(args), cwd=root, stdin=subprocess.DEVNULL,
-                            stdout=slave, stderr=slave, env={**os.environ, **(env or {})})
-    os.close(slave)
-    output = b""
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: every writer is gone
-                    break
-                if not chunk:
-                    break
-                output += chunk
-            elif proc.poll() is not None:
-                break
-        else:
-            proc.kill()
-            raise AssertionError(f"git-forge {args} did not finish; output: {output!r}")
-        return proc.wait(timeout=10), output
-    finally:
-        os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def _edit_json(path: Path, change) -> None:

@@ -68,11 +68,28 @@ def build_parser(
         ),
     )
     parser.add_argument("--version", action="version", version=f"git-forge version {__version__}")
+    parser.add_argument("--no-color", action="store_true", default=argparse.SUPPRESS,
+                        help="never colour the output (also accepted after the command); "
+                             "otherwise colour follows NO_COLOR, then git's color.forge or "
+                             "color.ui")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in commands:
         importlib.import_module(f"git_forge.cli.{name}").register(subparsers)
+    _accept_no_color(subparsers)
     return parser
+
+
+def _accept_no_color(subparsers: argparse._SubParsersAction) -> None:
+    """``--no-color`` after any command too (``git forge status --no-color``), as
+    git's own commands take it; hidden there, documented once at the top. Its
+    default is SUPPRESS so a subcommand never overwrites the top-level flag."""
+    for sub in subparsers.choices.values():
+        sub.add_argument("--no-color", action="store_true", default=argparse.SUPPRESS,
+                         help=argparse.SUPPRESS)
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _accept_no_color(action)
 
 
 def _commands_for(argv: Sequence[str]) -> Sequence[str]:
@@ -110,6 +127,9 @@ def _dispatch(argv: list[str]) -> int:
             parser.print_help()
             return EXIT_ERROR
         args = parser.parse_args(argv)
+        from git_forge.cli.output import configure_color
+
+        configure_color(no_color=getattr(args, "no_color", False))
         return int(args.func(args))
     except ForgeError as exc:
         from git_forge.cli.output import error

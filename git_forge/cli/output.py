@@ -17,7 +17,14 @@ verbs use — except that C1 controls, DEL and lone surrogates are written as
 ``\\u`` escapes, so ``cat``-ing the JSON to a terminal is harmless (the files
 on disk keep their bytes as they are).
 
-Colour only on a terminal and never with ``NO_COLOR`` (https://no-color.org).
+**Colour** is decided as git decides it, once per process and only when
+something is painted: never with ``--no-color`` or a non-empty ``NO_COLOR``
+(https://no-color.org), which win over everything; otherwise ``color.forge``,
+else ``color.ui``, from every config source git reads (``git -c`` included,
+which git passes to a subcommand through ``GIT_CONFIG_PARAMETERS``):
+``never``/``false`` off, ``always`` on even when piped, ``auto``/``true``
+(the default) on a terminal that is not ``TERM=dumb``. Asking costs one
+``git config`` (~2 ms), never pygit2.
 """
 
 from __future__ import annotations
@@ -109,6 +116,52 @@ def emit_json(document: Any, stream: TextIO | None = None) -> None:
 
 # --- colour ----------------------------------------------------------------------------------
 
+_UNREAD = "unread"
+_no_color_flag = False
+_git_setting = _UNREAD
+_NEVER = ("never", "false", "no", "off", "0", "")
+
+
+def configure_color(*, no_color: bool) -> None:
+    """Start a command: ``no_color`` is its ``--no-color``; git's setting is asked
+    again the first time something is painted."""
+    global _no_color_flag, _git_setting
+    _no_color_flag, _git_setting = no_color, _UNREAD
+
+
+def _parse_colorbool(value: str | None) -> str:
+    """git's colour setting as ``always``, ``never`` or ``auto``; ``None`` is a key
+    given without a value (``-c color.ui``), which git reads as true."""
+    if value is None:
+        return "auto"
+    value = value.strip().lower()
+    if value == "always":
+        return "always"
+    return "never" if value in _NEVER else "auto"
+
+
+def _git_color_setting() -> str:
+    """``color.forge``, else ``color.ui``, as git's config reports them; ``auto``
+    when neither is set or git cannot be asked."""
+    import subprocess
+
+    try:
+        result = subprocess.run(
+            ["git", "config", "--get-regexp", r"^color\.(ui|forge)$"],
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "auto"
+    found: dict[str, str | None] = {}
+    for line in result.stdout.decode("utf-8", "replace").splitlines():
+        key, separator, value = line.partition(" ")
+        found[key] = value if separator else None  # the last value of a key wins
+    for key in ("color.forge", "color.ui"):
+        if key in found:
+            return _parse_colorbool(found[key])
+    return "auto"
+
+
 def is_terminal(stream: TextIO | None = None) -> bool:
     """A terminal that can show more than plain lines (not ``TERM=dumb``)."""
     stream = stream or sys.stdout
@@ -119,9 +172,14 @@ def is_terminal(stream: TextIO | None = None) -> bool:
 
 
 def color_enabled(stream: TextIO | None = None) -> bool:
-    """Colour only on a terminal, never with ``NO_COLOR`` or ``TERM=dumb``."""
-    if os.environ.get("NO_COLOR"):
+    """Whether to colour ``stream`` (see the module docstring for the rules)."""
+    global _git_setting
+    if _no_color_flag or os.environ.get("NO_COLOR"):
         return False
+    if _git_setting == _UNREAD:
+        _git_setting = _git_color_setting()
+    if _git_setting != "auto":
+        return _git_setting == "always"
     return is_terminal(stream)
 
 
