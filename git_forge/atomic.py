@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from git_forge.errors import ForgeError
 from git_forge.jsonenc import dumps_indented
+from git_forge.parsing import DocumentTooComplex, load_json
 
 T = TypeVar("T")
 
@@ -143,7 +144,9 @@ def read_json(path: Path | str, *, default: Any = _MISSING) -> Any:
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
-        return json.loads(raw.decode("utf-8"))
+        return load_json(raw.decode("utf-8"), path)
+    except DocumentTooComplex as exc:
+        raise StoreError(exc.message) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise StoreError(
             f"{path} is corrupt (not valid JSON: {exc}); refusing to touch it"

@@ -29,6 +29,7 @@ from git_forge.layout import (
     REPO_CONFIG,
     USER_CONFIG,
 )
+from git_forge.parsing import DocumentTooComplex, load_json, load_yaml
 
 SOURCE_DEFAULT = "default"
 SOURCE_REPO = REPO_CONFIG
@@ -248,7 +249,9 @@ def _read_yaml(path: Path) -> Any:
     import yaml
 
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text, path)
+    except DocumentTooComplex as exc:
+        raise ConfigError(exc.message) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -260,9 +263,11 @@ def _feature_forge_layer(path: Path) -> dict[str, Any]:
     """The ``loopRunner`` block of a forge.config.json as dotted keys (extras kept),
     with the ``.rauf`` state dir default its presence implies."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = load_json(path.read_text(encoding="utf-8"), path)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except DocumentTooComplex as exc:
+        raise ConfigError(exc.message) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path} is not valid JSON: {exc}") from exc
     if not isinstance(document, dict):
@@ -330,8 +335,8 @@ def feature_forge_state_dir(config_path: Path) -> str | None:
     if not config_path.is_file():
         return None
     try:
-        document = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        document = load_json(config_path.read_text(encoding="utf-8"), config_path)
+    except (OSError, ValueError, DocumentTooComplex):
         return RAUF_STATE_DIR
     loop_runner = document.get("loopRunner") if isinstance(document, dict) else None
     state_dir = loop_runner.get("stateDir") if isinstance(loop_runner, dict) else None

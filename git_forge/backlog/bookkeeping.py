@@ -10,8 +10,9 @@ restore resets the item to pending).
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from git_forge.parsing import DocumentTooComplex, load_json
 
 
 def _items_by_id(document: Any) -> dict[str, dict[str, Any]] | None:
@@ -29,9 +30,9 @@ def only_in_progress_marks(head_raw: bytes, work_raw: bytes) -> bool:
     """True when the working backlog.json differs from HEAD's only by items that
     were ``pending`` at HEAD and are ``in_progress`` now."""
     try:
-        head = json.loads(head_raw)
-        work = json.loads(work_raw)
-    except (UnicodeDecodeError, ValueError):
+        head = load_json(head_raw, "backlog.json at HEAD")
+        work = load_json(work_raw, "backlog.json")
+    except (ValueError, DocumentTooComplex):
         return False
     head_items, work_items = _items_by_id(head), _items_by_id(work)
     if head_items is None or work_items is None:

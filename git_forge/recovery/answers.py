@@ -21,6 +21,7 @@ from typing import Literal
 import yaml
 
 from git_forge.errors import UsageError
+from git_forge.parsing import load_json, load_yaml
 from git_forge.recovery.questions import Question
 
 ChoiceKind = Literal["answer", "defer", "cancel"]
@@ -87,10 +88,10 @@ def load_file(path: Path) -> dict[str, Choice]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read answers file {path}: {exc}") from exc
     try:
-        document = json.loads(raw)
-    except ValueError:
+        document = load_json(raw, path)
+    except json.JSONDecodeError:
         try:
-            document = yaml.safe_load(raw)
+            document = load_yaml(raw, path)
         except yaml.YAMLError as exc:
             raise UsageError(f"answers file {path} is neither JSON nor YAML: {exc}") from exc
     if document is None:

@@ -36,7 +36,6 @@ files.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
@@ -45,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from git_forge.atomic import StoreError, write_json
+from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.supervisor.buffer import Chunk, RollingBuffer, check_read_arguments, resolve_cursor
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.paths import DIR_MODE, FILE_MODE
@@ -106,11 +106,13 @@ def _read_index(directory: Path) -> _Index | None:
     except OSError as exc:
         raise ProcessError("spool_corrupt", f"cannot read {path}: {exc}") from exc
     try:
-        document = json.loads(raw.decode("utf-8"))
+        document = load_json(raw.decode("utf-8"), path)
         index = _Index(
             int(document["total_bytes"]), int(document["retained_from"]),
             int(document["segment_bytes"]),
         )
+    except DocumentTooComplex as exc:
+        raise ProcessError("spool_corrupt", exc.message) from exc
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise ProcessError("spool_corrupt", f"{path} is corrupt ({exc})") from exc
     if not (
