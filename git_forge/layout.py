@@ -22,6 +22,7 @@ EVENTS_FILE = "events.ndjson"
 DECISIONS_FILE = "forge-decisions.json"
 LOOP_LOCK_FILE = "loop.lock"
 LOOP_STOP_FILE = "loop.stop"
+RECOVER_LOCK_FILE = "recover.lock"
 PROC_DIR = "proc"
 ARCHIVE_DIR = "archive"
 
