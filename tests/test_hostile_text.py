@@ -256,6 +256,11 @@ def test_proc_list_and_show(project: Path) -> None:
     assert "agent on" in output
 
 
+def test_completion_candidates_with_their_titles(project: Path) -> None:
+    result = forge(project, "__complete", "items", "--describe")
+    assert result.returncode == 0 and clean(f"title 1 {HOSTILE}") in harmless(result)
+
+
 def test_config_values_echoed_back(project: Path) -> None:
     (project / ".forge.yaml").write_text(json.dumps({"loop": {"agent": f"agent {HOSTILE}"}}))
     text = harmless(forge(project, "config"))
@@ -299,3 +304,17 @@ def test_an_argument_that_is_not_utf8_is_refused_and_nothing_is_written(project:
     text = harmless(result)
     assert text.startswith("Error: ") and "not valid UTF-8" in text and text.count("\n") == 1
     assert backlog.read_bytes() == before
+
+
+def test_a_lone_surrogate_in_a_file_is_printed_as_u_fffd_and_escaped_in_json(
+    project: Path
+) -> None:
+    backlog = project / ".forge" / "backlog.json"
+    document = json.loads(backlog.read_text("utf-8"))
+    document["items"][0]["title"] = "half \ud800 a pair"
+    backlog.write_text(json.dumps(document, indent=2))  # ASCII: "\ud800" as an escape
+    listed = forge(project, "backlog", "list")
+    assert listed.returncode == 0 and "half \ufffd a pair" in harmless(listed)
+    as_json = forge(project, "backlog", "list", "--json")
+    assert b"half \\ud800 a pair" in as_json.stdout
+    assert json.loads(harmless(as_json))[0]["title"] == "half \ud800 a pair"
