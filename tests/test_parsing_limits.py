@@ -6,6 +6,7 @@ words where it reports it. Real files, real child processes."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,17 +17,35 @@ from git_forge.parsing import MAX_DEPTH, DocumentTooComplex, load_json, load_yam
 DEPTH = 100_000
 DEEP_ARRAY = "[" * DEPTH + "]" * DEPTH
 DEEP_OBJECT = '{"a":' * DEPTH + "1" + "}" * DEPTH
+#: PyYAML's scanner is quadratic in flow nesting: a thousand levels (past the
+#: recursion limit) already take a second to fail, so the helper's own test reads
+#: that once and the commands read a document just past MAX_DEPTH, which the same
+#: helper refuses the same way.
+YAML_DEPTH = MAX_DEPTH + 50
+DEEP_YAML = "[" * YAML_DEPTH + "]" * YAML_DEPTH
 HUGE = "9" * 5001
 HANDLE = "AbCdEfGhIjKlMnOpQrStUw"
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return {"dir": tmp_path_factory.mktemp("limits-base")}
+
+
 @pytest.fixture
-def project(git_repo: Path) -> Path:
-    assert run_forge("init", cwd=git_repo).returncode == 0
-    run_forge("backlog", "add", "--title", "one", cwd=git_repo)
-    git("add", "-A", cwd=git_repo)
-    git("commit", "-qm", "backlog", cwd=git_repo)
-    return git_repo
+def project(built: dict, tmp_path: Path) -> Path:
+    """A copy of one small project, built on first use under that test's isolation."""
+    base = built["dir"] / "repo"
+    if not base.exists():
+        base.mkdir()
+        git("init", "-q", "-b", "main", cwd=base)
+        assert run_forge("init", cwd=base).returncode == 0
+        run_forge("backlog", "add", "--title", "one", cwd=base)
+        git("add", "-A", cwd=base)
+        git("commit", "-qm", "backlog", cwd=base)
+    root = tmp_path / "repo"
+    shutil.copytree(base, root, symlinks=True)
+    return root
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -58,8 +77,9 @@ def test_the_helper_measures_any_depth_and_leaves_syntax_errors_to_readers() -> 
     assert load_json("9" * 4300, "f.json") == int("9" * 4300)
     with pytest.raises(json.JSONDecodeError):
         load_json("{", "f.json")
-    with pytest.raises(DocumentTooComplex, match="too deeply nested"):
-        load_yaml(DEEP_ARRAY, "c.yaml")
+    for text in ("[" * 1000 + "]" * 1000, DEEP_YAML):  # a RecursionError; the depth check
+        with pytest.raises(DocumentTooComplex, match="c.yaml: too deeply nested"):
+            load_yaml(text, "c.yaml")
     with pytest.raises(DocumentTooComplex, match="number too large"):
         load_yaml(f"n: {HUGE}\n", "c.yaml")
 
@@ -120,7 +140,7 @@ def test_an_answers_file(project: Path) -> None:
     answers = project / "answers.json"
     for content, problem in ((DEEP_ARRAY, "too deeply nested"),
                              (f"001: {HUGE}\n", "number too large"),
-                             ("- " * DEPTH + "x\n", "too deeply nested")):
+                             ("- " * YAML_DEPTH + "x\n", "too deeply nested")):
         answers.write_text(content)
         refused(project, problem, "answers.json", "recover", "--answers", "answers.json")
 
@@ -128,7 +148,7 @@ def test_an_answers_file(project: Path) -> None:
 @pytest.mark.parametrize("name", [".forge.yaml", "forge.config.json"])
 def test_the_configuration(project: Path, name: str) -> None:
     config = project / name
-    config.write_text(DEEP_ARRAY)
+    config.write_text(DEEP_ARRAY if name.endswith("json") else DEEP_YAML)
     refused(project, "too deeply nested", name, "config")
     config.write_text(f'{{"loopRunner": {{"x": {HUGE}}}}}' if name.endswith("json")
                       else f"loop:\n  iterations: {HUGE}\n")
@@ -138,7 +158,7 @@ def test_the_configuration(project: Path, name: str) -> None:
 def test_the_user_configuration(project: Path, isolated_env: Path) -> None:
     user = isolated_env / ".config" / "git-forge"
     user.mkdir(parents=True)
-    (user / "config.yaml").write_text(DEEP_ARRAY)
+    (user / "config.yaml").write_text(DEEP_YAML)
     refused(project, "too deeply nested", "config.yaml", "status")
 
 
