@@ -94,9 +94,12 @@ class SafeStream:
         return getattr(self.stream, name)
 
 
-def guarded(stream: TextIO) -> TextIO:
-    """``stream`` behind the boundary (a stream already behind it is returned as is)."""
-    return stream if isinstance(stream, SafeStream) else SafeStream(stream)  # type: ignore[return-value]
+def guarded(stream: TextIO | None) -> TextIO | None:
+    """``stream`` behind the boundary (one already behind it, or none at all — a
+    closed standard stream — is returned as is)."""
+    if stream is None or isinstance(stream, SafeStream):
+        return stream
+    return SafeStream(stream)  # type: ignore[return-value]  # a TextIO by delegation
 
 
 # --- JSON ------------------------------------------------------------------------------------
