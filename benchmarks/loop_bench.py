@@ -11,8 +11,14 @@ also timed standalone (N direct runs) to show what the script itself costs.
 Per-iteration wall time is the gap between consecutive ``iteration_start``
 events (the last one ends at ``loop_completed``); overhead = wall − agent.
 
-Usage: ``python benchmarks/loop_bench.py [--items N]``. Goal: under 50 ms per
-iteration.
+The same loop is also run with the watchdog off (``supervisor.watchdog:
+false``): every agent then runs as a direct child, unprotected if the loop
+dies. Runs alternate between the two, and the cost of the watchdog is the
+difference of the medians of wall time per iteration (and of CPU per
+iteration: the loop and every process under it, from ``RUSAGE_CHILDREN``).
+
+Usage: ``python benchmarks/loop_bench.py [--items N] [--rounds R]``. Goals:
+overhead under 50 ms per iteration; the watchdog under 5 ms per iteration.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -29,6 +36,7 @@ from datetime import datetime
 from pathlib import Path
 
 GOAL_MS = 50.0
+WATCHDOG_GOAL_MS = 5.0
 ENV = {
     **os.environ,
     "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
@@ -50,9 +58,9 @@ def forge() -> list[str]:
     return [str(Path(sys.executable).with_name("git-forge"))]
 
 
-def build(root: Path, items: int) -> Path:
+def build(root: Path, items: int, *, watchdog: bool = True) -> Path:
     """The repository with a committed 200-item backlog; returns the agent's path."""
-    root.mkdir()
+    root.mkdir(parents=True)
     run("git", "init", "-q", "-b", "main", cwd=root)
     (root / "work").mkdir()
     (root / "work" / "README").write_text("agent output goes here\n")
@@ -69,6 +77,9 @@ def build(root: Path, items: int) -> Path:
     from git_forge.atomic import write_json
 
     write_json(backlog, document)
+    if not watchdog:
+        with open(root / ".forge.yaml", "a", encoding="utf-8") as config:
+            config.write("\nsupervisor:\n  watchdog: false\n")
     agent = root.parent / "agent.sh"
     agent.write_text(AGENT)
     agent.chmod(0o755)
@@ -114,35 +125,55 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
+def run_loop(root: Path, agent: Path, items: int) -> tuple[float, float, list[dict]]:
+    """One ``loop run`` in a fresh process: (wall s, CPU s of it and everything under
+    it, the journal)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    result = subprocess.run(
+        [*forge(), "loop", "run", "--agent", str(agent), "--iterations", str(items),
+         "--timeout", "1"],
+        cwd=root, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    total = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if result.returncode != 0:
+        raise SystemExit(f"loop run exited {result.returncode}: {result.stderr.decode()}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    journal = root / ".forge" / "events.ndjson"
+    return total, cpu, [json.loads(line) for line in journal.read_text().splitlines()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs with and without the watchdog, alternating")
     options = parser.parse_args()
+    per_iteration_ms: dict[bool, list[float]] = {True: [], False: []}
+    cpu_ms: dict[bool, list[float]] = {True: [], False: []}
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "repo"
-        agent = build(root, options.items)
-        agent_alone = standalone_agent_ms(agent, root)
-        started = time.perf_counter()
-        result = subprocess.run(
-            [*forge(), "loop", "run", "--agent", str(agent),
-             "--iterations", str(options.items), "--timeout", "1"],
-            cwd=root, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        total = time.perf_counter() - started
-        if result.returncode != 0:
-            raise SystemExit(f"loop run exited {result.returncode}: {result.stderr.decode()}")
-        journal = root / ".forge" / "events.ndjson"
-        events = [json.loads(line) for line in journal.read_text().splitlines()]
-        done = sum(1 for e in events if e["type"] == "item_completed")
-        commits = run("git", "rev-list", "--count", "HEAD", cwd=root,
-                      capture_output=True).stdout.decode().strip()
+        for round_number in range(options.rounds):
+            for watchdog in (True, False):
+                root = Path(tmp) / f"{round_number}-{watchdog}" / "repo"
+                agent = build(root, options.items, watchdog=watchdog)
+                total, cpu, run_events = run_loop(root, agent, options.items)
+                iterations = sum(1 for e in run_events if e["type"] == "iteration_start")
+                per_iteration_ms[watchdog].append(total / iterations * 1000)
+                cpu_ms[watchdog].append(cpu / iterations * 1000)
+                if watchdog and round_number == 0:
+                    events, total_first = run_events, total
+                    commits = run("git", "rev-list", "--count", "HEAD", cwd=root,
+                                  capture_output=True).stdout.decode().strip()
+                    agent_alone = standalone_agent_ms(agent, root)
+    done = sum(1 for e in events if e["type"] == "item_completed")
     rows = per_iteration(events)
     iterations = len(rows)
     agent_total = sum(agent for _, agent in rows) / 1000
     overhead = [wall - agent for wall, agent in rows]
-    mean_overhead = (total - agent_total) / iterations * 1000
+    mean_overhead = (total_first - agent_total) / iterations * 1000
     print(f"loop run: {iterations} iterations, {done} items done, {commits} commits on main")
     print(f"  agent standalone (sh script, median of 50 direct runs): {agent_alone:7.1f} ms")
-    print(f"  total wall time (git-forge loop run, fresh process):     {total:7.2f} s")
+    print(f"  total wall time (git-forge loop run, fresh process):     {total_first:7.2f} s")
     print(f"  summed agent time (llm_exited durationMs):               {agent_total:7.2f} s")
     print(f"  overhead per iteration, (total - agent) / iterations:    {mean_overhead:7.1f} ms")
     print(f"  per iteration from the journal: wall p50 "
@@ -153,6 +184,15 @@ def main() -> None:
           f" max {max(overhead):.1f} ms")
     verdict = "met" if mean_overhead < GOAL_MS else "MISSED"
     print(f"goal: overhead under {GOAL_MS:.0f} ms per iteration — {verdict}")
+    with_wd, without = (statistics.median(per_iteration_ms[flag]) for flag in (True, False))
+    cpu_with, cpu_without = (statistics.median(cpu_ms[flag]) for flag in (True, False))
+    print(f"watchdog ({options.rounds} runs each, alternating; medians per iteration):")
+    print(f"  with the watchdog:    wall {with_wd:6.1f} ms, CPU {cpu_with:6.1f} ms")
+    print(f"  without the watchdog: wall {without:6.1f} ms, CPU {cpu_without:6.1f} ms")
+    print(f"  cost of the watchdog: wall {with_wd - without:+6.1f} ms, "
+          f"CPU {cpu_with - cpu_without:+6.1f} ms")
+    verdict = "met" if with_wd - without < WATCHDOG_GOAL_MS else "MISSED"
+    print(f"goal: the watchdog costs under {WATCHDOG_GOAL_MS:.0f} ms per iteration — {verdict}")
 
 
 if __name__ == "__main__":

@@ -111,7 +111,7 @@ def main() -> None:
         "pygit2 Repository.status() (python -c)": [
             python, "-c", "import pygit2\npygit2.Repository('.').status()",
         ],
-        "git-forge status.porcelain() via pygit2 (python -c)": [
+        "git-forge status.porcelain() (python -c)": [
             python, "-c",
             "from git_forge.tree.repo import open_repo\nfrom git_forge.tree.status import"
             " porcelain\nporcelain(open_repo('.'))",

@@ -18,6 +18,7 @@ raises ``StoreError`` naming the file, and ``update_json`` stops before writing.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -28,8 +29,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from git_forge.errors import ForgeError
+from git_forge.errors import EXIT_ERROR, ForgeError
 from git_forge.jsonenc import dumps_indented
+
+# Re-exported: callers find every lock helper here; the probes live apart so the
+# pre-launch hot path can use them without this module's imports.
+from git_forge.lockprobe import lock_is_held, read_lock_holder  # noqa: F401
 from git_forge.parsing import DocumentTooComplex, load_json
 
 T = TypeVar("T")
@@ -40,6 +45,16 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 
 class StoreError(ForgeError):
     """A durable file could not be read, parsed, locked or written."""
+
+
+def write_failure(what: Path | str, exc: OSError) -> str:
+    """How a failed write is told, the same everywhere: a full disk says so plainly.
+    (A failed write is the machine's failure, not the input's: exit 1.)"""
+    if exc.errno == errno.ENOSPC:
+        return f"no space left on device while writing {what}"
+    if exc.errno == errno.EDQUOT:
+        return f"disk quota exceeded while writing {what}"
+    return f"cannot write {what}: {exc.strerror or exc}"
 
 
 def sidecar_lock_path(path: Path) -> Path:
@@ -84,7 +99,7 @@ def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> N
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
-        raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        raise StoreError(write_failure(path, exc), exit_code=EXIT_ERROR) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), mode)
@@ -96,9 +111,12 @@ def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> N
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         if isinstance(exc, OSError):
-            raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
+            raise StoreError(write_failure(path, exc), exit_code=EXIT_ERROR) from exc
         raise
-    fsync_directory(directory)
+    try:
+        fsync_directory(directory)
+    except OSError as exc:
+        raise StoreError(write_failure(path, exc), exit_code=EXIT_ERROR) from exc
 
 
 def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:
@@ -177,8 +195,18 @@ class FileLock:
     def held(self) -> bool:
         return self._handle is not None
 
-    def try_acquire(self, *, holder: str | None = None) -> bool:
-        """Take the lock if it is free; never waits."""
+    def try_acquire(self, *, holder: str | None = None, patience: float = 0.0) -> bool:
+        """Take the lock if it is free. ``patience`` retries for that many seconds:
+        a ``lock_is_held`` probe holds a shared lock for an instant, and a caller
+        deciding "someone else is running" should not mistake it for a holder."""
+        deadline = time.monotonic() + patience
+        while not self._try_once(holder):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.002)
+        return True
+
+    def _try_once(self, holder: str | None) -> bool:
         if self._handle is not None:
             return True
         try:
@@ -199,10 +227,13 @@ class FileLock:
         except BaseException:
             handle.close()
             raise
-        handle.seek(0)
-        handle.truncate()
-        handle.write((holder or _holder_label()).encode("utf-8"))
-        handle.flush()
+        try:  # the label only informs a waiter: a full disk must not cost the lock
+            handle.seek(0)
+            handle.truncate()
+            handle.write((holder or _holder_label()).encode("utf-8"))
+            handle.flush()
+        except OSError:
+            pass
         self._handle = handle
         return True
 
@@ -210,7 +241,7 @@ class FileLock:
         """Wait up to ``timeout`` seconds; then fail naming who holds the lock."""
         deadline = time.monotonic() + timeout
         delay = 0.002
-        while not self.try_acquire(holder=holder):
+        while not self._try_once(holder):
             if time.monotonic() >= deadline:
                 raise StoreError(
                     f"{self.path} is held by {read_lock_holder(self.path) or 'another process'}"
@@ -236,27 +267,6 @@ class FileLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-
-def read_lock_holder(path: Path | str) -> str:
-    """The label the current (or last) holder wrote into a lock file, or ''."""
-    try:
-        return Path(path).read_bytes().decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
-
-
-def lock_is_held(path: Path | str) -> bool:
-    """True when some process holds the lock on ``path`` right now."""
-    path = Path(path)
-    if not path.exists():
-        return False
-    probe = FileLock(path)
-    # Probing must not overwrite the holder label of a free lock's last owner.
-    if probe.try_acquire(holder=read_lock_holder(path)):
-        probe.release()
-        return False
-    return True
 
 
 @contextlib.contextmanager

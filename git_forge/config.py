@@ -88,6 +88,10 @@ KEYS: dict[str, _Key] = {
     "supervisor.maxProcessSpoolBytes": _Key(64 * 1024 * 1024, _INT, minimum=1),
     "supervisor.graceSeconds": _Key(10, _NUMBER, minimum=0),
     "supervisor.maxProcesses": _Key(4, _INT, minimum=1),
+    "supervisor.drainTimeoutSeconds": _Key(2, _NUMBER, minimum=0.01,
+                                           doc="how long an agent's leftovers may finish"),
+    "supervisor.watchdog": _Key(True, (bool,),
+                                doc="end every agent tree when the loop dies (off: measure)"),
 }
 
 _SECTIONS = frozenset(key.split(".", 1)[0] for key in KEYS if "." in key)

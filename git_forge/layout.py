@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from git_forge.errors import ForgeError
+
 DEFAULT_BACKLOG_DIR = ".forge"
 DEFAULT_STATE_DIR = ".forge"
 #: The state dir feature-forge and rauf use; the default when a forge.config.json
@@ -21,9 +23,16 @@ STATE_FILE = "state.json"
 EVENTS_FILE = "events.ndjson"
 DECISIONS_FILE = "forge-decisions.json"
 LOOP_LOCK_FILE = "loop.lock"
-LOOP_STOP_FILE = "loop.stop"
+#: In the work tree's git dir: held by the live loop that owns this work tree.
+TREE_LOCK_FILE = "forge-loop.lock"
+#: Written by the loop at its start; ``git forge loop stop`` removes it (a removal
+#: needs no disk space, so a stop works on a full disk too).
+LOOP_RUN_FILE = "loop.run"
 RECOVER_LOCK_FILE = "recover.lock"
 PROC_DIR = "proc"
+#: The ``{prompt_file}`` copies of an agent's prompt (``prompt-<id>.md``), removed
+#: when the agent ends; the pattern is ignored so that none is ever committed.
+PROMPT_FILES = "prompt-*.md"
 ARCHIVE_DIR = "archive"
 
 #: Configuration files (read by ``config``; named here so that code on a hot path,
@@ -44,6 +53,34 @@ def backlog_file(backlog_dir: Path) -> Path:
     return Path(backlog_dir) / BACKLOG_FILE
 
 
+class NotAWorkTree(ForgeError):
+    """The command needs a git work tree and there is none here (exit 2). One
+    wording per condition, the same in every command."""
+
+
+def _is_git_dir(directory: Path) -> bool:
+    return ((directory / "HEAD").is_file() and (directory / "objects").is_dir()
+            and (directory / "refs").is_dir())
+
+
+def work_tree_root(path: Path | str) -> Path:
+    """The top of the git work tree containing ``path``; refuses (``NotAWorkTree``)
+    outside a repository and in a bare one, the way every command words it. With
+    ``GIT_DIR`` set, git decides where the work tree is: nothing is refused here."""
+    import os
+
+    start = Path(path).resolve()
+    if os.environ.get("GIT_DIR"):
+        return find_root(start)
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+        if _is_git_dir(candidate):
+            raise NotAWorkTree(f"{candidate} is a bare repository (or a git dir): "
+                               "git forge needs a work tree")
+    raise NotAWorkTree(f"not a git repository (or any of the parent directories): {start}")
+
+
 def find_root(path: Path | str) -> Path:
     """The git work tree top containing ``path`` (the nearest directory with a
     ``.git`` file or directory), else ``path`` itself. Here rather than in
@@ -54,3 +91,30 @@ def find_root(path: Path | str) -> Path:
         if (candidate / ".git").exists():
             return candidate
     return start
+
+
+def git_dir_of(root: Path) -> Path | None:
+    """The git dir of the work tree at ``root`` (``.git``, or where a linked
+    worktree's ``.git`` file points; ``GIT_DIR`` when set), else ``None``. Read
+    from the file system alone, so the pre-launch hot path can find the tree lock."""
+    import os
+
+    explicit = os.environ.get("GIT_DIR")
+    if explicit:
+        return Path(root, explicit)
+    dot_git = Path(root) / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    try:
+        text = dot_git.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = Path(text[len("gitdir:"):].strip())
+    return target if target.is_absolute() else Path(root) / target
+
+
+def tree_lock_path(root: Path) -> Path | None:
+    git_dir = git_dir_of(root)
+    return git_dir / TREE_LOCK_FILE if git_dir is not None else None

@@ -10,6 +10,7 @@ caller prints the git command that would commit what was created.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,16 +23,17 @@ from git_forge.layout import (
     BACKLOG_FILE,
     DECISIONS_FILE,
     EVENTS_FILE,
-    LOOP_STOP_FILE,
+    LOOP_RUN_FILE,
     PROC_DIR,
+    PROMPT_FILES,
     STATE_FILE,
 )
 from git_forge.workspace import Workspace
 
 #: State files that live in the state dir (formats.md), as ignore patterns.
 _STATE_PATTERNS: tuple[str, ...] = (
-    STATE_FILE, EVENTS_FILE, DECISIONS_FILE, "*.lock", LOOP_STOP_FILE, f"{PROC_DIR}/",
-    f"{ARCHIVE_DIR}/",
+    STATE_FILE, EVENTS_FILE, DECISIONS_FILE, "*.lock", LOOP_RUN_FILE, f"{PROC_DIR}/",
+    f"{ARCHIVE_DIR}/", PROMPT_FILES,
 )
 
 _EXAMPLE_CONFIG = """\
@@ -93,6 +95,11 @@ def _merge_ignore(path: Path, rules: list[str]) -> bool:
     return True
 
 
+def relative_to(path: Path, here: Path) -> str:
+    """``path`` as seen from the directory ``here`` (``..`` where needed)."""
+    return Path(os.path.relpath(path, here)).as_posix()
+
+
 def init_backlog(workspace: Workspace, *, backlog_flag: str | None = None) -> InitResult:
     """Scaffold the workspace's backlog dir; see the module docstring."""
     result = InitResult()
@@ -127,9 +134,10 @@ def init_backlog(workspace: Workspace, *, backlog_flag: str | None = None) -> In
     return result
 
 
-def commit_command(result: InitResult) -> str | None:
-    """The git command that commits what ``init`` created, or ``None`` if nothing."""
+def commit_command(result: InitResult, root: Path, here: Path) -> str | None:
+    """The git command that commits what ``init`` created, or ``None`` if nothing —
+    with paths as the operator types them where they stand (``here``)."""
     if not result.changed:
         return None
-    paths = " ".join(shlex.quote(path) for path in result.changed)
+    paths = " ".join(shlex.quote(relative_to(root / path, here)) for path in result.changed)
     return f"git add {paths} && git commit -m 'Add git-forge backlog'"

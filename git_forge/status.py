@@ -15,7 +15,7 @@ from typing import Any
 from git_forge.atomic import StoreError, lock_is_held, read_lock_holder
 from git_forge.backlog.model import summarize
 from git_forge.backlog.topology import compute_topology
-from git_forge.loop.control import loop_lock_path
+from git_forge.loop.control import loop_lock_path, orphaned_agents
 from git_forge.loop.state import read_state, state_path
 from git_forge.runner.base import Runner
 from git_forge.workspace import Workspace
@@ -47,20 +47,36 @@ def lock_status(state_dir: Path) -> dict[str, Any]:
             "holder": (read_lock_holder(path) or None) if alive else None}
 
 
+#: States in which state.json says a loop is at work; with the lock free, it died.
+_LIVE_STATES = ("starting", "running")
+
+
 def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
     """The ``status --json`` document."""
     items = runner.list_items()
     found, problem = read_loop_state(workspace.state_dir)
     state = found or {}
     topology = compute_topology(items)
+    lock = lock_status(workspace.state_dir)
+    loop_state = state.get("status", "idle") if problem is None else "unknown"
+    crashed = loop_state in _LIVE_STATES and not lock["alive"]
     document: dict[str, Any] = {
-        "loopState": state.get("status", "idle") if problem is None else "unknown",
+        # Liveness is the lock: a state.json still saying "running" with the lock free
+        # is a run that ended without shutting down, never a running loop.
+        "loopState": "stopped" if crashed else loop_state,
     }
     for key in _STATE_KEYS:
         document[key] = state.get(key)
     document.update({
         "backlogSummary": summarize(items),
-        "lock": lock_status(workspace.state_dir),
+        "lock": lock,
+        "liveness": {
+            "loopAlive": lock["alive"],
+            "endedWithoutShutdown": crashed,
+            "runId": state.get("runId"),
+            "orphans": [{"handle": orphan.handle, "itemId": orphan.item_id}
+                        for orphan in orphaned_agents(workspace.state_dir)],
+        },
         "topology": {key: topology[key]
                      for key in ("maxChainDepth", "selectable", "starvation")},
         "runner": runner.describe(),
@@ -83,11 +99,16 @@ def render_status(document: dict[str, Any]) -> list[str]:
         blocked += f" ({', '.join(kinds)})"
     backlog = (f"{summary['total']} items: {summary['pending']} pending, "
                f"{summary['inProgress']} in progress, {blocked}, {summary['done']} done")
+    liveness = document["liveness"]
     loop = document["loopState"]
-    if document.get("iteration") is not None and loop != "idle":
-        loop += f" (iteration {document['iteration']}/{document.get('maxIterations')})"
-    if document.get("currentItem"):
-        loop += f", on item {document['currentItem']}"
+    if liveness["endedWithoutShutdown"]:
+        loop = (f"not running (last run {liveness['runId'] or 'unknown'} ended without "
+                "shutting down; lock free)")
+    else:
+        if document.get("iteration") is not None and loop != "idle":
+            loop += f" (iteration {document['iteration']}/{document.get('maxIterations')})"
+        if document.get("currentItem"):
+            loop += f", on item {document['currentItem']}"
     lock = document["lock"]
     lock_line = ("held by " + (lock["holder"] or "a running loop")) if lock["alive"] else "free"
     topology = document["topology"]
@@ -99,6 +120,10 @@ def render_status(document: dict[str, Any]) -> list[str]:
         shape += f"; starved (blocking roots: {roots or 'a dependency cycle'})"
     rows = [("loop", loop), ("backlog", backlog), ("topology", shape), ("lock", lock_line),
             ("runner", document["runner"])]
+    for orphan in liveness["orphans"]:
+        rows.append(("orphan", f"orphaned agent still running (handle {orphan['handle']}, "
+                               f"item {orphan['itemId'] or 'unknown'}); stop it with "
+                               f"git forge proc stop {orphan['handle']}"))
     if document.get("error"):
         rows.append(("error", document["error"]))
     return [f"{label + ':':<10}{value}" for label, value in rows]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from git_forge.config import Config, ConfigError, load_config
-from git_forge.layout import backlog_file, find_root, state_directory
+from git_forge.layout import backlog_file, find_root, state_directory, work_tree_root
 
 
 # A NamedTuple rather than a dataclass: the pre-launch check resolves a workspace
@@ -47,13 +47,19 @@ def locate(
     path: Path | str = ".",
     backlog: str | None = None,
     flags: Mapping[str, Any] | None = None,
+    *,
+    need_work_tree: bool = True,
 ) -> Workspace:
     """Resolve ``PATH`` and ``--backlog DIR`` (relative to the project root unless
-    absolute; default: config key ``backlog``) into a ``Workspace``."""
+    absolute; default: config key ``backlog``) into a ``Workspace``.
+
+    A project is a git work tree: outside one (or in a bare repository) every
+    command refuses with the same words (``layout.work_tree_root``), except those
+    that only read configuration (``need_work_tree=False``)."""
     target = Path(path)
     if not target.is_dir():
         raise ConfigError(f"not a directory: {path}")
-    root = find_root(target)
+    root = work_tree_root(target) if need_work_tree else find_root(target)
     config = load_config(root, {**(flags or {}), "backlog": backlog})
     backlog_dir = Path(config["backlog"])
     if not backlog_dir.is_absolute():

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from helpers import git
+from templates import Templates, init_repository
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Forge Tester",
@@ -53,10 +53,10 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
     """A real repository on branch main with one commit (README.md)."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git("init", "-q", "-b", "main", cwd=repo)
-    (repo / "README.md").write_text("# test repository\n")
-    git("add", "README.md", cwd=repo)
-    git("commit", "-q", "-m", "initial commit", cwd=repo)
-    return repo
+    return init_repository(tmp_path / "repo")
+
+
+@pytest.fixture(scope="session")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> Templates:
+    """Repositories built once per session; ``templates.copy(name, build, dest)``."""
+    return Templates(tmp_path_factory.mktemp("templates"))

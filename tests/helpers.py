@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import waiting
+
 _BIN_DIR = Path(sys.executable).parent
+#: The number of ``read`` in ``/proc/PID/syscall``, where this suite knows it.
+_READ_SYSCALL = {"x86_64": 0, "aarch64": 63}
 
 
 def forge_argv() -> list[str]:
@@ -25,11 +30,12 @@ def run_forge(
     cwd: Path | str | None = None,
     input: str | bytes | None = None,
     env: dict[str, str] | None = None,
-    timeout: float = 120,
+    timeout: float = waiting.PROCESS_TIMEOUT,
 ) -> subprocess.CompletedProcess:
-    """Run ``git-forge ARGS`` as a real child process; text output."""
+    """Run ``git-forge ARGS`` as a real child process; text output. Past ``timeout``
+    the child and everything it started are killed and the test fails."""
     text = not isinstance(input, bytes)
-    return subprocess.run(
+    return waiting.run(
         forge_argv() + list(args), cwd=cwd, input=input, capture_output=True, text=text,
         env={**os.environ, **(env or {})}, timeout=timeout,
     )
@@ -37,8 +43,8 @@ def run_forge(
 
 def git(*args: str, cwd: Path | str, check: bool = True, env: dict[str, str] | None = None) -> str:
     """Run the real git CLI and return its stdout."""
-    result = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False,
+    result = waiting.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True,
         env={**os.environ, **(env or {})},
     )
     if check and result.returncode != 0:
@@ -64,6 +70,10 @@ class PtySession:
 
     ``expect`` waits for text to appear after what was already consumed;
     ``send`` types a line; ``finish`` reads to the end and returns the exit code.
+    Keys are typed only once the child is blocked reading its terminal: a prompt
+    on the screen is not yet a read, and a Ctrl-C that lands between the two is
+    held by Python until a line arrives (the child then waits forever). Every
+    wait has a deadline; one that passes kills the child and fails the test.
     """
 
     def __init__(self, *args: str, cwd: Path | str, env: dict[str, str] | None = None) -> None:
@@ -71,6 +81,7 @@ class PtySession:
 
         self.transcript = b""
         self._seen = 0
+        self._reaped: int | None = None
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # pragma: no cover - the child process
             try:
@@ -95,34 +106,78 @@ class PtySession:
         self.transcript += chunk
         return True
 
-    def expect(self, text: str, timeout: float = 30) -> str:
-        import time
+    def _fail(self, message: str) -> AssertionError:
+        """Kill the child, drain what it printed, and say ``message`` with the transcript."""
+        self.kill()
+        return AssertionError(f"{message}; transcript:\n{self.text}")
 
+    def expect(self, text: str, timeout: float = 30) -> str:
         needle = text.encode()
-        deadline = time.monotonic() + timeout
+        deadline = waiting.Deadline(timeout)
         while True:
             found = self.transcript.find(needle, self._seen)
             if found >= 0:
                 self._seen = found + len(needle)
                 return self.text
-            if time.monotonic() > deadline or not self._read(0.2):
-                raise AssertionError(f"{text!r} did not appear; transcript:\n{self.text}")
+            if deadline.passed or not self._read(0.2):
+                raise self._fail(f"{text!r} did not appear")
+
+    def _reading(self) -> bool:
+        """The child sleeps in ``read(0, …)``: a read of its terminal.
+        ``/proc/PID/syscall`` names the call and its arguments."""
+        try:
+            with open(f"/proc/{self.pid}/stat") as stat:
+                state = stat.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{self.pid}/syscall") as call:
+                fields = call.read().split()
+        except OSError:
+            return True  # no /proc to ask: the prompt on the screen is all there is
+        if state == "Z":
+            raise self._fail("the child exited instead of reading its terminal")
+        if state != "S" or len(fields) < 2 or not fields[0].isdigit():
+            return False
+        read = _READ_SYSCALL.get(platform.machine())
+        return int(fields[1], 16) == 0 and (read is None or int(fields[0]) == read)
+
+    def wait_reading(self, timeout: float = 30) -> None:
+        """Wait until the child is blocked reading its terminal (seen twice in a row)."""
+        deadline = waiting.Deadline(timeout)
+        streak = 0
+        while streak < 2:
+            if deadline.passed:
+                raise self._fail(f"the child did not read its terminal within {timeout:g} s")
+            streak = streak + 1 if self._reading() else 0
+            self._read(0.01)
 
     def send(self, line: str) -> None:
+        self.wait_reading()
         os.write(self.fd, line.encode() + b"\r")
 
     def interrupt(self) -> None:
+        self.wait_reading()
         os.write(self.fd, b"\x03")
 
     def finish(self, timeout: float = 60) -> int:
-        import time
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self._read(0.2):
-            pass
-        _, status = os.waitpid(self.pid, 0)
+        """Read to the end of the output and return the exit code; a child still
+        running after ``timeout`` is killed and the test fails."""
+        deadline = waiting.Deadline(timeout)
+        while self._read(0.2):
+            if deadline.passed:
+                raise self._fail(f"the child was still running after {timeout:g} s, killed")
+        try:
+            self._reaped = waiting.reap(self.pid, deadline.left() + 5)
+        except AssertionError as exc:
+            self._reaped = -9
+            raise AssertionError(f"{exc}; transcript:\n{self.text}") from None
         os.close(self.fd)
-        return os.waitstatus_to_exitcode(status)
+        return self._reaped
+
+    def kill(self) -> None:
+        """End the child now (idempotent): for a test that failed mid-flow."""
+        if self._reaped is None:
+            waiting.kill_tree(self.pid)
+            _, status = os.waitpid(self.pid, 0)
+            self._reaped = os.waitstatus_to_exitcode(status)
 
     @property
     def text(self) -> str:

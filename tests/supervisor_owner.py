@@ -2,8 +2,9 @@
 
 Usage: supervisor_owner.py ROOT JOURNAL PROJECT MODE ARGV_JSON...
 Starts each command, prints ``{"handle": …, "pid": …}`` per line, then either holds
-(MODE ``hold``: sleeps until killed) or waits for every process, shuts down and
-prints ``done`` (MODE ``wait``).
+(MODE ``hold``: sleeps until killed, five minutes at most; ``hold-unwatched``: the
+same without the watchdog, so that its processes outlive it) or waits for every
+process (a minute each at most), shuts down and prints ``done`` (MODE ``wait``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from git_forge.supervisor.supervisor import Supervisor
 def main() -> None:
     root, journal, project, mode, *commands = sys.argv[1:]
     config = SupervisorConfig(
-        grace_seconds=0.3, drain_timeout_seconds=0.5, flush_interval_seconds=0.1
+        grace_seconds=0.3, drain_timeout_seconds=0.5, flush_interval_seconds=0.1,
+        watchdog=mode != "hold-unwatched",
     )
     supervisor = Supervisor(
         config, ManifestStore(Path(root)),
@@ -37,10 +39,10 @@ def main() -> None:
                                   {"item_id": "001", "iteration": iteration}, prepared)
         handles.append(handle)
         print(json.dumps({"handle": handle, "pid": supervisor.entry(handle).pid}), flush=True)
-    if mode == "hold":
-        time.sleep(3600)
+    if mode.startswith("hold"):
+        time.sleep(300)
     for handle in handles:
-        supervisor.wait(handle)
+        supervisor.wait(handle, timeout=60)
     supervisor.shutdown()
     print("done", flush=True)
 

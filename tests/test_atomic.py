@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import waiting
 
 from git_forge.atomic import (
     FileLock,
@@ -74,7 +75,7 @@ def test_lock_is_a_sidecar_and_a_waiter_names_the_holder(tmp_path: Path) -> None
         stdout=subprocess.PIPE, text=True,
     )
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert waiting.readline(holder).strip() == "held"
         assert sidecar_lock_path(target).exists() and not target.exists()
         assert lock_is_held(sidecar_lock_path(target))
         started = time.monotonic()
@@ -85,7 +86,7 @@ def test_lock_is_a_sidecar_and_a_waiter_names_the_holder(tmp_path: Path) -> None
         assert f"pid {holder.pid}" in str(excinfo.value)
     finally:
         holder.kill()
-        holder.wait()
+        waiting.wait_process(holder)
     # The holder died: the lock is free again without any cleanup.
     assert not lock_is_held(sidecar_lock_path(target))
     with locked(target, timeout=1):

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import waiting
 
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.store import BacklogStore, new_document
@@ -155,7 +156,7 @@ def test_concurrent_adders_lose_nothing(tmp_path: Path) -> None:
     )
     workers = [subprocess.Popen([sys.executable, "-c", script, str(path), str(w)])
                for w in range(4)]
-    assert [w.wait(timeout=60) for w in workers] == [0, 0, 0, 0]
+    assert [waiting.wait_process(w) for w in workers] == [0, 0, 0, 0]
     items = BacklogStore(path).items()
     assert sorted(i["id"] for i in items) == [f"{n:03d}" for n in range(1, 41)]
     assert len({i["title"] for i in items}) == 40

@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import waiting
 from helpers import forge_argv, run_forge
 
 from git_forge import __version__
@@ -18,8 +19,8 @@ def test_version(tmp_path: Path) -> None:
 
 
 def test_git_dispatches_to_git_forge(tmp_path: Path) -> None:
-    result = subprocess.run(["git", "forge", "version", "--json"], cwd=tmp_path,
-                            capture_output=True, text=True)
+    result = waiting.run(["git", "forge", "version", "--json"], cwd=tmp_path,
+                         capture_output=True, text=True)
     assert json.loads(result.stdout) == {"version": __version__}
 
 
@@ -53,8 +54,8 @@ def test_a_closed_pipe_is_not_an_error(git_repo: Path) -> None:
     proc = subprocess.Popen(forge_argv() + ["backlog", "list", "--json"], cwd=git_repo,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None
-    proc.stdout.read(1)
+    waiting.within(proc, lambda: proc.stdout.read(1))
     proc.stdout.close()
-    _, err = proc.communicate(timeout=30)
+    _, err = waiting.communicate(proc)
     assert b"Traceback" not in err and b"BrokenPipe" not in err
     assert proc.returncode == 0, err

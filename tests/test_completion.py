@@ -9,13 +9,12 @@ import os
 import pty
 import select
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import waiting
 from helpers import forge_argv, git, run_forge, snapshot
 
 from git_forge.atomic import write_json
@@ -72,7 +71,7 @@ def project(git_repo: Path) -> Path:
 def handles(project: Path) -> list[str]:
     """Two finished processes supervised for real (manifests under .forge/proc)."""
     code = json.dumps([sys.executable, "-c", "print('ok')"])
-    owner = subprocess.run(
+    owner = waiting.run(
         [sys.executable, str(OWNER_SCRIPT), str(project / ".forge" / "proc"),
          str(project / ".forge" / "events.ndjson"), str(project), "wait", code, code],
         capture_output=True, text=True, timeout=60, check=True)
@@ -126,7 +125,7 @@ def test_scripts_parse_in_their_shells(shell: str, check: list[str]) -> None:
     if shutil.which(check[0]) is None:
         pytest.skip(f"{shell} is not installed")
     name = {"bash": "git-forge.bash", "zsh": "_git-forge", "fish": "git-forge.fish"}[shell]
-    result = subprocess.run([*check, str(COMPLETIONS / name)], capture_output=True, text=True,
+    result = waiting.run([*check, str(COMPLETIONS / name)], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0 and result.stderr == "", result.stderr
 
@@ -211,7 +210,7 @@ def test_fast_path_loads_no_heavy_module(project: Path) -> None:
     code = ("import sys\nfrom git_forge.cli.main import main\n"
             "main(['__complete', 'answerable'])\n"
             "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True,
+    result = waiting.run([sys.executable, "-c", code], cwd=project, capture_output=True,
                             text=True, timeout=60)
     assert result.stdout.splitlines() == [*BLOCKED, "c002"]
     loaded = set(result.stderr.split())
@@ -240,7 +239,7 @@ complete_line() {  # $1: completion function; the rest: the words, the last bein
 
 def run_bash(script: str, cwd: Path, env: dict[str, str] | None = None) -> dict[str, list[str]]:
     """Run ``script`` in a real non-interactive bash; the candidates per completed line."""
-    result = subprocess.run(["bash", "--norc", "--noprofile", "-c", BASH_DRIVER + script],
+    result = waiting.run(["bash", "--norc", "--noprofile", "-c", BASH_DRIVER + script],
                             cwd=cwd, capture_output=True, text=True, timeout=60,
                             env={**os.environ, **(env or {})})
     assert result.returncode == 0, result.stderr
@@ -369,8 +368,8 @@ class Terminal:
         return text
 
     def close(self) -> None:
-        os.kill(self.pid, signal.SIGKILL)
-        os.waitpid(self.pid, 0)
+        waiting.kill_tree(self.pid)
+        waiting.reap(self.pid, 10)
         os.close(self.fd)
 
 
@@ -406,7 +405,7 @@ def test_fish_completes_git_forge(project: Path) -> None:
               "complete -C 'git forge backlog answer '\n")
     # Not --no-config: that also turns off loading fish's own git completion. HOME and
     # XDG_CONFIG_HOME are the test's own, so no user configuration is read.
-    result = subprocess.run(["fish", "-c", script], cwd=project,
+    result = waiting.run(["fish", "-c", script], cwd=project,
                             capture_output=True, text=True, timeout=60,
                             env={**os.environ,
                                  "PATH": f"{Path(forge_argv()[0]).parent}:{os.environ['PATH']}"})

@@ -9,6 +9,7 @@ import pytest
 from helpers import run_forge
 
 from git_forge.config import ConfigError, load_config, only_comments, user_config_path
+from git_forge.layout import NotAWorkTree
 from git_forge.workspace import find_root, locate
 
 
@@ -162,10 +163,12 @@ def test_workspace_resolution(git_repo: Path) -> None:
         locate(git_repo / "missing")
 
 
-def test_outside_git_the_path_is_the_root(tmp_path: Path) -> None:
+def test_outside_git_the_path_is_the_root_for_configuration_only(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
-    assert locate(plain).root == plain.resolve()
+    assert locate(plain, need_work_tree=False).root == plain.resolve()
+    with pytest.raises(NotAWorkTree, match="not a git repository"):
+        locate(plain)
 
 
 def test_config_command(git_repo: Path, user_config: Path) -> None:

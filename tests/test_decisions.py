@@ -15,6 +15,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import waiting
 from helpers import run_forge
 
 SCHEMA = json.loads(
@@ -314,7 +315,7 @@ def test_eight_concurrent_writers_lose_nothing(backlog: Path) -> None:
         for w in range(8)
     ]
     for proc in writers:
-        _, err = proc.communicate(timeout=240)
+        _, err = waiting.communicate(proc)
         assert proc.returncode == 0, err
     document = assert_schema_valid(record_path(backlog))
     ids = [e["itemId"] for e in document["decisions"]]
@@ -334,18 +335,18 @@ def test_sigkill_at_any_instant_leaves_a_parseable_complete_record(backlog: Path
         # Let it write for a while, then kill it mid-stride.
         target = rng.randint(3, 40)
         for _ in range(target):
-            proc.stdout.readline()
+            waiting.readline(proc)
         time.sleep(rng.random() * 0.02)
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        waiting.communicate(proc)
         document = assert_schema_valid(record_path(backlog))
         # Every entry written before survives, unchanged and in order.
         assert document["decisions"][: len(acknowledged)] == acknowledged
         assert len(document["decisions"]) >= len(acknowledged) + target
         acknowledged = document["decisions"]
     # A killed writer may leave its temp file behind; the next locked write sweeps it.
-    subprocess.run([sys.executable, "-c", WRITER, str(backlog), "last", "1"], check=True,
-                   stdout=subprocess.DEVNULL)
+    waiting.run([sys.executable, "-c", WRITER, str(backlog), "last", "1"], check=True,
+                stdout=subprocess.DEVNULL)
     assert [p.name for p in record_path(backlog).parent.iterdir() if p.name.endswith(".tmp")] == []
 
 

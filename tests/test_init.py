@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
+import shlex
 from pathlib import Path
 
-from helpers import git, run_forge
+import waiting
+from helpers import git, run_forge, snapshot
 
 STATE_FILES = ["state.json", "events.ndjson", "forge-decisions.json", "loop.lock",
-               "backlog.json.lock", "loop.stop", "proc/abc.manifest.json",
+               "backlog.json.lock", "loop.run", "proc/abc.manifest.json",
                "proc/abc.spool/0001", "archive/events-1.ndjson", ".backlog.json.x1.tmp"]
 
 
@@ -38,7 +39,7 @@ def test_init_scaffolds_and_keeps_state_untracked(git_repo: Path) -> None:
     for name in STATE_FILES:
         git("check-ignore", "-q", f".forge/{name}", cwd=git_repo)
     for tracked in (".forge/backlog.json", ".forge/.gitignore"):
-        probe = subprocess.run(["git", "check-ignore", "-q", tracked], cwd=git_repo)
+        probe = waiting.run(["git", "check-ignore", "-q", tracked], cwd=git_repo)
         assert probe.returncode == 1, tracked  # 1 = not ignored
     ignored = run_forge("init", "--json", cwd=git_repo)  # idempotent, and a data command
     assert json.loads(ignored.stdout) == {
@@ -85,11 +86,35 @@ def test_init_with_a_separate_backlog_dir(git_repo: Path) -> None:
     assert json.loads((backlog / "backlog.json").read_text())["items"][0]["id"] == "001"
 
 
-def test_init_outside_git_prints_no_commit_command(tmp_path: Path) -> None:
-    result = run_forge("init", cwd=tmp_path)
+def test_init_refuses_without_a_work_tree(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    bare = tmp_path / "bare.git"
+    git("init", "-q", "--bare", str(bare), cwd=tmp_path)
+    before = snapshot(tmp_path, skip_git=False)
+    for where, message in (
+        (outside, f"Error: not a git repository (or any of the parent directories): {outside}"),
+        (bare, f"Error: {bare} is a bare repository (or a git dir): git forge needs a work "
+               "tree"),
+    ):
+        result = run_forge("init", cwd=where)
+        assert (result.returncode, result.stderr.splitlines()) == (2, [message])
+    assert snapshot(tmp_path, skip_git=False) == before  # nothing written, not even in git
+
+
+def test_init_from_a_subdirectory_prints_commands_that_work_there(git_repo: Path) -> None:
+    sub = git_repo / "src" / "deep"
+    sub.mkdir(parents=True)
+    result = run_forge("init", cwd=sub)
     assert result.returncode == 0, result.stderr
-    assert "git add" not in result.stdout
-    assert (tmp_path / ".forge" / "backlog.json").is_file()
+    assert result.stdout.splitlines()[0] == "Initialized git-forge backlog in ../../.forge/"
+    assert "  created ../../.forge/backlog.json" in result.stdout.splitlines()
+    command = result.stdout.splitlines()[-1].strip()
+    assert command == ("git add ../../.forge/backlog.json ../../.forge/.gitignore "
+                       "../../.forge.yaml && git commit -m 'Add git-forge backlog'")
+    for part in command.split(" && "):
+        git(*shlex.split(part)[1:], cwd=sub)  # as typed where the user stands
+    assert git("status", "--porcelain", cwd=git_repo) == ""
 
 
 def test_init_under_a_feature_forge_config_ignores_the_rauf_state_dir(git_repo: Path) -> None:

@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import waiting
 
 from git_forge.atomic import StoreError
 from git_forge.loop.journal import Journal
@@ -84,7 +85,7 @@ def test_concurrent_appends_stay_dense_and_whole(journal: Journal) -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        waiting.join(thread)
     events = lines(journal)
     assert [event["seq"] for event in events] == list(range(100))
     assert len({event["eventId"] for event in events}) == 100

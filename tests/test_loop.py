@@ -7,12 +7,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+import waiting
 from helpers import forge_argv, git, run_forge
+from templates import Templates, init_repository
+from waiting import wait_for
 
 AGENT = r'''
 import json, os, pathlib, signal, sys, time
@@ -38,7 +41,16 @@ print("working on", item, flush=True)
 if step.get("sleep"):
     (log / f"{item}-running").write_text(str(os.getpid()))
     time.sleep(step["sleep"])
-print(step.get("signal", ""), flush=True)
+if step.get("stderr"):
+    sys.stderr.write(step["stderr"]); sys.stderr.flush()
+if step.get("split_signal"):  # the signal line written in two pieces, stderr between
+    sys.stdout.write(step["signal"][:6]); sys.stdout.flush(); time.sleep(0.05)
+    sys.stderr.write("a warning in the middle\n"); sys.stderr.flush(); time.sleep(0.05)
+    print(step["signal"][6:], flush=True)
+else:
+    print(step.get("signal", ""), flush=True)
+if step.get("stderr_after"):
+    os.write(2, b"e" * step["stderr_after"])
 sys.exit(step.get("exit", 0))
 '''
 
@@ -56,6 +68,7 @@ class Loop:
     def __init__(self, root: Path, agent: Path, tmp: Path) -> None:
         self.root, self.agent, self.tmp = root, agent, tmp
         self.plan_file = tmp / "plan.json"
+        self.spawned: list[subprocess.Popen] = []
         self.log = tmp / "prompts"
         self.plan({})
 
@@ -69,13 +82,23 @@ class Loop:
     def argv(self, *args: str) -> list[str]:
         return ["loop", "run", "--agent", f"{sys.executable} {self.agent}", *args]
 
-    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(self, *args: str, timeout: float = waiting.PROCESS_TIMEOUT
+            ) -> subprocess.CompletedProcess:
         return run_forge(*self.argv(*args), cwd=self.root, env=self.env, timeout=timeout)
 
     def spawn(self, *args: str) -> subprocess.Popen:
-        return subprocess.Popen(forge_argv() + self.argv(*args), cwd=self.root,
+        """A loop in the background; one still running when the test ends is killed."""
+        proc = subprocess.Popen(forge_argv() + self.argv(*args), cwd=self.root,
                                 env={**os.environ, **self.env}, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
+        self.spawned.append(proc)
+        return proc
+
+    def kill_spawned(self) -> None:
+        for proc in self.spawned:
+            if proc.poll() is None:
+                waiting.kill_tree(proc.pid)
+                waiting.communicate(proc, timeout=10)
 
     def items(self) -> dict[str, dict]:
         document = json.loads((self.root / ".forge" / "backlog.json").read_text())
@@ -95,16 +118,24 @@ class Loop:
         return git("show", "--name-only", "--format=", rev, cwd=self.root).split()
 
 
-@pytest.fixture
-def loop(git_repo: Path, agent: Path, tmp_path: Path) -> Loop:
-    assert run_forge("init", cwd=git_repo).returncode == 0
-    add = lambda *a: run_forge("backlog", "add", *a, cwd=git_repo)  # noqa: E731
+def build_backlog(root: Path) -> None:
+    """A repository with a committed backlog of three items, 002 depending on 001."""
+    init_repository(root)
+    assert run_forge("init", cwd=root).returncode == 0
+    add = lambda *a: run_forge("backlog", "add", *a, cwd=root)  # noqa: E731
     add("--title", "Base module", "--priority", "2")
     add("--title", "Depends on base", "--priority", "1", "--depends-on", "001")
     add("--title", "Independent", "--priority", "3")
-    git("add", "-A", cwd=git_repo)
-    git("commit", "-qm", "backlog", cwd=git_repo)
-    return Loop(git_repo, agent, tmp_path)
+    git("add", "-A", cwd=root)
+    git("commit", "-qm", "backlog", cwd=root)
+
+
+@pytest.fixture
+def loop(templates: Templates, agent: Path, tmp_path: Path) -> Iterator[Loop]:
+    root = templates.copy("loop-backlog", build_backlog, tmp_path / "repo")
+    made = Loop(root, agent, tmp_path)
+    yield made
+    made.kill_spawned()
 
 
 def test_dependent_items_run_to_completion_one_commit_each(loop: Loop) -> None:
@@ -191,7 +222,7 @@ def test_retries_then_deferral_with_the_exact_reason(loop: Loop) -> None:
     assert result.returncode == 0  # the budget ran out with 003 still selectable
     item = loop.items()["001"]
     assert item["status"] == "blocked" and item["deferred"] is True
-    assert item["blockedReason"] == "No signal after 3 attempts (deferred by runner)"
+    assert item["blockedReason"] == "exit 1 — deferred after 3 attempts"
     assert len(list(loop.log.glob("001-*.txt"))) == 3
     assert loop.state()["iteration"] == 3 and loop.state()["deferredItems"] == ["001"]
     assert "abandoned work from item 001" in git("stash", "list", cwd=loop.root)
@@ -203,7 +234,7 @@ def test_timeout_defers_and_says_so(loop: Loop) -> None:
     assert result.returncode == 0, result.stderr
     item = loop.items()["001"]
     assert item["blockedReason"] == (
-        "Timed out after 0.02 min; no signal after 1 attempts (deferred by runner)")
+        "timed out after 0.02 min — deferred after 1 attempt")
     exited = next(e for e in loop.events() if e["type"] == "llm_exited")
     assert exited["state"] == "timed_out" and exited["timedOut"] is True
 
@@ -256,25 +287,21 @@ def test_a_second_loop_on_the_same_backlog_is_refused(loop: Loop) -> None:
         running_agent(loop, "001")
         second = loop.run()
         assert second.returncode == 2
-        assert "already running" in second.stderr and "started" in second.stderr
+        state = loop.state()
+        assert second.stderr == (
+            f"Error: a loop is running on this backlog (run {state['runId']}, started "
+            f"{state['startedAt']}); stop it with git forge loop stop, or wait for it to end\n")
     finally:
         assert run_forge("loop", "stop", cwd=loop.root).returncode == 0
-        first.communicate(timeout=60)
+        waiting.communicate(first)
 
 
 def running_agent(loop: Loop, item: str) -> int:
     """The pid the scripted agent writes once it runs (the file may be empty at first)."""
     marker = loop.log / f"{item}-running"
-    wait_for(lambda: marker.exists() and marker.read_text().strip().isdigit())
+    wait_for(lambda: marker.exists() and marker.read_text().strip().isdigit(),
+             what=f"the agent of {item} running")
     return int(marker.read_text())
-
-
-def wait_for(condition, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 def test_loop_stop_ends_a_run_whose_agent_ignores_sigterm(loop: Loop) -> None:
@@ -286,7 +313,7 @@ def test_loop_stop_ends_a_run_whose_agent_ignores_sigterm(loop: Loop) -> None:
     agent_pid = running_agent(loop, "001")
     stop = run_forge("loop", "stop", cwd=loop.root)
     assert stop.returncode == 0
-    out, err = proc.communicate(timeout=60)
+    out, err = waiting.communicate(proc)
     assert proc.returncode == 130, err
     assert not psutil.pid_exists(agent_pid) or psutil.Process(agent_pid).status() == (
         psutil.STATUS_ZOMBIE)
@@ -308,7 +335,7 @@ def test_sigkill_mid_iteration_then_a_new_run_restores(loop: Loop) -> None:
     proc = loop.spawn()
     agent_pid = running_agent(loop, "001")
     os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
+    waiting.communicate(proc, timeout=30)
     # The crash left the item in_progress (bookkeeping) and the agent's work in the tree.
     assert loop.items()["001"]["status"] == "in_progress"
     wait_for(lambda: not psutil.pid_exists(agent_pid)
@@ -387,3 +414,64 @@ def test_an_external_runner_loop_is_started_after_the_pre_launch_check(
     assert not log.exists()  # never started on a dirty tree
     wrong = run_forge("loop", "run", "--agent", "x", "--force", cwd=git_repo)
     assert wrong.returncode == 2 and wrong.stderr.startswith("Error: --agent is for the embedded")
+
+
+def test_a_crash_and_a_timeout_are_deferred_with_different_reasons(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "", "exit": 1,
+                       "stderr": "Traceback (most recent call last):\n  ...\n"
+                                 "RuntimeError: model overloaded\n\n"},
+               "003": {"signal": "FORGE_DONE", "sleep": 60}})
+    result = loop.run("--retries", "0", "--timeout", "0.03", "--iterations", "2")
+    assert result.returncode in (0, 5), result.stderr
+    items = loop.items()
+    assert items["001"]["blockedReason"] == (
+        "exit 1: RuntimeError: model overloaded — deferred after 1 attempt")
+    assert items["003"]["blockedReason"] == "timed out after 0.03 min — deferred after 1 attempt"
+    topology = json.loads(run_forge("backlog", "topology", "--cluster", "--json",
+                                    cwd=loop.root).stdout)
+    assert [cluster["memberIds"] for cluster in topology["clusters"]] == [["001"], ["003"]]
+
+
+@pytest.mark.parametrize("step", [
+    {"signal": "FORGE_DONE", "split_signal": True},       # stderr inside the signal line
+    {"signal": "FORGE_DONE", "stderr_after": 1 << 20},    # 1 MiB of stderr after it
+])
+def test_the_signal_is_read_from_stdout_whatever_stderr_does(loop: Loop, step: dict) -> None:
+    loop.plan({"001": step})
+    result = loop.run("--iterations", "1", "--retries", "0")
+    assert result.returncode == 0, result.stderr
+    assert loop.items()["001"]["status"] == "done"
+    assert len(list(loop.log.glob("001-*.txt"))) == 1  # read the first time: no retry
+
+
+def test_a_reader_that_goes_away_stops_the_run_like_loop_stop(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "FORGE_DONE", "sleep": 30}})
+    process = loop.spawn("--ndjson")
+    first = waiting.readline(process, 30)
+    assert json.loads(first)["type"] == "loop_started"
+    process.stdout.close()  # `| head -1`: the reader is gone
+    # The next event the loop writes finds the pipe closed and stops the run.
+    code = waiting.wait_process(process, 60)
+    assert code == 130
+    state = loop.state()
+    assert state["status"] == "stopped"
+    assert loop.items()["001"]["status"] == "pending"
+    assert not run_forge("status", "--json", cwd=loop.root).stdout.count('"running"')
+
+
+def test_the_summary_counts_the_whole_backlog_and_says_what_waits(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "FORGE_NEEDS_HUMAN: Which database?"}})
+    assert loop.run("--iterations", "1").returncode == 0
+    first = loop.items()["001"]
+    assert first["blockedAt"].endswith("Z")
+    result = loop.run()  # 003 is done; 001 still waits from the earlier run; 002 behind it
+    assert result.returncode == 5, result.stderr
+    assert result.stdout.splitlines()[-3:] == [
+        "complete: this run 1 done, 0 need a human, 0 blocked, 0 deferred",
+        "backlog: 3 items — 1 done, 1 pending, 1 waiting on a decision",
+        f"  001  needs a human since {first['blockedAt']}: Which database?"]
+    assert result.stderr == "run git forge recover to answer them\n"
+    document = json.loads(loop.run("--json").stdout)
+    assert document["waiting"] == [{"id": "001", "kind": "needs-human",
+                                    "since": first["blockedAt"], "reason": "Which database?"}]
+    assert document["backlogSummary"]["needsHuman"] == 1

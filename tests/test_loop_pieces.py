@@ -67,3 +67,27 @@ def test_state_round_trip_and_key_order(tmp_path: Path) -> None:
     with pytest.raises(StoreError):
         read_state(tmp_path)
     assert json.dumps(RunState().to_json())
+
+
+def test_deferral_reasons_of_different_failures_never_cluster() -> None:
+    from git_forge.backlog.topology import cluster_blocked
+    from git_forge.loop.runner import deferral_reason, what_happened
+
+    reasons = [
+        deferral_reason(what_happened(1, "exited", False, 10, None), 3),
+        deferral_reason(what_happened(0, "exited", False, 10, None), 3),
+        deferral_reason(what_happened(None, "timed_out", True, 10, None), 3),
+        deferral_reason(what_happened(None, "killed", False, 10, None), 3),
+        deferral_reason(what_happened(1, "exited", False, 10,
+                                      "RuntimeError: model overloaded, try again later"), 3),
+    ]
+    assert reasons[:3] == ["exit 1 — deferred after 3 attempts",
+                           "ended without a signal — deferred after 3 attempts",
+                           "timed out after 10 min — deferred after 3 attempts"]
+    items = [{"id": f"{n:03d}", "status": "blocked", "blockedReason": reason, "deferred": True,
+              "dependsOn": []} for n, reason in enumerate(reasons, start=1)]
+    assert [c["memberIds"] for c in cluster_blocked(items)] == [
+        ["001"], ["002"], ["003"], ["004"], ["005"]]
+    # The same failure on two items is one cause, and clusters.
+    twins = items[:1] + [{**items[0], "id": "009"}]
+    assert [c["memberIds"] for c in cluster_blocked(twins)] == [["001", "009"]]

@@ -8,12 +8,12 @@ import importlib.util
 import os
 import re
 import shutil
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+import waiting
 
 from git_forge import __version__
 
@@ -119,7 +119,7 @@ def test_files_and_environment_name_what_the_code_uses() -> None:
     text = roff_text(page_source())
     files = text.split(".SH FILES\n", 1)[1].split("\n.SH ", 1)[0]
     for name in (layout.BACKLOG_FILE, layout.STATE_FILE, layout.EVENTS_FILE,
-                 layout.DECISIONS_FILE, layout.LOOP_LOCK_FILE, layout.LOOP_STOP_FILE,
+                 layout.DECISIONS_FILE, layout.LOOP_LOCK_FILE, layout.LOOP_RUN_FILE,
                  layout.PROC_DIR + "/", layout.ARCHIVE_DIR + "/", layout.REPO_CONFIG,
                  layout.FEATURE_FORGE_CONFIG, layout.USER_CONFIG, "refs/forge/discarded/"):
         assert name in files, name
@@ -135,16 +135,16 @@ def test_files_and_environment_name_what_the_code_uses() -> None:
 
 @pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
 def test_page_renders_without_a_single_roff_warning() -> None:
-    result = subprocess.run(["groff", "-man", "-ww", "-z", "-Tutf8", str(PAGE)],
+    result = waiting.run(["groff", "-man", "-ww", "-z", "-Tutf8", str(PAGE)],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stderr == "", result.stderr
-    ascii_device = subprocess.run(["groff", "-man", "-ww", "-z", "-Tascii", str(PAGE)],
+    ascii_device = waiting.run(["groff", "-man", "-ww", "-z", "-Tascii", str(PAGE)],
                                   capture_output=True, text=True, timeout=60)
     assert ascii_device.stderr == ""
 
 
 def test_generator_check_mode_reports_no_stale_file() -> None:
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "generate_docs.py"), "--check"],
+    result = waiting.run([sys.executable, str(ROOT / "tools" / "generate_docs.py"), "--check"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
@@ -158,7 +158,7 @@ def build_wheel(source: Path, out: Path) -> Path:
     shutil.copytree(ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(
         ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache",
         ".ruff_cache", "tests", "benchmarks"))
-    result = subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps",
+    result = waiting.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps",
                              "-q", "-w", str(out)], capture_output=True, text=True, timeout=300)
     if result.returncode != 0 and "No matching distribution" in result.stderr:
         pytest.skip("the build backend cannot be installed here (no package index)")
@@ -167,6 +167,9 @@ def build_wheel(source: Path, out: Path) -> Path:
     return wheel
 
 
+# Builds a wheel in an isolated build environment and installs it into a new virtual
+# environment: seconds when pip's cache is warm, minutes when it is cold.
+@pytest.mark.timeout(700)
 def test_a_wheel_installs_the_page_where_git_help_forge_finds_it(tmp_path: Path) -> None:
     wheel = build_wheel(tmp_path / "src", tmp_path / "dist")
     data = f"git_forge-{__version__}.data/data/share/"
@@ -188,9 +191,9 @@ def test_a_wheel_installs_the_page_where_git_help_forge_finds_it(tmp_path: Path)
     # A fresh virtual environment (never this one: installing git-forge here would
     # replace the checkout's own install), filled by this environment's pip.
     prefix = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True,
+    waiting.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True,
                    timeout=120)
-    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(prefix / "bin" /
+    install = waiting.run([sys.executable, "-m", "pip", "--python", str(prefix / "bin" /
                               "python"), "install", "-q", "--no-deps", "--no-index", str(wheel)],
                              capture_output=True, text=True, timeout=300)
     assert install.returncode == 0, install.stderr
@@ -203,11 +206,11 @@ def test_a_wheel_installs_the_page_where_git_help_forge_finds_it(tmp_path: Path)
     # turns both `git help forge` and `git forge --help` into `man git-forge`.
     env = {"HOME": str(tmp_path), "PATH": f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}",
            "MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "80", "LANG": "C.UTF-8"}
-    found = subprocess.run(["man", "-w", "git-forge"], env=env, capture_output=True, text=True,
+    found = waiting.run(["man", "-w", "git-forge"], env=env, capture_output=True, text=True,
                            timeout=60)
     assert found.stdout.strip() == str(page)
     for argv in (["git", "help", "forge"], ["git", "forge", "--help"]):
-        shown = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True,
+        shown = waiting.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True,
                                timeout=60)
         assert shown.returncode == 0, shown.stderr
         assert "git-forge - run coding-agent loops safely and recover them" in shown.stdout

@@ -8,22 +8,29 @@ import stat
 from pathlib import Path
 
 import pytest
+import waiting
 from helpers import git, run_forge
+from templates import Templates, init_repository
 
 from git_forge.loop.state import RunState, write_state
 
 STARTED = "2026-11-29T10:11:12Z"
 
 
-@pytest.fixture
-def project(git_repo: Path) -> Path:
-    result = run_forge("init", cwd=git_repo)
+def build_project(root: Path) -> None:
+    """A repository with a committed backlog of two items."""
+    init_repository(root)
+    result = run_forge("init", cwd=root)
     assert result.returncode == 0, result.stderr
-    run_forge("backlog", "add", "--title", "One", cwd=git_repo)
-    run_forge("backlog", "add", "--title", "Two", cwd=git_repo)
-    git("add", "-A", cwd=git_repo)
-    git("commit", "-qm", "backlog", cwd=git_repo)
-    return git_repo
+    run_forge("backlog", "add", "--title", "One", cwd=root)
+    run_forge("backlog", "add", "--title", "Two", cwd=root)
+    git("add", "-A", cwd=root)
+    git("commit", "-qm", "backlog", cwd=root)
+
+
+@pytest.fixture
+def project(templates: Templates, tmp_path: Path) -> Path:
+    return templates.copy("preflight-project", build_project, tmp_path / "repo")
 
 
 def prior_run(project: Path, **fields) -> None:
@@ -42,6 +49,11 @@ def test_clean_tree_is_silent(project: Path) -> None:
 
 def test_dirty_with_prior_run_stops_and_names_the_run(project: Path) -> None:
     prior_run(project)
+    backlog = project / ".forge" / "backlog.json"
+    document = json.loads(backlog.read_text())
+    document["items"][0].update(status="blocked", blockedReason="the API is down")
+    backlog.write_text(json.dumps(document, indent=2) + "\n")
+    git("commit", "-qam", "[forge] 001: blocked — the API is down", cwd=project)
     (project / "README.md").write_text("changed\n")
     (project / "new dir").mkdir()
     (project / "new dir" / "a file.txt").write_text("x")
@@ -51,7 +63,8 @@ def test_dirty_with_prior_run_stops_and_names_the_run(project: Path) -> None:
     err = result.stderr
     assert STARTED in err and "run-1" in err
     assert "item in flight: 002" in err and "blocked:        001" in err
-    assert "needs human:    003" in err
+    assert "needs human:    none" in err  # 003 is not a needs-human item of the backlog
+    assert "Touched by that run" in err and "item 002 was in flight" in err
     porcelain = git("status", "--porcelain", "-uall", cwd=project).splitlines()
     assert len(porcelain) == 3
     for line in porcelain:
@@ -81,11 +94,17 @@ def test_crash_bookkeeping_in_backlog_is_not_stranded_work(project: Path) -> Non
     assert git("status", "--porcelain", cwd=project).strip() == "M .forge/backlog.json"
     result = run_forge("preflight", cwd=project)
     assert (result.returncode, result.stderr) == (0, "")
-    # Any other change to backlog.json is the operator's work.
+    # Any other valid change is work queued through the backlog: the next loop run
+    # commits it first ([forge] backlog: …), so it does not stop the launch either.
     document["items"][0]["title"] = "Renamed"
     backlog.write_text(json.dumps(document, indent=2) + "\n")
     result = run_forge("preflight", cwd=project)
-    assert result.returncode == 1 and "M .forge/backlog.json" in result.stderr
+    assert (result.returncode, result.stderr) == (0, "")
+    # A backlog.json that is not a backlog stops it, called what it is.
+    backlog.write_text('{"items": "none"}\n')
+    result = run_forge("preflight", cwd=project)
+    assert result.returncode == 1
+    assert result.stderr.startswith("STOP: .forge/backlog.json is corrupt (")
 
 
 def test_unreadable_prior_state_still_stops(project: Path) -> None:
@@ -108,9 +127,8 @@ def test_the_hook_runs_the_check(project: Path) -> None:
 
 
 def git_hook(project: Path):
-    import subprocess
-    return subprocess.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
-                          cwd=project, capture_output=True, text=True)
+    return waiting.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
+                       cwd=project, capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("hooks_path", [False, True])
@@ -149,10 +167,8 @@ def test_install_chains_a_foreign_hook_and_uninstall_restores_it(
 
 
 def git_hook_env(project: Path, env: dict[str, str]):
-    import subprocess
-    return subprocess.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
-                          cwd=project, capture_output=True, text=True,
-                          env={**os.environ, **env})
+    return waiting.run(["git", "hook", "run", "--ignore-missing", "pre-launch"],
+                       cwd=project, capture_output=True, text=True, env={**os.environ, **env})
 
 
 def test_install_without_a_foreign_hook_and_uninstall_leaves_nothing(project: Path) -> None:
@@ -217,3 +233,21 @@ def test_the_fast_dispatch_parses_exactly_like_the_whole_tree(
     output = result.stdout if code == 0 else result.stderr
     assert (result.returncode, output) == (code, expected)
     assert expected.startswith(("usage: git forge preflight", "Error: "))
+
+
+def test_a_stray_file_after_a_clean_run_is_not_called_the_runs_work(project: Path) -> None:
+    write_state(project / ".forge", RunState(
+        status="complete", startedAt=STARTED, runId="run-9", currentItem=None,
+        blockedItems=["001"], needsHumanItems=["002"]))  # both long since answered
+    (project / "notes.txt").write_text("mine\n")
+    result = run_forge("preflight", cwd=project)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0] == ("STOP: the working tree has changes that git-forge's last run "
+                        f"(started {STARTED} (run run-9)) did not make.")
+    assert "previous git-forge run left work" not in result.stderr
+    assert "  blocked:        none" in lines and "  needs human:    none" in lines
+    assert lines[lines.index("Changed outside the run (as git status --porcelain prints "
+                             "them):") + 1] == "  ?? notes.txt"
+    document = json.loads(run_forge("preflight", "--json", cwd=project).stdout)
+    assert document["outside"] == ["?? notes.txt"] and document["touched"] == []

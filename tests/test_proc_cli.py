@@ -8,12 +8,13 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+import waiting
 from helpers import run_forge, snapshot
+from waiting import wait_for
 
 from git_forge.supervisor.handles import mint_handle
 
@@ -37,13 +38,13 @@ class Owner:
             stdout=subprocess.PIPE, text=True,
         )
         assert self.process.stdout is not None
-        self.started = [json.loads(self.process.stdout.readline()) for _ in codes]
+        self.started = [json.loads(waiting.readline(self.process)) for _ in codes]
         self.handles = [line["handle"] for line in self.started]
 
     def close(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
-        self.process.wait()
+        waiting.wait_process(self.process)
         for line in self.started:
             try:
                 psutil.Process(line["pid"]).kill()
@@ -79,13 +80,6 @@ def refused(*args: str, cwd: Path, code: int = 2) -> subprocess.CompletedProcess
     return result
 
 
-def wait_until(condition, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-
-
 COLOURED = ("import sys, time\n"
             "sys.stdout.write('\\x1b[31mred\\x1b[0m line one\\n'); sys.stdout.flush()\n"
             "time.sleep(0.3)\n"
@@ -94,14 +88,14 @@ COLOURED = ("import sys, time\n"
 
 def test_list_show_output_of_a_finished_process(git_repo: Path, owners) -> None:
     owner = owners(git_repo, "wait", COLOURED)
-    assert owner.process.stdout.readline().strip() == "done"
+    assert waiting.readline(owner.process).strip() == "done"
     handle = owner.handles[0]
     listing = json.loads(forge_ok("list", "--json", cwd=git_repo).stdout)
     assert listing == [{
         "handle": handle, "state": "exited", "item_id": "001", "iteration": 1,
         "started_at": listing[0]["started_at"], "finished_at": listing[0]["finished_at"],
         "total_bytes": len("\x1b[31mred\x1b[0m line one\n\x1b]0;title\x07line two 中\n".encode()),
-        "exit_code": 0, "reason": "exited",
+        "exit_code": 0, "reason": "exited", "liveness": None,
     }]
     table = forge_ok("list", cwd=git_repo).stdout
     assert handle in table and "exited" in table and "001" in table
@@ -134,7 +128,7 @@ def test_list_show_output_of_a_finished_process(git_repo: Path, owners) -> None:
 
 def test_bad_cursors_and_handles_exit_2(git_repo: Path, owners) -> None:
     owner = owners(git_repo, "wait", "print('hi')")
-    assert owner.process.stdout.readline().strip() == "done"
+    assert waiting.readline(owner.process).strip() == "done"
     handle = owner.handles[0]
     ahead = refused("output", handle, "--cursor", "99", "--json", cwd=git_repo)
     document = json.loads(ahead.stdout)
@@ -189,10 +183,13 @@ def test_follow_wait_and_stop_from_another_terminal(git_repo: Path, owners) -> N
 def test_the_owner_gone_is_said_plainly(git_repo: Path, owners) -> None:
     owner = owners(git_repo, "hold", "import time\nprint('up', flush=True)\ntime.sleep(60)\n")
     handle = owner.handles[0]
-    wait_until(lambda: json.loads(forge_ok("output", handle, "--json", cwd=git_repo).stdout)[
+    wait_for(lambda: json.loads(forge_ok("output", handle, "--json", cwd=git_repo).stdout)[
         "output"] == "up\n")
     owner.process.send_signal(signal.SIGKILL)
-    owner.process.wait()
+    waiting.wait_process(owner.process)
+    # The watchdog ends the tree of a dead owner; what is left is a manifest to reconcile.
+    wait_for(lambda: not psutil.pid_exists(owner.started[0]["pid"])
+             or psutil.Process(owner.started[0]["pid"]).status() == psutil.STATUS_ZOMBIE)
     stop = refused("stop", handle, cwd=git_repo, code=1)
     assert "owner_gone" in stop.stderr
     assert not (owner.root / f"{handle}.stop.json").exists()
@@ -200,12 +197,33 @@ def test_the_owner_gone_is_said_plainly(git_repo: Path, owners) -> None:
     assert "owner_gone" in refused("output", handle, "--follow", cwd=git_repo, code=1).stderr
     # the output that reached the spool is still there
     assert forge_ok("output", handle, cwd=git_repo).stdout == "up\n"
-    assert psutil.Process(owner.started[0]["pid"]).is_running()  # nothing was signalled
+
+
+def test_an_orphan_is_reported_and_proc_stop_ends_it(git_repo: Path, owners) -> None:
+    code = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "print('up', flush=True)\ntime.sleep(60)\n")
+    owner = owners(git_repo, "hold-unwatched", code)
+    handle, pid = owner.handles[0], owner.started[0]["pid"]
+    wait_for(lambda: json.loads(forge_ok("output", handle, "--json", cwd=git_repo).stdout)[
+        "output"] == "up\n")
+    owner.process.send_signal(signal.SIGKILL)
+    waiting.wait_process(owner.process)
+    listing = json.loads(forge_ok("list", "--json", cwd=git_repo).stdout)
+    assert [(row["handle"], row["liveness"]) for row in listing] == [(handle, "orphaned")]
+    assert "orphaned" in forge_ok("list", cwd=git_repo).stdout
+    assert "owner_gone" in refused("wait", handle, cwd=git_repo, code=1).stderr
+    assert psutil.Process(pid).is_running()  # nothing was signalled by reading
+    stopped = forge_ok("stop", handle, "--grace", "0.3", cwd=git_repo)
+    assert "orphaned" in stopped.stdout and "1 process" in stopped.stdout
+    wait_for(lambda: not psutil.pid_exists(pid)
+             or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    listing = json.loads(forge_ok("list", "--json", cwd=git_repo).stdout)
+    assert [(row["handle"], row["liveness"]) for row in listing] == [(handle, "gone")]
 
 
 def test_a_corrupt_manifest_is_named_and_left_alone(git_repo: Path, owners) -> None:
     owner = owners(git_repo, "wait", "print('ok')")
-    assert owner.process.stdout.readline().strip() == "done"
+    assert waiting.readline(owner.process).strip() == "done"
     corrupt = owner.root / f"{mint_handle()}.manifest.json"
     corrupt.write_bytes(b"{half a manif")
     listing = run_forge("proc", "list", "--json", cwd=git_repo)

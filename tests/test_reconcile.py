@@ -7,25 +7,30 @@ from pathlib import Path
 
 import pytest
 from helpers import PtySession, git, run_forge, snapshot
+from templates import Templates, init_repository
 
 from git_forge.loop.state import RunState, write_state
 
 
-@pytest.fixture
-def project(git_repo: Path) -> Path:
-    assert run_forge("init", cwd=git_repo).returncode == 0
+def build_project(root: Path) -> None:
+    """Three items, item 001's commit, and a stopped run that was on 002."""
+    init_repository(root)
+    assert run_forge("init", cwd=root).returncode == 0
     for title in ("One", "Two", "Three"):
-        run_forge("backlog", "add", "--title", title, cwd=git_repo)
-    git("add", "-A", cwd=git_repo)
-    git("commit", "-qm", "backlog", cwd=git_repo)
-    base = git("rev-parse", "HEAD", cwd=git_repo).strip()
-    (git_repo / "a.txt").write_text("item one\n")
-    git("add", "a.txt", cwd=git_repo)
-    git("commit", "-qm", "[forge] 001: One", cwd=git_repo)
-    write_state(git_repo / ".forge", RunState(status="stopped", startedAt="2026-01-01T00:00:00Z",
-                                              currentItem="002", baseCommitHash=base,
-                                              runId="r1"))
-    return git_repo
+        run_forge("backlog", "add", "--title", title, cwd=root)
+    git("add", "-A", cwd=root)
+    git("commit", "-qm", "backlog", cwd=root)
+    base = git("rev-parse", "HEAD", cwd=root).strip()
+    (root / "a.txt").write_text("item one\n")
+    git("add", "a.txt", cwd=root)
+    git("commit", "-qm", "[forge] 001: One", cwd=root)
+    write_state(root / ".forge", RunState(status="stopped", startedAt="2026-01-01T00:00:00Z",
+                                          currentItem="002", baseCommitHash=base, runId="r1"))
+
+
+@pytest.fixture
+def project(templates: Templates, tmp_path: Path) -> Path:
+    return templates.copy("reconcile-project", build_project, tmp_path / "repo")
 
 
 def dirty(project: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import PtySession, git, run_forge, snapshot
+from templates import Templates, init_repository
 
 DEMO_AGENT = f"{sys.executable} -m git_forge.demo.agent"
 
@@ -57,11 +58,10 @@ def recover_json(root: Path, *args: str, env: dict | None = None) -> tuple[int, 
 
 # --- the embedded runner, after a real loop run with the demo's scripted agent -------------
 
-@pytest.fixture
-def after_run(git_repo: Path) -> Path:
+def build_after_run(root: Path) -> None:
     """The demo backlog after one loop run: 001, 002 done; 003 and 004 need a human
     (same cause, different words); 006 blocked with its leftovers stashed; 005 gated."""
-    root = git_repo
+    init_repository(root)
     assert run_forge("init", cwd=root).returncode == 0
     titles = ["Greeting", "CLI", "Store greetings", "Preferences", "Translate", "Publish"]
     for title in titles:
@@ -72,7 +72,12 @@ def after_run(git_repo: Path) -> Path:
     git("commit", "-qm", "backlog", cwd=root)
     result = run_forge("loop", "run", "--agent", DEMO_AGENT, cwd=root)
     assert result.returncode == 5, result.stderr
-    return root
+
+
+@pytest.fixture
+def after_run(templates: Templates, tmp_path: Path) -> Path:
+    """A copy of ``build_after_run``'s repository (a loop run costs seconds)."""
+    return templates.copy("after-run", build_after_run, tmp_path / "repo")
 
 
 def items_of(root: Path) -> dict[str, dict]:

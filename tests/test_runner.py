@@ -274,6 +274,21 @@ def test_embedded_runner(tmp_path: Path) -> None:
         EmbeddedRunner(tmp_path / "elsewhere").list_items()
 
 
+def test_every_runner_probes_its_version_and_only_a_program_launches(
+    fake: Path, root: Path, tmp_path: Path
+) -> None:
+    embedded = EmbeddedRunner(tmp_path)
+    assert embedded.probe_version() == (embedded.version(), None)
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(RunnerError, match="the embedded runner has no loop of its own to "
+                                          "launch: run `git forge loop run`"):
+        embedded.launch()
+    assert sorted(tmp_path.rglob("*")) == before
+    assert external(root).probe_version() == ("0.14.0", None)
+    with pytest.raises(RunnerError, match="loopRunner.runCommand is not set"):
+        external(root).launch()
+
+
 # --- runner_for and git-forge as its own external runner ---------------------------------------
 
 

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import waiting
 from helpers import run_forge
 
+from git_forge.atomic import FileLock
 from git_forge.loop.state import RunState, write_state
 from git_forge.runner import runner_for
 from git_forge.status import loop_status, render_status
@@ -62,7 +64,12 @@ def test_status_reads_state_json(repo: Path) -> None:
     write_state(repo / ".forge", RunState(status="running", iteration=3, maxIterations=50,
                                           currentItem="006", lastSignal="blocked",
                                           startedAt="2026-02-01T10:00:00Z", runId="r1"))
-    document = status_of(repo)
+    lock = FileLock(repo / ".forge" / "loop.lock")  # a live loop holds it for the run
+    assert lock.try_acquire(holder="run r1 started 2026-02-01T10:00:00Z (pid 1)")
+    try:
+        document = status_of(repo)
+    finally:
+        lock.release()
     assert [document[k] for k in ("loopState", "iteration", "maxIterations", "currentItem",
                                   "lastSignal", "startedAt")] == [
         "running", 3, 50, "006", "blocked", "2026-02-01T10:00:00Z"]
@@ -72,6 +79,20 @@ def test_status_reads_state_json(repo: Path) -> None:
                         "(1 needs human, 1 deferred), 1 done")
     assert lines[2] == ("topology: max chain depth 3, 0 selectable; starved (blocking roots: "
                         "002)")
+
+
+def test_a_dead_loop_is_said_to_be_dead(repo: Path) -> None:
+    write_state(repo / ".forge", RunState(status="running", iteration=3, maxIterations=50,
+                                          currentItem="009", startedAt="2026-02-01T10:00:00Z",
+                                          runId="r1"))
+    document = status_of(repo)
+    assert document["loopState"] == "stopped"
+    assert document["liveness"] == {"loopAlive": False, "endedWithoutShutdown": True,
+                                    "runId": "r1", "orphans": []}
+    lines = render_status(document)
+    assert lines[0] == ("loop:     not running (last run r1 ended without shutting down; "
+                        "lock free)")
+    assert not any("running" in line and "lock:" in line for line in lines)
 
 
 @pytest.mark.parametrize("content", [b"{torn", b"null", b"[1]"])
@@ -97,14 +118,14 @@ def test_lock_liveness_follows_the_holder(repo: Path) -> None:
          "print('held', flush=True); sys.stdin.read()", str(lock)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        assert holder.stdout.readline().strip() == "held"
+        assert waiting.readline(holder).strip() == "held"
         result = run_forge("status", "--json", cwd=repo)
         assert json.loads(result.stdout)["lock"] == {"present": True, "alive": True,
                                                      "holder": "run r1 since 10:00"}
         assert "lock:     held by run r1 since 10:00" in run_forge("status", cwd=repo).stdout
     finally:
         holder.stdin.close()
-        holder.wait(timeout=30)
+        waiting.wait_process(holder, timeout=30)
     # The holder is gone: the file stays, nothing is alive — no PID is ever consulted.
     assert status_of(repo)["lock"] == {"present": True, "alive": False, "holder": None}
 

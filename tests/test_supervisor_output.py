@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import waiting
 
 from git_forge.supervisor.buffer import RollingBuffer
 from git_forge.supervisor.lifecycle import ProcessError
@@ -234,8 +235,8 @@ def test_a_flush_waits_for_a_read_landing_in_the_window(tmp_path: Path) -> None:
     flusher.start()
     time.sleep(0.2)
     os.write(write_end, pattern(total, 1000))
-    reader.join()
-    flusher.join()
+    waiting.join(reader)
+    waiting.join(flusher)
     os.close(read_end)
     os.close(write_end)
     assert failures == []
@@ -270,8 +271,8 @@ def test_reads_into_the_window_race_flushes_safely(tmp_path: Path, window: int) 
             pass
     finally:
         done.set()
-        flushing.join()
-        feeder.join()
+        waiting.join(flushing)
+        waiting.join(feeder)
         os.close(read_end)
     extent = writer.close()
     assert extent.total_bytes == total
@@ -296,7 +297,7 @@ def test_concurrent_appenders_lose_no_byte(tmp_path: Path) -> None:
     for _ in range(20):
         writer.flush()
     for thread in threads:
-        thread.join()
+        waiting.join(thread)
     extent = writer.close()
     data, _, _ = SpoolReader(tmp_path / "x.spool").read(0, extent.total_bytes)
     assert extent.total_bytes == len(data) == sum(counts.values())
@@ -359,8 +360,10 @@ def test_a_reader_in_another_process_follows_a_live_writer(tmp_path: Path) -> No
     )
     reads = gaps = 0
     cursor = 0
+    deadline = waiting.Deadline(60)
     try:
         while True:
+            assert not deadline.passed, f"the reader is stuck at {cursor} of {total}"
             finished = writer.poll() is not None
             if not directory.exists():
                 assert not finished, "the writer ended without creating its spool"
@@ -374,9 +377,82 @@ def test_a_reader_in_another_process_follows_a_live_writer(tmp_path: Path) -> No
             if finished and cursor == total:
                 break
     finally:
-        writer.wait(timeout=60)
+        waiting.communicate(writer)
     assert writer.returncode == 0
     assert reads > 3
+
+
+ROTATING_WRITER = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from test_supervisor_output import pattern
+from git_forge.supervisor.spool import SpoolWriter
+step = 1024
+writer = SpoolWriter(Path(sys.argv[1]), ceiling=2 * step, segment_bytes=step,
+                     flush_interval=3600.0)
+position = 0
+for _ in range(int(sys.argv[2])):  # every flush drops the segment two flushes back
+    writer.append(pattern(position, step + step // 2))
+    position += step + step // 2
+    writer.flush()
+print(writer.close().total_bytes, flush=True)
+"""
+
+
+def test_readers_of_a_writer_rotating_segments_never_see_the_total_go_back(
+    tmp_path: Path,
+) -> None:
+    # A reader that reads the index, loses the processor (here: to the other readers'
+    # threads), and only then looks at the segment the index ends in, may find it
+    # deleted by two newer flushes: the extent must then come from a newer index, not
+    # end at the stale one — behind the cursor the reader already holds.
+    directory = tmp_path / "rotating.spool"
+    rounds = 60
+    total = rounds * 1536
+    writer = subprocess.Popen(
+        [sys.executable, "-c", ROTATING_WRITER, str(directory), str(rounds),
+         str(Path(__file__).parent)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    deadline = waiting.Deadline(60)
+    failures: list[str] = []
+    ends: list[int] = []
+
+    def follow() -> None:
+        cursor = seen = 0
+        while not deadline.passed:
+            finished = writer.poll() is not None
+            reader = SpoolReader(directory)
+            try:
+                extent = reader.extent()
+                data, next_cursor, _ = reader.read(cursor, 1 << 20)
+            except ProcessError as exc:
+                failures.append(str(exc))
+                continue
+            if extent.total_bytes < seen:
+                failures.append(f"the total went from {seen} back to {extent.total_bytes}")
+            seen = max(seen, extent.total_bytes)
+            if data != pattern(next_cursor - len(data), len(data)):
+                failures.append(f"wrong bytes at {next_cursor - len(data)}")
+            cursor = next_cursor
+            if finished and cursor == total:
+                break
+        ends.append(cursor)
+
+    try:
+        waiting.wait_for(lambda: (directory / INDEX_FILE).exists(), 30, interval=0.001,
+                         what="the spool's index")
+        threads = [threading.Thread(target=follow) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            waiting.join(thread, 90)
+    finally:
+        out, _ = waiting.communicate(writer)
+    assert writer.returncode == 0 and int(out) == total
+    assert failures == [], f"{len(failures)} bad reads, the first: {failures[0]}"
+    assert ends == [total] * 4
 
 
 def test_a_crashed_writer_leaves_every_durable_byte(tmp_path: Path) -> None:
@@ -386,14 +462,13 @@ def test_a_crashed_writer_leaves_every_durable_byte(tmp_path: Path) -> None:
          str(Path(__file__).parent)],
         stdout=subprocess.PIPE, text=True,
     )
-    assert writer.stdout is not None
     durable = 0
-    for line in writer.stdout:  # wait for a few flushes, then kill it mid-stream
+    while durable <= 2 * 1024 * KIB:  # wait for a few flushes, then kill it mid-stream
+        line = waiting.readline(writer)
+        assert line, "the writer ended before it flushed enough"
         durable = int(line.split()[-1])
-        if durable > 2 * 1024 * KIB:
-            break
     writer.send_signal(signal.SIGKILL)
-    writer.wait()
+    waiting.communicate(writer)
     reader = SpoolReader(directory)
     extent = reader.extent()
     assert extent.total_bytes >= durable

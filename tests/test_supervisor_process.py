@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import stat
@@ -14,18 +15,23 @@ from pathlib import Path
 
 import psutil
 import pytest
+import waiting
 
 from git_forge.loop.journal import Journal
 from git_forge.loop.process_events import ProcessEventPublisher
+from git_forge.supervisor import liveness
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.entry import Outcome
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest, ManifestStore
+from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.process import PreparedProcess
 from git_forge.supervisor.spool import SpoolReader
 from git_forge.supervisor.supervisor import Supervisor
 
 OWNER_SCRIPT = str(Path(__file__).parent / "supervisor_owner.py")
+#: Seconds a supervised test process may take to end; the fixture's shutdown kills it.
+WAIT = 30.0
 
 
 def py(code: str) -> list[str]:
@@ -112,10 +118,7 @@ def gone(pid: int) -> bool:
 
 
 def wait_for(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
+    waiting.wait_for(condition, timeout, interval=0.02)
 
 
 # -- start, drain, natural exit -------------------------------------------------------
@@ -124,7 +127,7 @@ def test_a_process_runs_to_its_exit(make, root: Path, recorder: Recorder) -> Non
     # whole lines in one write each: the combined order interleaves writes, not lines
     handle = run(supervisor, py("import os, sys; os.write(1, b'out\\n'); "
                                 "os.write(2, b'err\\n'); sys.exit(3)"))
-    manifest = supervisor.wait(handle)
+    manifest = supervisor.wait(handle, timeout=WAIT)
     assert manifest.state == "exited" and manifest.result.exit_code == 3
     assert manifest.result.reason == "exited"
     assert sorted(output(supervisor, handle).splitlines()) == [b"err", b"out"]
@@ -144,7 +147,7 @@ def test_the_manifest_is_durable_before_the_process_runs(make, root: Path) -> No
              f"found = [json.loads(p.read_text())['state'] for p in "
              f"pathlib.Path({str(root)!r}).glob('*.manifest.json')]; print(found)")
     handle = run(supervisor, py(probe))
-    supervisor.wait(handle)
+    supervisor.wait(handle, timeout=WAIT)
     seen = output(supervisor, handle).decode()
     assert seen.strip() in ("['starting']", "['running']")
 
@@ -154,7 +157,7 @@ def test_stdin_reaches_the_process(make) -> None:
     prompt = ("a long prompt " * 20000).encode()  # larger than a pipe buffer
     handle = run(supervisor, py("import sys; data = sys.stdin.buffer.read(); "
                                 "print(len(data), data[:6].decode())"), stdin=prompt)
-    supervisor.wait(handle)
+    supervisor.wait(handle, timeout=WAIT)
     assert output(supervisor, handle) == f"{len(prompt)} a long\n".encode()
 
 
@@ -177,7 +180,7 @@ def test_a_spawn_failure_leaves_a_failed_manifest_and_releases(make, root: Path,
     assert [kind for kind, _, _ in recorder.events] == ["completed"]
     assert supervisor.snapshot(raised.value.handle) == manifest
     handle = run(supervisor, py("pass"))  # the only slot was released
-    assert supervisor.wait(handle).state == "exited"
+    assert supervisor.wait(handle, timeout=WAIT).state == "exited"
 
 
 def test_memory_and_spool_budgets_are_reserved(make, root: Path) -> None:
@@ -188,7 +191,7 @@ def test_memory_and_spool_budgets_are_reserved(make, root: Path) -> None:
     with pytest.raises(ProcessError, match="process_quota_exceeded"):
         run(supervisor, py("pass"))
     supervisor.stop(first, "kill")
-    assert supervisor.wait(run(supervisor, py("pass"))).state == "exited"
+    assert supervisor.wait(run(supervisor, py("pass")), timeout=WAIT).state == "exited"
 
 
 def test_quota_and_single_use(make, root: Path) -> None:
@@ -205,7 +208,8 @@ def test_quota_and_single_use(make, root: Path) -> None:
     assert not fresh.used  # a refused start does not consume the prepared process
     assert ManifestStore(root).scan() == [handle]
     supervisor.stop(handle, "kill")
-    assert supervisor.wait(supervisor.start({"run_id": "r"}, None, fresh)).state == "exited"
+    assert supervisor.wait(supervisor.start({"run_id": "r"}, None, fresh),
+                           timeout=WAIT).state == "exited"
 
 
 def test_a_workspace_lease_is_released_once_before_notification(make) -> None:
@@ -223,7 +227,7 @@ def test_a_workspace_lease_is_released_once_before_notification(make) -> None:
     supervisor.notifications = Notifier()
     handle = supervisor.start({"run_id": "r"}, None,
                               PreparedProcess(py("pass"), cwd="/", lease=Lease()))
-    supervisor.wait(handle)
+    supervisor.wait(handle, timeout=WAIT)
     assert order == ["lease", "notify"]
 
 
@@ -245,7 +249,7 @@ def started(supervisor: Supervisor, code: str, **options) -> str:
 def test_a_deadline_ends_in_timed_out(make, code: str) -> None:
     supervisor = make()
     handle = run(supervisor, py(code), timeout=0.5)
-    manifest = supervisor.wait(handle)
+    manifest = supervisor.wait(handle, timeout=WAIT)
     assert manifest.state == "timed_out" and manifest.result.reason == "timed-out"
     assert manifest.deadline is not None
 
@@ -269,7 +273,7 @@ def test_interrupt_never_escalates(make) -> None:
 def test_stopping_a_terminal_process_sends_nothing(make, root: Path) -> None:
     supervisor = make()
     handle = run(supervisor, py("pass"))
-    finished = supervisor.wait(handle)
+    finished = supervisor.wait(handle, timeout=WAIT)
     path = root / f"{handle}.manifest.json"
     before = path.read_bytes()
     for mode in ("interrupt", "terminate", "kill"):
@@ -345,7 +349,7 @@ def test_shutdown_is_shared_and_idempotent(make) -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=20)
+        waiting.join(thread, 20)
     assert not errors
     states = [supervisor.snapshot(handle).state for handle in handles]
     assert states == ["terminated", "killed", "terminated"]
@@ -367,15 +371,15 @@ def test_eight_concurrent_terminalizers_pass_the_gate_once(make, root: Path,
     results: list[bool] = []
 
     def terminalize() -> None:
-        barrier.wait()
+        barrier.wait(timeout=10)
         results.append(entry.terminalize(Outcome("terminated")))
 
     threads = [threading.Thread(target=terminalize) for _ in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
-    supervisor.wait(handle)
+        waiting.join(thread)
+    supervisor.wait(handle, timeout=WAIT)
     time.sleep(0.5)  # the natural exit arrives too, and must be a no-op
     assert results.count(True) == 1
     terminal_saves = {state: count for state, count in store.saves.items()
@@ -412,7 +416,7 @@ def test_output_beyond_the_ceiling_keeps_the_last_window(make) -> None:
     supervisor = make(max_spool_bytes=256 * 1024, spool_segment_bytes=64 * 1024)
     code = "import sys\nfor n in range(200000): print(n)\n"
     handle = run(supervisor, py(code))
-    manifest = supervisor.wait(handle)
+    manifest = supervisor.wait(handle, timeout=WAIT)
     total = sum(len(f"{n}\n") for n in range(200000))
     assert manifest.cursors.total_bytes == total
     retained = manifest.cursors.retained_from
@@ -424,23 +428,35 @@ def test_output_beyond_the_ceiling_keeps_the_last_window(make) -> None:
 
 
 # -- restore -------------------------------------------------------------------------
-def test_sigkill_of_the_owner_then_restore_reconciles(tmp_path: Path, root: Path) -> None:
+def _owner(tmp_path: Path, root: Path, mode: str, code: str) -> tuple[subprocess.Popen, str]:
     journal_path = tmp_path / "state" / "events.ndjson"
-    code = "import time; print('working', flush=True); time.sleep(120)"
     owner = subprocess.Popen(
-        [sys.executable, OWNER_SCRIPT, str(root), str(journal_path), str(tmp_path), "hold",
+        [sys.executable, OWNER_SCRIPT, str(root), str(journal_path), str(tmp_path), mode,
          json.dumps(py(code))],
         stdout=subprocess.PIPE, text=True,
     )
-    assert owner.stdout is not None
-    started_line = json.loads(owner.stdout.readline())
-    handle, orphan = started_line["handle"], started_line["pid"]
+    handle = json.loads(waiting.readline(owner))["handle"]
+    spool = SpoolReader(root / f"{handle}.spool")
+    wait_for(lambda: spool.extent().total_bytes > 0)
+    return owner, handle
+
+
+AGENT_WITH_PID = ("import os, time; print(os.getpid(), flush=True); time.sleep(120)")
+
+
+def test_sigkill_of_the_owner_ends_the_tree_then_restore_reconciles(tmp_path: Path,
+                                                                    root: Path) -> None:
+    journal_path = tmp_path / "state" / "events.ndjson"
+    owner, handle = _owner(tmp_path, root, "hold", AGENT_WITH_PID)
     spool = SpoolReader(root / f"{handle}.spool")
     try:
-        wait_for(lambda: spool.extent().total_bytes == 8)
+        wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"))
+        agent = int(spool.read(0, 100).data)
         owner.send_signal(signal.SIGKILL)
-        owner.wait()
+        waiting.wait_process(owner, 10)
         assert ManifestStore(root).load(handle).state == "running"
+        wait_for(lambda: gone(agent), timeout=10)  # the watchdog ended the orphan
+        wait_for(lambda: liveness.tree_alive(root / f"{handle}.alive") is False, timeout=10)
         journal = Journal(journal_path, tmp_path)
         for _ in range(2):  # restoring twice is safe
             supervisor = Supervisor(SupervisorConfig(**FAST), ManifestStore(root),
@@ -450,25 +466,53 @@ def test_sigkill_of_the_owner_then_restore_reconciles(tmp_path: Path, root: Path
         manifest = ManifestStore(root).load(handle)
         assert manifest.state == "lost_on_restore"
         assert manifest.result.reason == "lost-on-restore" and manifest.finished_at
-        assert manifest.cursors.total_bytes == 8  # refreshed from the spool
+        size = len(spool.read(0, 100).data)
+        assert manifest.cursors.total_bytes == size  # refreshed from the spool
         assert report.reconciled == [] and [m.handle for m in report.reopened] == [handle]
         lost = [event for event in journal.read() if event["type"] == "process_lost"]
         assert len(lost) == 1 and lost[0]["eventId"] == manifest.events.lost
         assert lost[0]["handle"] == handle and lost[0]["itemId"] == "001"
-        assert psutil.Process(orphan).is_running()  # restore never signals an old process
-        assert spool.read(0, 100).data == b"working\n"
         with Supervisor(SupervisorConfig(**FAST), ManifestStore(root)) as later:
-            assert later.read(handle, 0, 100).data == b"working\n"
-            assert later.render(handle, 0, 100).output == "working\n"
-            assert later.wait(handle) == manifest
+            assert later.read(handle, 0, 100).data == spool.read(0, 100).data
+            assert later.wait(handle, timeout=WAIT) == manifest
             assert later.stop(handle) == manifest
     finally:
         if owner.poll() is None:
             owner.kill()
-        try:
-            psutil.Process(orphan).kill()  # the test's own cleanup, not the supervisor's
-        except psutil.NoSuchProcess:
-            pass
+            waiting.wait_process(owner)
+
+
+def test_restore_reports_a_live_orphan_and_never_signals_it(tmp_path: Path,
+                                                            root: Path) -> None:
+    owner, handle = _owner(tmp_path, root, "hold-unwatched", AGENT_WITH_PID)
+    spool = SpoolReader(root / f"{handle}.spool")
+    try:
+        wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"))
+        agent = int(spool.read(0, 100).data)
+        owner.send_signal(signal.SIGKILL)
+        waiting.wait_process(owner, 10)
+        assert [o.handle for o in liveness.orphans(ProcPaths(root))] == [handle]
+        supervisor = Supervisor(SupervisorConfig(**FAST), ManifestStore(root))
+        report = supervisor.restore()
+        supervisor.shutdown()
+        assert [m.handle for m in report.orphans] == [handle] and not report.reconciled
+        assert ManifestStore(root).load(handle).state == "running"  # not claimed lost
+        assert psutil.Process(agent).is_running()  # restore never signals an old process
+        # An explicit stop finds the tree through the lock's holders, not a PID of ours.
+        assert liveness.holders(root / f"{handle}.alive") == [agent]
+        assert liveness.end_orphan(root / f"{handle}.alive", grace=0.3) == 1
+        wait_for(lambda: gone(agent), timeout=10)
+        assert liveness.orphans(ProcPaths(root)) == []
+        supervisor = Supervisor(SupervisorConfig(**FAST), ManifestStore(root))
+        report = supervisor.restore()
+        supervisor.shutdown()
+        assert [m.handle for m in report.reconciled] == [handle]
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            waiting.wait_process(owner)
+        with contextlib.suppress(psutil.Error, UnboundLocalError):
+            psutil.Process(agent).kill()
 
 
 def test_restore_reports_corrupt_records_and_continues(make, root: Path,
@@ -476,8 +520,8 @@ def test_restore_reports_corrupt_records_and_continues(make, root: Path,
     first = make()
     good = run(first, py("print('fine')"))
     bad_spool = run(first, py("print('spool')"))
-    first.wait(good)
-    first.wait(bad_spool)
+    first.wait(good, timeout=WAIT)
+    first.wait(bad_spool, timeout=WAIT)
     first.shutdown()
     running = ManifestStore(root).load(good).to_dict()
     running.update(state="running", finished_at=None,
@@ -506,7 +550,7 @@ def test_restore_publishes_a_completion_a_crash_left_unpublished(make, root: Pat
                                                                  recorder: Recorder) -> None:
     first = make()
     handle = run(first, py("pass"))
-    first.wait(handle)
+    first.wait(handle, timeout=WAIT)
     first.shutdown()
     document = json.loads((root / f"{handle}.manifest.json").read_text())
     document["completion_published"] = 0  # as if the owner died right after the terminal save
@@ -547,3 +591,37 @@ def test_settings_are_validated() -> None:
         with pytest.raises(ProcessError) as raised:
             SupervisorConfig.from_settings(settings)
         assert raised.value.code == "invalid_settings"
+
+
+DOUBLE_FORK = """
+import os, subprocess, sys, time
+stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+daemon = ("import os, subprocess, sys; os.setsid(); "
+          "p = subprocess.Popen([sys.executable, '-c', sys.argv[1]], stdout=subprocess.DEVNULL,"
+          " stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL); print(p.pid, flush=True); "
+          "os._exit(0)")
+first = subprocess.Popen([sys.executable, "-c", daemon, stubborn], stdout=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+print(first.stdout.readline().strip(), flush=True)
+first.wait()
+time.sleep(float(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("how", ["exits", "stopped", "timed_out"])
+def test_a_double_forked_setsid_daemon_never_outlives_its_entry(make, how: str) -> None:
+    """The daemon closes its output and leaves the session: only the watchdog,
+    as the subreaper it is re-parented to, can still reach it."""
+    supervisor = make(grace_seconds=0.3)
+    options = {"timeout": 0.8} if how == "timed_out" else {}
+    handle = run(supervisor, py(DOUBLE_FORK) + ["0" if how == "exits" else "60"], **options)
+    wait_for(lambda: output(supervisor, handle).endswith(b"\n"))
+    daemon = int(output(supervisor, handle))
+    assert not gone(daemon)
+    if how == "stopped":
+        supervisor.stop(handle, "terminate", 0.3)
+    manifest = supervisor.wait(handle, timeout=20)
+    # A stop ends in "killed": the daemon ignores SIGTERM, so the tree needed SIGKILL.
+    assert manifest.state == {"exits": "exited", "stopped": "killed",
+                              "timed_out": "timed_out"}[how]
+    wait_for(lambda: gone(daemon), timeout=5)

@@ -63,7 +63,7 @@ def follow(stream: bytes, rng: random.Random) -> str:
     """Read ``stream`` the way a follower does: windows of random size, always from
     ``next_cursor``, with the stream growing under the reader."""
     cursor, written, text = 0, 0, []
-    while True:
+    for _ in range(10 * len(stream) + 1000):  # a follower that stops advancing fails
         written = min(len(stream), written + rng.randint(0, 40))
         limit = rng.randint(12, 40)  # a window holds any one sequence of these pieces
         end = min(written, cursor + limit)
@@ -77,6 +77,7 @@ def follow(stream: bytes, rng: random.Random) -> str:
         cursor = rendered.next_cursor
         if cursor == len(stream):
             return "".join(text)
+    raise AssertionError(f"the follower is stuck at {cursor} of {len(stream)} bytes")
 
 
 def test_a_follower_never_loses_or_garbles_text_across_windows() -> None:

@@ -27,7 +27,14 @@ from git_forge.tree.discard import (
 from git_forge.tree.errors import GitError
 from git_forge.tree.repo import open_repo
 from git_forge.tree.status import porcelain
-from git_forge.tree.worktree import RESTORE_STRATEGY
+
+#: libgit2's "put these paths back" (the strategy the tree layer once used),
+#: kept here to measure the trap below.
+RESTORE_STRATEGY = (
+    pygit2.enums.CheckoutStrategy.FORCE
+    | pygit2.enums.CheckoutStrategy.REMOVE_UNTRACKED
+    | pygit2.enums.CheckoutStrategy.DISABLE_PATHSPEC_MATCH
+)
 
 CHOSEN = [
     "*.txt", "[ab].txt", "a", "dir/x.txt", "sp ace.txt", "new\nline.txt",

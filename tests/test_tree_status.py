@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import waiting
 from tree_helpers import TRICKY_NAMES, git_bytes, git_status_lines, git_status_z, write
 
 from git_forge.tree.errors import GitError
@@ -245,7 +245,7 @@ def test_conflicts_get_gits_two_letter_codes(git_repo: Path) -> None:
     (git_repo / "deleted-by-us").unlink()
     git_bytes("add", "-A", cwd=git_repo)
     git_bytes("commit", "-q", "-m", "ours", cwd=git_repo)
-    merge = subprocess.run(["git", "merge", "-q", "other"], cwd=git_repo, capture_output=True)
+    merge = waiting.run(["git", "merge", "-q", "other"], cwd=git_repo, capture_output=True)
     assert merge.returncode != 0  # the conflicts are the point
     codes = {(e.path, e.xy) for e in assert_matches_git(git_repo)}
     assert codes == {
@@ -328,7 +328,7 @@ def test_fast_path_does_not_import_pygit2() -> None:
         "import sys, git_forge.tree.fast_status\n"
         "print(any(m == 'pygit2' or m.startswith('pygit2.') for m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = waiting.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 

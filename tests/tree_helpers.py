@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 from pathlib import Path
+
+import waiting
 
 #: File names that break naive code: spaces, quotes, backslashes, control
 #: characters, non-ASCII, non-UTF-8 bytes, glob and pathspec-magic look-alikes,
@@ -34,9 +35,8 @@ TRICKY_NAMES = [
 
 def git_bytes(*args: str, cwd: Path, env: dict[str, str] | None = None) -> bytes:
     """Run git, return raw stdout; fail the test on a non-zero exit."""
-    result = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, check=False,
-        env={**os.environ, **(env or {})},
+    result = waiting.run(
+        ["git", *args], cwd=cwd, capture_output=True, env={**os.environ, **(env or {})},
     )
     if result.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed: {result.stderr.decode()}")

@@ -46,3 +46,26 @@ def only_in_progress_marks(head_raw: bytes, work_raw: bytes) -> bool:
             item["status"] = "pending"
             marked = True
     return marked and head == work
+
+
+def describe_changes(head_raw: bytes | None, work_raw: bytes) -> str:
+    """What a backlog.json changed since HEAD, for the commit that records it:
+    ``add 004, 005; change 002`` (``add the backlog`` when HEAD had none)."""
+    if head_raw is None:
+        return "add the backlog"
+    try:
+        head_items = _items_by_id(load_json(head_raw, "backlog.json at HEAD")) or {}
+        work_items = _items_by_id(load_json(work_raw, "backlog.json")) or {}
+    except (ValueError, DocumentTooComplex):
+        return "update the backlog"
+    from git_forge.backlog.topology import id_key
+
+    parts = []
+    for verb, ids in (
+        ("add", [i for i in work_items if i not in head_items]),
+        ("change", [i for i in work_items if i in head_items and work_items[i] != head_items[i]]),
+        ("remove", [i for i in head_items if i not in work_items]),
+    ):
+        if ids:
+            parts.append(f"{verb} {', '.join(sorted(ids, key=id_key))}")
+    return "; ".join(parts) or "update the backlog"

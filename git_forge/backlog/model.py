@@ -10,7 +10,7 @@ Nothing here reads or writes files.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -264,7 +264,7 @@ def next_id(items: Iterable[Mapping[str, Any]]) -> str:
     return str(highest + 1).zfill(width)
 
 
-def cycle_through(items: list[Mapping[str, Any]], start: str) -> list[str] | None:
+def cycle_through(items: Sequence[Mapping[str, Any]], start: str) -> list[str] | None:
     """A dependency cycle that passes through ``start`` (as ids, start first), or None.
 
     Only the edited item's edges change in an add or edit, so a cycle that edit
@@ -379,6 +379,7 @@ def check_transition(item: Mapping[str, Any], new_status: str) -> None:
 def _clear_block(item: dict[str, Any]) -> None:
     """Forget why an item was blocked; ``humanAnswer`` is kept for the next prompt."""
     item.pop("blockedReason", None)
+    item.pop("blockedAt", None)
     for flag in ("needsHuman", "deferred"):
         if flag in item:
             item[flag] = False
@@ -398,7 +399,7 @@ def apply_transition(
     * → ``done``: ``completedAt`` set (now unless given), ``humanAnswer`` cleared
       (it was for this item's last attempt), block fields cleared.
     * → ``blocked``: ``blockedReason``, ``needsHuman`` and ``deferred`` from
-      ``fields`` (needs-human and deferred are exclusive).
+      ``fields`` (needs-human and deferred are exclusive); ``blockedAt`` now.
     * → ``pending``: from blocked, block fields cleared; from done, ``completedAt``
       nulled.
     Other ``fields`` (``TRANSITION_FIELDS``) are set as given.
@@ -421,6 +422,7 @@ def apply_transition(
             item["blockedReason"] = reason
         item["needsHuman"] = needs_human
         item["deferred"] = deferred
+        item["blockedAt"] = now  # since when it waits (the loop's summary says so)
     else:
         item["status"] = new_status
         if previous == "blocked" or new_status == "done":

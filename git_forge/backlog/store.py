@@ -54,6 +54,14 @@ def _refuse_credential(text: str) -> None:
         )
 
 
+def _refuse_busy(items: list[dict[str, Any]], item_id: str, busy: str | None) -> None:
+    """``busy`` (a message with ``{id}``) refuses changing an item a live loop is
+    working on. Checked inside the locked update, so it cannot race the loop's own
+    transitions (which take the same lock)."""
+    if busy is not None and model.find_item(items, item_id).get("status") == "in_progress":
+        raise BacklogError(busy.format(id=item_id))
+
+
 @dataclass(frozen=True)
 class BacklogStore:
     """The ``backlog.json`` at ``path``."""
@@ -154,13 +162,18 @@ class BacklogStore:
             raise BacklogError(exc.message) from exc
         return result[0]
 
-    def answer(self, item_id: str, text: str) -> dict[str, Any]:
-        """blocked → pending with ``humanAnswer``; returns the runner-contract result."""
+    def answer(self, item_id: str, text: str, *, busy: str | None = None) -> dict[str, Any]:
+        """blocked → pending with ``humanAnswer``; returns the runner-contract result.
+        ``busy``: see ``_refuse_busy``."""
         if not text.strip():
             raise BacklogError("the answer text may not be empty")
         _refuse_credential(text)
-        item = self.update(lambda doc: copy.deepcopy(model.answer_item(doc["items"], item_id,
-                                                                        text)))
+
+        def answer(doc: dict[str, Any]) -> dict[str, Any]:
+            _refuse_busy(doc["items"], item_id, busy)
+            return copy.deepcopy(model.answer_item(doc["items"], item_id, text))
+
+        item = self.update(answer)
         return {"answered": item["id"], "status": item["status"]}
 
     def answer_all(
@@ -191,20 +204,33 @@ class BacklogStore:
 
         return self.update(change_all)
 
-    def unblock(self, item_id: str | None = None) -> dict[str, Any]:
-        """blocked → pending for one item, or every blocked item; the contract result."""
-        ids = self.update(lambda doc: model.unblock_items(doc["items"], item_id))
+    def unblock(self, item_id: str | None = None, *, busy: str | None = None) -> dict[str, Any]:
+        """blocked → pending for one item, or every blocked item; the contract result.
+        ``busy``: see ``_refuse_busy``."""
+
+        def unblock(doc: dict[str, Any]) -> list[str]:
+            if item_id is not None:
+                _refuse_busy(doc["items"], item_id, busy)
+            return model.unblock_items(doc["items"], item_id)
+
+        ids = self.update(unblock)
         return {"unblockedCount": len(ids), "unblockedIds": ids}
 
     def add(self, fields: Mapping[str, Any]) -> dict[str, Any]:
         """A new pending item with the next id; returns it."""
         return self.update(lambda doc: copy.deepcopy(model.new_item(doc["items"], fields)))
 
-    def edit(self, item_id: str, changes: Mapping[str, Any]) -> dict[str, Any]:
-        """Operator edits to one item (status through the transition rules)."""
+    def edit(self, item_id: str, changes: Mapping[str, Any], *,
+             busy: str | None = None) -> dict[str, Any]:
+        """Operator edits to one item (status through the transition rules).
+        ``busy``: see ``_refuse_busy``."""
         now = utc_now()
-        return self.update(
-            lambda doc: copy.deepcopy(model.edit_item(doc["items"], item_id, changes, now=now)))
+
+        def edit(doc: dict[str, Any]) -> dict[str, Any]:
+            _refuse_busy(doc["items"], item_id, busy)
+            return copy.deepcopy(model.edit_item(doc["items"], item_id, changes, now=now))
+
+        return self.update(edit)
 
     def transition(self, item_id: str, new_status: str, **fields: Any) -> dict[str, Any]:
         """Move one item to ``new_status`` under the lock (the loop's bookkeeping)."""

@@ -273,7 +273,7 @@ def _chain_depths(graph: DependencyGraph) -> list[int]:
 def _topology(graph: DependencyGraph) -> dict[str, Any]:
     count = len(graph.ids)
     status = [item.get("status") for item in graph.items]
-    roots = []
+    roots: list[dict[str, Any]] = []
     for node in range(count):
         if graph.deps[node]:
             continue
@@ -410,16 +410,16 @@ def _link_token_sets(sets: list[frozenset[str]]) -> list[int]:
     starts = [bisect_left(sizes, size) for size in range(max(sizes, default=0) + 2)]
     postings: dict[int, int] = {}  # token rank -> bitset of the sets holding it (if 2+)
     for position, ranks in enumerate(ordered):
-        for token in ranks:
-            if frequency[by_rarity[token]] > 1:
-                postings[token] = postings.get(token, 0) | (1 << position)
+        for token_rank in ranks:
+            if frequency[by_rarity[token_rank]] > 1:
+                postings[token_rank] = postings.get(token_rank, 0) | (1 << position)
     links = _Components(len(visit))
     for position, ranks in enumerate(ordered):
         size = sizes[position]
         half = (size + 1) // 2
         candidates = 0
-        for token in ranks[: size - half + 1]:
-            candidates |= postings.get(token, 0)
+        for token_rank in ranks[: size - half + 1]:
+            candidates |= postings.get(token_rank, 0)
         window = (1 << position) - (1 << starts[half])  # earlier sets of size >= |A|/2
         candidates &= window
         if not candidates:

@@ -119,11 +119,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _store(args: argparse.Namespace):
-    from git_forge.backlog.store import BacklogStore
+def _workspace(args: argparse.Namespace):
     from git_forge.workspace import locate
 
-    return BacklogStore.in_dir(locate(args.path, args.backlog).backlog_dir)
+    return locate(args.path, args.backlog)
+
+
+def _store(args: argparse.Namespace):
+    from git_forge.backlog.store import BacklogStore
+
+    return BacklogStore.in_dir(_workspace(args).backlog_dir)
+
+
+def _busy(args: argparse.Namespace) -> str | None:
+    """The refusal for the item a live loop works on (``None`` when no loop runs)."""
+    from git_forge.loop.control import in_progress_refusal
+
+    return in_progress_refusal(_workspace(args).state_dir)
+
+
+def _live_note(args: argparse.Namespace) -> None:
+    """Read-only commands keep working beside a live loop, and say it is live."""
+    from git_forge.cli.output import note
+    from git_forge.loop.control import live_note
+
+    message = live_note(_workspace(args).state_dir)
+    if message is not None:
+        note(message)
 
 
 def _split_ids(value: str) -> list[str]:
@@ -173,6 +195,7 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(items)
     else:
+        _live_note(args)
         for item in items:
             print(_line(item))
     return 0
@@ -185,6 +208,7 @@ def run_show(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(item)
         return 0
+    _live_note(args)
     print(f"{item['id']}  {item['title']}")
     rows = [("type", item.get("type")), ("priority", item.get("priority")),
             ("status", kind(item) if kind(item) == item["status"]
@@ -224,14 +248,14 @@ def run_edit(args: argparse.Namespace) -> int:
         changes["status"] = args.status
     if not changes:
         raise UsageError("nothing to change (give at least one field flag)")
-    item = _store(args).edit(args.id, changes)
+    item = _store(args).edit(args.id, changes, busy=_busy(args))
     if args.json:
         emit_json(item)
     return 0
 
 
 def run_answer(args: argparse.Namespace) -> int:
-    result = _store(args).answer(args.id, args.text)
+    result = _store(args).answer(args.id, args.text, busy=_busy(args))
     if args.json:
         emit_json(result)
     else:
@@ -242,7 +266,7 @@ def run_answer(args: argparse.Namespace) -> int:
 def run_unblock(args: argparse.Namespace) -> int:
     if args.id is None and _ID_LIKE.match(args.path):
         args.id, args.path = args.path, "."
-    result = _store(args).unblock(args.id)
+    result = _store(args).unblock(args.id, busy=_busy(args))
     if args.json:
         emit_json(result)
     elif result["unblockedIds"]:
@@ -287,5 +311,7 @@ def run_topology(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(report)
     else:
+        if args.items_json is None and not args.items_stdin:
+            _live_note(args)
         print("\n".join(render_text(report)))
     return 0

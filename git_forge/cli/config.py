@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from git_forge.workspace import locate
 
-    config = locate(args.path, args.backlog).config
+    config = locate(args.path, args.backlog, need_work_tree=False).config
     settings = list(config.settings())
     if args.json:
         emit_json({s.key: {"value": s.value, "source": s.source} for s in settings})

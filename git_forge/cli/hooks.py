@@ -42,9 +42,11 @@ def _describe(state, root: Path) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from git_forge.layout import work_tree_root
     from git_forge.tree import hooks
     from git_forge.tree.repo import open_repo
 
+    work_tree_root(args.path)  # the same refusal as every command outside a work tree
     root = Path(open_repo(args.path).workdir)
     state = {"install": hooks.install, "uninstall": hooks.uninstall,
              "status": hooks.state}[args.action](root)

@@ -23,25 +23,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from git_forge.scaffold import commit_command, init_backlog
+    from pathlib import Path
+
+    from git_forge.scaffold import commit_command, init_backlog, relative_to
     from git_forge.workspace import locate
 
-    workspace = locate(args.path, args.backlog)
+    workspace = locate(args.path, args.backlog)  # a work tree, never a bare repository
     result = init_backlog(workspace, backlog_flag=args.backlog)
-    command = commit_command(result) if workspace.is_git else None
+    here = Path.cwd()
+    command = commit_command(result, workspace.root, here)
     if args.json:
         emit_json({"created": result.created, "updated": result.updated, "kept": result.kept,
                    "commit": command})
         return 0
+
+    def shown(path: Path) -> str:
+        return relative_to(path, here)
+
     if not result.changed:
-        print(f"Backlog already initialized in {workspace.relative(workspace.backlog_dir)}/")
+        print(f"Backlog already initialized in {shown(workspace.backlog_dir)}/")
         return 0
-    print(f"Initialized git-forge backlog in {workspace.relative(workspace.backlog_dir)}/")
+    print(f"Initialized git-forge backlog in {shown(workspace.backlog_dir)}/")
     for path in result.created:
-        print(f"  created {path}")
+        print(f"  created {shown(workspace.root / path)}")
     for path in result.updated:
-        print(f"  updated {path}")
-    print(f"State files go in {workspace.relative(workspace.state_dir)}/ (ignored by git).")
+        print(f"  updated {shown(workspace.root / path)}")
+    print(f"State files go in {shown(workspace.state_dir)}/ (ignored by git).")
     if command:
         print(f"Nothing was committed. To commit it:\n  {command}")
     return 0

@@ -3,19 +3,26 @@
 ``loop run`` exit codes: 0 every item done, or the iteration budget spent with
 work still selectable; 1 error; 2 refused (pre-launch check, lock held, bad
 arguments); 3 paused for a human; 5 ended with nothing selectable while blocked
-items remain; 130 stopped (signal or ``loop stop``).
+items remain or pending items wait on a dependency cycle; 130 stopped (signal or ``loop stop``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shlex
 import signal
 import sys
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from git_forge.cli.arguments import add_location
+
+if TYPE_CHECKING:
+    from git_forge.loop.runner import LoopResult
+
 from git_forge.cli.output import emit_json, is_terminal, json_text, own, paint
 
 #: Back to the start of the live line and erase it (git-forge's own sequence).
@@ -36,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "start the agent with the item's prompt on stdin, read its final signal "
                     "(FORGE_DONE / FORGE_BLOCKED: … / FORGE_NEEDS_HUMAN: …) and act on it. "
                     "Exit: 0 done or budget spent, 1 error, 2 refused, 3 paused for a human, "
-                    "5 ended with blocked items, 130 stopped.")
+                    "5 ended with blocked items or a dependency cycle, 130 stopped.")
     add_location(run)
     run.add_argument("--agent", metavar="CMD",
                      help="the agent command line, split once, never through a shell; "
@@ -72,9 +79,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 class TerminalProgress:
-    """One live status line on a terminal, plain lines elsewhere, or NDJSON."""
+    """One live status line on a terminal, plain lines elsewhere, or NDJSON.
 
-    def __init__(self, *, follow: bool, ndjson: bool, silent: bool = False, stream=None) -> None:
+    A reader that goes away (``loop run --ndjson | head -1``) stops the run the way
+    ``loop stop`` does: ``on_closed`` is called once, and nothing more is written."""
+
+    def __init__(self, *, follow: bool, ndjson: bool, silent: bool = False, stream=None,
+                 on_closed: Callable[[], None] | None = None) -> None:
         self.stream = stream or sys.stdout
         self.follow = follow
         self.ndjson = ndjson
@@ -84,16 +95,35 @@ class TerminalProgress:
         self.max = 0
         self.number = 0
         self.item = ""
+        self.on_closed = on_closed
+        self.closed = False
+
+    def _emit(self, *parts: str) -> None:
+        """Write and flush; a closed reader ends the output (and asks the run to stop)."""
+        if self.closed:
+            return
+        try:
+            for part in parts:
+                self.stream.write(part)
+            self.stream.flush()
+        except BrokenPipeError:
+            self.closed = True
+            with contextlib.suppress(OSError, ValueError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self.stream.fileno())  # the final flush stays quiet
+            if self.on_closed is not None:
+                self.on_closed()
 
     def _write(self, text: str) -> None:
         if self.silent:
             return
+        parts = []
         if self.live and self.line:
-            self.stream.write(ERASE_LINE)
-        self.stream.write(text + "\n")
+            parts.append(ERASE_LINE)
+        parts.append(text + "\n")
         if self.live and self.line:
-            self.stream.write(self.line)
-        self.stream.flush()
+            parts.append(self.line)
+        self._emit(*parts)
 
     def started(self, run_id: str, max_iterations: int) -> None:
         if not self.ndjson:
@@ -111,8 +141,7 @@ class TerminalProgress:
         size = f"{output_bytes / 1024:.1f} KiB" if output_bytes >= 1024 else f"{output_bytes} B"
         self.line = paint(f"[{self.number}/{self.max}] {self.item} — {elapsed:.0f}s, {size}",
                           "dim")
-        self.stream.write(ERASE_LINE + self.line)
-        self.stream.flush()
+        self._emit(ERASE_LINE + self.line)
 
     def output(self, text: str) -> None:
         if self.follow and not self.ndjson:
@@ -124,14 +153,13 @@ class TerminalProgress:
             return
         style = {"done": "green", "retry": "yellow"}.get(outcome, "red")
         if self.live:
-            self.stream.write(ERASE_LINE)
+            self._emit(ERASE_LINE)
             self.line = ""
         self._write(f"  {item['id']} {paint(outcome, style)}: {detail}")
 
     def event(self, event: dict[str, Any]) -> None:
         if self.ndjson:
-            self.stream.write(json_text(event, indent=None) + "\n")
-            self.stream.flush()
+            self._emit(json_text(event, indent=None) + "\n")
 
     def note(self, text: str) -> None:
         if not self.ndjson:
@@ -139,8 +167,7 @@ class TerminalProgress:
 
     def close(self) -> None:
         if self.live and self.line:
-            self.stream.write(ERASE_LINE)
-            self.stream.flush()
+            self._emit(ERASE_LINE)
             self.line = ""
 
 
@@ -184,8 +211,9 @@ EMBEDDED_ONLY = ("agent", "iterations", "retries", "timeout", "prompt_file",
 
 def _launch_external(args: argparse.Namespace, workspace) -> int:
     """``loopRunner.bin`` names another runner: check the tree, then start its loop."""
-    from git_forge.cli.preflight import render_dirty, render_stop
+    from git_forge.cli.preflight import explain_stop, render_dirty, render_stop
     from git_forge.errors import UsageError
+    from git_forge.loop.control import LoopRunning, launch_blocker
     from git_forge.runner import runner_for
     from git_forge.tree.preflight import check
 
@@ -194,17 +222,21 @@ def _launch_external(args: argparse.Namespace, workspace) -> int:
         flag = "--" + given[0].replace("_", "-")
         raise UsageError(f"{flag} is for the embedded runner; loopRunner.bin is "
                          f"{workspace.config.runner_bin}")
+    blocker = launch_blocker(workspace.state_dir, workspace.root)
+    if blocker is not None:
+        raise LoopRunning(blocker)
     if not args.force:
         result = check(workspace.root, workspace.state_dir, workspace.backlog_file)
         if result.status != "ok":
-            lines = render_stop(result) if result.status == "stop" else render_dirty(result)
+            lines = (render_stop(result, explain_stop(workspace, result))
+                     if result.status == "stop" else render_dirty(result))
             print("\n".join(lines), file=sys.stderr)
             return 2
     return runner_for(workspace).launch()
 
 
 def run_loop(args: argparse.Namespace) -> int:
-    from git_forge.cli.preflight import render_dirty, render_stop
+    from git_forge.cli.preflight import explain_stop, render_dirty, render_stop
     from git_forge.loop.runner import LoopRefused, run_loop
     from git_forge.workspace import locate
 
@@ -216,30 +248,56 @@ def run_loop(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, lambda *_: stop.set())
                 for sig in (signal.SIGINT, signal.SIGTERM)}
     progress = TerminalProgress(follow=args.follow, ndjson=args.ndjson,
-                                silent=args.json and not args.ndjson)
+                                silent=args.json and not args.ndjson, on_closed=stop.set)
     try:
         result = run_loop(workspace, options, progress, stop)
     except LoopRefused as exc:
-        lines = (render_stop(exc.preflight) if exc.preflight.status == "stop" else
-                 render_dirty(exc.preflight))
+        lines = (render_stop(exc.preflight, explain_stop(workspace, exc.preflight))
+                 if exc.preflight.status == "stop" else render_dirty(exc.preflight))
         print("\n".join(lines), file=sys.stderr)
         return exc.exit_code
     finally:
         progress.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if progress.closed:  # the reader went away: the run stopped, nobody to tell
+        return result.exit_code
     if args.json and not args.ndjson:
         emit_json({"status": result.status, "exitCode": result.exit_code,
                    "runId": result.run_id, "message": result.message or None,
-                   "state": result.state.to_json()})
+                   "state": result.state.to_json(), "backlogSummary": result.backlog,
+                   "waiting": result.waiting})
     elif not args.ndjson:
-        state = result.state
-        print(f"{result.status}: {len(state.completedItems)} done, "
-              f"{len(state.needsHumanItems)} need a human, {len(state.blockedItems)} blocked, "
-              f"{len(state.deferredItems)} deferred")
+        print("\n".join(render_summary(result)))
         if result.message:
             print(result.message, file=sys.stderr if result.exit_code else sys.stdout)
     return result.exit_code
+
+
+_KIND_WORDS = {"needs-human": "needs a human", "deferred": "deferred", "blocked": "blocked"}
+
+
+def render_summary(result: LoopResult) -> list[str]:
+    """This run's outcome, then the whole backlog: every item that waits on a
+    decision, since when and why — this run's or an earlier one's."""
+    state = result.state
+    lines = [f"{result.status}: this run {len(state.completedItems)} done, "
+             f"{len(state.needsHumanItems)} need a human, {len(state.blockedItems)} blocked, "
+             f"{len(state.deferredItems)} deferred"]
+    backlog = result.backlog
+    if backlog:
+        parts = [f"{backlog['done']} done", f"{backlog['pending']} pending"]
+        if backlog["inProgress"]:
+            parts.append(f"{backlog['inProgress']} in progress")
+        if result.waiting:
+            parts.append(f"{len(result.waiting)} waiting on a decision")
+        lines.append(f"backlog: {backlog['total']} items — {', '.join(parts)}")
+    for entry in result.waiting:
+        since = f" since {entry['since']}" if entry.get("since") else ""
+        reason = f": {entry['reason']}" if entry.get("reason") else ""
+        lines.append(f"  {entry['id']}  {_KIND_WORDS.get(entry['kind'], entry['kind'])}"
+                     f"{since}{reason}")
+    return lines
 
 
 def stop_loop(args: argparse.Namespace) -> int:

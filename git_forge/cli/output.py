@@ -217,5 +217,10 @@ def error(message: str) -> None:
     print(f"Error: {message}", file=sys.stderr)
 
 
+def note(message: str) -> None:
+    """A remark beside a command's output, on stderr so that stdout stays its data."""
+    print(f"note: {message}", file=sys.stderr)
+
+
 def warn(message: str) -> None:
     print(f"{paint('warning', 'yellow', sys.stderr)}: {message}", file=sys.stderr)

@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from git_forge.cli.arguments import add_location
+from git_forge.tree.porcelain import render_porcelain_line
 
 EXIT_STOP = 1
 
@@ -31,20 +32,44 @@ def _items(ids: list[str]) -> str:
     return ", ".join(ids) if ids else "none"
 
 
-def render_stop(result) -> list[str]:
-    """The STOP message: the prior run, the stranded paths, what to run next."""
+def render_stop(result, explanation=None) -> list[str]:
+    """The STOP message: the prior run, the stranded paths — split into those the
+    run touched (its evidence) and those changed outside it — and what to run next."""
     run = result.run or {}
-    lines = ["STOP: a previous git-forge run left work in the tree."]
+    if result.reason is not None:
+        return [f"STOP: {result.reason}"]
+    touched = explanation.touched if explanation is not None else [
+        (entry, "") for entry in result.entries]
+    outside = explanation.outside if explanation is not None else []
     started = run.get("startedAt") or "unknown"
-    lines.append(f"  run started:   {started}"
-                 + (f" (run {run['runId']})" if run.get("runId") else ""))
+    named = f" (run {run['runId']})" if run.get("runId") else ""
+    if touched:
+        lines = ["STOP: a previous git-forge run left work in the tree."]
+    else:
+        lines = [f"STOP: the working tree has changes that git-forge's last run (started "
+                 f"{started}{named}) did not make."]
+    lines.append(f"  run started:   {started}{named}")
     lines.append(f"  item in flight: {run.get('currentItem') or 'none'}")
-    lines.append(f"  blocked:        {_items(run.get('blockedItems', []))}")
-    lines.append(f"  needs human:    {_items(run.get('needsHumanItems', []))}")
+    blocked = explanation.blocked if explanation is not None else run.get("blockedItems", [])
+    needs = (explanation.needs_human if explanation is not None
+             else run.get("needsHumanItems", []))
+    lines.append(f"  blocked:        {_items(blocked)}")
+    lines.append(f"  needs human:    {_items(needs)}")
     if result.run_error:
         lines.append(f"  (the run's state could not be read: {result.run_error})")
-    lines.append("Stranded paths (as git status --porcelain prints them):")
-    lines += [f"  {line}" for line in result.lines]
+    if touched:  # grouped by the evidence that makes them the run's candidates
+        reasons: dict[str, list[str]] = {}
+        for entry, why in touched:
+            reasons.setdefault(why, []).append(render_porcelain_line(entry))
+        for why, paths in reasons.items():
+            lines.append("Touched by that run" + (f" — {why}" if why else "")
+                         + " (candidates, as git status --porcelain prints them):")
+            lines += [f"  {path}" for path in paths]
+    if outside:
+        lines.append("Changed outside the run (as git status --porcelain prints them):")
+        lines += [f"  {render_porcelain_line(entry)}" for entry in outside]
+    if explanation is not None:
+        lines += [f"  note: {note}" for note in explanation.notes]
     lines += [
         "Decide what happens to this work before the next launch:",
         "  git forge reconcile   commit, stash or discard it, group by group",
@@ -53,16 +78,45 @@ def render_stop(result) -> list[str]:
     return lines
 
 
+def explain_stop(workspace, result):
+    """The STOP's explanation (``reconcile.stop.explain``), or ``None`` when the
+    launch stopped for another reason."""
+    if result.status != "stop" or result.reason is not None:
+        return None
+    from git_forge.reconcile.stop import explain
+
+    return explain(workspace.root, workspace.state_dir, workspace.backlog_file,
+                   result.entries, result.run or {})
+
+
 def render_dirty(result) -> list[str]:
     lines = ["Error: the working tree has uncommitted changes; commit or stash them first:"]
     return lines + [f"  {line}" for line in result.lines]
 
 
-def run(args: argparse.Namespace) -> int:
-    from git_forge.layout import find_root
-    from git_forge.tree.fast_status import porcelain_fast
+def _stop_for(reason: str, json_output: bool) -> int:
+    """STOP for a reason that is not the tree's: a live loop, or a living orphan."""
+    if json_output:
+        from git_forge.cli.output import emit_json
+        emit_json({"status": "stop", "run": None, "paths": [], "reason": reason})
+    else:
+        print(f"STOP: {reason}", file=sys.stderr)
+    return EXIT_STOP
 
-    entries = porcelain_fast(find_root(args.path))
+
+def run(args: argparse.Namespace) -> int:
+    from git_forge.layout import work_tree_root
+    from git_forge.loop.control import launch_blocker, running_message, tree_owner
+    from git_forge.tree.fast_status import head_problem, porcelain_fast
+
+    root = work_tree_root(args.path)
+    owner = tree_owner(root)  # needs no configuration: the clean path stays fast
+    if owner is not None:
+        return _stop_for(running_message(owner), args.json)
+    problem = head_problem(root)  # refused exactly as loop run refuses it
+    if problem is not None:
+        return _stop_for(problem, args.json)
+    entries = porcelain_fast(root)
     if not entries:
         if args.json:
             from git_forge.cli.output import emit_json
@@ -73,12 +127,19 @@ def run(args: argparse.Namespace) -> int:
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
+    blocker = launch_blocker(workspace.state_dir, workspace.root)
+    if blocker is not None:
+        return _stop_for(blocker, args.json)
     result = check(workspace.root, workspace.state_dir, workspace.backlog_file, entries)
+    explanation = explain_stop(workspace, result)
     if args.json:
         from git_forge.cli.output import emit_json
-        emit_json(result.to_json())
+        document = result.to_json()
+        if explanation is not None:
+            document.update(explanation.to_json())
+        emit_json(document)
     elif result.status == "stop":
-        print("\n".join(render_stop(result)), file=sys.stderr)
+        print("\n".join(render_stop(result, explanation)), file=sys.stderr)
     elif result.status == "dirty":
         print("\n".join(render_dirty(result)), file=sys.stderr)
     return 0 if result.status == "ok" else EXIT_STOP

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from git_forge.cli.arguments import add_backlog
-from git_forge.cli.output import emit_json, warn
+from git_forge.cli.output import emit_json, note, warn
 
 DEFAULT_LIMIT = 32 * 1024
 FOLLOW_POLL_SECONDS = 0.2
@@ -117,7 +117,7 @@ def _fail(args: argparse.Namespace, exc: Exception, document: dict[str, Any]) ->
     raise exc
 
 
-def _summary(manifest, total_bytes: int) -> dict[str, Any]:
+def _summary(manifest, total_bytes: int, liveness: str | None) -> dict[str, Any]:
     return {
         "handle": manifest.handle,
         "state": manifest.state,
@@ -128,6 +128,7 @@ def _summary(manifest, total_bytes: int) -> dict[str, Any]:
         "total_bytes": total_bytes,
         "exit_code": manifest.result.exit_code,
         "reason": manifest.result.reason,
+        "liveness": liveness,
     }
 
 
@@ -146,13 +147,24 @@ def _live_total(view, manifest) -> int:
 def run_list(args: argparse.Namespace) -> int:
     view = _view(args)
     manifests, errors = view.manifests()
-    rows = [_summary(manifest, _live_total(view, manifest)) for manifest in manifests]
+    owner_alive = view.owner_alive()
+    rows = [_summary(manifest, _live_total(view, manifest), view.liveness(manifest, owner_alive))
+            for manifest in manifests]
     if args.json:
         emit_json(rows)
     else:
+        if owner_alive:
+            from git_forge.loop.control import live_note
+
+            message = live_note(view.paths.root.parent)
+            if message is not None:
+                note(message)
         for row in rows:
+            state = row["state"]
+            if row["liveness"] in ("orphaned", "gone"):
+                state += f" ({row['liveness']})"
             print("  ".join([
-                row["handle"], f"{row['state']:<15}", f"{row['item_id'] or '-':<6}",
+                row["handle"], f"{state:<15}", f"{row['item_id'] or '-':<6}",
                 row["started_at"] or "-", row["finished_at"] or "-", f"{row['total_bytes']}",
             ]))
     for error in errors:
@@ -300,8 +312,16 @@ def run_wait(args: argparse.Namespace) -> int:
 def run_stop(args: argparse.Namespace) -> int:
     from git_forge.supervisor.lifecycle import ProcessError
 
+    view = _view(args)
     try:
-        manifest = _view(args).stop(args.handle, args.mode, args.grace)
+        ended = view.end_orphan(args.handle, args.grace)
+        if ended is not None:
+            if args.json:
+                emit_json({**view.manifest(args.handle).to_dict(), "orphanProcessesEnded": ended})
+            else:
+                print(f"{args.handle} orphaned: ended {ended} process(es) of its tree")
+            return 0
+        manifest = view.stop(args.handle, args.mode, args.grace)
     except ProcessError as exc:
         _fail(args, exc, {"handle": args.handle})
     if args.json:

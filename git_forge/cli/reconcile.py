@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
+
+if TYPE_CHECKING:
+    from git_forge.tree.reconcile import Decision
 
 EXIT_TREE_DIRTY = 6
 
@@ -43,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _flag_decisions(args: argparse.Namespace) -> dict[str, object]:
+def _flag_decisions(args: argparse.Namespace) -> dict[str, Decision]:
     from git_forge.errors import UsageError
     from git_forge.tree.reconcile import Decision
 
@@ -100,7 +104,7 @@ def render_actions(actions) -> list[str]:
     return lines
 
 
-def ask_decisions(plan, *, commit_recovery: bool = False) -> dict[str, object]:
+def ask_decisions(plan, *, commit_recovery: bool = False) -> dict[str, Decision]:
     """One question per group on a terminal; discard is confirmed a second time.
     The default is always to leave the work, except recover's own backlog change."""
     from git_forge.cli import ask
@@ -126,15 +130,21 @@ def ask_decisions(plan, *, commit_recovery: bool = False) -> dict[str, object]:
 
 def run(args: argparse.Namespace) -> int:
     from git_forge.cli import ask
+    from git_forge.cli.output import note
+    from git_forge.loop.control import live_loop, refuse_if_live, tree_owner
     from git_forge.loop.evidence import gather
     from git_forge.tree import reconcile
     from git_forge.tree.discard import restore_discarded
-    from git_forge.tree.preflight import stranded
+    from git_forge.tree.preflight import refuse_corrupt_backlog_commit, stranded
     from git_forge.tree.repo import open_repo
     from git_forge.tree.status import porcelain
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
+    acting = bool(args.restore or args.commit or args.stash or args.discard)
+    if acting:  # the tree belongs to a live loop: its agent's work is not stranded
+        refuse_if_live(workspace.state_dir, workspace.root)
+    live = live_loop(workspace.state_dir) or tree_owner(workspace.root)
     repo = open_repo(workspace.root)
     if args.restore:
         restored = restore_discarded(repo, args.restore)
@@ -158,11 +168,17 @@ def run(args: argparse.Namespace) -> int:
                        "actions": []})
         return 0
 
-    interactive = not decisions and not args.json and ask.interactive()
+    interactive = not decisions and not args.json and ask.interactive() and live is None
     if not args.json:
+        if live is not None:
+            note(f"a loop is running on this backlog ({live.described}); these changes may be "
+                 "its agent's work in progress, and nothing is reconciled until it ends")
         print("\n".join(render_plan(plan)))
     if interactive:
         decisions = ask_decisions(plan)
+    refuse_corrupt_backlog_commit(
+        [(group_id, plan.group(group_id).paths) for group_id, decision in decisions.items()
+         if decision.action == "commit"], workspace.root, workspace.backlog_file)
     actions = reconcile.execute(repo, plan, decisions)
     remaining = stranded_now()
     if args.json:

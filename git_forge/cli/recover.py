@@ -233,11 +233,15 @@ def render_report(report) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from git_forge.cli import ask
+    from git_forge.cli.output import note
+    from git_forge.loop.control import live_note, refuse_if_live
     from git_forge.recovery.procedure import RecoverOptions, plan, recover
     from git_forge.runner import runner_for
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
+    if not args.plan:  # recovery runs after a run ends: the tree is the live loop's
+        refuse_if_live(workspace.state_dir, workspace.root)
     options = RecoverOptions(choices=_choices(args), merges=_merges(args),
                              commit_recovery=not args.no_commit, actor=args.actor)
     runner = runner_for(workspace)
@@ -246,6 +250,9 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             emit_json(document)
         else:
+            message = live_note(workspace.state_dir)
+            if message is not None:
+                note(message)
             print("\n".join(render_plan_text(document)))
         return 0
     interactive = (not args.non_interactive and not args.json and not options.choices

@@ -1,43 +1,179 @@
-"""Asking a running loop to stop, from another terminal, without PID files.
+"""The live loop, seen from outside it: is one running, asking it to stop, orphans.
 
-``git forge loop stop`` writes a request file into the state dir; the running
-loop (which holds the loop lock) looks for it at least once a second and then
-runs the supervisor's graceful shutdown. Liveness is the lock, never a PID.
+Liveness is the loop lock (``{stateDir}/loop.lock``, held for the life of a
+run), never a PID: a loop killed by any means releases it with its process.
+The holder label the loop writes into the lock (``run <runId> started
+<startedAt> (pid N)``) names the run in every refusal.
+
+The loop writes ``{stateDir}/loop.run`` when it starts; ``git forge loop stop``
+removes it, and the running loop, which looks at least once a second, then
+runs the supervisor's graceful shutdown. A removal needs no disk space: a stop
+works on a full disk.
+
+While a loop runs, the tree belongs to it: commands that change the tree
+(``recover``, ``reconcile``'s actions, a second ``loop run``) refuse through
+``refuse_if_live``; commands that only change the backlog go through its lock.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 from pathlib import Path
+from typing import NamedTuple
 
-from git_forge.atomic import atomic_write, lock_is_held
-from git_forge.layout import LOOP_LOCK_FILE, LOOP_STOP_FILE
+from git_forge.errors import ForgeError
+from git_forge.layout import LOOP_LOCK_FILE, LOOP_RUN_FILE, PROC_DIR, tree_lock_path
+from git_forge.lockprobe import lock_is_held, read_lock_holder
+
+_HOLDER = re.compile(r"^run (\S+) started (\S+)")
+
+
+class LoopRunning(ForgeError):
+    """A loop holds the tree: the command would strand or mis-commit its work."""
+
+
+class LiveLoop(NamedTuple):
+    run_id: str | None
+    started_at: str | None
+
+    @property
+    def described(self) -> str:
+        return f"run {self.run_id or 'unknown'}, started {self.started_at or 'unknown'}"
 
 
 def loop_lock_path(state_dir: Path) -> Path:
     return Path(state_dir) / LOOP_LOCK_FILE
 
 
-def stop_request_path(state_dir: Path) -> Path:
-    return Path(state_dir) / LOOP_STOP_FILE
+def run_token_path(state_dir: Path) -> Path:
+    return Path(state_dir) / LOOP_RUN_FILE
+
+
+def holder_label(run_id: str, started_at: str, pid: int) -> str:
+    """What the loop writes into its lock; ``live_loop`` reads it back."""
+    return f"run {run_id} started {started_at} (pid {pid})"
+
+
+def _holding(path: Path | None) -> LiveLoop | None:
+    if path is None or not lock_is_held(path):
+        return None
+    match = _HOLDER.match(read_lock_holder(path))
+    return LiveLoop(match.group(1), match.group(2)) if match else LiveLoop(None, None)
+
+
+def live_loop(state_dir: Path) -> LiveLoop | None:
+    """The loop holding this backlog's loop lock right now, or ``None``."""
+    return _holding(loop_lock_path(state_dir))
+
+
+def tree_owner(root: Path) -> LiveLoop | None:
+    """The loop that owns the work tree at ``root`` right now (it holds the tree lock
+    in the git dir, whichever backlog it runs), or ``None``. Needs no configuration,
+    so the pre-launch check's clean path can ask it."""
+    return _holding(tree_lock_path(root))
 
 
 def loop_is_running(state_dir: Path) -> bool:
     return lock_is_held(loop_lock_path(state_dir))
 
 
+def running_message(live: LiveLoop) -> str:
+    return (f"a loop is running on this backlog ({live.described}); stop it with "
+            "git forge loop stop, or wait for it to end")
+
+
+def refuse_if_live(state_dir: Path, root: Path) -> None:
+    """Refuse (exit 2) a command that would change the tree under a live loop: one
+    running on this backlog, or any loop that owns this work tree."""
+    live = live_loop(state_dir) or tree_owner(root)
+    if live is not None:
+        raise LoopRunning(running_message(live))
+
+
+def live_note(state_dir: Path) -> str | None:
+    """The line read-only commands print while a loop runs, or ``None``."""
+    live = live_loop(state_dir)
+    if live is None:
+        return None
+    return f"a loop is running on this backlog ({live.described}); what follows may change"
+
+
+def in_progress_refusal(state_dir: Path) -> str | None:
+    """While a loop runs, the message that refuses changing the item it works on
+    (``{id}`` is filled in under the backlog's lock); ``None`` when none runs."""
+    live = live_loop(state_dir)
+    if live is None:
+        return None
+    return ("item {id} is being worked on by the running loop (" + live.described
+            + "); wait for it to finish, or stop the loop with git forge loop stop")
+
+
 def request_stop(state_dir: Path) -> bool:
-    """Leave a stop request for the running loop; ``False`` when none runs."""
+    """Ask the running loop to stop; ``False`` when none runs."""
     if not loop_is_running(state_dir):
         return False
-    atomic_write(stop_request_path(state_dir), b"stop\n")
+    with contextlib.suppress(FileNotFoundError):  # already asked
+        run_token_path(state_dir).unlink()
     return True
 
 
 def stop_requested(state_dir: Path) -> bool:
-    return stop_request_path(state_dir).exists()
+    return not run_token_path(state_dir).exists()
 
 
-def clear_stop_request(state_dir: Path) -> None:
+def arm_stop_token(state_dir: Path, run_id: str) -> None:
+    """At the start of a run (under the loop lock): the token a stop removes."""
+    from git_forge.atomic import atomic_write
+
+    atomic_write(run_token_path(state_dir), f"run {run_id}\n".encode())
+
+
+def disarm_stop_token(state_dir: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
-        stop_request_path(state_dir).unlink()
+        run_token_path(state_dir).unlink()
+
+
+class OrphanedAgent(NamedTuple):
+    handle: str
+    item_id: str | None
+
+
+def orphaned_agents(state_dir: Path) -> list[OrphanedAgent]:
+    """Agent trees of an earlier run still alive with no loop supervising them
+    (their liveness locks are held; see ``supervisor.liveness``)."""
+    from git_forge.supervisor.paths import ALIVE_SUFFIX
+
+    root = Path(state_dir) / PROC_DIR
+    try:
+        if not any(name.endswith(ALIVE_SUFFIX) for name in os.listdir(root)):
+            return []  # the common case, answered without importing the supervisor
+    except OSError:
+        return []
+    from git_forge.supervisor.liveness import orphans
+    from git_forge.supervisor.manifest import ManifestStore
+    from git_forge.supervisor.paths import ProcPaths
+
+    found = []
+    for orphan in orphans(ProcPaths(root)):
+        item_id = None
+        with contextlib.suppress(ForgeError):
+            item_id = ManifestStore(root).load(orphan.handle).origin.item_id
+        found.append(OrphanedAgent(orphan.handle, item_id))
+    return found
+
+
+def orphan_message(orphan: OrphanedAgent) -> str:
+    return (f"an agent of an earlier run is still running (handle {orphan.handle}, item "
+            f"{orphan.item_id or 'unknown'}); stop it with git forge proc stop {orphan.handle}")
+
+
+def launch_blocker(state_dir: Path, root: Path) -> str | None:
+    """Why no launch may start now, whatever the tree holds: a live loop owns the
+    backlog or the tree, or an agent of an earlier run still lives."""
+    live = tree_owner(root) or live_loop(state_dir)
+    if live is not None:
+        return running_message(live)
+    orphans = orphaned_agents(state_dir)
+    return orphan_message(orphans[0]) if orphans else None

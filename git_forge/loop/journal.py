@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, fsync_directory, locked
+from git_forge.atomic import StoreError, fsync_directory, locked, write_failure
+from git_forge.errors import EXIT_ERROR
 from git_forge.parsing import DocumentTooComplex, load_json
 
 SCHEMA_VERSION = "1"
@@ -171,4 +172,4 @@ class Journal:
             if created:
                 fsync_directory(self.path.parent)
         except OSError as exc:
-            raise StoreError(f"cannot append to {self.path}: {exc.strerror or exc}") from exc
+            raise StoreError(write_failure(self.path, exc), exit_code=EXIT_ERROR) from exc

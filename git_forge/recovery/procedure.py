@@ -382,8 +382,7 @@ def _settle(ctx: _Context, actor: str | None) -> None:
 
 
 def _probe_why(runner: Runner) -> str:
-    probe = getattr(runner, "probe_version", None)
-    return (probe()[1] or "no version") if probe else "no version"
+    return runner.probe_version()[1] or "no version"
 
 
 def _prove(ctx: _Context) -> list[dict[str, Any]]:

@@ -1,8 +1,9 @@
 """The runner contract: the one interface recovery, status and topology talk to.
 
 A runner owns a backlog and answers four questions (list, answer, unblock,
-version). The embedded runner does it in-process on ``backlog.json``; the
-external runner runs a rauf-compatible program. Callers catch ``RunnerError``
+version); a runner program can also ``launch`` its own loop. The embedded
+runner does it in-process on ``backlog.json``; the external runner runs a
+rauf-compatible program. Callers catch ``RunnerError``
 only: whatever failed underneath, its message is the runner's own words.
 """
 
@@ -83,6 +84,19 @@ class Runner(ABC):
     @abstractmethod
     def answer_capable(self) -> bool:
         """Whether ``answer`` threads the text into the next prompt."""
+
+    def probe_version(self) -> tuple[str | None, str | None]:
+        """``(version, None)``, or ``(None, why)`` when the version cannot be told —
+        the why is what a report says about an unknown version."""
+        version = self.version()
+        return (version, None) if version else (None, "no version")
+
+    def launch(self) -> int:
+        """Run the runner's own loop in the foreground and return its exit status.
+        Only a runner program has a loop of its own; the embedded loop is
+        ``git forge loop run``."""
+        raise RunnerError(f"the {self.kind} runner has no loop of its own to launch: "
+                          "run `git forge loop run`")
 
     def apply_changes(
         self, changes: Sequence[Change], accepted: Callable[[list[str]], None]

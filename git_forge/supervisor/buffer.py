@@ -11,6 +11,7 @@ the amount of output.
 from __future__ import annotations
 
 import mmap
+import threading
 from typing import NamedTuple
 
 from git_forge.supervisor.lifecycle import ProcessError
@@ -144,10 +145,38 @@ class RollingBuffer:
             self._view.release()
             self._view = None
         if self._ring is not None:
-            self._ring.close()
-            self._ring = None
+            ring, self._ring = self._ring, None
+            try:
+                ring.close()
+            except BufferError:
+                # A view of it is still referenced (by a failed write's traceback):
+                # the map goes when that does. The buffer is closed either way.
+                pass
 
     def _require_view(self) -> memoryview:
         if self._view is None:
             raise ProcessError("invalid_arguments", "the rolling buffer is closed")
         return self._view
+
+
+class StreamTail:
+    """The last ``size`` bytes of one stream (stdout or stderr) on its own, apart
+    from the combined record: where a caller looks for a stream's final lines
+    (the agent's signal on stdout, its last error on stderr) however much of the
+    other stream came after."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data = bytearray()
+        self._lock = threading.Lock()
+
+    def add(self, data: bytes | bytearray | memoryview) -> None:
+        with self._lock:
+            self._data += data
+            if len(self._data) > 2 * self.size:
+                del self._data[:len(self._data) - self.size]
+
+    @property
+    def data(self) -> bytes:
+        with self._lock:
+            return bytes(self._data[-self.size:])

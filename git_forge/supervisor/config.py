@@ -10,6 +10,7 @@ from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.spool import DEFAULT_CEILING, MAX_SEGMENT_BYTES
 
 MiB = 1024 * 1024
+ORPHAN_GRACE_CEILING = 3.0
 
 #: Config-file keys (camelCase, like every git-forge config key) → field names.
 SETTING_KEYS: dict[str, str] = {
@@ -24,6 +25,7 @@ SETTING_KEYS: dict[str, str] = {
     "drainTimeoutSeconds": "drain_timeout_seconds",
     "stopPollSeconds": "stop_poll_seconds",
     "readChunkBytes": "read_chunk_bytes",
+    "watchdog": "watchdog",
 }
 
 
@@ -48,9 +50,16 @@ class SupervisorConfig:
     drain_timeout_seconds: float = 2.0
     stop_poll_seconds: float = 0.25
     read_chunk_bytes: int = MiB
+    #: Start every process under the watchdog, so that none outlives this
+    #: supervisor's process (``watchdog_process``). Off only to measure its cost.
+    watchdog: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.watchdog, bool):
+            raise ProcessError("invalid_settings", "watchdog must be true or false")
         for item in fields(self):
+            if item.name == "watchdog":
+                continue
             value = getattr(self, item.name)
             if value is None and item.default is None:
                 continue
@@ -64,6 +73,12 @@ class SupervisorConfig:
             raise ProcessError(
                 "invalid_settings", f"segments are at most {MAX_SEGMENT_BYTES} bytes"
             )
+
+    @property
+    def orphan_grace_seconds(self) -> float:
+        """How long a tree whose supervisor died gets between SIGTERM and SIGKILL:
+        nobody waits for it any more, so at most a few seconds."""
+        return min(self.grace_seconds, ORPHAN_GRACE_CEILING)
 
     @property
     def window_bytes(self) -> int:

@@ -20,12 +20,12 @@ import fcntl
 import os
 import select
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from git_forge.supervisor.buffer import StreamTail
 from git_forge.supervisor.completion import (
     CompletionNotifier,
     LifecyclePublisher,
@@ -44,12 +44,15 @@ from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.process import ProcessTree
 from git_forge.supervisor.requests import discard_stop_request, take_stop_request
 from git_forge.supervisor.spool import SpoolWriter
+from git_forge.supervisor.watchdog import Child
 
 TICK_SECONDS = 0.1
 DESCENDANT_REFRESH_SECONDS = 1.0
 #: Leftovers of a tree whose leader already exited get at most this long after SIGTERM.
 LEFTOVER_GRACE_SECONDS = 1.0
 PIPE_BYTES = 1024 * 1024
+#: How much of the end of each stream is kept apart (``Entry.tails``).
+TAIL_BYTES = 64 * 1024
 _POLL_MS = 250
 
 
@@ -97,6 +100,10 @@ class Entry:
         self.done = threading.Event()
         #: Failures inside the gate (a save, a publication); the outcome stands.
         self.errors: list[BaseException] = []
+        #: The last bytes of stdout and of stderr, each apart from the combined record.
+        self.tails = {"stdout": StreamTail(TAIL_BYTES), "stderr": StreamTail(TAIL_BYTES)}
+        #: The first failure to write this process's output or manifest (None: none).
+        self.storage_error: ProcessError | None = None
         #: Signals that could not be delivered.
         self.teardown_errors: list[str] = []
         self.pid: int | None = None  # for tests and diagnostics only; never persisted
@@ -107,7 +114,7 @@ class Entry:
         self._wake = threading.Event()
         self._leader_exited = threading.Event()
         self._abandon = threading.Event()
-        self._popen: subprocess.Popen | None = None
+        self._child: Child | None = None
         self._tree: ProcessTree | None = None
         self._drains: list[threading.Thread] = []
         self._open_streams = 0
@@ -119,27 +126,25 @@ class Entry:
         self._escalated = False
 
     # -- starting ----------------------------------------------------------------
-    def attach(
-        self, popen: subprocess.Popen, *, stdin: bytes | None, timeout: float | None
-    ) -> None:
+    def attach(self, child: Child, *, stdin: bytes | None, timeout: float | None) -> None:
         """Begin draining a freshly spawned process (before anything else can fail)."""
-        self._popen = popen
-        self.pid = popen.pid
-        self._tree = ProcessTree(popen.pid)
+        self._child = child
+        self.pid = child.pid
+        self._tree = ProcessTree(child.pid)
         if timeout is not None:
             self._deadline = time.monotonic() + timeout
         self._open_streams = 2
-        for stream in (popen.stdout, popen.stderr):
+        for name, stream in (("stdout", child.stdout), ("stderr", child.stderr)):
             assert stream is not None
             thread = threading.Thread(
-                target=self._drain, args=(stream.fileno(),), daemon=True,
+                target=self._drain, args=(stream.fileno(), self.tails[name]), daemon=True,
                 name=f"drain-{self.handle[:6]}",
             )
             self._drains.append(thread)
             thread.start()
         threading.Thread(target=self._wait_leader, daemon=True).start()
         if stdin is not None:
-            threading.Thread(target=self._feed_stdin, args=(popen, stdin), daemon=True).start()
+            threading.Thread(target=self._feed_stdin, args=(child, stdin), daemon=True).start()
 
     def start_watcher(self) -> None:
         self._watcher = threading.Thread(
@@ -147,7 +152,7 @@ class Entry:
         )
         self._watcher.start()
 
-    def _drain(self, fd: int) -> None:
+    def _drain(self, fd: int, tail: StreamTail) -> None:
         with contextlib.suppress(OSError):
             fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)  # fewer wake-ups per byte
         limit = self.config.read_chunk_bytes
@@ -156,8 +161,10 @@ class Entry:
         try:
             while not self._abandon.is_set():
                 # Poll first: the read then never blocks, and an abandoned drain ends.
-                if poller.poll(_POLL_MS) and self.spool.read_from(fd, limit) == 0:
+                if poller.poll(_POLL_MS) and self.spool.read_from(fd, limit, tail) == 0:
                     break
+        except ProcessError as exc:  # the spool could not be written: stop the process
+            self._storage_failed(exc)
         except OSError as exc:
             self.errors.append(exc)
         finally:
@@ -170,24 +177,23 @@ class Entry:
             return self._open_streams == 0
 
     def _wait_leader(self) -> None:
-        assert self._popen is not None
-        with contextlib.suppress(ChildProcessError):
-            os.waitid(os.P_PID, self._popen.pid, os.WEXITED | os.WNOWAIT)
+        assert self._child is not None
+        self._child.wait_exit()
         self._leader_exited.set()
         self._wake.set()
 
-    def _feed_stdin(self, popen: subprocess.Popen, data: bytes) -> None:
-        assert popen.stdin is not None
+    def _feed_stdin(self, child: Child, data: bytes) -> None:
+        assert child.stdin is not None
         try:
             view = memoryview(data)
-            fd = popen.stdin.fileno()
+            fd = child.stdin.fileno()
             while len(view):
                 view = view[os.write(fd, view):]
         except OSError:
             pass  # the child closed its standard input: what it read is what it got
         finally:
             with contextlib.suppress(OSError):
-                popen.stdin.close()
+                child.stdin.close()
 
     # -- stopping ----------------------------------------------------------------
     def request_stop(self, mode: str, grace: float | None = None) -> bool:
@@ -223,8 +229,14 @@ class Entry:
     def _signal(self, signum: int) -> None:
         assert self._tree is not None
         self.teardown_errors.extend(
-            self._tree.signal(signum, leader_unreaped=not self._reaped)
+            self._tree.signal(signum, leader_unreaped=self._leader_unreaped)
         )
+
+    @property
+    def _leader_unreaped(self) -> bool:
+        """The leader's pid (= its group id) cannot have been reused yet. A watched
+        leader is reaped by the watchdog as soon as it exits."""
+        return not self._reaped and self._child is not None and not self._child.reaped
 
     def _on_deadline(self) -> None:
         with self._lock:
@@ -275,7 +287,7 @@ class Entry:
             try:
                 self.spool.flush_if_due(now)
             except ProcessError as exc:
-                self.errors.append(exc)
+                self._storage_failed(exc)
             if now >= next_request_check:
                 next_request_check = now + config.stop_poll_seconds
                 self._take_stop_request()
@@ -313,13 +325,13 @@ class Entry:
         self.teardown_errors.extend(self._tree.sweep(grace))
 
     def _reap(self) -> Outcome:
-        assert self._popen is not None
+        assert self._child is not None
         with self._lock:
-            returncode = self._popen.wait()
+            returncode = self._child.wait()
             self._reaped = True
-        for stream in (self._popen.stdout, self._popen.stderr):
+        for stream in (self._child.stdout, self._child.stderr):
             with contextlib.suppress(OSError):
-                stream.close()  # type: ignore[union-attr]
+                stream.close()
         kind = self._stop_kind
         if kind == "timeout":
             return Outcome(State.TIMED_OUT)
@@ -353,6 +365,8 @@ class Entry:
         persisted = False
         try:
             persisted = self._record(outcome)
+        except Exception as exc:  # the gate always finishes: waiters are never left hanging
+            self.errors.append(exc)
         finally:
             self.exited.set()
             self._release_once()
@@ -370,7 +384,7 @@ class Entry:
         try:
             extent = self.spool.close()
         except ProcessError as exc:
-            self.errors.append(exc)
+            self._storage_failed(exc)
             extent = self.spool.committed
         current = self.manifest
         manifest = current.evolve(
@@ -387,11 +401,26 @@ class Entry:
         )
         try:
             self.store.save(manifest)
-        except Exception as exc:  # recorded; the gate goes on to release what is held
+        except ProcessError as exc:  # recorded; the gate goes on to release what is held
+            self._storage_failed(exc)
+            return False
+        except Exception as exc:
             self.errors.append(exc)
             return False
         self.manifest = manifest
         return True
+
+    def _storage_failed(self, error: ProcessError) -> None:
+        """Output or the manifest could not be written (a full disk): nothing more
+        can be recorded, so the process is stopped rather than run on unrecorded.
+        The first such error is kept for the caller (``storage_error``)."""
+        self.errors.append(error)
+        with self._lock:
+            first = self.storage_error is None
+            if first:
+                self.storage_error = error
+        if first:
+            self.request_stop("terminate")
 
     def _release_once(self) -> None:
         with self._lock:
@@ -407,7 +436,7 @@ class Entry:
     @property
     def reaped(self) -> bool:
         """The process itself is gone (a forced gate can pass before that)."""
-        return self._reaped or self._popen is None
+        return self._reaped or self._child is None
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the whole gate (publication included); False on timeout."""

@@ -14,6 +14,8 @@ from git_forge.supervisor.handles import require_handle
 MANIFEST_SUFFIX = ".manifest.json"
 SPOOL_SUFFIX = ".spool"
 STOP_REQUEST_SUFFIX = ".stop.json"
+#: Locked by a live member of the process's tree (see ``liveness``).
+ALIVE_SUFFIX = ".alive"
 #: Held by the live supervisor for its whole life: proof that an owner is alive.
 OWNER_LOCK = "supervisor.lock"
 #: Files in the root are readable by their owner only: output may hold secrets.
@@ -35,6 +37,9 @@ class ProcPaths:
 
     def stop_request(self, handle: str) -> Path:
         return self.root / f"{require_handle(handle)}{STOP_REQUEST_SUFFIX}"
+
+    def alive(self, handle: str) -> Path:
+        return self.root / f"{require_handle(handle)}{ALIVE_SUFFIX}"
 
     @property
     def owner_lock(self) -> Path:

@@ -1,8 +1,11 @@
 """Restore is reconciliation, not reattachment.
 
 After the supervising process died, its children are not ours any more: we
-never read a PID and never signal anything. A manifest left ``starting`` or
-``running`` is durably changed to ``lost_on_restore`` (cursors refreshed from
+never read a PID and never signal anything. Each tree's liveness lock tells
+whether it is provably gone: a manifest left ``starting`` or ``running``
+whose tree still holds its lock (its watchdog failed, or a process escaped)
+is an *orphan* — reported, left ``running``, never claimed lost. One whose
+tree is gone is durably changed to ``lost_on_restore`` (cursors refreshed from
 the spool's durable bytes) *before* its ``lost`` event and completion
 notification go out with the ids persisted at start. A terminal manifest is
 reopened read-only, and its completion is published again if the crash came
@@ -16,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from git_forge.supervisor import liveness
 from git_forge.supervisor.completion import (
     CompletionNotifier,
     LifecyclePublisher,
@@ -43,6 +47,8 @@ class RestoreReport:
     #: Handles whose completion was published by this restore.
     published: list[str] = field(default_factory=list)
     errors: list[RestoreError] = field(default_factory=list)
+    #: Manifests whose process tree is still alive with nobody supervising it.
+    orphans: list[Manifest] = field(default_factory=list)
 
 
 def _refreshed(manifest: Manifest, extent: Extent | None) -> Cursors:
@@ -75,6 +81,13 @@ def reconcile(
             if exc.code != "not_found":
                 report.errors.append(RestoreError(handle, exc))
             continue
+        alive_path = store.paths.alive(handle)
+        if liveness.tree_alive(alive_path):
+            report.orphans.append(manifest)  # a terminal one: a process escaped its tree
+            if not manifest.terminal:
+                continue
+        else:
+            liveness.forget(alive_path)
         discard_stop_request(store.paths, handle)
         extent: Extent | None = None
         try:

@@ -27,7 +27,9 @@ written through ``git_forge.atomic``.
 
 Reading needs no lock and works from another process while the writer runs:
 read ``index.json``, extend its total over bytes already appended to the
-segment at its end, read the segments. A segment deleted under a reader's
+segment at its end, read ``index.json`` again — the writer commits a newer
+index before it deletes a segment, so an unchanged index proves the extension
+saw no deletion — and read the segments. A segment deleted under a reader's
 feet means a newer index exists: the read starts over (and reports a gap).
 After a crash the spool reopens with every byte that reached the segment
 files.
@@ -43,9 +45,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from git_forge.atomic import StoreError, write_json
+from git_forge.atomic import StoreError, write_failure, write_json
 from git_forge.parsing import DocumentTooComplex, load_json
-from git_forge.supervisor.buffer import Chunk, RollingBuffer, check_read_arguments, resolve_cursor
+from git_forge.supervisor.buffer import (
+    Chunk,
+    RollingBuffer,
+    StreamTail,
+    check_read_arguments,
+    resolve_cursor,
+)
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.paths import DIR_MODE, FILE_MODE
 
@@ -158,9 +166,27 @@ class SpoolReader:
         return self._extent()[0]
 
     def _extent(self) -> tuple[Extent, int]:
+        """The extent from an index that stayed current while its segments were
+        looked at. The writer commits a newer index before it deletes a segment, so
+        an index read again unchanged after the ``stat`` calls proves that no segment
+        they saw missing was deleted meanwhile. Without that check a reader that lost
+        the processor between reading the index and looking at its last segment took
+        a segment deleted since for the end of the output, and its total went
+        backwards (behind a cursor it had already been given)."""
         index = _read_index(self.directory)
-        if index is None:
-            return Extent(), MAX_SEGMENT_BYTES
+        for _ in range(_READ_ATTEMPTS):
+            if index is None:
+                return Extent(), MAX_SEGMENT_BYTES
+            extent = self._extended(index)
+            again = _read_index(self.directory)
+            if again == index:
+                return extent, index.segment_bytes
+            index = again
+        raise ProcessError("spool_corrupt", f"the index of {self.directory} keeps changing")
+
+    def _extended(self, index: _Index) -> Extent:
+        """``index``'s extent, extended over bytes already appended to its last segment
+        (and to the full segments after it)."""
         size_of = self._segment_size
         total, step = index.total_bytes, index.segment_bytes
         segment = total // step * step
@@ -172,7 +198,7 @@ class SpoolReader:
             if size < step:
                 break
             segment += step
-        return Extent(total, index.retained_from), step
+        return Extent(total, index.retained_from)
 
     def _segment_size(self, start: int) -> int | None:
         try:
@@ -274,7 +300,7 @@ class SpoolWriter:
             view = view[len(piece):]
         return True
 
-    def read_from(self, fd: int, limit: int) -> int:
+    def read_from(self, fd: int, limit: int, tail: StreamTail | None = None) -> int:
         """Read up to ``limit`` bytes from ``fd`` straight into the window: one
         kernel copy per byte and nothing else. Returns the count (0 at EOF).
 
@@ -297,6 +323,8 @@ class SpoolWriter:
         count = 0
         try:
             count = os.readv(fd, [region])
+            if tail is not None:
+                tail.add(region[:count])
         finally:
             region.release()
             with self._lock:
@@ -422,7 +450,7 @@ class SpoolWriter:
             assert self._fd is not None
             _write_all(self._fd, data)
         except OSError as exc:
-            raise ProcessError("spool_corrupt", f"cannot write the spool: {exc}") from exc
+            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
 
     def _write_segment_file(self, segment: int, start: int, data: list[memoryview]) -> None:
         try:
@@ -433,7 +461,7 @@ class SpoolWriter:
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise ProcessError("spool_corrupt", f"cannot write the spool: {exc}") from exc
+            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
 
     def _open_segment(self, segment: int, start: int) -> int:
         path = self.directory / segment_name(segment)
@@ -461,7 +489,7 @@ class SpoolWriter:
             if self._fd is not None:
                 os.fsync(self._fd)
         except OSError as exc:
-            raise ProcessError("spool_corrupt", f"cannot make the spool durable: {exc}") from exc
+            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
         # The index's atomic replace fsyncs this directory after the rename: that one
         # fsync also makes the entries of new segment files durable, before or with
         # the index that names them.

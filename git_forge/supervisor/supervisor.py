@@ -8,12 +8,14 @@ proc stop``) tells a live owner from one that is gone — never by a PID.
 
 from __future__ import annotations
 
+import os
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from git_forge.atomic import FileLock
+from git_forge.supervisor import liveness
 from git_forge.supervisor.buffer import Chunk
 from git_forge.supervisor.completion import (
     CompletionNotifier,
@@ -21,7 +23,7 @@ from git_forge.supervisor.completion import (
     publish_completion,
 )
 from git_forge.supervisor.config import SupervisorConfig
-from git_forge.supervisor.entry import Entry, Outcome
+from git_forge.supervisor.entry import LEFTOVER_GRACE_SECONDS, Entry, Outcome
 from git_forge.supervisor.handles import mint_handle, require_handle
 from git_forge.supervisor.lifecycle import REASONS, ProcessError, State
 from git_forge.supervisor.manifest import (
@@ -44,6 +46,7 @@ from git_forge.supervisor.requests import check_stop
 from git_forge.supervisor.restore import RestoreReport, reconcile
 from git_forge.supervisor.spool import SpoolWriter
 from git_forge.supervisor.view import ProcView, render_chunk
+from git_forge.supervisor.watchdog import Child, Watchdog
 
 
 def _owner(value: Owner | dict[str, Any]) -> Owner:
@@ -110,8 +113,9 @@ class Supervisor:
             raise ProcessError(
                 "process_setup_failed", f"cannot create {self.paths.root}: {exc}"
             ) from exc
+        self._watchdog = Watchdog() if self.config.watchdog else None
         self._owner_lock = FileLock(self.paths.owner_lock)
-        if not self._owner_lock.try_acquire():
+        if not self._owner_lock.try_acquire(patience=0.05):
             raise ProcessError("supervisor_busy", "another live supervisor owns this process root")
 
     # -- starting ----------------------------------------------------------------
@@ -166,13 +170,13 @@ class Supervisor:
             lifecycle=self.lifecycle, notifications=self.notifications, release=released,
         )
         try:
-            popen = prepared.start()
+            child = self._spawn(handle, prepared)
         except Exception as exc:  # whatever refused the spawn, the manifest says failed
             entry.terminalize(Outcome(State.FAILED))
             with self._lock:
                 self._entries[handle] = entry
             raise ProcessError("spawn_failed", _describe(exc), handle=handle) from exc
-        entry.attach(popen, stdin=prepared.stdin, timeout=prepared.timeout)
+        entry.attach(child, stdin=prepared.stdin, timeout=prepared.timeout)
         with self._lock:
             self._entries[handle] = entry
         running = manifest.evolve(state=State.RUNNING, started_at=utc_now())
@@ -191,6 +195,25 @@ class Supervisor:
                 entry.errors.append(exc)
         entry.start_watcher()
         return handle
+
+    def _spawn(self, handle: str, prepared: PreparedProcess) -> Child:
+        """Spawn with the tree's liveness lock held; the child inherits the locked
+        descriptor and this process keeps no copy of it."""
+        config = self.config
+        alive_path = self.paths.alive(handle)
+        alive = liveness.hold(alive_path)
+        try:
+            child = prepared.start(
+                self._watchdog, alive=(alive, alive_path), linger=config.drain_timeout_seconds,
+                leftover_grace=min(config.grace_seconds, LEFTOVER_GRACE_SECONDS),
+                orphan_grace=config.orphan_grace_seconds, marker=handle,
+            )
+        except BaseException:
+            os.close(alive)  # first: the probe in ``forget`` must find the lock free
+            liveness.forget(alive_path)
+            raise
+        os.close(alive)
+        return child
 
     def _save_starting(self, owner: Owner, origin: Origin, prepared: PreparedProcess) -> Manifest:
         handle = mint_handle()
@@ -244,6 +267,20 @@ class Supervisor:
         if entry is None:
             raise ProcessError("not_found", "not supervised by this process")
         return entry
+
+    def tail(self, handle: str, stream: str) -> bytes:
+        """The last bytes ``handle`` wrote to ``stream`` (``stdout`` or ``stderr``),
+        apart from the combined record — while this supervisor knows the process."""
+        entry = self.entry(handle)
+        if stream not in entry.tails:
+            raise ProcessError("invalid_arguments", "a stream is stdout or stderr")
+        return entry.tails[stream].data
+
+    def storage_error(self, handle: str) -> ProcessError | None:
+        """The first failure to write ``handle``'s output or manifest (a full disk),
+        after which the supervisor stopped it; ``None`` when everything was written."""
+        entry = self._entry(handle)
+        return entry.storage_error if entry is not None else None
 
     def snapshot(self, handle: str) -> Manifest:
         entry = self._entry(handle)
@@ -338,6 +375,8 @@ class Supervisor:
         for entry in entries:
             entry.join()
             failures.extend(entry.teardown_errors)
+        if self._watchdog is not None:
+            self._watchdog.close()
         self._owner_lock.release()
         if failures:
             self._shutdown_error = ProcessError("teardown_failed", failures[0])

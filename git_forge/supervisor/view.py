@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from git_forge.atomic import lock_is_held
+from git_forge.supervisor import liveness
 from git_forge.supervisor.buffer import Chunk
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.lifecycle import ProcessError
@@ -100,6 +101,27 @@ class ProcView:
     def owner_alive(self) -> bool:
         """True while a live supervisor owns this root (it holds the owner lock)."""
         return lock_is_held(self.paths.owner_lock)
+
+    def liveness(self, manifest: Manifest, owner_alive: bool | None = None) -> str | None:
+        """``None`` for a terminal process; otherwise ``supervised`` (a live supervisor
+        owns it), ``orphaned`` (its tree lives with no owner) or ``gone`` (nothing
+        is left; the next restore marks it lost)."""
+        if manifest.terminal:
+            return None
+        if self.owner_alive() if owner_alive is None else owner_alive:
+            return "supervised"
+        return "orphaned" if liveness.tree_alive(self.paths.alive(manifest.handle)) else "gone"
+
+    def end_orphan(self, handle: str, grace: float | None = None) -> int | None:
+        """Stop the tree of ``handle`` when it lives with no live owner, through the
+        processes holding its liveness lock; the count ended, or ``None`` when it is
+        not an orphan (a live owner's process is stopped through a request)."""
+        self.store.load(handle)  # not_found for a handle that names nothing
+        path = self.paths.alive(handle)
+        if self.owner_alive() or not liveness.tree_alive(path):
+            return None
+        return liveness.end_orphan(
+            path, SupervisorConfig.grace_seconds if grace is None else grace)
 
     def wait(self, handles: list[str], timeout: float | None = None) -> list[Manifest]:
         """Wait until every handle is terminal; ``owner_gone`` when nobody will finish one."""

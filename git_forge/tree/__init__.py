@@ -10,9 +10,14 @@ Modules and what other layers call (every failure is a ``GitError``):
   ``author_and_committer(repo)``: environment, then config, else an error.
 * ``porcelain``   — ``StatusEntry(path, xy)``, ``render_porcelain_line(entry)``
   (the line git prints), ``quote_path``.
-* ``status``      — ``porcelain(repo) -> list[StatusEntry]`` through pygit2.
-* ``fast_status`` — ``is_clean(root)``, ``porcelain_fast(root)``: the hot path,
-  git itself, no pygit2 import (keep this package's ``__init__`` import-free).
+* ``status``      — ``porcelain(repo) -> list[StatusEntry]``: the one status
+  source, git's own ``status --porcelain`` (for an opened ``Repo``).
+* ``fast_status`` — ``is_clean(root)``, ``porcelain_fast(root)``: the same
+  command for the hot path, no pygit2 import (keep this package's
+  ``__init__`` import-free).
+* ``worktree``    — ``refusals(repo, paths, action)``: the paths a commit,
+  stash or discard cannot handle as git would (each with the git command to
+  use); ``restore_to_head`` puts paths back as ``git checkout`` does.
 * ``history``     — ``log_subjects(repo, base)``, ``stash_list(repo)``.
 * ``commit``      — ``commit_paths(repo, paths, message) -> commit id``.
 * ``stash``       — ``stash_paths(repo, paths, message) -> stash id``.
@@ -20,5 +25,8 @@ Modules and what other layers call (every failure is a ``GitError``):
   ``restore_discarded(repo, ref)``, ``restore_hint(ref)``, ``safety_refs(repo)``.
 
 Paths are repository-relative strings as ``porcelain`` reports them, always
-taken literally (``*.txt`` is a file name, never a pattern).
+taken literally (``*.txt`` is a file name, never a pattern). No operation
+follows a symbolic link or opens anything outside the working tree for
+writing; the result of each is what git itself produces for the same paths,
+or a refusal before anything changed.
 """

@@ -11,9 +11,12 @@ What differs from ``git commit``, on purpose or by libgit2's nature:
 * no hooks run (``pre-commit``, ``commit-msg``, ``post-commit``): libgit2 has
   none, and an unattended loop must not stop on one;
 * the commit is not signed, even with ``commit.gpgSign`` set;
-* paths with a ``filter`` or ``working-tree-encoding`` attribute (git-lfs …)
-  are hashed by git, because libgit2 runs no external filters; every other
-  path gets libgit2's built-in conversion (``text``/``eol``/``core.autocrlf``).
+* the blobs are git's own: every regular file is hashed by ``git hash-object``
+  (clean filters such as git-lfs, end-of-line conversion, from every config
+  source git reads), links are stored as links, never followed;
+* a path git-forge cannot commit as git would (a nested repository, a
+  submodule whose changes are uncommitted inside it, a special file) is
+  refused before anything changes, naming the git command to use.
 """
 
 from __future__ import annotations
@@ -21,16 +24,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pygit2
-from pygit2.enums import RepositoryState
+from pygit2.enums import FileMode, RepositoryState
 
 from git_forge.tree.errors import GitError
 from git_forge.tree.identity import author_and_committer
 from git_forge.tree.repo import Repo, git_failures
 from git_forge.tree.worktree import (
     normalise_paths,
-    read_worktree_file,
+    previous_mode,
+    read_worktree_files,
+    refuse,
     staged_entry,
-    tree_entry,
     tree_with,
 )
 
@@ -43,14 +47,6 @@ def clean_message(message: str) -> str:
     if not text.strip():
         raise GitError("empty commit message")
     return text + "\n"
-
-
-def _previous_mode(index: pygit2.Index, head_tree: pygit2.Tree | None, path: str) -> int | None:
-    staged = staged_entry(index, path)
-    if staged is not None:
-        return int(staged.mode)
-    entry = tree_entry(head_tree, path)
-    return entry[1] if entry else None
 
 
 def _set_entries(index: pygit2.Index, entries: list[tuple[str, pygit2.IndexEntry | None]]) -> None:
@@ -88,16 +84,16 @@ def commit_paths(
             " progress; finish or abort it first"
         )
     author, committer = author_and_committer(repo)
-    repo.check_index_unlocked()
+    repo.check_unlocked(stash=False)
+    refuse(repo, names, "commit")
     index = repo.fresh_index()
     head = repo.head_commit()
     head_tree = head.tree if head is not None else None
-    files = [
-        read_worktree_file(
-            repo, path, filtered=True, previous_mode=_previous_mode(index, head_tree, path)
-        )
-        for path in names
-    ]
+    files = read_worktree_files(
+        repo, names, filtered=True,
+        previous_modes={path: previous_mode(index, head_tree, path) for path in names},
+        index=index,
+    )
     tree_id = tree_with(repo, head_tree, files)
     if head is not None and tree_id == head.tree_id and not allow_empty:
         raise GitError(f"nothing to commit: {', '.join(names)} match HEAD")
@@ -107,7 +103,8 @@ def commit_paths(
     # new commit with an index that would revert it on the next `git commit`.
     previous = [(file.path, staged_entry(index, file.path)) for file in files]
     _set_entries(index, [
-        (file.path, pygit2.IndexEntry(file.path, file.blob_id, file.mode) if file.present else None)
+        (file.path, pygit2.IndexEntry(file.path, file.blob_id, FileMode(file.mode))
+         if file.blob_id is not None else None)
         for file in files
     ])
     try:

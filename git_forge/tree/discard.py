@@ -33,12 +33,16 @@ from git_forge.tree.errors import GitError
 from git_forge.tree.identity import author_and_committer
 from git_forge.tree.porcelain import quote_path
 from git_forge.tree.repo import Repo, git_failures
-from git_forge.tree.status import dirty_paths, is_intent_to_add
+from git_forge.tree.status import dirty_paths
 from git_forge.tree.worktree import (
     WorktreeFile,
-    check_restorable,
+    blocking_parent,
+    is_intent_to_add,
+    lstat_in_tree,
     normalise_paths,
-    read_worktree_file,
+    previous_mode,
+    read_worktree_files,
+    refuse,
     restore_to_head,
     staged_entry,
     tree_entry,
@@ -100,32 +104,27 @@ def discard_paths(repo: Repo, paths: Iterable[str]) -> SafetyRef:
     """Save, then discard, the changes of exactly ``paths``; return the safety ref.
 
     Tracked paths return to HEAD (index and working tree); untracked ones are
-    deleted. Refuses — changing nothing — when none of the paths has a change,
-    and for submodules and nested repositories (their content cannot be saved
-    here). Show the operator ``restore_hint(result.ref)``.
+    deleted, the way ``git checkout HEAD -- PATHS`` / ``git clean`` leave them
+    (links replaced, never followed). Refuses — changing nothing — when none of
+    the paths has a change, and for the paths ``worktree.refusals`` names
+    (submodules and nested repositories: their content cannot be saved here).
+    Show the operator ``restore_hint(result.ref)``.
     """
     names = normalise_paths(paths)
     changed = dirty_paths(repo)
     if not changed.intersection(names):
         raise GitError(f"nothing to discard: {', '.join(names)} match HEAD")
     author, committer = author_and_committer(repo)
-    repo.check_index_unlocked()
-    check_restorable(repo, names, "discard")
+    repo.check_unlocked(commit=False, stash=False)
+    refuse(repo, names, "discard")
     index = repo.fresh_index()
     head = repo.head_commit()
     head_tree = head.tree if head is not None else None
-    files = []
-    for path in names:
-        previous = tree_entry(head_tree, path)
-        staged = staged_entry(index, path)
-        previous_mode = int(staged.mode) if staged is not None else (
-            previous[1] if previous else None
-        )
-        files.append(
-            read_worktree_file(
-                repo, path, filtered=False, previous_mode=previous_mode, allow_submodule=False
-            )
-        )
+    files = read_worktree_files(
+        repo, names, filtered=False,
+        previous_modes={path: previous_mode(index, head_tree, path) for path in names},
+        index=index,
+    )
     parents = [head.id] if head is not None else []
     staged = _staged_differences(index, head_tree, names)
     repository = repo.repository
@@ -224,16 +223,17 @@ def _disk_state(repo: Repo, path: str) -> tuple[pygit2.Oid, int] | None:
     """The raw content id and mode of the file or link at ``path``; None when
     there is none (nothing there, or a directory)."""
     full = repo.workdir / path
-    try:
-        info = os.lstat(full)
-    except (FileNotFoundError, NotADirectoryError):
+    info = lstat_in_tree(repo.workdir, path)
+    if info is None:
         return None
     if stat.S_ISLNK(info.st_mode):
         return pygit2.hash(os.fsencode(os.readlink(full))), FileMode.LINK
     if not stat.S_ISREG(info.st_mode):
         return None
     mode = FileMode.BLOB_EXECUTABLE if info.st_mode & stat.S_IXUSR else FileMode.BLOB
-    return pygit2.hashfile(str(full)), mode
+    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as stream:
+        return pygit2.hash(stream.read()), mode
 
 
 @git_failures("cannot restore")
@@ -267,9 +267,10 @@ def restore_discarded(repo: Repo, ref: str) -> list[str]:
         )
     for path in sorted(removing, key=os.fsencode, reverse=True):
         _remove(repo, path)
-    writes = sorted((path for path in pending if path not in removing), key=os.fsencode)
-    for path in writes:
-        _write(repo, path, pending[path])
+    writes = sorted(((path, target) for path, target in pending.items() if target is not None),
+                    key=lambda write: os.fsencode(write[0]))
+    for path, target in writes:
+        _write(repo, path, target)
     wrong = [path for path, target in pending.items() if _disk_state(repo, path) != target]
     if wrong:
         raise GitError(f"restored {name}, but these paths do not match it: {', '.join(wrong)}")
@@ -279,14 +280,12 @@ def restore_discarded(repo: Repo, ref: str) -> list[str]:
 def _in_the_way(repo: Repo, path: str, removing: set[str]) -> bool:
     """True when writing ``path`` would destroy something this restore does not remove:
     a parent that is a file or link, or a directory at ``path`` with other content."""
-    current = repo.workdir
-    parts = path.split("/")[:-1]
-    for depth, part in enumerate(parts, start=1):
-        current = current / part
-        if os.path.islink(current) or (os.path.lexists(current) and not current.is_dir()):
-            return "/".join(parts[:depth]) not in removing
+    parent = blocking_parent(repo.workdir, path)
+    if parent is not None:
+        return parent not in removing
     full = repo.workdir / path
-    if full.is_dir() and not full.is_symlink():
+    info = lstat_in_tree(repo.workdir, path)
+    if info is not None and stat.S_ISDIR(info.st_mode):
         for directory, _, files in os.walk(full):
             for name in files:
                 inner = (Path(directory) / name).relative_to(repo.workdir).as_posix()
@@ -297,7 +296,8 @@ def _in_the_way(repo: Repo, path: str, removing: set[str]) -> bool:
 
 def _remove(repo: Repo, path: str) -> None:
     full = repo.workdir / path
-    if os.path.islink(full) or os.path.isfile(full):
+    info = lstat_in_tree(repo.workdir, path)  # never below a link: that is outside
+    if info is not None and not stat.S_ISDIR(info.st_mode):
         full.unlink()
         parent = full.parent
         while parent != repo.workdir and parent.is_dir() and not any(parent.iterdir()):
@@ -308,7 +308,10 @@ def _remove(repo: Repo, path: str) -> None:
 def _write(repo: Repo, path: str, target: tuple[pygit2.Oid, int]) -> None:
     full = repo.workdir / path
     blob_id, mode = target
-    data = repo.repository[blob_id].data
+    blob = repo.repository[blob_id]
+    if not isinstance(blob, pygit2.Blob):
+        raise GitError(f"cannot restore {path!r}: the saved {blob_id} is not a file")
+    data = blob.data
     if full.is_dir() and not full.is_symlink():
         for directory, _, _ in sorted(os.walk(full), reverse=True):
             os.rmdir(directory)  # emptied by the removals (checked by _in_the_way)

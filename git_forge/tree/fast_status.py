@@ -57,3 +57,55 @@ def head_blob(repo_root: str | os.PathLike[str], path: str) -> bytes | None:
         return run_git(("cat-file", "blob", f"HEAD:{path}"), cwd=repo_root)
     except GitError:
         return None
+
+
+#: The refusals of a launch on a HEAD no commit can go onto — the same words from
+#: ``loop run`` and from the pre-launch check, so a launcher relying on the hook
+#: gets the loop's own answer.
+DETACHED_HEAD = "HEAD is detached; check out a branch first"
+UNBORN_BRANCH = "the branch has no commit yet (unborn); commit something first"
+
+
+def head_problem(repo_root: str | os.PathLike[str]) -> str | None:
+    """``DETACHED_HEAD``, ``UNBORN_BRANCH`` or ``None``. Read from the git dir's
+    files where that is certain (HEAD, a loose ref, packed-refs), else asked of git."""
+    from pathlib import Path
+
+    from git_forge.layout import git_dir_of
+
+    git_dir = None if os.environ.get("GIT_DIR") else git_dir_of(Path(repo_root))
+    if git_dir is None or (git_dir / "reftable").exists():
+        return _head_problem_from_git(repo_root)
+    try:
+        head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return _head_problem_from_git(repo_root)
+    if not head.startswith("ref:"):
+        return DETACHED_HEAD
+    ref = head[len("ref:"):].strip()
+    common = git_dir
+    try:
+        common = git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:
+        pass
+    if (common / ref).is_file():
+        return None
+    try:
+        packed = (common / "packed-refs").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        packed = ""
+    if any(line.endswith(" " + ref) for line in packed.splitlines()):
+        return None
+    return _head_problem_from_git(repo_root)
+
+
+def _head_problem_from_git(repo_root: str | os.PathLike[str]) -> str | None:
+    try:
+        run_git(("symbolic-ref", "-q", "HEAD"), cwd=repo_root)
+    except GitError:
+        return DETACHED_HEAD
+    try:
+        run_git(("rev-parse", "-q", "--verify", "HEAD^{commit}"), cwd=repo_root)
+    except GitError:
+        return UNBORN_BRANCH
+    return None

@@ -94,8 +94,9 @@ def _command_line_values() -> list[tuple[str, str | None]]:
     return pairs
 
 
-def _file_values(path: str, key: str) -> list[str]:
-    """Every value of ``key`` in the config file at ``path`` (none if it is unreadable)."""
+def _file_values(path: str, key: str) -> list[str | None]:
+    """Every value of ``key`` in the config file at ``path`` (none if it is unreadable);
+    ``None`` for a key written without ``= value``."""
     if not os.path.isfile(path):
         return []
     try:
@@ -114,7 +115,7 @@ def config_value(repo: Repo, key: str) -> str | None:
     global_file = os.environ.get("GIT_CONFIG_GLOBAL")
     system_file = os.environ.get("GIT_CONFIG_SYSTEM")
     skip_system = (os.environ.get("GIT_CONFIG_NOSYSTEM") or "").lower() in _TRUE
-    by_level: dict[int, list[str]] = {}
+    by_level: dict[int, list[str | None]] = {}
     for entry in repo.repository.config:
         if _normalise_key(entry.name) != key:
             continue

@@ -1,8 +1,8 @@
 """Porcelain status entries and the exact line ``git status --porcelain`` prints.
 
-Pure code, no pygit2: both the pygit2 status (``status.py``) and the git-backed
-hot path (``fast_status.py``) produce these entries, and the pre-launch STOP
-message prints paths exactly as git prints them.
+Pure code, no pygit2: the status (``status.py`` for an opened repository,
+``fast_status.py`` on the hot path — both git itself) produces these entries,
+and the pre-launch STOP message prints paths exactly as git prints them.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from typing import Any, Literal, NamedTuple
 from git_forge.atomic import StoreError, read_json
 from git_forge.backlog.bookkeeping import only_in_progress_marks
 from git_forge.layout import STATE_FILE
+from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.tree.fast_status import head_blob, porcelain_fast
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 
@@ -38,6 +39,8 @@ class Preflight(NamedTuple):
     entries: list[StatusEntry]
     run: dict[str, Any] | None = None
     run_error: str | None = None
+    #: Why the launch stops other than stranded work (a corrupt backlog.json).
+    reason: str | None = None
 
     @property
     def lines(self) -> list[str]:
@@ -45,8 +48,11 @@ class Preflight(NamedTuple):
         return [render_porcelain_line(entry) for entry in self.entries]
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": "ok" if self.status == "ok" else "stop", "run": self.run,
-                "paths": self.lines}
+        document = {"status": "ok" if self.status == "ok" else "stop", "run": self.run,
+                    "paths": self.lines}
+        if self.reason is not None:
+            document["reason"] = self.reason
+        return document
 
 
 def _relative(path: Path, root: Path) -> str | None:
@@ -57,13 +63,15 @@ def _relative(path: Path, root: Path) -> str | None:
 
 
 def _runner_owned(entries: list[StatusEntry], root: Path, state_dir: Path,
-                  backlog_path: Path) -> set[str]:
+                  backlog_path: Path, keep_backlog: bool) -> set[str]:
     """The entries that are the runner's own: state files and crash bookkeeping."""
     owned: set[str] = set()
     state_rel = _relative(state_dir, root)
     backlog_rel = _relative(backlog_path, root)
     for entry in entries:
         if entry.path == backlog_rel:
+            if keep_backlog:
+                continue
             head = head_blob(root, backlog_rel)
             if head is not None and entry.xy in (" M", "M ", "MM"):
                 try:
@@ -78,11 +86,16 @@ def _runner_owned(entries: list[StatusEntry], root: Path, state_dir: Path,
 
 
 def stranded(entries: list[StatusEntry], root: Path, state_dir: Path,
-             backlog_path: Path) -> list[StatusEntry]:
-    """The entries that are stranded work: every change except the runner's own."""
+             backlog_path: Path, *, keep_backlog: bool = False) -> list[StatusEntry]:
+    """The entries that are stranded work: every change except the runner's own.
+
+    ``keep_backlog``: a changed backlog.json is kept whatever the change (the
+    running loop commits its own bookkeeping with the item), which also saves
+    reading HEAD's copy to compare.
+    """
     if not entries:
         return []
-    owned = _runner_owned(entries, root, state_dir, backlog_path)
+    owned = _runner_owned(entries, root, state_dir, backlog_path, keep_backlog)
     return [entry for entry in entries if entry.path not in owned]
 
 
@@ -111,12 +124,62 @@ def prior_run(state_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
     }, None
 
 
+def backlog_file_problem(path: Path) -> str | None:
+    """Why the backlog file cannot be used (missing, not JSON, not a backlog), or
+    ``None``. The words are the ones every refusal uses: ``… is corrupt (…)``."""
+
+    from git_forge.backlog.model import backlog_problem
+
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return "it is missing"
+    except OSError as exc:
+        return f"it cannot be read: {exc.strerror or exc}"
+    try:
+        document = load_json(raw.decode("utf-8"), path)
+    except DocumentTooComplex as exc:
+        return exc.problem
+    except (UnicodeDecodeError, ValueError) as exc:
+        return f"not valid JSON: {exc}"
+    return backlog_problem(document)
+
+
+def refuse_corrupt_backlog_commit(groups: list[tuple[str, list[str]]], root: Path,
+                                  backlog_path: Path) -> None:
+    """A commit must never record a backlog.json that does not parse: ``groups`` are
+    the (group id, paths) about to be committed. Raises ``GitError`` (exit 2)."""
+    from git_forge.tree.errors import GitError
+
+    backlog_rel = _relative(backlog_path, root)
+    if any(backlog_rel in paths for _, paths in groups) and backlog_path.exists():
+        problem = backlog_file_problem(backlog_path)
+        if problem is not None:
+            raise GitError(f"refusing to commit {backlog_rel}: it is corrupt ({problem})",
+                           exit_code=2)
+
+
 def check(root: Path, state_dir: Path, backlog_path: Path,
           entries: list[StatusEntry] | None = None) -> Preflight:
-    """Run the launch blocker's table for the repository at ``root``."""
+    """Run the launch blocker's table for the repository at ``root``.
+
+    A changed backlog.json that is a valid backlog is not stranded work: it is
+    work queued through git-forge's own commands (``backlog add``, ``answer``,
+    ``edit``…), which the next loop run commits first (``[forge] backlog: …``).
+    One that is not valid stops the launch as what it is: a corrupt backlog.
+    """
     if entries is None:
         entries = porcelain_fast(root)
     work = stranded(entries, root, state_dir, backlog_path)
+    backlog_rel = _relative(backlog_path, root)
+    if any(entry.path == backlog_rel for entry in work):
+        problem = backlog_file_problem(backlog_path)
+        if problem is not None:
+            run, error = prior_run(state_dir)
+            return Preflight("stop", work, run, error, reason=(
+                f"{backlog_rel} is corrupt ({problem}); repair it, or restore it with "
+                f"git checkout HEAD -- {backlog_rel}"))
+        work = [entry for entry in work if entry.path != backlog_rel]
     if not work:
         return Preflight("ok", [])
     run, error = prior_run(state_dir)

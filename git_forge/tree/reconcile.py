@@ -2,7 +2,7 @@
 
 Stranded work is never lost and never touched without the operator's decision.
 
-* **Detect** — the porcelain status through pygit2 (untracked files one by one,
+* **Detect** — the one porcelain status, git's own (untracked files one by one,
   ignored files never), minus the runner's own changes (state files, a crashed
   run's ``in_progress`` mark in backlog.json).
 * **Attribute** — best effort, always *candidates*: a dirty path that item X's
@@ -33,12 +33,15 @@ from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 from git_forge.tree.repo import Repo
 from git_forge.tree.stash import stash_paths
 from git_forge.tree.status import porcelain
+from git_forge.tree.worktree import refuse
 
 GroupKind = Literal["item", "recovery", "unattributed"]
 ActionName = Literal["commit", "stash", "discard", "leave"]
 ACTIONS: tuple[ActionName, ...] = ("commit", "stash", "discard", "leave")
 
-_ITEM_SUBJECT = re.compile(r"^\[(?:forge|rauf)\] ([^\s:]+):")
+#: ``[forge] 003: …`` names an item; ``[forge] backlog: …`` and ``[forge] recover: …``
+#: do not (item ids are three or more digits, formats.md).
+_ITEM_SUBJECT = re.compile(r"^\[(?:forge|rauf)\] ([0-9]{3,}):")
 _STASH_ITEM = re.compile(r"from item ([^\s:()]+)")
 
 
@@ -235,8 +238,18 @@ def execute(repo: Repo, plan_: Plan, decisions: Mapping[str, Decision]) -> list[
     """Carry out the decisions, group by group, and verify each by re-reading status.
 
     A discard runs only when its decision is confirmed, and only after the
-    paths were saved to a safety ref.
+    paths were saved to a safety ref. Every decision is checked first — an
+    unconfirmed discard, or a path that commit, stash or discard cannot handle
+    as git would (``worktree.refusals``) — so a refusal changes nothing at all,
+    not even the groups before it.
     """
+    for group_id, decision in decisions.items():
+        group = plan_.group(group_id)
+        if decision.action == "discard" and not decision.confirmed:
+            raise GitError(f"discarding {group.id} needs a second, explicit confirmation",
+                           exit_code=2)
+        if decision.action in ("commit", "stash", "discard"):
+            refuse(repo, group.paths, decision.action)
     actions: list[Action] = []
     for group_id, decision in decisions.items():
         group = plan_.group(group_id)

@@ -98,17 +98,48 @@ class Repo:
         index.read(force=True)
         return index
 
-    def check_index_unlocked(self) -> None:
-        """Refuse to start changing the index while another git process holds it.
+    @property
+    def common_dir(self) -> Path:
+        """Where the refs live: the git dir, or for a linked worktree the main one's."""
+        pointer = self.gitdir / "commondir"
+        try:
+            target = pointer.read_text(encoding="utf-8").strip()
+        except OSError:
+            return self.gitdir
+        return (self.gitdir / target).resolve() if target else self.gitdir
+
+    def held_locks(self, *, commit: bool = True, stash: bool = True) -> list[Path]:
+        """The lock files in the way of a commit (the index's, ``HEAD``'s, the
+        current branch's) and of a stash (the index's, ``refs/stash``'s): git and
+        libgit2 create ``<name>.lock`` while they write one and leave it behind
+        when they die."""
+        refs = self.common_dir / "refs"
+        candidates = [self.gitdir / "index.lock"]
+        if commit:
+            candidates.append(self.gitdir / "HEAD.lock")
+            branch = self.branch_name
+            if branch is not None:
+                candidates.append(refs / "heads" / f"{branch}.lock")
+        if stash:
+            candidates.append(refs / "stash.lock")
+        return [path for path in candidates if os.path.lexists(path)]
+
+    def check_unlocked(self, *, commit: bool = True, stash: bool = True) -> None:
+        """Refuse to start a commit (or a stash) while a lock file is in the way,
+        naming the file to remove.
 
         Checked before anything is written, so a refusal changes nothing (the
-        lock itself still guards the write, this only avoids a half-done step).
+        locks themselves still guard the writes; this only avoids a half-done
+        step, and says which file it is instead of libgit2's ``failed to lock
+        file … for writing``).
         """
-        lock = Path(self.repository.path) / "index.lock"
-        if lock.exists():
+        held = self.held_locks(commit=commit, stash=stash)
+        if held:
+            listed = " ".join(str(path) for path in held)
+            verb = "exists" if len(held) == 1 else "exist"
             raise GitError(
-                f"{lock} exists: another git process is running in this repository"
-                " (if none is, remove the file)"
+                f"{listed} {verb}: another git process is running in this repository, or one"
+                f" died while writing; if none is running, remove it: rm {listed}"
             )
 
     def run_git(self, args: list[str], *, input: bytes | None = None) -> bytes:

@@ -21,8 +21,13 @@ built here, in git's own format, from exactly the named paths:
   tree (deleted ones removed).
 
 ``git stash list/show/apply [--index]`` read it like any stash. Then the named
-paths — and only they — are put back to HEAD (untracked ones deleted), and
-status is re-read to prove it. git-forge never applies, pops or drops a stash.
+paths — and only they — are put back to HEAD (untracked ones deleted) the way
+``git stash push -- PATHS`` / ``git checkout HEAD -- PATHS`` leave them
+(``worktree.restore_to_head``: smudge filters, links replaced and never
+followed), and status is re-read to prove it. A path git-forge cannot stash as
+git would (a conflict, a submodule, a nested repository, an unnamed entry in
+the way) is refused before anything is written. git-forge never applies, pops
+or drops a stash.
 """
 
 from __future__ import annotations
@@ -34,12 +39,13 @@ import pygit2
 from git_forge.tree.errors import GitError
 from git_forge.tree.identity import author_and_committer
 from git_forge.tree.repo import Repo, git_failures
-from git_forge.tree.status import dirty_paths, is_intent_to_add
+from git_forge.tree.status import dirty_paths
 from git_forge.tree.worktree import (
     WorktreeFile,
-    check_restorable,
+    is_intent_to_add,
     normalise_paths,
-    read_worktree_file,
+    read_worktree_files,
+    refuse,
     restore_to_head,
     staged_entry,
     tree_with,
@@ -68,42 +74,34 @@ def stash_paths(repo: Repo, paths: Iterable[str], message: str) -> str:
     in the index or working tree has changed. The stash is ``stash@{0}``,
     listed as ``On <branch>: <message>``.
 
-    Refuses on an unborn branch (a stash needs a commit), for conflicted
-    paths, submodules and nested repositories, and when the paths hold no
-    change.
+    Refuses on an unborn branch (a stash needs a commit), while a lock file is
+    held, for the paths ``worktree.refusals`` names (conflicts, submodules,
+    nested repositories, unnamed entries in the way), and when the paths hold
+    no change — always before anything is written.
     """
     names = normalise_paths(paths)
     head = repo.head_commit()
     if head is None:
         raise GitError("cannot stash on an unborn branch: there is no commit yet")
     author, committer = author_and_committer(repo)
-    repo.check_index_unlocked()
+    repo.check_unlocked(commit=False)
+    refuse(repo, names, "stash")
     index = repo.fresh_index()
-    conflicts = index.conflicts
-    conflicted = [path for path in names if conflicts is not None and path in conflicts]
-    if conflicted:
-        raise GitError(f"cannot stash conflicted paths: {', '.join(conflicted)}")
-    check_restorable(repo, names, "stash")
     head_tree = head.tree
     entries = {path: staged_entry(index, path) for path in names}
-    tracked = [path for path in names if entries[path] is not None]
+    tracked = {path: entry for path, entry in entries.items() if entry is not None}
     untracked = [path for path in names if entries[path] is None]
 
     staged = [_staged_file(index, path) for path in names]
-    worktree = [
-        read_worktree_file(
-            repo, path, filtered=True, previous_mode=int(entries[path].mode),
-            allow_submodule=False,
-        )
-        for path in tracked
-    ]
+    worktree = read_worktree_files(
+        repo, tracked, filtered=True,
+        previous_modes={path: int(entry.mode) for path, entry in tracked.items()}, index=index,
+    )
     # A path HEAD has but the index does not (staged deletion) is absent from the
     # stash's working tree; if a file of that name exists it is untracked.
     worktree += [WorktreeFile(path, None) for path in untracked]
     new_files = [
-        file
-        for file in (read_worktree_file(repo, path, filtered=True) for path in untracked)
-        if file.present
+        file for file in read_worktree_files(repo, untracked, filtered=True) if file.present
     ]
 
     index_tree = tree_with(repo, head_tree, staged)

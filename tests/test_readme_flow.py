@@ -1,0 +1,115 @@
+"""The README's own commands, run as a new user runs them — taken from README.md
+itself, not from a copy, with a faithful stand-in for ``claude`` on PATH."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import PtySession, git
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+#: Stands in for ``claude -p --permission-mode acceptEdits``: the prompt on stdin,
+#: the work done in the tree, the signal as the last line.
+FAKE_CLAUDE = r'''#!PYTHON
+import os, pathlib, sys
+assert sys.argv[1:] == ["-p", "--permission-mode", "acceptEdits"], sys.argv
+prompt = sys.stdin.read()
+item = os.environ["FORGE_ITEM_ID"]
+if item == "001":
+    pathlib.Path("login.html").write_text("<form method=post action=/login></form>\n")
+    print("FORGE_DONE")
+elif "human's answer" not in prompt:
+    print("FORGE_NEEDS_HUMAN: How long should 'remember me' last?")
+else:
+    answer = prompt.split("human's answer to your previous question\n", 1)[1]
+    pathlib.Path("remember.txt").write_text(answer.splitlines()[0] + "\n")
+    print("FORGE_DONE")
+'''
+
+
+def section_commands(heading: str) -> list[list[str]]:
+    """The command lines of the first ``sh`` block under ``heading``, each split
+    once (comments dropped) and cut at ``&&``."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split(f"\n## {heading}\n", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block is not None, f"no sh block under {heading}"
+    commands = []
+    for line in block.group(1).splitlines():
+        words = shlex.split(line, comments=True)
+        while words:
+            cut = words.index("&&") if "&&" in words else len(words)
+            commands.append(words[:cut])
+            words = words[cut + 1:]
+    return commands
+
+
+@pytest.fixture
+def project(git_repo: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    import sys
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text(FAKE_CLAUDE.replace("PYTHON", sys.executable, 1))
+    claude.chmod(0o755)
+    return git_repo, {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def test_using_it_on_your_project_works_as_written(project) -> None:
+    repo, env = project
+    commands = section_commands("Using it on your project")
+    assert [c[:3] for c in commands] == [
+        ["git", "forge", "init"], ["git", "add", ".forge/backlog.json"], ["git", "commit", "-m"],
+        ["git", "forge", "backlog"], ["git", "forge", "backlog"], ["git", "forge", "loop"],
+        ["git", "forge", "recover"], ["git", "forge", "loop"]]
+    codes = []
+    for words in commands:
+        if words[:3] == ["git", "forge", "recover"]:  # asked at a terminal, as a user would
+            session = PtySession(*words[2:], cwd=repo, env=env)
+            session.expect("Your decision")
+            session.send("Thirty days")
+            session.expect("recovery:")
+            session.send("")  # commit recover's own backlog change (the default)
+            codes.append(session.finish())
+            continue
+        result = subprocess.run(words, cwd=repo, capture_output=True, text=True,
+                                env={**os.environ, **env}, timeout=120)
+        codes.append(result.returncode)
+        assert result.returncode in (0, 5), (words, result.stdout, result.stderr)
+    # The first loop run ends with the question (exit 5); recover is safe to resume
+    # from (exit 0); the second run finishes the work (exit 0).
+    assert codes[5:] == [5, 0, 0], codes
+    assert (repo / "login.html").exists()
+    assert (repo / "remember.txt").read_text() == "Thirty days\n"
+    assert git("status", "--porcelain", cwd=repo) == ""
+    subjects = git("log", "--format=%s", cwd=repo).splitlines()
+    assert "[forge] backlog: add 001, 002" in subjects  # the queued adds, committed first
+    assert subjects[0] == "[forge] 002: Remember me"
+
+
+def test_an_answer_leaves_a_launchable_tree(project) -> None:
+    repo, env = project
+    for words in section_commands("Using it on your project")[:6]:
+        subprocess.run(words, cwd=repo, capture_output=True, env={**os.environ, **env},
+                       timeout=120)
+    answered = subprocess.run(["git", "forge", "backlog", "answer", "002", "Thirty days"],
+                              cwd=repo, capture_output=True, text=True, timeout=60)
+    assert answered.returncode == 0, answered.stderr
+    assert git("status", "--porcelain", cwd=repo) == " M .forge/backlog.json\n"
+    preflight = subprocess.run(["git", "forge", "preflight"], cwd=repo, capture_output=True,
+                               text=True, timeout=60)
+    assert (preflight.returncode, preflight.stderr) == (0, "")
+    rerun = subprocess.run(["git", "forge", "loop", "run", "--agent",
+                            "claude -p --permission-mode acceptEdits"], cwd=repo,
+                           capture_output=True, text=True, env={**os.environ, **env},
+                           timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    assert git("log", "-2", "--format=%s", cwd=repo).splitlines() == [
+        "[forge] 002: Remember me", "[forge] backlog: change 002"]
