@@ -5,10 +5,10 @@ terminal needed unless the setting is ``always``. Real terminals, real git."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+import waiting
 from helpers import git, run_forge
 from terminal_helpers import on_tty
 
@@ -81,7 +81,7 @@ def test_no_color_wins_over_color_ui_always(project: Path) -> None:
 
 def test_always_colours_a_pipe_and_auto_does_not(project: Path) -> None:
     piped = ["git", "-c", "color.ui=always", "forge", "backlog", "list"]
-    always = subprocess.run(piped, cwd=project, capture_output=True, timeout=60, check=True)
+    always = waiting.run(piped, cwd=project, capture_output=True, check=True)
     assert SGR in always.stdout
     plain = run_forge("backlog", "list", cwd=project)
     assert plain.returncode == 0 and "\x1b" not in plain.stdout

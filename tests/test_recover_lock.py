@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import waiting
 from helpers import forge_argv, git, run_forge, snapshot
 
 from git_forge import decisions
@@ -66,7 +67,7 @@ def test_concurrent_passes_are_serial_and_stamp_only_what_they_applied(
         ]
         reports, refused = {}, set()
         for (actor, *_), process in zip(PASSES, processes, strict=True):
-            out, err = process.communicate(timeout=240)
+            out, err = waiting.communicate(process, timeout=240)
             assert b"Traceback" not in err, (actor, err)
             if process.returncode == 2:
                 # Run after a pass that settled the question it names: refused as a
@@ -144,9 +145,9 @@ def test_a_killed_pass_never_blocks_the_next(waits_half_a_second: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", code, str(root / ".forge" / "recover.lock")],
                               stdout=subprocess.PIPE, text=True)
     try:
-        assert holder.stdout.readline() == "held\n"
+        assert waiting.readline(holder) == "held\n"
         assert run_forge("recover", "--defer", "001", cwd=root).returncode == 2
     finally:
         holder.kill()
-        holder.wait(timeout=30)
+        waiting.wait_process(holder)
     assert run_forge("recover", "--defer", "001", cwd=root).returncode == 3  # needs-human
