@@ -48,7 +48,7 @@ _shtab_git_forge_recover_option_strings=(-h --help --backlog --answer --defer --
 _shtab_git_forge_demo_option_strings=(-h --help --non-interactive)
 _shtab_git_forge_completion_option_strings=(-h --help)
 _shtab_git_forge_help_option_strings=(-h --help)
-_shtab_git_forge_option_strings=(-h --help --version)
+_shtab_git_forge_option_strings=(-h --help --version --no-color)
 
 _shtab_git_forge_decision_record___backlog_dir_COMPGEN=_git_forge_backlog_dirs
 _shtab_git_forge_decision_record___config_COMPGEN=_shtab_compgen_files
@@ -249,6 +249,7 @@ _shtab_git_forge_pos_0_nargs=A...
 _shtab_git_forge__h_nargs=0
 _shtab_git_forge___help_nargs=0
 _shtab_git_forge___version_nargs=0
+_shtab_git_forge___no_color_nargs=0
 
 
 # Custom Preamble

@@ -93,6 +93,7 @@ complete -c git-forge -f
 
 complete -c git-forge -n _shtab_git_forge_using -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n _shtab_git_forge_using -l version -d 'show program'"'"'s version number and exit'
+complete -c git-forge -n _shtab_git_forge_using -l no-color -d 'never colour the output (also accepted after the command); otherwise colour follows NO_COLOR, then git'"'"'s color.forge or color.ui'
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a version -d 'print the version'
 complete -c git-forge -n '_shtab_git_forge_using version' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using version' -l json -d 'print {"version": "X.Y.Z"}'

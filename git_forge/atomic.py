@@ -35,6 +35,7 @@ from git_forge.jsonenc import dumps_indented
 # Re-exported: callers find every lock helper here; the probes live apart so the
 # pre-launch hot path can use them without this module's imports.
 from git_forge.lockprobe import lock_is_held, read_lock_holder  # noqa: F401
+from git_forge.parsing import DocumentTooComplex, load_json
 
 T = TypeVar("T")
 
@@ -131,8 +132,15 @@ def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:
 def write_json(
     path: Path | str, document: Any, *, indent: int | None = 2, mode: int | None = None
 ) -> None:
-    """Atomically write ``document`` as JSON (see ``dumps_json``)."""
-    atomic_write(path, dumps_json(document, indent=indent), mode=mode)
+    """Atomically write ``document`` as JSON (see ``dumps_json``). Text that is not
+    valid Unicode (a command-line argument holding bytes that are not UTF-8 arrives
+    as surrogate escapes) is refused before anything is written."""
+    try:
+        data = dumps_json(document, indent=indent)
+    except UnicodeEncodeError as exc:
+        raise StoreError(f"refusing to write {path}: it would hold text that is not valid "
+                         "UTF-8 (bytes that are not UTF-8 in an argument or a file)") from exc
+    atomic_write(path, data, mode=mode)
 
 
 _MISSING: Any = object()
@@ -154,7 +162,9 @@ def read_json(path: Path | str, *, default: Any = _MISSING) -> Any:
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {os_error_text(exc)}") from exc
     try:
-        return json.loads(raw.decode("utf-8"))
+        return load_json(raw.decode("utf-8"), path)
+    except DocumentTooComplex as exc:
+        raise StoreError(exc.message) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise StoreError(
             f"{path} is corrupt (not valid JSON: {exc}); refusing to touch it"

@@ -12,7 +12,6 @@ print into the operator's prompt.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -28,6 +27,7 @@ from git_forge.layout import (
     USER_CONFIG,
     state_directory,
 )
+from git_forge.parsing import DocumentTooComplex, load_json
 
 #: What ``__complete`` can list; the completion scripts name these.
 KINDS: tuple[str, ...] = (
@@ -100,8 +100,8 @@ def _directories(start: Path, backlog: str | None, backlog_dir: str | None) -> t
 
 def _items(backlog_dir: Path) -> list[dict[str, Any]]:
     try:
-        document = json.loads((backlog_dir / BACKLOG_FILE).read_bytes())
-    except (OSError, ValueError):
+        document = load_json((backlog_dir / BACKLOG_FILE).read_bytes(), BACKLOG_FILE)
+    except (OSError, ValueError, DocumentTooComplex):
         return []
     items = document.get("items") if isinstance(document, dict) else None
     if not isinstance(items, list):
@@ -140,10 +140,10 @@ def _handle_rows(state_dir: Path) -> list[tuple[str, str]]:
     for name in names:
         handle = name[: -len(_MANIFEST_SUFFIX)]
         try:
-            manifest = json.loads((state_dir / PROC_DIR / name).read_bytes())
+            manifest = load_json((state_dir / PROC_DIR / name).read_bytes(), name)
             origin = manifest.get("origin") or {}
             described = f"item {origin.get('item_id') or '-'}, {manifest.get('state')}"
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, DocumentTooComplex):
             described = ""
         rows.append((handle, described))
     return rows

@@ -29,6 +29,7 @@ from git_forge.layout import (
     REPO_CONFIG,
     USER_CONFIG,
 )
+from git_forge.parsing import DocumentTooComplex, load_json, load_yaml
 
 SOURCE_DEFAULT = "default"
 SOURCE_REPO = REPO_CONFIG
@@ -85,6 +86,8 @@ KEYS: dict[str, _Key] = {
     "loop.timeoutMinutes": _Key(30, _NUMBER, minimum=0.01),
     "loop.promptFile": _Key(None, _STR, nullable=True),
     "loop.pauseOnNeedsHuman": _Key(False, (bool,)),
+    "recover.lockWaitSeconds": _Key(10, _NUMBER, minimum=0,
+                                    doc="how long a recover pass waits for another one"),
     "supervisor.maxProcessSpoolBytes": _Key(64 * 1024 * 1024, _INT, minimum=1),
     "supervisor.graceSeconds": _Key(10, _NUMBER, minimum=0),
     "supervisor.maxProcesses": _Key(4, _INT, minimum=1),
@@ -256,7 +259,9 @@ def _read_yaml(path: Path) -> Any:
     import yaml
 
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text, path)
+    except DocumentTooComplex as exc:
+        raise ConfigError(exc.message) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -268,9 +273,11 @@ def _feature_forge_layer(path: Path) -> dict[str, Any]:
     """The ``loopRunner`` block of a forge.config.json as dotted keys (extras kept),
     with the ``.rauf`` state dir default its presence implies."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = load_json(path.read_text(encoding="utf-8"), path)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {os_error_text(exc)}") from exc
+    except DocumentTooComplex as exc:
+        raise ConfigError(exc.message) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path} is not valid JSON: {exc}") from exc
     if not isinstance(document, dict):
@@ -339,8 +346,8 @@ def feature_forge_state_dir(config_path: Path) -> str | None:
     if not config_path.is_file():
         return None
     try:
-        document = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        document = load_json(config_path.read_text(encoding="utf-8"), config_path)
+    except (OSError, ValueError, DocumentTooComplex):
         return RAUF_STATE_DIR
     loop_runner = document.get("loopRunner") if isinstance(document, dict) else None
     state_dir = loop_runner.get("stateDir") if isinstance(loop_runner, dict) else None

@@ -258,3 +258,51 @@ def apply_all(
         raise DecisionError(f"no decision recorded for item {item_ids[0]!r}")
     return update_json(rec.path, stamp, mode=RECORD_MODE)
 
+
+#: What makes an entry the one a caller read or recorded (``appliedAt`` aside).
+_IDENTITY = ("itemId", "question", "answer", "deferred", "decidedAt", "recordedBy", "clusterId")
+
+
+def _same_entry(entry: dict[str, Any], expected: dict[str, Any]) -> bool:
+    return all(entry.get(key) == expected.get(key) for key in _IDENTITY)
+
+
+def apply_entries(
+    rec: DecisionRecord, entries: list[dict[str, Any]], *, actor: str | None = None
+) -> dict[str, Any]:
+    """Stamp exactly ``entries`` — answers as the caller recorded or read them, and
+    then gave to the runner — in one atomic write, all or none.
+
+    Unlike ``apply_all`` this never stamps whatever happens to be an item's latest
+    entry: a deferral or another answer recorded meanwhile (by another process) is
+    left unapplied, so it surfaces again, and an entry that is no longer in the
+    record unapplied is refused, naming its item, before anything is stamped.
+    """
+    if not entries:
+        raise DecisionError("at least one entry is required")
+    actor = actor or default_actor()
+
+    def stamp(current: Any) -> dict[str, Any]:
+        if current is None:
+            raise DecisionError(f"no decision recorded for item {entries[0]['itemId']!r}")
+        document = _check_document(rec.path, current)
+        applied_at = utc_now()
+        found: list[dict[str, Any]] = []
+        for expected in entries:
+            match = next((entry for entry in reversed(document["decisions"])
+                          if entry.get("appliedAt") is None and _same_entry(entry, expected)
+                          and not any(entry is seen for seen in found)), None)
+            if match is None or match.get("answer") is None:
+                raise DecisionError(
+                    f"item {expected['itemId']!r}: the decision to stamp (recorded "
+                    f"{expected.get('decidedAt')}) is not an unapplied answer in {rec.path}")
+            found.append(match)
+        for entry in found:
+            entry["appliedAt"] = applied_at
+            entry["appliedBy"] = actor
+        return _stamp(document)
+
+    if not rec.path.exists():
+        raise DecisionError(f"no decision recorded for item {entries[0]['itemId']!r}")
+    return update_json(rec.path, stamp, mode=RECORD_MODE)
+

@@ -29,6 +29,7 @@ TREE_LOCK_FILE = "forge-loop.lock"
 #: Written by the loop at its start; ``git forge loop stop`` removes it (a removal
 #: needs no disk space, so a stop works on a full disk too).
 LOOP_RUN_FILE = "loop.run"
+RECOVER_LOCK_FILE = "recover.lock"
 PROC_DIR = "proc"
 #: The ``{prompt_file}`` copies of an agent's prompt (``prompt-<id>.md``), removed
 #: when the agent ends; the pattern is ignored so that none is ever committed.

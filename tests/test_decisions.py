@@ -387,3 +387,31 @@ def test_apply_all_stamps_every_item_in_one_write_or_none(backlog: Path) -> None
     with pytest.raises(decisions.DecisionError, match="already applied"):
         decisions.apply_all(rec, ["2", "3"])
     assert decisions.unapplied_view(rec)["count"] == 1
+
+
+def test_apply_entries_stamps_the_entry_applied_never_a_later_one(backlog: Path) -> None:
+    """A deferral recorded by another process after this pass's answer stays unapplied
+    (and latest, so it surfaces again); the answer the runner got is the one stamped."""
+    from git_forge import decisions
+
+    rec = decisions.open_record(backlog, ".forge")
+    ours = decisions.record_all(rec, [decisions.NewDecision("1", "Q", "red"),
+                                      decisions.NewDecision("2", "Q", "blue")],
+                                actor="pass-a")["decisions"]
+    meanwhile = run_forge("decision", "record", "--backlog-dir", str(backlog), "--item", "1",
+                          "--question", "Q", "--deferred", "--actor", "pass-b")
+    assert meanwhile.returncode == 0, meanwhile.stderr
+    decisions.apply_entries(rec, ours, actor="pass-a")
+    document = assert_schema_valid(rec.path)
+    by_actor = [(e["itemId"], e["recordedBy"], e["answer"], e["appliedBy"])
+                for e in document["decisions"]]
+    assert by_actor == [("1", "pass-a", "red", "pass-a"), ("2", "pass-a", "blue", "pass-a"),
+                        ("1", "pass-b", None, None)]
+    assert [e["itemId"] for e in decisions.unapplied_view(rec)["unapplied"]] == ["1"]
+    before = rec.path.read_bytes()
+    deferral = document["decisions"][2]
+    for stale in (ours[:1], [deferral]):  # stamped already; a deferral is never applied
+        with pytest.raises(decisions.DecisionError,
+                           match="item '1': the decision to stamp .* not an unapplied answer"):
+            decisions.apply_entries(rec, stale)
+        assert rec.path.read_bytes() == before

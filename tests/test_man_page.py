@@ -3,6 +3,7 @@ installed by a plain wheel install where `git help forge` finds it."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import re
@@ -80,6 +81,8 @@ def test_every_command_and_verb_has_a_section_with_all_its_options() -> None:
         assert heading in text, path
         section = text.split(heading, 1)[1].split("\n.SS ", 1)[0]
         for action in each._actions:
+            if action.help == argparse.SUPPRESS:  # hidden here, documented once (--no-color)
+                continue
             for option in action.option_strings:
                 if option not in ("-h", "--help"):
                     assert option in section, (path, option)
@@ -212,3 +215,8 @@ def test_a_wheel_installs_the_page_where_git_help_forge_finds_it(tmp_path: Path)
         assert shown.returncode == 0, shown.stderr
         assert "git-forge - run coding-agent loops safely and recover them" in shown.stdout
         assert "EXIT STATUS" in shown.stdout
+
+
+def test_the_global_no_color_is_documented_once_in_options() -> None:
+    options = roff_text(page_source()).split(".SH OPTIONS\n", 1)[1].split("\n.SH ", 1)[0]
+    assert "--no-color" in options and "color.ui" in options

@@ -7,8 +7,9 @@ import random
 
 import pytest
 
+from git_forge.safetext import safe_text
 from git_forge.supervisor.buffer import Chunk
-from git_forge.supervisor.render import looks_binary, render_base64, render_text, safe_text
+from git_forge.supervisor.render import looks_binary, render_base64, render_text
 
 HANDLE = "AbCdEfGhIjKlMnOpQrStUw"
 

@@ -10,8 +10,9 @@ restore resets the item to pending).
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from git_forge.parsing import DocumentTooComplex, load_json
 
 
 def _items_by_id(document: Any) -> dict[str, dict[str, Any]] | None:
@@ -29,9 +30,9 @@ def only_in_progress_marks(head_raw: bytes, work_raw: bytes) -> bool:
     """True when the working backlog.json differs from HEAD's only by items that
     were ``pending`` at HEAD and are ``in_progress`` now."""
     try:
-        head = json.loads(head_raw)
-        work = json.loads(work_raw)
-    except (UnicodeDecodeError, ValueError):
+        head = load_json(head_raw, "backlog.json at HEAD")
+        work = load_json(work_raw, "backlog.json")
+    except (ValueError, DocumentTooComplex):
         return False
     head_items, work_items = _items_by_id(head), _items_by_id(work)
     if head_items is None or work_items is None:
@@ -53,9 +54,9 @@ def describe_changes(head_raw: bytes | None, work_raw: bytes) -> str:
     if head_raw is None:
         return "add the backlog"
     try:
-        head_items = _items_by_id(json.loads(head_raw)) or {}
-        work_items = _items_by_id(json.loads(work_raw)) or {}
-    except (UnicodeDecodeError, ValueError):
+        head_items = _items_by_id(load_json(head_raw, "backlog.json at HEAD")) or {}
+        work_items = _items_by_id(load_json(work_raw, "backlog.json")) or {}
+    except (ValueError, DocumentTooComplex):
         return "update the backlog"
     from git_forge.backlog.topology import id_key
 

@@ -23,6 +23,7 @@ from git_forge.backlog.errors import BacklogError
 from git_forge.clock import utc_now
 from git_forge.credentials import credential_problem
 from git_forge.errors import os_error_text
+from git_forge.parsing import DocumentTooComplex, load_json
 
 T = TypeVar("T")
 
@@ -89,7 +90,9 @@ class BacklogStore:
 
     def _parse(self, raw: bytes) -> Any:
         try:
-            return json.loads(raw.decode("utf-8"))
+            return load_json(raw.decode("utf-8"), self.path)
+        except DocumentTooComplex as exc:
+            raise BacklogError(exc.message) from exc
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise BacklogError(f"{self.path} is corrupt (not valid JSON: {exc}); "
                                "refusing to touch it") from exc

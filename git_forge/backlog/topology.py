@@ -20,7 +20,6 @@ It has to stay fast on large backlogs (10,000 items, 10,000-deep chains), so:
 
 from __future__ import annotations
 
-import json
 import re
 from bisect import bisect_left
 from collections.abc import Iterable
@@ -29,6 +28,7 @@ from itertools import compress
 from typing import Any
 
 from git_forge.backlog.errors import BacklogError
+from git_forge.parsing import DocumentTooComplex, load_json
 
 Item = dict[str, Any]
 
@@ -77,8 +77,10 @@ def _check_item(index: int, item: object) -> None:
 def parse_items(raw: str) -> list[Item]:
     """Parse the runner's list output: a bare array, or an object with an ``items`` array."""
     try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, too-long numbers, nesting
+        data = load_json(raw, "items JSON")
+    except DocumentTooComplex as exc:
+        raise BacklogError(f"invalid {exc.message}") from exc
+    except ValueError as exc:
         raise BacklogError(f"invalid items JSON: {exc}") from exc
     items = data.get("items", []) if isinstance(data, dict) else data
     if not isinstance(items, list):

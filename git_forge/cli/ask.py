@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from git_forge.cli.output import paint
+from git_forge.cli.output import paint, terminal_text
 
 
 def interactive() -> bool:
@@ -21,7 +21,9 @@ def interactive() -> bool:
 
 def _read(prompt: str) -> str | None:
     try:
-        return input(prompt)
+        # On a terminal ``input`` writes its prompt past sys.stdout (and so past
+        # the boundary): the prompt is made safe here.
+        return input(terminal_text(prompt))
     except EOFError:
         return None
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import shlex
 import signal
@@ -24,7 +23,10 @@ from git_forge.cli.arguments import add_location
 if TYPE_CHECKING:
     from git_forge.loop.runner import LoopResult
 
-from git_forge.cli.output import color_enabled, emit_json, paint
+from git_forge.cli.output import emit_json, is_terminal, json_text, own, paint
+
+#: Back to the start of the live line and erase it (git-forge's own sequence).
+ERASE_LINE = "\r" + own("\x1b[K")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -95,7 +97,7 @@ class TerminalProgress:
         self.follow = follow
         self.ndjson = ndjson
         self.silent = silent
-        self.live = not ndjson and not silent and color_enabled(self.stream)
+        self.live = not ndjson and not silent and is_terminal(self.stream)
         self.line = ""
         self.max = 0
         self.number = 0
@@ -124,7 +126,7 @@ class TerminalProgress:
             return
         parts = []
         if self.live and self.line:
-            parts.append("\r\x1b[K")
+            parts.append(ERASE_LINE)
         parts.append(text + "\n")
         if self.live and self.line:
             parts.append(self.line)
@@ -146,7 +148,7 @@ class TerminalProgress:
         size = f"{output_bytes / 1024:.1f} KiB" if output_bytes >= 1024 else f"{output_bytes} B"
         self.line = paint(f"[{self.number}/{self.max}] {self.item} — {elapsed:.0f}s, {size}",
                           "dim")
-        self._emit("\r\x1b[K" + self.line)
+        self._emit(ERASE_LINE + self.line)
 
     def output(self, text: str) -> None:
         if self.follow and not self.ndjson:
@@ -158,13 +160,13 @@ class TerminalProgress:
             return
         style = {"done": "green", "retry": "yellow"}.get(outcome, "red")
         if self.live:
-            self._emit("\r\x1b[K")
+            self._emit(ERASE_LINE)
             self.line = ""
         self._write(f"  {item['id']} {paint(outcome, style)}: {detail}")
 
     def event(self, event: dict[str, Any]) -> None:
         if self.ndjson:
-            self._emit(json.dumps(event, ensure_ascii=False) + "\n")
+            self._emit(json_text(event, indent=None) + "\n")
 
     def note(self, text: str) -> None:
         if not self.ndjson:
@@ -174,7 +176,7 @@ class TerminalProgress:
 
     def close(self) -> None:
         if self.live and self.line:
-            self._emit("\r\x1b[K")
+            self._emit(ERASE_LINE)
             self.line = ""
 
 

@@ -2,7 +2,9 @@
 
 Every handler returns an exit code. Every ``ForgeError`` becomes one line
 ``Error: <message>`` on stderr with the error's exit code; argparse's own
-usage errors take the same path (exit 2).
+usage errors take the same path (exit 2). Everything printed, a traceback
+included, passes the terminal boundary (``cli.output``): stdout and stderr are
+wrapped for the whole command.
 """
 
 from __future__ import annotations
@@ -122,11 +124,28 @@ def build_parser(
         ),
     )
     parser.add_argument("--version", action="version", version=f"git-forge version {__version__}")
+    parser.add_argument("--no-color", action="store_true", default=argparse.SUPPRESS,
+                        help="never colour the output (also accepted after the command); "
+                             "otherwise colour follows NO_COLOR, then git's color.forge or "
+                             "color.ui")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in commands:
         importlib.import_module(f"git_forge.cli.{name}").register(subparsers)
+    _accept_no_color(subparsers)
     return parser
+
+
+def _accept_no_color(subparsers: argparse._SubParsersAction) -> None:
+    """``--no-color`` after any command too (``git forge status --no-color``), as
+    git's own commands take it; hidden there, documented once at the top. Its
+    default is SUPPRESS so a subcommand never overwrites the top-level flag."""
+    for sub in subparsers.choices.values():
+        sub.add_argument("--no-color", action="store_true", default=argparse.SUPPRESS,
+                         help=argparse.SUPPRESS)
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _accept_no_color(action)
 
 
 def _commands_for(argv: Sequence[str]) -> Sequence[str]:
@@ -137,8 +156,22 @@ def _commands_for(argv: Sequence[str]) -> Sequence[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
+    from git_forge.cli.output import guarded
+
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = guarded(sys.stdout), guarded(sys.stderr)
+    try:
+        return _dispatch(sys.argv[1:] if argv is None else argv)
+    except Exception:  # a bug: its traceback still passes the terminal boundary
+        import traceback
+
+        traceback.print_exc()
+        return EXIT_ERROR
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv[:1] == ["__complete"]:
         # The completion scripts' fast path: no parser, no core imports (see cli.completion).
         from git_forge.cli.completion import complete_values
@@ -150,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return EXIT_ERROR
         args = parser.parse_args(argv)
+        from git_forge.cli.output import configure_color
+
+        configure_color(no_color=getattr(args, "no_color", False))
         return int(args.func(args))
     except ForgeError as exc:
         from git_forge.cli.output import error

@@ -1,41 +1,215 @@
-"""Rendering shared by every command: JSON, colour, the one-line error.
+"""Rendering shared by every command: the terminal boundary, JSON, colour, the one-line error.
 
-One JSON helper (``emit_json``) so every ``--json`` output has the same shape:
-2-space indent, UTF-8 not ASCII-escaped — the format feature-forge's verbs use.
-Colour only on a terminal and never with ``NO_COLOR`` (https://no-color.org).
+**The terminal boundary.** ``main`` wraps stdout and stderr in ``SafeStream``,
+so every byte git-forge prints is safe text (``git_forge.safetext``, the one
+renderer agent output goes through too): whatever an item title, a blocked
+reason, an answer, a stash message, a commit subject or an error quoting them
+holds, no escape sequence, BEL, C1 control or DEL from it reaches the terminal —
+on a TTY or not, whichever command printed it. git-forge's own control
+sequences (its SGR colours, the live progress line's erase) are the only ones
+that pass: ``own`` marks them with a token drawn fresh by each process, which
+text read from a file, an agent or a user cannot contain, and the boundary turns
+exactly those marks back into the sequences.
+
+**JSON.** One helper (``emit_json``) so every ``--json`` output has the same
+shape: 2-space indent, UTF-8 not ASCII-escaped — the format feature-forge's
+verbs use — except that C1 controls, DEL and lone surrogates are written as
+``\\u`` escapes, so ``cat``-ing the JSON to a terminal is harmless (the files
+on disk keep their bytes as they are).
+
+**Colour** is decided as git decides it, once per process and only when
+something is painted: never with ``--no-color`` or a non-empty ``NO_COLOR``
+(https://no-color.org), which win over everything; otherwise ``color.forge``,
+else ``color.ui``, from every config source git reads (``git -c`` included,
+which git passes to a subcommand through ``GIT_CONFIG_PARAMETERS``):
+``never``/``false`` off, ``always`` on even when piped, ``auto``/``true``
+(the default) on a terminal that is not ``TERM=dumb``. Asking costs one
+``git config`` (~2 ms), never pygit2.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import sys
-from typing import Any, TextIO
+
+from git_forge.safetext import clean
+
+# ``typing`` and ``json`` (~5 ms together) stay out of the pre-launch check's clean
+# path, which imports this module and prints nothing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 _STYLES = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "cyan": "36", "dim": "2"}
+_SGR = "\x1b[{}m"
+_RESET = _SGR.format(0)
+
+# --- the terminal boundary -------------------------------------------------------------------
+
+#: A process-fresh token: a noncharacter, then 12 random hex digits.
+_MARK = "\ufdd0" + os.urandom(6).hex()
+_MARK_END = "\ufdd1"
+_MARKED = re.compile(re.escape(_MARK) + "([0-9]+)" + _MARK_END)
+_OWN: list[str] = []
+
+
+def own(sequence: str) -> str:
+    """A control sequence of git-forge's own, marked so the boundary lets it through."""
+    try:
+        index = _OWN.index(sequence)
+    except ValueError:
+        index = len(_OWN)
+        _OWN.append(sequence)
+    return f"{_MARK}{index}{_MARK_END}"
+
+
+def terminal_text(text: str) -> str:
+    """``text`` as it may reach a terminal: safe text, with git-forge's own marked
+    sequences (and only those) turned into the real ones."""
+    if _MARK not in text:
+        return clean(text)
+    pieces = _MARKED.split(text)
+    return "".join(clean(piece) if index % 2 == 0 else _OWN[int(piece)]
+                   for index, piece in enumerate(pieces))
+
+
+class SafeStream:
+    """A text stream whose every write goes through ``terminal_text``; everything
+    else (``fileno``, ``isatty``, ``flush``, ``encoding``, ``buffer``) is the
+    wrapped stream's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(terminal_text(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def guarded(stream: TextIO | None) -> TextIO | None:
+    """``stream`` behind the boundary (one already behind it, or none at all — a
+    closed standard stream — is returned as is)."""
+    if stream is None or isinstance(stream, SafeStream):
+        return stream
+    return SafeStream(stream)  # type: ignore[return-value]  # a TextIO by delegation
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+#: Characters json.dumps(ensure_ascii=False) leaves raw that a terminal acts on (C1,
+#: DEL) or no encoder can write (lone surrogates). JSON's syntax outside strings is
+#: ASCII, so every match is inside a string, where a ``\\u`` escape means the same.
+_JSON_C1 = re.compile("[\x7f-\x9f]")
+_SURROGATE = "[\ud800-\udfff]"  # compiled only when met: the range costs ~0.5 ms
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def json_text(document: Any, *, indent: int | None = 2) -> str:
+    """A JSON document as every output prints it (``indent=None``: one line, for NDJSON)."""
+    import json
+
+    text = _JSON_C1.sub(_escape, json.dumps(document, indent=indent, ensure_ascii=False))
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = re.sub(_SURROGATE, _escape, text)
+    return text
 
 
 def emit_json(document: Any, stream: TextIO | None = None) -> None:
     """Print a JSON document the way every ``--json`` output is printed."""
-    print(json.dumps(document, indent=2, ensure_ascii=False), file=stream or sys.stdout)
+    print(json_text(document), file=stream or sys.stdout)
 
 
-def color_enabled(stream: TextIO | None = None) -> bool:
-    """Colour only on a terminal, never with ``NO_COLOR`` or ``TERM=dumb``."""
+# --- colour ----------------------------------------------------------------------------------
+
+_UNREAD = "unread"
+_no_color_flag = False
+_git_setting = _UNREAD
+_NEVER = ("never", "false", "no", "off", "0", "")
+
+
+def configure_color(*, no_color: bool) -> None:
+    """Start a command: ``no_color`` is its ``--no-color``; git's setting is asked
+    again the first time something is painted."""
+    global _no_color_flag, _git_setting
+    _no_color_flag, _git_setting = no_color, _UNREAD
+
+
+def _parse_colorbool(value: str | None) -> str:
+    """git's colour setting as ``always``, ``never`` or ``auto``; ``None`` is a key
+    given without a value (``-c color.ui``), which git reads as true."""
+    if value is None:
+        return "auto"
+    value = value.strip().lower()
+    if value == "always":
+        return "always"
+    return "never" if value in _NEVER else "auto"
+
+
+def _git_color_setting() -> str:
+    """``color.forge``, else ``color.ui``, as git's config reports them; ``auto``
+    when neither is set or git cannot be asked."""
+    import subprocess
+
+    try:
+        result = subprocess.run(
+            ["git", "config", "--get-regexp", r"^color\.(ui|forge)$"],
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "auto"
+    found: dict[str, str | None] = {}
+    for line in result.stdout.decode("utf-8", "replace").splitlines():
+        key, separator, value = line.partition(" ")
+        found[key] = value if separator else None  # the last value of a key wins
+    for key in ("color.forge", "color.ui"):
+        if key in found:
+            return _parse_colorbool(found[key])
+    return "auto"
+
+
+def is_terminal(stream: TextIO | None = None) -> bool:
+    """A terminal that can show more than plain lines (not ``TERM=dumb``)."""
     stream = stream or sys.stdout
-    if os.environ.get("NO_COLOR"):
-        return False
     if os.environ.get("TERM") == "dumb":
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
 
 
+def color_enabled(stream: TextIO | None = None) -> bool:
+    """Whether to colour ``stream`` (see the module docstring for the rules)."""
+    global _git_setting
+    if _no_color_flag or os.environ.get("NO_COLOR"):
+        return False
+    if _git_setting == _UNREAD:
+        _git_setting = _git_color_setting()
+    if _git_setting != "auto":
+        return _git_setting == "always"
+    return is_terminal(stream)
+
+
 def paint(text: str, style: str, stream: TextIO | None = None) -> str:
     """``text`` in ``style`` when colour is enabled for ``stream``, else unchanged."""
     if not color_enabled(stream):
         return text
-    return f"\x1b[{_STYLES[style]}m{text}\x1b[0m"
+    return own(_SGR.format(_STYLES[style])) + text + own(_RESET)
+
+
+# --- messages --------------------------------------------------------------------------------
 
 
 def error(message: str) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from git_forge.atomic import StoreError, fsync_directory, locked, write_failure
 from git_forge.errors import EXIT_ERROR, os_error_text
+from git_forge.parsing import DocumentTooComplex, load_json
 
 SCHEMA_VERSION = "1"
 _RESERVED = ("seq", "schemaVersion", "eventId", "type", "timestamp", "projectPath")
@@ -69,9 +70,10 @@ def _journaled(raw: bytes, event_id: str) -> bool:
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:
+    """One event, or ``None`` for a line that is not one (skipped, never fatal)."""
     try:
-        event = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        event = load_json(line.decode("utf-8"), "events.ndjson")
+    except (ValueError, DocumentTooComplex):
         return None
     return event if isinstance(event, dict) else None
 

@@ -8,11 +8,11 @@ history through the git adapter; the clean path never does.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.tree.porcelain import StatusEntry
 
 
@@ -41,9 +41,9 @@ def current_waits(backlog_file: Path, run: dict[str, Any]) -> tuple[list[str], l
     """The run's blocked and needs-human ids that are still blocked in the backlog
     (an item answered or unblocked since is not named)."""
     try:
-        items = json.loads(backlog_file.read_bytes()).get("items", [])
+        items = load_json(backlog_file.read_bytes(), backlog_file).get("items", [])
         status = {str(item.get("id")): item for item in items if isinstance(item, dict)}
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, DocumentTooComplex):
         return [], []
 
     def still(ids: list[str], needs_human: bool) -> list[str]:

@@ -25,6 +25,7 @@ import yaml
 
 from git_forge.backlog.topology import id_key
 from git_forge.errors import UsageError, os_error_text
+from git_forge.parsing import load_json, load_yaml
 from git_forge.recovery.questions import Question, match_id
 
 ChoiceKind = Literal["answer", "defer", "cancel"]
@@ -93,10 +94,10 @@ def load_file(path: Path) -> dict[str, Choice]:
     except UnicodeDecodeError:
         raise UsageError(f"cannot read answers file {path}: not UTF-8 text") from None
     try:
-        document = json.loads(raw)
-    except ValueError:
+        document = load_json(raw, path)
+    except json.JSONDecodeError:
         try:
-            document = yaml.safe_load(raw)
+            document = load_yaml(raw, path)
         except yaml.YAMLError as exc:
             raise UsageError(f"answers file {path} is neither JSON nor YAML: {exc}") from exc
     if document is None:

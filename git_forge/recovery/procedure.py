@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from git_forge import decisions
+from git_forge.atomic import FileLock, StoreError, lock_is_held, read_lock_holder
 from git_forge.backlog.topology import (
     build_graph,
     cluster_blocked,
@@ -31,6 +32,7 @@ from git_forge.backlog.topology import (
 )
 from git_forge.credentials import credential_problem
 from git_forge.errors import ForgeError, UsageError
+from git_forge.layout import RECOVER_LOCK_FILE
 from git_forge.loop.evidence import gather
 from git_forge.loop.state import read_state
 from git_forge.recovery import answers
@@ -274,8 +276,10 @@ def _collect(questions: list[Question], options: RecoverOptions,
     return list(answers.resolve(questions, choices))
 
 
-def _record(ctx: _Context, collected: list[Collected], actor: str | None) -> list[str]:
-    """Step 4: every branch is recorded before anything is applied."""
+def _record(ctx: _Context, collected: list[Collected],
+            actor: str | None) -> dict[str, dict[str, Any]]:
+    """Step 4: every branch is recorded before anything is applied. Returns the
+    answer entries as written, by item: exactly what step 5 may stamp."""
     for outcome in collected:
         if outcome.choice.kind == "answer":
             problem = credential_problem(outcome.choice.text or "")
@@ -286,31 +290,31 @@ def _record(ctx: _Context, collected: list[Collected], actor: str | None) -> lis
     reasons = {str(item.get("id")): str(item.get("blockedReason") or "") for item in ctx.items}
     latest = {entry["itemId"]: entry for entry in ctx.unapplied}
     entries: list[decisions.NewDecision] = []
-    answered: list[str] = []
     for outcome in collected:
         for item_id in outcome.item_ids:
             question = reasons.get(item_id, "")
             if outcome.choice.kind == "answer":
                 entries.append(decisions.NewDecision(item_id, question, outcome.choice.text,
                                                      outcome.cluster_id))
-                answered.append(item_id)
                 continue
             previous = latest.get(item_id)
             if (previous is not None and previous.get("deferred")
                     and previous.get("question") == question):
                 continue  # already an unapplied deferral of the same question
             entries.append(decisions.NewDecision(item_id, question))
+    written: list[dict[str, Any]] = []
     if entries:
         try:
-            decisions.record_all(ctx.rec, entries, actor=actor)
+            document = decisions.record_all(ctx.rec, entries, actor=actor)
         except UsageError:
             raise
         except ForgeError as exc:
             raise _fail(ctx.report, "failed-record", 4, exc.message) from exc
+        written = document["decisions"][-len(entries):]  # appended last, under the lock
     ctx.report.recorded = [
         {"itemId": e.item_id, "answer": e.answer, "deferred": e.answer is None,
          **({"clusterId": e.cluster_id} if e.cluster_id else {})} for e in entries]
-    return answered
+    return {entry["itemId"]: entry for entry in written if entry.get("answer") is not None}
 
 
 @contextlib.contextmanager
@@ -330,8 +334,9 @@ def _uninterruptible() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def _apply(ctx: _Context, to_apply: dict[str, str], actor: str | None) -> None:
-    """Step 5: answer (threaded) or unblock, then stamp — only after success."""
+def _apply(ctx: _Context, to_apply: dict[str, dict[str, Any]], actor: str | None) -> None:
+    """Step 5: answer (threaded) or unblock, then stamp — only after success, and
+    only the very entries applied (``to_apply``: item → its answer entry)."""
     report, runner = ctx.report, ctx.runner
     by_id = {str(item.get("id")): item for item in ctx.items}
     needs_human = {item_id for item_id in to_apply if by_id.get(item_id, {}).get("needsHuman")}
@@ -353,13 +358,14 @@ def _apply(ctx: _Context, to_apply: dict[str, str], actor: str | None) -> None:
                 "notThreaded": sorted(answerable, key=id_key),
             }
     threaded = answerable if capable else set()
-    changes = [Change(item_id, to_apply[item_id] if item_id in threaded else None)
+    changes = [Change(item_id, to_apply[item_id]["answer"] if item_id in threaded else None)
                for item_id in sorted(to_apply, key=id_key)]
 
     def stamp(item_ids: list[str]) -> None:
         """The runner has these: stamp their decisions, then report them applied."""
         try:
-            decisions.apply_all(ctx.rec, item_ids, actor=actor)
+            decisions.apply_entries(ctx.rec, [to_apply[item_id] for item_id in item_ids],
+                                    actor=actor)
         except ForgeError as exc:
             what = (f"item {item_ids[0]} was applied but its decision" if len(item_ids) == 1
                     else f"items {', '.join(item_ids)} were applied but their decisions")
@@ -381,8 +387,10 @@ def _settle(ctx: _Context, actor: str | None) -> None:
     """Stamp answers the runner's list shows it already holds (``humanAnswer``)."""
     if not ctx.report.settled:
         return
+    latest = {entry["itemId"]: entry for entry in ctx.unapplied}
     try:
-        decisions.apply_all(ctx.rec, ctx.report.settled, actor=actor)
+        decisions.apply_entries(ctx.rec, [latest[item_id] for item_id in ctx.report.settled],
+                                actor=actor)
     except ForgeError as exc:
         raise _fail(ctx.report, "failed-record", 5, exc.message) from exc
 
@@ -436,9 +444,47 @@ def _tree(ctx: _Context, options: RecoverOptions, asker: Asker | None) -> None:
         report.tree_clean = False
 
 
+class RecoverBusy(ForgeError):
+    """Another pass holds this backlog's recover lock past the wait (exit 2)."""
+
+
+@contextlib.contextmanager
+def _one_pass_at_a_time(workspace: Workspace) -> Iterator[None]:
+    """Passes on one backlog run one at a time, from enumerate to the gate: two at
+    once would each record over the other's questions and stamp the other's
+    entries. A second pass waits ``recover.lockWaitSeconds``, then refuses naming
+    the holder; the lock dies with its holder, so a killed pass never blocks one."""
+    path = workspace.state_dir / RECOVER_LOCK_FILE
+    wait = float(workspace.config["recover.lockWaitSeconds"])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ForgeError(f"cannot create {path.parent}: {exc.strerror or exc}") from exc
+    lock = FileLock(path)
+    try:
+        lock.acquire(timeout=wait)
+    except StoreError:
+        if not lock_is_held(path):
+            raise
+        holder = read_lock_holder(path) or "another process"
+        raise RecoverBusy(f"another recover pass is running on this backlog ({holder}); "
+                          f"waited {wait:g}s — let it finish, then run git forge recover "
+                          "again") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def recover(workspace: Workspace, runner: Runner, options: RecoverOptions,
             asker: Asker | None = None) -> Report:
     """One pass of the procedure; the report says what happened and what to run next."""
+    with _one_pass_at_a_time(workspace):
+        return _pass(workspace, runner, options, asker)
+
+
+def _pass(workspace: Workspace, runner: Runner, options: RecoverOptions,
+          asker: Asker | None) -> Report:
     report = Report(runner.describe(), "")
     try:
         ctx = _enumerate(workspace, runner, report)
@@ -449,13 +495,9 @@ def recover(workspace: Workspace, runner: Runner, options: RecoverOptions,
             questions, reentry = _plan_questions(ctx, options, asker)
             report.questions = questions
             collected = _collect(questions, options, asker)
-            _record(ctx, collected, options.actor)
+            to_apply = dict(reentry)
+            to_apply.update(_record(ctx, collected, options.actor))
             _settle(ctx, options.actor)
-            to_apply = {item_id: entry["answer"] for item_id, entry in reentry.items()}
-            for outcome in collected:
-                if outcome.choice.kind == "answer":
-                    for item_id in outcome.item_ids:
-                        to_apply[item_id] = outcome.choice.text or ""
             if to_apply:
                 _apply(ctx, to_apply, options.actor)
                 final_items = _prove(ctx)

@@ -23,6 +23,7 @@ from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.topology import parse_items
 from git_forge.credentials import credential_problem
 from git_forge.errors import os_error_text
+from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.runner.base import Runner, RunnerError
 from git_forge.runner.versions import is_answer_capable
 
@@ -148,8 +149,8 @@ class ExternalRunner(Runner):
     def decode(argv: list[str], stdout: str) -> Any:
         """``stdout`` as JSON, or a ``RunnerError`` quoting it."""
         try:
-            return json.loads(stdout)
-        except (ValueError, RecursionError) as exc:
+            return load_json(stdout, f"the output of `{shlex.join(argv)}`")
+        except (ValueError, DocumentTooComplex) as exc:
             raise RunnerError(
                 f"`{shlex.join(argv)}` printed output that is not JSON ({exc}): {_quote(stdout)}",
                 argv=argv, exit_status=0, stdout=stdout,

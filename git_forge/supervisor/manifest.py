@@ -9,7 +9,6 @@ is never replaced. A file that does not parse is never overwritten.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -19,6 +18,7 @@ from typing import Any
 
 from git_forge.atomic import StoreError, update_json
 from git_forge.errors import os_error_text
+from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.supervisor.handles import is_valid_handle, require_handle
 from git_forge.supervisor.lifecycle import (
     ALL_STATES,
@@ -411,16 +411,18 @@ class ManifestStore:
 def _unparseable(path: Path) -> bool:
     """True when ``path`` exists and does not hold a JSON document."""
     try:
-        return json.loads(path.read_bytes().decode("utf-8")) is None
+        return load_json(path.read_bytes().decode("utf-8"), path) is None
     except FileNotFoundError:
         return False
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, ValueError, DocumentTooComplex):
         return True
 
 
 def _parse(path: Path, raw: bytes, handle: str) -> Manifest:
     try:
-        manifest = Manifest.from_dict(json.loads(raw.decode("utf-8")))
+        manifest = Manifest.from_dict(load_json(raw.decode("utf-8"), path))
+    except DocumentTooComplex as exc:
+        raise ProcessError("manifest_corrupt", exc.message) from exc
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProcessError("manifest_corrupt", f"{path} is corrupt ({exc})") from exc
     problem = manifest_problem(manifest)

@@ -1,13 +1,11 @@
 """Rendering raw output bytes for people and for machines.
 
-**Safe text** can be printed on any terminal: invalid UTF-8 becomes U+FFFD,
-control characters other than tab, LF and CR are removed, and terminal escape
-sequences (CSI, OSC ending at BEL or ESC ``\\``, DCS and the other string
-sequences, two-byte and nF ESC sequences) are removed as whole units. It is the
-normalization of exactly the bytes read — never cut afterwards — except that an
-incomplete UTF-8 character or escape sequence at the end of the window is left
-unconsumed, so ``next_cursor`` stops before it and a reader that follows
-``next_cursor`` never loses or garbles text.
+**Safe text** (``git_forge.safetext``, the one renderer every piece of foreign
+text goes through) can be printed on any terminal. A window is the normalization
+of exactly the bytes read — never cut afterwards — except that an incomplete
+UTF-8 character or escape sequence at the end of the window is left unconsumed,
+so ``next_cursor`` stops before it and a reader that follows ``next_cursor``
+never loses or garbles text.
 
 **base64** is the same raw bytes, unnormalized.
 
@@ -18,23 +16,14 @@ the rendered bytes.
 from __future__ import annotations
 
 import base64
-import codecs
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from git_forge.safetext import safe_text
 from git_forge.supervisor.buffer import Chunk
 
-ESC = 0x1B
-BEL = 0x07
-_CSI_BODY = re.compile(rb"[\x30-\x3f]*[\x20-\x2f]*")
-_STRING_BODY = re.compile(rb"[^\x07\x1b]*")
-_INTERMEDIATES = re.compile(rb"[\x20-\x2f]*")
-#: ESC ] (OSC), ESC P (DCS), ESC X (SOS), ESC ^ (PM), ESC _ (APC): strings ended by ST or BEL.
-_STRING_INTRODUCERS = frozenset(b"]PX^_")
-_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 BINARY_NUL_RATIO = 0.01
 BINARY_ENTROPY_BITS = 7.5
 BINARY_ENTROPY_MIN_BYTES = 256
@@ -77,77 +66,6 @@ class RenderedOutput:
             "binary": self.binary,
             "artifact": self.artifact,
         }
-
-
-@dataclass(frozen=True)
-class SafeText:
-    text: str
-    consumed: int  # raw bytes the text stands for; the rest waits for more bytes
-    normalized: bool
-
-
-def _escape_end(data: bytes, start: int) -> tuple[int, bool]:
-    """End of the escape sequence at ``data[start]`` (an ESC), and whether it is
-    complete; an incomplete one reaches the end of ``data``."""
-    size = len(data)
-    if start + 1 >= size:
-        return size, False
-    kind = data[start + 1]
-    if kind == 0x5B:  # ESC [ … final byte
-        end = _CSI_BODY.match(data, start + 2).end()  # type: ignore[union-attr]
-        if end >= size:
-            return size, False
-        return (end + 1, True) if 0x40 <= data[end] <= 0x7E else (end, True)
-    if kind in _STRING_INTRODUCERS:  # ESC ] … BEL | ESC \
-        end = _STRING_BODY.match(data, start + 2).end()  # type: ignore[union-attr]
-        if end >= size:
-            return size, False
-        if data[end] == BEL:
-            return end + 1, True
-        if end + 1 >= size:
-            return size, False
-        # ESC \ ends the string; any other ESC aborts it and starts anew.
-        return (end + 2, True) if data[end + 1] == 0x5C else (end, True)
-    end = _INTERMEDIATES.match(data, start + 1).end()  # type: ignore[union-attr]
-    if end >= size:
-        return size, False
-    # ESC [intermediates] final; a lone ESC before anything else is dropped alone.
-    return (end + 1, True) if 0x30 <= data[end] <= 0x7E else (end, True)
-
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
-
-
-def safe_text(data: bytes, *, final: bool) -> SafeText:
-    """Normalize ``data``. Unless ``final``, an incomplete trailing UTF-8 character
-    or escape sequence is not consumed."""
-    pieces: list[str] = []
-    position = 0
-    hold: int | None = None
-    escape = data.find(b"\x1b")
-    while escape != -1:
-        end, complete = _escape_end(data, escape)
-        if not complete and not final:
-            hold = escape
-            break
-        # Text on either side of an escape is decoded separately: a character is
-        # never glued together across a removed sequence.
-        pieces.append(_decode(data[position:escape]))
-        position = end
-        escape = data.find(b"\x1b", position)
-    limit = len(data) if hold is None else hold
-    tail = data[position:limit]
-    consumed = limit
-    if final or hold is not None:
-        pieces.append(_decode(tail))
-    else:
-        decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        pieces.append(decoder.decode(tail, final=False))
-        consumed -= len(decoder.getstate()[0])
-    text = _CONTROLS.sub("", "".join(pieces))
-    raw = data[:consumed]
-    return SafeText(text, consumed, text.encode("utf-8") != raw)
 
 
 def looks_binary(data: bytes) -> bool:

@@ -38,7 +38,6 @@ files.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
@@ -48,6 +47,7 @@ from pathlib import Path
 
 from git_forge.atomic import StoreError, write_failure, write_json
 from git_forge.errors import os_error_text
+from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.supervisor.buffer import (
     Chunk,
     RollingBuffer,
@@ -115,11 +115,13 @@ def _read_index(directory: Path) -> _Index | None:
     except OSError as exc:
         raise ProcessError("spool_corrupt", f"cannot read {path}: {os_error_text(exc)}") from exc
     try:
-        document = json.loads(raw.decode("utf-8"))
+        document = load_json(raw.decode("utf-8"), path)
         index = _Index(
             int(document["total_bytes"]), int(document["retained_from"]),
             int(document["segment_bytes"]),
         )
+    except DocumentTooComplex as exc:
+        raise ProcessError("spool_corrupt", exc.message) from exc
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise ProcessError("spool_corrupt", f"{path} is corrupt ({exc})") from exc
     if not (

@@ -23,6 +23,7 @@ from typing import Any, Literal, NamedTuple
 from git_forge.atomic import StoreError, read_json
 from git_forge.backlog.bookkeeping import only_in_progress_marks
 from git_forge.layout import STATE_FILE
+from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.tree.fast_status import head_blob, porcelain_fast
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 
@@ -126,7 +127,6 @@ def prior_run(state_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
 def backlog_file_problem(path: Path) -> str | None:
     """Why the backlog file cannot be used (missing, not JSON, not a backlog), or
     ``None``. The words are the ones every refusal uses: ``… is corrupt (…)``."""
-    import json
 
     from git_forge.backlog.model import backlog_problem
 
@@ -137,7 +137,9 @@ def backlog_file_problem(path: Path) -> str | None:
     except OSError as exc:
         return f"it cannot be read: {exc.strerror or exc}"
     try:
-        document = json.loads(raw.decode("utf-8"))
+        document = load_json(raw.decode("utf-8"), path)
+    except DocumentTooComplex as exc:
+        return exc.problem
     except (UnicodeDecodeError, ValueError) as exc:
         return f"not valid JSON: {exc}"
     return backlog_problem(document)
