@@ -190,6 +190,7 @@ class FileLock:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._handle: Any = None
+        self._previous_label = b""
 
     @property
     def held(self) -> bool:
@@ -229,6 +230,8 @@ class FileLock:
             raise
         try:  # the label only informs a waiter: a full disk must not cost the lock
             handle.seek(0)
+            self._previous_label = handle.read()
+            handle.seek(0)
             handle.truncate()
             handle.write((holder or _holder_label()).encode("utf-8"))
             handle.flush()
@@ -250,13 +253,22 @@ class FileLock:
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
 
-    def release(self) -> None:
+    def release(self, *, restore_label: bool = False) -> None:
+        """Unlock. ``restore_label`` puts back the label the file held before this
+        holder wrote its own — for a holder that refused and changed nothing, so
+        that not even the lock file's bytes differ afterwards."""
         if self._handle is None:
             return
         import portalocker  # already imported by ``try_acquire``
 
         handle, self._handle = self._handle, None
         try:
+            if restore_label:
+                with contextlib.suppress(OSError):
+                    handle.seek(0)
+                    handle.truncate()
+                    handle.write(self._previous_label)
+                    handle.flush()
             portalocker.unlock(handle)
         finally:
             handle.close()

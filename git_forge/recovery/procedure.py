@@ -470,10 +470,14 @@ def _one_pass_at_a_time(workspace: Workspace) -> Iterator[None]:
         raise RecoverBusy(f"another recover pass is running on this backlog ({holder}); "
                           f"waited {wait:g}s — let it finish, then run git forge recover "
                           "again") from None
+    refused = False
     try:
         yield
+    except UsageError:
+        refused = True  # refused input changes nothing: not even the lock's label
+        raise
     finally:
-        lock.release()
+        lock.release(restore_label=refused)
 
 
 def recover(workspace: Workspace, runner: Runner, options: RecoverOptions,
