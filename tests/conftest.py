@@ -24,6 +24,18 @@ IDENTITY = {
 }
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile git-forge once, so that the hundreds of ``git forge`` processes the
+    suite starts read bytecode instead of compiling every module anew — which they
+    would where ``PYTHONDONTWRITEBYTECODE`` is set (Python then never writes a cache
+    itself). Up-to-date files are skipped, so this costs nothing the second time."""
+    import compileall
+
+    import git_forge
+
+    compileall.compile_dir(str(Path(git_forge.__file__).parent), quiet=1)
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     home = tmp_path_factory.mktemp("home")
