@@ -38,6 +38,7 @@ from git_forge.loop.process_events import ProcessEventPublisher
 from git_forge.loop.prompt import build_prompt
 from git_forge.loop.signals import Signal, parse_signal
 from git_forge.loop.state import RunState, write_state
+from git_forge.reconcile import messages
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import ManifestStore
@@ -302,8 +303,7 @@ def _restore(run: _Run) -> None:
         else:  # a crashed run's bookkeeping mark: nothing to note
             run.store.transition(item_id, "pending")
     if reset and run.backlog_rel in _dirty(run):
-        _commit(run, [run.backlog_rel],
-                f"[forge] {', '.join(reset)}: back to pending (process lost)")
+        _commit(run, [run.backlog_rel], messages.process_lost(reset))
     for item_id in reset:
         run.progress.note(f"item {item_id}: its process was lost in a crash; back to pending")
 
@@ -324,7 +324,7 @@ def _commit_queued_backlog(run: _Run) -> None:
         return
     work = run.store.path.read_bytes()
     summary = describe_changes(head_blob(run.workspace.root, run.backlog_rel), work)
-    _commit(run, [run.backlog_rel], f"[forge] backlog: {summary}")
+    _commit(run, [run.backlog_rel], messages.backlog_queued(summary))
     run.progress.note(f"committed the backlog's queued changes ({summary})")
 
 
@@ -461,7 +461,7 @@ def _block(run: _Run, item: dict[str, Any], reason: str, *, needs_human: bool = 
     stashed = False
     if stashable:
         try:
-            stash_paths(run.repo, stashable, f"forge: abandoned work from item {item_id}")
+            stash_paths(run.repo, stashable, messages.abandoned_work(item_id))
             stashed = True
         except GitError as exc:
             for path in stashable:
@@ -479,7 +479,7 @@ def _block(run: _Run, item: dict[str, Any], reason: str, *, needs_human: bool = 
                          deferred=deferred, **fields)
     subject = reason.splitlines()[0] if reason else "no reason given"
     try:
-        _commit(run, [run.backlog_rel], f"[forge] {item_id}: blocked — {subject}",
+        _commit(run, [run.backlog_rel], messages.item_blocked(item_id, subject),
                 allow_empty=True)
     except GitError as exc:
         run.journal.append("item_blocked", itemId=item_id, reason=reason)
@@ -494,7 +494,7 @@ def _block(run: _Run, item: dict[str, Any], reason: str, *, needs_human: bool = 
         (run.state.deferredItems if deferred else run.state.blockedItems).append(item_id)
     if stashed:
         run.progress.note(f"item {item_id}: its leftover changes were stashed "
-                          f"(forge: abandoned work from item {item_id})")
+                          f"({messages.abandoned_work(item_id)})")
 
 
 def _complete(run: _Run, item: dict[str, Any]) -> str | None:
@@ -511,7 +511,7 @@ def _complete(run: _Run, item: dict[str, Any]) -> str | None:
     run.store.transition(item_id, "done")
     paths = _actionable(run, item_id, _dirty(run), "commit")
     try:
-        commit = _commit(run, paths, f"[forge] {item_id}: {item.get('title', '')}",
+        commit = _commit(run, paths, messages.item_done(item_id, item.get("title", "")),
                          allow_empty=True)
     except GitError as exc:
         _put_back(run, before)

@@ -20,11 +20,12 @@ Stranded work is never lost and never touched without the operator's decision.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from git_forge.reconcile import messages
+from git_forge.reconcile.messages import item_of_stash, item_of_subject
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.discard import discard_paths, restore_hint
 from git_forge.tree.errors import GitError
@@ -38,11 +39,6 @@ from git_forge.tree.worktree import refuse
 GroupKind = Literal["item", "recovery", "unattributed"]
 ActionName = Literal["commit", "stash", "discard", "leave"]
 ACTIONS: tuple[ActionName, ...] = ("commit", "stash", "discard", "leave")
-
-#: ``[forge] 003: …`` names an item; ``[forge] backlog: …`` and ``[forge] recover: …``
-#: do not (item ids are three or more digits, formats.md).
-_ITEM_SUBJECT = re.compile(r"^\[(?:forge|rauf)\] ([0-9]{3,}):")
-_STASH_ITEM = re.compile(r"from item ([^\s:()]+)")
 
 
 @dataclass(frozen=True)
@@ -135,19 +131,13 @@ class Action:
         return data
 
 
-def item_of_subject(subject: str) -> str | None:
-    """``[forge] 003: title`` / ``[rauf] 003: …`` → ``003``."""
-    match = _ITEM_SUBJECT.match(subject)
-    return match.group(1) if match else None
-
-
 def stranded_stashes(repo: Repo) -> list[StrandedStash]:
     """Stash entries whose message names an item (``… from item <id>``)."""
     found = []
     for entry in stash_list(repo):
-        match = _STASH_ITEM.search(entry.message)
-        if match:
-            found.append(StrandedStash(entry.ref, match.group(1), entry.message, entry.paths))
+        item = item_of_stash(entry.message)
+        if item is not None:
+            found.append(StrandedStash(entry.ref, item, entry.message, entry.paths))
     return found
 
 
@@ -222,16 +212,16 @@ def plan(repo: Repo, evidence: Evidence, entries: list[StatusEntry], *,
 
 def commit_message(group: Group) -> str:
     if group.kind == "item":
-        return f"[forge] {group.item_id}: stranded work (reconciled)"
+        return messages.reconciled_item(str(group.item_id))
     if group.kind == "recovery":
-        return "[forge] recover: decisions applied to the backlog"
-    return "[forge] stranded work (reconciled)"
+        return messages.recovery_decisions()
+    return messages.reconciled_unattributed()
 
 
 def stash_message(group: Group) -> str:
     if group.kind == "item":
-        return f"forge: stranded work from item {group.item_id} (reconciled)"
-    return f"forge: stranded work ({group.id}, reconciled)"
+        return messages.reconciled_item_stash(str(group.item_id))
+    return messages.reconciled_group_stash(group.id)
 
 
 def execute(repo: Repo, plan_: Plan, decisions: Mapping[str, Decision]) -> list[Action]:

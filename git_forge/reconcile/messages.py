@@ -1,0 +1,86 @@
+"""Every commit and stash message git-forge writes, beside the parsers that read
+them back: attribution finds an item's work by these words, so a writer and its
+parser change together or not at all.
+
+Commit subjects (runner.md, recovery.md): an item's own ``[forge] <id>: …``
+names it (``[rauf] <id>: …`` too, the older runner's); ``[forge] backlog: …``
+and ``[forge] recover: …`` name none (item ids are three or more digits,
+formats.md). Stash messages name an item as ``… from item <id>``.
+
+Imports nothing: the loop writes these on every iteration.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ITEM_SUBJECT = re.compile(r"^\[(?:forge|rauf)\] ([0-9]{3,}):")
+_STASH_ITEM = re.compile(r"from item ([^\s:()]+)")
+
+
+# --- the loop's commits and stashes ----------------------------------------------------------
+
+def item_done(item_id: str, title: str) -> str:
+    """A done item, committed with its work."""
+    return f"[forge] {item_id}: {title}"
+
+
+def item_blocked(item_id: str, reason: str) -> str:
+    """A blocked item's bookkeeping commit: the first line of its reason."""
+    return f"[forge] {item_id}: blocked — {reason}"
+
+
+def backlog_queued(summary: str) -> str:
+    """Backlog changes made through git-forge's own commands, committed first."""
+    return f"[forge] backlog: {summary}"
+
+
+def process_lost(item_ids: list[str]) -> str:
+    """Items whose process a crashed run lost, put back to pending."""
+    return f"[forge] {', '.join(item_ids)}: back to pending (process lost)"
+
+
+def abandoned_work(item_id: str) -> str:
+    """The stash of a blocked or deferred item's leftovers."""
+    return f"forge: abandoned work from item {item_id}"
+
+
+# --- reconciliation's commits and stashes ----------------------------------------------------
+
+def reconciled_item(item_id: str) -> str:
+    """Stranded work committed for the item it is a candidate of."""
+    return f"[forge] {item_id}: stranded work (reconciled)"
+
+
+def recovery_decisions() -> str:
+    """Recover's own backlog change: the decisions it applied."""
+    return "[forge] recover: decisions applied to the backlog"
+
+
+def reconciled_unattributed() -> str:
+    """Stranded work no item is a candidate of, committed."""
+    return "[forge] stranded work (reconciled)"
+
+
+def reconciled_item_stash(item_id: str) -> str:
+    """Stranded work stashed for the item it is a candidate of."""
+    return f"forge: stranded work from item {item_id} (reconciled)"
+
+
+def reconciled_group_stash(group_id: str) -> str:
+    """Stranded work of a group that names no item, stashed."""
+    return f"forge: stranded work ({group_id}, reconciled)"
+
+
+# --- the parsers ----------------------------------------------------------------------------
+
+def item_of_subject(subject: str) -> str | None:
+    """``[forge] 003: title`` / ``[rauf] 003: …`` → ``003``."""
+    match = _ITEM_SUBJECT.match(subject)
+    return match.group(1) if match else None
+
+
+def item_of_stash(message: str) -> str | None:
+    """``forge: abandoned work from item 003`` (or any ``… from item <id>``) → ``003``."""
+    match = _STASH_ITEM.search(message)
+    return match.group(1) if match else None

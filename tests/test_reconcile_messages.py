@@ -1,0 +1,59 @@
+"""Every message git-forge writes reads back, through git, as the item it names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import git
+
+from git_forge.reconcile import messages
+from git_forge.tree.commit import commit_paths
+from git_forge.tree.history import log_subjects, stash_list
+from git_forge.tree.repo import open_repo
+from git_forge.tree.stash import stash_paths
+
+#: (what the message is, the message, the item it names or None)
+COMMITS = [
+    ("a done item", messages.item_done("004", "Parse: the header [v2]"), "004"),
+    ("a blocked item", messages.item_blocked("0012", "Which database?"), "0012"),
+    ("a lost process", messages.process_lost(["007"]), "007"),
+    ("reconciled work", messages.reconciled_item("003"), "003"),
+    ("queued backlog changes", messages.backlog_queued("add 005"), None),
+    ("recover's decisions", messages.recovery_decisions(), None),
+    ("unattributed work", messages.reconciled_unattributed(), None),
+]
+STASHES = [
+    ("abandoned work", messages.abandoned_work("003"), "003"),
+    ("reconciled work", messages.reconciled_item_stash("a-7"), "a-7"),
+    ("an unattributed group", messages.reconciled_group_stash("unattributed"), None),
+]
+
+
+def test_commit_subjects_read_back_through_git(git_repo: Path) -> None:
+    repo = open_repo(git_repo)
+    base = repo.head_commit_id()
+    for number, (_, message, _) in enumerate(COMMITS):
+        (git_repo / f"f{number}.txt").write_text(f"{number}\n")
+        commit_paths(repo, [f"f{number}.txt"], message)
+    subjects = [commit.subject for commit in log_subjects(open_repo(git_repo), base)]
+    assert subjects == git("log", "--reverse", "--format=%s", f"{base}..HEAD",
+                           cwd=git_repo).splitlines()
+    found = [messages.item_of_subject(subject) for subject in subjects]
+    assert found == [item for _, _, item in COMMITS], [what for what, _, _ in COMMITS]
+
+
+def test_stash_messages_read_back_through_git(git_repo: Path) -> None:
+    repo = open_repo(git_repo)
+    for number, (_, message, _) in enumerate(STASHES):
+        (git_repo / f"s{number}.txt").write_text(f"{number}\n")
+        stash_paths(repo, [f"s{number}.txt"], message)
+    listed = [entry.message for entry in reversed(stash_list(open_repo(git_repo)))]
+    assert listed == [f"On main: {message}" for _, message, _ in STASHES]
+    assert [messages.item_of_stash(text) for text in listed] == [i for _, _, i in STASHES]
+
+
+def test_the_older_runner_prefix_and_other_subjects() -> None:
+    assert messages.item_of_subject("[rauf] 002: second item") == "002"
+    assert messages.item_of_subject("[forge] 02: too short for an item id") is None
+    assert messages.item_of_subject("fix: [forge] 003: not at the start") is None
+    assert messages.item_of_stash("WIP on main: 1234567 something") is None
