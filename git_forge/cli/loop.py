@@ -223,8 +223,8 @@ def _launch_external(args: argparse.Namespace, workspace) -> int:
     from git_forge.cli.preflight import explain_stop, render_dirty, render_stop
     from git_forge.errors import UsageError
     from git_forge.loop.control import LoopRunning, launch_blocker
+    from git_forge.reconcile.preflight import check
     from git_forge.runner import runner_for
-    from git_forge.tree.preflight import check
 
     given = [name for name in EMBEDDED_ONLY if getattr(args, name) not in (None, False)]
     if given:

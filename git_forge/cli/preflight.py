@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             emit_json({"status": "ok", "run": None, "paths": []})
         return 0
 
-    from git_forge.tree.preflight import check
+    from git_forge.reconcile.preflight import check
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
 
 if TYPE_CHECKING:
-    from git_forge.tree.reconcile import Decision
+    from git_forge.reconcile.attribution import Plan
+    from git_forge.reconcile.execution import Action, Decision
 
 EXIT_TREE_DIRTY = 6
 
@@ -49,33 +51,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _flag_decisions(args: argparse.Namespace) -> dict[str, Decision]:
     from git_forge.errors import UsageError
-    from git_forge.tree.reconcile import Decision
+    from git_forge.reconcile.execution import Decision, TreeAction
 
     decisions: dict[str, Decision] = {}
-    for action in ("commit", "stash", "discard", "leave"):
-        for group in getattr(args, action):
+    for action in TreeAction:
+        for group in getattr(args, action.value):
             if group in decisions:
                 raise UsageError(f"group {group} has two decisions")
-            decisions[group] = Decision(action, confirmed=args.confirm_discard)  # type: ignore
+            decisions[group] = Decision(action, confirmed=args.confirm_discard)
     if args.discard and not args.confirm_discard:
         raise UsageError("--discard needs --confirm-discard (a discard is confirmed twice)")
     return decisions
 
 
-def render_plan(plan) -> list[str]:
-    from git_forge.tree.reconcile import porcelain_lines
+_TITLES = {"item": "candidate of item {}", "recovery": "this recovery's own backlog change",
+           "unattributed": "not attributable to any item"}
 
+
+def render_plan(plan: Plan) -> list[str]:
     lines: list[str] = []
     if plan.groups:
         lines.append(paint("Stranded work", "bold")
                      + " (attributions are candidates, not facts):")
     for group in plan.groups:
-        title = {"item": f"candidate of item {group.item_id}",
-                 "recovery": "this recovery's own backlog change",
-                 "unattributed": "not attributable to any item"}[group.kind]
-        lines.append(f"  {paint(group.id, 'cyan')}  {title}")
+        lines.append(f"  {paint(group.id, 'cyan')}  {_TITLES[group.kind].format(group.item_id)}")
         lines += [f"      evidence: {note}" for note in group.evidence]
-        lines += [f"      {line}" for line in porcelain_lines(group)]
+        lines += [f"      {line}" for line in group.lines]
     if plan.stashes:
         lines.append("Stashes that name an item (never applied or dropped by git-forge):")
         for stash in plan.stashes:
@@ -85,17 +86,15 @@ def render_plan(plan) -> list[str]:
     return lines
 
 
-def render_actions(actions) -> list[str]:
-    from git_forge.tree.reconcile import discard_hints
-
+def render_actions(actions: Iterable[Action]) -> list[str]:
     lines = []
     for action in actions:
         if action.action == "commit":
-            text = f"committed as {action.commit[:12]}"
+            text = f"committed as {str(action.commit)[:12]}"
         elif action.action == "stash":
-            text = f"stashed as {action.ref} ({action.commit[:12]})"
+            text = f"stashed as {action.ref} ({str(action.commit)[:12]})"
         elif action.action == "discard":
-            text = f"discarded; saved to {action.ref}; restore with: " + discard_hints(action)[0]
+            text = f"discarded; saved to {action.ref}; restore with: " + action.restore_hints[0]
         else:
             text = "left as it is"
         if not action.verified:
@@ -104,27 +103,26 @@ def render_actions(actions) -> list[str]:
     return lines
 
 
-def ask_decisions(plan, *, commit_recovery: bool = False) -> dict[str, Decision]:
+def ask_decisions(plan: Plan, *, commit_recovery: bool = False) -> dict[str, Decision]:
     """One question per group on a terminal; discard is confirmed a second time.
     The default is always to leave the work, except recover's own backlog change."""
     from git_forge.cli import ask
-    from git_forge.tree.reconcile import Decision, porcelain_lines
+    from git_forge.reconcile.execution import Decision, TreeAction
 
     decisions: dict[str, Decision] = {}
     for group in plan.groups:
-        what = {"item": f"commit for item {group.item_id}", "recovery": "commit",
-                "unattributed": "commit"}[group.kind]
+        what = f"commit for item {group.item_id}" if group.kind == "item" else "commit"
         default = what if group.kind == "recovery" and commit_recovery else "leave"
         choice = ask.choose(f"{group.id}:", [("c", what), ("s", "stash"), ("d", "discard"),
                                               ("l", "leave")], default=default)
         if choice == "discard":
             print("These paths will be discarded (saved to refs/forge/discarded/… first):")
-            for line in porcelain_lines(group):
+            for line in group.lines:
                 print(f"    {line}")
             if not ask.confirm("Discard exactly these paths?"):
                 choice = "leave"
-        action = "commit" if choice.startswith("commit") else choice
-        decisions[group.id] = Decision(action, confirmed=action == "discard")  # type: ignore
+        action = TreeAction.COMMIT if choice.startswith("commit") else TreeAction(choice)
+        decisions[group.id] = Decision(action, confirmed=action is TreeAction.DISCARD)
     return decisions
 
 
@@ -132,10 +130,11 @@ def run(args: argparse.Namespace) -> int:
     from git_forge.cli import ask
     from git_forge.cli.output import note
     from git_forge.loop.control import live_loop, refuse_if_live, tree_owner
-    from git_forge.loop.evidence import gather
-    from git_forge.tree import reconcile
+    from git_forge.reconcile.attribution import plan as attribute
+    from git_forge.reconcile.evidence import gather
+    from git_forge.reconcile.execution import execute
+    from git_forge.reconcile.preflight import refuse_corrupt_backlog_commit, stranded
     from git_forge.tree.discard import restore_discarded
-    from git_forge.tree.preflight import refuse_corrupt_backlog_commit, stranded
     from git_forge.tree.repo import open_repo
     from git_forge.tree.status import porcelain
     from git_forge.workspace import locate
@@ -159,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         return stranded(porcelain(repo), workspace.root, workspace.state_dir,
                         workspace.backlog_file)
 
-    plan = reconcile.plan(repo, gather(workspace.state_dir), stranded_now())
+    plan = attribute(repo, gather(workspace.state_dir), stranded_now())
     for group_id in decisions:
         plan.group(group_id)  # an unknown group is refused before anything runs
     if not plan.groups:
@@ -179,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_corrupt_backlog_commit(
         [(group_id, plan.group(group_id).paths) for group_id, decision in decisions.items()
          if decision.action == "commit"], workspace.root, workspace.backlog_file)
-    actions = reconcile.execute(repo, plan, decisions)
+    actions = execute(repo, plan, decisions)
     remaining = stranded_now()
     if args.json:
         emit_json({"groups": [g.to_json() for g in plan.groups],

@@ -39,6 +39,7 @@ from git_forge.loop.prompt import build_prompt
 from git_forge.loop.signals import Signal, parse_signal
 from git_forge.loop.state import RunState, write_state
 from git_forge.reconcile import messages
+from git_forge.reconcile.preflight import Preflight, check, stranded
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import ManifestStore
@@ -50,7 +51,6 @@ from git_forge.tree.errors import GitError
 from git_forge.tree.fast_status import DETACHED_HEAD, UNBORN_BRANCH, head_blob
 from git_forge.tree.identity import author_and_committer
 from git_forge.tree.porcelain import quote_path
-from git_forge.tree.preflight import Preflight, check, stranded
 from git_forge.tree.repo import Repo, open_repo
 from git_forge.tree.stash import stash_paths
 from git_forge.tree.status import porcelain

@@ -1,2 +1,15 @@
-"""Reconciliation above ``tree/`` and ``loop/``: the launch blocker's explanation,
-attribution of stranded work to a run's items, and what to do about it."""
+"""Reconciliation above ``tree/`` and ``loop/``: what a prior run left stranded, whose
+work it is a candidate of, and what to do about it.
+
+* ``preflight``   — the launch blocker (``check``) and the one filter of the
+  runner's own changes (``stranded``); the hot path of every launch.
+* ``stop``        — the STOP's explanation in the operator's terms.
+* ``evidence``    — what a prior run left to attribute by (state.json, events).
+* ``attribution`` — ``plan``: stranded entries grouped by candidate item.
+* ``execution``   — ``execute``: commit, stash, discard or leave a group, verified.
+* ``messages``    — every commit and stash message git-forge writes, beside
+  its parser.
+
+The loop uses ``preflight`` and ``messages`` only; both import nothing from
+``loop/``. Keep this ``__init__`` import-free: ``preflight`` is on the hot path.
+"""

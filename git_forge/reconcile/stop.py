@@ -58,21 +58,21 @@ def explain(root: Path, state_dir: Path, backlog_file: Path,
             entries: list[StatusEntry], run: dict[str, Any]) -> StopExplanation:
     """Attribute ``entries`` (the stranded ones) the way ``git forge reconcile`` does."""
     from git_forge.errors import ForgeError
-    from git_forge.loop.evidence import gather
-    from git_forge.tree import reconcile
+    from git_forge.reconcile.attribution import GroupKind, plan
+    from git_forge.reconcile.evidence import gather
     from git_forge.tree.repo import open_repo
 
     blocked, needs_human = current_waits(backlog_file, run)
     try:
-        plan = reconcile.plan(open_repo(root), gather(state_dir), entries)
+        found = plan(open_repo(root), gather(state_dir), entries)
     except ForgeError as exc:
         return StopExplanation(outside=list(entries), blocked=blocked,
                                needs_human=needs_human,
                                notes=[f"the run's evidence could not be read: {exc.message}"])
     touched: list[tuple[StatusEntry, str]] = []
     outside: list[StatusEntry] = []
-    for group in plan.groups:
-        if group.kind != "item":
+    for group in found.groups:
+        if group.kind is not GroupKind.ITEM:
             outside.extend(group.entries)
             continue
         for entry in group.entries:
@@ -84,4 +84,4 @@ def explain(root: Path, state_dir: Path, backlog_file: Path,
     order = {entry.path: index for index, entry in enumerate(entries)}
     touched.sort(key=lambda pair: order.get(pair[0].path, 0))
     outside.sort(key=lambda entry: order.get(entry.path, 0))
-    return StopExplanation(touched, outside, blocked, needs_human, list(plan.notes))
+    return StopExplanation(touched, outside, blocked, needs_human, list(found.notes))

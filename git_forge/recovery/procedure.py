@@ -33,8 +33,12 @@ from git_forge.backlog.topology import (
 from git_forge.credentials import credential_problem
 from git_forge.errors import ForgeError, UsageError
 from git_forge.layout import RECOVER_LOCK_FILE
-from git_forge.loop.evidence import gather
 from git_forge.loop.state import read_state
+from git_forge.reconcile.attribution import GroupKind, Plan
+from git_forge.reconcile.attribution import plan as attribute
+from git_forge.reconcile.evidence import gather
+from git_forge.reconcile.execution import Decision, TreeAction, execute
+from git_forge.reconcile.preflight import stranded
 from git_forge.recovery import answers
 from git_forge.recovery.answers import Choice, Collected
 from git_forge.recovery.outcome import (
@@ -48,8 +52,6 @@ from git_forge.recovery.outcome import (
 )
 from git_forge.recovery.questions import Question, build_questions, merge_clusters
 from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
-from git_forge.tree import reconcile
-from git_forge.tree.preflight import stranded
 from git_forge.tree.repo import open_repo
 from git_forge.tree.status import porcelain
 from git_forge.workspace import Workspace
@@ -63,7 +65,7 @@ class Asker(Protocol):
 
     def merges(self, questions: list[Question]) -> list[list[str]]: ...
     def ask(self, questions: list[Question]) -> list[Collected]: ...
-    def tree(self, plan: reconcile.Plan) -> dict[str, reconcile.Decision]: ...
+    def tree(self, plan: Plan) -> dict[str, Decision]: ...
 
 
 @dataclass
@@ -426,15 +428,15 @@ def _tree(ctx: _Context, options: RecoverOptions, asker: Asker | None) -> None:
 
         backlog_rel = workspace.relative(workspace.backlog_file)
         recovery = {backlog_rel} if report.applied and not ctx.backlog_was_dirty else set()
-        tree_plan = reconcile.plan(repo, gather(workspace.state_dir), stranded_now(),
-                                   recovery_paths=recovery)
+        tree_plan = attribute(repo, gather(workspace.state_dir), stranded_now(),
+                              recovery_paths=recovery)
         report.tree_notes = list(tree_plan.notes)
         if asker is not None and tree_plan.groups:
             choices = asker.tree(tree_plan)
         else:
-            choices = {group.id: reconcile.Decision("commit") for group in tree_plan.groups
-                       if group.kind == "recovery" and options.commit_recovery}
-        actions = reconcile.execute(repo, tree_plan, choices) if choices else []
+            choices = {group.id: Decision(TreeAction.COMMIT) for group in tree_plan.groups
+                       if group.kind is GroupKind.RECOVERY and options.commit_recovery}
+        actions = execute(repo, tree_plan, choices) if choices else []
         report.tree = {"groups": [g.to_json() for g in tree_plan.groups],
                        "stashes": [s.to_json() for s in tree_plan.stashes],
                        "actions": [a.to_json() for a in actions]}

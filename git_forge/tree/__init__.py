@@ -1,5 +1,8 @@
-"""The only place that talks to git: the pygit2 adapter (and, later, reconciliation
-and the pre-launch check built on it).
+"""The only place that talks to git: the git adapter and nothing more.
+
+It knows nothing of items, runs or state files (the launch blocker, attribution
+and every message format live in ``reconcile/``, above this package) and
+imports nothing from the layers above it.
 
 Modules and what other layers call (every failure is a ``GitError``):
 

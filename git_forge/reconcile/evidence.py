@@ -5,17 +5,35 @@ duration of an iteration); ``events.ndjson`` gives the same from the journal:
 the latest ``item_selected`` / ``llm_spawned`` without a matching
 ``llm_exited``. Both are *evidence*, read tolerantly: a missing or unreadable
 state.json makes every stranded path unattributed rather than stopping anything.
+
+It lives with attribution, its only reader, and reads the loop's files through
+the loop's own readers (``read_state``, ``Journal``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from git_forge.atomic import StoreError
 from git_forge.layout import EVENTS_FILE
 from git_forge.loop.journal import Journal
 from git_forge.loop.state import read_state
-from git_forge.tree.reconcile import Evidence
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the prior run left to attribute by (state.json, events.ndjson)."""
+
+    base_commit: str | None = None
+    in_flight: str | None = None
+    citations: tuple[str, ...] = ()
+    problem: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.problem is None and (self.base_commit is not None or
+                                         self.in_flight is not None)
 
 
 def in_flight_from_events(events: list[dict]) -> str | None:

@@ -148,15 +148,14 @@ def backlog_file_problem(path: Path) -> str | None:
 def refuse_corrupt_backlog_commit(groups: list[tuple[str, list[str]]], root: Path,
                                   backlog_path: Path) -> None:
     """A commit must never record a backlog.json that does not parse: ``groups`` are
-    the (group id, paths) about to be committed. Raises ``GitError`` (exit 2)."""
-    from git_forge.tree.errors import GitError
+    the (group id, paths) about to be committed. Raises ``ReconcileError`` (exit 2)."""
+    from git_forge.reconcile.errors import ReconcileError
 
     backlog_rel = _relative(backlog_path, root)
     if any(backlog_rel in paths for _, paths in groups) and backlog_path.exists():
         problem = backlog_file_problem(backlog_path)
         if problem is not None:
-            raise GitError(f"refusing to commit {backlog_rel}: it is corrupt ({problem})",
-                           exit_code=2)
+            raise ReconcileError(f"refusing to commit {backlog_rel}: it is corrupt ({problem})")
 
 
 def check(root: Path, state_dir: Path, backlog_path: Path,
