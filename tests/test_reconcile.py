@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,43 @@ def test_unknown_group_is_refused_before_anything_runs(project: Path) -> None:
     result = run_forge("reconcile", "--commit", "item-001", "--stash", "item-999", cwd=project)
     assert result.returncode == 2 and "no group item-999" in result.stderr
     assert snapshot(project) == before
+
+
+def test_one_service_decides_once_and_reports_what_the_cli_prints(project: Path,
+                                                                   tmp_path: Path) -> None:
+    """``reconcile_tree`` asks ``decide`` once with the plan; its report is the
+    ``--json`` document; a decision for a group that does not exist is refused."""
+    from git_forge.reconcile.errors import ReconcileError
+    from git_forge.reconcile.execution import Decision, TreeAction
+    from git_forge.reconcile.service import reconcile_tree
+    from git_forge.workspace import locate
+
+    twin = tmp_path / "twin"
+    shutil.copytree(project, twin, symlinks=True)
+    dirty(project)
+    dirty(twin)
+    seen: list[list[str]] = []
+
+    def decide(plan):
+        seen.append([group.id for group in plan.groups])
+        return {"item-001": Decision(TreeAction.COMMIT)}
+
+    result = reconcile_tree(locate(project), decide)
+    assert seen == [["item-001", "item-002"]]
+    assert [entry.path for entry in result.remaining] == ["b dir/new.txt"]
+    assert not result.clean
+    code, document = report(twin, "--commit", "item-001")
+    assert code == 6
+    commit = git("rev-parse", "HEAD", cwd=project).strip()
+    assert result.to_json()["actions"] == [{"group": "item-001", "action": "commit",
+                                             "commit": commit}]
+    assert {k: v for k, v in result.to_json().items() if k != "actions"} == {
+        k: v for k, v in document.items() if k != "actions"}
+
+    git("stash", "-u", "-q", cwd=project)
+    with pytest.raises(ReconcileError, match=r"no group item-001 to reconcile \(groups: none\)"):
+        reconcile_tree(locate(project), decide)
+    assert seen[-1] == []
 
 
 def test_interactive_discard_is_confirmed_twice(project: Path) -> None:

@@ -130,13 +130,8 @@ def run(args: argparse.Namespace) -> int:
     from git_forge.cli import ask
     from git_forge.cli.output import note
     from git_forge.loop.control import live_loop, refuse_if_live, tree_owner
-    from git_forge.reconcile.attribution import plan as attribute
-    from git_forge.reconcile.evidence import gather
-    from git_forge.reconcile.execution import execute
-    from git_forge.reconcile.preflight import refuse_corrupt_backlog_commit, stranded
-    from git_forge.tree.discard import restore_discarded
-    from git_forge.tree.repo import open_repo
-    from git_forge.tree.status import porcelain
+    from git_forge.reconcile.preflight import refuse_corrupt_backlog_commit
+    from git_forge.reconcile.service import reconcile_tree
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
@@ -144,51 +139,44 @@ def run(args: argparse.Namespace) -> int:
     if acting:  # the tree belongs to a live loop: its agent's work is not stranded
         refuse_if_live(workspace.state_dir, workspace.root)
     live = live_loop(workspace.state_dir) or tree_owner(workspace.root)
-    repo = open_repo(workspace.root)
     if args.restore:
-        restored = restore_discarded(repo, args.restore)
+        from git_forge.tree.discard import restore_discarded
+        from git_forge.tree.repo import open_repo
+
+        restored = restore_discarded(open_repo(workspace.root), args.restore)
         if args.json:
             emit_json({"restored": restored, "ref": args.restore})
         else:
             print(f"restored {len(restored)} path(s) from {args.restore}")
         return 0
 
-    decisions = _flag_decisions(args)
-    def stranded_now() -> list:
-        return stranded(porcelain(repo), workspace.root, workspace.state_dir,
-                        workspace.backlog_file)
+    def decide(plan: Plan) -> dict[str, Decision]:
+        decisions = _flag_decisions(args)
+        for group_id in decisions:
+            plan.group(group_id)  # an unknown group is refused before anything runs
+        if not plan.groups:
+            return {}
+        if not args.json:
+            if live is not None:
+                note(f"a loop is running on this backlog ({live.described}); these changes "
+                     "may be its agent's work in progress, and nothing is reconciled until "
+                     "it ends")
+            print("\n".join(render_plan(plan)))
+        if not decisions and not args.json and ask.interactive() and live is None:
+            decisions = ask_decisions(plan)
+        refuse_corrupt_backlog_commit(
+            [(group_id, plan.group(group_id).paths) for group_id, decision in decisions.items()
+             if decision.action == "commit"], workspace.root, workspace.backlog_file)
+        return decisions
 
-    plan = attribute(repo, gather(workspace.state_dir), stranded_now())
-    for group_id in decisions:
-        plan.group(group_id)  # an unknown group is refused before anything runs
-    if not plan.groups:
-        if args.json:
-            emit_json({"groups": [], "stashes": [s.to_json() for s in plan.stashes],
-                       "actions": []})
-        return 0
-
-    interactive = not decisions and not args.json and ask.interactive() and live is None
-    if not args.json:
-        if live is not None:
-            note(f"a loop is running on this backlog ({live.described}); these changes may be "
-                 "its agent's work in progress, and nothing is reconciled until it ends")
-        print("\n".join(render_plan(plan)))
-    if interactive:
-        decisions = ask_decisions(plan)
-    refuse_corrupt_backlog_commit(
-        [(group_id, plan.group(group_id).paths) for group_id, decision in decisions.items()
-         if decision.action == "commit"], workspace.root, workspace.backlog_file)
-    actions = execute(repo, plan, decisions)
-    remaining = stranded_now()
+    report = reconcile_tree(workspace, decide)
     if args.json:
-        emit_json({"groups": [g.to_json() for g in plan.groups],
-                   "stashes": [s.to_json() for s in plan.stashes],
-                   "actions": [a.to_json() for a in actions]})
-    else:
-        if actions:
+        emit_json(report.to_json())
+    elif report.plan.groups:
+        if report.actions:
             print("Actions:")
-            print("\n".join(render_actions(actions)))
-        if remaining and not decisions:
+            print("\n".join(render_actions(report.actions)))
+        if not report.clean and not report.actions:
             print("Nothing was changed. Decide with --commit/--stash/--leave GROUP or "
                   "--discard GROUP --confirm-discard.", file=sys.stderr)
-    return 0 if not remaining else EXIT_TREE_DIRTY
+    return 0 if report.clean else EXIT_TREE_DIRTY

@@ -7,6 +7,8 @@ work it is a candidate of, and what to do about it.
 * ``evidence``    — what a prior run left to attribute by (state.json, events).
 * ``attribution`` — ``plan``: stranded entries grouped by candidate item.
 * ``execution``   — ``execute``: commit, stash, discard or leave a group, verified.
+* ``service``     — ``reconcile_tree``: the one use case ``reconcile`` and
+  ``recover`` run, returning a ``ReconcileReport``.
 * ``messages``    — every commit and stash message git-forge writes, beside
   its parser.
 

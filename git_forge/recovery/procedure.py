@@ -35,10 +35,8 @@ from git_forge.errors import ForgeError, UsageError
 from git_forge.layout import RECOVER_LOCK_FILE
 from git_forge.loop.state import read_state
 from git_forge.reconcile.attribution import GroupKind, Plan
-from git_forge.reconcile.attribution import plan as attribute
-from git_forge.reconcile.evidence import gather
-from git_forge.reconcile.execution import Decision, TreeAction, execute
-from git_forge.reconcile.preflight import stranded
+from git_forge.reconcile.execution import Decision, TreeAction
+from git_forge.reconcile.service import reconcile_tree
 from git_forge.recovery import answers
 from git_forge.recovery.answers import Choice, Collected
 from git_forge.recovery.outcome import (
@@ -52,8 +50,6 @@ from git_forge.recovery.outcome import (
 )
 from git_forge.recovery.questions import Question, build_questions, merge_clusters
 from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
-from git_forge.tree.repo import open_repo
-from git_forge.tree.status import porcelain
 from git_forge.workspace import Workspace
 
 STEPS = {1: "enumerate", 2: "cluster", 3: "questions", 4: "record", 5: "apply", 6: "prove",
@@ -420,27 +416,20 @@ def _prove(ctx: _Context) -> list[dict[str, Any]]:
 def _tree(ctx: _Context, options: RecoverOptions, asker: Asker | None) -> None:
     """Step 7, first: reconcile the tree. A git failure is reported; we go on."""
     workspace, report = ctx.workspace, ctx.report
-    try:
-        repo = open_repo(workspace.root)
-        def stranded_now() -> list:
-            return stranded(porcelain(repo), workspace.root, workspace.state_dir,
-                            workspace.backlog_file)
 
+    def decide(plan: Plan) -> dict[str, Decision]:
+        report.tree_notes = list(plan.notes)
+        if asker is not None and plan.groups:
+            return asker.tree(plan)
+        return {group.id: Decision(TreeAction.COMMIT) for group in plan.groups
+                if group.kind is GroupKind.RECOVERY and options.commit_recovery}
+
+    try:
         backlog_rel = workspace.relative(workspace.backlog_file)
         recovery = {backlog_rel} if report.applied and not ctx.backlog_was_dirty else set()
-        tree_plan = attribute(repo, gather(workspace.state_dir), stranded_now(),
-                              recovery_paths=recovery)
-        report.tree_notes = list(tree_plan.notes)
-        if asker is not None and tree_plan.groups:
-            choices = asker.tree(tree_plan)
-        else:
-            choices = {group.id: Decision(TreeAction.COMMIT) for group in tree_plan.groups
-                       if group.kind is GroupKind.RECOVERY and options.commit_recovery}
-        actions = execute(repo, tree_plan, choices) if choices else []
-        report.tree = {"groups": [g.to_json() for g in tree_plan.groups],
-                       "stashes": [s.to_json() for s in tree_plan.stashes],
-                       "actions": [a.to_json() for a in actions]}
-        report.tree_clean = not stranded_now()
+        result = reconcile_tree(workspace, decide, recovery_paths=recovery)
+        report.tree = result.to_json()
+        report.tree_clean = result.clean
     except ForgeError as exc:
         report.tree_notes.append(f"tree reconciliation skipped: {exc.message}")
         report.tree_clean = False
