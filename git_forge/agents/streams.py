@@ -12,11 +12,10 @@ events, costs a ``find`` each. Unknown fields and event types are ignored.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from git_forge.agents.lines import LineBuffer
 
 #: Called with assistant text as it streams (``loop run --follow`` shows it).
 TextSink = Callable[[str], None]
@@ -81,28 +80,64 @@ class StreamReader:
 
 
 class _JsonLines(StreamReader):
-    #: Event-type substrings worth parsing; every other line is skipped unparsed.
+    """A JSONL reader that parses only the lines naming an event it reads.
+
+    The wanted event names are one compiled pattern searched over each chunk at
+    once; only the lines it hits are cut out and parsed. A line longer than
+    ``LINE_LIMIT`` is dropped whole (its event could not be parsed anyway)."""
+
+    #: Event-type names worth parsing (as they appear in quotes on their line).
     WANTED: tuple[bytes, ...] = ()
+    #: Wanted only when someone follows the assistant's text.
+    FOLLOWED: tuple[bytes, ...] = ()
+    LINE_LIMIT = 8 * 1024 * 1024
 
     def __init__(self, follow: TextSink | None = None) -> None:
         super().__init__(follow)
-        self._lines = LineBuffer()
+        names = self.WANTED + (self.FOLLOWED if follow is not None else ())
+        self._pattern = re.compile(b"|".join(re.escape(b'"' + name + b'"') for name in names))
+        self._pending = b""
+        self._dropping = False  # inside an overlong line, until its newline
 
     def feed(self, data: bytes) -> None:
-        for line, cut in self._lines.feed(data):
-            self._line(line, cut)
+        if self._dropping:
+            newline = data.find(b"\n")
+            if newline < 0:
+                return
+            data, self._dropping = data[newline + 1:], False
+        chunk = self._pending + data if self._pending else data
+        last = chunk.rfind(b"\n")
+        rest = chunk[last + 1:]
+        if len(rest) > self.LINE_LIMIT:
+            rest, self._dropping = b"", True
+        self._pending = rest
+        if last >= 0:
+            self._lines(chunk, last)
 
     def finish(self) -> Facts:
-        for line, cut in self._lines.finish():
-            self._line(line, cut)
+        if self._pending and not self._dropping:
+            self._lines(self._pending, len(self._pending))
+        self._pending = b""
         return self.facts
 
-    def _line(self, line: bytes, cut: bool) -> None:
-        if cut or not any(wanted in line for wanted in self.WANTED):
-            return
-        event = _json_line(line)
-        if event is not None:
-            self.event(event)
+    def _lines(self, chunk: bytes, end: int) -> None:
+        """Parse the wanted lines of ``chunk[:end]``."""
+        done = 0
+        for match in self._pattern.finditer(chunk, 0, end):
+            if match.start() < done:
+                continue  # a second name on a line already read
+            start = chunk.rfind(b"\n", 0, match.start()) + 1
+            stop = chunk.find(b"\n", match.end(), end)
+            stop = end if stop < 0 else stop
+            done = stop
+            if stop - start <= self.LINE_LIMIT and self.worth(chunk, start, stop):
+                event = _json_line(chunk[start:stop])
+                if event is not None:
+                    self.event(event)
+
+    def worth(self, chunk: bytes, start: int, stop: int) -> bool:
+        """Whether a line naming a wanted event is worth parsing at all."""
+        return True
 
     def event(self, event: dict[str, Any]) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -111,7 +146,14 @@ class _JsonLines(StreamReader):
 class ClaudeStream(_JsonLines):
     """``claude -p --output-format stream-json --verbose``."""
 
-    WANTED = (b'"system"', b'"result"', b'"rate_limit_event"', b'"assistant"')
+    WANTED = (b"system", b"result", b"rate_limit_event")
+    FOLLOWED = (b"assistant",)
+
+    def worth(self, chunk: bytes, start: int, stop: int) -> bool:
+        # A rate-limit event comes every turn; only a rejected one matters.
+        if chunk.find(b'"rate_limit_event"', start, stop) >= 0:
+            return chunk.find(b'"rejected"', start, stop) >= 0
+        return True
 
     def event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -161,8 +203,8 @@ def _assistant_text(event: dict[str, Any]) -> str:
 class CodexStream(_JsonLines):
     """``codex exec --json -`` (and ``codex exec resume … --json -``)."""
 
-    WANTED = (b'"thread.started"', b'"turn.completed"', b'"turn.failed"', b'"error"',
-              b'_message"')
+    WANTED = (b"thread.started", b"turn.completed", b"turn.failed", b"error",
+              b"agent_message", b"assistant_message")
 
     def event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
