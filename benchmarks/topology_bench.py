@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import tracemalloc
 
 from timing import timed
 
@@ -56,17 +57,17 @@ def noisy(rng: random.Random, text: str, item: int) -> str:
     return f"{text} (item {item:05d}, see req{rng.randrange(100)} / t{rng.randrange(9)})"
 
 
-def wide_backlog(seed: int = 1) -> list[dict]:
+def wide_backlog(seed: int = 1, count: int = ITEMS, blocked_count: int = BLOCKED) -> list[dict]:
     rng = random.Random(seed)
     texts = phrasings()
-    blocked = set(rng.sample(range(ITEMS), BLOCKED))
+    blocked = set(rng.sample(range(count), blocked_count))
     items = []
-    for n in range(ITEMS):
+    for n in range(count):
         deps = sorted({rng.randrange(n) for _ in range(rng.randrange(4))}) if n else []
         item = {
-            "id": f"{n + 1:05d}",
+            "id": f"{n + 1:06d}",
             "status": "blocked" if n in blocked else rng.choice(["pending", "done"]),
-            "dependsOn": [f"{d + 1:05d}" for d in deps],
+            "dependsOn": [f"{d + 1:06d}" for d in deps],
         }
         if n in blocked:
             item["blockedReason"] = noisy(rng, rng.choice(texts), n + 1)
@@ -74,11 +75,11 @@ def wide_backlog(seed: int = 1) -> list[dict]:
     return items
 
 
-def deep_chain(seed: int = 2) -> list[dict]:
+def deep_chain(seed: int = 2, count: int = ITEMS) -> list[dict]:
     rng = random.Random(seed)
     texts = phrasings()
     items = []
-    for n in range(ITEMS):
+    for n in range(count):
         item = {
             "id": str(n + 1),
             "status": "blocked" if n % 2 else "pending",
@@ -135,6 +136,23 @@ def main() -> None:
     print("backlog topology + clustering (topology_report(cluster=True)), median of 5")
     for label, items, fn in rows:
         print(f"  {label:<38} {timed(fn) * 1000:8.1f} ms   [{describe(items)}]")
+    print("at scale: time (median of 3) and peak memory of one call (tracemalloc), "
+          "against the size of its JSON output")
+    big, long_chain = wide_backlog(count=100_000, blocked_count=50_000), deep_chain(count=50_000)
+    for label, items in (("(e) 100,000 items / 50,000 blocked", big),
+                         ("(f) 50,000-deep chain", long_chain)):
+        def report(items: list[dict] = items) -> dict:
+            return topology_report(items, cluster=True)
+
+        seconds = timed(report, repeat=3)
+        tracemalloc.start()
+        output = report()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        size = len(json.dumps(output))
+        print(f"  {label:<38} {seconds * 1000:8.1f} ms, peak {peak / 2**20:7.1f} MiB, "
+              f"output {size / 2**20:6.1f} MiB ({peak / size:.1f}x)   [{describe(items)}]")
+    print("goals: 100,000 items under 3 s; peak memory within a few times the output")
 
 
 if __name__ == "__main__":

@@ -22,9 +22,11 @@ from git_forge.layout import (
     DEFAULT_BACKLOG_DIR,
     DEFAULT_STATE_DIR,
     FEATURE_FORGE_CONFIG,
+    MANIFEST_SUFFIX,
     PROC_DIR,
     REPO_CONFIG,
     USER_CONFIG,
+    find_root,
     state_directory,
 )
 from git_forge.parsing import DocumentTooComplex, load_json
@@ -40,7 +42,6 @@ KINDS: tuple[str, ...] = (
     "backlog-dirs",  # backlog dirs, relative to the cwd  (decision --backlog-dir)
 )
 
-_MANIFEST_SUFFIX = ".manifest.json"
 #: A config file matters to completion only if it sets one of these keys.
 _LOCATION_KEY = re.compile(r"^\s*(backlog|stateDir)\s*:", re.MULTILINE)
 #: Directories never searched for backlogs: git's own, and trees of other tools.
@@ -50,15 +51,6 @@ _BACKLOG_SEARCH_DEPTH = 3
 #: At most this many directories are looked into, so a TAB outside a repository
 #: (in a home directory, say) stays fast.
 _BACKLOG_SEARCH_BUDGET = 2000
-
-
-def _find_root(start: Path) -> Path:
-    """The nearest directory holding ``.git`` (as ``workspace.find_root``, without
-    importing the configuration machinery)."""
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return start
 
 
 def _sets_location(path: Path) -> bool:
@@ -84,7 +76,7 @@ def _directories(start: Path, backlog: str | None, backlog_dir: str | None) -> t
     if backlog_dir is not None:  # decision verbs: --backlog-dir is relative to the cwd
         directory = Path(os.path.normpath(start / backlog_dir))
         return directory, state_directory(directory, DEFAULT_STATE_DIR)
-    root = _find_root(start)
+    root = find_root(start)
     if _config_matters(root):
         from git_forge.errors import ForgeError
         from git_forge.workspace import locate
@@ -133,12 +125,12 @@ def _cluster_rows(blocked: list[dict[str, Any]], *, multi_only: bool) -> list[tu
 def _handle_rows(state_dir: Path) -> list[tuple[str, str]]:
     try:
         names = sorted(entry.name for entry in os.scandir(state_dir / PROC_DIR)
-                       if entry.name.endswith(_MANIFEST_SUFFIX))
+                       if entry.name.endswith(MANIFEST_SUFFIX))
     except OSError:
         return []
     rows = []
     for name in names:
-        handle = name[: -len(_MANIFEST_SUFFIX)]
+        handle = name[: -len(MANIFEST_SUFFIX)]
         try:
             manifest = load_json((state_dir / PROC_DIR / name).read_bytes(), name)
             origin = manifest.get("origin") or {}
@@ -187,10 +179,10 @@ def candidate_rows(
         raise ValueError(f"unknown completion kind {kind!r} (expected one of {', '.join(KINDS)})")
     start = Path(start).resolve()
     if kind == "backlogs":
-        root = _find_root(start)
+        root = find_root(start)
         return _backlog_rows(root, root)
     if kind == "backlog-dirs":
-        return _backlog_rows(_find_root(start), start)
+        return _backlog_rows(find_root(start), start)
     directory, state_dir = _directories(start, backlog, backlog_dir)
     if kind == "handles":
         return _handle_rows(state_dir)

@@ -31,6 +31,9 @@ TREE_LOCK_FILE = "forge-loop.lock"
 LOOP_RUN_FILE = "loop.run"
 RECOVER_LOCK_FILE = "recover.lock"
 PROC_DIR = "proc"
+#: ``proc/<handle>.manifest.json``: named here so completion can list handles
+#: without importing the supervisor.
+MANIFEST_SUFFIX = ".manifest.json"
 #: The ``{prompt_file}`` copies of an agent's prompt (``prompt-<id>.md``), removed
 #: when the agent ends; the pattern is ignored so that none is ever committed.
 PROMPT_FILES = "prompt-*.md"

@@ -625,3 +625,29 @@ def test_a_double_forked_setsid_daemon_never_outlives_its_entry(make, how: str) 
     assert manifest.state == {"exits": "exited", "stopped": "killed",
                               "timed_out": "timed_out"}[how]
     wait_for(lambda: gone(daemon), timeout=5)
+
+
+def test_an_observer_sees_each_stream_as_it_is_spooled(make) -> None:
+    seen: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
+    lock = threading.Lock()
+
+    def observe(stream: str, data: bytes) -> None:
+        with lock:
+            seen[stream] += data
+        if b"boom" in data:
+            raise RuntimeError("an observer's bug")  # must not stop the output
+
+    supervisor = make()
+    code = ("import os\n"
+            "for n in range(200):\n"
+            "    os.write(1, b'out %d\\n' % n)\n"
+            "    os.write(2, b'err %d\\n' % n)\n"
+            "os.write(1, b'boom\\n' + b'o' * 300000)\n")
+    handle = supervisor.start({"run_id": "r"}, None,
+                              PreparedProcess(py(code), cwd="/", observe=observe))
+    manifest = supervisor.wait(handle, timeout=WAIT)
+    assert manifest.state == "exited"
+    expected_out = b"".join(b"out %d\n" % n for n in range(200)) + b"boom\n" + b"o" * 300000
+    assert bytes(seen["stdout"]) == expected_out
+    assert bytes(seen["stderr"]) == b"".join(b"err %d\n" % n for n in range(200))
+    assert len(output(supervisor, handle)) == len(expected_out) + len(seen["stderr"])

@@ -238,7 +238,7 @@ def render_report(report) -> list[str]:
     lines += [f"  note      {note}" for note in report.tree_notes]
     if report.failure:
         failure = report.failure
-        lines.append(paint(f"  FAILED at step {failure.step} ({failure.kind}):", "red"))
+        lines.append(paint(f"  FAILED at step {failure.step.number} ({failure.kind}):", "red"))
         lines.append(f"    {failure.error}")
     elif report.gate is not None:
         gate = report.gate

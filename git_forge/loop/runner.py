@@ -397,11 +397,19 @@ def _wait(run: _Run, handle: str) -> tuple[Any, bool]:
             if exc.code != "wait_timeout":
                 raise
             manifest, done = run.supervisor.snapshot(handle), False
-        rendered = run.supervisor.render(handle, cursor, 32 * 1024)
-        if rendered.output:
-            run.progress.output(rendered.output)
-        cursor = rendered.next_cursor
-        run.progress.tick(time.monotonic() - started, rendered.total_bytes)
+        try:
+            rendered = run.supervisor.render(handle, cursor, 32 * 1024)
+        except ProcessError as exc:
+            if exc.code != "cursor_ahead":
+                raise
+            # The spool lost bytes it had shown (it could not write them: a full
+            # disk). Nothing more can be followed; the storage error ends the run.
+            rendered = None
+        if rendered is not None:
+            if rendered.output:
+                run.progress.output(rendered.output)
+            cursor = rendered.next_cursor
+            run.progress.tick(time.monotonic() - started, rendered.total_bytes)
         if done:
             return manifest, False
         if run.stop():

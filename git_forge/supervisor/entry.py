@@ -98,6 +98,7 @@ class Entry:
         self.errors: list[BaseException] = []
         #: The last bytes of stdout and of stderr, each apart from the combined record.
         self.tails = {"stdout": StreamTail(TAIL_BYTES), "stderr": StreamTail(TAIL_BYTES)}
+        self._observe: Callable[[str, bytes], None] | None = None
         #: The first failure to write this process's output or manifest (None: none).
         self.storage_error: ProcessError | None = None
         #: Signals that could not be delivered.
@@ -120,8 +121,11 @@ class Entry:
         self._stop = StopPlan()
 
     # -- starting ----------------------------------------------------------------
-    def attach(self, child: Child, *, stdin: bytes | None, timeout: float | None) -> None:
-        """Begin draining a freshly spawned process (before anything else can fail)."""
+    def attach(self, child: Child, *, stdin: bytes | None, timeout: float | None,
+               observe: Callable[[str, bytes], None] | None = None) -> None:
+        """Begin draining a freshly spawned process (before anything else can fail).
+        ``observe(stream, data)`` sees each read of stdout and stderr as it is spooled."""
+        self._observe = observe
         self._child = child
         self.pid = child.pid
         self._tree = ProcessTree(child.pid)
@@ -131,7 +135,7 @@ class Entry:
         for name, stream in (("stdout", child.stdout), ("stderr", child.stderr)):
             assert stream is not None
             thread = threading.Thread(
-                target=self._drain, args=(stream.fileno(), self.tails[name]), daemon=True,
+                target=self._drain, args=(stream.fileno(), self._sink(name)), daemon=True,
                 name=f"drain-{self.handle[:6]}",
             )
             self._drains.append(thread)
@@ -146,7 +150,21 @@ class Entry:
         )
         self._watcher.start()
 
-    def _drain(self, fd: int, tail: StreamTail) -> None:
+    def _sink(self, stream: str) -> Callable[[memoryview], None]:
+        """What each read of ``stream`` also goes to: its tail, and the observer."""
+        tail, observe = self.tails[stream], self._observe
+
+        def sink(data: memoryview) -> None:
+            tail.add(data)
+            if observe is not None:
+                try:
+                    observe(stream, bytes(data))
+                except Exception as exc:  # an observer never stops the output
+                    self.errors.append(exc)
+
+        return sink
+
+    def _drain(self, fd: int, sink: Callable[[memoryview], None]) -> None:
         with contextlib.suppress(OSError):
             fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)  # fewer wake-ups per byte
         limit = self.config.read_chunk_bytes
@@ -155,7 +173,7 @@ class Entry:
         try:
             while not self._abandon.is_set():
                 # Poll first: the read then never blocks, and an abandoned drain ends.
-                if poller.poll(_POLL_MS) and self.spool.read_from(fd, limit, tail) == 0:
+                if poller.poll(_POLL_MS) and self.spool.read_from(fd, limit, sink) == 0:
                     break
         except ProcessError as exc:  # the spool could not be written: stop the process
             self._storage_failed(exc)

@@ -18,6 +18,7 @@ from typing import Any
 
 from git_forge.atomic import StoreError, update_json
 from git_forge.errors import os_error_text
+from git_forge.layout import MANIFEST_SUFFIX
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.supervisor.handles import is_valid_handle, require_handle
 from git_forge.supervisor.lifecycle import (
@@ -28,7 +29,7 @@ from git_forge.supervisor.lifecycle import (
     check_transition,
     is_terminal,
 )
-from git_forge.supervisor.paths import FILE_MODE, MANIFEST_SUFFIX, ProcPaths
+from git_forge.supervisor.paths import FILE_MODE, ProcPaths
 
 MANIFEST_VERSION = 1
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from git_forge.layout import MANIFEST_SUFFIX
 from git_forge.supervisor.handles import require_handle
 
-MANIFEST_SUFFIX = ".manifest.json"
 SPOOL_SUFFIX = ".spool"
 STOP_REQUEST_SUFFIX = ".stop.json"
 #: Locked by a live member of the process's tree (see ``liveness``).

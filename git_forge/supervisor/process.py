@@ -17,7 +17,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -43,6 +43,8 @@ class PreparedProcess:
     (terminate, grace, kill) and records ``timed_out``. ``stdin`` is written to
     the child and then closed; ``None`` gives it an empty standard input.
     ``lease`` is released exactly once when the process is terminalized.
+    ``observe(stream, data)`` sees the output as it arrives (a caller's parser of
+    a structured stream), in the drain threads: it must be quick and never block.
     """
 
     argv: Sequence[str]
@@ -51,6 +53,7 @@ class PreparedProcess:
     stdin: bytes | None = None
     timeout: float | None = None
     lease: Lease | None = None
+    observe: Callable[[str, bytes], None] | None = None
     _used: bool = field(default=False, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 

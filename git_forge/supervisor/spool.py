@@ -41,6 +41,7 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +52,6 @@ from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.supervisor.buffer import (
     Chunk,
     RollingBuffer,
-    StreamTail,
     check_read_arguments,
     resolve_cursor,
 )
@@ -434,7 +434,8 @@ class SpoolWriter:
             view = view[len(piece):]
         return True
 
-    def read_from(self, fd: int, limit: int, tail: StreamTail | None = None) -> int:
+    def read_from(self, fd: int, limit: int,
+                  sink: Callable[[memoryview], None] | None = None) -> int:
         """Read up to ``limit`` bytes from ``fd`` straight into the window: one
         kernel copy per byte and nothing else. Returns the count (0 at EOF).
 
@@ -457,8 +458,8 @@ class SpoolWriter:
         count = 0
         try:
             count = os.readv(fd, [region])
-            if tail is not None:
-                tail.add(region[:count])
+            if sink is not None:  # sees the bytes before anything can overwrite them
+                sink(region[:count])
         finally:
             region.release()
             with self._lock:

@@ -174,7 +174,8 @@ class Supervisor:
             with self._lock:
                 self._entries[handle] = entry
             raise ProcessError("spawn_failed", _describe(exc), handle=handle) from exc
-        entry.attach(child, stdin=prepared.stdin, timeout=prepared.timeout)
+        entry.attach(child, stdin=prepared.stdin, timeout=prepared.timeout,
+                     observe=prepared.observe)
         with self._lock:
             self._entries[handle] = entry
         running = manifest.evolve(state=State.RUNNING, started_at=utc_now())

@@ -1,0 +1,158 @@
+"""Benchmark: what a command costs before it does anything, and the small commands.
+
+Every figure is the median wall time of ``--rounds`` fresh processes (default 15),
+with the interpreter's own start-up (``python3 -c pass``) as the unit:
+
+* ``git forge --version``;
+* ``git forge status`` and ``backlog list --json`` on backlogs of 100, 1,000 and
+  5,000 items (flat in backlog size is the goal for status, within 3x the
+  interpreter);
+* ``git forge decision list --unapplied --json`` on a record of 10,000 entries,
+  against a reference: a minimal Python script doing the same work (read the
+  record, keep each item's latest entry, the unapplied ones, sorted as strings,
+  print them) — the floor any Python implementation of the verb pays;
+* ``git forge preflight`` on a clean and on a dirty 1,000-file repository, against
+  ``git status --porcelain`` (goal: at most the interpreter plus 1.5x git status).
+
+Usage: ``python benchmarks/startup_bench.py [--rounds N]``. Goals: ``--version``
+<= 2x the interpreter; ``decision list`` <= 0.5x feature-forge's own script (not
+runnable here: the minimal reference above stands in for it, a stricter bar);
+``status`` flat in backlog size within 3x the interpreter; ``preflight`` within the
+interpreter plus 1.5x ``git status``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "NO_COLOR": "1",
+}
+REFERENCE = r'''
+import json, sys
+with open(sys.argv[1], encoding="utf-8") as handle:
+    record = json.load(handle)
+latest = {}
+for entry in record["decisions"]:
+    latest[entry["itemId"]] = entry
+unapplied = sorted((e for e in latest.values() if e["appliedAt"] is None),
+                   key=lambda e: e["itemId"])
+print(json.dumps({"feature": record["feature"], "unapplied": unapplied,
+                  "count": len(unapplied)}, indent=2, ensure_ascii=False))
+'''
+
+
+def forge() -> list[str]:
+    return [str(Path(sys.executable).with_name("git-forge"))]
+
+
+def median_ms(argv: list[str], cwd: Path, rounds: int) -> float:
+    samples = []
+    for _ in range(rounds + 1):
+        started = time.perf_counter()
+        subprocess.run(argv, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples[1:]) * 1000  # the first warms the caches
+
+
+def git(*argv: str, cwd: Path) -> None:
+    subprocess.run(["git", *argv], cwd=cwd, env=ENV, check=True, stdout=subprocess.DEVNULL)
+
+
+def project(root: Path, items: int, files: int = 0) -> Path:
+    root.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=root)
+    for n in range(files):
+        directory = root / "src" / f"d{n // 500:03d}"
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / f"f{n:05d}.txt").write_text(f"{n}\n")
+    subprocess.run([*forge(), "init"], cwd=root, env=ENV, check=True,
+                   stdout=subprocess.DEVNULL)
+    backlog = root / ".forge" / "backlog.json"
+    document = json.loads(backlog.read_text())
+    document["items"] = [
+        {"id": f"{n:05d}", "type": "feature", "priority": 1 + n % 4, "title": f"Item {n}",
+         "description": "Something to do. " * 4, "acceptanceCriteria": ["it is done"],
+         "status": ("done", "pending", "blocked")[n % 3], "completedAt": None,
+         "needsHuman": n % 3 == 2, "blockedReason": "Which way?" if n % 3 == 2 else None,
+         "dependsOn": [f"{n - 1:05d}"] if n % 7 == 0 and n > 1 else []}
+        for n in range(1, items + 1)
+    ]
+    backlog.write_text(json.dumps(document, indent=2) + "\n")
+    git("add", "-A", cwd=root)
+    git("commit", "-qm", "init", cwd=root)
+    return root
+
+
+def decision_record(root: Path, entries: int = 10_000) -> Path:
+    path = root / ".forge" / "forge-decisions.json"
+    stamp = "2026-11-01T10:00:00Z"
+    document = {
+        "schemaVersion": "1", "feature": ".forge", "createdAt": stamp,
+        "decisions": [
+            {"itemId": f"{n % 2000:03d}", "question": f"Question number {n}?",
+             "answer": None if n % 3 == 0 else f"answer {n}", "deferred": n % 3 == 0,
+             "decidedAt": stamp, "recordedBy": "bench@host",
+             "appliedAt": stamp if n % 5 == 0 else None,
+             "appliedBy": "bench@host" if n % 5 == 0 else None}
+            for n in range(entries)
+        ],
+        "updatedAt": stamp,
+    }
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    rounds = parser.parse_args().rounds
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        interpreter = median_ms([sys.executable, "-c", "pass"], work, rounds)
+        small = project(work / "small", 100)
+        print(f"python3 -c pass (the unit):                 {interpreter:7.1f} ms")
+        version = median_ms([*forge(), "--version"], small, rounds)
+        print(f"git forge --version:                        {version:7.1f} ms  "
+              f"({version / interpreter:.2f}x; goal <= 2x)")
+        for items in (100, 1_000, 5_000):
+            root = small if items == 100 else project(work / f"p{items}", items)
+            status = median_ms([*forge(), "status"], root, rounds)
+            listing = median_ms([*forge(), "backlog", "list", "--json"], root, rounds)
+            print(f"{items:>5} items: status {status:7.1f} ms ({status / interpreter:.2f}x), "
+                  f"backlog list --json {listing:7.1f} ms ({listing / interpreter:.2f}x)")
+        record = decision_record(small)
+        reference = work / "reference.py"
+        reference.write_text(REFERENCE)
+        ours = median_ms([*forge(), "decision", "list", "--backlog-dir", ".forge",
+                          "--unapplied", "--json"], small, rounds)
+        theirs = median_ms([sys.executable, str(reference), str(record)], small, rounds)
+        print(f"decision list --unapplied --json, 10,000 entries: {ours:7.1f} ms; "
+              f"reference script {theirs:7.1f} ms ({ours / theirs:.2f}x)")
+        repo = project(work / "files", 10, files=1_000)
+        for state in ("clean", "dirty"):
+            if state == "dirty":
+                for n in range(0, 1_000, 100):
+                    path = repo / "src" / f"d{n // 500:03d}" / f"f{n:05d}.txt"
+                    path.write_text("changed\n")
+            preflight = median_ms([*forge(), "preflight"], repo, rounds)
+            status = median_ms(["git", "status", "--porcelain"], repo, rounds)
+            bar = interpreter + 1.5 * status
+            print(f"preflight, 1,000 files, {state}: {preflight:7.1f} ms; git status "
+                  f"{status:6.1f} ms; bar (interpreter + 1.5x git status) {bar:7.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""What one agent start cost: a receipt per iteration, and totals over several.
+
+Only what the agent itself reports is recorded: Claude Code reports its cost in
+USD, Codex reports tokens only — so a Codex receipt has no cost, never an
+invented price. Wire names (camelCase) appear only at the JSON edge."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Receipt:
+    duration_ms: int | None = None
+    exit_code: int | None = None
+    session_id: str | None = None
+    #: The session this attempt resumed (``None``: a fresh one).
+    resumed: str | None = None
+    turns: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    cost_usd: float | None = None
+
+    def with_(self, **changes: Any) -> Receipt:
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"durationMs": self.duration_ms, "exitCode": self.exit_code,
+                "sessionId": self.session_id, "resumed": self.resumed, "turns": self.turns,
+                "tokens": {"input": self.input_tokens, "output": self.output_tokens,
+                           "cached": self.cached_tokens},
+                "costUsd": self.cost_usd}
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> Receipt:
+        """Tolerant: a missing or odd field is unknown (``None``), never an error."""
+        found = document.get("tokens")
+        tokens: dict[str, Any] = found if isinstance(found, dict) else {}
+
+        def number(value: Any, kind: type) -> Any:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return None
+            return kind(value)
+
+        def text(value: Any) -> str | None:
+            return value if isinstance(value, str) else None
+
+        return cls(duration_ms=number(document.get("durationMs"), int),
+                   exit_code=number(document.get("exitCode"), int),
+                   session_id=text(document.get("sessionId")),
+                   resumed=text(document.get("resumed")),
+                   turns=number(document.get("turns"), int),
+                   input_tokens=number(tokens.get("input"), int),
+                   output_tokens=number(tokens.get("output"), int),
+                   cached_tokens=number(tokens.get("cached"), int),
+                   cost_usd=number(document.get("costUsd"), float))
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Receipts summed: attempts, duration, tokens, and cost where any was reported."""
+
+    attempts: int = 0
+    duration_ms: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    #: ``None`` while no receipt reported a cost (Codex), never an invented zero.
+    cost_usd: float | None = None
+
+    def add(self, receipt: Receipt) -> Totals:
+        cost = self.cost_usd
+        if receipt.cost_usd is not None:
+            cost = (cost or 0.0) + receipt.cost_usd
+        return Totals(self.attempts + 1, self.duration_ms + (receipt.duration_ms or 0),
+                      self.input_tokens + (receipt.input_tokens or 0),
+                      self.output_tokens + (receipt.output_tokens or 0),
+                      self.cached_tokens + (receipt.cached_tokens or 0), cost)
+
+    @classmethod
+    def of(cls, receipts: Iterable[Receipt]) -> Totals:
+        totals = cls()
+        for receipt in receipts:
+            totals = totals.add(receipt)
+        return totals
+
+    def to_json(self) -> dict[str, Any]:
+        return {"attempts": self.attempts, "durationMs": self.duration_ms,
+                "tokens": {"input": self.input_tokens, "output": self.output_tokens,
+                           "cached": self.cached_tokens},
+                "costUsd": None if self.cost_usd is None else round(self.cost_usd, 6)}
+
+    def describe(self) -> str:
+        """``3 attempts, 12.3k tokens in / 4.1k out, $0.42``."""
+        def k(count: int) -> str:
+            return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
+
+        text = f"{self.attempts} attempt" + ("s" if self.attempts != 1 else "")
+        if self.input_tokens or self.output_tokens:
+            text += f", {k(self.input_tokens)} tokens in / {k(self.output_tokens)} out"
+        if self.cost_usd is not None:
+            text += f", ${self.cost_usd:.2f}"
+        return text

@@ -1,0 +1,239 @@
+"""Readers of the structured streams agents write: Claude Code's ``stream-json``
+and Codex's ``exec --json`` JSONL, and the plain stream of any other command.
+
+Each reader is fed the agent's stdout as it arrives and keeps only what matters
+afterwards — the final text (where the signal is), the session id, the usage,
+what failed — never the transcript, so its memory is flat in the transcript's
+size. Lines are only parsed as JSON when their event type is one of the few it
+reads (a substring test first): the bulk of a transcript, message and tool
+events, costs a ``find`` each. Unknown fields and event types are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Called with assistant text as it streams (``loop run --follow`` shows it).
+TextSink = Callable[[str], None]
+
+
+@dataclass
+class Facts:
+    """What a stream said that the loop acts on."""
+
+    final_text: str = ""
+    session_id: str | None = None
+    #: Claude's ``result`` event: subtype, is_error, …; ``None`` when none came.
+    result: dict[str, Any] | None = None
+    #: A rejected rate limit: ``{"resetsAt": epoch, "rateLimitType": …}``.
+    rejected_limit: dict[str, Any] | None = None
+    #: Messages of failures the stream reported (Codex ``turn.failed`` / ``error``).
+    errors: list[str] = field(default_factory=list)
+    completed_turn: bool = False
+    turns: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    cost_usd: float | None = None
+    duration_ms: int | None = None
+
+
+def _json_line(line: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class StreamReader:
+    """The plain reader: the final text is the stream's last 64 KiB (a generic
+    agent prints its signal as its last line)."""
+
+    TAIL = 64 * 1024
+
+    def __init__(self, follow: TextSink | None = None) -> None:
+        self.facts = Facts()
+        self.follow = follow
+        self._tail = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self._tail += data
+        if len(self._tail) > 2 * self.TAIL:
+            del self._tail[:len(self._tail) - self.TAIL]
+
+    def finish(self) -> Facts:
+        self.facts.final_text = bytes(self._tail[-self.TAIL:]).decode("utf-8", "replace")
+        return self.facts
+
+
+class _JsonLines(StreamReader):
+    """A JSONL reader that parses only the lines naming an event it reads.
+
+    The wanted event names are one compiled pattern searched over each chunk at
+    once; only the lines it hits are cut out and parsed. A line longer than
+    ``LINE_LIMIT`` is dropped whole (its event could not be parsed anyway)."""
+
+    #: Event-type names worth parsing (as they appear in quotes on their line).
+    WANTED: tuple[bytes, ...] = ()
+    #: Wanted only when someone follows the assistant's text.
+    FOLLOWED: tuple[bytes, ...] = ()
+    LINE_LIMIT = 8 * 1024 * 1024
+
+    def __init__(self, follow: TextSink | None = None) -> None:
+        super().__init__(follow)
+        names = self.WANTED + (self.FOLLOWED if follow is not None else ())
+        self._pattern = re.compile(b"|".join(re.escape(b'"' + name + b'"') for name in names))
+        self._pending = b""
+        self._dropping = False  # inside an overlong line, until its newline
+
+    def feed(self, data: bytes) -> None:
+        if self._dropping:
+            newline = data.find(b"\n")
+            if newline < 0:
+                return
+            data, self._dropping = data[newline + 1:], False
+        chunk = self._pending + data if self._pending else data
+        last = chunk.rfind(b"\n")
+        rest = chunk[last + 1:]
+        if len(rest) > self.LINE_LIMIT:
+            rest, self._dropping = b"", True
+        self._pending = rest
+        if last >= 0:
+            self._lines(chunk, last)
+
+    def finish(self) -> Facts:
+        if self._pending and not self._dropping:
+            self._lines(self._pending, len(self._pending))
+        self._pending = b""
+        return self.facts
+
+    def _lines(self, chunk: bytes, end: int) -> None:
+        """Parse the wanted lines of ``chunk[:end]``."""
+        done = 0
+        for match in self._pattern.finditer(chunk, 0, end):
+            if match.start() < done:
+                continue  # a second name on a line already read
+            start = chunk.rfind(b"\n", 0, match.start()) + 1
+            stop = chunk.find(b"\n", match.end(), end)
+            stop = end if stop < 0 else stop
+            done = stop
+            if stop - start <= self.LINE_LIMIT and self.worth(chunk, start, stop):
+                event = _json_line(chunk[start:stop])
+                if event is not None:
+                    self.event(event)
+
+    def worth(self, chunk: bytes, start: int, stop: int) -> bool:
+        """Whether a line naming a wanted event is worth parsing at all."""
+        return True
+
+    def event(self, event: dict[str, Any]) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class ClaudeStream(_JsonLines):
+    """``claude -p --output-format stream-json --verbose``."""
+
+    WANTED = (b"system", b"result", b"rate_limit_event")
+    FOLLOWED = (b"assistant",)
+
+    def worth(self, chunk: bytes, start: int, stop: int) -> bool:
+        # A rate-limit event comes every turn; only a rejected one matters.
+        if chunk.find(b'"rate_limit_event"', start, stop) >= 0:
+            return chunk.find(b'"rejected"', start, stop) >= 0
+        return True
+
+    def event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        facts = self.facts
+        session = _text(event.get("session_id"))
+        if session:
+            facts.session_id = session
+        if kind == "assistant":
+            if self.follow is not None:
+                text = _assistant_text(event)
+                if text:
+                    self.follow(text)
+        elif kind == "rate_limit_event":
+            info = event.get("rate_limit_info")
+            if isinstance(info, dict) and info.get("status") == "rejected":
+                facts.rejected_limit = info
+        elif kind == "result":
+            facts.result = event
+            facts.final_text = _text(event.get("result")) or ""
+            facts.turns = _int(event.get("num_turns"))
+            facts.duration_ms = _int(event.get("duration_ms"))
+            cost = event.get("total_cost_usd")
+            if isinstance(cost, int | float) and not isinstance(cost, bool):
+                facts.cost_usd = float(cost)
+            usage = event.get("usage")
+            if isinstance(usage, dict):
+                facts.input_tokens = _int(usage.get("input_tokens"))
+                facts.output_tokens = _int(usage.get("output_tokens"))
+                cached = [_int(usage.get(key)) for key in
+                          ("cache_read_input_tokens", "cache_creation_input_tokens")]
+                if any(value is not None for value in cached):
+                    facts.cached_tokens = sum(value or 0 for value in cached)
+
+
+def _assistant_text(event: dict[str, Any]) -> str:
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(part.get("text", "") for part in content
+                   if isinstance(part, dict) and part.get("type") == "text"
+                   and isinstance(part.get("text"), str))
+
+
+class CodexStream(_JsonLines):
+    """``codex exec --json -`` (and ``codex exec resume … --json -``)."""
+
+    WANTED = (b"thread.started", b"turn.completed", b"turn.failed", b"error",
+              b"agent_message", b"assistant_message")
+
+    def event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        facts = self.facts
+        if kind == "thread.started":
+            facts.session_id = _text(event.get("thread_id")) or facts.session_id
+        elif kind == "turn.completed":
+            facts.completed_turn = True
+            facts.turns = (facts.turns or 0) + 1
+            usage = event.get("usage")
+            if isinstance(usage, dict):
+                for name, key in (("input_tokens", "input_tokens"),
+                                  ("output_tokens", "output_tokens"),
+                                  ("cached_tokens", "cached_input_tokens")):
+                    value = _int(usage.get(key))
+                    if value is not None:
+                        setattr(facts, name, (getattr(facts, name) or 0) + value)
+        elif kind in ("turn.failed", "error"):
+            error = event.get("error")
+            message = _text(error.get("message")) if isinstance(error, dict) else None
+            message = message or _text(event.get("message"))
+            if message:
+                facts.errors.append(message)
+        elif isinstance(kind, str) and kind.startswith("item."):
+            item = event.get("item")
+            if isinstance(item, dict) and (item.get("type") or item.get("item_type")) in (
+                    "agent_message", "assistant_message"):
+                text = _text(item.get("text"))
+                if text is not None and kind == "item.completed":
+                    facts.final_text = text
+                    if self.follow is not None:
+                        self.follow(text)

@@ -1,0 +1,338 @@
+"""What a recovery pass did and found: one frozen value per step, and the report
+assembled from them.
+
+A step that ran returns its result; a step that failed contributes what it did
+before failing (a batch half applied, the movers of a failed proof) and the
+failure itself. The report never holds a claim no step made: it derives every
+field it prints from those values, so nothing can be reported as recorded,
+applied or moved past a failed step (recovery.md, the failure rule).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from git_forge.backlog.topology import id_key
+from git_forge.recovery.outcome import (
+    FAILURE_EXIT_CODES,
+    RECOVER,
+    Gate,
+    Outcome,
+    exit_code,
+    next_command,
+)
+from git_forge.recovery.questions import Question
+
+
+class Step(enum.Enum):
+    """The seven steps of recovery.md, numbered as the spec and the report number them."""
+
+    ENUMERATE = 1
+    CLUSTER = 2
+    QUESTIONS = 3
+    RECORD = 4
+    APPLY = 5
+    PROVE = 6
+    GATE = 7
+
+    @property
+    def number(self) -> int:
+        return self.value
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @property
+    def wire(self) -> str:
+        """How ``--json`` names the step: ``"5 (apply)"``."""
+        return f"{self.value} ({self.label})"
+
+
+class FailureKind(enum.StrEnum):
+    """What failed: each kind has its own exit code (``outcome.FAILURE_EXIT_CODES``)."""
+
+    READ = "failed-read"
+    RECORD = "failed-record"
+    APPLY = "failed-apply"
+    NOTHING_MOVED = "nothing-moved"
+
+    @property
+    def exit_code(self) -> int:
+        return FAILURE_EXIT_CODES[self.value]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The step that stopped the pass, and its source's error, verbatim."""
+
+    kind: FailureKind
+    step: Step
+    error: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, "step": self.step.wire, "error": self.error}
+
+
+@dataclass(frozen=True)
+class Enumerated:
+    """Step 1: the runner's item list and the record's unapplied entries."""
+
+    items: list[dict[str, Any]]
+    unapplied: list[dict[str, Any]]
+
+    @property
+    def blocked(self) -> list[dict[str, Any]]:
+        return [item for item in self.items if item.get("status") == "blocked"]
+
+    @property
+    def nothing_to_recover(self) -> bool:
+        """No unapplied decision and no blocked item: steps 2 to 6 are skipped."""
+        return not self.unapplied and not self.blocked
+
+
+@dataclass(frozen=True)
+class Clustered:
+    """Step 2: the clusters to ask about, and the unapplied answers sorted out first:
+    re-entry (applied without asking), settled (the runner already holds it) and
+    stale (the item is no longer blocked)."""
+
+    clusters: list[dict[str, Any]]
+    reentry: dict[str, dict[str, Any]]
+    settled: tuple[str, ...] = ()
+    stale: tuple[dict[str, str], ...] = ()
+
+    @property
+    def reentry_ids(self) -> list[str]:
+        return sorted(self.reentry, key=id_key)
+
+
+@dataclass(frozen=True)
+class Questions:
+    """Step 3: the consolidated questions, after any merge the host asked for."""
+
+    questions: tuple[Question, ...]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Step 4: the entries recorded (as the report lists them) and, by item, the
+    answer entries as written — exactly what step 5 may stamp."""
+
+    rows: tuple[dict[str, Any], ...]
+    answers: dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Applied:
+    """One item the runner took: answered (threaded) or unblocked."""
+
+    item_id: str
+    needs_human: bool
+    threaded: bool
+
+    @property
+    def via(self) -> str:
+        """``answer`` when the runner threaded the answer, else ``unblock``."""
+        return "answer" if self.threaded else "unblock"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"itemId": self.item_id, "via": self.via, "threaded": self.threaded}
+
+
+@dataclass(frozen=True)
+class Degraded:
+    """Why answers were not threaded into the next prompt, and how to get that."""
+
+    reason: str
+    install_hint: Any
+    not_threaded: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reason": self.reason, "installHint": self.install_hint,
+                "notThreaded": list(self.not_threaded)}
+
+
+@dataclass(frozen=True)
+class Application:
+    """Step 5: the items the runner was asked to change, those it took (applied and
+    stamped, in order), and the degraded path if taken."""
+
+    requested: tuple[str, ...] = ()
+    applied: tuple[Applied, ...] = ()
+    degraded: Degraded | None = None
+
+
+@dataclass(frozen=True)
+class Proof:
+    """Step 6: the re-read list, and which applied items moved on it."""
+
+    items: list[dict[str, Any]]
+    movers: tuple[dict[str, str], ...]
+    non_movers: tuple[dict[str, str], ...]
+
+
+@dataclass(frozen=True)
+class TreeResult:
+    """Step 7, first: the tree reconciliation document (``reconcile --json``)."""
+
+    document: dict[str, Any]
+    notes: tuple[str, ...]
+    clean: bool
+
+
+@dataclass(frozen=True)
+class Gated:
+    """Step 7: the gate for ``resolved``, the outcome, and what a starved backlog waits on."""
+
+    gate: Gate
+    outcome: Outcome
+    waiting: list[dict[str, Any]]
+
+
+StepResult = (Enumerated | Clustered | Questions | Recorded | Application | Proof
+              | TreeResult | Gated)
+
+_R = TypeVar("_R", Enumerated, Clustered, Questions, Recorded, Application, Proof,
+             TreeResult, Gated)
+
+
+def _find(results: Iterable[StepResult], kind: type[_R]) -> _R | None:
+    return next((result for result in results if isinstance(result, kind)), None)
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything a pass did and found, with the source of each claim."""
+
+    runner: str
+    record_path: str
+    enumerated: Enumerated | None = None
+    clustered: Clustered | None = None
+    consolidated: Questions | None = None
+    recording: Recorded | None = None
+    application: Application | None = None
+    proof: Proof | None = None
+    reconciliation: TreeResult | None = None
+    gated: Gated | None = None
+    failure: Failure | None = None
+
+    @classmethod
+    def assemble(cls, runner: str, record_path: str, results: Iterable[StepResult],
+                 failure: Failure | None = None) -> Report:
+        """The report of the steps that produced ``results`` (a failed step's partial
+        result among them), stopped by ``failure`` if one did."""
+        done = tuple(results)
+        return cls(runner, record_path, enumerated=_find(done, Enumerated),
+                   clustered=_find(done, Clustered), consolidated=_find(done, Questions),
+                   recording=_find(done, Recorded), application=_find(done, Application),
+                   proof=_find(done, Proof), reconciliation=_find(done, TreeResult),
+                   gated=_find(done, Gated), failure=failure)
+
+    @property
+    def nothing_to_recover(self) -> bool:
+        return self.enumerated is not None and self.enumerated.nothing_to_recover
+
+    @property
+    def questions(self) -> list[Question]:
+        return list(self.consolidated.questions) if self.consolidated else []
+
+    @property
+    def reentry(self) -> list[str]:
+        return self.clustered.reentry_ids if self.clustered else []
+
+    @property
+    def settled(self) -> list[str]:
+        return list(self.clustered.settled) if self.clustered else []
+
+    @property
+    def stale(self) -> list[dict[str, str]]:
+        return list(self.clustered.stale) if self.clustered else []
+
+    @property
+    def recorded(self) -> list[dict[str, Any]]:
+        return list(self.recording.rows) if self.recording else []
+
+    @property
+    def applied(self) -> list[Applied]:
+        return list(self.application.applied) if self.application else []
+
+    @property
+    def affected(self) -> list[str]:
+        return [applied.item_id for applied in self.applied]
+
+    @property
+    def degraded(self) -> dict[str, Any] | None:
+        if self.application is None or self.application.degraded is None:
+            return None
+        return self.application.degraded.to_json()
+
+    @property
+    def movers(self) -> list[dict[str, str]]:
+        return list(self.proof.movers) if self.proof else []
+
+    @property
+    def non_movers(self) -> list[dict[str, str]]:
+        return list(self.proof.non_movers) if self.proof else []
+
+    @property
+    def tree(self) -> dict[str, Any]:
+        if self.reconciliation is None:
+            return {"groups": [], "stashes": [], "actions": []}
+        return self.reconciliation.document
+
+    @property
+    def tree_notes(self) -> list[str]:
+        return list(self.reconciliation.notes) if self.reconciliation else []
+
+    @property
+    def tree_clean(self) -> bool:
+        return self.reconciliation.clean if self.reconciliation else True
+
+    @property
+    def gate(self) -> Gate | None:
+        return self.gated.gate if self.gated else None
+
+    @property
+    def outcome(self) -> Outcome | None:
+        return self.gated.outcome if self.gated else None
+
+    @property
+    def waiting(self) -> list[dict[str, Any]]:
+        """What the backlog waits on when nothing is selectable (``waiting_on``)."""
+        return self.gated.waiting if self.gated else []
+
+    @property
+    def exit_code(self) -> int:
+        if self.failure is not None:
+            return self.failure.kind.exit_code
+        assert self.outcome is not None
+        return exit_code(self.outcome, self.tree_clean)
+
+    @property
+    def next(self) -> str:
+        if self.failure is not None or self.outcome is None:
+            return RECOVER
+        return next_command(self.outcome, self.tree_clean)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "outcome": "failed" if self.failure else self.outcome.name if self.outcome else None,
+            "exitCode": self.exit_code,
+            "affected": self.affected,
+            "recorded": self.recorded,
+            "applied": [applied.to_json() for applied in self.applied],
+            "degraded": self.degraded,
+            "proof": {"movers": self.movers, "nonMovers": self.non_movers},
+            "gate": self.gate.to_json() if self.gate else None,
+            "tree": self.tree,
+            "next": self.next,
+            "failure": self.failure.to_json() if self.failure else None,
+            "reentry": self.reentry,
+            "settled": self.settled,
+            "stale": self.stale,
+            "waitingOn": self.waiting,
+        }

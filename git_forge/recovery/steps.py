@@ -1,0 +1,441 @@
+"""The seven steps of ``git forge recover``, one function each.
+
+Every step takes the pass's ``Context`` and the results of the steps before it,
+and returns its own frozen result (report.py). A step whose source fails raises
+``RecoveryFailed`` naming itself, with what it did before failing; the procedure
+catches it once and stops there. Refused input (a credential-looking answer, an
+unknown id) is a ``UsageError`` instead: it changes nothing and is no step's
+failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from git_forge import decisions
+from git_forge.backlog.topology import (
+    build_graph,
+    cluster_blocked,
+    id_key,
+    topology_of,
+    waiting_on,
+)
+from git_forge.credentials import credential_problem
+from git_forge.errors import ForgeError, UsageError
+from git_forge.loop.state import read_state
+from git_forge.reconcile import service
+from git_forge.reconcile.attribution import GroupKind, Plan
+from git_forge.reconcile.execution import Decision, TreeAction
+from git_forge.recovery import answers
+from git_forge.recovery.answers import Choice, Collected
+from git_forge.recovery.outcome import Gate, select_outcome
+from git_forge.recovery.questions import Question, build_questions, merge_clusters
+from git_forge.recovery.report import (
+    Application,
+    Applied,
+    Clustered,
+    Degraded,
+    Enumerated,
+    Failure,
+    FailureKind,
+    Gated,
+    Proof,
+    Questions,
+    Recorded,
+    Step,
+    StepResult,
+    TreeResult,
+)
+from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
+from git_forge.workspace import Workspace
+
+
+class Asker(Protocol):
+    """The host's question mechanism (a terminal dialogue, for instance)."""
+
+    def merges(self, questions: list[Question]) -> list[list[str]]: ...
+    def ask(self, questions: list[Question]) -> list[Collected]: ...
+    def tree(self, plan: Plan) -> dict[str, Decision]: ...
+
+
+@dataclass(frozen=True)
+class RecoverOptions:
+    """The operator's scripted choices, merges and switches for one pass."""
+
+    choices: dict[str, Choice] = field(default_factory=dict)
+    merges: list[list[str]] = field(default_factory=list)
+    commit_recovery: bool = True
+    actor: str | None = None
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every step reads: the workspace, its runner and decision record, the
+    operator's options, and the host's question mechanism (``None``: scripted)."""
+
+    workspace: Workspace
+    runner: Runner
+    rec: decisions.DecisionRecord
+    options: RecoverOptions
+    asker: Asker | None = None
+
+    @classmethod
+    def open(cls, workspace: Workspace, runner: Runner, options: RecoverOptions,
+             asker: Asker | None = None) -> Context:
+        """The context of one pass over ``workspace``'s backlog and its record."""
+        rec = decisions.open_record(workspace.backlog_dir, workspace.config.state_dir)
+        return cls(workspace, runner, rec, options, asker)
+
+    @property
+    def record_path(self) -> str:
+        return self.workspace.relative(self.rec.path)
+
+
+class RecoveryFailed(Exception):
+    """A step whose source failed: the pass stops there (recovery.md, the failure
+    rule). ``partial`` is what the step had done before it failed — the items a
+    batch applied and stamped, the movers of a failed proof — so the report shows
+    exactly that much and nothing past it."""
+
+    def __init__(self, step: Step, kind: FailureKind, message: str, *,
+                 partial: StepResult | None = None) -> None:
+        super().__init__(message)
+        self.step = step
+        self.kind = kind
+        self.message = message
+        self.partial = partial
+
+    @property
+    def failure(self) -> Failure:
+        return Failure(self.kind, self.step, self.message)
+
+
+def _status_of(items: Iterable[dict[str, Any]]) -> dict[str, str]:
+    return {str(item.get("id")): str(item.get("status")) for item in items}
+
+
+def _list(runner: Runner, step: Step) -> list[dict[str, Any]]:
+    """The runner's item list: the one data source of steps 1, 2 and 6."""
+    try:
+        return runner.list_items()
+    except RunnerError as exc:
+        raise RecoveryFailed(step, FailureKind.READ, exc.message) from exc
+
+
+def _unapplied(rec: decisions.DecisionRecord, step: Step) -> list[dict[str, Any]]:
+    try:
+        return list(decisions.unapplied_view(rec)["unapplied"])
+    except ForgeError as exc:
+        raise RecoveryFailed(step, FailureKind.READ, exc.message) from exc
+
+
+# --- step 1 -------------------------------------------------------------------------------
+
+
+def enumerate_items(ctx: Context) -> Enumerated:
+    """Step 1: the record's unapplied entries, then the runner's list."""
+    unapplied = _unapplied(ctx.rec, Step.ENUMERATE)
+    return Enumerated(_list(ctx.runner, Step.ENUMERATE), unapplied)
+
+
+# --- step 2 -------------------------------------------------------------------------------
+
+
+def cluster(ctx: Context, enumerated: Enumerated) -> Clustered:
+    """Step 2: sort the unapplied answers out first — one for a still-blocked item is
+    re-entry (applied without asking, so it is not clustered as blocked), one the
+    runner already holds is settled, any other is stale — then cluster the blocked
+    items and apply the operator's merges (``--merge``: a floor, never a split)."""
+    status = _status_of(enumerated.items)
+    by_id = {str(item.get("id")): item for item in enumerated.items}
+    named = set(ctx.options.choices)
+    reentry: dict[str, dict[str, Any]] = {}
+    settled: list[str] = []
+    stale: list[dict[str, str]] = []
+    for entry in enumerated.unapplied:
+        item_id = entry["itemId"]
+        if entry.get("answer") is None or item_id in named:
+            continue
+        if status.get(item_id) != "blocked":
+            if by_id.get(item_id, {}).get("humanAnswer") == entry["answer"]:
+                # The runner already holds this very answer (a crash came between
+                # its write and the stamp): stamping now is what the runner proves.
+                settled.append(item_id)
+            else:
+                stale.append({"id": item_id, "status": status.get(item_id, "missing")})
+            continue
+        reentry[item_id] = entry
+    asked = [dict(item, status="pending") if str(item.get("id")) in reentry else item
+             for item in enumerated.items]
+    clusters = cluster_blocked(asked)
+    if ctx.options.merges:
+        clusters = merge_clusters(clusters, ctx.options.merges, id_key)
+    return Clustered(clusters, reentry, tuple(settled), tuple(stale))
+
+
+# --- step 3 -------------------------------------------------------------------------------
+
+
+def consolidate(ctx: Context, enumerated: Enumerated, clustered: Clustered) -> Questions:
+    """Step 3: one question per cluster, after the merges the host's dialogue offers."""
+    items, clusters = enumerated.items, clustered.clusters
+    questions = build_questions(items, clusters, item_count=len(items))
+    if ctx.asker is not None:
+        merges = ctx.asker.merges(questions)
+        if merges:
+            clusters = merge_clusters(clusters, merges, id_key)
+            questions = build_questions(items, clusters, item_count=len(items))
+    return Questions(tuple(questions))
+
+
+# --- step 4 -------------------------------------------------------------------------------
+
+
+def _collect(ctx: Context, questions: list[Question]) -> list[Collected]:
+    """The host's answers: its dialogue's, or the scripted choices (unanswered → deferred)."""
+    if ctx.asker is not None:
+        return ctx.asker.ask(questions)
+    choices = answers.normalise(ctx.options.choices, questions)
+    return list(answers.resolve(questions, choices))
+
+
+def _refuse_credentials(collected: list[Collected]) -> None:
+    """Never record a secret: a credential-looking answer refuses the whole pass."""
+    for outcome in collected:
+        if outcome.choice.kind == "answer":
+            problem = credential_problem(outcome.choice.text or "")
+            if problem:
+                raise UsageError(f"the answer for {', '.join(outcome.item_ids)} looks like a "
+                                 f"credential ({problem}); ask for the decision instead, "
+                                 "e.g. \"use the key in $VAR\"")
+
+
+def _new_entries(enumerated: Enumerated,
+                 collected: list[Collected]) -> list[decisions.NewDecision]:
+    """One entry per item of every branch; a deferral that repeats the item's latest
+    unapplied deferral of the same question adds nothing (no growth per pass)."""
+    reasons = {str(item.get("id")): str(item.get("blockedReason") or "")
+               for item in enumerated.items}
+    latest = {entry["itemId"]: entry for entry in enumerated.unapplied}
+    entries: list[decisions.NewDecision] = []
+    for outcome in collected:
+        for item_id in outcome.item_ids:
+            question = reasons.get(item_id, "")
+            if outcome.choice.kind == "answer":
+                entries.append(decisions.NewDecision(item_id, question, outcome.choice.text,
+                                                     outcome.cluster_id))
+                continue
+            previous = latest.get(item_id)
+            if (previous is not None and previous.get("deferred")
+                    and previous.get("question") == question):
+                continue
+            entries.append(decisions.NewDecision(item_id, question))
+    return entries
+
+
+def record(ctx: Context, enumerated: Enumerated, consolidated: Questions) -> Recorded:
+    """Step 4, record at collection: every branch is recorded before anything is
+    applied, in one write; the answer entries as written are what step 5 may stamp."""
+    collected = _collect(ctx, list(consolidated.questions))
+    _refuse_credentials(collected)
+    entries = _new_entries(enumerated, collected)
+    written: list[dict[str, Any]] = []
+    if entries:
+        try:
+            document = decisions.record_all(ctx.rec, entries, actor=ctx.options.actor)
+        except UsageError:
+            raise
+        except ForgeError as exc:
+            raise RecoveryFailed(Step.RECORD, FailureKind.RECORD, exc.message) from exc
+        written = document["decisions"][-len(entries):]  # appended last, under the lock
+    rows = tuple({"itemId": e.item_id, "answer": e.answer, "deferred": e.answer is None,
+                  **({"clusterId": e.cluster_id} if e.cluster_id else {})} for e in entries)
+    return Recorded(rows, {entry["itemId"]: entry for entry in written
+                           if entry.get("answer") is not None})
+
+
+# --- step 5 -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _uninterruptible() -> Iterator[None]:
+    """Hold Ctrl-C until a runner call and its decision stamp are both done, so an
+    item is never left applied in the runner but unstamped in the record."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[object] = []
+    previous = signal.signal(signal.SIGINT, lambda *args: caught.append(args))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
+def _settle(ctx: Context, enumerated: Enumerated, clustered: Clustered) -> None:
+    """Stamp answers the runner's list shows it already holds (``humanAnswer``)."""
+    if not clustered.settled:
+        return
+    latest = {entry["itemId"]: entry for entry in enumerated.unapplied}
+    try:
+        decisions.apply_entries(ctx.rec, [latest[item_id] for item_id in clustered.settled],
+                                actor=ctx.options.actor)
+    except ForgeError as exc:
+        raise RecoveryFailed(Step.APPLY, FailureKind.RECORD, exc.message) from exc
+
+
+def _probe_why(runner: Runner) -> str:
+    return runner.probe_version()[1] or "no version"
+
+
+def _degraded(ctx: Context, answerable: set[str]) -> Degraded | None:
+    """The degraded path, when the runner cannot thread answers (too old, or its
+    version could not be read); ``None`` when it can or nothing is to be answered."""
+    runner = ctx.runner
+    if not answerable or runner.answer_capable():
+        return None
+    version = runner.version()
+    minimum = ctx.workspace.config["loopRunner.recoveryMinRunnerVersion"]
+    why = (f"runner version {version} is older than {minimum}" if version else
+           f"the runner's version could not be read ({_probe_why(runner)})")
+    return Degraded(why, ctx.workspace.config["loopRunner.installHint"],
+                    tuple(sorted(answerable, key=id_key)))
+
+
+def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
+          recorded: Recorded) -> Application:
+    """Step 5: stamp what is settled; then answer (threaded) or unblock every re-entry
+    and newly recorded answer, each stamped only after the runner took it, and only
+    the very entries applied."""
+    _settle(ctx, enumerated, clustered)
+    to_apply = dict(clustered.reentry)
+    to_apply.update(recorded.answers)
+    if not to_apply:
+        return Application()
+    runner, actor = ctx.runner, ctx.options.actor
+    by_id = {str(item.get("id")): item for item in enumerated.items}
+    needs_human = {item_id for item_id in to_apply if by_id.get(item_id, {}).get("needsHuman")}
+    # recovery.md's dispatch: answer needs-human items, unblock plain blocked and
+    # deferred ones — unless the runner threads an answer for every kind (the
+    # embedded runner does), so that no answer stops short of the agent's prompt.
+    answerable = set(to_apply) if runner.answers_every_kind() else needs_human
+    degraded = _degraded(ctx, answerable)
+    threaded = answerable if degraded is None else set()
+    changes = [Change(item_id, to_apply[item_id]["answer"] if item_id in threaded else None)
+               for item_id in sorted(to_apply, key=id_key)]
+    requested = tuple(change.item_id for change in changes)
+    applied: list[Applied] = []
+
+    def stamp(item_ids: list[str]) -> None:
+        """The runner has these: stamp their decisions, then count them applied."""
+        try:
+            decisions.apply_entries(ctx.rec, [to_apply[item_id] for item_id in item_ids],
+                                    actor=actor)
+        except ForgeError as exc:
+            what = (f"item {item_ids[0]} was applied but its decision" if len(item_ids) == 1
+                    else f"items {', '.join(item_ids)} were applied but their decisions")
+            raise RecoveryFailed(Step.APPLY, FailureKind.RECORD,
+                                 f"{what} could not be stamped: {exc.message}",
+                                 partial=Application(requested, tuple(applied), degraded)) from exc
+        applied.extend(Applied(item_id, item_id in needs_human, item_id in threaded)
+                       for item_id in item_ids)
+
+    try:
+        with _uninterruptible():
+            runner.apply_changes(changes, stamp)
+    except ChangeFailed as exc:
+        raise RecoveryFailed(Step.APPLY, FailureKind.APPLY,
+                             f"item {exc.item_id}: {exc.error.message}",
+                             partial=Application(requested, tuple(applied), degraded)) from exc
+    return Application(requested, tuple(applied), degraded)
+
+
+# --- step 6 -------------------------------------------------------------------------------
+
+
+def prove(ctx: Context, application: Application) -> Proof:
+    """Step 6: re-read the runner's list; every applied item must have moved."""
+    items = _list(ctx.runner, Step.PROVE)
+    status = _status_of(items)
+    movers: list[dict[str, str]] = []
+    non_movers: list[dict[str, str]] = []
+    for applied in application.applied:
+        row = {"id": applied.item_id, "status": status.get(applied.item_id, "missing")}
+        moved = applied.item_id in status and status[applied.item_id] != "blocked"
+        (movers if moved else non_movers).append(row)
+    proof = Proof(items, tuple(movers), tuple(non_movers))
+    if non_movers:
+        raise RecoveryFailed(Step.PROVE, FailureKind.NOTHING_MOVED,
+                             "the runner accepted every call, but "
+                             + ", ".join(f"{row['id']} is {row['status']}" for row in non_movers),
+                             partial=proof)
+    return proof
+
+
+# --- step 7 -------------------------------------------------------------------------------
+
+
+def backlog_dirty_before(ctx: Context) -> bool:
+    """Whether backlog.json already had uncommitted changes before this pass: then
+    they are the operator's (or a run's) to decide, never swept into recover's commit."""
+    from git_forge.tree.fast_status import porcelain_fast
+
+    workspace = ctx.workspace
+    backlog_rel = workspace.relative(workspace.backlog_file)
+    try:
+        return any(entry.path == backlog_rel for entry in porcelain_fast(workspace.root))
+    except ForgeError:
+        return False
+
+
+def reconcile_tree(ctx: Context, application: Application,
+                   backlog_was_dirty: bool) -> TreeResult:
+    """Step 7, first: reconcile the tree. A git failure is reported; we go on."""
+    workspace, options, asker = ctx.workspace, ctx.options, ctx.asker
+    notes: list[str] = []
+
+    def decide(plan: Plan) -> dict[str, Decision]:
+        notes.extend(plan.notes)
+        if asker is not None and plan.groups:
+            return asker.tree(plan)
+        return {group.id: Decision(TreeAction.COMMIT) for group in plan.groups
+                if group.kind is GroupKind.RECOVERY and options.commit_recovery}
+
+    try:
+        backlog_rel = workspace.relative(workspace.backlog_file)
+        recovery = {backlog_rel} if application.applied and not backlog_was_dirty else set()
+        report = service.reconcile_tree(workspace, decide, recovery_paths=recovery)
+        return TreeResult(report.to_json(), tuple(notes), report.clean)
+    except ForgeError as exc:
+        notes.append(f"tree reconciliation skipped: {exc.message}")
+        return TreeResult({"groups": [], "stashes": [], "actions": []}, tuple(notes), False)
+
+
+def gate(ctx: Context, enumerated: Enumerated, application: Application,
+         proof: Proof | None, tree: TreeResult) -> Gated:
+    """Step 7: the three evaluations behind ``resolved``, then the outcome ladder over
+    the latest list (the proof's re-read, or step 1's when nothing was applied)."""
+    unapplied_after = {entry["itemId"] for entry in _unapplied(ctx.rec, Step.GATE)}
+    affected = tuple(applied.item_id for applied in application.applied)
+    verdict = Gate(
+        unapplied_affected=tuple(i for i in affected if i in unapplied_after),
+        porcelain_clean=tree.clean,
+        all_moved=proof is None or not proof.non_movers,
+        affected=affected,
+    )
+    try:
+        run_state = read_state(ctx.workspace.state_dir)
+    except ForgeError:
+        run_state = None
+    items = proof.items if proof is not None else enumerated.items
+    graph = build_graph(items)
+    waiting = waiting_on(graph)
+    return Gated(verdict, select_outcome(verdict, items, topology_of(graph), run_state,
+                                         waiting), waiting)
