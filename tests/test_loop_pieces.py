@@ -71,7 +71,8 @@ def test_state_round_trip_and_key_order(tmp_path: Path) -> None:
 
 def test_deferral_reasons_of_different_failures_never_cluster() -> None:
     from git_forge.backlog.topology import cluster_blocked
-    from git_forge.loop.runner import deferral_reason, what_happened
+    from git_forge.loop.iteration import what_happened
+    from git_forge.loop.outcomes import deferral_reason
 
     reasons = [
         deferral_reason(what_happened(1, "exited", False, 10, None), 3),
