@@ -202,7 +202,8 @@ class _Journal(Journal):
         super().__init__(path, project)
         self.progress = progress
 
-    def append(self, type: str, event_id: str | None = None, **fields: Any):  # noqa: A002
+    def append(self, type: str, event_id: str | None = None,  # noqa: A002
+               **fields: Any) -> dict[str, Any] | None:
         event = super().append(type, event_id, **fields)
         if event is not None:
             self.progress.event(event)
