@@ -71,3 +71,13 @@ def credential_problem(text: str) -> str | None:
         if _looks_random(word):
             return "a long high-entropy string"
     return None
+
+
+def credential_refusal(text: str | None, what: str = "an answer") -> str | None:
+    """The one message every refusal of a credential-looking text gives (``what``
+    names the text: ``the answer for 004``), or ``None`` when ``text`` is fine."""
+    problem = credential_problem(text) if text else None
+    if problem is None:
+        return None
+    return (f"refusing {what}: it looks like a credential ({problem}); give the decision "
+            "instead, e.g. \"use the key in $VAR\"")

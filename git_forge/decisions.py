@@ -21,7 +21,7 @@ from typing import Any
 
 from git_forge.atomic import StoreError, read_json, update_json
 from git_forge.clock import utc_now
-from git_forge.credentials import credential_problem
+from git_forge.credentials import credential_refusal
 from git_forge.errors import ForgeError
 from git_forge.layout import DECISIONS_FILE, state_directory
 
@@ -148,12 +148,9 @@ def record_all(
     for entry in entries:
         if not entry.item_id:
             raise DecisionError("an item id may not be empty")
-        problem = credential_problem(entry.answer) if entry.answer is not None else None
-        if problem:
-            raise DecisionError(
-                f"refusing to record an answer that looks like a credential ({problem}); "
-                "record the decision instead, e.g. \"use the key in $VAR\""
-            )
+        refusal = credential_refusal(entry.answer, f"to record the answer for {entry.item_id}")
+        if refusal:
+            raise DecisionError(refusal)
     actor = actor or default_actor()
     rec.path.parent.mkdir(parents=True, exist_ok=True)
 

@@ -1,4 +1,4 @@
-"""Pure pieces of the loop: signal parsing, prompt building, state.json."""
+"""Pieces of the loop: signal parsing, prompt building, state.json, a run's options."""
 
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ def test_state_round_trip_and_key_order(tmp_path: Path) -> None:
 
 def test_deferral_reasons_of_different_failures_never_cluster() -> None:
     from git_forge.backlog.topology import cluster_blocked
-    from git_forge.loop.runner import deferral_reason, what_happened
+    from git_forge.loop.iteration import what_happened
+    from git_forge.loop.outcomes import deferral_reason
 
     reasons = [
         deferral_reason(what_happened(1, "exited", False, 10, None), 3),
@@ -91,3 +92,47 @@ def test_deferral_reasons_of_different_failures_never_cluster() -> None:
     # The same failure on two items is one cause, and clusters.
     twins = items[:1] + [{**items[0], "id": "009"}]
     assert [c["memberIds"] for c in cluster_blocked(twins)] == [["001", "009"]]
+
+
+def test_options_take_each_flag_given_else_the_configuration(git_repo: Path) -> None:
+    from git_forge.loop.options import LoopFlags, LoopOptions, loop_options
+    from git_forge.workspace import locate
+
+    assert loop_options(locate(git_repo), LoopFlags(agent="my-agent --fast")) == LoopOptions(
+        agent=["my-agent", "--fast"], iterations=50, retries=2, timeout_minutes=30,
+        pause_on_needs_human=False, force=False, prompt_file=None)
+
+    (git_repo / "prompt.md").write_text("Be careful.\n")
+    (git_repo / "other.md").write_text("Be quick.\n")
+    (git_repo / ".forge.yaml").write_text(
+        "loop:\n  agent: cfg-agent 'two words'\n  iterations: 7\n  retries: 0\n"
+        "  timeoutMinutes: 1.5\n  promptFile: prompt.md\n  pauseOnNeedsHuman: true\n")
+    workspace = locate(git_repo)
+    assert loop_options(workspace, LoopFlags()) == LoopOptions(
+        agent=["cfg-agent", "two words"], iterations=7, retries=0, timeout_minutes=1.5,
+        pause_on_needs_human=True, prompt_file=workspace.root / "prompt.md")
+    flags = LoopFlags(agent="flag-agent", iterations=3, retries=4, timeout_minutes=0.5,
+                      prompt_file="other.md", force=True)
+    assert loop_options(workspace, flags) == LoopOptions(
+        agent=["flag-agent"], iterations=3, retries=4, timeout_minutes=0.5,
+        pause_on_needs_human=True, force=True, prompt_file=workspace.root / "other.md")
+
+
+def test_options_no_run_could_use_are_refused_before_anything_changes(
+        templates, tmp_path: Path) -> None:
+    from helpers import run_forge, snapshot
+    from templates import one_item_backlog
+
+    root = templates.copy("one-item", one_item_backlog, tmp_path / "repo")
+    before = snapshot(root, skip_git=False)
+    for flags, message in [
+        (["--agent", "agent 'unclosed"],
+         "cannot split the agent command line: No closing quotation"),
+        (["--agent", "true", "--prompt-file", "missing.md"],
+         f"no prompt file at {root / 'missing.md'}"),
+        (["--agent", "true", "--timeout", "0"], "--timeout must be a positive number of minutes"),
+    ]:
+        refused = run_forge("loop", "run", *flags, cwd=root)
+        assert (refused.returncode, refused.stdout, refused.stderr) == (
+            2, "", f"Error: {message}\n"), flags
+    assert snapshot(root, skip_git=False) == before

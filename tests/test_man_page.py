@@ -124,7 +124,7 @@ def test_files_and_environment_name_what_the_code_uses() -> None:
                  layout.FEATURE_FORGE_CONFIG, layout.USER_CONFIG, "refs/forge/discarded/"):
         assert name in files, name
     environment = text.split(".SH ENVIRONMENT\n", 1)[1].split("\n.SH ", 1)[0]
-    runner_source = (ROOT / "git_forge" / "loop" / "runner.py").read_text("utf-8")
+    runner_source = (ROOT / "git_forge" / "loop" / "iteration.py").read_text("utf-8")
     for name in ("NO_COLOR", "GIT_DIR", "GIT_WORK_TREE", "GIT_AUTHOR_NAME",
                  "GIT_COMMITTER_EMAIL", "XDG_CONFIG_HOME", "FORGE_ITEM_ID", "FORGE_ITERATION",
                  "FORGE_RUN_ID"):

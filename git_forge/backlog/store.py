@@ -21,7 +21,7 @@ from git_forge.atomic import StoreError, update_json
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
 from git_forge.clock import utc_now
-from git_forge.credentials import credential_problem
+from git_forge.credentials import credential_refusal
 from git_forge.errors import os_error_text
 from git_forge.parsing import DocumentTooComplex, load_json
 
@@ -47,12 +47,9 @@ def _refuse_invalid(path: Path, document: Any) -> dict[str, Any]:
 
 
 def _refuse_credential(text: str) -> None:
-    problem = credential_problem(text)
-    if problem:
-        raise BacklogError(
-            f"refusing an answer that looks like a credential ({problem}); "
-            "give the decision instead, e.g. \"use the key in $VAR\""
-        )
+    refusal = credential_refusal(text)
+    if refusal:
+        raise BacklogError(refusal)
 
 
 def _refuse_busy(items: list[dict[str, Any]], item_id: str, busy: str | None) -> None:

@@ -11,19 +11,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shlex
 import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from git_forge.cli.arguments import add_location
+from git_forge.cli.output import emit_json, is_terminal, json_text, own, paint
 
 if TYPE_CHECKING:
+    from git_forge.loop.options import LoopFlags, LoopOptions
     from git_forge.loop.runner import LoopResult
-
-from git_forge.cli.output import emit_json, is_terminal, json_text, own, paint
+    from git_forge.reconcile.preflight import Preflight
+    from git_forge.workspace import Workspace
 
 #: Back to the start of the live line and erase it (git-forge's own sequence).
 ERASE_LINE = "\r" + own("\x1b[K")
@@ -91,7 +92,8 @@ class TerminalProgress:
     A reader that goes away (``loop run --ndjson | head -1``) stops the run the way
     ``loop stop`` does: ``on_closed`` is called once, and nothing more is written."""
 
-    def __init__(self, *, follow: bool, ndjson: bool, silent: bool = False, stream=None,
+    def __init__(self, *, follow: bool, ndjson: bool, silent: bool = False,
+                 stream: TextIO | None = None,
                  on_closed: Callable[[], None] | None = None) -> None:
         self.stream = stream or sys.stdout
         self.follow = follow
@@ -180,79 +182,58 @@ class TerminalProgress:
             self.line = ""
 
 
-def _options(args: argparse.Namespace, workspace) -> Any:
-    from pathlib import Path
-
-    from git_forge.errors import UsageError
-    from git_forge.loop.runner import LoopOptions
-
-    loop = workspace.config.section("loop")
-    agent = args.agent if args.agent is not None else loop.get("agent")
-    try:
-        argv = shlex.split(agent) if isinstance(agent, str) else list(agent or [])
-    except ValueError as exc:
-        raise UsageError(f"cannot split the agent command line: {exc}") from exc
-    prompt_file = args.prompt_file or loop.get("promptFile")
-    if prompt_file:
-        prompt_file = Path(prompt_file)
-        if not prompt_file.is_absolute():
-            prompt_file = workspace.root / prompt_file
-        if not prompt_file.is_file():
-            raise UsageError(f"no prompt file at {prompt_file}")
-    timeout = args.timeout if args.timeout is not None else loop.get("timeoutMinutes")
-    if timeout is not None and not timeout > 0:
-        raise UsageError("--timeout must be a positive number of minutes")
-    pause = args.pause_on_needs_human
-    return LoopOptions(
-        agent=argv,
-        iterations=args.iterations if args.iterations is not None else loop.get("iterations", 50),
-        retries=args.retries if args.retries is not None else loop.get("retries", 2),
-        timeout_minutes=timeout,
-        pause_on_needs_human=bool(pause if pause is not None else loop.get("pauseOnNeedsHuman")),
-        force=args.force,
-        prompt_file=prompt_file,
-    )
-
-
+#: The flags only the embedded runner reads: an error when ``loopRunner.bin`` is set.
 EMBEDDED_ONLY = ("agent", "iterations", "retries", "timeout", "prompt_file",
                  "pause_on_needs_human", "follow", "ndjson", "json")
 
 
-def _launch_external(args: argparse.Namespace, workspace) -> int:
-    """``loopRunner.bin`` names another runner: check the tree, then start its loop."""
-    from git_forge.cli.preflight import explain_stop, render_dirty, render_stop
+def _flags(args: argparse.Namespace) -> LoopFlags:
+    from git_forge.loop.options import LoopFlags
+
+    return LoopFlags(agent=args.agent, iterations=args.iterations, retries=args.retries,
+                     timeout_minutes=args.timeout, prompt_file=args.prompt_file,
+                     pause_on_needs_human=args.pause_on_needs_human, force=args.force)
+
+
+def _refuse_embedded_flags(args: argparse.Namespace, runner_bin: str) -> None:
     from git_forge.errors import UsageError
-    from git_forge.loop.control import LoopRunning, launch_blocker
-    from git_forge.reconcile.preflight import check
-    from git_forge.runner import runner_for
 
     given = [name for name in EMBEDDED_ONLY if getattr(args, name) not in (None, False)]
     if given:
         flag = "--" + given[0].replace("_", "-")
-        raise UsageError(f"{flag} is for the embedded runner; loopRunner.bin is "
-                         f"{workspace.config.runner_bin}")
-    blocker = launch_blocker(workspace.state_dir, workspace.root)
-    if blocker is not None:
-        raise LoopRunning(blocker)
-    if not args.force:
-        result = check(workspace.root, workspace.state_dir, workspace.backlog_file)
-        if result.status != "ok":
-            lines = (render_stop(result, explain_stop(workspace, result))
-                     if result.status == "stop" else render_dirty(result))
-            print("\n".join(lines), file=sys.stderr)
-            return 2
-    return runner_for(workspace).launch()
+        raise UsageError(f"{flag} is for the embedded runner; loopRunner.bin is {runner_bin}")
+
+
+def _print_refusal(workspace: Workspace, preflight: Preflight) -> None:
+    """What the pre-launch check found, as ``git forge preflight`` shows it."""
+    from git_forge.cli.preflight import explain_stop, render_dirty, render_stop
+
+    lines = (render_stop(preflight, explain_stop(workspace, preflight))
+             if preflight.status == "stop" else render_dirty(preflight))
+    print("\n".join(lines), file=sys.stderr)
 
 
 def run_loop(args: argparse.Namespace) -> int:
-    from git_forge.cli.preflight import explain_stop, render_dirty, render_stop
-    from git_forge.loop.runner import LoopRefused, run_loop
+    from git_forge.loop.launch import launch_external
+    from git_forge.loop.options import loop_options
+    from git_forge.loop.runner import LoopRefused
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
-    if workspace.config.runner_bin is not None:
-        return _launch_external(args, workspace)
-    options = _options(args, workspace)
+    runner_bin = workspace.config.runner_bin
+    if runner_bin is None:
+        return _run_embedded(args, workspace, loop_options(workspace, _flags(args)))
+    _refuse_embedded_flags(args, runner_bin)
+    try:
+        return launch_external(workspace, force=args.force)
+    except LoopRefused as exc:
+        _print_refusal(workspace, exc.preflight)
+        return exc.exit_code
+
+
+def _run_embedded(args: argparse.Namespace, workspace: Workspace, options: LoopOptions) -> int:
+    from git_forge.loop.runner import LoopRefused, run_loop
+
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set())
                 for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -261,9 +242,7 @@ def run_loop(args: argparse.Namespace) -> int:
     try:
         result = run_loop(workspace, options, progress, stop)
     except LoopRefused as exc:
-        lines = (render_stop(exc.preflight, explain_stop(workspace, exc.preflight))
-                 if exc.preflight.status == "stop" else render_dirty(exc.preflight))
-        print("\n".join(lines), file=sys.stderr)
+        _print_refusal(workspace, exc.preflight)
         return exc.exit_code
     finally:
         progress.close()

@@ -111,7 +111,7 @@ class TerminalAsker:
 
     def ask(self, questions) -> list[Any]:
         from git_forge.cli import ask
-        from git_forge.credentials import credential_problem
+        from git_forge.credentials import credential_refusal
         from git_forge.recovery.answers import CANCEL, DEFER, Choice, Collected
 
         if self.cancelled:
@@ -131,11 +131,9 @@ class TerminalAsker:
                     if reply.lower() == "cancel":
                         choice = CANCEL
                         break
-                    problem = credential_problem(reply)
-                    if problem:
-                        print(paint(f"That looks like a credential ({problem}). Give the "
-                                    "decision, not the secret (e.g. \"use the key in $VAR\").",
-                                    "red"))
+                    refusal = credential_refusal(reply, "that answer")
+                    if refusal:
+                        print(paint(refusal[0].upper() + refusal[1:] + ".", "red"))
                         continue
                     choice = Choice("answer", reply)
                     break

@@ -25,7 +25,7 @@ from git_forge.backlog.topology import (
     topology_of,
     waiting_on,
 )
-from git_forge.credentials import credential_problem
+from git_forge.credentials import credential_refusal
 from git_forge.errors import ForgeError, UsageError
 from git_forge.loop.state import read_state
 from git_forge.reconcile import service
@@ -208,11 +208,10 @@ def _refuse_credentials(collected: list[Collected]) -> None:
     """Never record a secret: a credential-looking answer refuses the whole pass."""
     for outcome in collected:
         if outcome.choice.kind == "answer":
-            problem = credential_problem(outcome.choice.text or "")
-            if problem:
-                raise UsageError(f"the answer for {', '.join(outcome.item_ids)} looks like a "
-                                 f"credential ({problem}); ask for the decision instead, "
-                                 "e.g. \"use the key in $VAR\"")
+            refusal = credential_refusal(
+                outcome.choice.text, f"the answer for {', '.join(outcome.item_ids)}")
+            if refusal:
+                raise UsageError(refusal)
 
 
 def _new_entries(enumerated: Enumerated,

@@ -21,7 +21,7 @@ from typing import Any
 
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.topology import parse_items
-from git_forge.credentials import credential_problem
+from git_forge.credentials import credential_refusal
 from git_forge.errors import os_error_text
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.runner.base import Runner, RunnerError
@@ -198,10 +198,9 @@ class ExternalRunner(Runner):
         return document
 
     def answer(self, item_id: str, text: str) -> dict[str, Any]:
-        problem = credential_problem(text)
-        if problem:
-            raise RunnerError(f"refusing to pass an answer that looks like a credential "
-                              f"({problem}) to the runner")
+        refusal = credential_refusal(text, f"to pass the answer for {item_id} to the runner")
+        if refusal:
+            raise RunnerError(refusal)
         return self._object(self.argv("answerCommand", item_id=item_id, answer=text))
 
     def unblock(self, item_id: str | None = None) -> dict[str, Any]:

@@ -1,0 +1,97 @@
+"""What one run carries between iterations, and its hold on the work tree.
+
+The session builds a ``RunContext`` once; an iteration and the outcome of its
+signal read and update it. The tree helpers here are the run's only way to see
+and commit changes, so every part applies the same rules: its own state files
+and what it had to leave alone are never taken into a commit, and a commit
+reads backlog.json whole under its lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from git_forge.atomic import locked
+from git_forge.backlog.store import BacklogStore
+from git_forge.loop.journal import Journal
+from git_forge.loop.options import LoopOptions
+from git_forge.loop.progress import Progress
+from git_forge.loop.state import RunState, write_state
+from git_forge.reconcile.preflight import stranded
+from git_forge.supervisor.supervisor import Supervisor
+from git_forge.tree.commit import commit_paths
+from git_forge.tree.porcelain import quote_path
+from git_forge.tree.repo import Repo
+from git_forge.tree.status import porcelain
+from git_forge.tree.worktree import Action, refusals
+from git_forge.workspace import Workspace
+
+
+@dataclass
+class RunContext:
+    """Everything one run carries between iterations."""
+
+    workspace: Workspace
+    options: LoopOptions
+    progress: Progress
+    repo: Repo
+    store: BacklogStore
+    journal: Journal
+    supervisor: Supervisor
+    state: RunState
+    stop: Callable[[], bool]
+    preexisting: frozenset[str] = frozenset()
+    attempts: dict[str, int] = field(default_factory=dict)
+    #: Paths the run could not commit or stash as git would (path → why): left in
+    #: the tree for reconcile, and never swept into a later item's commit.
+    kept_back: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def backlog_rel(self) -> str:
+        return self.workspace.relative(self.workspace.backlog_file)
+
+    def save(self, **changes: Any) -> None:
+        for key, value in changes.items():
+            setattr(self.state, key, value)
+        write_state(self.workspace.state_dir, self.state)
+
+
+def commit(run: RunContext, paths: list[str], message: str, *,
+           allow_empty: bool = False) -> str:
+    """Commit ``paths`` holding backlog.json's lock: a ``backlog add`` from another
+    terminal may rewrite it at any moment, and the commit must read it whole."""
+    with locked(run.store.path):
+        return commit_paths(run.repo, paths, message, allow_empty=allow_empty)
+
+
+def dirty(run: RunContext) -> list[str]:
+    """Changed paths the run may act on: the stranded work the pre-launch check
+    sees (one filter: no state files, no crash bookkeeping), less what was
+    dirty before the run (``--force``) and what the run had to leave alone —
+    but backlog.json whenever it changed, the run's own bookkeeping."""
+    workspace = run.workspace
+    entries = stranded(porcelain(run.repo), workspace.root, workspace.state_dir,
+                       workspace.backlog_file, keep_backlog=True)
+    paths = []
+    for entry in entries:
+        path = entry.path.rstrip("/")  # a nested repository is listed as "dir/"
+        if path != run.backlog_rel and (entry.path in run.preexisting
+                                        or path in run.kept_back):
+            continue
+        paths.append(path)
+    return list(dict.fromkeys(paths))
+
+
+def actionable(run: RunContext, item_id: str, paths: list[str], action: Action) -> list[str]:
+    """The ``paths`` that ``action`` can handle as git would. The others are kept
+    back for the rest of the run, each with why and the git command to use,
+    which the progress is told: the run goes on without them."""
+    refused = dict(refusals(run.repo, paths, action)) if paths else {}
+    verb = "committed" if action == "commit" else "stashed"
+    for path, why in refused.items():
+        run.kept_back[path] = why
+        run.progress.note(f"item {item_id}: {quote_path(path)} left in the tree, not {verb}:"
+                          f" {why}")
+    return [path for path in paths if path not in refused]

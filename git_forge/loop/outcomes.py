@@ -1,0 +1,187 @@
+"""What an agent's result means for its item, and the bookkeeping each outcome does.
+
+The runner keeps the tree clean on its own account: a done item is committed
+with its work; a blocked, needs-human or deferred outcome stashes the agent's
+leftovers (only those paths) and commits the backlog change alone. An attempt
+without a signal is retried while the item has retries left, then deferred.
+"""
+
+from __future__ import annotations
+
+import copy
+from enum import Enum
+from typing import Any
+
+from git_forge.loop.context import RunContext, actionable, commit, dirty
+from git_forge.loop.errors import EXIT_ERROR, LoopError
+from git_forge.loop.iteration import AgentResult, remove_prompt_files
+from git_forge.reconcile import messages
+from git_forge.tree.errors import GitError
+from git_forge.tree.porcelain import quote_path
+from git_forge.tree.stash import stash_paths
+
+
+class Outcome(Enum):
+    """How one iteration ended for its item."""
+
+    DONE = "done"
+    BLOCKED = "blocked"
+    NEEDS_HUMAN = "needs_human"
+    DEFERRED = "deferred"
+    RETRY = "retry"
+    STOPPED = "stopped"
+
+    @property
+    def label(self) -> str:
+        """The word the progress shows (``needs-human``)."""
+        return self.value.replace("_", "-")
+
+
+def settle(run: RunContext, item: dict[str, Any], result: AgentResult) -> Outcome:
+    """Act on ``result`` for ``item``: its bookkeeping, commit or stash, and what
+    the progress is told. A stopped result settles nothing (the session ends the run)."""
+    if result.stopped:
+        return Outcome.STOPPED
+    signal = result.signal
+    if signal.kind == "done":
+        return _done(run, item)
+    if signal.kind in ("blocked", "needs_human"):
+        return _blocked(run, item, signal.reason or "no reason given",
+                        needs_human=signal.kind == "needs_human")
+    return _no_signal(run, item, result)
+
+
+def _done(run: RunContext, item: dict[str, Any]) -> Outcome:
+    item_id = str(item["id"])
+    commit_id = _complete(run, item)
+    if commit_id is None:  # the commit failed: _complete blocked the item instead
+        reason = str(run.store.get(item_id).get("blockedReason"))
+        run.save(lastSignal="blocked", currentItem=None)
+        run.progress.finished(item, Outcome.BLOCKED.label, reason)
+        return Outcome.BLOCKED
+    run.save(lastSignal="clean", currentItem=None)
+    run.progress.finished(item, Outcome.DONE.label, commit_id[:12])
+    return Outcome.DONE
+
+
+def _blocked(run: RunContext, item: dict[str, Any], reason: str, *,
+             needs_human: bool) -> Outcome:
+    outcome = Outcome.NEEDS_HUMAN if needs_human else Outcome.BLOCKED
+    _block(run, item, reason, needs_human=needs_human)
+    run.save(lastSignal=outcome.value, currentItem=None)
+    run.progress.finished(item, outcome.label, reason)
+    return outcome
+
+
+def _no_signal(run: RunContext, item: dict[str, Any], result: AgentResult) -> Outcome:
+    """Retry while attempts are left (the item stays in progress), then defer it."""
+    item_id = str(item["id"])
+    retries = run.options.retries
+    attempts = run.attempts[item_id] = run.attempts.get(item_id, 0) + 1
+    why = result.what_happened
+    if attempts <= retries:
+        run.save(lastSignal="error")
+        run.progress.finished(item, Outcome.RETRY.label,
+                              f"{why}; no signal; attempt {attempts} of {retries + 1}")
+        return Outcome.RETRY
+    reason = deferral_reason(why, attempts)
+    _block(run, item, reason, deferred=True)
+    run.save(lastSignal="error", currentItem=None)
+    run.progress.finished(item, Outcome.DEFERRED.label, reason)
+    return Outcome.DEFERRED
+
+
+def deferral_reason(what: str, attempts: int) -> str:
+    return f"{what} — deferred after {attempts} attempt" + ("s" if attempts != 1 else "")
+
+
+def _block(run: RunContext, item: dict[str, Any], reason: str, *, needs_human: bool = False,
+           deferred: bool = False) -> None:
+    """Stash the agent's leftovers, mark the item blocked, commit that alone.
+
+    A leftover git-forge cannot stash as git would (a submodule's own changes,
+    a nested repository, …) stays in the tree, named in the item's notes and
+    the journal; the item keeps the agent's reason and the run goes on. Only a
+    failed bookkeeping commit ends the run (the repository refuses commits).
+    """
+    remove_prompt_files(run.workspace.state_dir)
+    item_id = str(item["id"])
+    leftovers = [p for p in dirty(run) if p != run.backlog_rel]
+    stashable = actionable(run, item_id, leftovers, "stash")
+    stashed = False
+    if stashable:
+        try:
+            stash_paths(run.repo, stashable, messages.abandoned_work(item_id))
+            stashed = True
+        except GitError as exc:
+            for path in stashable:
+                run.kept_back[path] = f"the stash failed: {exc.message}"
+            run.progress.note(f"item {item_id}: its leftover changes could not be stashed "
+                              f"and stay in the tree: {exc.message}")
+    left = [path for path in leftovers if path in run.kept_back]
+    fields: dict[str, Any] = {}
+    if left:
+        listed = ", ".join(quote_path(path) for path in left)
+        note = f"left in the tree, not stashed: {listed} (see git forge reconcile)"
+        fields["notes"] = "\n".join(filter(None, [str(run.store.get(item_id).get("notes")
+                                                       or ""), note]))
+    run.store.transition(item_id, "blocked", blockedReason=reason, needsHuman=needs_human,
+                         deferred=deferred, **fields)
+    subject = reason.splitlines()[0] if reason else "no reason given"
+    try:
+        commit(run, [run.backlog_rel], messages.item_blocked(item_id, subject),
+               allow_empty=True)
+    except GitError as exc:
+        run.journal.append("item_blocked", itemId=item_id, reason=reason)
+        raise LoopError(f"item {item_id} is blocked, but its bookkeeping commit failed: "
+                        f"{exc.message}", exit_code=EXIT_ERROR) from exc
+    extra = {"leftInTree": left} if left else {}
+    if needs_human:
+        run.journal.append("needs_human", None, itemId=item_id, reason=reason, **extra)
+        run.state.needsHumanItems.append(item_id)
+    else:
+        run.journal.append("item_blocked", None, itemId=item_id, reason=reason, **extra)
+        (run.state.deferredItems if deferred else run.state.blockedItems).append(item_id)
+    if stashed:
+        run.progress.note(f"item {item_id}: its leftover changes were stashed "
+                          f"({messages.abandoned_work(item_id)})")
+
+
+def _complete(run: RunContext, item: dict[str, Any]) -> str | None:
+    """Mark the item done and commit it with its work; the commit id.
+
+    A changed path git-forge cannot commit as git would stays in the tree (see
+    ``actionable``). If the commit itself fails, the item is never left done
+    without one: its entry goes back to what it was and it is blocked with the
+    reason (``None`` is returned).
+    """
+    remove_prompt_files(run.workspace.state_dir)
+    item_id = str(item["id"])
+    before = copy.deepcopy(run.store.get(item_id))
+    run.store.transition(item_id, "done")
+    paths = actionable(run, item_id, dirty(run), "commit")
+    try:
+        commit_id = commit(run, paths, messages.item_done(item_id, item.get("title", "")),
+                           allow_empty=True)
+    except GitError as exc:
+        _put_back(run, before)
+        _block(run, before, f"the agent signalled done, but the commit failed: {exc.message}")
+        return None
+    run.journal.append("item_completed", itemId=item_id, title=item.get("title"),
+                       commit=commit_id)
+    run.state.completedItems.append(item_id)
+    return commit_id
+
+
+def _put_back(run: RunContext, saved: dict[str, Any]) -> None:
+    """Return one item's entry to ``saved`` (undoing a ``done`` whose commit failed)."""
+    item_id = str(saved["id"])
+
+    def restore(document: dict[str, Any]) -> None:
+        items = document["items"]
+        for index, current in enumerate(items):
+            if str(current.get("id")) == item_id:
+                items[index] = copy.deepcopy(saved)
+
+    run.store.update(restore)
+

@@ -1,0 +1,48 @@
+"""What the loop tells its caller as it goes.
+
+Rendering is not done in the loop: the caller passes a ``Progress`` whose hooks it
+implements (a live line on a terminal, plain lines, or the journal as NDJSON).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Progress(Protocol):
+    """What the loop tells its caller as it goes. A caller renders it (the CLI's
+    ``TerminalProgress``) or leaves hooks out by extending ``NullProgress``."""
+
+    def started(self, run_id: str, max_iterations: int) -> None: ...
+    def iteration(self, number: int, max_iterations: int, item: dict[str, Any]) -> None: ...
+    def tick(self, elapsed: float, output_bytes: int) -> None: ...
+    def output(self, text: str) -> None: ...
+    def finished(self, item: dict[str, Any], outcome: str, detail: str) -> None: ...
+    def event(self, event: dict[str, Any]) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+class NullProgress:
+    """A ``Progress`` that tells nobody: the loop's default, and a base whose
+    hooks a caller overrides only where it wants to hear."""
+
+    def started(self, run_id: str, max_iterations: int) -> None:
+        return None
+
+    def iteration(self, number: int, max_iterations: int, item: dict[str, Any]) -> None:
+        return None
+
+    def tick(self, elapsed: float, output_bytes: int) -> None:
+        return None
+
+    def output(self, text: str) -> None:
+        return None
+
+    def finished(self, item: dict[str, Any], outcome: str, detail: str) -> None:
+        return None
+
+    def event(self, event: dict[str, Any]) -> None:
+        return None
+
+    def note(self, text: str) -> None:
+        return None

@@ -1,0 +1,323 @@
+"""One run of the loop, from the refusals before it to the summary after it.
+
+In order (runner.md): the pre-launch refusals (a live loop or an earlier run's
+agent, an agent that cannot start, a detached or unborn HEAD, the pre-launch
+check) → the loop locks → the stop token, the journal rotated and the
+supervisor restored (a process a crashed run left ``running`` becomes
+``lost_on_restore`` and its item goes back to pending) → the backlog's queued
+changes committed → iterate → end (status, exit code, summary). Whatever ends
+the run, its agents end and its locks are released.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import threading
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from git_forge.atomic import FileLock
+from git_forge.backlog.bookkeeping import describe_changes
+from git_forge.backlog.model import select_next
+from git_forge.backlog.store import BacklogStore
+from git_forge.clock import utc_now
+from git_forge.errors import ForgeError
+from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR, tree_lock_path
+from git_forge.loop import control
+from git_forge.loop.context import RunContext, commit, dirty
+from git_forge.loop.errors import (
+    EXIT_PAUSED,
+    EXIT_REFUSED,
+    EXIT_STOPPED,
+    LoopError,
+    LoopRefused,
+)
+from git_forge.loop.iteration import remove_prompt_files, run_iteration
+from git_forge.loop.journal import Journal
+from git_forge.loop.options import LoopOptions
+from git_forge.loop.outcomes import Outcome, settle
+from git_forge.loop.process_events import ProcessEventPublisher
+from git_forge.loop.progress import NullProgress, Progress
+from git_forge.loop.state import RunState, read_state, write_state
+from git_forge.loop.summary import LoopResult, final_message, final_status, loop_result
+from git_forge.reconcile import messages
+from git_forge.reconcile.preflight import check
+from git_forge.supervisor.config import SupervisorConfig
+from git_forge.supervisor.lifecycle import ProcessError
+from git_forge.supervisor.manifest import ManifestStore
+from git_forge.supervisor.supervisor import Supervisor
+from git_forge.tree.fast_status import DETACHED_HEAD, UNBORN_BRANCH, head_blob
+from git_forge.tree.identity import author_and_committer
+from git_forge.tree.repo import Repo, open_repo
+from git_forge.workspace import Workspace
+
+#: How long taking the loop lock retries (a status probe holds it for an instant).
+LOCK_PATIENCE = 0.05
+
+
+def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | None = None,
+             stop_event: threading.Event | None = None) -> LoopResult:
+    """Run the loop until nothing is selectable, the budget is spent, or a stop."""
+    progress = NullProgress() if progress is None else progress
+    stop_event = stop_event or threading.Event()
+    if not options.agent:
+        raise LoopError("no agent to run: pass --agent CMD or set loop.agent in .forge.yaml")
+    if options.iterations < 1 or options.retries < 0:
+        raise LoopError("--iterations must be at least 1 and --retries at least 0")
+    check_agent(options.agent, workspace.root)
+    repo = open_repo(workspace.root)
+    state_dir = workspace.state_dir
+    _refuse_beside_live_work(workspace)
+    preexisting = _refuse_unless_forced(repo, workspace, options.force)
+    author_and_committer(repo)  # no identity is a clear error before any work
+    store = BacklogStore.in_dir(workspace.backlog_dir)
+    store.load()
+    state_dir.mkdir(parents=True, exist_ok=True)
+
+    run_id, started = new_run_id(), utc_now()
+    locks = _take_loop_locks(workspace, control.holder_label(run_id, started, os.getpid()))
+    supervisor = None
+    try:
+        _refuse_beside_live_work(workspace, own_lock=True)
+        control.arm_stop_token(state_dir, run_id)
+        journal = _Journal(state_dir / EVENTS_FILE, workspace.root, progress)
+        journal.rotate(state_dir / ARCHIVE_DIR)
+        supervisor = Supervisor(
+            SupervisorConfig.from_settings(workspace.config.section("supervisor")),
+            ManifestStore(state_dir / PROC_DIR), lifecycle=ProcessEventPublisher(journal))
+        state = RunState(status="starting", maxIterations=options.iterations, startedAt=started,
+                         runId=run_id, baseCommitHash=repo.head_commit_id())
+        run = RunContext(workspace, options, progress, repo, store, journal, supervisor, state,
+                         stop=lambda: stop_event.is_set() or control.stop_requested(state_dir),
+                         preexisting=preexisting)
+        run.save()
+        _restore(run)
+        _commit_queued_backlog(run)
+        run.save(status="running")
+        journal.append("loop_started", runId=run_id, maxIterations=options.iterations,
+                       baseCommitHash=state.baseCommitHash, agent=list(options.agent))
+        progress.started(run_id, options.iterations)
+        return _loop(run)
+    except ForgeError as exc:
+        if supervisor is not None and state_dir.joinpath("state.json").exists():
+            _record_error(workspace, run_id, exc.message)
+        raise
+    finally:
+        if supervisor is not None:
+            try:
+                supervisor.shutdown()
+            except ProcessError as exc:
+                progress.note(f"shutdown: {exc}")
+        control.disarm_stop_token(state_dir)
+        for lock in reversed(locks):
+            lock.release()
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
+
+
+# --- before the run: the refusals and the locks ----------------------------------------------
+
+
+def check_agent(argv: list[str], root: Path, env: Mapping[str, str] | None = None) -> None:
+    """Refuse an agent that cannot start before any item is taken: found the way
+    the start will look for it (a name along PATH; a path from the repository
+    root, where the agent runs), a file, executable."""
+    command = argv[0]
+    if "{prompt_file}" in command:
+        return  # only known once the prompt is written
+    path_list = (env if env is not None else os.environ).get("PATH", os.defpath)
+    if "/" in command:
+        candidate: str | None = command if os.path.isabs(command) else str(root / command)
+    else:
+        candidate = shutil.which(command, path=path_list)
+        if candidate is None:
+            directories = [Path(d) / command for d in path_list.split(os.pathsep) if d]
+            candidate = next((str(p) for p in directories if p.exists()), None)
+    if candidate is None or not os.path.exists(candidate):
+        raise LoopError(f"agent command not found: {command}")
+    if os.path.isdir(candidate):
+        raise LoopError(f"agent command is a directory: {command}")
+    if not os.access(candidate, os.X_OK):
+        raise LoopError(f"agent command is not executable: {command}")
+
+
+def _refuse_beside_live_work(workspace: Workspace, *, own_lock: bool = False) -> None:
+    """Refuse to start while another loop runs on this backlog or owns this work
+    tree, or while an agent of an earlier run still lives (it would be a second
+    agent writing into the tree)."""
+    if not own_lock:
+        live = control.live_loop(workspace.state_dir) or control.tree_owner(workspace.root)
+        if live is not None:
+            raise LoopError(control.running_message(live), exit_code=EXIT_REFUSED)
+    orphans = control.orphaned_agents(workspace.state_dir)
+    if orphans:
+        raise LoopError(control.orphan_message(orphans[0]), exit_code=EXIT_REFUSED)
+
+
+def _take_loop_locks(workspace: Workspace, holder: str) -> list[FileLock]:
+    """The backlog's loop lock, then the work tree's (held for the whole run)."""
+    paths = [control.loop_lock_path(workspace.state_dir)]
+    tree_lock = tree_lock_path(workspace.root)
+    if tree_lock is not None:
+        paths.append(tree_lock)
+    taken: list[FileLock] = []
+    for path in paths:
+        lock = FileLock(path)
+        if not lock.try_acquire(holder=holder, patience=LOCK_PATIENCE):
+            for held in reversed(taken):
+                held.release()
+            _refuse_beside_live_work(workspace)  # names the run that won the race
+            raise LoopError(f"{path} is held by another process", exit_code=EXIT_REFUSED)
+        taken.append(lock)
+    return taken
+
+
+def _refuse_unless_forced(repo: Repo, workspace: Workspace, force: bool) -> frozenset[str]:
+    """The pre-launch check and the HEAD refusals; returns the paths that were
+    dirty before the run (only possible with ``--force``), which the run leaves alone."""
+    if repo.is_unborn and not force:
+        raise LoopError(UNBORN_BRANCH, exit_code=EXIT_REFUSED)
+    if repo.is_detached and not force:
+        raise LoopError(DETACHED_HEAD, exit_code=EXIT_REFUSED)
+    result = check(workspace.root, workspace.state_dir, workspace.backlog_file)
+    if result.status == "ok":
+        return frozenset()
+    if not force:
+        raise LoopRefused("the pre-launch check stopped this launch", result)
+    return frozenset(entry.path for entry in result.entries)
+
+
+# --- the start of the run: the journal, restore, the queued backlog ---------------------------
+
+
+class _Journal(Journal):
+    """The run's journal, also handing each appended event to the progress."""
+
+    def __init__(self, path: Path, project: Path, progress: Progress) -> None:
+        super().__init__(path, project)
+        self.progress = progress
+
+    def append(self, type: str, event_id: str | None = None,  # noqa: A002
+               **fields: Any) -> dict[str, Any] | None:
+        event = super().append(type, event_id, **fields)
+        if event is not None:
+            self.progress.event(event)
+        return event
+
+
+def _restore(run: RunContext) -> None:
+    """Reconcile the processes a crashed run left, and put its items back."""
+    report = run.supervisor.restore()
+    if report.orphans:  # appeared since the check at start: never start beside one
+        orphan = report.orphans[0]
+        raise LoopError(control.orphan_message(
+            control.OrphanedAgent(orphan.handle, control.item_of(orphan))), exit_code=EXIT_REFUSED)
+    lost = {owner: m.handle for m in report.reconciled if (owner := control.item_of(m))}
+    for error in report.errors:
+        run.progress.note(f"restore: process {error.handle}: {error.error}")
+    reset = []
+    for item in run.store.items():
+        if item.get("status") != "in_progress":
+            continue
+        item_id = str(item["id"])
+        if item_id in lost:
+            note = f"process {lost[item_id]} lost when a run crashed; back to pending"
+            notes = "\n".join(filter(None, [str(item.get("notes") or ""), note]))
+            run.store.transition(item_id, "pending", notes=notes)
+            reset.append(item_id)
+        else:  # a crashed run's bookkeeping mark: nothing to note
+            run.store.transition(item_id, "pending")
+    if reset and run.backlog_rel in dirty(run):
+        commit(run, [run.backlog_rel], messages.process_lost(reset))
+    for item_id in reset:
+        run.progress.note(f"item {item_id}: its process was lost in a crash; back to pending")
+
+
+def _commit_queued_backlog(run: RunContext) -> None:
+    """Backlog changes made through git-forge's own commands since the last commit
+    (``backlog add``, ``answer``, ``edit`` …) are the run's input: commit them first,
+    as ``[forge] backlog: …``, so every item commit holds only its own change. (The
+    pre-launch check let them through only because they are a valid backlog.)"""
+    if run.backlog_rel not in dirty(run):
+        return
+    work = run.store.path.read_bytes()
+    summary = describe_changes(head_blob(run.workspace.root, run.backlog_rel), work)
+    commit(run, [run.backlog_rel], messages.backlog_queued(summary))
+    run.progress.note(f"committed the backlog's queued changes ({summary})")
+
+
+# --- the iterations and the end --------------------------------------------------------------
+
+
+def _loop(run: RunContext) -> LoopResult:
+    retry: dict[str, Any] | None = None
+    number = run.state.iteration
+    while number < run.options.iterations:
+        if run.stop():
+            return _stopped(run)
+        item = retry or select_next(run.store.items())
+        if item is None:
+            break
+        number += 1
+        outcome = settle(run, item, run_iteration(run, item, number))
+        if outcome is Outcome.STOPPED:
+            return _stopped(run)
+        retry = run.store.get(str(item["id"])) if outcome is Outcome.RETRY else None
+        if outcome is Outcome.NEEDS_HUMAN and run.options.pause_on_needs_human:
+            run.save(status="paused_human")
+            run.journal.append("loop_paused", itemId=str(item["id"]))
+            return _result(run, EXIT_PAUSED, "paused_human",
+                           "paused for a human decision: run git forge recover")
+    if retry is not None:  # the budget ran out in the middle of an item's retries
+        run.store.transition(str(retry["id"]), "pending")
+        run.save(currentItem=None)
+    remove_prompt_files(run.workspace.state_dir)
+    status, code = final_status(run.store.items())
+    run.save(status=status, currentItem=None)
+    run.journal.append("loop_completed", status=status,
+                       completed=len(run.state.completedItems))
+    items = run.store.items()
+    return loop_result(items, run.state, code, status, final_message(items, code))
+
+
+def _stopped(run: RunContext) -> LoopResult:
+    """A stop request or signal: every agent tree ends, the item goes back to pending."""
+    try:
+        run.supervisor.shutdown()
+    except ProcessError as exc:
+        run.progress.note(f"shutdown: {exc}")
+    if run.state.currentItem:
+        item = run.store.get(run.state.currentItem)
+        if item.get("status") == "in_progress":
+            run.store.transition(run.state.currentItem, "pending")
+    run.save(status="stopped")
+    run.journal.append("loop_cancelled", itemId=run.state.currentItem)
+    return _result(run, EXIT_STOPPED, "stopped",
+                   "stopped; any work the agent left is in the tree for git forge reconcile")
+
+
+def _result(run: RunContext, code: int, status: str, message: str = "") -> LoopResult:
+    return loop_result(run.store.items(), run.state, code, status, message)
+
+
+def _record_error(workspace: Workspace, run_id: str, message: str) -> None:
+    """Mark this run's state.json ``error`` and journal why (best effort)."""
+    try:
+        document = read_state(workspace.state_dir) or {}
+    except ForgeError:
+        return
+    if document.get("runId") != run_id or document.get("status") == "error":
+        return
+    state = RunState(**{**document, "status": "error", "error": message})
+    try:  # best effort: on a full disk the error itself is what the operator must see
+        write_state(workspace.state_dir, state)
+        Journal(workspace.state_dir / EVENTS_FILE, workspace.root).append("loop_error",
+                                                                          error=message)
+    except ForgeError:
+        pass

@@ -1,0 +1,94 @@
+"""How a run ends: its status and exit code, and what the operator is told.
+
+Everything here is data read from the backlog at the end — the whole backlog,
+not only this run's items — and nothing is rendered: the caller words
+``LoopResult`` (the CLI's summary lines, or ``--json``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from git_forge.backlog.model import cycle_through, id_key, kind, select_next, summarize
+from git_forge.loop.errors import EXIT_BLOCKED, EXIT_DONE
+from git_forge.loop.state import RunState
+
+
+@dataclass
+class LoopResult:
+    exit_code: int
+    status: str
+    run_id: str
+    state: RunState
+    message: str = ""
+    #: The whole backlog at the end (``backlogSummary`` counts), not only this run.
+    backlog: dict[str, int] = field(default_factory=dict)
+    #: Every item waiting on a decision, this run's or an earlier one's.
+    waiting: list[dict[str, Any]] = field(default_factory=list)
+
+
+def loop_result(items: list[dict[str, Any]], state: RunState, code: int, status: str,
+                message: str = "") -> LoopResult:
+    """The result of a run whose backlog now holds ``items``."""
+    return LoopResult(code, status, state.runId or "", state, message,
+                      summarize(items), waiting_items(items))
+
+
+def waiting_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The blocked items, in id order: ``{id, kind, since, reason}`` (``since`` is
+    when the item was blocked, ``None`` for one blocked before that was recorded)."""
+    waiting = [{"id": str(item.get("id")), "kind": kind(item), "since": item.get("blockedAt"),
+                "reason": item.get("blockedReason")}
+               for item in items if item.get("status") == "blocked"]
+    return sorted(waiting, key=lambda entry: id_key(entry["id"]))
+
+
+def final_status(items: list[dict[str, Any]]) -> tuple[str, int]:
+    """The status and exit code of a run that ran out of work or budget."""
+    if all(item.get("status") == "done" for item in items):
+        return "complete", EXIT_DONE
+    if select_next(items) is not None:
+        return "iterations_complete", EXIT_DONE
+    # Nothing selectable and not all done: blocked items, or a dependency cycle
+    # (pending items that can never become ready) — both are genuine blocks.
+    return "complete", EXIT_BLOCKED
+
+
+def _cycles(items: list[dict[str, Any]]) -> list[list[str]]:
+    """The dependency cycles among the items not done, each once, lowest id first."""
+    waiting: list[Mapping[str, Any]] = [item for item in items if item.get("status") != "done"]
+    found: list[list[str]] = []
+    seen: set[str] = set()
+    for item in sorted(waiting, key=lambda entry: id_key(entry.get("id"))):
+        item_id = str(item.get("id"))
+        if item_id in seen:
+            continue
+        cycle = cycle_through(waiting, item_id)
+        if cycle:
+            found.append(cycle)
+            seen.update(cycle)
+    return found
+
+
+def final_message(items: list[dict[str, Any]], code: int) -> str:
+    """What the operator is told at the end: why nothing more could run."""
+    if code != EXIT_BLOCKED and not any(item.get("status") == "blocked" for item in items):
+        return ""
+    if code == EXIT_BLOCKED and not any(item.get("status") == "blocked" for item in items):
+        cycles = _cycles(items)
+        on_cycle = {item_id for cycle in cycles for item_id in cycle}
+        pending = sorted((str(item.get("id")) for item in items
+                          if item.get("status") != "done"), key=id_key)
+        waiting = [item_id for item_id in pending if item_id not in on_cycle]
+        if not cycles:
+            return (f"nothing can run: items {', '.join(waiting)} wait on items that are "
+                    "not done: see git forge backlog topology")
+        shown = "; ".join(" → ".join([*cycle, cycle[0]]) for cycle in cycles)
+        text = (f"nothing can run: dependency cycle {shown} — items "
+                f"{', '.join(sorted(on_cycle, key=id_key))} stay pending")
+        if waiting:
+            text += f", and {', '.join(waiting)} wait on them"
+        return text + "; break the cycle with git forge backlog edit ID --depends-on IDS"
+    return "run git forge recover to answer them"
