@@ -52,9 +52,9 @@ def test_prompt_without_answer_has_no_answer_heading() -> None:
 
 def test_state_round_trip_and_key_order(tmp_path: Path) -> None:
     assert read_state(tmp_path) is None
-    write_state(tmp_path, RunState(status="running", iteration=2, maxIterations=5,
-                                   currentItem="003", runId="r1"))
-    document = read_state(tmp_path)
+    write_state(tmp_path, RunState(status="running", iteration=2, max_iterations=5,
+                                   current_item="003", run_id="r1"))
+    document = read_state(tmp_path).to_json()
     assert list(document) == [
         "status", "iteration", "maxIterations", "currentItem", "lastSignal", "startedAt",
         "updatedAt", "completedItems", "blockedItems", "deferredItems", "needsHumanItems",
@@ -62,7 +62,7 @@ def test_state_round_trip_and_key_order(tmp_path: Path) -> None:
     assert document["status"] == "running" and document["updatedAt"].endswith("Z")
     with pytest.raises(ValueError):
         write_state(tmp_path, RunState(status="bogus"))
-    assert read_state(tmp_path)["status"] == "running"
+    assert read_state(tmp_path).to_json()["status"] == "running"
     (tmp_path / "state.json").write_text("{torn")
     with pytest.raises(StoreError):
         read_state(tmp_path)

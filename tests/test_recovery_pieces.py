@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from git_forge.errors import UsageError
+from git_forge.loop.state import RunState
 from git_forge.recovery import answers
 from git_forge.recovery.answers import CANCEL, DEFER, Choice
 from git_forge.recovery.outcome import Gate, exit_code, next_command, select_outcome
@@ -165,7 +166,7 @@ def test_ladder(items: list[dict], name: str) -> None:
 
 def test_partial_causes() -> None:
     none = gate(affected=())
-    at_limit = {"iteration": 5, "maxIterations": 5}
+    at_limit = RunState(iteration=5, max_iterations=5)
     assert select_outcome(none, [item("pending")], {"selectable": 2}, at_limit).cause == (
         "iteration limit")
     starved = select_outcome(
@@ -176,7 +177,7 @@ def test_partial_causes() -> None:
     assert starved.cause == "dependency starvation"
     assert starved.details["blockingRoots"] == [{"id": "2", "gatedCount": 3}]
     assert select_outcome(none, [item("pending")], {"selectable": 2},
-                          {"iteration": 2, "maxIterations": 5}).cause != "iteration limit"
+                          RunState(iteration=2, max_iterations=5)).cause != "iteration limit"
 
 
 def test_exit_codes_and_next_commands() -> None:

@@ -269,9 +269,9 @@ def render_summary(result: LoopResult) -> list[str]:
     """This run's outcome, then the whole backlog: every item that waits on a
     decision, since when and why — this run's or an earlier one's."""
     state = result.state
-    lines = [f"{result.status}: this run {len(state.completedItems)} done, "
-             f"{len(state.needsHumanItems)} need a human, {len(state.blockedItems)} blocked, "
-             f"{len(state.deferredItems)} deferred"]
+    lines = [f"{result.status}: this run {len(state.completed_items)} done, "
+             f"{len(state.needs_human_items)} need a human, {len(state.blocked_items)} blocked, "
+             f"{len(state.deferred_items)} deferred"]
     backlog = result.backlog
     if backlog:
         parts = [f"{backlog['done']} done", f"{backlog['pending']} pending"]

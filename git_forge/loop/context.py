@@ -10,7 +10,7 @@ reads backlog.json whole under its lock.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from git_forge.atomic import locked
@@ -53,9 +53,8 @@ class RunContext:
         return self.workspace.relative(self.workspace.backlog_file)
 
     def save(self, **changes: Any) -> None:
-        for key, value in changes.items():
-            setattr(self.state, key, value)
-        write_state(self.workspace.state_dir, self.state)
+        """Change the run's state (``RunState`` fields) and write state.json."""
+        self.state = write_state(self.workspace.state_dir, replace(self.state, **changes))
 
 
 def commit(run: RunContext, paths: list[str], message: str, *,

@@ -63,7 +63,7 @@ def run_iteration(run: RunContext, item: dict[str, Any], number: int) -> AgentRe
     remove_prompt_files(run.workspace.state_dir)
     if item.get("status") != "in_progress":
         item = run.store.transition(item_id, "in_progress")
-    run.save(iteration=number, currentItem=item_id)
+    run.save(iteration=number, current_item=item_id)
     run.journal.append("iteration_start", iteration=number, itemId=item_id)
     run.journal.append("item_selected", itemId=item_id, title=item.get("title"),
                        priority=item.get("priority"))
@@ -73,7 +73,7 @@ def run_iteration(run: RunContext, item: dict[str, Any], number: int) -> AgentRe
     prompt = build_prompt(item, project_description=str(document.get("description") or ""),
                           prompt_file_text=prompt_text)
     try:
-        handle = run.supervisor.start({"run_id": run.state.runId},
+        handle = run.supervisor.start({"run_id": run.state.run_id},
                                       {"item_id": item_id, "iteration": number},
                                       _prepare(run, item, prompt, number))
     except ProcessError as exc:
@@ -112,7 +112,7 @@ def _prepare(run: RunContext, item: dict[str, Any], prompt: str, number: int) ->
         argv = [arg.replace("{prompt_file}", str(prompt_path)) for arg in argv]
         stdin = None
     env = {**os.environ, "FORGE_ITEM_ID": str(item["id"]), "FORGE_ITERATION": str(number),
-           "FORGE_RUN_ID": run.state.runId or ""}
+           "FORGE_RUN_ID": run.state.run_id or ""}
     timeout = run.options.timeout_minutes * 60 if run.options.timeout_minutes else None
     return PreparedProcess(argv=argv, cwd=run.workspace.root, env=env, stdin=stdin,
                            timeout=timeout)

@@ -9,6 +9,7 @@ without a signal is retried while the item has retries left, then deferred.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from enum import Enum
 from typing import Any
 
@@ -56,10 +57,10 @@ def _done(run: RunContext, item: dict[str, Any]) -> Outcome:
     commit_id = _complete(run, item)
     if commit_id is None:  # the commit failed: _complete blocked the item instead
         reason = str(run.store.get(item_id).get("blockedReason"))
-        run.save(lastSignal="blocked", currentItem=None)
+        run.save(last_signal="blocked", current_item=None)
         run.progress.finished(item, Outcome.BLOCKED.label, reason)
         return Outcome.BLOCKED
-    run.save(lastSignal="clean", currentItem=None)
+    run.save(last_signal="clean", current_item=None)
     run.progress.finished(item, Outcome.DONE.label, commit_id[:12])
     return Outcome.DONE
 
@@ -68,7 +69,7 @@ def _blocked(run: RunContext, item: dict[str, Any], reason: str, *,
              needs_human: bool) -> Outcome:
     outcome = Outcome.NEEDS_HUMAN if needs_human else Outcome.BLOCKED
     _block(run, item, reason, needs_human=needs_human)
-    run.save(lastSignal=outcome.value, currentItem=None)
+    run.save(last_signal=outcome.value, current_item=None)
     run.progress.finished(item, outcome.label, reason)
     return outcome
 
@@ -80,13 +81,13 @@ def _no_signal(run: RunContext, item: dict[str, Any], result: AgentResult) -> Ou
     attempts = run.attempts[item_id] = run.attempts.get(item_id, 0) + 1
     why = result.what_happened
     if attempts <= retries:
-        run.save(lastSignal="error")
+        run.save(last_signal="error")
         run.progress.finished(item, Outcome.RETRY.label,
                               f"{why}; no signal; attempt {attempts} of {retries + 1}")
         return Outcome.RETRY
     reason = deferral_reason(why, attempts)
     _block(run, item, reason, deferred=True)
-    run.save(lastSignal="error", currentItem=None)
+    run.save(last_signal="error", current_item=None)
     run.progress.finished(item, Outcome.DEFERRED.label, reason)
     return Outcome.DEFERRED
 
@@ -136,12 +137,14 @@ def _block(run: RunContext, item: dict[str, Any], reason: str, *, needs_human: b
         raise LoopError(f"item {item_id} is blocked, but its bookkeeping commit failed: "
                         f"{exc.message}", exit_code=EXIT_ERROR) from exc
     extra = {"leftInTree": left} if left else {}
+    state = run.state
     if needs_human:
         run.journal.append("needs_human", None, itemId=item_id, reason=reason, **extra)
-        run.state.needsHumanItems.append(item_id)
+        run.state = replace(state, needs_human_items=(*state.needs_human_items, item_id))
     else:
         run.journal.append("item_blocked", None, itemId=item_id, reason=reason, **extra)
-        (run.state.deferredItems if deferred else run.state.blockedItems).append(item_id)
+        run.state = (replace(state, deferred_items=(*state.deferred_items, item_id)) if deferred
+                     else replace(state, blocked_items=(*state.blocked_items, item_id)))
     if stashed:
         run.progress.note(f"item {item_id}: its leftover changes were stashed "
                           f"({messages.abandoned_work(item_id)})")
@@ -169,7 +172,7 @@ def _complete(run: RunContext, item: dict[str, Any]) -> str | None:
         return None
     run.journal.append("item_completed", itemId=item_id, title=item.get("title"),
                        commit=commit_id)
-    run.state.completedItems.append(item_id)
+    run.state = replace(run.state, completed_items=(*run.state.completed_items, item_id))
     return commit_id
 
 

@@ -32,7 +32,7 @@ class LoopResult:
 def loop_result(items: list[dict[str, Any]], state: RunState, code: int, status: str,
                 message: str = "") -> LoopResult:
     """The result of a run whose backlog now holds ``items``."""
-    return LoopResult(code, status, state.runId or "", state, message,
+    return LoopResult(code, status, state.run_id or "", state, message,
                       summarize(items), waiting_items(items))
 
 

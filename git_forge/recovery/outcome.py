@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from git_forge.loop.state import RunState
+
 # Exit codes of `git forge recover` (documented in the man page).
 EXIT_SAFE = 0
 EXIT_NEEDS_HUMAN = 3
@@ -81,7 +83,7 @@ def _counts(items: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 
 def select_outcome(gate: Gate, items: list[dict[str, Any]], topology: dict[str, Any],
-                   run_state: dict[str, Any] | None,
+                   run_state: RunState | None,
                    waiting: list[dict[str, Any]] | None = None) -> Outcome:
     """The outcome of a pass that did not fail, from the gate and the re-read list;
     ``waiting`` (``topology.waiting_on``) names what a starved backlog waits on."""
@@ -96,13 +98,12 @@ def select_outcome(gate: Gate, items: list[dict[str, Any]], topology: dict[str, 
         return Outcome("deferred")
     if counts["open"]:
         selectable = int(topology.get("selectable") or 0)
-        state = run_state or {}
-        at_limit = (state.get("iteration") is not None
-                    and state.get("iteration") == state.get("maxIterations"))
+        state = run_state or RunState()
+        at_limit = state.iteration is not None and state.iteration == state.max_iterations
         if selectable and at_limit:
             return Outcome("partial", "iteration limit",
-                           {"iteration": state.get("iteration"),
-                            "maxIterations": state.get("maxIterations")})
+                           {"iteration": state.iteration,
+                            "maxIterations": state.max_iterations})
         if not selectable:
             starvation = topology.get("starvation") or {}
             return Outcome("partial", "dependency starvation",
