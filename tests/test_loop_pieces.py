@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from git_forge.atomic import StoreError
+from git_forge.backlog.item import Item
 from git_forge.loop.prompt import build_prompt
 from git_forge.loop.signals import NO_SIGNAL, Signal, parse_signal
 from git_forge.loop.state import RunState, read_state, write_state
@@ -33,9 +34,9 @@ def test_parse_signal(text: str, expected: Signal) -> None:
 
 
 def test_prompt_carries_item_project_prompt_file_and_answer() -> None:
-    item = {"id": "004", "title": "Add login", "type": "feature", "priority": 2,
-            "description": "Users log in.", "acceptanceCriteria": ["form exists", "  "],
-            "notes": "see docs", "humanAnswer": "Use OAuth with GitHub."}
+    item = Item({"id": "004", "title": "Add login", "type": "feature", "priority": 2,
+                 "description": "Users log in.", "acceptanceCriteria": ["form exists", "  "],
+                 "notes": "see docs", "humanAnswer": "Use OAuth with GitHub."})
     prompt = build_prompt(item, project_description="A shop.", prompt_file_text="Be careful.")
     assert prompt.index("Be careful.") < prompt.index("## Project\nA shop.")
     assert "## Backlog item 004: Add login" in prompt
@@ -45,7 +46,7 @@ def test_prompt_carries_item_project_prompt_file_and_answer() -> None:
 
 
 def test_prompt_without_answer_has_no_answer_heading() -> None:
-    prompt = build_prompt({"id": "001", "title": "T"})
+    prompt = build_prompt(Item({"id": "001", "title": "T"}))
     assert "human's answer" not in prompt
     assert "FORGE_NEEDS_HUMAN" in prompt
 
@@ -85,12 +86,12 @@ def test_deferral_reasons_of_different_failures_never_cluster() -> None:
     assert reasons[:3] == ["exit 1 — deferred after 3 attempts",
                            "ended without a signal — deferred after 3 attempts",
                            "timed out after 10 min — deferred after 3 attempts"]
-    items = [{"id": f"{n:03d}", "status": "blocked", "blockedReason": reason, "deferred": True,
-              "dependsOn": []} for n, reason in enumerate(reasons, start=1)]
+    items = [Item({"id": f"{n:03d}", "status": "blocked", "blockedReason": reason,
+                   "deferred": True, "dependsOn": []}) for n, reason in enumerate(reasons, start=1)]
     assert [c["memberIds"] for c in cluster_blocked(items)] == [
         ["001"], ["002"], ["003"], ["004"], ["005"]]
     # The same failure on two items is one cause, and clusters.
-    twins = items[:1] + [{**items[0], "id": "009"}]
+    twins = items[:1] + [items[0].with_changes(id="009")]
     assert [c["memberIds"] for c in cluster_blocked(twins)] == [["001", "009"]]
 
 

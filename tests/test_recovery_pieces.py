@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from git_forge.backlog.item import Item
 from git_forge.errors import UsageError
 from git_forge.loop.state import RunState
 from git_forge.recovery import answers
@@ -27,7 +28,8 @@ CLUSTERS = [
     {"clusterId": "c8", "memberIds": ["8"], "memberReasons": ["api key?"], "sharedTokens": [],
      "gatedIds": ["9"], "gatedCount": 1},
 ]
-ITEMS = [{"id": i, "status": "blocked", "needsHuman": i != "6"} for i in ("3", "4", "6", "8")]
+ITEMS = [Item({"id": i, "status": "blocked", "needsHuman": i != "6"})
+         for i in ("3", "4", "6", "8")]
 
 
 def test_questions_name_members_and_blast_radius() -> None:
@@ -76,7 +78,7 @@ def test_flags_and_files(tmp_path: Path) -> None:
 
 
 def test_normalise_maps_yaml_integers_and_refuses_unknown_ids() -> None:
-    items = [{"id": i, "status": "blocked"} for i in ("003", "004", "006")]
+    items = [Item({"id": i, "status": "blocked"}) for i in ("003", "004", "006")]
     clusters = [{"clusterId": "c003", "memberIds": ["003", "004"], "memberReasons": ["", ""],
                  "gatedIds": []},
                 {"clusterId": "c006", "memberIds": ["006"], "memberReasons": [""],
@@ -142,8 +144,8 @@ def gate(**kw) -> Gate:
     return Gate(**{**base, **kw})
 
 
-def item(status: str, **kw) -> dict:
-    return {"id": "1", "status": status, **kw}
+def item(status: str, **kw) -> Item:
+    return Item({"id": "1", "status": status, **kw})
 
 
 def test_resolved_needs_all_three_and_a_nonempty_affected_set() -> None:
@@ -160,7 +162,7 @@ def test_resolved_needs_all_three_and_a_nonempty_affected_set() -> None:
     ([item("pending"), item("done")], "partial"),
     ([item("done")], "complete"),
 ])
-def test_ladder(items: list[dict], name: str) -> None:
+def test_ladder(items: list[Item], name: str) -> None:
     assert select_outcome(gate(affected=()), items, {"selectable": 1}, None).name == name
 
 

@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from typing import Any
 
 from git_forge.backlog.errors import BacklogError
+from git_forge.backlog.item import Item
 from git_forge.parsing import DocumentTooComplex, load_json
-
-Item = dict[str, Any]
 
 WARN_FANOUT = "single-root-fanout"
 WARN_DEPTH = "chain-depth"
@@ -58,18 +57,20 @@ def id_key(item_id: object) -> tuple:
 
 
 def _check_item(index: int, item: object) -> None:
-    """Refuse an item the topology cannot read (exit 2), naming its place in the list."""
-    if not isinstance(item, dict):
+    """Refuse an item the topology cannot read (exit 2), naming its place in the list:
+    a parsed JSON value, or an Item made from one without this check."""
+    fields = item.raw if isinstance(item, Item) else item
+    if not isinstance(fields, dict):
         raise BacklogError(f"backlog item at index {index} is not an object")
-    if "id" not in item:
+    if "id" not in fields:
         raise BacklogError(f"backlog item at index {index} has no id")
-    item_id = item["id"]
+    item_id = fields["id"]
     if isinstance(item_id, bool) or not isinstance(item_id, str | int):
         raise BacklogError(f"backlog item at index {index}: id must be a string or an integer")
-    depends_on = item.get("dependsOn")
+    depends_on = fields.get("dependsOn")
     if depends_on is not None and not isinstance(depends_on, list):
         raise BacklogError(f"backlog item {item_id}: dependsOn must be an array")
-    reason = item.get("blockedReason")
+    reason = fields.get("blockedReason")
     if reason is not None and not isinstance(reason, str):
         raise BacklogError(f"backlog item {item_id}: blockedReason must be a string")
 
@@ -87,7 +88,7 @@ def parse_items(raw: str) -> list[Item]:
         raise BacklogError("items JSON must be an array or an object with an 'items' array")
     for index, item in enumerate(items):
         _check_item(index, item)
-    return items
+    return [Item.from_json(item) for item in items]
 
 
 # --------------------------------------------------------------------------- the graph
@@ -158,19 +159,19 @@ class DependencyGraph:
         return self.ids_of(self.gated_bits(node for node in known if node is not None))
 
 
-def build_graph(items: list[Item]) -> DependencyGraph:
+def build_graph(items: Sequence[Item]) -> DependencyGraph:
     """Index ``items`` (the runner's list) into a ``DependencyGraph``."""
     by_id: dict[str, Item] = {}
     for index, item in enumerate(items):
         _check_item(index, item)
-        by_id[str(item["id"])] = item
+        by_id[item.id] = item
     ids = sorted(by_id, key=id_key)
     position = {item_id: node for node, item_id in enumerate(ids)}
     ordered = [by_id[item_id] for item_id in ids]
     deps: list[list[int]] = []
     dependents: list[list[int]] = [[] for _ in ids]
     for node, item in enumerate(ordered):
-        mine = [position[dep] for dep in map(str, item.get("dependsOn") or ()) if dep in position]
+        mine = [position[dep] for dep in item.depends_on if dep in position]
         deps.append(mine)
         for dep in mine:
             dependents[dep].append(node)
@@ -272,7 +273,7 @@ def _chain_depths(graph: DependencyGraph) -> list[int]:
 
 def _topology(graph: DependencyGraph) -> dict[str, Any]:
     count = len(graph.ids)
-    status = [item.get("status") for item in graph.items]
+    status = [item.status for item in graph.items]
     roots: list[dict[str, Any]] = []
     for node in range(count):
         if graph.deps[node]:
@@ -321,7 +322,7 @@ def _topology(graph: DependencyGraph) -> dict[str, Any]:
     }
 
 
-def compute_topology(items: list[Item]) -> dict[str, Any]:
+def compute_topology(items: Sequence[Item]) -> dict[str, Any]:
     """Roots and what each gates, depth, selectable count, starvation and warnings."""
     return _topology(build_graph(items))
 
@@ -493,8 +494,8 @@ def _at_least(counter: list[int], value: int, universe: int) -> int:
 
 
 def _clusters(graph: DependencyGraph) -> list[dict[str, Any]]:
-    blocked = [node for node, item in enumerate(graph.items) if item.get("status") == "blocked"]
-    tokens_of = {node: reason_tokens(graph.items[node].get("blockedReason")) for node in blocked}
+    blocked = [node for node, item in enumerate(graph.items) if item.status == "blocked"]
+    tokens_of = {node: reason_tokens(graph.items[node].blocked_reason) for node in blocked}
     distinct: dict[frozenset[str], int] = {}
     for node in blocked:
         if tokens_of[node]:
@@ -514,7 +515,7 @@ def _clusters(graph: DependencyGraph) -> list[dict[str, Any]]:
             {
                 "clusterId": "c" + member_ids[0],
                 "memberIds": member_ids,
-                "memberReasons": [graph.items[node].get("blockedReason") or "" for node in members],
+                "memberReasons": [graph.items[node].blocked_reason or "" for node in members],
                 "sharedTokens": sorted(shared),
                 "gatedIds": gated,
                 "gatedCount": len(gated),
@@ -523,12 +524,12 @@ def _clusters(graph: DependencyGraph) -> list[dict[str, Any]]:
     return clusters
 
 
-def cluster_blocked(items: list[Item]) -> list[dict[str, Any]]:
+def cluster_blocked(items: Sequence[Item]) -> list[dict[str, Any]]:
     """Group blocked items whose reasons are alike (token-set Jaccard >= 1/2, transitively)."""
     return _clusters(build_graph(items))
 
 
-def gated_ids(items: list[Item], item_ids: Iterable[object]) -> list[str]:
+def gated_ids(items: Sequence[Item], item_ids: Iterable[object]) -> list[str]:
     """Blast radius of one decision on ``item_ids``: what they gate, minus themselves.
 
     Same set a cluster of exactly those members reports as ``gatedIds``. Callers asking
@@ -537,7 +538,7 @@ def gated_ids(items: list[Item], item_ids: Iterable[object]) -> list[str]:
     return build_graph(items).gated_ids(item_ids)
 
 
-def topology_report(items: list[Item], *, cluster: bool) -> dict[str, Any]:
+def topology_report(items: Sequence[Item], *, cluster: bool) -> dict[str, Any]:
     """The ``backlog topology`` payload: the topology, plus ``clusters`` when asked."""
     graph = build_graph(items)
     report = _topology(graph)
@@ -566,7 +567,7 @@ def waiting_on(graph: DependencyGraph) -> list[dict[str, Any]]:
     item's kind or ``"cycle"``, in id order. In a starved backlog every pending item
     waits on at least one of them, so the list is never empty then.
     """
-    status = [item.get("status") for item in graph.items]
+    status = [item.status for item in graph.items]
     flags = "".join("1" if state == "pending" else "0" for state in reversed(status))
     pending = int(flags, 2) if flags else 0
     selectable = any(

@@ -23,6 +23,7 @@ from typing import Any
 
 from git_forge.atomic import FileLock
 from git_forge.backlog.bookkeeping import describe_changes
+from git_forge.backlog.item import Item
 from git_forge.backlog.model import select_next
 from git_forge.backlog.store import BacklogStore
 from git_forge.clock import utc_now
@@ -225,12 +226,12 @@ def _restore(run: RunContext) -> None:
         run.progress.note(f"restore: process {error.handle}: {error.error}")
     reset = []
     for item in run.store.items():
-        if item.get("status") != "in_progress":
+        if item.status != "in_progress":
             continue
-        item_id = str(item["id"])
+        item_id = item.id
         if item_id in lost:
             note = f"process {lost[item_id]} lost when a run crashed; back to pending"
-            notes = "\n".join(filter(None, [str(item.get("notes") or ""), note]))
+            notes = "\n".join(filter(None, [item.notes, note]))
             run.store.transition(item_id, "pending", notes=notes)
             reset.append(item_id)
         else:  # a crashed run's bookkeeping mark: nothing to note
@@ -258,7 +259,7 @@ def _commit_queued_backlog(run: RunContext) -> None:
 
 
 def _loop(run: RunContext) -> LoopResult:
-    retry: dict[str, Any] | None = None
+    retry: Item | None = None
     number = run.state.iteration or 0
     while number < run.options.iterations:
         if run.stop():
@@ -270,14 +271,14 @@ def _loop(run: RunContext) -> LoopResult:
         outcome = settle(run, item, run_iteration(run, item, number))
         if outcome is Outcome.STOPPED:
             return _stopped(run)
-        retry = run.store.get(str(item["id"])) if outcome is Outcome.RETRY else None
+        retry = run.store.get(item.id) if outcome is Outcome.RETRY else None
         if outcome is Outcome.NEEDS_HUMAN and run.options.pause_on_needs_human:
             run.save(status="paused_human")
-            run.journal.append("loop_paused", itemId=str(item["id"]))
+            run.journal.append("loop_paused", itemId=item.id)
             return _result(run, EXIT_PAUSED, "paused_human",
                            "paused for a human decision: run git forge recover")
     if retry is not None:  # the budget ran out in the middle of an item's retries
-        run.store.transition(str(retry["id"]), "pending")
+        run.store.transition(retry.id, "pending")
         run.save(current_item=None)
     remove_prompt_files(run.workspace.state_dir)
     status, code = final_status(run.store.items())
@@ -296,7 +297,7 @@ def _stopped(run: RunContext) -> LoopResult:
         run.progress.note(f"shutdown: {exc}")
     current = run.state.current_item
     if current:
-        if run.store.get(current).get("status") == "in_progress":
+        if run.store.get(current).status == "in_progress":
             run.store.transition(current, "pending")
     run.save(status="stopped")
     run.journal.append("loop_cancelled", itemId=current)

@@ -7,10 +7,10 @@ not only this run's items — and nothing is rendered: the caller words
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from git_forge.backlog.item import Item
 from git_forge.backlog.model import cycle_through, id_key, kind, select_next, summarize
 from git_forge.loop.errors import EXIT_BLOCKED, EXIT_DONE
 from git_forge.loop.state import RunState
@@ -29,25 +29,25 @@ class LoopResult:
     waiting: list[dict[str, Any]] = field(default_factory=list)
 
 
-def loop_result(items: list[dict[str, Any]], state: RunState, code: int, status: str,
+def loop_result(items: list[Item], state: RunState, code: int, status: str,
                 message: str = "") -> LoopResult:
     """The result of a run whose backlog now holds ``items``."""
     return LoopResult(code, status, state.run_id or "", state, message,
                       summarize(items), waiting_items(items))
 
 
-def waiting_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def waiting_items(items: list[Item]) -> list[dict[str, Any]]:
     """The blocked items, in id order: ``{id, kind, since, reason}`` (``since`` is
     when the item was blocked, ``None`` for one blocked before that was recorded)."""
-    waiting = [{"id": str(item.get("id")), "kind": kind(item), "since": item.get("blockedAt"),
-                "reason": item.get("blockedReason")}
-               for item in items if item.get("status") == "blocked"]
+    waiting = [{"id": item.id, "kind": kind(item), "since": item.blocked_at,
+                "reason": item.blocked_reason}
+               for item in items if item.status == "blocked"]
     return sorted(waiting, key=lambda entry: id_key(entry["id"]))
 
 
-def final_status(items: list[dict[str, Any]]) -> tuple[str, int]:
+def final_status(items: list[Item]) -> tuple[str, int]:
     """The status and exit code of a run that ran out of work or budget."""
-    if all(item.get("status") == "done" for item in items):
+    if all(item.status == "done" for item in items):
         return "complete", EXIT_DONE
     if select_next(items) is not None:
         return "iterations_complete", EXIT_DONE
@@ -56,13 +56,13 @@ def final_status(items: list[dict[str, Any]]) -> tuple[str, int]:
     return "complete", EXIT_BLOCKED
 
 
-def _cycles(items: list[dict[str, Any]]) -> list[list[str]]:
+def _cycles(items: list[Item]) -> list[list[str]]:
     """The dependency cycles among the items not done, each once, lowest id first."""
-    waiting: list[Mapping[str, Any]] = [item for item in items if item.get("status") != "done"]
+    waiting = [item for item in items if item.status != "done"]
     found: list[list[str]] = []
     seen: set[str] = set()
-    for item in sorted(waiting, key=lambda entry: id_key(entry.get("id"))):
-        item_id = str(item.get("id"))
+    for item in sorted(waiting, key=lambda entry: id_key(entry.id)):
+        item_id = item.id
         if item_id in seen:
             continue
         cycle = cycle_through(waiting, item_id)
@@ -72,15 +72,14 @@ def _cycles(items: list[dict[str, Any]]) -> list[list[str]]:
     return found
 
 
-def final_message(items: list[dict[str, Any]], code: int) -> str:
+def final_message(items: list[Item], code: int) -> str:
     """What the operator is told at the end: why nothing more could run."""
-    if code != EXIT_BLOCKED and not any(item.get("status") == "blocked" for item in items):
+    if code != EXIT_BLOCKED and not any(item.status == "blocked" for item in items):
         return ""
-    if code == EXIT_BLOCKED and not any(item.get("status") == "blocked" for item in items):
+    if code == EXIT_BLOCKED and not any(item.status == "blocked" for item in items):
         cycles = _cycles(items)
         on_cycle = {item_id for cycle in cycles for item_id in cycle}
-        pending = sorted((str(item.get("id")) for item in items
-                          if item.get("status") != "done"), key=id_key)
+        pending = sorted((item.id for item in items if item.status != "done"), key=id_key)
         waiting = [item_id for item_id in pending if item_id not in on_cycle]
         if not cycles:
             return (f"nothing can run: items {', '.join(waiting)} wait on items that are "

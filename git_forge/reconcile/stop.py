@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from git_forge.backlog.item import Item
 from git_forge.loop.state import RunState
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.tree.porcelain import StatusEntry
@@ -43,13 +44,14 @@ def current_waits(backlog_file: Path, run: RunState) -> tuple[list[str], list[st
     (an item answered or unblocked since is not named)."""
     try:
         items = load_json(backlog_file.read_bytes(), backlog_file).get("items", [])
-        status = {str(item.get("id")): item for item in items if isinstance(item, dict)}
+        status = {item.id: item for item in
+                  (Item.from_json(fields) for fields in items if isinstance(fields, dict))}
     except (OSError, ValueError, AttributeError, DocumentTooComplex):
         return [], []
 
     def still(ids: tuple[str, ...], needs_human: bool) -> list[str]:
-        return [i for i in ids if status.get(i, {}).get("status") == "blocked"
-                and bool(status[i].get("needsHuman")) == needs_human]
+        return [i for i in ids if (item := status.get(i)) is not None
+                and item.status == "blocked" and item.needs_human == needs_human]
 
     return still(run.blocked_items, False), still(run.needs_human_items, True)
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from git_forge.backlog.item import Item
 from git_forge.loop.state import RunState
 
 # Exit codes of `git forge recover` (documented in the man page).
@@ -63,15 +64,15 @@ class Outcome:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def _counts(items: Iterable[dict[str, Any]]) -> dict[str, int]:
+def _counts(items: Iterable[Item]) -> dict[str, int]:
     counts = {"needsHuman": 0, "blocked": 0, "deferred": 0, "open": 0, "done": 0, "total": 0}
     for item in items:
         counts["total"] += 1
-        status = item.get("status")
+        status = item.status
         if status == "blocked":
-            if item.get("needsHuman"):
+            if item.needs_human:
                 counts["needsHuman"] += 1
-            elif item.get("deferred"):
+            elif item.deferred:
                 counts["deferred"] += 1
             else:
                 counts["blocked"] += 1
@@ -82,7 +83,7 @@ def _counts(items: Iterable[dict[str, Any]]) -> dict[str, int]:
     return counts
 
 
-def select_outcome(gate: Gate, items: list[dict[str, Any]], topology: dict[str, Any],
+def select_outcome(gate: Gate, items: list[Item], topology: dict[str, Any],
                    run_state: RunState | None,
                    waiting: list[dict[str, Any]] | None = None) -> Outcome:
     """The outcome of a pass that did not fail, from the gate and the re-read list;
