@@ -358,6 +358,18 @@ def test_warning_thresholds_and_suppression(items: list[dict], warnings: list[st
     assert compute_topology(items)["warnings"] == warnings
 
 
+def test_the_graph_orders_ids_exactly_as_id_key_does() -> None:
+    rng = random.Random(7)
+    alphabets = ["0123456789", "123456789", "0123456789ab", "0١٢"]
+    for _ in range(300):
+        letters = rng.choice(alphabets)
+        width = rng.choice([None, 1, 3])
+        ids = {"".join(rng.choice(letters) for _ in range(width or rng.randint(0, 4)))
+               for _ in range(rng.randint(0, 12))}
+        graph = build_graph([item(i) for i in ids])
+        assert graph.ids == sorted(ids, key=id_key), ids
+
+
 def test_ids_sort_numerically_then_as_strings() -> None:
     ids = ["b", "10", "2", "a", "003", "3", "1"]
     assert sorted(ids, key=id_key) == ["1", "2", "003", "3", "10", "a", "b"]
