@@ -210,15 +210,16 @@ class BacklogStore:
 
         def change_all(items: list[Item]) -> tuple[list[str], BacklogError | None]:
             done: list[str] = []
+            where = model.positions(items)  # changes replace items, never move them
             for item_id, text in changes:
                 try:
                     if text is None:
-                        model.unblock_items(items, item_id)
+                        model.unblock_items(items, item_id, where=where)
                     else:
                         if not text.strip():
                             raise BacklogError("the answer text may not be empty")
                         _refuse_credential(text)
-                        model.answer_item(items, item_id, text)
+                        model.answer_item(items, item_id, text, where=where)
                 except BacklogError as refusal:
                     return done, refusal
                 done.append(item_id)
