@@ -189,6 +189,40 @@ def test_follow_wait_and_stop_from_another_terminal(git_repo: Path, owners) -> N
     assert [event["type"] for event in events].count("llm_exited") == 2
 
 
+def test_a_reader_follows_a_live_process_and_its_waits_have_deadlines(
+        git_repo: Path, owners) -> None:
+    from git_forge.supervisor.follow import OutputReader
+    from git_forge.supervisor.lifecycle import ProcessError
+    from git_forge.supervisor.view import ProcView
+
+    talker = "import time\nfor n in range(6):\n    print('tick', n, flush=True); time.sleep(0.1)\n"
+    sleeper = "import time\nprint('sleeping', flush=True)\ntime.sleep(60)\n"
+    owner = owners(git_repo, "hold", talker, sleeper)
+    talking, sleeping = owner.handles
+    view = ProcView(owner.root)
+    reader = OutputReader(view, talking, 0, window=4)
+    reads = list(reader.follow(poll=0.02, timeout=30))
+    assert "".join(read.rendered.output for read in reads) == "".join(
+        f"tick {n}\n" for n in range(6))
+    assert all(read.rendered.output for read in reads)  # only windows that carry output
+    finished = view.manifest(talking)
+    assert finished.terminal and reader.cursor == finished.cursors.total_bytes == 42
+    assert reader.failure is None
+    # a live process that falls silent: the follower gives up at its deadline
+    wait_for(lambda: view.total_bytes(view.manifest(sleeping)) == len("sleeping\n"))
+    silent = OutputReader(view, sleeping, len("sleeping\n"), window=64)
+    with pytest.raises(ProcessError) as timed_out:
+        next(silent.follow(poll=0.02, timeout=0.3))
+    assert timed_out.value.code == "wait_timeout" and timed_out.value.handle == sleeping
+    assert silent.failure is None and silent.cursor == len("sleeping\n")
+    # a refused read is the reader's failure and leaves its cursor where the read began
+    ahead = OutputReader(view, talking, 1000, window=4)
+    with pytest.raises(ProcessError) as refused_read:
+        ahead.read()
+    assert refused_read.value.code == "cursor_ahead" and refused_read.value.next_cursor == 42
+    assert ahead.failure is refused_read.value and ahead.cursor == 1000
+
+
 def test_the_owner_gone_is_said_plainly(git_repo: Path, owners) -> None:
     owner = owners(git_repo, "hold", "import time\nprint('up', flush=True)\ntime.sleep(60)\n")
     handle = owner.handles[0]

@@ -128,6 +128,18 @@ class ProcView:
             )
         return extent
 
+    def total_bytes(self, manifest: Manifest) -> int:
+        """The bytes ``manifest``'s process has written so far: a running process's
+        output grows past its manifest's cursors, so the spool is asked (an
+        unreadable spool leaves the manifest's count)."""
+        if manifest.terminal:
+            return manifest.cursors.total_bytes
+        try:
+            return max(manifest.cursors.total_bytes,
+                       self.spool(manifest.handle).extent().total_bytes)
+        except ProcessError:
+            return manifest.cursors.total_bytes
+
     def read(self, handle: str, cursor: int, max_bytes: int) -> tuple[Manifest, Chunk, int]:
         """(manifest before the read, the chunk, total bytes at the read)."""
         manifest = self.store.load(handle)
