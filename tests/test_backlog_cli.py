@@ -227,7 +227,8 @@ def test_invalid_backlog_is_refused_with_the_problem(repo: Path) -> None:
 
 
 def test_topology_from_the_runner_and_from_files(repo: Path, tmp_path: Path) -> None:
-    from git_forge.backlog.topology import render_text, topology_report
+    from git_forge.backlog.topology import topology_report
+    from git_forge.cli.render_topology import render_text
 
     expected = topology_report(ITEMS, cluster=True)
     from_runner = json.loads(ok("topology", "--cluster", "--json", cwd=repo).stdout)

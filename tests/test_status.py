@@ -12,9 +12,10 @@ import waiting
 from helpers import run_forge
 
 from git_forge.atomic import FileLock
+from git_forge.cli.status import render_status
 from git_forge.loop.state import RunState, write_state
 from git_forge.runner import runner_for
-from git_forge.status import loop_status, render_status
+from git_forge.status import loop_status
 from git_forge.workspace import locate
 
 

@@ -23,9 +23,9 @@ from git_forge.backlog.topology import (
     id_key,
     parse_items,
     reason_tokens,
-    render_text,
     topology_report,
 )
+from git_forge.cli.render_topology import render_text, waiting_text
 
 TOPOLOGY_KEYS = [
     "itemCount", "rootCount", "roots", "maxChainDepth", "selectable", "starvation", "warnings",
@@ -665,7 +665,7 @@ def test_waiting_names_each_kind_and_real_cycles_only() -> None:
         (["5", "6"], "cycle", ["7"]),
         (["8"], "in_progress", ["9"]),
     ]
-    assert topology.waiting_text(waiting(items)) == (
+    assert waiting_text(waiting(items)) == (
         "1 (needs human) gating 2; 3 (deferred) gating 4; "
         "the dependency cycle 5 ↔ 6 gating 7; 8 (in progress) gating 9")
 
@@ -678,7 +678,7 @@ def test_nothing_waits_when_something_is_selectable_or_nothing_is_pending() -> N
 
 def test_a_long_gated_list_is_cut_and_counted() -> None:
     items = [blocked("1", "x")] + [item(str(n), "1") for n in range(2, 10)]
-    assert topology.waiting_text(waiting(items)) == (
+    assert waiting_text(waiting(items)) == (
         "1 (blocked) gating 2, 3, 4, 5, 6, … (8 in all)")
 
 

@@ -309,7 +309,8 @@ def _topology_items(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def run_topology(args: argparse.Namespace) -> int:
-    from git_forge.backlog.topology import build_graph, render_text, topology_report, waiting_on
+    from git_forge.backlog.topology import build_graph, topology_report, waiting_on
+    from git_forge.cli.render_topology import render_text
 
     items = _topology_items(args)
     report = topology_report(items, cluster=args.cluster)

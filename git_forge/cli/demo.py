@@ -134,8 +134,9 @@ def _stopped(directory: Path) -> int:
 
 
 def _status(workspace) -> None:
+    from git_forge.cli.status import render_status
     from git_forge.runner import runner_for
-    from git_forge.status import loop_status, render_status
+    from git_forge.status import loop_status
 
     for line in render_status(loop_status(workspace, runner_for(workspace))):
         print(f"   {line}")
@@ -150,9 +151,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _walk(args: argparse.Namespace, directory: Path) -> int:
-    from git_forge.backlog.topology import render_text, topology_report
+    from git_forge.backlog.topology import topology_report
     from git_forge.cli import ask
     from git_forge.cli.recover import render_report
+    from git_forge.cli.render_topology import render_text
     from git_forge.demo.scenario import SCRIPTED_ANSWER, create
     from git_forge.recovery.answers import Choice
     from git_forge.recovery.procedure import RecoverOptions

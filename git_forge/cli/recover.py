@@ -183,7 +183,7 @@ def render_plan_text(document: dict[str, Any]) -> list[str]:
 
 def render_report(report) -> list[str]:
     """The human report: what each step did, with its source, then NEXT-STEPS."""
-    from git_forge.backlog.topology import waiting_text
+    from git_forge.cli.render_topology import waiting_text
 
     lines: list[str] = []
     title = "failed" if report.failure else report.outcome.name
