@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from git_forge.cli.arguments import add_backlog, add_path
 from git_forge.cli.output import emit_json, paint
 from git_forge.errors import os_error_text
+
+if TYPE_CHECKING:
+    from git_forge.backlog.store import BacklogStore
+    from git_forge.workspace import Workspace
 
 _ID_LIKE = re.compile(r"^[0-9]+$")
 _STATUS_FILTERS = ("pending", "in_progress", "done", "blocked", "needs-human", "deferred")
@@ -123,13 +127,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _workspace(args: argparse.Namespace):
+def _workspace(args: argparse.Namespace) -> Workspace:
     from git_forge.workspace import locate
 
     return locate(args.path, args.backlog)
 
 
-def _store(args: argparse.Namespace):
+def _store(args: argparse.Namespace) -> BacklogStore:
     from git_forge.backlog.store import BacklogStore
 
     return BacklogStore.in_dir(_workspace(args).backlog_dir)

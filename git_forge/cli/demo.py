@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from git_forge.cli.loop import TerminalProgress
     from git_forge.demo.walk import DemoAsker
     from git_forge.loop.summary import LoopResult
+    from git_forge.reconcile.attribution import Plan
+    from git_forge.reconcile.execution import Decision
     from git_forge.recovery.report import Report
 
 
@@ -107,7 +109,7 @@ def _demo_asker() -> DemoAsker:
     class DemoAsker(TerminalAsker):
         interrupted = False
 
-        def tree(self, plan) -> dict:
+        def tree(self, plan: Plan) -> dict[str, Decision]:
             if self.interrupted:
                 print("\n   the tree is left as it is")
                 return {}

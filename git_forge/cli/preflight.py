@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from git_forge.cli.arguments import add_location
 from git_forge.tree.porcelain import render_porcelain_line
+
+if TYPE_CHECKING:
+    from git_forge.reconcile.preflight import Preflight
+    from git_forge.reconcile.stop import StopExplanation
+    from git_forge.workspace import Workspace
 
 EXIT_STOP = 1
 
@@ -32,7 +38,7 @@ def _items(ids: list[str]) -> str:
     return ", ".join(ids) if ids else "none"
 
 
-def render_stop(result, explanation=None) -> list[str]:
+def render_stop(result: Preflight, explanation: StopExplanation | None = None) -> list[str]:
     """The STOP message: the prior run, the stranded paths — split into those the
     run touched (its evidence) and those changed outside it — and what to run next."""
     run = result.run or {}
@@ -78,7 +84,7 @@ def render_stop(result, explanation=None) -> list[str]:
     return lines
 
 
-def explain_stop(workspace, result):
+def explain_stop(workspace: Workspace, result: Preflight) -> StopExplanation | None:
     """The STOP's explanation (``reconcile.stop.explain``), or ``None`` when the
     launch stopped for another reason."""
     if result.status != "stop" or result.reason is not None:
@@ -89,7 +95,7 @@ def explain_stop(workspace, result):
                    result.entries, result.run or {})
 
 
-def render_dirty(result) -> list[str]:
+def render_dirty(result: Preflight) -> list[str]:
     lines = ["Error: the working tree has uncommitted changes; commit or stash them first:"]
     return lines + [f"  {line}" for line in result.lines]
 
