@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders import write_backlog
 from helpers import run_forge, snapshot
 
 ITEMS = [
@@ -30,11 +31,7 @@ ITEMS = [
 
 @pytest.fixture
 def repo(git_repo: Path) -> Path:
-    backlog = git_repo / ".forge"
-    backlog.mkdir()
-    document = {"schemaVersion": "1", "project": "repo", "description": "", "items": ITEMS,
-                "extraTop": {"k": 1}}
-    (backlog / "backlog.json").write_text(json.dumps(document, indent=2) + "\n")
+    write_backlog(git_repo / ".forge", ITEMS, project="repo", extraTop={"k": 1})
     return git_repo
 
 

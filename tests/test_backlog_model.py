@@ -6,6 +6,7 @@ import copy
 import itertools
 
 import pytest
+from builders import backlog_document, item
 
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
@@ -13,16 +14,8 @@ from git_forge.backlog.errors import BacklogError
 NOW = "2026-02-01T10:00:00Z"
 
 
-def item(item_id: str, status: str = "pending", **fields) -> dict:
-    base = {"id": item_id, "type": "feature", "priority": 2, "title": f"item {item_id}",
-            "description": "", "acceptanceCriteria": [], "status": status,
-            "completedAt": None, "dependsOn": []}
-    base.update(fields)
-    return base
-
-
 def doc(*items: dict, **top) -> dict:
-    return {"schemaVersion": "1", "project": "p", "description": "", "items": list(items), **top}
+    return backlog_document(items, **top)
 
 
 # --- validation -----------------------------------------------------------------------------

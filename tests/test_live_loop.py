@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 from helpers import forge_argv, git, run_forge, snapshot
-from waiting import wait_for
+from waiting import gone, wait_for
 
 AGENT = r'''
 import fcntl, json, os, pathlib, signal, subprocess, sys, time
@@ -370,7 +370,8 @@ def test_an_orphan_is_reported_refused_over_and_ended_by_proc_stop(project) -> N
         for process in reversed(ours):
             process.kill()
         loop.wait(timeout=10)
-        time.sleep(0.5)
+        for process in ours:  # both dead: nothing is left that could end the agent
+            wait_for(lambda pid=process.pid: gone(pid), timeout=10, what="our processes gone")
         assert psutil.Process(agent).is_running()  # the orphan the watchdog should have ended
 
         handle = json.loads(one.forge("proc", "list", "--json").stdout)[-1]["handle"]

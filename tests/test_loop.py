@@ -13,9 +13,10 @@ from pathlib import Path
 import psutil
 import pytest
 import waiting
+from builders import backlog_repo
 from helpers import forge_argv, git, run_forge
-from templates import Templates, init_repository
-from waiting import wait_for
+from templates import Templates
+from waiting import gone, wait_for
 
 AGENT = r'''
 import json, os, pathlib, signal, sys, time
@@ -120,14 +121,9 @@ class Loop:
 
 def build_backlog(root: Path) -> None:
     """A repository with a committed backlog of three items, 002 depending on 001."""
-    init_repository(root)
-    assert run_forge("init", cwd=root).returncode == 0
-    add = lambda *a: run_forge("backlog", "add", *a, cwd=root)  # noqa: E731
-    add("--title", "Base module", "--priority", "2")
-    add("--title", "Depends on base", "--priority", "1", "--depends-on", "001")
-    add("--title", "Independent", "--priority", "3")
-    git("add", "-A", cwd=root)
-    git("commit", "-qm", "backlog", cwd=root)
+    backlog_repo(root, ("--title", "Base module", "--priority", "2"),
+                 ("--title", "Depends on base", "--priority", "1", "--depends-on", "001"),
+                 ("--title", "Independent", "--priority", "3"))
 
 
 @pytest.fixture
@@ -338,8 +334,7 @@ def test_sigkill_mid_iteration_then_a_new_run_restores(loop: Loop) -> None:
     waiting.communicate(proc, timeout=30)
     # The crash left the item in_progress (bookkeeping) and the agent's work in the tree.
     assert loop.items()["001"]["status"] == "in_progress"
-    wait_for(lambda: not psutil.pid_exists(agent_pid)
-             or psutil.Process(agent_pid).status() == psutil.STATUS_ZOMBIE, timeout=30)
+    wait_for(lambda: gone(agent_pid), timeout=30)
     stopped = run_forge("preflight", cwd=loop.root)
     assert stopped.returncode == 1 and "wip.txt" in stopped.stderr
     assert ".forge/backlog.json" not in stopped.stderr  # the mark is the runner's own

@@ -120,8 +120,8 @@ def test_options_take_each_flag_given_else_the_configuration(git_repo: Path) -> 
 
 def test_options_no_run_could_use_are_refused_before_anything_changes(
         templates, tmp_path: Path) -> None:
+    from builders import one_item_backlog
     from helpers import run_forge, snapshot
-    from templates import one_item_backlog
 
     root = templates.copy("one-item", one_item_backlog, tmp_path / "repo")
     before = snapshot(root, skip_git=False)

@@ -4,7 +4,6 @@ installed by a plain wheel install where `git help forge` finds it."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import shutil
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import waiting
+from helpers import load_generator
 
 from git_forge import __version__
 
@@ -21,14 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "man" / "git-forge.1"
 SECTIONS = ("NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "OPTIONS", "EXIT STATUS", "FILES",
             "ENVIRONMENT", "EXAMPLES", "SEE ALSO")
-
-
-def load_generator():
-    spec = importlib.util.spec_from_file_location("generate_docs",
-                                                  ROOT / "tools" / "generate_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def roff_text(text: str) -> str:

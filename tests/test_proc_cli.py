@@ -17,7 +17,7 @@ import psutil
 import pytest
 import waiting
 from helpers import forge_argv, run_forge, snapshot
-from waiting import wait_for
+from waiting import gone, wait_for
 
 from git_forge.supervisor.handles import mint_handle
 from git_forge.supervisor.lifecycle import ERROR_CODES
@@ -231,8 +231,7 @@ def test_the_owner_gone_is_said_plainly(git_repo: Path, owners) -> None:
     owner.process.send_signal(signal.SIGKILL)
     waiting.wait_process(owner.process)
     # The watchdog ends the tree of a dead owner; what is left is a manifest to reconcile.
-    wait_for(lambda: not psutil.pid_exists(owner.started[0]["pid"])
-             or psutil.Process(owner.started[0]["pid"]).status() == psutil.STATUS_ZOMBIE)
+    wait_for(lambda: gone(owner.started[0]["pid"]))
     stop = refused("stop", handle, cwd=git_repo, code=1)
     assert "no running loop owns it" in stop.stderr
     assert not (owner.root / f"{handle}.stop.json").exists()
@@ -260,8 +259,7 @@ def test_an_orphan_is_reported_and_proc_stop_ends_it(git_repo: Path, owners) -> 
     assert psutil.Process(pid).is_running()  # nothing was signalled by reading
     stopped = forge_ok("stop", handle, "--grace", "0.3", cwd=git_repo)
     assert "orphaned" in stopped.stdout and "1 process" in stopped.stdout
-    wait_for(lambda: not psutil.pid_exists(pid)
-             or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    wait_for(lambda: gone(pid))
     listing = json.loads(forge_ok("list", "--json", cwd=git_repo).stdout)
     assert [(row["handle"], row["liveness"]) for row in listing] == [(handle, "gone")]
 
@@ -403,7 +401,7 @@ def test_handles_by_prefix_or_item_and_a_list_with_exit_codes(git_repo: Path, ow
 
 def test_a_failed_start_is_said_in_words_and_kept_as_a_code_in_json(
         templates, tmp_path: Path) -> None:
-    from templates import one_item_backlog
+    from builders import one_item_backlog
 
     root = templates.copy("one-item", one_item_backlog, tmp_path / "repo")
     agent = tmp_path / "not-a-program"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import waiting
+from builders import blocked_backlog
 from helpers import forge_argv, git, run_forge, snapshot
 
 from git_forge import decisions
@@ -30,17 +31,8 @@ PASSES = (
 def _project(root: Path, wait: float) -> Path:
     root.mkdir()
     git("init", "-q", "-b", "main", cwd=root)
-    assert run_forge("init", cwd=root).returncode == 0
-    backlog = root / ".forge" / "backlog.json"
-    document = json.loads(backlog.read_text())
-    document["items"] = [{"id": item_id, "type": "feature", "priority": 1,
-                          "title": f"Item {item_id}", "status": "blocked", "needsHuman": True,
-                          "blockedReason": f"Which colour for {item_id}?"} for item_id in IDS]
-    backlog.write_text(json.dumps(document, indent=2) + "\n")
-    (root / ".forge.yaml").write_text(f"recover:\n  lockWaitSeconds: {wait}\n")
-    git("add", "-A", cwd=root)
-    git("commit", "-qm", "backlog", cwd=root)
-    return root
+    return blocked_backlog(root, {item_id: f"Which colour for {item_id}?" for item_id in IDS},
+                           config=f"recover:\n  lockWaitSeconds: {wait}\n")
 
 
 def _record(root: Path) -> list[dict]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import builders
 import pytest
 
 from git_forge.errors import UsageError
@@ -142,7 +143,7 @@ def gate(**kw) -> Gate:
 
 
 def item(status: str, **kw) -> dict:
-    return {"id": "1", "status": status, **kw}
+    return builders.item("1", status, **kw)
 
 
 def test_resolved_needs_all_three_and_a_nonempty_affected_set() -> None:

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -233,7 +232,9 @@ def test_a_flush_waits_for_a_read_landing_in_the_window(tmp_path: Path) -> None:
 
     flusher = threading.Thread(target=flush)
     flusher.start()
-    time.sleep(0.2)
+    # the flush has reached the reservation and waits on it (nobody else can be waiting)
+    waiting.wait_for(lambda: writer._no_reservation._waiters, timeout=10,
+                     what="the flush waiting for the read to land")
     os.write(write_end, pattern(total, 1000))
     waiting.join(reader)
     waiting.join(flusher)

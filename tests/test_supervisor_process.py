@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 import waiting
+from waiting import gone, wait_for
 
 from git_forge.loop.journal import Journal
 from git_forge.loop.process_events import ProcessEventPublisher
@@ -108,17 +109,6 @@ def run(supervisor: Supervisor, argv: list[str], **options) -> str:
 
 def output(supervisor: Supervisor, handle: str) -> bytes:
     return supervisor.read(handle, 0, 1 << 30).data
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def wait_for(condition, timeout: float = 10.0) -> None:
-    waiting.wait_for(condition, timeout, interval=0.02)
 
 
 # -- start, drain, natural exit -------------------------------------------------------
@@ -241,7 +231,7 @@ IGNORES_INT = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN
 
 def started(supervisor: Supervisor, code: str, **options) -> str:
     handle = run(supervisor, py(code), **options)
-    wait_for(lambda: supervisor.read(handle, 0, 10).data == b"up\n")
+    wait_for(lambda: supervisor.read(handle, 0, 10).data == b"up\n", timeout=10)
     return handle
 
 
@@ -295,7 +285,7 @@ time.sleep(60)
 
 
 def tree_pids(supervisor: Supervisor, handle: str) -> list[int]:
-    wait_for(lambda: output(supervisor, handle).endswith(b"\n"))
+    wait_for(lambda: output(supervisor, handle).endswith(b"\n"), timeout=10)
     return [supervisor.entry(handle).pid, *map(int, output(supervisor, handle).split())]
 
 
@@ -380,7 +370,10 @@ def test_eight_concurrent_terminalizers_pass_the_gate_once(make, root: Path,
     for thread in threads:
         waiting.join(thread)
     supervisor.wait(handle, timeout=WAIT)
-    time.sleep(0.5)  # the natural exit arrives too, and must be a no-op
+    # the natural exit arrives too, and must be a no-op: its watcher has ended
+    watched = threading.Thread(target=entry.join)
+    watched.start()
+    waiting.join(watched, timeout=10)
     assert results.count(True) == 1
     terminal_saves = {state: count for state, count in store.saves.items()
                       if state not in ("starting", "running")}
@@ -437,7 +430,7 @@ def _owner(tmp_path: Path, root: Path, mode: str, code: str) -> tuple[subprocess
     )
     handle = json.loads(waiting.readline(owner))["handle"]
     spool = SpoolReader(root / f"{handle}.spool")
-    wait_for(lambda: spool.extent().total_bytes > 0)
+    wait_for(lambda: spool.extent().total_bytes > 0, timeout=10)
     return owner, handle
 
 
@@ -450,7 +443,7 @@ def test_sigkill_of_the_owner_ends_the_tree_then_restore_reconciles(tmp_path: Pa
     owner, handle = _owner(tmp_path, root, "hold", AGENT_WITH_PID)
     spool = SpoolReader(root / f"{handle}.spool")
     try:
-        wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"))
+        wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"), timeout=10)
         agent = int(spool.read(0, 100).data)
         owner.send_signal(signal.SIGKILL)
         waiting.wait_process(owner, 10)
@@ -487,7 +480,7 @@ def test_restore_reports_a_live_orphan_and_never_signals_it(tmp_path: Path,
     owner, handle = _owner(tmp_path, root, "hold-unwatched", AGENT_WITH_PID)
     spool = SpoolReader(root / f"{handle}.spool")
     try:
-        wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"))
+        wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"), timeout=10)
         agent = int(spool.read(0, 100).data)
         owner.send_signal(signal.SIGKILL)
         waiting.wait_process(owner, 10)
@@ -615,7 +608,7 @@ def test_a_double_forked_setsid_daemon_never_outlives_its_entry(make, how: str) 
     supervisor = make(grace_seconds=0.3)
     options = {"timeout": 0.8} if how == "timed_out" else {}
     handle = run(supervisor, py(DOUBLE_FORK) + ["0" if how == "exits" else "60"], **options)
-    wait_for(lambda: output(supervisor, handle).endswith(b"\n"))
+    wait_for(lambda: output(supervisor, handle).endswith(b"\n"), timeout=10)
     daemon = int(output(supervisor, handle))
     assert not gone(daemon)
     if how == "stopped":

@@ -11,6 +11,7 @@ import json
 import random
 import re
 
+import builders
 import pytest
 
 from git_forge.backlog import topology
@@ -34,10 +35,9 @@ CLUSTER_KEYS = ["clusterId", "memberIds", "memberReasons", "sharedTokens", "gate
 
 
 def item(item_id: str, *deps: str, status: str = "pending", reason: str | None = None) -> dict:
-    entry = {"id": item_id, "status": status, "dependsOn": list(deps)}
-    if reason is not None:
-        entry["blockedReason"] = reason
-    return entry
+    """An item depending on ``deps``, in this file's shorthand."""
+    extra = {} if reason is None else {"blockedReason": reason}
+    return builders.item(item_id, status, dependsOn=list(deps), **extra)
 
 
 def blocked(item_id: str, reason: str | None, *deps: str, **extra) -> dict:

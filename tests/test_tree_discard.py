@@ -12,7 +12,6 @@ from helpers import git
 from tree_helpers import (
     assert_only_paths_changed,
     git_bytes,
-    make_busy_repo,
     whole_state,
     worktree_state,
     write,
@@ -41,11 +40,6 @@ CHOSEN = [
     os.fsdecode(b"latin1-\xe9.txt"), "gone.txt", "untracked/new file.txt", "*.new", "tool.sh",
     "link", "staged-other.txt", "ita.txt",
 ]
-
-
-@pytest.fixture
-def busy(tmp_path: Path) -> Path:
-    return make_busy_repo(tmp_path / "busy")
 
 
 def test_discards_exactly_the_named_paths_after_saving_them(busy: Path) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from builders import submodule_upstream
 from helpers import git
 from tree_helpers import git_bytes, git_status_z, worktree_state, write
 
@@ -369,12 +370,7 @@ def test_sparse_checkout_stash_and_discard_leave_out_of_cone_files_out(tmp_path:
 
 @pytest.fixture
 def with_submodule(tmp_path: Path) -> Path:
-    upstream = tmp_path / "upstream"
-    upstream.mkdir()
-    git("init", "-q", "-b", "main", cwd=upstream)
-    write(upstream, "lib.txt", "v1\n")
-    git("add", ".", cwd=upstream)
-    git("commit", "-q", "-m", "v1", cwd=upstream)
+    upstream = submodule_upstream(tmp_path / "upstream")
     root = tmp_path / "super"
     root.mkdir()
     git("init", "-q", "-b", "main", cwd=root)

@@ -12,7 +12,6 @@ from tree_helpers import (
     assert_only_paths_changed,
     git_bytes,
     index_state,
-    make_busy_repo,
     whole_state,
     worktree_state,
     write,
@@ -30,11 +29,6 @@ CHOSEN = [
     "link", "staged-other.txt", "ita.txt",
 ]
 MESSAGE = "forge: abandoned work from item 003"
-
-
-@pytest.fixture
-def busy(tmp_path: Path) -> Path:
-    return make_busy_repo(tmp_path / "busy")
 
 
 def stash_show_names(root: Path) -> set[str]:

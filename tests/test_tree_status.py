@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import waiting
+from builders import submodule_upstream
 from tree_helpers import TRICKY_NAMES, git_bytes, git_status_lines, git_status_z, write
 
 from git_forge.tree.errors import GitError
@@ -272,12 +273,7 @@ def test_typechanges_and_exec_bits(git_repo: Path) -> None:
 
 @pytest.fixture
 def superproject(git_repo: Path, tmp_path: Path) -> Path:
-    upstream = tmp_path / "upstream"
-    upstream.mkdir()
-    git_bytes("init", "-q", "-b", "main", cwd=upstream)
-    write(upstream, "lib.txt", "v1\n")
-    git_bytes("add", ".", cwd=upstream)
-    git_bytes("commit", "-q", "-m", "v1", cwd=upstream)
+    upstream = submodule_upstream(tmp_path / "upstream")
     git_bytes("submodule", "add", "-q", str(upstream), "vendor/lib", cwd=git_repo)
     git_bytes("commit", "-q", "-m", "add submodule", cwd=git_repo)
     return git_repo
