@@ -83,11 +83,19 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> None:
+def atomic_write(
+    path: Path | str, data: bytes, *, mode: int | None = None, durable: bool = True
+) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves old or new, never half.
 
     ``mode`` sets the permission bits of the new file; without it an existing
     file keeps its mode and a new one gets 0666 minus the umask.
+
+    ``durable=False`` skips the two fsyncs: the replace is still atomic for every
+    reader and survives the writer being killed (the kernel holds the bytes), but
+    a power loss may bring back the previous version. Use it only for a version
+    that a later durable write, or restore after a crash, supersedes anyway — the
+    caller's docstring says which.
     """
     path = Path(path)
     directory = path.parent
@@ -105,7 +113,8 @@ def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> N
             os.fchmod(handle.fileno(), mode)
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp_name, path)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
@@ -113,6 +122,8 @@ def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> N
         if isinstance(exc, OSError):
             raise StoreError(write_failure(path, exc), exit_code=EXIT_ERROR) from exc
         raise
+    if not durable:
+        return
     try:
         fsync_directory(directory)
     except OSError as exc:
@@ -130,7 +141,8 @@ def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:
 
 
 def write_json(
-    path: Path | str, document: Any, *, indent: int | None = 2, mode: int | None = None
+    path: Path | str, document: Any, *, indent: int | None = 2, mode: int | None = None,
+    durable: bool = True,
 ) -> None:
     """Atomically write ``document`` as JSON (see ``dumps_json``). Text that is not
     valid Unicode (a command-line argument holding bytes that are not UTF-8 arrives
@@ -140,7 +152,7 @@ def write_json(
     except UnicodeEncodeError as exc:
         raise StoreError(f"refusing to write {path}: it would hold text that is not valid "
                          "UTF-8 (bytes that are not UTF-8 in an argument or a file)") from exc
-    atomic_write(path, data, mode=mode)
+    atomic_write(path, data, mode=mode, durable=durable)
 
 
 _MISSING: Any = object()
@@ -307,8 +319,10 @@ def update_json(
     indent: int | None = 2,
     mode: int | None = None,
     timeout: float = DEFAULT_LOCK_TIMEOUT,
+    durable: bool = True,
 ) -> T:
-    """Read-modify-write ``path`` under its sidecar lock.
+    """Read-modify-write ``path`` under its sidecar lock (``durable``: see
+    ``atomic_write``).
 
     ``mutate`` receives the parsed document (``None`` when the file does not
     exist yet), changes it in place or builds a new one, and returns the
@@ -322,5 +336,5 @@ def update_json(
         if current is None and path.exists():
             raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")
         document = mutate(current)
-        write_json(path, document, indent=indent, mode=mode)
+        write_json(path, document, indent=indent, mode=mode, durable=durable)
         return document
