@@ -25,10 +25,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from git_forge.clock import wire_now
 from git_forge.errors import EXIT_ERROR, ForgeError, os_error_text
 from git_forge.jsonenc import dumps_indented
 
@@ -175,7 +175,7 @@ def _holder_label() -> str:
     """Who holds a lock, for the message a timed-out waiter prints."""
     import socket  # only a lock holder needs it; readers (the pre-launch check) do not
 
-    started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started = wire_now()
     command = " ".join(Path(sys.argv[0]).name.split() + sys.argv[1:3]) if sys.argv else "?"
     return f"pid {os.getpid()} on {socket.gethostname()} ({command}) since {started}"
 

@@ -108,7 +108,7 @@ def test_restore_accepts_the_short_name_and_skips_identical_files(busy: Path) ->
 def test_same_second_clash_is_suffixed(busy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from git_forge.tree import discard
 
-    monkeypatch.setattr(discard, "_timestamp", lambda: "20250102T030405Z")
+    monkeypatch.setattr(discard, "compact_stamp", lambda: "20250102T030405Z")
     refs = [discard_paths(open_repo(busy), [path]).ref for path in ("a", "a.txt", "plain.txt")]
     assert refs == [
         "refs/forge/discarded/20250102T030405Z",

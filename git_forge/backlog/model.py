@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.topology import id_key
+from git_forge.clock import parse_stamp
 
 SCHEMA_VERSION = "1"
 
@@ -63,7 +63,7 @@ def _describe(value: Any) -> str:
 
 def _is_iso8601(value: str) -> bool:
     try:
-        datetime.fromisoformat(value)
+        parse_stamp(value)
     except ValueError:
         return False
     return True

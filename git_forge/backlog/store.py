@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from git_forge.atomic import StoreError, update_json
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
-from git_forge.clock import utc_now
+from git_forge.clock import wire_now
 from git_forge.credentials import credential_refusal
 from git_forge.errors import os_error_text
 from git_forge.parsing import DocumentTooComplex, load_json
@@ -222,7 +222,7 @@ class BacklogStore:
              busy: str | None = None) -> dict[str, Any]:
         """Operator edits to one item (status through the transition rules).
         ``busy``: see ``_refuse_busy``."""
-        now = utc_now()
+        now = wire_now()
 
         def edit(doc: dict[str, Any]) -> dict[str, Any]:
             _refuse_busy(doc["items"], item_id, busy)
@@ -232,7 +232,7 @@ class BacklogStore:
 
     def transition(self, item_id: str, new_status: str, **fields: Any) -> dict[str, Any]:
         """Move one item to ``new_status`` under the lock (the loop's bookkeeping)."""
-        now = utc_now()
+        now = wire_now()
 
         def move(document: dict[str, Any]) -> dict[str, Any]:
             item = model.find_item(document["items"], item_id)

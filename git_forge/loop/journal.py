@@ -20,20 +20,16 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from git_forge.atomic import StoreError, fsync_directory, locked, write_failure
+from git_forge.clock import compact_precise_stamp, precise_now
 from git_forge.errors import EXIT_ERROR, os_error_text
 from git_forge.parsing import DocumentTooComplex, load_json
 
 SCHEMA_VERSION = "1"
 _RESERVED = ("seq", "schemaVersion", "eventId", "type", "timestamp", "projectPath")
-
-
-def _timestamp() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def _complete_lines(raw: bytes) -> list[bytes]:
@@ -104,7 +100,7 @@ class Journal:
                 "schemaVersion": SCHEMA_VERSION,
                 "eventId": event_id or str(uuid.uuid4()),
                 "type": type,
-                "timestamp": _timestamp(),
+                "timestamp": precise_now(),
                 "projectPath": self.project_path,
                 **fields,
             }
@@ -131,7 +127,7 @@ class Journal:
             if not self.path.exists():
                 return None
             archive.mkdir(parents=True, exist_ok=True)
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            stamp = compact_precise_stamp()
             target = archive / f"{self.path.stem}-{stamp}{self.path.suffix}"
             counter = 1
             while target.exists():

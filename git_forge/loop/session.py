@@ -16,7 +16,6 @@ import secrets
 import shutil
 import threading
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from git_forge.atomic import FileLock
 from git_forge.backlog.bookkeeping import describe_changes
 from git_forge.backlog.model import select_next
 from git_forge.backlog.store import BacklogStore
-from git_forge.clock import utc_now
+from git_forge.clock import compact_stamp, wire_now
 from git_forge.errors import ForgeError
 from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR, tree_lock_path
 from git_forge.loop import control
@@ -78,7 +77,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     store.load()
     state_dir.mkdir(parents=True, exist_ok=True)
 
-    run_id, started = new_run_id(), utc_now()
+    run_id, started = new_run_id(), wire_now()
     locks = _take_loop_locks(workspace, control.holder_label(run_id, started, os.getpid()))
     supervisor = None
     try:
@@ -118,7 +117,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
 
 
 def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
+    return f"{compact_stamp()}-{secrets.token_hex(3)}"
 
 
 # --- before the run: the refusals and the locks ----------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from git_forge.atomic import read_json, write_json
-from git_forge.clock import utc_now
+from git_forge.clock import wire_now
 from git_forge.layout import STATE_FILE
 
 RUN_STATUSES = ("idle", "starting", "running", "paused_human", "complete",
@@ -55,7 +55,7 @@ def write_state(state_dir: Path, state: RunState) -> None:
         raise ValueError(f"unknown loop status {state.status!r}")
     if state.lastSignal is not None and state.lastSignal not in LAST_SIGNALS:
         raise ValueError(f"unknown last signal {state.lastSignal!r}")
-    state.updatedAt = utc_now()
+    state.updatedAt = wire_now()
     write_json(state_path(state_dir), state.to_json())
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from git_forge.atomic import FileLock
+from git_forge.clock import precise_now, precise_stamp
 from git_forge.errors import os_error_text
 from git_forge.supervisor import liveness
 from git_forge.supervisor.buffer import Chunk
@@ -36,8 +37,6 @@ from git_forge.supervisor.manifest import (
     Owner,
     Result,
     finish_time,
-    format_timestamp,
-    utc_now,
 )
 from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.process import PreparedProcess
@@ -70,7 +69,7 @@ def _origin(value: Origin | dict[str, Any] | None) -> Origin:
 
 
 def _iso_after(seconds: float) -> str:
-    return format_timestamp(datetime.now(UTC) + timedelta(seconds=seconds))
+    return precise_stamp(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
 class Supervisor:
@@ -178,7 +177,7 @@ class Supervisor:
                      observe=prepared.observe)
         with self._lock:
             self._entries[handle] = entry
-        running = manifest.evolve(state=State.RUNNING, started_at=utc_now())
+        running = manifest.evolve(state=State.RUNNING, started_at=precise_now())
         try:
             self.store.save(running)
         except ProcessError as exc:
@@ -221,7 +220,7 @@ class Supervisor:
         manifest = Manifest(
             handle=handle, owner=owner, origin=origin,
             command=Command(argv=tuple(prepared.argv), cwd=str(prepared.cwd)),
-            state=State.STARTING, created_at=utc_now(),
+            state=State.STARTING, created_at=precise_now(),
             deadline=_iso_after(prepared.timeout) if prepared.timeout else None,
             events=EventIds.mint(),
         )
