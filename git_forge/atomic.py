@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from git_forge.clock import wire_now
-from git_forge.errors import EXIT_ERROR, ForgeError, os_error_text
+from git_forge.errors import ForgeError, os_error_text
+from git_forge.exit_codes import EXIT_ERROR
 from git_forge.jsonenc import dumps_indented
 
 # Re-exported: callers find every lock helper here; the probes live apart so the

@@ -8,10 +8,7 @@ on one line and exits with ``exit_code``.
 
 from __future__ import annotations
 
-#: Exit codes shared by every command (the forge-session.py / rauf convention).
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
+from git_forge.exit_codes import EXIT_USAGE
 
 
 class ForgeError(Exception):

@@ -24,8 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from git_forge.cli.output import paint
-
-EXIT_INTERRUPTED = 130
+from git_forge.exit_codes import EXIT_INTERRUPTED
 
 
 class Interrupted(Exception):

@@ -16,7 +16,8 @@ import sys
 from collections.abc import Sequence
 
 from git_forge import __version__
-from git_forge.errors import EXIT_ERROR, EXIT_USAGE, ForgeError, UsageError
+from git_forge.errors import ForgeError, UsageError
+from git_forge.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 
 #: Command-group modules under ``git_forge.cli``, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -36,8 +37,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "completion",
     "help",
 )
-
-EXIT_INTERRUPTED = 130
 
 #: Commands on a hot path, whose parser ``main`` builds alone when the command
 #: line starts with their name: ``preflight`` runs before every loop launch

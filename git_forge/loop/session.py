@@ -25,16 +25,11 @@ from git_forge.backlog.model import select_next
 from git_forge.backlog.store import BacklogStore
 from git_forge.clock import compact_stamp, wire_now
 from git_forge.errors import ForgeError
+from git_forge.exit_codes import LOOP_PAUSED, LOOP_REFUSED, LOOP_STOPPED
 from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR, tree_lock_path
 from git_forge.loop import control
 from git_forge.loop.context import RunContext, commit, dirty
-from git_forge.loop.errors import (
-    EXIT_PAUSED,
-    EXIT_REFUSED,
-    EXIT_STOPPED,
-    LoopError,
-    LoopRefused,
-)
+from git_forge.loop.errors import LoopError, LoopRefused
 from git_forge.loop.iteration import remove_prompt_files, run_iteration
 from git_forge.loop.journal import Journal
 from git_forge.loop.options import LoopOptions
@@ -153,10 +148,10 @@ def _refuse_beside_live_work(workspace: Workspace, *, own_lock: bool = False) ->
     if not own_lock:
         live = control.live_loop(workspace.state_dir) or control.tree_owner(workspace.root)
         if live is not None:
-            raise LoopError(control.running_message(live), exit_code=EXIT_REFUSED)
+            raise LoopError(control.running_message(live), exit_code=LOOP_REFUSED)
     orphans = control.orphaned_agents(workspace.state_dir)
     if orphans:
-        raise LoopError(control.orphan_message(orphans[0]), exit_code=EXIT_REFUSED)
+        raise LoopError(control.orphan_message(orphans[0]), exit_code=LOOP_REFUSED)
 
 
 def _take_loop_locks(workspace: Workspace, holder: str) -> list[FileLock]:
@@ -172,7 +167,7 @@ def _take_loop_locks(workspace: Workspace, holder: str) -> list[FileLock]:
             for held in reversed(taken):
                 held.release()
             _refuse_beside_live_work(workspace)  # names the run that won the race
-            raise LoopError(f"{path} is held by another process", exit_code=EXIT_REFUSED)
+            raise LoopError(f"{path} is held by another process", exit_code=LOOP_REFUSED)
         taken.append(lock)
     return taken
 
@@ -181,9 +176,9 @@ def _refuse_unless_forced(repo: Repo, workspace: Workspace, force: bool) -> froz
     """The pre-launch check and the HEAD refusals; returns the paths that were
     dirty before the run (only possible with ``--force``), which the run leaves alone."""
     if repo.is_unborn and not force:
-        raise LoopError(UNBORN_BRANCH, exit_code=EXIT_REFUSED)
+        raise LoopError(UNBORN_BRANCH, exit_code=LOOP_REFUSED)
     if repo.is_detached and not force:
-        raise LoopError(DETACHED_HEAD, exit_code=EXIT_REFUSED)
+        raise LoopError(DETACHED_HEAD, exit_code=LOOP_REFUSED)
     result = check(workspace.root, workspace.state_dir, workspace.backlog_file)
     if result.status == "ok":
         return frozenset()
@@ -216,7 +211,7 @@ def _restore(run: RunContext) -> None:
     if report.orphans:  # appeared since the check at start: never start beside one
         orphan = report.orphans[0]
         raise LoopError(control.orphan_message(
-            control.OrphanedAgent(orphan.handle, control.item_of(orphan))), exit_code=EXIT_REFUSED)
+            control.OrphanedAgent(orphan.handle, control.item_of(orphan))), exit_code=LOOP_REFUSED)
     lost = {owner: m.handle for m in report.reconciled if (owner := control.item_of(m))}
     for error in report.errors:
         run.progress.note(f"restore: process {error.handle}: {error.error}")
@@ -271,7 +266,7 @@ def _loop(run: RunContext) -> LoopResult:
         if outcome is Outcome.NEEDS_HUMAN and run.options.pause_on_needs_human:
             run.save(status="paused_human")
             run.journal.append("loop_paused", itemId=str(item["id"]))
-            return _result(run, EXIT_PAUSED, "paused_human",
+            return _result(run, LOOP_PAUSED, "paused_human",
                            "paused for a human decision: run git forge recover")
     if retry is not None:  # the budget ran out in the middle of an item's retries
         run.store.transition(str(retry["id"]), "pending")
@@ -297,7 +292,7 @@ def _stopped(run: RunContext) -> LoopResult:
             run.store.transition(run.state.currentItem, "pending")
     run.save(status="stopped")
     run.journal.append("loop_cancelled", itemId=run.state.currentItem)
-    return _result(run, EXIT_STOPPED, "stopped",
+    return _result(run, LOOP_STOPPED, "stopped",
                    "stopped; any work the agent left is in the tree for git forge reconcile")
 
 
