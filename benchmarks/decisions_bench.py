@@ -15,8 +15,8 @@ from pathlib import Path
 from timing import timed
 
 from git_forge import decisions
-from git_forge.atomic import write_json
 from git_forge.clock import wire_now
+from git_forge.jsonfile import write_json
 
 ENTRIES = 10_000
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, read_json, update_json
 from git_forge.clock import wire_now
 from git_forge.credentials import credential_refusal
-from git_forge.errors import ForgeError
+from git_forge.errors import ForgeError, StoreError
+from git_forge.jsonfile import read_json, update_json
 from git_forge.layout import DECISIONS_FILE, state_directory
 
 SCHEMA_VERSION = "1"

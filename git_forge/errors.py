@@ -35,6 +35,11 @@ class UsageError(ForgeError):
     """The command line itself is wrong (a bad flag value, a missing argument)."""
 
 
+class StoreError(ForgeError):
+    """A durable file could not be read, parsed, locked or written (``atomic``,
+    ``locks`` and ``jsonfile`` share it: none of the three is above the others)."""
+
+
 #: What the commonest file-system failures mean, in the words a message uses.
 _OS_ERROR_WORDS: dict[int, str] = {}
 

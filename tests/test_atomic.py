@@ -1,4 +1,5 @@
-"""atomic.py: replace-or-nothing writes and sidecar locks with named holders."""
+"""atomic.py, locks.py and jsonfile.py: replace-or-nothing writes, sidecar locks with named
+holders, and JSON updates under them."""
 
 from __future__ import annotations
 
@@ -12,16 +13,11 @@ from pathlib import Path
 import pytest
 import waiting
 
-from git_forge.atomic import (
-    FileLock,
-    StoreError,
-    atomic_write,
-    lock_is_held,
-    locked,
-    read_json,
-    sidecar_lock_path,
-    update_json,
-)
+from git_forge.atomic import atomic_write
+from git_forge.errors import StoreError
+from git_forge.jsonfile import read_json, update_json
+from git_forge.lockprobe import lock_is_held
+from git_forge.locks import FileLock, locked, sidecar_lock_path
 
 
 def test_write_replaces_and_keeps_mode(tmp_path: Path) -> None:
@@ -69,7 +65,7 @@ def test_lock_is_a_sidecar_and_a_waiter_names_the_holder(tmp_path: Path) -> None
     target = tmp_path / "f.json"
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys,time; from git_forge.atomic import locked\n"
+         "import sys,time; from git_forge.locks import locked\n"
          "with locked(sys.argv[1]):\n print('held', flush=True); time.sleep(30)",
          str(target)],
         stdout=subprocess.PIPE, text=True,

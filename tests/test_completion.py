@@ -17,7 +17,7 @@ import pytest
 import waiting
 from helpers import forge_argv, git, run_forge, snapshot
 
-from git_forge.atomic import write_json
+from git_forge.jsonfile import write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPLETIONS = ROOT / "completions"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import waiting
 
-from git_forge.atomic import StoreError
+from git_forge.errors import StoreError
 from git_forge.loop.journal import Journal
 from git_forge.loop.process_events import ProcessEventPublisher, event_fields
 from git_forge.supervisor.handles import mint_handle

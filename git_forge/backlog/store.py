@@ -1,6 +1,6 @@
 """``backlog.json`` on disk: load, validate, and change it under its sidecar lock.
 
-Every change is one locked read-modify-write through ``atomic.update_json``: the
+Every change is one locked read-modify-write through ``jsonfile.update_json``: the
 file is parsed and validated *before* anything is changed, the change is
 validated again before it is written, and any refusal raises before the write —
 so a corrupt or invalid backlog is never rewritten, and a refused change leaves
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from git_forge.atomic import StoreError, update_json
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
 from git_forge.clock import wire_now
 from git_forge.credentials import credential_refusal
-from git_forge.errors import os_error_text
+from git_forge.errors import StoreError, os_error_text
+from git_forge.jsonfile import update_json
 from git_forge.parsing import DocumentTooComplex, load_json
 
 T = TypeVar("T")

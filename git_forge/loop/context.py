@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from git_forge.atomic import locked
 from git_forge.backlog.store import BacklogStore
+from git_forge.locks import locked
 from git_forge.loop.journal import Journal
 from git_forge.loop.options import LoopOptions
 from git_forge.loop.progress import Progress

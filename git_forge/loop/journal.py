@@ -23,10 +23,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, fsync_directory, locked, write_failure
+from git_forge.atomic import fsync_directory, write_failure
 from git_forge.clock import compact_precise_stamp, precise_now
-from git_forge.errors import os_error_text
+from git_forge.errors import StoreError, os_error_text
 from git_forge.exit_codes import EXIT_ERROR
+from git_forge.locks import locked
 from git_forge.parsing import DocumentTooComplex, load_json
 
 SCHEMA_VERSION = "1"

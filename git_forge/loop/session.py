@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import FileLock
 from git_forge.backlog.bookkeeping import describe_changes
 from git_forge.backlog.model import select_next
 from git_forge.backlog.store import BacklogStore
@@ -27,6 +26,7 @@ from git_forge.clock import compact_stamp, wire_now
 from git_forge.errors import ForgeError
 from git_forge.exit_codes import LOOP_PAUSED, LOOP_REFUSED, LOOP_STOPPED
 from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR, tree_lock_path
+from git_forge.locks import FileLock
 from git_forge.loop import control
 from git_forge.loop.context import RunContext, commit, dirty
 from git_forge.loop.errors import LoopError, LoopRefused

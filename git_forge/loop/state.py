@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import read_json, write_json
 from git_forge.clock import wire_now
+from git_forge.jsonfile import read_json, write_json
 from git_forge.layout import STATE_FILE
 
 RUN_STATUSES = ("idle", "starting", "running", "paused_human", "complete",

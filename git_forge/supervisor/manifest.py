@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, update_json
 from git_forge.clock import parse_stamp, precise_now
-from git_forge.errors import os_error_text
+from git_forge.errors import StoreError, os_error_text
+from git_forge.jsonfile import update_json
 from git_forge.layout import MANIFEST_SUFFIX
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.supervisor.handles import is_valid_handle, require_handle

@@ -11,8 +11,9 @@ import contextlib
 import math
 from dataclasses import dataclass
 
-from git_forge.atomic import StoreError, read_json, write_json
 from git_forge.clock import precise_now
+from git_forge.errors import StoreError
+from git_forge.jsonfile import read_json, write_json
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.paths import FILE_MODE, ProcPaths
 

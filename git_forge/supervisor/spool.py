@@ -46,8 +46,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from git_forge.atomic import StoreError, write_failure, write_json
-from git_forge.errors import os_error_text
+from git_forge.atomic import write_failure
+from git_forge.errors import StoreError, os_error_text
+from git_forge.jsonfile import write_json
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.supervisor.buffer import (
     Chunk,

@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import FileLock
 from git_forge.clock import precise_now, precise_stamp
 from git_forge.errors import os_error_text
+from git_forge.locks import FileLock
 from git_forge.supervisor import liveness
 from git_forge.supervisor.buffer import Chunk
 from git_forge.supervisor.completion import (

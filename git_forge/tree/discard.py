@@ -27,7 +27,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import FileMode
 
-from git_forge.atomic import _default_file_mode, atomic_write, fsync_directory
+from git_forge.atomic import atomic_write, default_file_mode, fsync_directory
 from git_forge.clock import compact_stamp
 from git_forge.tree.errors import GitError
 from git_forge.tree.identity import author_and_committer
@@ -322,7 +322,7 @@ def _write(repo: Repo, path: str, target: tuple[pygit2.Oid, int]) -> None:
         return
     if mode not in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE):
         raise GitError(f"cannot restore {path!r}: it was saved as a submodule entry")
-    file_mode = _default_file_mode()
+    file_mode = default_file_mode()
     if mode == FileMode.BLOB_EXECUTABLE:
         file_mode |= (file_mode & 0o444) >> 2
     if os.path.islink(full):
