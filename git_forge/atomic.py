@@ -5,7 +5,9 @@ fsync → ``os.replace`` → fsync the directory. A crash at any instant leaves
 either the old bytes or the new ones; on failure the temp file is removed and
 the destination is byte-for-byte unchanged. Nothing else in the project writes
 a file another way (``locks`` guards a read-modify-write, ``jsonfile`` encodes
-and decodes the documents).
+and decodes the documents). The two files that are appended to instead (the
+events journal, the spool's segments) share the primitives below it:
+``write_all``, ``fsync_directory`` and ``write_failure``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,16 @@ def default_file_mode() -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0o644
+
+
+def write_all(fd: int, *buffers: bytes | bytearray | memoryview) -> None:
+    """Write every byte of ``buffers`` to ``fd``, in order: ``os.write`` may write
+    less than it was given (a pipe, a signal, a nearly full disk), and retries
+    an interrupted call itself (PEP 475), so what is left is sent again."""
+    for buffer in buffers:
+        view = memoryview(buffer)
+        while len(view):
+            view = view[os.write(fd, view):]
 
 
 def fsync_directory(directory: Path) -> None:

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import fsync_directory, write_failure
+from git_forge.atomic import fsync_directory, write_all, write_failure
 from git_forge.clock import compact_precise_stamp, precise_now
 from git_forge.errors import StoreError, os_error_text
 from git_forge.exit_codes import EXIT_ERROR
@@ -161,9 +161,7 @@ class Journal:
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                view = memoryview(data)
-                while len(view):
-                    view = view[os.write(fd, view):]
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)

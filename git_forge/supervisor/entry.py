@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import select
 import signal
 import threading
@@ -25,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from git_forge.atomic import write_all
 from git_forge.supervisor.buffer import StreamTail
 from git_forge.supervisor.completion import (
     CompletionNotifier,
@@ -197,10 +197,7 @@ class Entry:
     def _feed_stdin(self, child: Child, data: bytes) -> None:
         assert child.stdin is not None
         try:
-            view = memoryview(data)
-            fd = child.stdin.fileno()
-            while len(view):
-                view = view[os.write(fd, view):]
+            write_all(child.stdin.fileno(), data)
         except OSError:
             pass  # the child closed its standard input: what it read is what it got
         finally:
