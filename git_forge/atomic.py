@@ -63,11 +63,19 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> None:
+def atomic_write(
+    path: Path | str, data: bytes, *, mode: int | None = None, durable: bool = True
+) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves old or new, never half.
 
     ``mode`` sets the permission bits of the new file; without it an existing
     file keeps its mode and a new one gets 0666 minus the umask.
+
+    ``durable=False`` skips the two fsyncs: the replace is still atomic for every
+    reader and survives the writer being killed (the kernel holds the bytes), but
+    a power loss may bring back the previous version. Use it only for a version
+    that a later durable write, or restore after a crash, supersedes anyway — the
+    caller's docstring says which.
     """
     path = Path(path)
     directory = path.parent
@@ -85,7 +93,8 @@ def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> N
             os.fchmod(handle.fileno(), mode)
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp_name, path)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
@@ -93,6 +102,8 @@ def atomic_write(path: Path | str, data: bytes, *, mode: int | None = None) -> N
         if isinstance(exc, OSError):
             raise StoreError(write_failure(path, exc), exit_code=EXIT_ERROR) from exc
         raise
+    if not durable:
+        return
     try:
         fsync_directory(directory)
     except OSError as exc:

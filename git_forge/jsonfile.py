@@ -33,7 +33,8 @@ def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:
 
 
 def write_json(
-    path: Path | str, document: Any, *, indent: int | None = 2, mode: int | None = None
+    path: Path | str, document: Any, *, indent: int | None = 2, mode: int | None = None,
+    durable: bool = True,
 ) -> None:
     """Atomically write ``document`` as JSON (see ``dumps_json``). Text that is not
     valid Unicode (a command-line argument holding bytes that are not UTF-8 arrives
@@ -43,7 +44,7 @@ def write_json(
     except UnicodeEncodeError as exc:
         raise StoreError(f"refusing to write {path}: it would hold text that is not valid "
                          "UTF-8 (bytes that are not UTF-8 in an argument or a file)") from exc
-    atomic_write(path, data, mode=mode)
+    atomic_write(path, data, mode=mode, durable=durable)
 
 
 _MISSING: Any = object()
@@ -81,8 +82,10 @@ def update_json(
     indent: int | None = 2,
     mode: int | None = None,
     timeout: float = DEFAULT_LOCK_TIMEOUT,
+    durable: bool = True,
 ) -> T:
-    """Read-modify-write ``path`` under its sidecar lock.
+    """Read-modify-write ``path`` under its sidecar lock (``durable``: see
+    ``atomic.atomic_write``).
 
     ``mutate`` receives the parsed document (``None`` when the file does not
     exist yet), changes it in place or builds a new one, and returns the
@@ -96,5 +99,5 @@ def update_json(
         if current is None and path.exists():
             raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")
         document = mutate(current)
-        write_json(path, document, indent=indent, mode=mode)
+        write_json(path, document, indent=indent, mode=mode, durable=durable)
         return document

@@ -136,3 +136,26 @@ def test_update_json_round_trip(tmp_path: Path) -> None:
     update_json(target, lambda doc: {**doc, "items": doc["items"] + [2]})
     assert json.loads(target.read_text()) == {"items": [1, 2]}
     assert target.read_text().endswith("\n")
+
+
+def test_a_durable_write_fsyncs_the_file_and_the_directory(tmp_path: Path, monkeypatch) -> None:
+    """Durable: fsync the data, rename, fsync the directory. Not durable: the same
+    atomic rename without either fsync (the writer's crash still leaves old or new)."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    target = tmp_path / "state.json"
+    atomic_write(target, b"one\n")
+    assert len(synced) == 2 and synced[1] == str(tmp_path)
+    synced.clear()
+    update_json(target.with_name("doc.json"), lambda _: {"a": 1}, durable=False)
+    atomic_write(target, b"two\n", durable=False)
+    assert synced == []
+    assert target.read_bytes() == b"two\n"
+    assert json.loads(target.with_name("doc.json").read_bytes()) == {"a": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["doc.json", "doc.json.lock", "state.json"]

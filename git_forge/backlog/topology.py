@@ -8,9 +8,9 @@ chain. Every result is independent of the input order.
 It has to stay fast on large backlogs (10,000 items, 10,000-deep chains), so:
 
 * every graph walk is iterative — a deep chain never meets the recursion limit;
-* gated sets are Python ``int`` bitsets (bit *i* = the *i*-th item in id order), computed
-  once per strongly connected component in reverse topological order; id lists are built
-  only for what the output names;
+* a gated set is found when it is asked for, by one walk over dependents from the asked
+  nodes (set unions, no per-item sets kept), so time and memory follow the size of what
+  the output names rather than the square of the backlog's size;
 * clustering compares only reason token sets that can reach the Jaccard threshold: identical
   sets are merged first, and the rest are paired through an inverted index (bitset postings)
   probed with each set's rarest tokens only (prefix filtering), so a word every reason
@@ -23,8 +23,6 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Iterable
-from dataclasses import dataclass
-from itertools import compress
 from typing import Any
 
 from git_forge.backlog.errors import BacklogError
@@ -37,7 +35,6 @@ WARN_DEPTH = "chain-depth"
 
 _TOKEN_SPLIT = re.compile(r"[^a-z0-9]+")
 _DIGITS = "0123456789"
-_BITS_TO_FLAGS = bytes.maketrans(b"01", b"\x00\x01")
 
 
 # --------------------------------------------------------------------------- ids and input
@@ -93,7 +90,6 @@ def parse_items(raw: str) -> list[Item]:
 # --------------------------------------------------------------------------- the graph
 
 
-@dataclass(frozen=True)
 class DependencyGraph:
     """The backlog's dependency graph, indexed by position in id order.
 
@@ -101,7 +97,7 @@ class DependencyGraph:
     questions from one item list.
     """
 
-    #: Item ids in id order; position ``i`` is bit ``i`` of every bitset.
+    #: Item ids in id order; an item's position is its index here.
     ids: list[str]
     #: The item of each id (a later duplicate id wins).
     items: list[Item]
@@ -109,44 +105,42 @@ class DependencyGraph:
     position: dict[str, int]
     #: In-backlog dependencies of each item, as positions (``dependsOn`` order).
     deps: list[list[int]]
+    #: Items depending on each item directly, as positions.
+    dependents: list[list[int]]
     #: Strongly connected component of each item.
     component: list[int]
-    #: Per component: the bitset of every item reachable through dependents from it,
-    #: the component's own members included.
-    reach: list[int]
     #: Per component: whether it is a cycle (two or more members, or a self-dependency).
     cyclic: list[bool]
 
-    def gated_bits(self, nodes: Iterable[int]) -> int:
-        """Bitset of what ``nodes`` gate together, minus the nodes themselves.
+    def __init__(self, ids: list[str], items: list[Item], position: dict[str, int],
+                 deps: list[list[int]], dependents: list[list[int]], component: list[int],
+                 cyclic: list[bool]) -> None:
+        self.ids, self.items, self.position = ids, items, position
+        self.deps, self.dependents = deps, dependents
+        self.component, self.cyclic = component, cyclic
+
+    def gated_nodes(self, nodes: Iterable[int]) -> list[int]:
+        """What ``nodes`` gate together, minus the nodes themselves, in id order.
 
         For one node that is ``gated(node)``: every item transitively depending on it.
+        One breadth-first walk over dependents whose steps are set unions (C loops),
+        so the cost follows the size of the answer, whatever the backlog's size.
         """
-        union = 0
-        members = 0
-        for node in nodes:
-            union |= self.reach[self.component[node]]
-            members |= 1 << node
-        return union & ~members
+        start = set(nodes)
+        seen = set(start)
+        frontier = start
+        dependents = self.dependents
+        while frontier:
+            reached = set().union(*map(dependents.__getitem__, frontier))
+            reached -= seen
+            seen |= reached
+            frontier = reached
+        seen -= start
+        return sorted(seen)
 
-    def ids_of(self, bits: int) -> list[str]:
-        """The ids of the items in ``bits``, in id order.
-
-        Dense sets are scanned at C speed (``compress`` over the binary digits); sparse ones
-        jump from set bit to set bit, so a few ids high in a large backlog stay cheap.
-        """
-        if not bits:
-            return []
-        digits = bin(bits)[:1:-1]  # bit i is digits[i]
-        if bits.bit_count() * 16 < len(digits):
-            ids = self.ids
-            found = []
-            at = digits.find("1")
-            while at != -1:
-                found.append(ids[at])
-                at = digits.find("1", at + 1)
-            return found
-        return list(compress(self.ids, digits.encode("ascii").translate(_BITS_TO_FLAGS)))
+    def ids_of(self, nodes: Iterable[int]) -> list[str]:
+        """The ids of ``nodes`` (positions), in the order given."""
+        return list(map(self.ids.__getitem__, nodes))
 
     def gated_ids(self, item_ids: Iterable[object]) -> list[str]:
         """Union of the gated sets of ``item_ids`` minus those ids, in id order.
@@ -155,7 +149,7 @@ class DependencyGraph:
         that unblocks all of ``item_ids`` — the same set a cluster reports as ``gatedIds``.
         """
         known = (self.position.get(str(item_id)) for item_id in item_ids)
-        return self.ids_of(self.gated_bits(node for node in known if node is not None))
+        return self.ids_of(self.gated_nodes(node for node in known if node is not None))
 
 
 def build_graph(items: list[Item]) -> DependencyGraph:
@@ -176,8 +170,7 @@ def build_graph(items: list[Item]) -> DependencyGraph:
             dependents[dep].append(node)
     component, members = _strongly_connected(dependents)
     cyclic = [len(group) > 1 or group[0] in deps[group[0]] for group in members]
-    reach = _reach_bitsets(dependents, component, members)
-    return DependencyGraph(ids, ordered, position, deps, component, reach, cyclic)
+    return DependencyGraph(ids, ordered, position, deps, dependents, component, cyclic)
 
 
 def _strongly_connected(succ: list[list[int]]) -> tuple[list[int], list[list[int]]]:
@@ -232,27 +225,6 @@ def _strongly_connected(succ: list[list[int]]) -> tuple[list[int], list[list[int
     return component, groups
 
 
-def _reach_bitsets(
-    succ: list[list[int]], component: list[int], groups: list[list[int]]
-) -> list[int]:
-    """Per component, the bitset of itself plus everything reachable from it.
-
-    ``groups`` lists successors first, so each component ORs finished results only:
-    one big-int OR per condensed edge instead of a walk per node.
-    """
-    reach: list[int] = []
-    for comp, group in enumerate(groups):
-        bits = 0
-        for node in group:
-            bits |= 1 << node
-            for nxt in succ[node]:
-                other = component[nxt]
-                if other != comp:
-                    bits |= reach[other]
-        reach.append(bits)
-    return reach
-
-
 def _chain_depths(graph: DependencyGraph) -> list[int]:
     """Longest chain (in nodes) ending at each item; items on a cycle count 0 and break it."""
     count = len(graph.ids)
@@ -277,14 +249,8 @@ def _topology(graph: DependencyGraph) -> dict[str, Any]:
     for node in range(count):
         if graph.deps[node]:
             continue
-        gated = graph.gated_bits([node])
-        roots.append(
-            {
-                "id": graph.ids[node],
-                "gatedCount": gated.bit_count(),
-                "gatedIds": graph.ids_of(gated),
-            }
-        )
+        gated = graph.ids_of(graph.gated_nodes([node]))
+        roots.append({"id": graph.ids[node], "gatedCount": len(gated), "gatedIds": gated})
     depths = _chain_depths(graph)
     max_depth = max(depths, default=0)
     selectable = sum(
@@ -508,7 +474,7 @@ def _clusters(graph: DependencyGraph) -> list[dict[str, Any]]:
     clusters = []
     for members in sorted(groups.values(), key=lambda group: group[0]):
         shared = frozenset.intersection(*{tokens_of[m] for m in members})
-        gated = graph.ids_of(graph.gated_bits(members))
+        gated = graph.ids_of(graph.gated_nodes(members))
         member_ids = [graph.ids[node] for node in members]
         clusters.append(
             {
@@ -567,13 +533,12 @@ def waiting_on(graph: DependencyGraph) -> list[dict[str, Any]]:
     waits on at least one of them, so the list is never empty then.
     """
     status = [item.get("status") for item in graph.items]
-    flags = "".join("1" if state == "pending" else "0" for state in reversed(status))
-    pending = int(flags, 2) if flags else 0
+    pending = [state == "pending" for state in status]
     selectable = any(
         state == "pending" and all(status[dep] == "done" for dep in graph.deps[node])
         for node, state in enumerate(status)
     )
-    if not pending or selectable:
+    if not any(pending) or selectable:
         return []
     from git_forge.backlog.model import kind
 
@@ -584,21 +549,20 @@ def waiting_on(graph: DependencyGraph) -> list[dict[str, Any]]:
             cycles.setdefault(graph.component[node], []).append(node)
         if status[node] in ("done", "pending"):
             continue
-        gated = graph.gated_bits([node])
-        if gated & pending:
+        gated = graph.gated_nodes([node])
+        if any(pending[other] for other in gated):
             found.append((node, _waiting_entry(graph, [node], kind(item), gated)))
     for members in cycles.values():
         if all(status[node] == "done" for node in members):
             continue
-        gated = graph.gated_bits(members)
-        inside = sum(1 << node for node in members)
-        if (gated | inside) & pending:
+        gated = graph.gated_nodes(members)
+        if any(pending[other] for other in (*gated, *members)):
             found.append((members[0], _waiting_entry(graph, members, "cycle", gated)))
     return [entry for _, entry in sorted(found, key=lambda pair: pair[0])]
 
 
 def _waiting_entry(graph: DependencyGraph, nodes: list[int], kind: str,
-                   gated: int) -> dict[str, Any]:
+                   gated: list[int]) -> dict[str, Any]:
     gated_ids = graph.ids_of(gated)
     return {"ids": [graph.ids[node] for node in nodes], "kind": kind,
             "gatedIds": gated_ids, "gatedCount": len(gated_ids)}
