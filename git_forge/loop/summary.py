@@ -7,11 +7,11 @@ not only this run's items — and nothing is rendered: the caller words
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from git_forge.backlog.model import cycle_through, id_key, kind, select_next, summarize
+from git_forge.backlog.model import id_key, kind, select_next, summarize
+from git_forge.backlog.topology import dependency_cycles
 from git_forge.exit_codes import LOOP_BLOCKED, LOOP_DONE
 from git_forge.loop.state import RunState
 
@@ -58,18 +58,7 @@ def final_status(items: list[dict[str, Any]]) -> tuple[str, int]:
 
 def _cycles(items: list[dict[str, Any]]) -> list[list[str]]:
     """The dependency cycles among the items not done, each once, lowest id first."""
-    waiting: list[Mapping[str, Any]] = [item for item in items if item.get("status") != "done"]
-    found: list[list[str]] = []
-    seen: set[str] = set()
-    for item in sorted(waiting, key=lambda entry: id_key(entry.get("id"))):
-        item_id = str(item.get("id"))
-        if item_id in seen:
-            continue
-        cycle = cycle_through(waiting, item_id)
-        if cycle:
-            found.append(cycle)
-            seen.update(cycle)
-    return found
+    return dependency_cycles([item for item in items if item.get("status") != "done"])
 
 
 def final_message(items: list[dict[str, Any]], code: int) -> str:
