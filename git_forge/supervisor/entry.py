@@ -26,11 +26,6 @@ from dataclasses import dataclass
 
 from git_forge.atomic import write_all
 from git_forge.supervisor.buffer import StreamTail
-from git_forge.supervisor.completion import (
-    CompletionNotifier,
-    LifecyclePublisher,
-    publish_completion,
-)
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.lifecycle import REASONS, ProcessError, State
 from git_forge.supervisor.manifest import (
@@ -42,6 +37,11 @@ from git_forge.supervisor.manifest import (
 )
 from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.process import ProcessTree
+from git_forge.supervisor.publication import (
+    CompletionNotifier,
+    LifecyclePublisher,
+    publish_completion,
+)
 from git_forge.supervisor.requests import discard_stop_request, take_stop_request
 from git_forge.supervisor.spool import SpoolWriter
 from git_forge.supervisor.stopplan import StopKind, StopPlan, stop_kind

@@ -19,11 +19,6 @@ from git_forge.errors import os_error_text
 from git_forge.locks import FileLock
 from git_forge.supervisor import liveness
 from git_forge.supervisor.buffer import Chunk
-from git_forge.supervisor.completion import (
-    CompletionNotifier,
-    LifecyclePublisher,
-    publish_completion,
-)
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.entry import LEFTOVER_GRACE_SECONDS, Entry, Outcome
 from git_forge.supervisor.handles import mint_handle, require_handle
@@ -40,6 +35,11 @@ from git_forge.supervisor.manifest import (
 )
 from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.process import PreparedProcess
+from git_forge.supervisor.publication import (
+    CompletionNotifier,
+    LifecyclePublisher,
+    publish_completion,
+)
 from git_forge.supervisor.quota import Quota, Reservation
 from git_forge.supervisor.render import RenderedOutput
 from git_forge.supervisor.requests import check_stop
