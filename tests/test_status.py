@@ -14,7 +14,7 @@ from helpers import run_forge
 from git_forge.locks import FileLock
 from git_forge.loop.state import RunState, write_state
 from git_forge.runner import runner_for
-from git_forge.status import loop_status, render_status
+from git_forge.status_report import loop_status, render_status
 from git_forge.workspace import locate
 
 

@@ -134,7 +134,7 @@ def _stopped(directory: Path) -> int:
 
 def _status(workspace) -> None:
     from git_forge.runner import runner_for
-    from git_forge.status import loop_status, render_status
+    from git_forge.status_report import loop_status, render_status
 
     for line in render_status(loop_status(workspace, runner_for(workspace))):
         print(f"   {line}")

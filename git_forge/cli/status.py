@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from git_forge.runner import runner_for
-    from git_forge.status import loop_status, render_status
+    from git_forge.status_report import loop_status, render_status
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
