@@ -25,8 +25,8 @@ from git_forge.tree.discard import (
     safety_refs,
 )
 from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.repo import open_repo
-from git_forge.tree.status import porcelain
 
 #: libgit2's "put these paths back" (the strategy the tree layer once used),
 #: kept here to measure the trap below.

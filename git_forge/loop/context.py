@@ -22,9 +22,9 @@ from git_forge.loop.state import RunState, write_state
 from git_forge.reconcile.preflight import stranded
 from git_forge.supervisor.supervisor import Supervisor
 from git_forge.tree.commit import commit_paths
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.porcelain import quote_path
 from git_forge.tree.repo import Repo
-from git_forge.tree.status import porcelain
 from git_forge.tree.worktree import Action, refusals
 from git_forge.workspace import Workspace
 

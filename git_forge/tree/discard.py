@@ -30,10 +30,10 @@ from pygit2.enums import FileMode
 from git_forge.atomic import atomic_write, default_file_mode, fsync_directory
 from git_forge.clock import compact_stamp
 from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import dirty_paths
 from git_forge.tree.identity import author_and_committer
 from git_forge.tree.porcelain import quote_path
 from git_forge.tree.repo import Repo, git_failures
-from git_forge.tree.status import dirty_paths
 from git_forge.tree.worktree import (
     WorktreeFile,
     blocking_parent,
