@@ -67,7 +67,7 @@ def _run_loop(workspace, title: str, number: int) -> int:
     goes back to pending), then the demo."""
     from git_forge.cli.loop import TerminalProgress
     from git_forge.demo.scenario import agent_command
-    from git_forge.loop.runner import LoopOptions, run_loop
+    from git_forge.loop.engine import LoopOptions, run_loop
 
     _step(number, title)
     print("   $ git forge loop run --agent 'python -m git_forge.demo.agent'")
