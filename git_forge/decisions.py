@@ -14,6 +14,7 @@ order ``_new_entry`` builds them. Timestamps are UTC, second precision, ``Z``.
 
 from __future__ import annotations
 
+import json
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -260,8 +261,16 @@ def apply_all(
 _IDENTITY = ("itemId", "question", "answer", "deferred", "decidedAt", "recordedBy", "clusterId")
 
 
-def _same_entry(entry: dict[str, Any], expected: dict[str, Any]) -> bool:
-    return all(entry.get(key) == expected.get(key) for key in _IDENTITY)
+def _identity(entry: dict[str, Any]) -> tuple[Any, ...]:
+    """``_IDENTITY``'s values as a dictionary key: two entries are the same one when
+    their keys are equal (a value JSON cannot hash is compared by its text)."""
+    return tuple(_hashable(entry.get(key)) for key in _IDENTITY)
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, dict | list):
+        return ("json", json.dumps(value, sort_keys=True))
+    return value
 
 
 def apply_entries(
@@ -284,11 +293,14 @@ def apply_entries(
             raise DecisionError(f"no decision recorded for item {entries[0]['itemId']!r}")
         document = _check_document(rec.path, current)
         applied_at = wire_now()
+        unapplied: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for entry in reversed(document["decisions"]):  # the newest match is taken first
+            if entry.get("appliedAt") is None:
+                unapplied.setdefault(_identity(entry), []).append(entry)
         found: list[dict[str, Any]] = []
         for expected in entries:
-            match = next((entry for entry in reversed(document["decisions"])
-                          if entry.get("appliedAt") is None and _same_entry(entry, expected)
-                          and not any(entry is seen for seen in found)), None)
+            candidates = unapplied.get(_identity(expected))
+            match = candidates.pop(0) if candidates else None
             if match is None or match.get("answer") is None:
                 raise DecisionError(
                     f"item {expected['itemId']!r}: the decision to stamp (recorded "

@@ -216,7 +216,7 @@ def test_only_in_progress_marks() -> None:
 def _whole_tree_output(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """What the whole command tree prints for ``argv`` (help on stdout, usage errors
     as ``UsageError``), in-process."""
-    from git_forge.cli.main import build_parser
+    from git_forge.cli.parser import build_parser
     from git_forge.errors import UsageError
 
     try:

@@ -222,11 +222,29 @@ def summarize(items: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 # --- lookup, selection, ids -----------------------------------------------------------------
 
 
-def find_item(items: list[dict[str, Any]], item_id: str) -> dict[str, Any]:
-    """The item with ``item_id``; refused with the runner contract's message if absent."""
+ItemsOrIndex = list[dict[str, Any]] | Mapping[Any, dict[str, Any]]
+
+
+def index_items(items: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """Items by id (the first of a duplicated id, as ``find_item`` finds it): a pass
+    that finds many items builds this once instead of scanning per item."""
+    index: dict[Any, dict[str, Any]] = {}
     for item in items:
-        if item.get("id") == item_id:
-            return item
+        index.setdefault(item.get("id"), item)
+    return index
+
+
+def find_item(items: ItemsOrIndex, item_id: str) -> dict[str, Any]:
+    """The item with ``item_id`` in a list or an ``index_items`` index; refused with
+    the runner contract's message if absent."""
+    if isinstance(items, Mapping):
+        found = items.get(item_id)
+        if found is not None:
+            return found
+    else:
+        for item in items:
+            if item.get("id") == item_id:
+                return item
     raise BacklogError(f"Item not found: {item_id}")
 
 
@@ -409,7 +427,7 @@ def apply_transition(
     return item
 
 
-def answer_item(items: list[dict[str, Any]], item_id: str, text: str) -> dict[str, Any]:
+def answer_item(items: ItemsOrIndex, item_id: str, text: str) -> dict[str, Any]:
     """``backlog answer``: a blocked item back to pending with the human's answer,
     which the loop threads into the item's next prompt."""
     item = find_item(items, item_id)
@@ -423,11 +441,13 @@ def answer_item(items: list[dict[str, Any]], item_id: str, text: str) -> dict[st
     return item
 
 
-def unblock_items(items: list[dict[str, Any]], item_id: str | None) -> list[str]:
+def unblock_items(items: list[dict[str, Any]], item_id: str | None, *,
+                  index: Mapping[Any, dict[str, Any]] | None = None) -> list[str]:
     """``backlog unblock``: blocked → pending for one item, or for every blocked
-    item when ``item_id`` is None. Returns the ids unblocked (possibly none)."""
+    item when ``item_id`` is None. Returns the ids unblocked (possibly none).
+    ``index`` (``index_items(items)``) finds the one item without a scan."""
     if item_id is not None:
-        item = find_item(items, item_id)
+        item = find_item(items if index is None else index, item_id)
         if item.get("status") != "blocked":
             raise BacklogError(f"Item {item_id} is not blocked (status: {item.get('status')})")
         targets = [item]

@@ -186,15 +186,16 @@ class BacklogStore:
 
         def change_all(document: dict[str, Any]) -> tuple[list[str], BacklogError | None]:
             done: list[str] = []
+            index = model.index_items(document["items"])
             for item_id, text in changes:
                 try:
                     if text is None:
-                        model.unblock_items(document["items"], item_id)
+                        model.unblock_items(document["items"], item_id, index=index)
                     else:
                         if not text.strip():
                             raise BacklogError("the answer text may not be empty")
                         _refuse_credential(text)
-                        model.answer_item(document["items"], item_id, text)
+                        model.answer_item(index, item_id, text)
                 except BacklogError as refusal:
                     return done, refusal
                 done.append(item_id)
