@@ -73,6 +73,7 @@ def run_iteration(run: RunContext, item: dict[str, Any], number: int) -> AgentRe
     prompt_text = options.prompt_file.read_text(encoding="utf-8") if options.prompt_file else None
     prompt = build_prompt(item, project_description=str(document.get("description") or ""),
                           prompt_file_text=prompt_text)
+    run.journal.sync()  # the item's start is on disk before its agent is
     try:
         handle = run.supervisor.start({"run_id": run.state.runId},
                                       {"item_id": item_id, "iteration": number},
@@ -109,7 +110,7 @@ def _prepare(run: RunContext, item: dict[str, Any], prompt: str, number: int) ->
     stdin: bytes | None = encoded
     if any("{prompt_file}" in arg for arg in argv):
         prompt_path = run.workspace.state_dir / f"prompt-{item['id']}.md"
-        atomic_write(prompt_path, encoded, mode=0o600)
+        atomic_write(prompt_path, encoded, mode=0o600, durable=False)  # gone after the agent
         argv = [arg.replace("{prompt_file}", str(prompt_path)) for arg in argv]
         stdin = None
     env = {**os.environ, "FORGE_ITEM_ID": str(item["id"]), "FORGE_ITERATION": str(number),

@@ -75,11 +75,13 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     run_id, started = new_run_id(), wire_now()
     locks = _take_loop_locks(workspace, control.holder_label(run_id, started, os.getpid()))
     supervisor = None
+    journal: Journal | None = None
     try:
         _refuse_beside_live_work(workspace, own_lock=True)
         control.arm_stop_token(state_dir, run_id)
         journal = _Journal(state_dir / EVENTS_FILE, workspace.root, progress)
         journal.rotate(state_dir / ARCHIVE_DIR)
+        journal.own()  # the loop lock makes this run its one writer
         supervisor = Supervisor(
             SupervisorConfig.from_settings(workspace.config.section("supervisor")),
             ManifestStore(state_dir / PROC_DIR), lifecycle=ProcessEventPublisher(journal))
@@ -106,6 +108,11 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
                 supervisor.shutdown()
             except ProcessError as exc:
                 progress.note(f"shutdown: {exc}")
+        if journal is not None:
+            try:
+                journal.close()  # durable before the locks go
+            except ForgeError as exc:
+                progress.note(f"journal: {exc.message}")
         control.disarm_stop_token(state_dir)
         for lock in reversed(locks):
             lock.release()

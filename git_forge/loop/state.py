@@ -49,14 +49,15 @@ def state_path(state_dir: Path) -> Path:
     return Path(state_dir) / STATE_FILE
 
 
-def write_state(state_dir: Path, state: RunState) -> None:
-    """Stamp ``updatedAt`` and replace state.json atomically."""
+def write_state(state_dir: Path, state: RunState, *, durable: bool = True) -> None:
+    """Stamp ``updatedAt`` and replace state.json atomically (``durable``: see
+    ``atomic_write``)."""
     if state.status not in RUN_STATUSES:
         raise ValueError(f"unknown loop status {state.status!r}")
     if state.lastSignal is not None and state.lastSignal not in LAST_SIGNALS:
         raise ValueError(f"unknown last signal {state.lastSignal!r}")
     state.updatedAt = wire_now()
-    write_json(state_path(state_dir), state.to_json())
+    write_json(state_path(state_dir), state.to_json(), durable=durable)
 
 
 def read_state(state_dir: Path) -> dict[str, Any] | None:
