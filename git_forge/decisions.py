@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, read_json, update_json
-from git_forge.clock import utc_now
+from git_forge.clock import wire_now
 from git_forge.credentials import credential_refusal
-from git_forge.errors import ForgeError
+from git_forge.errors import ForgeError, StoreError
+from git_forge.jsonfile import read_json, update_json
 from git_forge.layout import DECISIONS_FILE, state_directory
 
 SCHEMA_VERSION = "1"
@@ -101,7 +101,7 @@ def _new_entry(
 
 
 def _stamp(document: dict[str, Any]) -> dict[str, Any]:
-    document["updatedAt"] = utc_now()
+    document["updatedAt"] = wire_now()
     return document
 
 
@@ -160,12 +160,12 @@ def record_all(
             document: dict[str, Any] = {
                 "schemaVersion": SCHEMA_VERSION,
                 "feature": rec.feature,
-                "createdAt": utc_now(),
+                "createdAt": wire_now(),
                 "decisions": [],
             }
         else:
             document = _check_document(rec.path, current)
-        decided_at = utc_now()
+        decided_at = wire_now()
         for entry in entries:
             document["decisions"].append(_new_entry(
                 entry.item_id, entry.question, entry.answer, entry.cluster_id, actor, decided_at
@@ -238,7 +238,7 @@ def apply_all(
             raise DecisionError(f"no decision recorded for item {item_ids[0]!r}")
         document = _check_document(rec.path, current)
         latest = latest_entries(document["decisions"])
-        applied_at = utc_now()
+        applied_at = wire_now()
         for item_id in item_ids:
             entry = latest.get(item_id)
             if entry is None:
@@ -292,7 +292,7 @@ def apply_entries(
         if current is None:
             raise DecisionError(f"no decision recorded for item {entries[0]['itemId']!r}")
         document = _check_document(rec.path, current)
-        applied_at = utc_now()
+        applied_at = wire_now()
         unapplied: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
         for entry in reversed(document["decisions"]):  # the newest match is taken first
             if entry.get("appliedAt") is None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from git_forge.atomic import StoreError
+from git_forge.errors import StoreError
 from git_forge.loop.prompt import build_prompt
 from git_forge.loop.signals import NO_SIGNAL, Signal, parse_signal
 from git_forge.loop.state import RunState, read_state, write_state

@@ -16,7 +16,7 @@ from builders import blocked_backlog
 from helpers import forge_argv, git, run_forge, snapshot
 
 from git_forge import decisions
-from git_forge.atomic import FileLock
+from git_forge.locks import FileLock
 
 IDS = ("001", "002", "003", "004")
 ROUNDS = 6
@@ -131,7 +131,7 @@ def test_a_second_pass_waits_then_refuses_naming_the_holder(waits_half_a_second:
 
 def test_a_killed_pass_never_blocks_the_next(waits_half_a_second: Path) -> None:
     root = waits_half_a_second
-    code = ("import sys, time\nfrom git_forge.atomic import FileLock\n"
+    code = ("import sys, time\nfrom git_forge.locks import FileLock\n"
             "lock = FileLock(sys.argv[1])\nlock.acquire()\nprint('held', flush=True)\n"
             "time.sleep(60)\n")
     holder = subprocess.Popen([sys.executable, "-c", code, str(root / ".forge" / "recover.lock")],

@@ -12,11 +12,11 @@ import waiting
 from builders import blocked, item, write_backlog
 from helpers import run_forge
 
-from git_forge.atomic import FileLock
 from git_forge.cli.status import render_status
+from git_forge.locks import FileLock
 from git_forge.loop.state import RunState, write_state
 from git_forge.runner import runner_for
-from git_forge.status import loop_status
+from git_forge.status_report import loop_status
 from git_forge.workspace import locate
 
 
@@ -128,7 +128,7 @@ def test_lock_liveness_follows_the_holder(repo: Path) -> None:
     lock = repo / ".forge" / "loop.lock"
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys; from git_forge.atomic import FileLock\n"
+         "import sys; from git_forge.locks import FileLock\n"
          "lock = FileLock(sys.argv[1]); lock.acquire(holder='run r1 since 10:00')\n"
          "print('held', flush=True); sys.stdin.read()", str(lock)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -736,6 +736,67 @@ def test_waiting_matches_the_definition_and_covers_every_pending_item() -> None:
     assert starved > 50  # the property was exercised
 
 
+# --------------------------------------------------------------------------- cycles, selection
+
+
+def ref_reaches_itself(items: list[dict], start: str) -> bool:
+    """Straight from the definition: ``start`` depends on itself through its dependencies."""
+    edges = {str(e["id"]): [str(d) for d in e.get("dependsOn") or ()] for e in items}
+    seen: set[str] = set()
+    frontier = list(edges.get(start, ()))
+    while frontier:
+        node = frontier.pop()
+        if node == start:
+            return True
+        if node in edges and node not in seen:
+            seen.add(node)
+            frontier.extend(edges[node])
+    return False
+
+
+def test_a_cycle_is_found_exactly_when_an_item_reaches_itself() -> None:
+    rng = random.Random(31)
+    found = 0
+    for _ in range(300):
+        items = random_backlog(rng, rng.randint(1, 20), cyclic=True)
+        cycles = topology.dependency_cycles(items)
+        for entry in items:
+            start = str(entry["id"])
+            cycle = topology.cycle_through(items, start)
+            assert (cycle is not None) == ref_reaches_itself(items, start), (items, start)
+            if cycle is None:
+                continue
+            found += 1
+            edges = {str(e["id"]): {str(d) for d in e["dependsOn"]} for e in items}
+            assert cycle[0] == start and len(set(cycle)) == len(cycle)
+            assert all(cycle[(n + 1) % len(cycle)] in edges[node] for n, node in enumerate(cycle))
+            assert any(start in named for named in cycles)  # every item on a cycle is named
+    assert found > 300  # the property was exercised
+
+
+def test_a_cycle_through_a_ten_thousand_deep_chain() -> None:
+    count = 10_000
+    items = [item(str(n), str(n % count + 1)) for n in range(1, count + 1)]
+    assert topology.cycle_through(items, "1") == [str(n) for n in range(1, count + 1)]
+    items[-1]["dependsOn"] = []
+    assert topology.cycle_through(items, "1") is None
+    assert topology.dependency_cycles(items) == []
+
+
+def test_the_loop_and_the_topology_select_by_one_rule() -> None:
+    from git_forge.backlog import model
+
+    rng = random.Random(41)
+    for _ in range(300):
+        items = random_backlog(rng, rng.randint(1, 25), cyclic=rng.random() < 0.5)
+        done = {str(e["id"]) for e in items if e["status"] == "done"}
+        known = {str(e["id"]) for e in items}
+        expected = {str(e["id"]) for e in items if e["status"] == "pending"
+                    and all(d in done for d in e["dependsOn"] if d in known)}
+        assert {e["id"] for e in model.selectable_items(items)} == expected, items
+        assert compute_topology(items)["selectable"] == len(expected), items
+
+
 # --------------------------------------------------------------------------- scale
 
 

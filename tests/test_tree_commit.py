@@ -19,8 +19,8 @@ from tree_helpers import (
 
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.repo import open_repo
-from git_forge.tree.status import porcelain
 
 # Globs, prefixes of other names, special characters, a deletion, an untracked
 # file, an exec-bit change, a retargeted symlink, a staged+modified file.

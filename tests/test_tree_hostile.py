@@ -27,10 +27,10 @@ from git_forge.tree.commit import commit_paths
 from git_forge.tree.discard import discard_paths, restore_discarded
 from git_forge.tree.errors import GitError
 from git_forge.tree.fast_status import porcelain_fast
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.porcelain import parse_porcelain_z
 from git_forge.tree.repo import open_repo
 from git_forge.tree.stash import stash_paths
-from git_forge.tree.status import porcelain
 from git_forge.tree.worktree import refusals, restore_to_head
 
 LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}

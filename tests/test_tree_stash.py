@@ -18,10 +18,10 @@ from tree_helpers import (
 )
 
 from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.history import stash_list
 from git_forge.tree.repo import open_repo
 from git_forge.tree.stash import stash_paths
-from git_forge.tree.status import porcelain
 
 CHOSEN = [
     "*.txt", "[ab].txt", "a", "dir/x.txt", "sp ace.txt", "new\nline.txt",

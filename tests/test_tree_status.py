@@ -21,6 +21,7 @@ from tree_helpers import TRICKY_NAMES, git_bytes, git_status_lines, git_status_z
 
 from git_forge.tree.errors import GitError
 from git_forge.tree.fast_status import is_clean, porcelain_fast
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.porcelain import (
     StatusEntry,
     parse_porcelain_z,
@@ -29,7 +30,6 @@ from git_forge.tree.porcelain import (
     render_porcelain_z,
 )
 from git_forge.tree.repo import open_repo
-from git_forge.tree.status import porcelain
 
 BASE_FILES = TRICKY_NAMES + [f"pkg/mod{n}.py" for n in range(8)] + ["tool.sh", "lib/deep/a.c"]
 

@@ -10,12 +10,12 @@ Nothing here reads or writes files.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from git_forge.backlog.errors import BacklogError
-from git_forge.backlog.topology import id_key
+from git_forge.backlog.topology import cycle_through, id_key, is_selectable
+from git_forge.clock import parse_stamp
 
 SCHEMA_VERSION = "1"
 
@@ -63,7 +63,7 @@ def _describe(value: Any) -> str:
 
 def _is_iso8601(value: str) -> bool:
     try:
-        datetime.fromisoformat(value)
+        parse_stamp(value)
     except ValueError:
         return False
     return True
@@ -248,18 +248,11 @@ def find_item(items: ItemsOrIndex, item_id: str) -> dict[str, Any]:
     raise BacklogError(f"Item not found: {item_id}")
 
 
-def is_selectable(item: Mapping[str, Any], done_ids: set[str], known_ids: set[str]) -> bool:
-    """Pending, and every dependency that is in this backlog is done."""
-    if item.get("status") != "pending":
-        return False
-    return all(dep in done_ids for dep in item.get("dependsOn", []) if dep in known_ids)
-
-
 def selectable_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every selectable item, in the order the loop takes them."""
-    known = {str(item.get("id")) for item in items}
-    done = {str(item.get("id")) for item in items if item.get("status") == "done"}
-    ready = [item for item in items if is_selectable(item, done, known)]
+    """Every selectable item (``topology.is_selectable``), in the order the loop takes them."""
+    status_of = {str(item.get("id")): item.get("status") for item in items}
+    ready = [item for item in items
+             if is_selectable(item.get("status"), item.get("dependsOn", []), status_of)]
     return sorted(ready, key=lambda item: (item.get("priority", 4), id_key(item.get("id"))))
 
 
@@ -280,27 +273,6 @@ def next_id(items: Iterable[Mapping[str, Any]]) -> str:
             highest = max(highest, int(item_id))
             width = max(width, len(item_id))
     return str(highest + 1).zfill(width)
-
-
-def cycle_through(items: Sequence[Mapping[str, Any]], start: str) -> list[str] | None:
-    """A dependency cycle that passes through ``start`` (as ids, start first), or None.
-
-    Only the edited item's edges change in an add or edit, so a cycle that edit
-    introduced must pass through it; cycles elsewhere (already in the file) are
-    not the edit's doing and are left alone.
-    """
-    edges = {str(item.get("id")): [str(d) for d in item.get("dependsOn", [])] for item in items}
-    stack: list[tuple[str, list[str]]] = [(start, [start])]
-    visited: set[str] = set()
-    while stack:
-        node, path = stack.pop()
-        for dependency in edges.get(node, []):
-            if dependency == start:
-                return path
-            if dependency not in visited and dependency in edges:
-                visited.add(dependency)
-                stack.append((dependency, [*path, dependency]))
-    return None
 
 
 # --- building and changing items -------------------------------------------------------------

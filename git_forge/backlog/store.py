@@ -1,6 +1,6 @@
 """``backlog.json`` on disk: load, validate, and change it under its sidecar lock.
 
-Every change is one locked read-modify-write through ``atomic.update_json``: the
+Every change is one locked read-modify-write through ``jsonfile.update_json``: the
 file is parsed and validated *before* anything is changed, the change is
 validated again before it is written, and any refusal raises before the write —
 so a corrupt or invalid backlog is never rewritten, and a refused change leaves
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from git_forge.atomic import StoreError, update_json
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
-from git_forge.clock import utc_now
+from git_forge.clock import wire_now
 from git_forge.credentials import credential_refusal
-from git_forge.errors import os_error_text
+from git_forge.errors import StoreError, os_error_text
+from git_forge.jsonfile import update_json
 from git_forge.parsing import DocumentTooComplex, load_json
 
 T = TypeVar("T")
@@ -223,7 +223,7 @@ class BacklogStore:
              busy: str | None = None) -> dict[str, Any]:
         """Operator edits to one item (status through the transition rules).
         ``busy``: see ``_refuse_busy``."""
-        now = utc_now()
+        now = wire_now()
 
         def edit(doc: dict[str, Any]) -> dict[str, Any]:
             _refuse_busy(doc["items"], item_id, busy)
@@ -233,7 +233,7 @@ class BacklogStore:
 
     def transition(self, item_id: str, new_status: str, **fields: Any) -> dict[str, Any]:
         """Move one item to ``new_status`` under the lock (the loop's bookkeeping)."""
-        now = utc_now()
+        now = wire_now()
 
         def move(document: dict[str, Any]) -> dict[str, Any]:
             item = model.find_item(document["items"], item_id)

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from git_forge.backlog.errors import BacklogError
 from git_forge.parsing import DocumentTooComplex, load_json
 
 Item = dict[str, Any]
+K = TypeVar("K")
 
 WARN_FANOUT = "single-root-fanout"
 WARN_DEPTH = "chain-depth"
@@ -168,8 +169,7 @@ def build_graph(items: list[Item]) -> DependencyGraph:
         deps.append(mine)
         for dep in mine:
             dependents[dep].append(node)
-    component, members = _strongly_connected(dependents)
-    cyclic = [len(group) > 1 or group[0] in deps[group[0]] for group in members]
+    component, _, cyclic = _components(dependents)
     return DependencyGraph(ids, ordered, position, deps, dependents, component, cyclic)
 
 
@@ -225,6 +225,18 @@ def _strongly_connected(succ: list[list[int]]) -> tuple[list[int], list[list[int
     return component, groups
 
 
+def _components(succ: list[list[int]]) -> tuple[list[int], list[list[int]], list[bool]]:
+    """``_strongly_connected``, and which of its components are dependency cycles.
+
+    The one definition of a cycle: a component of two or more items, or an item that
+    depends on itself. The graph, an add or edit (``cycle_through``) and the loop's
+    summary (``dependency_cycles``) all ask it here.
+    """
+    component, groups = _strongly_connected(succ)
+    cyclic = [len(group) > 1 or group[0] in succ[group[0]] for group in groups]
+    return component, groups, cyclic
+
+
 def _chain_depths(graph: DependencyGraph) -> list[int]:
     """Longest chain (in nodes) ending at each item; items on a cycle count 0 and break it."""
     count = len(graph.ids)
@@ -237,6 +249,108 @@ def _chain_depths(graph: DependencyGraph) -> list[int]:
             continue
         depth[node] = 1 + max((depth[dep] for dep in graph.deps[node]), default=0)
     return depth
+
+
+# --------------------------------------------------------------------------- cycles
+
+
+def _reached(edges: Mapping[str, list[str]], start: str) -> list[str]:
+    """``start`` and every item it depends on, directly or not (ids in ``edges`` only)."""
+    if start not in edges:
+        return []
+    found = {start: None}
+    stack = [start]
+    while stack:
+        for dep in edges[stack.pop()]:
+            if dep not in found and dep in edges:
+                found[dep] = None
+                stack.append(dep)
+    return list(found)
+
+
+class _Cycles:
+    """The dependency cycles of an item list, found once (``_components``) and asked
+    per item. Lighter than ``build_graph`` (no id sort, no per-item check): positions
+    follow the list, a later duplicate id winning. With ``only``, just the items it
+    reaches are indexed — a cycle through it cannot leave them — so an add or edit
+    pays for what the edited item depends on, not for the whole backlog."""
+
+    def __init__(self, items: Iterable[Mapping[str, Any]], only: str | None = None) -> None:
+        edges = {str(item.get("id")): [str(dep) for dep in item.get("dependsOn") or ()]
+                 for item in items}
+        self.ids = list(edges) if only is None else _reached(edges, only)
+        self.position = {item_id: node for node, item_id in enumerate(self.ids)}
+        self.deps = [[self.position[dep] for dep in edges[item_id] if dep in self.position]
+                     for item_id in self.ids]
+        self.component, _, self.cyclic = _components(self.deps)
+
+    def on_cycle(self, item_id: str) -> bool:
+        node = self.position.get(item_id)
+        return node is not None and self.cyclic[self.component[node]]
+
+    def through(self, item_id: str) -> list[str] | None:
+        """A cycle through ``item_id`` (ids, it first), or ``None``.
+
+        Depth first along ``dependsOn`` (the last dependency explored first), never
+        leaving the item's component: a path that leaves it cannot come back. Each
+        item is reached once and remembers where from, so a deep chain costs linear
+        time, not a copied path per step."""
+        if not self.on_cycle(item_id):
+            return None
+        start = self.position[item_id]
+        home = self.component[start]
+        came_from = {start: start}
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            for dep in self.deps[node]:
+                if dep == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return [self.ids[at] for at in reversed(path)]
+                if dep not in came_from and self.component[dep] == home:
+                    came_from[dep] = node
+                    stack.append(dep)
+        return None  # not reached: every member of a cyclic component is on a cycle through it
+
+
+def cycle_through(items: Sequence[Mapping[str, Any]], start: str) -> list[str] | None:
+    """A dependency cycle that passes through ``start`` (as ids, start first), or None.
+
+    Only the edited item's edges change in an add or edit, so a cycle that edit
+    introduced must pass through it; cycles elsewhere (already in the file) are
+    not the edit's doing and are left alone.
+    """
+    return _Cycles(items, only=start).through(start)
+
+
+def dependency_cycles(items: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """The dependency cycles among ``items``, each once: in id order, every item on a
+    cycle that no cycle named so far passes through names one through it."""
+    cycles = _Cycles(items)
+    found: list[list[str]] = []
+    seen: set[str] = set()
+    for item_id in sorted(cycles.ids, key=id_key):
+        if item_id in seen:
+            continue
+        cycle = cycles.through(item_id)
+        if cycle:
+            found.append(cycle)
+            seen.update(cycle)
+    return found
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def is_selectable(status: object, dependencies: Iterable[K], status_of: Mapping[K, object]) -> bool:
+    """The one rule for what the loop may pick (runner.md): a pending item whose every
+    dependency that is in the backlog is done. ``status_of`` is the backlog's status of
+    each item; a dependency it does not know (outside the backlog) holds nothing back.
+    The loop selects by this rule and the topology counts by it."""
+    return status == "pending" and all(status_of.get(dep, "done") == "done"
+                                       for dep in dependencies)
 
 
 # --------------------------------------------------------------------------- topology
@@ -253,10 +367,9 @@ def _topology(graph: DependencyGraph) -> dict[str, Any]:
         roots.append({"id": graph.ids[node], "gatedCount": len(gated), "gatedIds": gated})
     depths = _chain_depths(graph)
     max_depth = max(depths, default=0)
+    status_of = dict(enumerate(status))
     selectable = sum(
-        1
-        for node in range(count)
-        if status[node] == "pending" and all(status[dep] == "done" for dep in graph.deps[node])
+        1 for node in range(count) if is_selectable(status[node], graph.deps[node], status_of)
     )
     pending = status.count("pending")
     threshold = (count + 1) // 2  # ceil(0.5 * itemCount), for fan-out and depth alike
@@ -534,9 +647,9 @@ def waiting_on(graph: DependencyGraph) -> list[dict[str, Any]]:
     """
     status = [item.get("status") for item in graph.items]
     pending = [state == "pending" for state in status]
+    status_of = dict(enumerate(status))
     selectable = any(
-        state == "pending" and all(status[dep] == "done" for dep in graph.deps[node])
-        for node, state in enumerate(status)
+        is_selectable(state, graph.deps[node], status_of) for node, state in enumerate(status)
     )
     if not any(pending) or selectable:
         return []

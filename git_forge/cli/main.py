@@ -13,9 +13,8 @@ import os
 import sys
 
 from git_forge import __version__
-from git_forge.errors import EXIT_ERROR, EXIT_USAGE, ForgeError
-
-EXIT_INTERRUPTED = 130
+from git_forge.errors import ForgeError
+from git_forge.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 
 #: What ``git forge --version`` prints (argparse's ``version`` action prints the same).
 VERSION_LINE = f"git-forge version {__version__}"

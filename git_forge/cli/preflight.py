@@ -12,14 +12,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from git_forge.cli.arguments import add_location
+from git_forge.exit_codes import PREFLIGHT_STOP
 from git_forge.tree.porcelain import render_porcelain_line
 
 if TYPE_CHECKING:
     from git_forge.reconcile.preflight import Preflight
     from git_forge.reconcile.stop import StopExplanation
     from git_forge.workspace import Workspace
-
-EXIT_STOP = 1
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -107,7 +106,7 @@ def _stop_for(reason: str, json_output: bool) -> int:
         emit_json({"status": "stop", "run": None, "paths": [], "reason": reason})
     else:
         print(f"STOP: {reason}", file=sys.stderr)
-    return EXIT_STOP
+    return PREFLIGHT_STOP
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,4 +147,4 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(render_stop(result, explanation)), file=sys.stderr)
     elif result.status == "dirty":
         print("\n".join(render_dirty(result)), file=sys.stderr)
-    return 0 if result.status == "ok" else EXIT_STOP
+    return 0 if result.status == "ok" else PREFLIGHT_STOP

@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from git_forge.runner import runner_for
-    from git_forge.status import loop_status
+    from git_forge.status_report import loop_status
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render_status(document: dict[str, Any]) -> list[str]:
-    """The status document (``git_forge.status.loop_status``) in a few aligned, quiet lines."""
+    """The status document (``status_report.loop_status``) in a few aligned, quiet lines."""
     from git_forge.cli.render_topology import waiting_text
 
     summary = document["backlogSummary"]

@@ -24,8 +24,9 @@ from typing import Any, Protocol
 
 from git_forge.backlog.topology import topology_report
 from git_forge.demo.scenario import SCRIPTED_ANSWER, agent_command, create
+from git_forge.exit_codes import EXIT_INTERRUPTED
+from git_forge.loop.engine import LoopOptions, run_loop
 from git_forge.loop.progress import Progress
-from git_forge.loop.runner import LoopOptions, run_loop
 from git_forge.loop.summary import LoopResult
 from git_forge.recovery.answers import Choice
 from git_forge.recovery.procedure import RecoverOptions, recover
@@ -33,10 +34,8 @@ from git_forge.recovery.report import Report
 from git_forge.recovery.steps import Asker
 from git_forge.runner import runner_for
 from git_forge.runner.base import Runner
-from git_forge.status import loop_status
+from git_forge.status_report import loop_status
 from git_forge.workspace import Workspace
-
-EXIT_INTERRUPTED = 130
 
 #: The loop command each loop step shows (the agent it names is the scripted one).
 LOOP_COMMAND = "git forge loop run --agent 'python -m git_forge.demo.agent'"

@@ -12,8 +12,9 @@ import copy
 from enum import Enum
 from typing import Any
 
+from git_forge.exit_codes import LOOP_ERROR
 from git_forge.loop.context import RunContext, actionable, commit, dirty
-from git_forge.loop.errors import EXIT_ERROR, LoopError
+from git_forge.loop.errors import LoopError
 from git_forge.loop.iteration import AgentResult, remove_prompt_files
 from git_forge.reconcile import messages
 from git_forge.tree.errors import GitError
@@ -134,7 +135,7 @@ def _block(run: RunContext, item: dict[str, Any], reason: str, *, needs_human: b
     except GitError as exc:
         run.journal.append("item_blocked", itemId=item_id, reason=reason)
         raise LoopError(f"item {item_id} is blocked, but its bookkeeping commit failed: "
-                        f"{exc.message}", exit_code=EXIT_ERROR) from exc
+                        f"{exc.message}", exit_code=LOOP_ERROR) from exc
     extra = {"leftInTree": left} if left else {}
     if needs_human:
         run.journal.append("needs_human", None, itemId=item_id, reason=reason, **extra)

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import read_json, write_json
-from git_forge.clock import utc_now
+from git_forge.clock import wire_now
+from git_forge.jsonfile import read_json, write_json
 from git_forge.layout import STATE_FILE
 
 RUN_STATUSES = ("idle", "starting", "running", "paused_human", "complete",
@@ -49,14 +49,15 @@ def state_path(state_dir: Path) -> Path:
     return Path(state_dir) / STATE_FILE
 
 
-def write_state(state_dir: Path, state: RunState) -> None:
-    """Stamp ``updatedAt`` and replace state.json atomically."""
+def write_state(state_dir: Path, state: RunState, *, durable: bool = True) -> None:
+    """Stamp ``updatedAt`` and replace state.json atomically (``durable``: see
+    ``atomic_write``)."""
     if state.status not in RUN_STATUSES:
         raise ValueError(f"unknown loop status {state.status!r}")
     if state.lastSignal is not None and state.lastSignal not in LAST_SIGNALS:
         raise ValueError(f"unknown last signal {state.lastSignal!r}")
-    state.updatedAt = utc_now()
-    write_json(state_path(state_dir), state.to_json())
+    state.updatedAt = wire_now()
+    write_json(state_path(state_dir), state.to_json(), durable=durable)
 
 
 def read_state(state_dir: Path) -> dict[str, Any] | None:

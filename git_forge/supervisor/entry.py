@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import select
 import signal
 import threading
@@ -25,12 +24,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from git_forge.atomic import write_all
 from git_forge.supervisor.buffer import StreamTail
-from git_forge.supervisor.completion import (
-    CompletionNotifier,
-    LifecyclePublisher,
-    publish_completion,
-)
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.lifecycle import REASONS, ProcessError, State
 from git_forge.supervisor.manifest import (
@@ -42,6 +37,11 @@ from git_forge.supervisor.manifest import (
 )
 from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.process import ProcessTree
+from git_forge.supervisor.publication import (
+    CompletionNotifier,
+    LifecyclePublisher,
+    publish_completion,
+)
 from git_forge.supervisor.requests import discard_stop_request, take_stop_request
 from git_forge.supervisor.spool import SpoolWriter
 from git_forge.supervisor.stopplan import StopKind, StopPlan, stop_kind
@@ -197,10 +197,7 @@ class Entry:
     def _feed_stdin(self, child: Child, data: bytes) -> None:
         assert child.stdin is not None
         try:
-            view = memoryview(data)
-            fd = child.stdin.fileno()
-            while len(view):
-                view = view[os.write(fd, view):]
+            write_all(child.stdin.fileno(), data)
         except OSError:
             pass  # the child closed its standard input: what it read is what it got
         finally:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, update_json
-from git_forge.errors import os_error_text
+from git_forge.clock import parse_stamp, precise_now
+from git_forge.errors import StoreError, os_error_text
+from git_forge.jsonfile import update_json
 from git_forge.layout import MANIFEST_SUFFIX
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.supervisor.handles import is_valid_handle, require_handle
@@ -34,23 +34,10 @@ from git_forge.supervisor.paths import FILE_MODE, ProcPaths
 MANIFEST_VERSION = 1
 
 
-def format_timestamp(moment: datetime) -> str:
-    """UTC, millisecond precision, ``Z`` suffix: the manifests' timestamp format."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def utc_now() -> str:
-    return format_timestamp(datetime.now(UTC))
-
-
-def parse_timestamp(value: str) -> datetime:
-    return datetime.fromisoformat(value)
-
-
 def finish_time(created_at: str) -> str:
     """Now, but never before ``created_at`` (the wall clock may have stepped back)."""
-    now = utc_now()
-    return created_at if parse_timestamp(now) < parse_timestamp(created_at) else now
+    now = precise_now()
+    return created_at if parse_stamp(now) < parse_stamp(created_at) else now
 
 
 def new_event_id() -> str:
@@ -247,7 +234,7 @@ def _timestamp_problem(value: str | None, name: str) -> str | None:
     if value is None:
         return None
     try:
-        stamp = parse_timestamp(value)
+        stamp = parse_stamp(value)
     except ValueError:
         return f"{name} is not an ISO-8601 timestamp"
     if stamp.tzinfo is None:
@@ -275,7 +262,7 @@ def manifest_problem(manifest: Manifest) -> str | None:
     if terminal != (manifest.finished_at is not None):
         return "finished_at must be set exactly when the state is terminal"
     if manifest.finished_at is not None and (
-        parse_timestamp(manifest.finished_at) < parse_timestamp(manifest.created_at)
+        parse_stamp(manifest.finished_at) < parse_stamp(manifest.created_at)
     ):
         return "finished_at is before created_at"
     if manifest.state == State.RUNNING and manifest.started_at is None:

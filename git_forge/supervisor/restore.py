@@ -20,14 +20,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from git_forge.supervisor import liveness
-from git_forge.supervisor.completion import (
+from git_forge.supervisor.lifecycle import REASONS, ProcessError, State
+from git_forge.supervisor.manifest import Cursors, Manifest, ManifestStore, Result, finish_time
+from git_forge.supervisor.paths import ProcPaths
+from git_forge.supervisor.publication import (
     CompletionNotifier,
     LifecyclePublisher,
     publish_completion,
 )
-from git_forge.supervisor.lifecycle import REASONS, ProcessError, State
-from git_forge.supervisor.manifest import Cursors, Manifest, ManifestStore, Result, finish_time
-from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.requests import discard_stop_request
 from git_forge.supervisor.spool import Extent, SpoolReader
 

@@ -46,8 +46,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from git_forge.atomic import StoreError, write_failure, write_json
-from git_forge.errors import os_error_text
+from git_forge.atomic import write_all, write_failure
+from git_forge.errors import StoreError, os_error_text
+from git_forge.jsonfile import write_json
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.supervisor.buffer import (
     Chunk,
@@ -77,13 +78,6 @@ def retained_start(total: int, ceiling: int, segment_bytes: int) -> int:
     if total <= ceiling:
         return 0
     return (total - ceiling) // segment_bytes * segment_bytes
-
-
-def _write_all(fd: int, parts: list) -> None:
-    for part in parts:
-        view = memoryview(part)
-        while len(view):
-            view = view[os.write(fd, view):]
 
 
 def segment_name(start: int) -> str:
@@ -290,7 +284,7 @@ class SegmentFiles:
                 self._fd = self._open(segment, start)
                 self._fd_segment = segment
             assert self._fd is not None
-            _write_all(self._fd, data)
+            write_all(self._fd, *data)
         except OSError as exc:
             raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
 
@@ -298,7 +292,7 @@ class SegmentFiles:
         try:
             fd = self._open(segment, start)
             try:
-                _write_all(fd, data)
+                write_all(fd, *data)
                 os.fsync(fd)
             finally:
                 os.close(fd)

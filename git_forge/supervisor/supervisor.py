@@ -14,15 +14,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import FileLock
+from git_forge.clock import precise_now, precise_stamp
 from git_forge.errors import os_error_text
+from git_forge.locks import FileLock
 from git_forge.supervisor import liveness
 from git_forge.supervisor.buffer import Chunk
-from git_forge.supervisor.completion import (
-    CompletionNotifier,
-    LifecyclePublisher,
-    publish_completion,
-)
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.entry import LEFTOVER_GRACE_SECONDS, Entry, Outcome
 from git_forge.supervisor.handles import mint_handle, require_handle
@@ -36,11 +32,14 @@ from git_forge.supervisor.manifest import (
     Owner,
     Result,
     finish_time,
-    format_timestamp,
-    utc_now,
 )
 from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.process import PreparedProcess
+from git_forge.supervisor.publication import (
+    CompletionNotifier,
+    LifecyclePublisher,
+    publish_completion,
+)
 from git_forge.supervisor.quota import Quota, Reservation
 from git_forge.supervisor.render import RenderedOutput
 from git_forge.supervisor.requests import check_stop
@@ -70,7 +69,7 @@ def _origin(value: Origin | dict[str, Any] | None) -> Origin:
 
 
 def _iso_after(seconds: float) -> str:
-    return format_timestamp(datetime.now(UTC) + timedelta(seconds=seconds))
+    return precise_stamp(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
 class Supervisor:
@@ -178,7 +177,7 @@ class Supervisor:
                      observe=prepared.observe)
         with self._lock:
             self._entries[handle] = entry
-        running = manifest.evolve(state=State.RUNNING, started_at=utc_now())
+        running = manifest.evolve(state=State.RUNNING, started_at=precise_now())
         try:
             self.store.save(running)
         except ProcessError as exc:
@@ -221,7 +220,7 @@ class Supervisor:
         manifest = Manifest(
             handle=handle, owner=owner, origin=origin,
             command=Command(argv=tuple(prepared.argv), cwd=str(prepared.cwd)),
-            state=State.STARTING, created_at=utc_now(),
+            state=State.STARTING, created_at=precise_now(),
             deadline=_iso_after(prepared.timeout) if prepared.timeout else None,
             events=EventIds.mint(),
         )

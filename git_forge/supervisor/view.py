@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from git_forge.atomic import lock_is_held
+from git_forge.lockprobe import lock_is_held
 from git_forge.supervisor import liveness
 from git_forge.supervisor.buffer import Chunk
 from git_forge.supervisor.config import SupervisorConfig

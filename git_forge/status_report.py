@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, lock_is_held, read_lock_holder
 from git_forge.backlog.model import summarize
 from git_forge.backlog.topology import build_graph, topology_of, waiting_on
+from git_forge.errors import StoreError
+from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.loop.control import loop_lock_path, orphaned_agents
 from git_forge.loop.state import read_state, state_path
 from git_forge.runner.base import Runner
