@@ -8,7 +8,6 @@ proc stop``) tells a live owner from one that is gone — never by a PID.
 
 from __future__ import annotations
 
-import os
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -197,22 +196,19 @@ class Supervisor:
 
     def _spawn(self, handle: str, prepared: PreparedProcess) -> Child:
         """Spawn with the tree's liveness lock held; the child inherits the locked
-        descriptor and this process keeps no copy of it."""
+        descriptor and this process keeps no copy of it (``start`` consumes it)."""
         config = self.config
         alive_path = self.paths.alive(handle)
         alive = liveness.hold(alive_path)
         try:
-            child = prepared.start(
+            return prepared.start(
                 self._watchdog, alive=(alive, alive_path), linger=config.drain_timeout_seconds,
                 leftover_grace=min(config.grace_seconds, LEFTOVER_GRACE_SECONDS),
                 orphan_grace=config.orphan_grace_seconds, marker=handle,
             )
         except BaseException:
-            os.close(alive)  # first: the probe in ``forget`` must find the lock free
-            liveness.forget(alive_path)
+            liveness.forget(alive_path)  # the descriptor is closed: the lock is free
             raise
-        os.close(alive)
-        return child
 
     def _save_starting(self, owner: Owner, origin: Origin, prepared: PreparedProcess) -> Manifest:
         handle = mint_handle()
