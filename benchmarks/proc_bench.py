@@ -43,11 +43,11 @@ from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.manifest import ManifestStore
 from git_forge.supervisor.process import PreparedProcess
 from git_forge.supervisor.supervisor import Supervisor
-root, count = Path(sys.argv[1]), int(sys.argv[2])
+root, count, argv = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
 with Supervisor(SupervisorConfig(), ManifestStore(root)) as supervisor:
     supervisor.restore()
     for _ in range(count):
-        handle = supervisor.start({"run_id": "bench"}, None, PreparedProcess(["true"], cwd="/"))
+        handle = supervisor.start({"run_id": "bench"}, None, PreparedProcess(argv, cwd="/"))
         supervisor.wait(handle, timeout=60)
 """
 
@@ -66,12 +66,12 @@ def exit_gaps(root: Path, runs: int) -> list[float]:
     return gaps
 
 
-def fsyncs(root: Path, count: int) -> int | None:
+def fsyncs(root: Path, count: int, argv: tuple[str, ...] = ("true",)) -> int | None:
     if shutil.which("strace") is None:
         return None
     out = root.parent / f"strace-{count}.txt"
     subprocess.run(["strace", "-f", "-c", "-o", str(out), "-e", "trace=fsync,fdatasync",
-                    sys.executable, "-c", CHILD, str(root), str(count)],
+                    sys.executable, "-c", CHILD, str(root), str(count), *argv],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     calls = 0
     for line in out.read_text().splitlines():
@@ -140,10 +140,12 @@ def main() -> None:
         print(f"agent exit -> wait returns: median {statistics.median(gaps):.2f} ms, "
               f"max {max(gaps):.2f} ms ({options.runs} processes)")
         count = 20
-        none, some = fsyncs(work / "fs0", 0), fsyncs(work / "fs1", count)
-        if none is not None and some is not None:
-            print(f"durable writes per process: {(some - none) / count:.1f} fsync/fdatasync "
-                  f"({none} with no process)")
+        none = fsyncs(work / "fs0", 0)
+        for argv in (("true",), ("echo", "hello")):
+            some = fsyncs(work / f"fs-{argv[0]}", count, argv)
+            if none is not None and some is not None:
+                print(f"durable writes per process ({' '.join(argv)}): "
+                      f"{(some - none) / count:.1f} fsync/fdatasync ({none} with no process)")
         for size in (int(n) for n in options.history.split(",")):
             root = work / f"history-{size}"
             history(root, size)

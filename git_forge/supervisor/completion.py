@@ -66,7 +66,9 @@ def publish_completion(
         return manifest
     marked = manifest.evolve(completion_published=PUBLISHED)
     try:
-        store.save(marked)
+        # Not durable: a power cut that loses the mark only makes the next restore
+        # publish again, with the same persisted ids, which the journal deduplicates.
+        store.save(marked, durable=False)
     except ProcessError as exc:
         errors.append(exc)
         return manifest

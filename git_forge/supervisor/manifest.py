@@ -360,8 +360,12 @@ class ManifestStore:
     def exists(self, handle: str) -> bool:
         return self.paths.manifest(handle).exists()
 
-    def save(self, manifest: Manifest) -> None:
-        """validate → sidecar lock → load the existing file → update check → atomic replace."""
+    def save(self, manifest: Manifest, *, durable: bool = True) -> None:
+        """validate → sidecar lock → load the existing file → update check → atomic replace.
+
+        ``durable=False`` leaves out the fsyncs (see ``atomic.atomic_write``): only
+        for a version whose loss in a power cut restore already covers — the
+        caller says why where it asks for it."""
         validate(manifest)
         path = self.paths.manifest(manifest.handle)
         try:
@@ -384,7 +388,7 @@ class ManifestStore:
             return manifest.to_dict()
 
         try:
-            update_json(path, mutate, indent=None, mode=FILE_MODE)
+            update_json(path, mutate, indent=None, mode=FILE_MODE, durable=durable)
         except StoreError as exc:
             if _unparseable(path):
                 raise ProcessError("manifest_corrupt", exc.message) from exc

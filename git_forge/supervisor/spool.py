@@ -106,7 +106,9 @@ class _Index:
 
 
 def _read_index(directory: Path) -> _Index | None:
-    """The committed index, ``None`` when the spool (or its index) does not exist."""
+    """The committed index, ``None`` when the spool (or its index) does not exist.
+    An empty index file is none either: the first, non-durable index of a spool
+    that a power cut caught before its first durable commit (it claimed nothing)."""
     path = directory / INDEX_FILE
     try:
         raw = path.read_bytes()
@@ -114,6 +116,8 @@ def _read_index(directory: Path) -> _Index | None:
         return None
     except OSError as exc:
         raise ProcessError("spool_corrupt", f"cannot read {path}: {os_error_text(exc)}") from exc
+    if not raw:
+        return None
     try:
         document = load_json(raw.decode("utf-8"), path)
         index = _Index(
@@ -328,7 +332,7 @@ class SegmentFiles:
             finally:
                 os.close(fd)
 
-    def commit_index(self, extent: Extent) -> None:
+    def commit_index(self, extent: Extent, *, durable: bool = True) -> None:
         document = {
             "version": SPOOL_VERSION,
             "segment_bytes": self.retention.segment_bytes,
@@ -337,7 +341,8 @@ class SegmentFiles:
             "retained_from": extent.retained_from,
         }
         try:
-            write_json(self.directory / INDEX_FILE, document, indent=None, mode=FILE_MODE)
+            write_json(self.directory / INDEX_FILE, document, indent=None, mode=FILE_MODE,
+                       durable=durable)
         except StoreError as exc:
             raise ProcessError("spool_corrupt", exc.message) from exc
 
@@ -393,7 +398,10 @@ class SpoolWriter:
         self._files = SegmentFiles(self.directory, self._retention)
         self._committed = Extent()
         self._next_flush = time.monotonic() + flush_interval
-        self._files.commit_index(Extent())
+        # The empty index claims no byte, so it need not be durable: a spool whose
+        # index a power cut lost reads as empty, which is what it held (a reader
+        # extends any index over the bytes its segments hold).
+        self._files.commit_index(Extent(), durable=False)
 
     # -- state -------------------------------------------------------------------
     @property
