@@ -66,9 +66,7 @@ def publish_completion(
         return manifest
     marked = manifest.evolve(completion_published=PUBLISHED)
     try:
-        # Not durable: a power cut that loses the mark only makes the next restore
-        # publish again, with the same persisted ids, which the journal deduplicates.
-        store.save(marked, durable=False)
+        store.save(marked)  # not fsynced: restore publishes again (``needs_fsync``)
     except ProcessError as exc:
         errors.append(exc)
         return manifest

@@ -332,6 +332,23 @@ def check_update(old: Manifest, new: Manifest) -> None:
             raise ProcessError("manifest_conflict", f"events.{name} is already allocated")
 
 
+def needs_fsync(manifest: Manifest) -> bool:
+    """Whether saving ``manifest`` must be durable before the caller goes on.
+
+    The ``starting`` manifest (before the spawn) and a terminal one before its
+    completion is published (before ``exited`` is signalled; restore's
+    ``lost_on_restore`` before the ``lost`` event) must. Two versions need not,
+    because restore already covers their loss: ``running`` (a ``starting``
+    manifest whose tree is gone is reconciled exactly like a ``running`` one,
+    and a live tree is an orphan either way) and a terminal manifest whose
+    completion is marked published (a lost mark only makes the next restore
+    publish again, with the persisted ids, which the journal deduplicates).
+    Without fsyncs the replace is still atomic and survives a SIGKILL."""
+    if manifest.state == State.RUNNING:
+        return False
+    return not (manifest.terminal and manifest.completion_published)
+
+
 class ManifestStore:
     """Load, save, delete and scan the manifests under one explicit root.
 
@@ -360,12 +377,11 @@ class ManifestStore:
     def exists(self, handle: str) -> bool:
         return self.paths.manifest(handle).exists()
 
-    def save(self, manifest: Manifest, *, durable: bool = True) -> None:
+    def save(self, manifest: Manifest) -> None:
         """validate → sidecar lock → load the existing file → update check → atomic replace.
 
-        ``durable=False`` leaves out the fsyncs (see ``atomic.atomic_write``): only
-        for a version whose loss in a power cut restore already covers — the
-        caller says why where it asks for it."""
+        Durable (fsynced) unless restore already stands in for this version's loss
+        in a power cut (``needs_fsync``)."""
         validate(manifest)
         path = self.paths.manifest(manifest.handle)
         try:
@@ -388,7 +404,8 @@ class ManifestStore:
             return manifest.to_dict()
 
         try:
-            update_json(path, mutate, indent=None, mode=FILE_MODE, durable=durable)
+            update_json(path, mutate, indent=None, mode=FILE_MODE,
+                        durable=needs_fsync(manifest))
         except StoreError as exc:
             if _unparseable(path):
                 raise ProcessError("manifest_corrupt", exc.message) from exc

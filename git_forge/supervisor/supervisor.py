@@ -179,10 +179,7 @@ class Supervisor:
             self._entries[handle] = entry
         running = manifest.evolve(state=State.RUNNING, started_at=utc_now())
         try:
-            # Not durable: the durable ``starting`` manifest already covers a crash.
-            # Restore treats a ``starting`` manifest whose tree is gone exactly like a
-            # ``running`` one (lost_on_restore); a live tree is an orphan either way.
-            self.store.save(running, durable=False)
+            self.store.save(running)  # not fsynced: ``starting`` covers a crash (needs_fsync)
         except ProcessError as exc:
             entry.request_stop("kill")
             entry.start_watcher()
