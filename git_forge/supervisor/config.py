@@ -27,6 +27,7 @@ SETTING_KEYS: dict[str, str] = {
     "drainTimeoutSeconds": "drain_timeout_seconds",
     "stopPollSeconds": "stop_poll_seconds",
     "readChunkBytes": "read_chunk_bytes",
+    "keepRuns": "keep_runs",
     "watchdog": "watchdog",
 }
 
@@ -42,6 +43,9 @@ class SupervisorConfig:
     little memory; under a flood the window's bytes go to the page cache each
     time it fills, and fsyncs stay on the flush timer. Each process's two drains
     add a buffer of ``read_chunk_bytes`` each.
+
+    ``keep_runs``: ``prune`` keeps the processes of this many most recent runs
+    (and every process not settled yet, see ``retention``).
     """
 
     max_processes: int = 4
@@ -55,6 +59,7 @@ class SupervisorConfig:
     drain_timeout_seconds: float = 2.0
     stop_poll_seconds: float = 0.25
     read_chunk_bytes: int = MiB
+    keep_runs: int = 10
     #: Start every process under the watchdog, so that none outlives this
     #: supervisor's process (``watchdog_process``). Off only to measure its cost.
     watchdog: bool = True

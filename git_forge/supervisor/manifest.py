@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, update_json
+from git_forge.atomic import StoreError, locked, read_json, write_json
 from git_forge.errors import os_error_text
 from git_forge.layout import MANIFEST_SUFFIX
 from git_forge.parsing import DocumentTooComplex, load_json
@@ -404,8 +404,16 @@ class ManifestStore:
             return manifest.to_dict()
 
         try:
-            update_json(path, mutate, indent=None, mode=FILE_MODE,
-                        durable=needs_fsync(manifest))
+            # update_json's steps without its sweep for stale temp files, which lists
+            # the directory: here a root with one entry per process ever run. Restore
+            # sweeps them (``retention.sweep_stale_temp_files``).
+            with locked(path):
+                current = read_json(path, default=None)
+                if current is None and path.exists():
+                    raise StoreError(f"{path} is corrupt (it holds JSON null); "
+                                     "refusing to touch it")
+                write_json(path, mutate(current), indent=None, mode=FILE_MODE,
+                           durable=needs_fsync(manifest))
         except StoreError as exc:
             if _unparseable(path):
                 raise ProcessError("manifest_corrupt", exc.message) from exc

@@ -15,7 +15,7 @@ from typing import Any
 
 from git_forge.atomic import FileLock
 from git_forge.errors import os_error_text
-from git_forge.supervisor import liveness
+from git_forge.supervisor import liveness, retention
 from git_forge.supervisor.buffer import Chunk
 from git_forge.supervisor.completion import (
     CompletionNotifier,
@@ -382,7 +382,7 @@ class Supervisor:
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
 
-    # -- restore -----------------------------------------------------------------
+    # -- restore and retention ---------------------------------------------------
     def restore(self) -> RestoreReport:
         """Reconcile the manifests left in the root (see ``restore.reconcile``)."""
         with self._lock:
@@ -390,6 +390,18 @@ class Supervisor:
         return reconcile(
             self.store, self.spool_paths, self.lifecycle, self.notifications, skip=live
         )
+
+    def prune(self, *, dry_run: bool = False) -> retention.PruneReport:
+        """Remove the settled processes of all but the ``keep_runs`` most recent runs
+        (see ``retention``); what this supervisor runs is never touched."""
+        with self._lock:
+            live = set(self._entries)
+        return retention.prune(self.store, self.spool_paths, self.config.keep_runs,
+                               dry_run=dry_run, skip=live)
+
+    def keep(self, handle: str, keep: bool = True) -> None:
+        """Keep ``handle`` whatever its run's age, or (``keep=False``) no longer."""
+        retention.mark_keep(self.paths, handle, keep)
 
 
 def _describe(exc: BaseException) -> str:
