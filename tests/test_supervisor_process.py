@@ -189,6 +189,17 @@ def test_a_line_longer_than_the_hold_goes_in_pieces_and_an_open_end_at_exit(make
     assert record == (b"x" * (LINE_HOLD_BYTES + 10) + b"between\n" + b"tail without newline")
 
 
+def test_a_quick_agent_s_exit_is_not_held_for_the_linger(make) -> None:
+    # The watchdog lingers drainTimeoutSeconds for a tree whose lock is still held when
+    # its agent exits; the supervisor's own copy of the lock must never count as one.
+    supervisor = make(drain_timeout_seconds=5.0)
+    for _ in range(12):
+        started = time.monotonic()
+        handle = run(supervisor, ["true"])
+        assert supervisor.wait(handle, timeout=WAIT).state == "exited"
+        assert time.monotonic() - started < 4.0
+
+
 def test_the_manifest_is_durable_before_the_process_runs(make, root: Path) -> None:
     supervisor = make()
     probe = ("import json, pathlib, sys; "

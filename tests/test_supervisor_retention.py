@@ -187,3 +187,14 @@ def test_proc_prune_from_the_command_line(git_repo: Path) -> None:
     bad = run_forge("proc", "prune", "--keep", "3", cwd=git_repo)
     assert bad.returncode == 2 and ManifestStore(root).scan() == sorted(made["run-2"]
                                                                        + made["run-3"])
+
+
+def test_restore_sweeps_what_a_writer_killed_mid_write_left(root: Path) -> None:
+    made = runs(root, {"run-1": 1})
+    stale = root / f".{made['run-1'][0]}.manifest.json.k1ll3d.tmp"
+    stale.write_bytes(b"{half")
+    request = root / f".{made['run-1'][0]}.stop.json.inflight.tmp"  # written without a lock
+    request.write_bytes(b"{}")
+    with Supervisor(SupervisorConfig(**FAST), ManifestStore(root)) as supervisor:
+        supervisor.restore()
+    assert not stale.exists() and request.exists()

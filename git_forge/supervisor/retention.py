@@ -175,8 +175,8 @@ def sweep_stale_temp_files(paths: ProcPaths, names: list[str]) -> None:
     root with a long history per write would cost more than the write.)"""
     for name in names:
         target = name[1:].rsplit(".", 2)[0]
-        if not target or "/" in target:
-            continue
+        if not (target.endswith(MANIFEST_SUFFIX) or target == paths.settled.name):
+            continue  # another file's temp (a stop request's is written without a lock)
         with contextlib.suppress(OSError, StoreError), locked(paths.root / target, timeout=0.5):
             (paths.root / name).unlink()
 
