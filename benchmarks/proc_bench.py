@@ -9,7 +9,8 @@
 * launch cost in history — a new supervisor's ``restore`` and its first
   start/wait, in a process root that already holds 10 and 10,000 earlier
   processes (terminal, published; spread over 10 runs). The first launch
-  after the history was written and a second one are shown apart.
+  after the history was written and later ones are shown apart; then a prune
+  to the last 10 runs (the 3 launches added runs of their own), and another.
 
 Usage: ``python benchmarks/proc_bench.py [--runs N] [--history 10,10000]``.
 Goals: the exit gap a few ms; launch after 10,000 earlier processes about the
@@ -125,6 +126,15 @@ def launch(root: Path) -> tuple[float, float]:
     return (restored - started) * 1000, (finished - started) * 1000
 
 
+def prune(root: Path) -> tuple[float, int]:
+    """(ms, processes removed) of one prune to the last 10 runs."""
+    from git_forge.supervisor.view import ProcView
+
+    started = time.perf_counter()
+    report = ProcView(root).prune(10)
+    return (time.perf_counter() - started) * 1000, len(report.removed)
+
+
 def _has_keep_runs() -> bool:
     return "keep_runs" in SupervisorConfig.__dataclass_fields__
 
@@ -156,6 +166,11 @@ def main() -> None:
             print(f"after {size:>6,} earlier processes: restore {first[0]:7.1f} ms, "
                   f"launch {first[1]:7.1f} ms (first); restore {steady[0]:7.1f} ms, "
                   f"launch {steady[1]:7.1f} ms (later, median of 3)")
+            if _has_keep_runs():
+                pruned = prune(root)
+                again = prune(root)
+                print(f"  prune to the last 10 runs: {pruned[0]:7.1f} ms ({pruned[1]:,} "
+                      f"removed); then {again[0]:7.1f} ms ({again[1]:,} removed)")
 
 
 if __name__ == "__main__":

@@ -113,7 +113,10 @@ class Ledger:
                     and isinstance(run.get("first"), str)
                     and isinstance(run.get("handles"), list)):
                 continue
-            handles = {h for h in run["handles"] if isinstance(h, str) and is_valid_handle(h)}
+            # Not validated one by one (a launch reads them all): a handle listed here
+            # is only ever compared with names found in the root, and any path built
+            # from one goes through ``require_handle``.
+            handles = {h for h in run["handles"] if isinstance(h, str)}
             if handles:
                 ledger.runs[run["run_id"]] = RunRecord(run["run_id"], run["first"], handles)
         return ledger
@@ -160,10 +163,10 @@ def list_root(paths: ProcPaths) -> Listing:
         names = os.listdir(paths.root)
     except (FileNotFoundError, NotADirectoryError):
         return Listing([], [])
-    handles = sorted(name[: -len(MANIFEST_SUFFIX)] for name in names
-                     if name.endswith(MANIFEST_SUFFIX)
-                     and is_valid_handle(name[: -len(MANIFEST_SUFFIX)]))
-    temps = [name for name in names if name.startswith(".") and name.endswith(TEMP_SUFFIX)]
+    size = len(MANIFEST_SUFFIX)
+    handles = sorted(handle for name in names if name.endswith(MANIFEST_SUFFIX)
+                     and is_valid_handle(handle := name[:-size]))
+    temps = [name for name in names if name[0] == "." and name.endswith(TEMP_SUFFIX)]
     return Listing(handles, temps)
 
 
