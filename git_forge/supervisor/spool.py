@@ -475,7 +475,7 @@ class SpoolWriter:
                         if not self._would_lose_unwritten(len(piece)):
                             self._buffer.append(piece)
                             break
-                    self.spill()
+                    self._spill()
                 view = view[len(piece):]
         return True
 
@@ -488,7 +488,7 @@ class SpoolWriter:
             return False
         return max(self._written, self._retained(new_total)) < overwritten_to
 
-    def spill(self) -> None:
+    def _spill(self) -> None:
         """Write the retained, unwritten bytes to the segment files — the page cache,
         no fsync and no durable index — so the window can take more; drop the
         segments retention no longer keeps.
@@ -506,7 +506,9 @@ class SpoolWriter:
                     return
                 end = self._buffer.total_bytes
                 position = max(self._written, self._retained(end))
-            self._write_live(position, end)
+            # Only ``append`` calls this, under the append lock: nothing can overwrite
+            # the window meanwhile, so the bytes go straight from it (no copy).
+            self._write_live(position, end, appends_held=True)
             self._retire(durable=False)
 
     def flush_if_due(self, now: float | None = None) -> None:
@@ -543,9 +545,11 @@ class SpoolWriter:
             self._write_live(position, end)
         return self._commit()
 
-    def _write_live(self, position: int, end: int) -> None:
+    def _write_live(self, position: int, end: int, *, appends_held: bool = False) -> None:
         """While appends go on: copy one segment's piece at a time out of the window
-        (under the lock, briefly) and write it, skipping what retention drops meanwhile."""
+        (under the lock, briefly) and write it, skipping what retention drops meanwhile.
+        With ``appends_held`` (the caller holds the append lock, so the window cannot
+        change) each piece is written straight from the window."""
         while position < end:
             segment, start, piece_end = self._retention.pieces(position, end)[0]
             with self._lock:
@@ -556,11 +560,12 @@ class SpoolWriter:
                         return
                     position = dropped_to
                     continue
-                data = self._buffer.copy(start, piece_end)
+                data = (self._buffer.views(start, piece_end) if appends_held
+                        else [self._buffer.copy(start, piece_end)])
             if start != self._written:
                 self._run_start = start  # a new run: everything before it was dropped
             self._files.note(segment)
-            self._append_to_segment(segment, start, [data])
+            self._append_to_segment(segment, start, data)
             with self._lock:
                 self._written = piece_end
             position = piece_end
