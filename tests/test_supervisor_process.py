@@ -131,6 +131,73 @@ def test_a_process_runs_to_its_exit(make, root: Path, recorder: Recorder) -> Non
         assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
 
 
+SPLIT_SIGNAL_AGENT = """
+import os, sys, time
+os.write(1, b"working\\nFORGE_")         # half of the signal line
+time.sleep(0.05)
+os.write(2, b"a warning in the middle\\n")  # stderr while the line is open
+time.sleep(0.05)
+os.write(1, b"DONE\\n")
+os.write(2, (b"e" * 99 + b"\\n") * 10486)    # 1 MiB of stderr lines after it
+"""
+
+
+def test_lines_stay_whole_in_the_combined_record(make) -> None:
+    supervisor = make()
+    seen: list[tuple[str, bytes]] = []
+    handle = supervisor.start({"run_id": "run-1"}, None, PreparedProcess(
+        py(SPLIT_SIGNAL_AGENT), cwd="/", observe=lambda stream, data: seen.append((stream,
+                                                                                   data))))
+    manifest = supervisor.wait(handle, timeout=WAIT)
+    assert manifest.state == "exited"
+    record = output(supervisor, handle)
+    assert len(record) == manifest.cursors.total_bytes
+    # Every line is whole, whichever drain read first: the signal line, the line
+    # written while it was half-written, every line of the block after it.
+    lines = record.split(b"\n")
+    assert lines.pop() == b""
+    assert set(lines) == {b"working", b"a warning in the middle", b"FORGE_DONE", b"e" * 99}
+    assert lines.count(b"FORGE_DONE") == 1 and lines.count(b"e" * 99) == 10486
+    assert lines.index(b"working") < lines.index(b"FORGE_DONE")
+    # The signal is read from stdout's own end, whatever stderr did around it.
+    assert supervisor.tail(handle, "stdout") == b"working\nFORGE_DONE\n"
+    assert supervisor.tail(handle, "stderr").endswith(b"\n" + b"e" * 99 + b"\n")
+    # The observer saw the bytes as they were read: the open line before its end.
+    stdout_reads = [data for stream, data in seen if stream == "stdout"]
+    assert stdout_reads[0] == b"working\nFORGE_" and b"".join(stdout_reads).endswith(b"DONE\n")
+
+
+def test_a_line_longer_than_the_hold_goes_in_pieces_and_an_open_end_at_exit(make) -> None:
+    from git_forge.supervisor.entry import LINE_HOLD_BYTES
+
+    agent = (f"import os, time\n"
+             f"os.write(1, b'x' * {LINE_HOLD_BYTES + 10})\n"  # no newline: too long to hold
+             f"time.sleep(0.3)\n"
+             f"os.write(2, b'between\\n')\n"
+             f"time.sleep(0.05)\n"
+             f"os.write(1, b'tail without newline')\n")
+    supervisor = make()
+    handle = run(supervisor, py(agent))
+    assert supervisor.wait(handle, timeout=WAIT).state == "exited"
+    record = output(supervisor, handle)
+    # stderr's line lands whole, wherever the drains' timing puts it; stdout's bytes
+    # are all there in order, its open last line appended when the stream ended.
+    assert b"between\n" in record
+    assert record.replace(b"between\n", b"", 1) == (b"x" * (LINE_HOLD_BYTES + 10)
+                                                     + b"tail without newline")
+
+
+def test_a_quick_agent_s_exit_is_not_held_for_the_linger(make) -> None:
+    # The watchdog lingers drainTimeoutSeconds for a tree whose lock is still held when
+    # its agent exits; the supervisor's own copy of the lock must never count as one.
+    supervisor = make(drain_timeout_seconds=5.0)
+    for _ in range(12):
+        started = time.monotonic()
+        handle = run(supervisor, ["true"])
+        assert supervisor.wait(handle, timeout=WAIT).state == "exited"
+        assert time.monotonic() - started < 4.0
+
+
 def test_the_manifest_is_durable_before_the_process_runs(make, root: Path) -> None:
     supervisor = make()
     probe = ("import json, pathlib, sys; "

@@ -124,6 +124,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     stop.add_argument("--json", action="store_true", help="print the manifest as JSON")
     stop.set_defaults(func=run_stop)
 
+    prune = verbs.add_parser(
+        "prune", help="remove the processes of old runs",
+        description="Remove the manifests and output of finished processes of every run but "
+                    "the supervisor.keepRuns most recent ones (default 10). Never removed: a "
+                    "process not finished or not yet reconciled, a lost one, one marked to "
+                    "keep. The loop does the same at the start of every run. Quiet on "
+                    "success.",
+    )
+    add_backlog(prune)
+    prune.add_argument("-n", "--dry-run", action="store_true",
+                       help="only list what would be removed")
+    prune.add_argument("--json", action="store_true",
+                       help="print what was (or would be) removed as JSON")
+    prune.set_defaults(func=run_prune)
+
 
 def _view(args: argparse.Namespace) -> ProcView:
     from git_forge.supervisor.view import ProcView
@@ -388,3 +403,26 @@ def run_stop(args: argparse.Namespace) -> int:
     else:
         print(_outcome_line(manifest))
     return 0
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    from git_forge.layout import PROC_DIR
+    from git_forge.supervisor.view import ProcView
+    from git_forge.workspace import locate
+
+    workspace = locate(".", args.backlog)
+    view = ProcView(workspace.state_dir / PROC_DIR)
+    report = view.prune(workspace.config["supervisor.keepRuns"], dry_run=args.dry_run)
+    if args.json:
+        emit_json({"dry_run": args.dry_run,
+                   "removed": [_summary(m, m.cursors.total_bytes, None) for m in report.removed],
+                   "kept": [m.handle for m in report.kept],
+                   "errors": [{"handle": handle, "error": error.code}
+                              for handle, error in report.errors]})
+    elif args.dry_run:
+        for manifest in report.removed:  # like `git clean -n`
+            print(f"Would remove {manifest.handle} "
+                  f"(run {manifest.owner.run_id}, item {manifest.origin.get('item_id') or '-'})")
+    for handle, error in report.errors:
+        warn(plain(f"{handle}: {error.message}"))
+    return 2 if report.errors else 0

@@ -92,6 +92,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
                          preexisting=preexisting)
         run.save()
         _restore(run)
+        supervisor.prune()  # the processes of runs beyond supervisor.keepRuns
         _commit_queued_backlog(run)
         run.save(status="running")
         journal.append("loop_started", runId=run_id, maxIterations=options.iterations,

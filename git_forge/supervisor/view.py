@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from git_forge.lockprobe import lock_is_held
-from git_forge.supervisor import liveness
+from git_forge.supervisor import liveness, retention
 from git_forge.supervisor.buffer import Chunk
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.handles import is_valid_handle
@@ -181,6 +181,12 @@ class ProcView:
             return None
         return liveness.end_orphan(
             path, SupervisorConfig.grace_seconds if grace is None else grace)
+
+    def prune(self, keep_runs: int, *, dry_run: bool = False) -> retention.PruneReport:
+        """Remove the settled processes of all but the ``keep_runs`` most recent runs
+        (``retention.prune``). Safe beside a live supervisor: it touches only
+        settled processes, and the live run is the most recent."""
+        return retention.prune(self.store, self.spool_paths, keep_runs, dry_run=dry_run)
 
     def wait(self, handles: list[str], timeout: float | None = None) -> list[Manifest]:
         """Wait until every handle is terminal; ``owner_gone`` when nobody will finish one."""
