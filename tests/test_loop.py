@@ -470,3 +470,28 @@ def test_the_summary_counts_the_whole_backlog_and_says_what_waits(loop: Loop) ->
     assert document["waiting"] == [{"id": "001", "kind": "needs-human",
                                     "since": first["blockedAt"], "reason": "Which database?"}]
     assert document["backlogSummary"]["needsHuman"] == 1
+
+
+def test_a_blocked_item_s_last_attempt_outlives_prune(loop: Loop) -> None:
+    """What a human will read (the blocked attempt's output) is kept whatever the
+    run's age; a done item's process from an old run is pruned."""
+    (loop.root / ".forge.yaml").write_text("supervisor:\n  keepRuns: 1\n")
+    git("add", ".forge.yaml", cwd=loop.root)
+    git("commit", "-qm", "keep one run", cwd=loop.root)
+    loop.plan({"001": {"signal": "FORGE_DONE"},
+               "002": {"signal": "FORGE_BLOCKED: the API is down"}})
+    first = loop.run("--iterations", "2")
+    assert first.returncode in (0, 5), first.stderr
+    spawned = {e["itemId"]: e["handle"] for e in loop.events() if e["type"] == "llm_spawned"}
+    proc = loop.root / ".forge" / "proc"
+    assert (proc / f"{spawned['002']}.keep").exists()
+    assert not (proc / f"{spawned['001']}.keep").exists()
+    loop.plan({"003": {"signal": "FORGE_DONE"}})
+    second = loop.run()  # a new run: the first one is now older than keepRuns
+    assert second.returncode == 5, second.stderr
+    pruned = run_forge("proc", "prune", cwd=loop.root)
+    assert pruned.returncode == 0, pruned.stderr
+    assert (proc / f"{spawned['002']}.manifest.json").exists()
+    assert not (proc / f"{spawned['001']}.manifest.json").exists()
+    shown = run_forge("proc", "output", spawned["002"], cwd=loop.root)
+    assert "FORGE_BLOCKED: the API is down" in shown.stdout
