@@ -21,12 +21,16 @@ VERSION_LINE = f"git-forge version {__version__}"
 
 
 def main(argv: list[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else argv
+    if words == ["--version"]:  # the one command that needs neither a parser nor a guard
+        print(VERSION_LINE)
+        return 0
     from git_forge.cli.output import guarded
 
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = guarded(sys.stdout), guarded(sys.stderr)
     try:
-        return _dispatch(sys.argv[1:] if argv is None else argv)
+        return _dispatch(words)
     except Exception:  # a bug: its traceback still passes the terminal boundary
         import traceback
 
@@ -42,9 +46,6 @@ def _dispatch(argv: list[str]) -> int:
         from git_forge.cli.completion import complete_values
 
         return complete_values(argv[1:])
-    if argv == ["--version"]:  # the one command that needs no parser
-        print(VERSION_LINE)
-        return 0
     from git_forge.cli.parser import build_parser, commands_for
 
     try:
