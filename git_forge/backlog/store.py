@@ -27,6 +27,13 @@ from git_forge.parsing import DocumentTooComplex, load_json
 
 T = TypeVar("T")
 
+#: The bytes of each backlog file last found valid (per path, this process): a
+#: reader that finds the very same bytes again skips the checks, whose cost grows
+#: with the backlog — a loop reads its backlog several times per iteration.
+#: Validity is a function of the bytes alone, so this can never vouch for a
+#: file that changed (any change, by anyone, is other bytes).
+_VALIDATED: dict[Path, bytes] = {}
+
 
 class _Unchanged(Exception):
     """Raised inside a locked update to skip the write when nothing changed."""
@@ -86,6 +93,8 @@ class BacklogStore:
             raise BacklogError(f"cannot read {self.path}: {os_error_text(exc)}") from exc
 
     def _parse(self, raw: bytes) -> Any:
+        if _VALIDATED.get(self.path) == raw:  # these very bytes passed every check before
+            return json.loads(raw)
         try:
             return load_json(raw.decode("utf-8"), self.path)
         except DocumentTooComplex as exc:
@@ -95,11 +104,16 @@ class BacklogStore:
                                "refusing to touch it") from exc
 
     def _validated(self, raw: bytes) -> dict[str, Any]:
+        known = _VALIDATED.get(self.path) == raw
         document = self._parse(raw)
+        if known:
+            return document
         if document is None:
             raise BacklogError(f"{self.path} is corrupt (it holds JSON null); "
                                "refusing to touch it")
-        return _refuse_invalid(self.path, document)
+        _refuse_invalid(self.path, document)
+        _VALIDATED[self.path] = raw
+        return document
 
     def load(self) -> dict[str, Any]:
         """The validated document; missing, corrupt or invalid is a refusal (exit 2)."""
