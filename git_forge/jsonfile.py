@@ -35,16 +35,18 @@ def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:
 def write_json(
     path: Path | str, document: Any, *, indent: int | None = 2, mode: int | None = None,
     durable: bool = True,
-) -> None:
-    """Atomically write ``document`` as JSON (see ``dumps_json``). Text that is not
-    valid Unicode (a command-line argument holding bytes that are not UTF-8 arrives
-    as surrogate escapes) is refused before anything is written."""
+) -> bytes:
+    """Atomically write ``document`` as JSON (see ``dumps_json``) and return the
+    bytes written. Text that is not valid Unicode (a command-line argument holding
+    bytes that are not UTF-8 arrives as surrogate escapes) is refused before
+    anything is written."""
     try:
         data = dumps_json(document, indent=indent)
     except UnicodeEncodeError as exc:
         raise StoreError(f"refusing to write {path}: it would hold text that is not valid "
                          "UTF-8 (bytes that are not UTF-8 in an argument or a file)") from exc
     atomic_write(path, data, mode=mode, durable=durable)
+    return data
 
 
 _MISSING: Any = object()
@@ -83,9 +85,11 @@ def update_json(
     mode: int | None = None,
     timeout: float = DEFAULT_LOCK_TIMEOUT,
     durable: bool = True,
+    on_write: Callable[[bytes], None] | None = None,
 ) -> T:
     """Read-modify-write ``path`` under its sidecar lock (``durable``: see
-    ``atomic.atomic_write``).
+    ``atomic.atomic_write``; ``on_write`` is handed the bytes written, still under
+    the lock).
 
     ``mutate`` receives the parsed document (``None`` when the file does not
     exist yet), changes it in place or builds a new one, and returns the
@@ -99,5 +103,7 @@ def update_json(
         if current is None and path.exists():
             raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")
         document = mutate(current)
-        write_json(path, document, indent=indent, mode=mode, durable=durable)
+        data = write_json(path, document, indent=indent, mode=mode, durable=durable)
+        if on_write is not None:
+            on_write(data)
         return document

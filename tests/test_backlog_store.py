@@ -243,3 +243,19 @@ def test_bytes_found_valid_are_not_checked_again_but_any_change_is(store: Backlo
     store.path.write_bytes(raw)
     store.items()
     assert store.items()[0]["priority"] == 2
+
+
+def test_a_change_is_checked_once_and_its_written_bytes_are_trusted(store: BacklogStore,
+                                                                     monkeypatch) -> None:
+    from git_forge.backlog import model
+
+    store.items()  # the fixture's bytes, found valid
+    checks: list[int] = []
+    real = model.backlog_problem
+    monkeypatch.setattr(model, "backlog_problem",
+                        lambda document: (checks.append(1), real(document))[1])
+    store.transition("002", "in_progress")
+    assert len(checks) == 1  # the changed document, before it is written
+    assert store.get("002")["status"] == "in_progress"
+    store.items()
+    assert len(checks) == 1  # the bytes just written were that document

@@ -166,8 +166,11 @@ class BacklogStore:
                 raise _Unchanged
             return document
 
+        def written(data: bytes) -> None:  # what change() returned was validated
+            _VALIDATED[self.path] = data
+
         try:
-            update_json(self.path, change)
+            update_json(self.path, change, on_write=written)
         except _Unchanged:
             pass
         except StoreError as exc:
