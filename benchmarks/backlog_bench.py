@@ -15,10 +15,10 @@ from pathlib import Path
 
 from timing import timed
 
-from git_forge.atomic import write_json
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.store import BacklogStore, new_document
+from git_forge.jsonfile import write_json
 
 ITEMS = 10_000
 

@@ -40,7 +40,7 @@ REASONS = ("waiting on the database schema decision", "which auth provider shoul
 
 
 def build_project(root: Path, items: int, handles: int) -> None:
-    from git_forge.atomic import write_json
+    from git_forge.jsonfile import write_json
 
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, env=ENV)
     subprocess.run([FORGE, "init"], cwd=root, check=True, env=ENV, stdout=subprocess.DEVNULL)

@@ -15,8 +15,8 @@ from pathlib import Path
 from timing import timed
 
 from git_forge import decisions
-from git_forge.atomic import write_json
-from git_forge.clock import utc_now
+from git_forge.clock import wire_now
+from git_forge.jsonfile import write_json
 
 ENTRIES = 10_000
 
@@ -25,16 +25,16 @@ def seed(backlog: Path) -> decisions.DecisionRecord:
     rec = decisions.open_record(backlog, ".forge")
     rec.path.parent.mkdir(parents=True, exist_ok=True)
     document = {
-        "schemaVersion": "1", "feature": backlog.name, "createdAt": utc_now(),
+        "schemaVersion": "1", "feature": backlog.name, "createdAt": wire_now(),
         "decisions": [
             {"itemId": f"{n % 2000:03d}", "question": f"Question number {n}?",
              "answer": None if n % 3 == 0 else f"answer {n}", "deferred": n % 3 == 0,
-             "decidedAt": utc_now(), "recordedBy": "bench@host",
-             "appliedAt": utc_now() if n % 5 == 0 else None,
+             "decidedAt": wire_now(), "recordedBy": "bench@host",
+             "appliedAt": wire_now() if n % 5 == 0 else None,
              "appliedBy": "bench@host" if n % 5 == 0 else None}
             for n in range(ENTRIES)
         ],
-        "updatedAt": utc_now(),
+        "updatedAt": wire_now(),
     }
     write_json(rec.path, document, mode=decisions.RECORD_MODE)
     return rec

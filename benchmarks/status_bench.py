@@ -111,9 +111,9 @@ def main() -> None:
         "pygit2 Repository.status() (python -c)": [
             python, "-c", "import pygit2\npygit2.Repository('.').status()",
         ],
-        "git-forge status.porcelain() (python -c)": [
+        "git-forge git_status.porcelain() (python -c)": [
             python, "-c",
-            "from git_forge.tree.repo import open_repo\nfrom git_forge.tree.status import"
+            "from git_forge.tree.repo import open_repo\nfrom git_forge.tree.git_status import"
             " porcelain\nporcelain(open_repo('.'))",
         ],
         "python -c pass": [python, "-c", "pass"],

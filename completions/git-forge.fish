@@ -85,7 +85,7 @@ function _shtab_git_forge_using
   test "$_shtab_git_forge_cmdpath" = "$argv"
 end
 
-set -g _shtab_git_forge_commands version decision 'decision record' 'decision list' 'decision apply' init backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog topology' status config reconcile preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' loop 'loop run' 'loop stop' recover demo completion help
+set -g _shtab_git_forge_commands version decision 'decision record' 'decision list' 'decision apply' init backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog topology' status config reconcile preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' 'proc prune' loop 'loop run' 'loop stop' recover demo completion help
 set -g _shtab_git_forge_opts_with_value --ac --actor --agent --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --item --items-json --iterations --leave --limit --merge --mode --notes --priority --prompt-file --question --restore --retries --stash --state-dir --status --timeout --title --type
 
 complete -c git-forge -e
@@ -261,6 +261,11 @@ complete -c git-forge -n '_shtab_git_forge_using proc stop' -l mode -xka "interr
 complete -c git-forge -n '_shtab_git_forge_using proc stop' -l grace -x -d 'seconds between SIGTERM and SIGKILL (default: the supervisor'"'"'s)'
 complete -c git-forge -n '_shtab_git_forge_using proc stop' -l json -d 'print the manifest as JSON'
 complete -c git-forge -n '_shtab_git_forge_using proc stop; and test $_shtab_git_forge_npos -eq 0' -ka "(__git_forge_values handles)" -d 'a handle, a unique prefix of one (4+ characters) or an item id (its latest process)'
+complete -c git-forge -n '_shtab_git_forge_using proc; and test $_shtab_git_forge_npos -eq 0' -a prune -d 'remove the processes of old runs'
+complete -c git-forge -n '_shtab_git_forge_using proc prune' -s h -l help -d 'show this help message and exit'
+complete -c git-forge -n '_shtab_git_forge_using proc prune' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
+complete -c git-forge -n '_shtab_git_forge_using proc prune' -s n -l dry-run -d 'only list what would be removed'
+complete -c git-forge -n '_shtab_git_forge_using proc prune' -l json -d 'print what was (or would be) removed as JSON'
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a loop -d 'run the agent loop over the backlog, or stop it'
 complete -c git-forge -n '_shtab_git_forge_using loop' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using loop; and test $_shtab_git_forge_npos -eq 0' -a run -d 'run the loop'

@@ -93,6 +93,8 @@ KEYS: dict[str, _Key] = {
     "supervisor.maxProcesses": _Key(4, _INT, minimum=1),
     "supervisor.drainTimeoutSeconds": _Key(2, _NUMBER, minimum=0.01,
                                            doc="how long an agent's leftovers may finish"),
+    "supervisor.keepRuns": _Key(10, _INT, minimum=1,
+                                doc="runs whose processes are kept (older ones are pruned)"),
     "supervisor.watchdog": _Key(True, (bool,),
                                 doc="end every agent tree when the loop dies (off: measure)"),
 }

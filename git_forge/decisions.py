@@ -14,15 +14,16 @@ order ``_new_entry`` builds them. Timestamps are UTC, second precision, ``Z``.
 
 from __future__ import annotations
 
+import json
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, read_json, update_json
-from git_forge.clock import utc_now
+from git_forge.clock import wire_now
 from git_forge.credentials import credential_refusal
-from git_forge.errors import ForgeError
+from git_forge.errors import ForgeError, StoreError
+from git_forge.jsonfile import read_json, update_json
 from git_forge.layout import DECISIONS_FILE, state_directory
 
 SCHEMA_VERSION = "1"
@@ -100,7 +101,7 @@ def _new_entry(
 
 
 def _stamp(document: dict[str, Any]) -> dict[str, Any]:
-    document["updatedAt"] = utc_now()
+    document["updatedAt"] = wire_now()
     return document
 
 
@@ -159,12 +160,12 @@ def record_all(
             document: dict[str, Any] = {
                 "schemaVersion": SCHEMA_VERSION,
                 "feature": rec.feature,
-                "createdAt": utc_now(),
+                "createdAt": wire_now(),
                 "decisions": [],
             }
         else:
             document = _check_document(rec.path, current)
-        decided_at = utc_now()
+        decided_at = wire_now()
         for entry in entries:
             document["decisions"].append(_new_entry(
                 entry.item_id, entry.question, entry.answer, entry.cluster_id, actor, decided_at
@@ -237,7 +238,7 @@ def apply_all(
             raise DecisionError(f"no decision recorded for item {item_ids[0]!r}")
         document = _check_document(rec.path, current)
         latest = latest_entries(document["decisions"])
-        applied_at = utc_now()
+        applied_at = wire_now()
         for item_id in item_ids:
             entry = latest.get(item_id)
             if entry is None:
@@ -260,8 +261,16 @@ def apply_all(
 _IDENTITY = ("itemId", "question", "answer", "deferred", "decidedAt", "recordedBy", "clusterId")
 
 
-def _same_entry(entry: dict[str, Any], expected: dict[str, Any]) -> bool:
-    return all(entry.get(key) == expected.get(key) for key in _IDENTITY)
+def _identity(entry: dict[str, Any]) -> tuple[Any, ...]:
+    """``_IDENTITY``'s values as a dictionary key: two entries are the same one when
+    their keys are equal (a value JSON cannot hash is compared by its text)."""
+    return tuple(_hashable(entry.get(key)) for key in _IDENTITY)
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, dict | list):
+        return ("json", json.dumps(value, sort_keys=True))
+    return value
 
 
 def apply_entries(
@@ -283,12 +292,15 @@ def apply_entries(
         if current is None:
             raise DecisionError(f"no decision recorded for item {entries[0]['itemId']!r}")
         document = _check_document(rec.path, current)
-        applied_at = utc_now()
+        applied_at = wire_now()
+        unapplied: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for entry in reversed(document["decisions"]):  # the newest match is taken first
+            if entry.get("appliedAt") is None:
+                unapplied.setdefault(_identity(entry), []).append(entry)
         found: list[dict[str, Any]] = []
         for expected in entries:
-            match = next((entry for entry in reversed(document["decisions"])
-                          if entry.get("appliedAt") is None and _same_entry(entry, expected)
-                          and not any(entry is seen for seen in found)), None)
+            candidates = unapplied.get(_identity(expected))
+            match = candidates.pop(0) if candidates else None
             if match is None or match.get("answer") is None:
                 raise DecisionError(
                     f"item {expected['itemId']!r}: the decision to stamp (recorded "

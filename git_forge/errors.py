@@ -8,10 +8,7 @@ on one line and exits with ``exit_code``.
 
 from __future__ import annotations
 
-#: Exit codes shared by every command (the forge-session.py / rauf convention).
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
+from git_forge.exit_codes import EXIT_USAGE
 
 
 class ForgeError(Exception):
@@ -36,6 +33,11 @@ class ForgeError(Exception):
 
 class UsageError(ForgeError):
     """The command line itself is wrong (a bad flag value, a missing argument)."""
+
+
+class StoreError(ForgeError):
+    """A durable file could not be read, parsed, locked or written (``atomic``,
+    ``locks`` and ``jsonfile`` share it: none of the three is above the others)."""
 
 
 #: What the commonest file-system failures mean, in the words a message uses.

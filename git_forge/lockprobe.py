@@ -1,7 +1,7 @@
 """Is a lock held right now, and by whom — without taking it and without writing.
 
 Small on purpose (``os`` and ``fcntl`` only): the pre-launch check asks it on its
-hot path. Taking and holding locks is ``atomic.FileLock``'s job.
+hot path. Taking and holding locks is ``locks.FileLock``'s job.
 """
 
 from __future__ import annotations

@@ -15,9 +15,10 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from git_forge.atomic import atomic_write, write_json
+from git_forge.atomic import atomic_write
 from git_forge.backlog.store import new_document
 from git_forge.config import REPO_CONFIG
+from git_forge.jsonfile import write_json
 from git_forge.layout import (
     ARCHIVE_DIR,
     BACKLOG_FILE,

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from templates import Templates, init_repository
+from builders import init_repository
+from templates import Templates
+from tree_helpers import make_busy_repo
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Forge Tester",
@@ -72,3 +74,9 @@ def git_repo(tmp_path: Path) -> Path:
 def templates(tmp_path_factory: pytest.TempPathFactory) -> Templates:
     """Repositories built once per session; ``templates.copy(name, build, dest)``."""
     return Templates(tmp_path_factory.mktemp("templates"))
+
+
+@pytest.fixture
+def busy(templates: Templates, tmp_path: Path) -> Path:
+    """A repository whose tree holds every kind of change at once (``make_busy_repo``)."""
+    return templates.copy("busy", make_busy_repo, tmp_path / "busy")

@@ -8,12 +8,25 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import waiting
 
 _BIN_DIR = Path(sys.executable).parent
 #: The number of ``read`` in ``/proc/PID/syscall``, where this suite knows it.
 _READ_SYSCALL = {"x86_64": 0, "aarch64": 63}
+
+
+def load_generator() -> Any:
+    """``tools/generate_docs.py`` (the man page and completion generator), imported."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "generate_docs", Path(__file__).resolve().parent.parent / "tools" / "generate_docs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def forge_argv() -> list[str]:

@@ -15,32 +15,12 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import waiting
 
-Build = Callable[[Path], None]
-
-
-def init_repository(root: Path) -> Path:
-    """A real repository on branch main with one commit (README.md), at ``root``."""
-    root.mkdir(parents=True, exist_ok=True)
-    for args in (("init", "-q", "-b", "main"), ("add", "README.md"),
-                 ("commit", "-q", "-m", "initial commit")):
-        if args[0] == "add":
-            (root / "README.md").write_text("# test repository\n")
-        waiting.run(["git", *args], cwd=root, check=True, capture_output=True)
-    return root
-
-
-def one_item_backlog(root: Path) -> None:
-    """A repository whose committed backlog (``git forge init``) holds one pending item."""
-    from helpers import forge_argv
-
-    init_repository(root)
-    for args in (["init"], ["backlog", "add", "--title", "One"]):
-        waiting.run([*forge_argv(), *args], cwd=root, check=True, capture_output=True)
-    for args in (("add", "-A"), ("commit", "-q", "-m", "backlog")):
-        waiting.run(["git", *args], cwd=root, check=True, capture_output=True)
+#: Builds the repository at the path it is given; what it returns is kept (``result``).
+Build = Callable[[Path], Any]
 
 
 def _rewritten_paths(root: Path, old: bytes, new: bytes) -> None:
@@ -67,11 +47,13 @@ def copy_repository(template: Path, dest: Path) -> Path:
 
 class Templates:
     """Each named build runs once (in the first test that asks for it, with that
-    test's isolated environment); every request gets a fresh copy of it."""
+    test's isolated environment); every request gets a fresh copy of it. The
+    directory around the template is the build's own (for files beside it)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self._built: dict[str, Path] = {}
+        self._results: dict[str, Any] = {}
 
     def copy(self, name: str, build: Build, dest: Path) -> Path:
         template = self._built.get(name)
@@ -80,6 +62,10 @@ class Templates:
             if template.parent.exists():  # an earlier build failed half-way
                 shutil.rmtree(template.parent)
             template.parent.mkdir(parents=True)
-            build(template)
+            self._results[name] = build(template)
             self._built[name] = template
         return copy_repository(template, dest)
+
+    def result(self, name: str) -> Any:
+        """What the build of ``name`` returned (it must have run: ``copy`` first)."""
+        return self._results[name]

@@ -1,27 +1,26 @@
-"""atomic.py: replace-or-nothing writes and sidecar locks with named holders."""
+"""atomic.py, locks.py and jsonfile.py: replace-or-nothing writes, sidecar locks with named
+holders, and JSON updates under them."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 import waiting
 
-from git_forge.atomic import (
-    FileLock,
-    StoreError,
-    atomic_write,
-    lock_is_held,
-    locked,
-    read_json,
-    sidecar_lock_path,
-    update_json,
-)
+from git_forge.atomic import atomic_write, write_all
+from git_forge.errors import StoreError
+from git_forge.jsonfile import read_json, update_json
+from git_forge.lockprobe import lock_is_held
+from git_forge.locks import FileLock, locked, sidecar_lock_path
 
 
 def test_write_replaces_and_keeps_mode(tmp_path: Path) -> None:
@@ -41,6 +40,35 @@ def test_failed_replace_leaves_destination_and_no_temp(tmp_path: Path) -> None:
         atomic_write(target, b"data")
     assert (target / "inside").read_text() == "keep"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir"]
+
+
+def test_write_all_sends_every_byte_through_short_writes() -> None:
+    """A signal arriving mid-write makes ``os.write`` on a pipe return early with a
+    part written; ``write_all`` sends the rest, in order."""
+    first, second = os.urandom(6 << 20), os.urandom(2 << 20)
+    read_end, write_end = os.pipe()
+    received = bytearray()
+
+    def drain() -> None:
+        while chunk := os.read(read_end, 1 << 16):
+            received.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    previous = signal.signal(signal.SIGALRM, lambda *_: None)
+    reader.start()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.0005, 0.0005)
+        short = os.write(write_end, first)  # the condition write_all must survive
+        write_all(write_end, first[short:], second)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        os.close(write_end)
+    reader.join(timeout=30)
+    os.close(read_end)
+    assert not reader.is_alive()
+    assert short < len(first)
+    assert received == first + second
 
 
 def test_corrupt_file_is_refused_and_untouched(tmp_path: Path) -> None:
@@ -69,7 +97,7 @@ def test_lock_is_a_sidecar_and_a_waiter_names_the_holder(tmp_path: Path) -> None
     target = tmp_path / "f.json"
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys,time; from git_forge.atomic import locked\n"
+         "import sys,time; from git_forge.locks import locked\n"
          "with locked(sys.argv[1]):\n print('held', flush=True); time.sleep(30)",
          str(target)],
         stdout=subprocess.PIPE, text=True,
@@ -108,3 +136,26 @@ def test_update_json_round_trip(tmp_path: Path) -> None:
     update_json(target, lambda doc: {**doc, "items": doc["items"] + [2]})
     assert json.loads(target.read_text()) == {"items": [1, 2]}
     assert target.read_text().endswith("\n")
+
+
+def test_a_durable_write_fsyncs_the_file_and_the_directory(tmp_path: Path, monkeypatch) -> None:
+    """Durable: fsync the data, rename, fsync the directory. Not durable: the same
+    atomic rename without either fsync (the writer's crash still leaves old or new)."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    target = tmp_path / "state.json"
+    atomic_write(target, b"one\n")
+    assert len(synced) == 2 and synced[1] == str(tmp_path)
+    synced.clear()
+    update_json(target.with_name("doc.json"), lambda _: {"a": 1}, durable=False)
+    atomic_write(target, b"two\n", durable=False)
+    assert synced == []
+    assert target.read_bytes() == b"two\n"
+    assert json.loads(target.with_name("doc.json").read_bytes()) == {"a": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["doc.json", "doc.json.lock", "state.json"]

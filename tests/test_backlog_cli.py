@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders import write_backlog
 from helpers import run_forge, snapshot
 
 ITEMS = [
@@ -30,11 +31,7 @@ ITEMS = [
 
 @pytest.fixture
 def repo(git_repo: Path) -> Path:
-    backlog = git_repo / ".forge"
-    backlog.mkdir()
-    document = {"schemaVersion": "1", "project": "repo", "description": "", "items": ITEMS,
-                "extraTop": {"k": 1}}
-    (backlog / "backlog.json").write_text(json.dumps(document, indent=2) + "\n")
+    write_backlog(git_repo / ".forge", ITEMS, project="repo", extraTop={"k": 1})
     return git_repo
 
 
@@ -228,7 +225,8 @@ def test_invalid_backlog_is_refused_with_the_problem(repo: Path) -> None:
 
 def test_topology_from_the_runner_and_from_files(repo: Path, tmp_path: Path) -> None:
     from git_forge.backlog.item import Item
-    from git_forge.backlog.topology import render_text, topology_report
+    from git_forge.backlog.topology import topology_report
+    from git_forge.cli.render_topology import render_text
 
     items = [Item(entry) for entry in ITEMS]
     expected = topology_report(items, cluster=True)

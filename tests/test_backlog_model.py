@@ -6,6 +6,8 @@ import copy
 import itertools
 
 import pytest
+from builders import backlog_document
+from builders import item as json_item
 
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
@@ -15,17 +17,14 @@ NOW = "2026-02-01T10:00:00Z"
 
 
 def item(item_id: str, status: str = "pending", **fields) -> Item:
-    base = {"id": item_id, "type": "feature", "priority": 2, "title": f"item {item_id}",
-            "description": "", "acceptanceCriteria": [], "status": status,
-            "completedAt": None, "dependsOn": []}
-    base.update(fields)
-    return Item(base)
+    """``builders.item`` as the model reads it: an Item."""
+    return Item(json_item(item_id, status, **fields))
 
 
 def doc(*items: Item | dict, **top) -> dict:
     """The JSON document of ``items`` (anything else is put in as it is)."""
-    listed = [entry.to_json() if isinstance(entry, Item) else entry for entry in items]
-    return {"schemaVersion": "1", "project": "p", "description": "", "items": listed, **top}
+    return backlog_document([entry.to_json() if isinstance(entry, Item) else entry
+                             for entry in items], **top)
 
 
 # --- validation -----------------------------------------------------------------------------

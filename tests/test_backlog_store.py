@@ -218,3 +218,44 @@ def test_answer_all_refused_at_once_writes_nothing(three_blocked: BacklogStore) 
     assert done == [] and refusal is not None and "Item not found: 009" in refusal.message
     assert three_blocked.path.read_bytes() == before
     assert sorted(p.name for p in three_blocked.path.parent.iterdir()) == ["backlog.json"]
+
+
+def test_bytes_found_valid_are_not_checked_again_but_any_change_is(store: BacklogStore,
+                                                                   monkeypatch) -> None:
+    """The loop reads its backlog several times an iteration: the same bytes skip the
+    checks; bytes changed by anyone — a hand edit of one byte — are checked again."""
+    from git_forge.backlog import model
+
+    checks: list[int] = []
+    real = model.backlog_problem
+    monkeypatch.setattr(model, "backlog_problem",
+                        lambda document: (checks.append(1), real(document))[1])
+    store.items()
+    store.items()
+    store.load()
+    assert len(checks) <= 1  # once, or not at all when the fixture's read already did
+    raw = store.path.read_bytes()
+    edited = raw.replace(b'"priority": 2', b'"priority": 9', 1)
+    assert edited != raw
+    store.path.write_bytes(edited)
+    with pytest.raises(BacklogError, match="invalid priority 9"):
+        store.items()
+    store.path.write_bytes(raw)
+    store.items()
+    assert store.items()[0]["priority"] == 2
+
+
+def test_a_change_is_checked_once_and_its_written_bytes_are_trusted(store: BacklogStore,
+                                                                     monkeypatch) -> None:
+    from git_forge.backlog import model
+
+    store.items()  # the fixture's bytes, found valid
+    checks: list[int] = []
+    real = model.backlog_problem
+    monkeypatch.setattr(model, "backlog_problem",
+                        lambda document: (checks.append(1), real(document))[1])
+    store.transition("002", "in_progress")
+    assert len(checks) == 1  # the changed document, before it is written
+    assert store.get("002")["status"] == "in_progress"
+    store.items()
+    assert len(checks) == 1  # the bytes just written were that document

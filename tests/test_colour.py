@@ -4,39 +4,32 @@ terminal needed unless the setting is ``always``. Real terminals, real git."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 import waiting
 from helpers import git, run_forge
+from templates import Templates
 from terminal_helpers import on_tty
 
 SGR = b"\x1b["
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return {"dir": tmp_path_factory.mktemp("colour-base")}
+def _build(base: Path) -> None:
+    """A project whose list paints a status label."""
+    base.mkdir()
+    git("init", "-q", "-b", "main", cwd=base)
+    assert run_forge("init", cwd=base).returncode == 0
+    for title in ("one", "two"):
+        run_forge("backlog", "add", "--title", title, cwd=base)
+    for status in ("in_progress", "done"):
+        assert run_forge("backlog", "edit", "001", "--status", status,
+                         cwd=base).returncode == 0
 
 
 @pytest.fixture
-def project(built: dict, tmp_path: Path) -> Path:
-    """A copy of one project, built on first use (under that test's isolation), whose
-    list paints a status label."""
-    base = built["dir"] / "repo"
-    if not base.exists():
-        base.mkdir()
-        git("init", "-q", "-b", "main", cwd=base)
-        assert run_forge("init", cwd=base).returncode == 0
-        for title in ("one", "two"):
-            run_forge("backlog", "add", "--title", title, cwd=base)
-        for status in ("in_progress", "done"):
-            assert run_forge("backlog", "edit", "001", "--status", status,
-                             cwd=base).returncode == 0
-    root = tmp_path / "repo"
-    shutil.copytree(base, root, symlinks=True)
-    return root
+def project(templates: Templates, tmp_path: Path) -> Path:
+    return templates.copy("colour", _build, tmp_path / "repo")
 
 
 def coloured(project: Path, *args: str, env: dict | None = None,

@@ -3,21 +3,19 @@ fast path, and the real completion functions run by real shells on a real backlo
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import pty
 import select
 import shutil
 import sys
-import time
+import termios
 from pathlib import Path
 
 import pytest
 import waiting
-from helpers import forge_argv, git, run_forge, snapshot
-
-from git_forge.atomic import write_json
+from builders import blocked, item, write_backlog
+from helpers import forge_argv, git, load_generator, run_forge, snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPLETIONS = ROOT / "completions"
@@ -29,28 +27,6 @@ ALL_IDS = ["001", "002", "003", "004", "005"]
 SHARED_REASON = "needs the database schema decision"
 
 
-def load_generator():
-    spec = importlib.util.spec_from_file_location("generate_docs",
-                                                  ROOT / "tools" / "generate_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def item(number: str, title: str, status: str = "pending", reason: str | None = None) -> dict:
-    data = {"id": number, "type": "feature", "priority": 2, "title": title, "description": "",
-            "acceptanceCriteria": [], "status": status, "completedAt": None, "dependsOn": [],
-            "notes": ""}
-    if status == "blocked":
-        data.update(blockedReason=reason, needsHuman=True, deferred=False)
-    return data
-
-
-def write_backlog(directory: Path, items: list[dict]) -> None:
-    write_json(directory / "backlog.json", {"schemaVersion": "1", "project": "demo",
-                                            "description": "", "items": items})
-
-
 @pytest.fixture
 def project(git_repo: Path) -> Path:
     """A repository with a backlog (git forge init): five items, three blocked — two
@@ -58,12 +34,13 @@ def project(git_repo: Path) -> Path:
     result = run_forge("init", cwd=git_repo)
     assert result.returncode == 0, result.stderr
     write_backlog(git_repo / ".forge", [
-        item("001", "Parse the config file"),
-        item("002", "Store sessions", "blocked", SHARED_REASON),
-        item("003", "Migrate old rows", "blocked", SHARED_REASON),
-        item("004", "Write the changelog", "done"),
-        item("005", "Retry uploads", "blocked", "flaky network in the integration test"),
-    ])
+        item("001", title="Parse the config file", notes=""),
+        blocked("002", SHARED_REASON, title="Store sessions", notes="", deferred=False),
+        blocked("003", SHARED_REASON, title="Migrate old rows", notes="", deferred=False),
+        item("004", "done", title="Write the changelog", notes=""),
+        blocked("005", "flaky network in the integration test", title="Retry uploads",
+                notes="", deferred=False),
+    ], project="demo")
     return git_repo
 
 
@@ -168,7 +145,8 @@ def test_fast_path_lists_the_handles_of_real_processes(project: Path, handles) -
 def test_fast_path_follows_backlog_flags_config_and_subdirectories(project: Path) -> None:
     other = project / "plans" / "next"
     other.mkdir(parents=True)
-    write_backlog(other, [item("010", "Elsewhere", "blocked", "why")])
+    write_backlog(other, [blocked("010", "why", title="Elsewhere", notes="", deferred=False)],
+                  project="demo")
     (project / "src").mkdir()
     assert complete("blocked", cwd=project / "src") == BLOCKED
     assert complete("blocked", "--backlog", "plans/next", cwd=project) == ["010"]
@@ -295,7 +273,8 @@ def test_bash_completes_git_forge_through_gits_own_completion(project: Path, han
 def test_bash_completes_the_git_forge_command_itself(project: Path) -> None:
     other = project / "next"
     other.mkdir()
-    write_backlog(other, [item("010", "Elsewhere", "blocked", "why")])
+    write_backlog(other, [blocked("010", "why", title="Elsewhere", notes="", deferred=False)],
+                  project="demo")
     script = (f"source {COMPLETIONS / 'git-forge.bash'}\n"
               # the function `complete` registered for git-forge, as bash would call it
               "fn=$(complete -p git-forge | sed 's/.* -F \\([^ ]*\\) .*/\\1/')\n"
@@ -353,9 +332,9 @@ class Terminal:
 
     def expect(self, *needles: str, timeout: float = 30) -> str:
         """Wait until every needle has appeared since the last ``expect``; the text since."""
-        deadline = time.monotonic() + timeout
+        deadline = waiting.Deadline(timeout)
         while not all(needle.encode() in self.output[self.seen:] for needle in needles):
-            if time.monotonic() > deadline:
+            if deadline.passed:
                 raise AssertionError(f"{needles} did not appear in:\n{self.output!r}")
             ready, _, _ = select.select([self.fd], [], [], 0.1)
             if ready:
@@ -366,6 +345,13 @@ class Terminal:
         text = self.output[self.seen:].decode("utf-8", "replace")
         self.seen = len(self.output)
         return text
+
+    def wait_line_editor(self, timeout: float = 30) -> None:
+        """Wait until the shell's line editor has the terminal: it turns canonical
+        mode off to read key by key, after the prompt is drawn. A key typed before
+        that would be the terminal driver's, not the editor's."""
+        waiting.wait_for(lambda: not termios.tcgetattr(self.fd)[3] & termios.ICANON, timeout,
+                         what="the line editor reading the terminal")
 
     def close(self) -> None:
         waiting.kill_tree(self.pid)
@@ -455,7 +441,7 @@ def _line_after_tabs(shell: str, project: Path, typed: str) -> str:
     try:
         terminal.send(setup)
         terminal.expect(">>> ")
-        time.sleep(0.3)  # the prompt is drawn before the line editor reads
+        terminal.wait_line_editor()
         terminal.send(typed + "\x14")
         text = terminal.expect("]]")
         return text[text.rindex("[[") + 2:text.rindex("]]")]

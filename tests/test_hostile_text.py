@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 import waiting
 from helpers import PtySession, git, run_forge
+from templates import Templates
 from terminal_helpers import on_tty
 
 from git_forge.safetext import clean
@@ -86,19 +86,14 @@ def _edit_json(path: Path, change) -> None:
 
 # --- one project, built once: a loop run over hostile items with a hostile agent ------------
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return {"dir": tmp_path_factory.mktemp("hostile-base")}
-
-
 def _agent_command(base: Path) -> str:
     script = base / "agent.py"
     script.write_text(AGENT)
     return shlex.join([sys.executable, str(script), HOSTILE, EVIL_NAME])
 
 
-def _build(base: Path) -> dict:
-    root = base / "repo"
+def _build(root: Path) -> subprocess.CompletedProcess:
+    """The project, and (returned) the loop run that left it so; the agent lives beside it."""
     root.mkdir()
     git("init", "-q", "-b", "main", cwd=root)
     (root / "README.md").write_text("# hostile\n")
@@ -112,7 +107,7 @@ def _build(base: Path) -> dict:
         assert result.returncode == 0, result.stderr
     git("add", "-A", cwd=root)
     git("commit", "-qm", "backlog", cwd=root)
-    loop = forge(root, "loop", "run", "--follow", "--agent", _agent_command(base))
+    loop = forge(root, "loop", "run", "--follow", "--agent", _agent_command(root.parent))
     assert loop.returncode == 5, loop.stderr
     # The runner keeps only safe text of what an agent said; a hand edit leaves hostile
     # text in the file (committed, so the tree is clean).
@@ -122,17 +117,19 @@ def _build(base: Path) -> dict:
 
     _edit_json(root / ".forge" / "backlog.json", hand_edit)
     git("commit", "-qam", "hand edit", cwd=root)
-    return {"root": root, "loop": loop}
+    return loop
 
 
 @pytest.fixture
-def project(built: dict, tmp_path: Path) -> Path:
+def project(templates: Templates, tmp_path: Path) -> Path:
     """A copy of the built project (built on first use, under this test's isolation)."""
-    if "root" not in built:
-        built.update(_build(built["dir"]))
-    root = tmp_path / "repo"
-    shutil.copytree(built["root"], root, symlinks=True)
-    return root
+    return templates.copy("hostile-text", _build, tmp_path / "repo")
+
+
+@pytest.fixture
+def built(templates: Templates, project: Path) -> dict:
+    """What building the project printed: its loop run."""
+    return {"loop": templates.result("hostile-text")}
 
 
 def test_the_loop_progress_follow_and_summary_lines(project: Path, built: dict) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import waiting
 
-from git_forge.atomic import StoreError
+from git_forge.errors import StoreError
 from git_forge.loop.journal import Journal
 from git_forge.loop.process_events import ProcessEventPublisher, event_fields
 from git_forge.supervisor.handles import mint_handle
@@ -178,3 +178,100 @@ def test_seq_counts_complete_lines_whatever_a_foreign_writer_left(journal: Journ
     event = journal.append("b", event_id="after")
     assert event is not None
     assert event["seq"] == len(journal.path.read_bytes().splitlines()) - 1 == 4
+
+
+# --- the owning loop: one read, appends without the lock, fsync at sync points ----------------
+
+
+def test_an_owner_appends_densely_dedups_and_syncs_only_when_asked(journal: Journal,
+                                                                   monkeypatch) -> None:
+    import os
+
+    journal.append("before")  # written the ordinary way: the owner continues its numbering
+    journal.append("published", "event-1")
+    journal.own()
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    assert journal.append("published", "event-1") is None  # already in the file
+    for n in range(5):
+        journal.append("step", n=n)
+    assert synced == []
+    assert [event["seq"] for event in lines(journal)] == list(range(7))
+    journal.sync()
+    assert len(synced) == 1
+    journal.sync()  # nothing pending: no fsync
+    assert len(synced) == 1
+    journal.append("last")
+    journal.close()
+    assert len(synced) == 2
+    journal.append("after close")  # the locked path again, numbering still dense
+    assert [event["seq"] for event in lines(journal)] == list(range(9))
+
+
+def test_a_foreign_append_sends_the_owner_back_through_the_lock(journal: Journal,
+                                                                tmp_path: Path) -> None:
+    journal.own()
+    journal.append("mine")
+    Journal(journal.path, tmp_path).append("foreign", "event-f")
+    journal.append("mine again")
+    assert journal.append("foreign again", "event-f") is None  # the foreign id is known now
+    assert [(event["seq"], event["type"]) for event in lines(journal)] == [
+        (0, "mine"), (1, "foreign"), (2, "mine again")]
+    journal.close()
+
+
+def test_an_owner_repairs_a_torn_line_before_appending(journal: Journal) -> None:
+    journal.append("whole")
+    with journal.path.open("ab") as handle:
+        handle.write(b'{"seq":1,"type":"torn')
+    journal.own()
+    journal.append("next")
+    journal.close()
+    assert [(event["seq"], event["type"]) for event in lines(journal)] == [
+        (0, "whole"), (1, "next")]
+
+
+def test_threads_appending_through_an_owner_stay_dense_and_whole(journal: Journal) -> None:
+    journal.own()
+
+    def writer(name: str) -> None:
+        for n in range(100):
+            journal.append("step", writer=name, n=n)
+
+    threads = [threading.Thread(target=writer, args=(f"w{k}",)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        waiting.join(thread, timeout=60)
+    journal.close()
+    stored = lines(journal)
+    assert [event["seq"] for event in stored] == list(range(400))
+    assert len({event["eventId"] for event in stored}) == 400
+
+
+def test_a_killed_owner_loses_no_line_it_wrote(tmp_path: Path) -> None:
+    """SIGKILL before any sync: the kernel holds the lines, the file has them all."""
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "events.ndjson"
+    script = (
+        "import sys, time\n"
+        "from git_forge.loop.journal import Journal\n"
+        f"journal = Journal({str(path)!r}, '.')\n"
+        "journal.own()\n"
+        "for n in range(50):\n"
+        "    journal.append('step', n=n)\n"
+        "print('written', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert waiting.readline(child, timeout=30) == "written\n"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        waiting.wait_process(child, timeout=30)
+    stored = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [event["n"] for event in stored] == list(range(50))

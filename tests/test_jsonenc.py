@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from git_forge.atomic import dumps_json
 from git_forge.jsonenc import dumps_indented
+from git_forge.jsonfile import dumps_json
 
 ALPHABET = ("abcXYZ09 _-/:,{}[]\"\\\t\n\r\x00\x01\x1f\x7f\x80éßü€中文😀\u2028\u2029\ufeff"
             "\ud800")  # a lone surrogate too: json.dumps passes it through unescaped

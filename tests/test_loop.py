@@ -13,9 +13,10 @@ from pathlib import Path
 import psutil
 import pytest
 import waiting
+from builders import backlog_repo
 from helpers import forge_argv, git, run_forge
-from templates import Templates, init_repository
-from waiting import wait_for
+from templates import Templates
+from waiting import gone, wait_for
 
 AGENT = r'''
 import json, os, pathlib, signal, sys, time
@@ -120,14 +121,9 @@ class Loop:
 
 def build_backlog(root: Path) -> None:
     """A repository with a committed backlog of three items, 002 depending on 001."""
-    init_repository(root)
-    assert run_forge("init", cwd=root).returncode == 0
-    add = lambda *a: run_forge("backlog", "add", *a, cwd=root)  # noqa: E731
-    add("--title", "Base module", "--priority", "2")
-    add("--title", "Depends on base", "--priority", "1", "--depends-on", "001")
-    add("--title", "Independent", "--priority", "3")
-    git("add", "-A", cwd=root)
-    git("commit", "-qm", "backlog", cwd=root)
+    backlog_repo(root, ("--title", "Base module", "--priority", "2"),
+                 ("--title", "Depends on base", "--priority", "1", "--depends-on", "001"),
+                 ("--title", "Independent", "--priority", "3"))
 
 
 @pytest.fixture
@@ -338,8 +334,7 @@ def test_sigkill_mid_iteration_then_a_new_run_restores(loop: Loop) -> None:
     waiting.communicate(proc, timeout=30)
     # The crash left the item in_progress (bookkeeping) and the agent's work in the tree.
     assert loop.items()["001"]["status"] == "in_progress"
-    wait_for(lambda: not psutil.pid_exists(agent_pid)
-             or psutil.Process(agent_pid).status() == psutil.STATUS_ZOMBIE, timeout=30)
+    wait_for(lambda: gone(agent_pid), timeout=30)
     stopped = run_forge("preflight", cwd=loop.root)
     assert stopped.returncode == 1 and "wip.txt" in stopped.stderr
     assert ".forge/backlog.json" not in stopped.stderr  # the mark is the runner's own
@@ -475,3 +470,28 @@ def test_the_summary_counts_the_whole_backlog_and_says_what_waits(loop: Loop) ->
     assert document["waiting"] == [{"id": "001", "kind": "needs-human",
                                     "since": first["blockedAt"], "reason": "Which database?"}]
     assert document["backlogSummary"]["needsHuman"] == 1
+
+
+def test_a_blocked_item_s_last_attempt_outlives_prune(loop: Loop) -> None:
+    """What a human will read (the blocked attempt's output) is kept whatever the
+    run's age; a done item's process from an old run is pruned."""
+    (loop.root / ".forge.yaml").write_text("supervisor:\n  keepRuns: 1\n")
+    git("add", ".forge.yaml", cwd=loop.root)
+    git("commit", "-qm", "keep one run", cwd=loop.root)
+    loop.plan({"001": {"signal": "FORGE_DONE"},
+               "002": {"signal": "FORGE_BLOCKED: the API is down"}})
+    first = loop.run("--iterations", "2")
+    assert first.returncode in (0, 5), first.stderr
+    spawned = {e["itemId"]: e["handle"] for e in loop.events() if e["type"] == "llm_spawned"}
+    proc = loop.root / ".forge" / "proc"
+    assert (proc / f"{spawned['002']}.keep").exists()
+    assert not (proc / f"{spawned['001']}.keep").exists()
+    loop.plan({"003": {"signal": "FORGE_DONE"}})
+    second = loop.run()  # a new run: the first one is now older than keepRuns
+    assert second.returncode == 5, second.stderr
+    pruned = run_forge("proc", "prune", cwd=loop.root)
+    assert pruned.returncode == 0, pruned.stderr
+    assert (proc / f"{spawned['002']}.manifest.json").exists()
+    assert not (proc / f"{spawned['001']}.manifest.json").exists()
+    shown = run_forge("proc", "output", spawned["002"], cwd=loop.root)
+    assert "FORGE_BLOCKED: the API is down" in shown.stdout

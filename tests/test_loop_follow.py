@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from builders import one_item_backlog
 from helpers import run_forge
-from templates import Templates, one_item_backlog
+from templates import Templates
 
 #: Progress drawn the way tools draw it on a terminal: carriage returns, no newline.
 AGENT = (r"import sys; sys.stdin.read(); "

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from git_forge.atomic import StoreError
 from git_forge.backlog.item import Item
+from git_forge.errors import StoreError
 from git_forge.loop.prompt import build_prompt
 from git_forge.loop.signals import NO_SIGNAL, Signal, parse_signal
 from git_forge.loop.state import RunState, read_state, write_state
@@ -121,8 +121,8 @@ def test_options_take_each_flag_given_else_the_configuration(git_repo: Path) -> 
 
 def test_options_no_run_could_use_are_refused_before_anything_changes(
         templates, tmp_path: Path) -> None:
+    from builders import one_item_backlog
     from helpers import run_forge, snapshot
-    from templates import one_item_backlog
 
     root = templates.copy("one-item", one_item_backlog, tmp_path / "repo")
     before = snapshot(root, skip_git=False)

@@ -4,7 +4,6 @@ installed by a plain wheel install where `git help forge` finds it."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import shutil
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import waiting
+from helpers import load_generator
 
 from git_forge import __version__
 
@@ -21,14 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "man" / "git-forge.1"
 SECTIONS = ("NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "OPTIONS", "EXIT STATUS", "FILES",
             "ENVIRONMENT", "EXAMPLES", "SEE ALSO")
-
-
-def load_generator():
-    spec = importlib.util.spec_from_file_location("generate_docs",
-                                                  ROOT / "tools" / "generate_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def roff_text(text: str) -> str:
@@ -97,20 +89,17 @@ def _exit_codes(heading: str) -> set[int]:
 
 
 def test_exit_status_lists_the_codes_the_commands_use() -> None:
-    from git_forge.cli.preflight import EXIT_STOP
-    from git_forge.cli.reconcile import EXIT_TREE_DIRTY
-    from git_forge.errors import EXIT_USAGE
-    from git_forge.loop import runner
-    from git_forge.recovery import outcome
+    from git_forge import exit_codes
+    from git_forge.exit_codes import EXIT_USAGE, PREFLIGHT_STOP, RECONCILE_TREE_DIRTY
 
-    def constants(module) -> set[int]:
-        return {value for name, value in vars(module).items()
-                if name.startswith("EXIT_") and isinstance(value, int)}
+    def constants(group: str) -> set[int]:
+        return {value for name, value in vars(exit_codes).items()
+                if name.startswith(group) and isinstance(value, int)}
 
-    assert _exit_codes("git forge loop run") == constants(runner)
-    assert _exit_codes("git forge recover") == constants(outcome) | {EXIT_USAGE}
-    assert _exit_codes("git forge reconcile") == {0, EXIT_TREE_DIRTY}
-    assert _exit_codes("git forge preflight") == {0, EXIT_STOP}
+    assert _exit_codes("git forge loop run") == constants("LOOP_")
+    assert _exit_codes("git forge recover") == constants("RECOVER_") | {EXIT_USAGE}
+    assert _exit_codes("git forge reconcile") == {0, RECONCILE_TREE_DIRTY}
+    assert _exit_codes("git forge preflight") == {0, PREFLIGHT_STOP}
 
 
 def test_files_and_environment_name_what_the_code_uses() -> None:

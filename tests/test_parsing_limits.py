@@ -6,11 +6,11 @@ words where it reports it. Real files, real child processes."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from helpers import git, run_forge, snapshot
+from templates import Templates
 
 from git_forge.parsing import MAX_DEPTH, DocumentTooComplex, load_json, load_yaml
 
@@ -27,25 +27,19 @@ HUGE = "9" * 5001
 HANDLE = "AbCdEfGhIjKlMnOpQrStUw"
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return {"dir": tmp_path_factory.mktemp("limits-base")}
+def _build(base: Path) -> None:
+    """One small project: a committed backlog of one item."""
+    base.mkdir()
+    git("init", "-q", "-b", "main", cwd=base)
+    assert run_forge("init", cwd=base).returncode == 0
+    run_forge("backlog", "add", "--title", "one", cwd=base)
+    git("add", "-A", cwd=base)
+    git("commit", "-qm", "backlog", cwd=base)
 
 
 @pytest.fixture
-def project(built: dict, tmp_path: Path) -> Path:
-    """A copy of one small project, built on first use under that test's isolation."""
-    base = built["dir"] / "repo"
-    if not base.exists():
-        base.mkdir()
-        git("init", "-q", "-b", "main", cwd=base)
-        assert run_forge("init", cwd=base).returncode == 0
-        run_forge("backlog", "add", "--title", "one", cwd=base)
-        git("add", "-A", cwd=base)
-        git("commit", "-qm", "backlog", cwd=base)
-    root = tmp_path / "repo"
-    shutil.copytree(base, root, symlinks=True)
-    return root
+def project(templates: Templates, tmp_path: Path) -> Path:
+    return templates.copy("parsing-limits", _build, tmp_path / "repo")
 
 
 def files(root: Path) -> dict[str, bytes]:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 import waiting
+from builders import backlog_repo
 from helpers import git, run_forge
-from templates import Templates, init_repository
+from templates import Templates
 
 from git_forge.loop.state import RunState, write_state
 
@@ -19,13 +20,7 @@ STARTED = "2026-11-29T10:11:12Z"
 
 def build_project(root: Path) -> None:
     """A repository with a committed backlog of two items."""
-    init_repository(root)
-    result = run_forge("init", cwd=root)
-    assert result.returncode == 0, result.stderr
-    run_forge("backlog", "add", "--title", "One", cwd=root)
-    run_forge("backlog", "add", "--title", "Two", cwd=root)
-    git("add", "-A", cwd=root)
-    git("commit", "-qm", "backlog", cwd=root)
+    backlog_repo(root, "One", "Two")
 
 
 @pytest.fixture
@@ -216,7 +211,7 @@ def test_only_in_progress_marks() -> None:
 def _whole_tree_output(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """What the whole command tree prints for ``argv`` (help on stdout, usage errors
     as ``UsageError``), in-process."""
-    from git_forge.cli.main import build_parser
+    from git_forge.cli.parser import build_parser
     from git_forge.errors import UsageError
 
     try:

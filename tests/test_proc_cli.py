@@ -17,7 +17,7 @@ import psutil
 import pytest
 import waiting
 from helpers import forge_argv, run_forge, snapshot
-from waiting import wait_for
+from waiting import gone, wait_for
 
 from git_forge.supervisor.handles import mint_handle
 from git_forge.supervisor.lifecycle import ERROR_CODES
@@ -189,6 +189,40 @@ def test_follow_wait_and_stop_from_another_terminal(git_repo: Path, owners) -> N
     assert [event["type"] for event in events].count("llm_exited") == 2
 
 
+def test_a_reader_follows_a_live_process_and_its_waits_have_deadlines(
+        git_repo: Path, owners) -> None:
+    from git_forge.supervisor.follow import OutputReader
+    from git_forge.supervisor.lifecycle import ProcessError
+    from git_forge.supervisor.view import ProcView
+
+    talker = "import time\nfor n in range(6):\n    print('tick', n, flush=True); time.sleep(0.1)\n"
+    sleeper = "import time\nprint('sleeping', flush=True)\ntime.sleep(60)\n"
+    owner = owners(git_repo, "hold", talker, sleeper)
+    talking, sleeping = owner.handles
+    view = ProcView(owner.root)
+    reader = OutputReader(view, talking, 0, window=4)
+    reads = list(reader.follow(poll=0.02, timeout=30))
+    assert "".join(read.rendered.output for read in reads) == "".join(
+        f"tick {n}\n" for n in range(6))
+    assert all(read.rendered.output for read in reads)  # only windows that carry output
+    finished = view.manifest(talking)
+    assert finished.terminal and reader.cursor == finished.cursors.total_bytes == 42
+    assert reader.failure is None
+    # a live process that falls silent: the follower gives up at its deadline
+    wait_for(lambda: view.total_bytes(view.manifest(sleeping)) == len("sleeping\n"))
+    silent = OutputReader(view, sleeping, len("sleeping\n"), window=64)
+    with pytest.raises(ProcessError) as timed_out:
+        next(silent.follow(poll=0.02, timeout=0.3))
+    assert timed_out.value.code == "wait_timeout" and timed_out.value.handle == sleeping
+    assert silent.failure is None and silent.cursor == len("sleeping\n")
+    # a refused read is the reader's failure and leaves its cursor where the read began
+    ahead = OutputReader(view, talking, 1000, window=4)
+    with pytest.raises(ProcessError) as refused_read:
+        ahead.read()
+    assert refused_read.value.code == "cursor_ahead" and refused_read.value.next_cursor == 42
+    assert ahead.failure is refused_read.value and ahead.cursor == 1000
+
+
 def test_the_owner_gone_is_said_plainly(git_repo: Path, owners) -> None:
     owner = owners(git_repo, "hold", "import time\nprint('up', flush=True)\ntime.sleep(60)\n")
     handle = owner.handles[0]
@@ -197,8 +231,7 @@ def test_the_owner_gone_is_said_plainly(git_repo: Path, owners) -> None:
     owner.process.send_signal(signal.SIGKILL)
     waiting.wait_process(owner.process)
     # The watchdog ends the tree of a dead owner; what is left is a manifest to reconcile.
-    wait_for(lambda: not psutil.pid_exists(owner.started[0]["pid"])
-             or psutil.Process(owner.started[0]["pid"]).status() == psutil.STATUS_ZOMBIE)
+    wait_for(lambda: gone(owner.started[0]["pid"]))
     stop = refused("stop", handle, cwd=git_repo, code=1)
     assert "no running loop owns it" in stop.stderr
     assert not (owner.root / f"{handle}.stop.json").exists()
@@ -226,8 +259,7 @@ def test_an_orphan_is_reported_and_proc_stop_ends_it(git_repo: Path, owners) -> 
     assert psutil.Process(pid).is_running()  # nothing was signalled by reading
     stopped = forge_ok("stop", handle, "--grace", "0.3", cwd=git_repo)
     assert "orphaned" in stopped.stdout and "1 process" in stopped.stdout
-    wait_for(lambda: not psutil.pid_exists(pid)
-             or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    wait_for(lambda: gone(pid))
     listing = json.loads(forge_ok("list", "--json", cwd=git_repo).stdout)
     assert [(row["handle"], row["liveness"]) for row in listing] == [(handle, "gone")]
 
@@ -369,7 +401,7 @@ def test_handles_by_prefix_or_item_and_a_list_with_exit_codes(git_repo: Path, ow
 
 def test_a_failed_start_is_said_in_words_and_kept_as_a_code_in_json(
         templates, tmp_path: Path) -> None:
-    from templates import one_item_backlog
+    from builders import one_item_backlog
 
     root = templates.copy("one-item", one_item_backlog, tmp_path / "repo")
     agent = tmp_path / "not-a-program"

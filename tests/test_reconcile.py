@@ -7,20 +7,16 @@ import shutil
 from pathlib import Path
 
 import pytest
+from builders import backlog_repo
 from helpers import PtySession, git, run_forge, snapshot
-from templates import Templates, init_repository
+from templates import Templates
 
 from git_forge.loop.state import RunState, write_state
 
 
 def build_project(root: Path) -> None:
     """Three items, item 001's commit, and a stopped run that was on 002."""
-    init_repository(root)
-    assert run_forge("init", cwd=root).returncode == 0
-    for title in ("One", "Two", "Three"):
-        run_forge("backlog", "add", "--title", title, cwd=root)
-    git("add", "-A", cwd=root)
-    git("commit", "-qm", "backlog", cwd=root)
+    backlog_repo(root, "One", "Two", "Three")
     base = git("rev-parse", "HEAD", cwd=root).strip()
     (root / "a.txt").write_text("item one\n")
     git("add", "a.txt", cwd=root)

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders import blocked_backlog, init_repository
 from helpers import PtySession, git, run_forge, snapshot
-from templates import Templates, init_repository
+from templates import Templates
 
 DEMO_AGENT = f"{sys.executable} -m git_forge.demo.agent"
 
@@ -232,16 +233,7 @@ def test_an_unwritable_record_is_a_failed_record_and_nothing_is_applied(
 
 
 def _blocked_backlog_repo(git_repo: Path, ids: tuple[str, ...]) -> Path:
-    assert run_forge("init", cwd=git_repo).returncode == 0
-    backlog = git_repo / ".forge" / "backlog.json"
-    document = json.loads(backlog.read_text())
-    document["items"] = [{"id": item_id, "type": "feature", "priority": 1,
-                          "title": f"Item {item_id}", "status": "blocked", "needsHuman": True,
-                          "blockedReason": f"Which colour for {item_id}?"} for item_id in ids]
-    backlog.write_text(json.dumps(document, indent=2) + "\n")
-    git("add", "-A", cwd=git_repo)
-    git("commit", "-qm", "backlog", cwd=git_repo)
-    return git_repo
+    return blocked_backlog(git_repo, {item_id: f"Which colour for {item_id}?" for item_id in ids})
 
 
 @pytest.mark.parametrize(("middle", "outcome", "kind"), [

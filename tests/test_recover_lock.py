@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 import waiting
+from builders import blocked_backlog
 from helpers import forge_argv, git, run_forge, snapshot
 
 from git_forge import decisions
-from git_forge.atomic import FileLock
+from git_forge.locks import FileLock
 
 IDS = ("001", "002", "003", "004")
 ROUNDS = 6
@@ -30,17 +31,8 @@ PASSES = (
 def _project(root: Path, wait: float) -> Path:
     root.mkdir()
     git("init", "-q", "-b", "main", cwd=root)
-    assert run_forge("init", cwd=root).returncode == 0
-    backlog = root / ".forge" / "backlog.json"
-    document = json.loads(backlog.read_text())
-    document["items"] = [{"id": item_id, "type": "feature", "priority": 1,
-                          "title": f"Item {item_id}", "status": "blocked", "needsHuman": True,
-                          "blockedReason": f"Which colour for {item_id}?"} for item_id in IDS]
-    backlog.write_text(json.dumps(document, indent=2) + "\n")
-    (root / ".forge.yaml").write_text(f"recover:\n  lockWaitSeconds: {wait}\n")
-    git("add", "-A", cwd=root)
-    git("commit", "-qm", "backlog", cwd=root)
-    return root
+    return blocked_backlog(root, {item_id: f"Which colour for {item_id}?" for item_id in IDS},
+                           config=f"recover:\n  lockWaitSeconds: {wait}\n")
 
 
 def _record(root: Path) -> list[dict]:
@@ -139,7 +131,7 @@ def test_a_second_pass_waits_then_refuses_naming_the_holder(waits_half_a_second:
 
 def test_a_killed_pass_never_blocks_the_next(waits_half_a_second: Path) -> None:
     root = waits_half_a_second
-    code = ("import sys, time\nfrom git_forge.atomic import FileLock\n"
+    code = ("import sys, time\nfrom git_forge.locks import FileLock\n"
             "lock = FileLock(sys.argv[1])\nlock.acquire()\nprint('held', flush=True)\n"
             "time.sleep(60)\n")
     holder = subprocess.Popen([sys.executable, "-c", code, str(root / ".forge" / "recover.lock")],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import builders
 import pytest
 
 from git_forge.backlog.item import Item
@@ -145,7 +146,7 @@ def gate(**kw) -> Gate:
 
 
 def item(status: str, **kw) -> Item:
-    return Item({"id": "1", "status": status, **kw})
+    return Item(builders.item("1", status, **kw))
 
 
 def test_resolved_needs_all_three_and_a_nonempty_affected_set() -> None:

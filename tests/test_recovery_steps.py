@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import git, run_forge
-from templates import Templates, init_repository
+from builders import blocked_backlog, init_repository
+from templates import Templates
 
 from git_forge.recovery.answers import Choice
 from git_forge.recovery.procedure import recover
@@ -35,17 +35,8 @@ from git_forge.workspace import locate
 def build_two_blocked(root: Path) -> None:
     """A committed backlog whose items 001 and 002 each wait on a different human."""
     init_repository(root)
-    assert run_forge("init", cwd=root).returncode == 0
-    backlog = root / ".forge" / "backlog.json"
-    document = json.loads(backlog.read_text())
-    document["items"] = [{"id": item_id, "type": "feature", "priority": 1,
-                          "title": f"Item {item_id}", "status": "blocked", "needsHuman": True,
-                          "blockedReason": reason}
-                         for item_id, reason in (("001", "Which colour for the logo?"),
-                                                 ("002", "Which port should staging use?"))]
-    backlog.write_text(json.dumps(document, indent=2) + "\n")
-    git("add", "-A", cwd=root)
-    git("commit", "-qm", "backlog", cwd=root)
+    blocked_backlog(root, {"001": "Which colour for the logo?",
+                           "002": "Which port should staging use?"})
 
 
 @pytest.fixture

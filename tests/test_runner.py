@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders import blocked, item, write_backlog
 
-from git_forge.backlog.store import BacklogStore, new_document
+from git_forge.backlog.store import BacklogStore
 from git_forge.runner import runner_for
 from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
 from git_forge.runner.embedded import EmbeddedRunner
@@ -254,13 +255,15 @@ def test_bad_templates(fake: Path, root: Path) -> None:
 # --- the embedded runner ------------------------------------------------------------------
 
 
-def test_embedded_runner(tmp_path: Path) -> None:
+def _blocked_backlog(tmp_path: Path, ids: tuple[str, ...]) -> Path:
     backlog = tmp_path / ".forge"
-    backlog.mkdir()
-    document = new_document("p")
-    document["items"] = [{"id": "001", "type": "bug", "priority": 1, "title": "t",
-                          "status": "blocked", "needsHuman": True, "blockedReason": "q?"}]
-    (backlog / "backlog.json").write_text(json.dumps(document))
+    write_backlog(backlog, [blocked(item_id, "q?", type="bug", priority=1, title="t")
+                            for item_id in ids])
+    return backlog
+
+
+def test_embedded_runner(tmp_path: Path) -> None:
+    backlog = _blocked_backlog(tmp_path, ("001",))
     runner = EmbeddedRunner(backlog)
     assert runner.answer_capable() and runner.version() == "0.14.0"
     assert runner.list_items()[0]["status"] == "blocked"
@@ -294,14 +297,8 @@ def test_every_runner_probes_its_version_and_only_a_program_launches(
 
 def _repo_with_backlog(git_repo: Path) -> Path:
     backlog = git_repo / "specs" / "feat"
-    backlog.mkdir(parents=True)
-    document = new_document("p")
-    document["items"] = [
-        {"id": "001", "type": "bug", "priority": 1, "title": "a", "status": "blocked",
-         "needsHuman": True, "blockedReason": "which?"},
-        {"id": "002", "type": "bug", "priority": 1, "title": "b", "status": "blocked"},
-    ]
-    (backlog / "backlog.json").write_text(json.dumps(document))
+    write_backlog(backlog, [blocked("001", "which?", type="bug", priority=1, title="a"),
+                            item("002", "blocked", type="bug", priority=1, title="b")])
     return backlog
 
 
@@ -337,17 +334,6 @@ def test_git_forge_serves_as_its_own_external_runner(git_repo: Path) -> None:
     assert refused.value.stderr == "Error: Item 001 is not blocked (status: pending)\n"
     assert (backlog / "backlog.json").read_bytes() == before
     assert runner.unblock() == {"unblockedCount": 1, "unblockedIds": ["002"]}
-
-
-def _blocked_backlog(tmp_path: Path, ids: tuple[str, ...]) -> Path:
-    backlog = tmp_path / ".forge"
-    backlog.mkdir()
-    document = new_document("p")
-    document["items"] = [{"id": item_id, "type": "bug", "priority": 1, "title": "t",
-                          "status": "blocked", "needsHuman": True, "blockedReason": "q?"}
-                         for item_id in ids]
-    (backlog / "backlog.json").write_text(json.dumps(document))
-    return backlog
 
 
 def test_embedded_apply_changes_is_one_write_accepted_once(tmp_path: Path) -> None:

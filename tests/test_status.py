@@ -9,34 +9,27 @@ from pathlib import Path
 
 import pytest
 import waiting
+from builders import blocked, item, write_backlog
 from helpers import run_forge
 
-from git_forge.atomic import FileLock
+from git_forge.cli.status import render_status
+from git_forge.locks import FileLock
 from git_forge.loop.state import RunState, write_state
 from git_forge.runner import runner_for
-from git_forge.status import loop_status, render_status
+from git_forge.status_report import loop_status
 from git_forge.workspace import locate
-
-
-def _item(item_id: str, status: str, **fields) -> dict:
-    return {"id": item_id, "type": "feature", "priority": 2, "title": f"t{item_id}",
-            "status": status, **fields}
 
 
 @pytest.fixture
 def repo(git_repo: Path) -> Path:
-    backlog = git_repo / ".forge"
-    backlog.mkdir()
-    items = [
-        _item("001", "done"),
-        _item("002", "blocked", needsHuman=True, blockedReason="which db?"),
-        _item("003", "blocked", deferred=True, dependsOn=["002"]),
-        _item("004", "blocked", dependsOn=["003"]),
-        _item("005", "pending", dependsOn=["002"]),
-        _item("006", "in_progress"),
-    ]
-    (backlog / "backlog.json").write_text(json.dumps(
-        {"schemaVersion": "1", "project": "p", "description": "", "items": items}))
+    write_backlog(git_repo / ".forge", [
+        item("001", "done"),
+        blocked("002", "which db?"),
+        item("003", "blocked", deferred=True, dependsOn=["002"]),
+        item("004", "blocked", dependsOn=["003"]),
+        item("005", "pending", dependsOn=["002"]),
+        item("006", "in_progress"),
+    ])
     return git_repo
 
 
@@ -86,9 +79,9 @@ def test_status_reads_state_json(repo: Path) -> None:
 def test_a_blocked_item_below_a_done_root_is_named_not_a_cycle(git_repo: Path) -> None:
     backlog = git_repo / ".forge"
     backlog.mkdir()
-    items = [_item("001", "done"),
-             _item("002", "blocked", blockedReason="staging is down", dependsOn=["001"]),
-             _item("003", "pending", dependsOn=["002"])]
+    items = [item("001", "done"),
+             item("002", "blocked", blockedReason="staging is down", dependsOn=["001"]),
+             item("003", "pending", dependsOn=["002"])]
     (backlog / "backlog.json").write_text(json.dumps(
         {"schemaVersion": "1", "project": "p", "description": "", "items": items}))
     document = json.loads(run_forge("status", "--json", cwd=git_repo).stdout)
@@ -135,7 +128,7 @@ def test_lock_liveness_follows_the_holder(repo: Path) -> None:
     lock = repo / ".forge" / "loop.lock"
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys; from git_forge.atomic import FileLock\n"
+         "import sys; from git_forge.locks import FileLock\n"
          "lock = FileLock(sys.argv[1]); lock.acquire(holder='run r1 since 10:00')\n"
          "print('held', flush=True); sys.stdin.read()", str(lock)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

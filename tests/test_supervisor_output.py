@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from git_forge.supervisor.buffer import RollingBuffer
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.spool import (
     INDEX_FILE,
+    Extent,
     SpoolReader,
     SpoolWriter,
     retained_start,
@@ -214,40 +214,8 @@ def test_a_small_memory_window_flushes_before_it_would_lose_bytes(tmp_path: Path
     assert data == pattern(extent.retained_from, total - extent.retained_from)
 
 
-def test_a_flush_waits_for_a_read_landing_in_the_window(tmp_path: Path) -> None:
-    # A window of exactly ceiling + segment, and a read that overwrites bytes which only
-    # leave retention once it lands: the flush must not copy them while they change.
-    writer = spool(tmp_path, window_bytes=80 * KIB)
-    total = 160 * KIB + 16000
-    writer.append(pattern(0, total))
-    read_end, write_end = os.pipe()
-    reader = threading.Thread(target=writer.read_from, args=(read_end, 1000))
-    reader.start()  # blocks in the read, holding its reservation
-    failures: list[BaseException] = []
-
-    def flush() -> None:
-        try:
-            writer.flush()
-        except BaseException as exc:
-            failures.append(exc)
-
-    flusher = threading.Thread(target=flush)
-    flusher.start()
-    time.sleep(0.2)
-    os.write(write_end, pattern(total, 1000))
-    waiting.join(reader)
-    waiting.join(flusher)
-    os.close(read_end)
-    os.close(write_end)
-    assert failures == []
-    extent = writer.close()
-    assert extent.total_bytes == total + 1000
-    data, _, _ = SpoolReader(tmp_path / "x.spool").read(extent.retained_from, 1 << 20)
-    assert data == pattern(extent.retained_from, total + 1000 - extent.retained_from)
-
-
 @pytest.mark.parametrize("window", [12 * KIB, 82 * KIB])
-def test_reads_into_the_window_race_flushes_safely(tmp_path: Path, window: int) -> None:
+def test_appends_from_a_pipe_race_flushes_safely(tmp_path: Path, window: int) -> None:
     import select
 
     writer = spool(tmp_path, window_bytes=window)
@@ -267,8 +235,8 @@ def test_reads_into_the_window_race_flushes_safely(tmp_path: Path, window: int) 
     poller = select.poll()
     poller.register(read_end, select.POLLIN | select.POLLHUP)
     try:
-        while poller.poll(1000) and writer.read_from(read_end, 5 * KIB):
-            pass
+        while poller.poll(1000) and (data := os.read(read_end, 5 * KIB)):
+            writer.append(data)
     finally:
         done.set()
         waiting.join(flushing)
@@ -304,18 +272,60 @@ def test_concurrent_appenders_lose_no_byte(tmp_path: Path) -> None:
     assert data.count(b"a") == counts[b"a"] and data.count(b"b") == counts[b"b"]
 
 
-def test_reads_straight_from_a_pipe_into_the_window(tmp_path: Path) -> None:
+def test_a_flood_through_a_small_window_spills_without_a_durable_commit(
+    tmp_path: Path,
+) -> None:
+    # The window fills again and again: its bytes go to the segment files and the
+    # segments retention drops go away, with no fsync and no durable index until
+    # the flush timer (here: never) or close.
+    synced: list[int] = []
+
+    class Counted(SpoolWriter):
+        def _commit(self):  # type: ignore[override]
+            synced.append(self._written)
+            return super()._commit()
+
+    writer = Counted(tmp_path / "f.spool", ceiling=64 * KIB, segment_bytes=16 * KIB,
+                     window_bytes=8 * KIB, flush_interval=3600.0)
+    total = 2048 * KIB
+    peak = 0
+
+    def append(data: bytes) -> None:
+        nonlocal peak
+        writer.append(data)
+        peak = max(peak, sum(segments(tmp_path / "f.spool").values()))
+
+    write_stream(append, total, seed=11)
+    assert synced == [] and writer.committed.total_bytes == 0  # nothing made durable yet
+    assert peak <= 64 * KIB + 2 * 16 * KIB + 8 * KIB  # bounded by retention, not output
+    # Another process reads what the spills wrote (from the page cache).
+    extent = SpoolReader(tmp_path / "f.spool").extent()
+    assert total - 8 * KIB <= extent.total_bytes <= total
+    data, _, gap = SpoolReader(tmp_path / "f.spool").read(0, total)
+    assert gap and data == pattern(extent.total_bytes - len(data), len(data))
+    final = writer.close()
+    assert synced and final == Extent(total, retained_start(total, 64 * KIB, 16 * KIB))
+    data, _, _ = SpoolReader(tmp_path / "f.spool").read(final.retained_from, total)
+    assert data == pattern(final.retained_from, total - final.retained_from)
+
+
+def test_an_older_index_naming_deleted_segments_reads_from_the_first_one_left(
+    tmp_path: Path,
+) -> None:
+    # A power cut can bring back a durable index older than the non-durable one a
+    # spill wrote before it deleted segments: the bytes it names first were dropped.
     writer = spool(tmp_path)
-    read_end, write_end = os.pipe()
-    os.write(write_end, pattern(0, 50 * KIB))
-    os.close(write_end)
-    got = 0
-    while (count := writer.read_from(read_end, 7 * KIB)) > 0:
-        got += count
-    os.close(read_end)
-    assert got == 50 * KIB
-    assert writer.read(0, 100 * KIB).data == pattern(0, 50 * KIB)
-    writer.close()
+    writer.append(pattern(0, 200 * KIB))
+    extent = writer.close()
+    directory = tmp_path / "x.spool"
+    index = json.loads((directory / INDEX_FILE).read_text())
+    index["retained_from"] = extent.retained_from - 2 * 16 * KIB  # names two gone segments
+    (directory / INDEX_FILE).write_text(json.dumps(index))
+    reader = SpoolReader(directory)
+    assert reader.extent() == extent
+    data, next_cursor, gap = reader.read(0, 1 << 20)
+    assert gap and next_cursor == 200 * KIB
+    assert data == pattern(extent.retained_from, 200 * KIB - extent.retained_from)
 
 
 def test_appends_after_close_are_refused(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 import waiting
+from waiting import gone, wait_for
 
 from git_forge.loop.journal import Journal
 from git_forge.loop.process_events import ProcessEventPublisher
@@ -110,17 +111,6 @@ def output(supervisor: Supervisor, handle: str) -> bytes:
     return supervisor.read(handle, 0, 1 << 30).data
 
 
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def wait_for(condition, timeout: float = 10.0) -> None:
-    waiting.wait_for(condition, timeout, interval=0.02)
-
-
 # -- start, drain, natural exit -------------------------------------------------------
 def test_a_process_runs_to_its_exit(make, root: Path, recorder: Recorder) -> None:
     supervisor = make()
@@ -139,6 +129,73 @@ def test_a_process_runs_to_its_exit(make, root: Path, recorder: Recorder) -> Non
     assert manifest.started_at and manifest.finished_at >= manifest.started_at
     for path in [root, *root.rglob("*")]:  # output may hold secrets: owner-only, everywhere
         assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
+
+
+SPLIT_SIGNAL_AGENT = """
+import os, sys, time
+os.write(1, b"working\\nFORGE_")         # half of the signal line
+time.sleep(0.05)
+os.write(2, b"a warning in the middle\\n")  # stderr while the line is open
+time.sleep(0.05)
+os.write(1, b"DONE\\n")
+os.write(2, (b"e" * 99 + b"\\n") * 10486)    # 1 MiB of stderr lines after it
+"""
+
+
+def test_lines_stay_whole_in_the_combined_record(make) -> None:
+    supervisor = make()
+    seen: list[tuple[str, bytes]] = []
+    handle = supervisor.start({"run_id": "run-1"}, None, PreparedProcess(
+        py(SPLIT_SIGNAL_AGENT), cwd="/", observe=lambda stream, data: seen.append((stream,
+                                                                                   data))))
+    manifest = supervisor.wait(handle, timeout=WAIT)
+    assert manifest.state == "exited"
+    record = output(supervisor, handle)
+    assert len(record) == manifest.cursors.total_bytes
+    # Every line is whole, whichever drain read first: the signal line, the line
+    # written while it was half-written, every line of the block after it.
+    lines = record.split(b"\n")
+    assert lines.pop() == b""
+    assert set(lines) == {b"working", b"a warning in the middle", b"FORGE_DONE", b"e" * 99}
+    assert lines.count(b"FORGE_DONE") == 1 and lines.count(b"e" * 99) == 10486
+    assert lines.index(b"working") < lines.index(b"FORGE_DONE")
+    # The signal is read from stdout's own end, whatever stderr did around it.
+    assert supervisor.tail(handle, "stdout") == b"working\nFORGE_DONE\n"
+    assert supervisor.tail(handle, "stderr").endswith(b"\n" + b"e" * 99 + b"\n")
+    # The observer saw the bytes as they were read: the open line before its end.
+    stdout_reads = [data for stream, data in seen if stream == "stdout"]
+    assert stdout_reads[0] == b"working\nFORGE_" and b"".join(stdout_reads).endswith(b"DONE\n")
+
+
+def test_a_line_longer_than_the_hold_goes_in_pieces_and_an_open_end_at_exit(make) -> None:
+    from git_forge.supervisor.entry import LINE_HOLD_BYTES
+
+    agent = (f"import os, time\n"
+             f"os.write(1, b'x' * {LINE_HOLD_BYTES + 10})\n"  # no newline: too long to hold
+             f"time.sleep(0.3)\n"
+             f"os.write(2, b'between\\n')\n"
+             f"time.sleep(0.05)\n"
+             f"os.write(1, b'tail without newline')\n")
+    supervisor = make()
+    handle = run(supervisor, py(agent))
+    assert supervisor.wait(handle, timeout=WAIT).state == "exited"
+    record = output(supervisor, handle)
+    # stderr's line lands whole, wherever the drains' timing puts it; stdout's bytes
+    # are all there in order, its open last line appended when the stream ended.
+    assert b"between\n" in record
+    assert record.replace(b"between\n", b"", 1) == (b"x" * (LINE_HOLD_BYTES + 10)
+                                                     + b"tail without newline")
+
+
+def test_a_quick_agent_s_exit_is_not_held_for_the_linger(make) -> None:
+    # The watchdog lingers drainTimeoutSeconds for a tree whose lock is still held when
+    # its agent exits; the supervisor's own copy of the lock must never count as one.
+    supervisor = make(drain_timeout_seconds=5.0)
+    for _ in range(12):
+        started = time.monotonic()
+        handle = run(supervisor, ["true"])
+        assert supervisor.wait(handle, timeout=WAIT).state == "exited"
+        assert time.monotonic() - started < 4.0
 
 
 def test_the_manifest_is_durable_before_the_process_runs(make, root: Path) -> None:
@@ -241,7 +298,7 @@ IGNORES_INT = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN
 
 def started(supervisor: Supervisor, code: str, **options) -> str:
     handle = run(supervisor, py(code), **options)
-    wait_for(lambda: supervisor.read(handle, 0, 10).data == b"up\n")
+    wait_for(lambda: supervisor.read(handle, 0, 10).data == b"up\n", timeout=10)
     return handle
 
 
@@ -295,7 +352,7 @@ time.sleep(60)
 
 
 def tree_pids(supervisor: Supervisor, handle: str) -> list[int]:
-    wait_for(lambda: output(supervisor, handle).endswith(b"\n"))
+    wait_for(lambda: output(supervisor, handle).endswith(b"\n"), timeout=10)
     return [supervisor.entry(handle).pid, *map(int, output(supervisor, handle).split())]
 
 
@@ -380,7 +437,10 @@ def test_eight_concurrent_terminalizers_pass_the_gate_once(make, root: Path,
     for thread in threads:
         waiting.join(thread)
     supervisor.wait(handle, timeout=WAIT)
-    time.sleep(0.5)  # the natural exit arrives too, and must be a no-op
+    # the natural exit arrives too, and must be a no-op: its watcher has ended
+    watched = threading.Thread(target=entry.join)
+    watched.start()
+    waiting.join(watched, timeout=10)
     assert results.count(True) == 1
     terminal_saves = {state: count for state, count in store.saves.items()
                       if state not in ("starting", "running")}
@@ -437,7 +497,7 @@ def _owner(tmp_path: Path, root: Path, mode: str, code: str) -> tuple[subprocess
     )
     handle = json.loads(waiting.readline(owner))["handle"]
     spool = SpoolReader(root / f"{handle}.spool")
-    wait_for(lambda: spool.extent().total_bytes > 0)
+    wait_for(lambda: spool.extent().total_bytes > 0, timeout=10)
     return owner, handle
 
 
@@ -450,7 +510,7 @@ def test_sigkill_of_the_owner_ends_the_tree_then_restore_reconciles(tmp_path: Pa
     owner, handle = _owner(tmp_path, root, "hold", AGENT_WITH_PID)
     spool = SpoolReader(root / f"{handle}.spool")
     try:
-        wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"))
+        wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"), timeout=10)
         agent = int(spool.read(0, 100).data)
         owner.send_signal(signal.SIGKILL)
         waiting.wait_process(owner, 10)
@@ -487,7 +547,7 @@ def test_restore_reports_a_live_orphan_and_never_signals_it(tmp_path: Path,
     owner, handle = _owner(tmp_path, root, "hold-unwatched", AGENT_WITH_PID)
     spool = SpoolReader(root / f"{handle}.spool")
     try:
-        wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"))
+        wait_for(lambda: spool.read(0, 100).data.endswith(b"\n"), timeout=10)
         agent = int(spool.read(0, 100).data)
         owner.send_signal(signal.SIGKILL)
         waiting.wait_process(owner, 10)
@@ -615,7 +675,7 @@ def test_a_double_forked_setsid_daemon_never_outlives_its_entry(make, how: str) 
     supervisor = make(grace_seconds=0.3)
     options = {"timeout": 0.8} if how == "timed_out" else {}
     handle = run(supervisor, py(DOUBLE_FORK) + ["0" if how == "exits" else "60"], **options)
-    wait_for(lambda: output(supervisor, handle).endswith(b"\n"))
+    wait_for(lambda: output(supervisor, handle).endswith(b"\n"), timeout=10)
     daemon = int(output(supervisor, handle))
     assert not gone(daemon)
     if how == "stopped":

@@ -11,12 +11,14 @@ import json
 import random
 import re
 
+import builders
 import pytest
 
 from git_forge.backlog import topology
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import Item
-from git_forge.backlog.topology import id_key, parse_items, reason_tokens, render_text
+from git_forge.backlog.topology import id_key, parse_items, reason_tokens
+from git_forge.cli.render_topology import render_text, waiting_text
 
 
 def items_of(entries: list) -> list:
@@ -52,10 +54,9 @@ CLUSTER_KEYS = ["clusterId", "memberIds", "memberReasons", "sharedTokens", "gate
 
 
 def item(item_id: str, *deps: str, status: str = "pending", reason: str | None = None) -> dict:
-    entry = {"id": item_id, "status": status, "dependsOn": list(deps)}
-    if reason is not None:
-        entry["blockedReason"] = reason
-    return entry
+    """An item depending on ``deps``, in this file's shorthand."""
+    extra = {} if reason is None else {"blockedReason": reason}
+    return builders.item(item_id, status, dependsOn=list(deps), **extra)
 
 
 def blocked(item_id: str, reason: str | None, *deps: str, **extra) -> dict:
@@ -695,7 +696,7 @@ def test_waiting_names_each_kind_and_real_cycles_only() -> None:
         (["5", "6"], "cycle", ["7"]),
         (["8"], "in_progress", ["9"]),
     ]
-    assert topology.waiting_text(waiting(items)) == (
+    assert waiting_text(waiting(items)) == (
         "1 (needs human) gating 2; 3 (deferred) gating 4; "
         "the dependency cycle 5 ↔ 6 gating 7; 8 (in progress) gating 9")
 
@@ -708,7 +709,7 @@ def test_nothing_waits_when_something_is_selectable_or_nothing_is_pending() -> N
 
 def test_a_long_gated_list_is_cut_and_counted() -> None:
     items = [blocked("1", "x")] + [item(str(n), "1") for n in range(2, 10)]
-    assert topology.waiting_text(waiting(items)) == (
+    assert waiting_text(waiting(items)) == (
         "1 (blocked) gating 2, 3, 4, 5, 6, … (8 in all)")
 
 
@@ -764,6 +765,67 @@ def test_waiting_matches_the_definition_and_covers_every_pending_item() -> None:
             pending = {str(e["id"]) for e in items if e["status"] == "pending"}
             assert pending <= covered, items
     assert starved > 50  # the property was exercised
+
+
+# --------------------------------------------------------------------------- cycles, selection
+
+
+def ref_reaches_itself(items: list[dict], start: str) -> bool:
+    """Straight from the definition: ``start`` depends on itself through its dependencies."""
+    edges = {str(e["id"]): [str(d) for d in e.get("dependsOn") or ()] for e in items}
+    seen: set[str] = set()
+    frontier = list(edges.get(start, ()))
+    while frontier:
+        node = frontier.pop()
+        if node == start:
+            return True
+        if node in edges and node not in seen:
+            seen.add(node)
+            frontier.extend(edges[node])
+    return False
+
+
+def test_a_cycle_is_found_exactly_when_an_item_reaches_itself() -> None:
+    rng = random.Random(31)
+    found = 0
+    for _ in range(300):
+        items = random_backlog(rng, rng.randint(1, 20), cyclic=True)
+        cycles = topology.dependency_cycles(items_of(items))
+        for entry in items:
+            start = str(entry["id"])
+            cycle = topology.cycle_through(items_of(items), start)
+            assert (cycle is not None) == ref_reaches_itself(items, start), (items, start)
+            if cycle is None:
+                continue
+            found += 1
+            edges = {str(e["id"]): {str(d) for d in e["dependsOn"]} for e in items}
+            assert cycle[0] == start and len(set(cycle)) == len(cycle)
+            assert all(cycle[(n + 1) % len(cycle)] in edges[node] for n, node in enumerate(cycle))
+            assert any(start in named for named in cycles)  # every item on a cycle is named
+    assert found > 300  # the property was exercised
+
+
+def test_a_cycle_through_a_ten_thousand_deep_chain() -> None:
+    count = 10_000
+    items = [item(str(n), str(n % count + 1)) for n in range(1, count + 1)]
+    assert topology.cycle_through(items_of(items), "1") == [str(n) for n in range(1, count + 1)]
+    items[-1]["dependsOn"] = []
+    assert topology.cycle_through(items_of(items), "1") is None
+    assert topology.dependency_cycles(items_of(items)) == []
+
+
+def test_the_loop_and_the_topology_select_by_one_rule() -> None:
+    from git_forge.backlog import model
+
+    rng = random.Random(41)
+    for _ in range(300):
+        items = random_backlog(rng, rng.randint(1, 25), cyclic=rng.random() < 0.5)
+        done = {str(e["id"]) for e in items if e["status"] == "done"}
+        known = {str(e["id"]) for e in items}
+        expected = {str(e["id"]) for e in items if e["status"] == "pending"
+                    and all(d in done for d in e["dependsOn"] if d in known)}
+        assert {e["id"] for e in model.selectable_items(items_of(items))} == expected, items
+        assert compute_topology(items)["selectable"] == len(expected), items
 
 
 # --------------------------------------------------------------------------- scale

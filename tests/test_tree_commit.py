@@ -6,12 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
+from builders import submodule_upstream
 from helpers import git
 from tree_helpers import (
     assert_only_paths_changed,
     cached_diff,
     git_bytes,
-    make_busy_repo,
     whole_state,
     worktree_state,
     write,
@@ -19,8 +19,8 @@ from tree_helpers import (
 
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.repo import open_repo
-from git_forge.tree.status import porcelain
 
 # Globs, prefixes of other names, special characters, a deletion, an untracked
 # file, an exec-bit change, a retargeted symlink, a staged+modified file.
@@ -29,11 +29,6 @@ CHOSEN = [
     os.fsdecode(b"latin1-\xe9.txt"), "gone.txt", "untracked/new file.txt", "tool.sh", "link",
     "staged-other.txt",
 ]
-
-
-@pytest.fixture
-def busy(tmp_path: Path) -> Path:
-    return make_busy_repo(tmp_path / "busy")
 
 
 def head_paths(root: Path) -> set[str]:
@@ -178,12 +173,7 @@ def test_crlf_conversion_like_git_add(git_repo: Path) -> None:
 
 
 def test_submodule_path_records_its_checked_out_commit(git_repo: Path, tmp_path: Path) -> None:
-    upstream = tmp_path / "upstream"
-    upstream.mkdir()
-    git("init", "-q", "-b", "main", cwd=upstream)
-    write(upstream, "lib.txt", "v1\n")
-    git("add", ".", cwd=upstream)
-    git("commit", "-q", "-m", "v1", cwd=upstream)
+    upstream = submodule_upstream(tmp_path / "upstream")
     git("submodule", "add", "-q", str(upstream), "lib", cwd=git_repo)
     git("commit", "-q", "-m", "submodule", cwd=git_repo)
     write(git_repo / "lib", "lib.txt", "v2\n")

@@ -12,7 +12,6 @@ from helpers import git
 from tree_helpers import (
     assert_only_paths_changed,
     git_bytes,
-    make_busy_repo,
     whole_state,
     worktree_state,
     write,
@@ -25,8 +24,8 @@ from git_forge.tree.discard import (
     safety_refs,
 )
 from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.repo import open_repo
-from git_forge.tree.status import porcelain
 
 #: libgit2's "put these paths back" (the strategy the tree layer once used),
 #: kept here to measure the trap below.
@@ -41,11 +40,6 @@ CHOSEN = [
     os.fsdecode(b"latin1-\xe9.txt"), "gone.txt", "untracked/new file.txt", "*.new", "tool.sh",
     "link", "staged-other.txt", "ita.txt",
 ]
-
-
-@pytest.fixture
-def busy(tmp_path: Path) -> Path:
-    return make_busy_repo(tmp_path / "busy")
 
 
 def test_discards_exactly_the_named_paths_after_saving_them(busy: Path) -> None:
@@ -108,7 +102,7 @@ def test_restore_accepts_the_short_name_and_skips_identical_files(busy: Path) ->
 def test_same_second_clash_is_suffixed(busy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from git_forge.tree import discard
 
-    monkeypatch.setattr(discard, "_timestamp", lambda: "20250102T030405Z")
+    monkeypatch.setattr(discard, "compact_stamp", lambda: "20250102T030405Z")
     refs = [discard_paths(open_repo(busy), [path]).ref for path in ("a", "a.txt", "plain.txt")]
     assert refs == [
         "refs/forge/discarded/20250102T030405Z",

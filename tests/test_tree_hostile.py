@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from builders import submodule_upstream
 from helpers import git
 from tree_helpers import git_bytes, git_status_z, worktree_state, write
 
@@ -26,10 +27,10 @@ from git_forge.tree.commit import commit_paths
 from git_forge.tree.discard import discard_paths, restore_discarded
 from git_forge.tree.errors import GitError
 from git_forge.tree.fast_status import porcelain_fast
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.porcelain import parse_porcelain_z
 from git_forge.tree.repo import open_repo
 from git_forge.tree.stash import stash_paths
-from git_forge.tree.status import porcelain
 from git_forge.tree.worktree import refusals, restore_to_head
 
 LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
@@ -369,12 +370,7 @@ def test_sparse_checkout_stash_and_discard_leave_out_of_cone_files_out(tmp_path:
 
 @pytest.fixture
 def with_submodule(tmp_path: Path) -> Path:
-    upstream = tmp_path / "upstream"
-    upstream.mkdir()
-    git("init", "-q", "-b", "main", cwd=upstream)
-    write(upstream, "lib.txt", "v1\n")
-    git("add", ".", cwd=upstream)
-    git("commit", "-q", "-m", "v1", cwd=upstream)
+    upstream = submodule_upstream(tmp_path / "upstream")
     root = tmp_path / "super"
     root.mkdir()
     git("init", "-q", "-b", "main", cwd=root)

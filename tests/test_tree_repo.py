@@ -10,8 +10,8 @@ from helpers import git
 from tree_helpers import write
 
 from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.repo import open_repo
-from git_forge.tree.status import porcelain
 
 
 def test_opens_from_a_subdirectory(git_repo: Path) -> None:

@@ -12,17 +12,16 @@ from tree_helpers import (
     assert_only_paths_changed,
     git_bytes,
     index_state,
-    make_busy_repo,
     whole_state,
     worktree_state,
     write,
 )
 
 from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.history import stash_list
 from git_forge.tree.repo import open_repo
 from git_forge.tree.stash import stash_paths
-from git_forge.tree.status import porcelain
 
 CHOSEN = [
     "*.txt", "[ab].txt", "a", "dir/x.txt", "sp ace.txt", "new\nline.txt",
@@ -30,11 +29,6 @@ CHOSEN = [
     "link", "staged-other.txt", "ita.txt",
 ]
 MESSAGE = "forge: abandoned work from item 003"
-
-
-@pytest.fixture
-def busy(tmp_path: Path) -> Path:
-    return make_busy_repo(tmp_path / "busy")
 
 
 def stash_show_names(root: Path) -> set[str]:

@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 import waiting
+from builders import submodule_upstream
 from tree_helpers import TRICKY_NAMES, git_bytes, git_status_lines, git_status_z, write
 
 from git_forge.tree.errors import GitError
 from git_forge.tree.fast_status import is_clean, porcelain_fast
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.porcelain import (
     StatusEntry,
     parse_porcelain_z,
@@ -28,7 +30,6 @@ from git_forge.tree.porcelain import (
     render_porcelain_z,
 )
 from git_forge.tree.repo import open_repo
-from git_forge.tree.status import porcelain
 
 BASE_FILES = TRICKY_NAMES + [f"pkg/mod{n}.py" for n in range(8)] + ["tool.sh", "lib/deep/a.c"]
 
@@ -272,12 +273,7 @@ def test_typechanges_and_exec_bits(git_repo: Path) -> None:
 
 @pytest.fixture
 def superproject(git_repo: Path, tmp_path: Path) -> Path:
-    upstream = tmp_path / "upstream"
-    upstream.mkdir()
-    git_bytes("init", "-q", "-b", "main", cwd=upstream)
-    write(upstream, "lib.txt", "v1\n")
-    git_bytes("add", ".", cwd=upstream)
-    git_bytes("commit", "-q", "-m", "v1", cwd=upstream)
+    upstream = submodule_upstream(tmp_path / "upstream")
     git_bytes("submodule", "add", "-q", str(upstream), "vendor/lib", cwd=git_repo)
     git_bytes("commit", "-q", "-m", "add submodule", cwd=git_repo)
     return git_repo

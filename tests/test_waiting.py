@@ -7,7 +7,6 @@ import subprocess
 import sys
 import time
 
-import psutil
 import pytest
 import waiting
 from helpers import PtySession, git, run_forge
@@ -17,13 +16,6 @@ TREE = ("import subprocess, sys, time\n"
         "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
         "print(p.pid, flush=True)\n"
         "time.sleep(120)\n")
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 def spawn_tree() -> tuple[subprocess.Popen, int]:
@@ -38,7 +30,7 @@ def test_a_wait_past_its_deadline_kills_the_whole_tree_and_fails() -> None:
         waiting.wait_process(child, timeout=0.3)
     assert time.monotonic() - started < 10
     assert child.returncode is not None
-    waiting.wait_for(lambda: gone(grandchild), 10, what="the grandchild gone")
+    waiting.wait_for(lambda: waiting.gone(grandchild), 10, what="the grandchild gone")
 
 
 def test_run_past_its_deadline_kills_the_tree_and_shows_what_it_printed() -> None:
@@ -48,7 +40,7 @@ def test_run_past_its_deadline_kills_the_tree_and_shows_what_it_printed() -> Non
     message = str(raised.value)
     assert "killed" in message and "stdout: 'pid " in message
     grandchild = int(message.split("stdout: 'pid ")[1].split("\\n")[0])
-    waiting.wait_for(lambda: gone(grandchild), 10, what="the grandchild gone")
+    waiting.wait_for(lambda: waiting.gone(grandchild), 10, what="the grandchild gone")
 
 
 def test_a_line_that_never_comes_fails_and_kills_the_child() -> None:

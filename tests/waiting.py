@@ -44,6 +44,14 @@ def wait_for(condition: Callable[[], Any], timeout: float = 30.0, *, interval: f
         time.sleep(interval)
 
 
+def gone(pid: int) -> bool:
+    """True once process ``pid`` has exited (a zombie has: only its parent's wait is left)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def kill_tree(pid: int) -> None:
     """SIGKILL ``pid`` and every descendant (captured first: a killed parent's
     children are re-parented out of reach)."""

@@ -44,7 +44,7 @@ SUMMARY = "run coding-agent loops safely and recover them"
 def parser() -> argparse.ArgumentParser:
     """A fresh parser with every help formatter pinned to ``WIDTH`` columns (argparse
     otherwise wraps at the terminal's width, and the outputs would depend on it)."""
-    from git_forge.cli.main import build_parser
+    from git_forge.cli.parser import build_parser
 
     root = build_parser(prog=PROG)
     for _, each in walk(root):

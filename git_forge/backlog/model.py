@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import Item
-from git_forge.backlog.topology import id_key
+from git_forge.backlog.topology import cycle_through, id_key, is_selectable
+from git_forge.clock import parse_stamp
 
 SCHEMA_VERSION = "1"
 
@@ -59,7 +59,7 @@ def _describe(value: Any) -> str:
 
 def _is_iso8601(value: str) -> bool:
     try:
-        datetime.fromisoformat(value)
+        parse_stamp(value)
     except ValueError:
         return False
     return True
@@ -217,28 +217,28 @@ def summarize(items: Iterable[Item]) -> dict[str, int]:
 # --- lookup, selection, ids -----------------------------------------------------------------
 
 
-def positions(items: Sequence[Item]) -> dict[str, int]:
-    """Where each id is in ``items`` (the first of a duplicate), for a batch of changes
-    to look items up in: a hundred answers in one write scan the list once, not a
-    hundred times."""
-    where: dict[str, int] = {}
-    for index, item in enumerate(items):
-        where.setdefault(item.id, index)
-    return where
+def index_items(items: Sequence[Item]) -> dict[str, int]:
+    """Where each id is in ``items`` (the first of a duplicated id, as ``find_item``
+    finds it): a pass that changes many items builds this once instead of scanning
+    per item. A change puts its new Item in the old one's place, so it stays true."""
+    index: dict[str, int] = {}
+    for position, item in enumerate(items):
+        index.setdefault(item.id, position)
+    return index
 
 
 def _index_of(items: Sequence[Item], item_id: str,
-              where: Mapping[str, int] | None = None) -> int:
-    """Where the item with ``item_id`` is (``where``: from ``positions(items)``);
-    refused with the runner contract's message if absent."""
-    if where is not None:
-        index = where.get(item_id)
-        if index is not None:
-            return index
+              index: Mapping[str, int] | None = None) -> int:
+    """Where the item with ``item_id`` is (``index``: ``index_items(items)``, to find
+    it without a scan); refused with the runner contract's message if absent."""
+    if index is not None:
+        found = index.get(item_id)
+        if found is not None:
+            return found
     else:
-        for index, item in enumerate(items):
+        for position, item in enumerate(items):
             if item.id == item_id:
-                return index
+                return position
     raise BacklogError(f"Item not found: {item_id}")
 
 
@@ -247,18 +247,10 @@ def find_item(items: Sequence[Item], item_id: str) -> Item:
     return items[_index_of(items, item_id)]
 
 
-def is_selectable(item: Item, done_ids: set[str], known_ids: set[str]) -> bool:
-    """Pending, and every dependency that is in this backlog is done."""
-    if item.status != "pending":
-        return False
-    return all(dep in done_ids for dep in item.depends_on if dep in known_ids)
-
-
 def selectable_items(items: list[Item]) -> list[Item]:
-    """Every selectable item, in the order the loop takes them."""
-    known = {item.id for item in items}
-    done = {item.id for item in items if item.status == "done"}
-    ready = [item for item in items if is_selectable(item, done, known)]
+    """Every selectable item (``topology.is_selectable``), in the order the loop takes them."""
+    status_of = {item.id: item.status for item in items}
+    ready = [item for item in items if is_selectable(item.status, item.depends_on, status_of)]
     return sorted(ready, key=lambda item: (4 if item.priority is None else item.priority,
                                            id_key(item.id)))
 
@@ -280,27 +272,6 @@ def next_id(items: Iterable[Item]) -> str:
             highest = max(highest, int(item_id))
             width = max(width, len(item_id))
     return str(highest + 1).zfill(width)
-
-
-def cycle_through(items: Sequence[Item], start: str) -> list[str] | None:
-    """A dependency cycle that passes through ``start`` (as ids, start first), or None.
-
-    Only the edited item's edges change in an add or edit, so a cycle that edit
-    introduced must pass through it; cycles elsewhere (already in the file) are
-    not the edit's doing and are left alone.
-    """
-    edges = {item.id: item.depends_on for item in items}
-    stack: list[tuple[str, list[str]]] = [(start, [start])]
-    visited: set[str] = set()
-    while stack:
-        node, path = stack.pop()
-        for dependency in edges.get(node, ()):
-            if dependency == start:
-                return path
-            if dependency not in visited and dependency in edges:
-                visited.add(dependency)
-                stack.append((dependency, [*path, dependency]))
-    return None
 
 
 # --- building and changing items -------------------------------------------------------------
@@ -465,28 +436,28 @@ def _refuse_unless_blocked(item: Item) -> None:
 
 
 def answer_item(items: list[Item], item_id: str, text: str, *,
-                where: Mapping[str, int] | None = None) -> Item:
+                index: Mapping[str, int] | None = None) -> Item:
     """``backlog answer``: a blocked item back to pending with the human's answer,
-    which the loop threads into the item's next prompt. ``where``: see ``positions``."""
-    index = _index_of(items, item_id, where)
-    item = items[index]
+    which the loop threads into the item's next prompt. ``index``: see ``_index_of``."""
+    position = _index_of(items, item_id, index)
+    item = items[position]
     _refuse_unless_blocked(item)
     item = _clear_block(item.with_changes(status="pending"))
-    items[index] = item.with_changes(human_answer=text, needs_human=False, deferred=False)
-    return items[index]
+    items[position] = item.with_changes(human_answer=text, needs_human=False, deferred=False)
+    return items[position]
 
 
 def unblock_items(items: list[Item], item_id: str | None, *,
-                  where: Mapping[str, int] | None = None) -> list[str]:
+                  index: Mapping[str, int] | None = None) -> list[str]:
     """``backlog unblock``: blocked → pending for one item, or for every blocked
     item when ``item_id`` is None. Returns the ids unblocked (possibly none).
-    ``where``: see ``positions``."""
+    ``index``: see ``_index_of``."""
     if item_id is not None:
-        index = _index_of(items, item_id, where)
-        _refuse_unless_blocked(items[index])
-        targets = [index]
+        position = _index_of(items, item_id, index)
+        _refuse_unless_blocked(items[position])
+        targets = [position]
     else:
-        targets = [index for index, item in enumerate(items) if item.status == "blocked"]
-    for index in targets:
-        items[index] = _clear_block(items[index].with_changes(status="pending"))
-    return [items[index].id for index in targets]
+        targets = [position for position, item in enumerate(items) if item.status == "blocked"]
+    for position in targets:
+        items[position] = _clear_block(items[position].with_changes(status="pending"))
+    return [items[position].id for position in targets]

@@ -1,6 +1,6 @@
 """``backlog.json`` on disk: load, validate, and change it under its sidecar lock.
 
-Every change is one locked read-modify-write through ``atomic.update_json``: the
+Every change is one locked read-modify-write through ``jsonfile.update_json``: the
 file is parsed and validated *before* anything is changed, the change is
 validated again before it is written, and any refusal raises before the write —
 so a corrupt or invalid backlog is never rewritten, and a refused change leaves
@@ -21,16 +21,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from git_forge.atomic import StoreError, update_json
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import Item
-from git_forge.clock import utc_now
+from git_forge.clock import wire_now
 from git_forge.credentials import credential_refusal
-from git_forge.errors import os_error_text
+from git_forge.errors import StoreError, os_error_text
+from git_forge.jsonfile import update_json
 from git_forge.parsing import DocumentTooComplex, load_json
 
 T = TypeVar("T")
+
+#: The bytes of each backlog file last found valid (per path, this process): a
+#: reader that finds the very same bytes again skips the checks, whose cost grows
+#: with the backlog — a loop reads its backlog several times per iteration.
+#: Validity is a function of the bytes alone, so this can never vouch for a
+#: file that changed (any change, by anyone, is other bytes).
+_VALIDATED: dict[Path, bytes] = {}
 
 
 class _Unchanged(Exception):
@@ -96,6 +103,8 @@ class BacklogStore:
             raise BacklogError(f"cannot read {self.path}: {os_error_text(exc)}") from exc
 
     def _parse(self, raw: bytes) -> Any:
+        if _VALIDATED.get(self.path) == raw:  # these very bytes passed every check before
+            return json.loads(raw)
         try:
             return load_json(raw.decode("utf-8"), self.path)
         except DocumentTooComplex as exc:
@@ -105,11 +114,16 @@ class BacklogStore:
                                "refusing to touch it") from exc
 
     def _validated(self, raw: bytes) -> dict[str, Any]:
+        known = _VALIDATED.get(self.path) == raw
         document = self._parse(raw)
+        if known:
+            return document
         if document is None:
             raise BacklogError(f"{self.path} is corrupt (it holds JSON null); "
                                "refusing to touch it")
-        return _refuse_invalid(self.path, document)
+        _refuse_invalid(self.path, document)
+        _VALIDATED[self.path] = raw
+        return document
 
     def load(self) -> dict[str, Any]:
         """The validated document; missing, corrupt or invalid is a refusal (exit 2)."""
@@ -176,8 +190,11 @@ class BacklogStore:
                 raise _Unchanged
             return changed
 
+        def written(data: bytes) -> None:  # what change() returned was validated
+            _VALIDATED[self.path] = data
+
         try:
-            update_json(self.path, change)
+            update_json(self.path, change, on_write=written)
         except _Unchanged:
             pass
         except StoreError as exc:
@@ -210,16 +227,16 @@ class BacklogStore:
 
         def change_all(items: list[Item]) -> tuple[list[str], BacklogError | None]:
             done: list[str] = []
-            where = model.positions(items)  # changes replace items, never move them
+            index = model.index_items(items)
             for item_id, text in changes:
                 try:
                     if text is None:
-                        model.unblock_items(items, item_id, where=where)
+                        model.unblock_items(items, item_id, index=index)
                     else:
                         if not text.strip():
                             raise BacklogError("the answer text may not be empty")
                         _refuse_credential(text)
-                        model.answer_item(items, item_id, text, where=where)
+                        model.answer_item(items, item_id, text, index=index)
                 except BacklogError as refusal:
                     return done, refusal
                 done.append(item_id)
@@ -247,7 +264,7 @@ class BacklogStore:
              busy: str | None = None) -> Item:
         """Operator edits to one item (attribute names; status through the transition
         rules). ``busy``: see ``_refuse_busy``."""
-        now = utc_now()
+        now = wire_now()
 
         def edit(items: list[Item]) -> Item:
             _refuse_busy(items, item_id, busy)
@@ -258,7 +275,7 @@ class BacklogStore:
     def transition(self, item_id: str, new_status: str, **fields: Any) -> Item:
         """Move one item to ``new_status`` under the lock (the loop's bookkeeping);
         ``fields`` are attribute names (``blocked_reason=…``)."""
-        now = utc_now()
+        now = wire_now()
         return self.update(
             lambda items: model.transition_item(items, item_id, new_status, now=now, **fields))
 

@@ -8,9 +8,9 @@ chain. Every result is independent of the input order.
 It has to stay fast on large backlogs (10,000 items, 10,000-deep chains), so:
 
 * every graph walk is iterative — a deep chain never meets the recursion limit;
-* gated sets are Python ``int`` bitsets (bit *i* = the *i*-th item in id order), computed
-  once per strongly connected component in reverse topological order; id lists are built
-  only for what the output names;
+* a gated set is found when it is asked for, by one walk over dependents from the asked
+  nodes (set unions, no per-item sets kept), so time and memory follow the size of what
+  the output names rather than the square of the backlog's size;
 * clustering compares only reason token sets that can reach the Jaccard threshold: identical
   sets are merged first, and the rest are paired through an inverted index (bitset postings)
   probed with each set's rarest tokens only (prefix filtering), so a word every reason
@@ -22,21 +22,20 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from itertools import compress
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import Item
 from git_forge.parsing import DocumentTooComplex, load_json
+
+K = TypeVar("K")
 
 WARN_FANOUT = "single-root-fanout"
 WARN_DEPTH = "chain-depth"
 
 _TOKEN_SPLIT = re.compile(r"[^a-z0-9]+")
 _DIGITS = "0123456789"
-_BITS_TO_FLAGS = bytes.maketrans(b"01", b"\x00\x01")
 
 
 # --------------------------------------------------------------------------- ids and input
@@ -109,7 +108,6 @@ def parse_items(raw: str) -> list[Item]:
 # --------------------------------------------------------------------------- the graph
 
 
-@dataclass(frozen=True)
 class DependencyGraph:
     """The backlog's dependency graph, indexed by position in id order.
 
@@ -117,7 +115,7 @@ class DependencyGraph:
     questions from one item list.
     """
 
-    #: Item ids in id order; position ``i`` is bit ``i`` of every bitset.
+    #: Item ids in id order; an item's position is its index here.
     ids: list[str]
     #: The item of each id (a later duplicate id wins).
     items: list[Item]
@@ -125,46 +123,45 @@ class DependencyGraph:
     position: dict[str, int]
     #: In-backlog dependencies of each item, as positions (``dependsOn`` order).
     deps: list[list[int]]
+    #: Items depending on each item directly, as positions.
+    dependents: list[list[int]]
     #: Strongly connected component of each item.
     component: list[int]
-    #: Per component: the bitset of every item reachable through dependents from it,
-    #: the component's own members included.
-    reach: list[int]
     #: Per component: whether it is a cycle (two or more members, or a self-dependency).
     cyclic: list[bool]
     #: The status of each item, read once (every question about the graph starts there).
     status: list[str | None]
 
-    def gated_bits(self, nodes: Iterable[int]) -> int:
-        """Bitset of what ``nodes`` gate together, minus the nodes themselves.
+    def __init__(self, ids: list[str], items: list[Item], position: dict[str, int],
+                 deps: list[list[int]], dependents: list[list[int]], component: list[int],
+                 cyclic: list[bool], status: list[str | None]) -> None:
+        self.ids, self.items, self.position = ids, items, position
+        self.deps, self.dependents = deps, dependents
+        self.component, self.cyclic = component, cyclic
+        self.status = status
+
+    def gated_nodes(self, nodes: Iterable[int]) -> list[int]:
+        """What ``nodes`` gate together, minus the nodes themselves, in id order.
 
         For one node that is ``gated(node)``: every item transitively depending on it.
+        One breadth-first walk over dependents whose steps are set unions (C loops),
+        so the cost follows the size of the answer, whatever the backlog's size.
         """
-        union = 0
-        members = 0
-        for node in nodes:
-            union |= self.reach[self.component[node]]
-            members |= 1 << node
-        return union & ~members
+        start = set(nodes)
+        seen = set(start)
+        frontier = start
+        dependents = self.dependents
+        while frontier:
+            reached = set().union(*map(dependents.__getitem__, frontier))
+            reached -= seen
+            seen |= reached
+            frontier = reached
+        seen -= start
+        return sorted(seen)
 
-    def ids_of(self, bits: int) -> list[str]:
-        """The ids of the items in ``bits``, in id order.
-
-        Dense sets are scanned at C speed (``compress`` over the binary digits); sparse ones
-        jump from set bit to set bit, so a few ids high in a large backlog stay cheap.
-        """
-        if not bits:
-            return []
-        digits = bin(bits)[:1:-1]  # bit i is digits[i]
-        if bits.bit_count() * 16 < len(digits):
-            ids = self.ids
-            found = []
-            at = digits.find("1")
-            while at != -1:
-                found.append(ids[at])
-                at = digits.find("1", at + 1)
-            return found
-        return list(compress(self.ids, digits.encode("ascii").translate(_BITS_TO_FLAGS)))
+    def ids_of(self, nodes: Iterable[int]) -> list[str]:
+        """The ids of ``nodes`` (positions), in the order given."""
+        return list(map(self.ids.__getitem__, nodes))
 
     def gated_ids(self, item_ids: Iterable[object]) -> list[str]:
         """Union of the gated sets of ``item_ids`` minus those ids, in id order.
@@ -173,7 +170,7 @@ class DependencyGraph:
         that unblocks all of ``item_ids`` — the same set a cluster reports as ``gatedIds``.
         """
         known = (self.position.get(str(item_id)) for item_id in item_ids)
-        return self.ids_of(self.gated_bits(node for node in known if node is not None))
+        return self.ids_of(self.gated_nodes(node for node in known if node is not None))
 
 
 def build_graph(items: Sequence[Item]) -> DependencyGraph:
@@ -195,11 +192,9 @@ def build_graph(items: Sequence[Item]) -> DependencyGraph:
         deps.append(mine)
         for dep in mine:
             dependents[dep].append(node)
-    component, members = _strongly_connected(dependents)
-    cyclic = [len(group) > 1 or group[0] in deps[group[0]] for group in members]
-    reach = _reach_bitsets(dependents, component, members)
+    component, _, cyclic = _components(dependents)
     status = [item.status for item in ordered]
-    return DependencyGraph(ids, ordered, position, deps, component, reach, cyclic, status)
+    return DependencyGraph(ids, ordered, position, deps, dependents, component, cyclic, status)
 
 
 def _strongly_connected(succ: list[list[int]]) -> tuple[list[int], list[list[int]]]:
@@ -254,25 +249,16 @@ def _strongly_connected(succ: list[list[int]]) -> tuple[list[int], list[list[int
     return component, groups
 
 
-def _reach_bitsets(
-    succ: list[list[int]], component: list[int], groups: list[list[int]]
-) -> list[int]:
-    """Per component, the bitset of itself plus everything reachable from it.
+def _components(succ: list[list[int]]) -> tuple[list[int], list[list[int]], list[bool]]:
+    """``_strongly_connected``, and which of its components are dependency cycles.
 
-    ``groups`` lists successors first, so each component ORs finished results only:
-    one big-int OR per condensed edge instead of a walk per node.
+    The one definition of a cycle: a component of two or more items, or an item that
+    depends on itself. The graph, an add or edit (``cycle_through``) and the loop's
+    summary (``dependency_cycles``) all ask it here.
     """
-    reach: list[int] = []
-    for comp, group in enumerate(groups):
-        bits = 0
-        for node in group:
-            bits |= 1 << node
-            for nxt in succ[node]:
-                other = component[nxt]
-                if other != comp:
-                    bits |= reach[other]
-        reach.append(bits)
-    return reach
+    component, groups = _strongly_connected(succ)
+    cyclic = [len(group) > 1 or group[0] in succ[group[0]] for group in groups]
+    return component, groups, cyclic
 
 
 def _chain_depths(graph: DependencyGraph) -> list[int]:
@@ -289,6 +275,107 @@ def _chain_depths(graph: DependencyGraph) -> list[int]:
     return depth
 
 
+# --------------------------------------------------------------------------- cycles
+
+
+def _reached(edges: Mapping[str, Sequence[str]], start: str) -> list[str]:
+    """``start`` and every item it depends on, directly or not (ids in ``edges`` only)."""
+    if start not in edges:
+        return []
+    found = {start: None}
+    stack = [start]
+    while stack:
+        for dep in edges[stack.pop()]:
+            if dep not in found and dep in edges:
+                found[dep] = None
+                stack.append(dep)
+    return list(found)
+
+
+class _Cycles:
+    """The dependency cycles of an item list, found once (``_components``) and asked
+    per item. Lighter than ``build_graph`` (no id sort, no per-item check): positions
+    follow the list, a later duplicate id winning. With ``only``, just the items it
+    reaches are indexed — a cycle through it cannot leave them — so an add or edit
+    pays for what the edited item depends on, not for the whole backlog."""
+
+    def __init__(self, items: Iterable[Item], only: str | None = None) -> None:
+        edges = {item.id: item.depends_on for item in items}
+        self.ids = list(edges) if only is None else _reached(edges, only)
+        self.position = {item_id: node for node, item_id in enumerate(self.ids)}
+        self.deps = [[self.position[dep] for dep in edges[item_id] if dep in self.position]
+                     for item_id in self.ids]
+        self.component, _, self.cyclic = _components(self.deps)
+
+    def on_cycle(self, item_id: str) -> bool:
+        node = self.position.get(item_id)
+        return node is not None and self.cyclic[self.component[node]]
+
+    def through(self, item_id: str) -> list[str] | None:
+        """A cycle through ``item_id`` (ids, it first), or ``None``.
+
+        Depth first along ``dependsOn`` (the last dependency explored first), never
+        leaving the item's component: a path that leaves it cannot come back. Each
+        item is reached once and remembers where from, so a deep chain costs linear
+        time, not a copied path per step."""
+        if not self.on_cycle(item_id):
+            return None
+        start = self.position[item_id]
+        home = self.component[start]
+        came_from = {start: start}
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            for dep in self.deps[node]:
+                if dep == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return [self.ids[at] for at in reversed(path)]
+                if dep not in came_from and self.component[dep] == home:
+                    came_from[dep] = node
+                    stack.append(dep)
+        return None  # not reached: every member of a cyclic component is on a cycle through it
+
+
+def cycle_through(items: Sequence[Item], start: str) -> list[str] | None:
+    """A dependency cycle that passes through ``start`` (as ids, start first), or None.
+
+    Only the edited item's edges change in an add or edit, so a cycle that edit
+    introduced must pass through it; cycles elsewhere (already in the file) are
+    not the edit's doing and are left alone.
+    """
+    return _Cycles(items, only=start).through(start)
+
+
+def dependency_cycles(items: Sequence[Item]) -> list[list[str]]:
+    """The dependency cycles among ``items``, each once: in id order, every item on a
+    cycle that no cycle named so far passes through names one through it."""
+    cycles = _Cycles(items)
+    found: list[list[str]] = []
+    seen: set[str] = set()
+    for item_id in sorted(cycles.ids, key=id_key):
+        if item_id in seen:
+            continue
+        cycle = cycles.through(item_id)
+        if cycle:
+            found.append(cycle)
+            seen.update(cycle)
+    return found
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def is_selectable(status: object, dependencies: Iterable[K], status_of: Mapping[K, object]) -> bool:
+    """The one rule for what the loop may pick (runner.md): a pending item whose every
+    dependency that is in the backlog is done. ``status_of`` is the backlog's status of
+    each item; a dependency it does not know (outside the backlog) holds nothing back.
+    The loop selects by this rule and the topology counts by it."""
+    return status == "pending" and all(status_of.get(dep, "done") == "done"
+                                       for dep in dependencies)
+
+
 # --------------------------------------------------------------------------- topology
 
 
@@ -299,20 +386,13 @@ def _topology(graph: DependencyGraph) -> dict[str, Any]:
     for node in range(count):
         if graph.deps[node]:
             continue
-        gated = graph.gated_bits([node])
-        roots.append(
-            {
-                "id": graph.ids[node],
-                "gatedCount": gated.bit_count(),
-                "gatedIds": graph.ids_of(gated),
-            }
-        )
+        gated = graph.ids_of(graph.gated_nodes([node]))
+        roots.append({"id": graph.ids[node], "gatedCount": len(gated), "gatedIds": gated})
     depths = _chain_depths(graph)
     max_depth = max(depths, default=0)
+    status_of = dict(enumerate(status))
     selectable = sum(
-        1
-        for node in range(count)
-        if status[node] == "pending" and all(status[dep] == "done" for dep in graph.deps[node])
+        1 for node in range(count) if is_selectable(status[node], graph.deps[node], status_of)
     )
     pending = status.count("pending")
     threshold = (count + 1) // 2  # ceil(0.5 * itemCount), for fan-out and depth alike
@@ -530,7 +610,7 @@ def _clusters(graph: DependencyGraph) -> list[dict[str, Any]]:
     clusters = []
     for members in sorted(groups.values(), key=lambda group: group[0]):
         shared = frozenset.intersection(*{tokens_of[m] for m in members})
-        gated = graph.ids_of(graph.gated_bits(members))
+        gated = graph.ids_of(graph.gated_nodes(members))
         member_ids = [graph.ids[node] for node in members]
         clusters.append(
             {
@@ -589,13 +669,12 @@ def waiting_on(graph: DependencyGraph) -> list[dict[str, Any]]:
     waits on at least one of them, so the list is never empty then.
     """
     status = graph.status
-    flags = "".join("1" if state == "pending" else "0" for state in reversed(status))
-    pending = int(flags, 2) if flags else 0
+    pending = [state == "pending" for state in status]
+    status_of = dict(enumerate(status))
     selectable = any(
-        state == "pending" and all(status[dep] == "done" for dep in graph.deps[node])
-        for node, state in enumerate(status)
+        is_selectable(state, graph.deps[node], status_of) for node, state in enumerate(status)
     )
-    if not pending or selectable:
+    if not any(pending) or selectable:
         return []
     from git_forge.backlog.model import kind
 
@@ -606,92 +685,20 @@ def waiting_on(graph: DependencyGraph) -> list[dict[str, Any]]:
             cycles.setdefault(graph.component[node], []).append(node)
         if status[node] in ("done", "pending"):
             continue
-        gated = graph.gated_bits([node])
-        if gated & pending:
+        gated = graph.gated_nodes([node])
+        if any(pending[other] for other in gated):
             found.append((node, _waiting_entry(graph, [node], kind(item), gated)))
     for members in cycles.values():
         if all(status[node] == "done" for node in members):
             continue
-        gated = graph.gated_bits(members)
-        inside = sum(1 << node for node in members)
-        if (gated | inside) & pending:
+        gated = graph.gated_nodes(members)
+        if any(pending[other] for other in (*gated, *members)):
             found.append((members[0], _waiting_entry(graph, members, "cycle", gated)))
     return [entry for _, entry in sorted(found, key=lambda pair: pair[0])]
 
 
 def _waiting_entry(graph: DependencyGraph, nodes: list[int], kind: str,
-                   gated: int) -> dict[str, Any]:
+                   gated: list[int]) -> dict[str, Any]:
     gated_ids = graph.ids_of(gated)
     return {"ids": [graph.ids[node] for node in nodes], "kind": kind,
             "gatedIds": gated_ids, "gatedCount": len(gated_ids)}
-
-
-#: At most this many gated ids are named in a line; the count gives the rest.
-_NAMED_GATED = 5
-
-
-def waiting_text(entries: list[dict[str, Any]]) -> str:
-    """``002 (blocked) gating 003; the dependency cycle 004 ↔ 005 gating 006``."""
-    parts = []
-    for entry in entries:
-        if entry["kind"] == "cycle":
-            head = "the dependency cycle " + " ↔ ".join(entry["ids"])
-        else:
-            head = f"{entry['ids'][0]} ({entry['kind'].replace('-', ' ').replace('_', ' ')})"
-        gated = entry["gatedIds"]
-        if gated:
-            named = ", ".join(gated[:_NAMED_GATED])
-            if len(gated) > _NAMED_GATED:
-                named += f", … ({len(gated)} in all)"
-            head += f" gating {named}"
-        parts.append(head)
-    return "; ".join(parts)
-
-
-# --------------------------------------------------------------------------- human output
-
-
-def render_text(payload: dict[str, Any], *, verbose: bool = False,
-                waiting: list[dict[str, Any]] | None = None) -> list[str]:
-    """The human lines of a topology payload (``--json`` prints the payload itself).
-
-    Byte for byte the lines feature-forge's ``backlog-topology`` prints, so a script
-    reading either tool's output reads both. ``verbose`` adds git-forge's detail on
-    lines of their own, indented under the line they explain: what a starved backlog
-    waits on (``waiting``, from ``waiting_on``) and each cluster's shared tokens.
-    """
-    lines = [
-        f"Topology: {payload['itemCount']} items, {payload['rootCount']} roots, "
-        f"max chain depth {payload['maxChainDepth']}, selectable {payload['selectable']}"
-    ]
-    for root in sorted(payload["roots"], key=lambda row: -row["gatedCount"]):
-        lines.append(f"  root {root['id']} gates {root['gatedCount']} item(s)")
-    count = payload["itemCount"]
-    for warning in payload["warnings"]:
-        lines.append(f"  warning: {warning}")
-        if verbose:
-            lines.append("    " + _warning_detail(payload, warning, count))
-    starvation = payload.get("starvation")
-    if starvation:
-        blocking = ", ".join(row["id"] for row in starvation["blockingRoots"])
-        lines.append(f"  starved: no selectable item; blocking roots: {blocking}")
-        if verbose and waiting:
-            lines.append(f"    waiting on {waiting_text(waiting)}")
-    for cluster in payload.get("clusters", []):
-        members = ", ".join(cluster["memberIds"])
-        lines.append(f"  cluster {cluster['clusterId']}: members {members} "
-                     f"(gates {cluster['gatedCount']} item(s))")
-        if verbose:
-            lines.append(f"    shared: {', '.join(cluster['sharedTokens']) or '(none)'}")
-    return lines
-
-
-def _warning_detail(payload: dict[str, Any], warning: str, count: int) -> str:
-    """Why a warning fired: the measure and the threshold (half the backlog, rounded up)."""
-    threshold = (count + 1) // 2
-    if warning == WARN_FANOUT:
-        widest = max(payload["roots"], key=lambda row: row["gatedCount"])
-        return (f"root {widest['id']} gates {widest['gatedCount']} of {count} items "
-                f"(the warning starts at {threshold})")
-    return (f"the longest dependency chain has {payload['maxChainDepth']} of {count} items "
-            f"(the warning starts at {threshold})")

@@ -14,6 +14,8 @@ from git_forge.errors import os_error_text
 
 if TYPE_CHECKING:
     from git_forge.backlog.item import Item
+    from git_forge.backlog.store import BacklogStore
+    from git_forge.workspace import Workspace
 
 _ID_LIKE = re.compile(r"^[0-9]+$")
 _STATUS_FILTERS = ("pending", "in_progress", "done", "blocked", "needs-human", "deferred")
@@ -126,13 +128,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _workspace(args: argparse.Namespace):
+def _workspace(args: argparse.Namespace) -> Workspace:
     from git_forge.workspace import locate
 
     return locate(args.path, args.backlog)
 
 
-def _store(args: argparse.Namespace):
+def _store(args: argparse.Namespace) -> BacklogStore:
     from git_forge.backlog.store import BacklogStore
 
     return BacklogStore.in_dir(_workspace(args).backlog_dir)
@@ -310,7 +312,8 @@ def _topology_items(args: argparse.Namespace) -> list[Item]:
 
 
 def run_topology(args: argparse.Namespace) -> int:
-    from git_forge.backlog.topology import build_graph, render_text, topology_report, waiting_on
+    from git_forge.backlog.topology import build_graph, topology_report, waiting_on
+    from git_forge.cli.render_topology import render_text
 
     items = _topology_items(args)
     report = topology_report(items, cluster=args.cluster)

@@ -52,7 +52,7 @@ def complete_values(argv: list[str]) -> int:
     candidate per line (``VALUE<TAB>DESCRIPTION`` with ``--describe``). Exit 2 with one
     ``Error:`` line for a malformed call; an unreadable project simply has no candidates."""
     from git_forge.cli.output import error
-    from git_forge.completion import candidate_rows
+    from git_forge.completion_values import candidate_rows
 
     options: dict[str, str | None] = {"--backlog": None, "--backlog-dir": None}
     describe = False

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from git_forge.cli.output import emit_json
+
+if TYPE_CHECKING:
+    from git_forge.decisions import DecisionRecord
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     app.set_defaults(func=run_apply)
 
 
-def _open(args: argparse.Namespace):
+def _open(args: argparse.Namespace) -> DecisionRecord:
     from git_forge import decisions
     from git_forge.config import decision_state_dir, feature_forge_state_dir, load_config
     from git_forge.workspace import find_root

@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from git_forge.cli.main import build_parser, command_parser
+    from git_forge.cli.parser import build_parser, command_parser
 
     command_parser(build_parser(prog="git forge"), args.command).print_help()
     return 0

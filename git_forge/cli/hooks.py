@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from git_forge.cli.arguments import add_path
 from git_forge.cli.output import emit_json
+
+if TYPE_CHECKING:
+    from git_forge.tree.hooks import HookState
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,14 +32,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         verb.set_defaults(func=run, action=name)
 
 
-def _where(state, root: Path) -> str:
+def _where(state: HookState, root: Path) -> str:
     try:
         return state.hook.relative_to(root).as_posix()
     except ValueError:
         return str(state.hook)
 
 
-def _uninstalled(before, after, root: Path) -> str:
+def _uninstalled(before: HookState, after: HookState, root: Path) -> str:
     """What ``uninstall`` did, not merely what is left: a removal says so."""
     where = _where(after, root)
     if not before.installed:
@@ -45,7 +49,7 @@ def _uninstalled(before, after, root: Path) -> str:
     return f"removed the pre-launch hook at {where}"
 
 
-def _describe(state, root: Path) -> str:
+def _describe(state: HookState, root: Path) -> str:
     where = _where(state, root)
     if state.installed:
         return f"pre-launch hook installed at {where}" + (

@@ -22,8 +22,8 @@ from git_forge.cli.output import emit_json, is_terminal, json_text, own, paint
 
 if TYPE_CHECKING:
     from git_forge.backlog.item import Item
+    from git_forge.loop.engine import LoopResult
     from git_forge.loop.options import LoopFlags, LoopOptions
-    from git_forge.loop.runner import LoopResult
     from git_forge.reconcile.preflight import Preflight
     from git_forge.workspace import Workspace
 
@@ -215,9 +215,9 @@ def _print_refusal(workspace: Workspace, preflight: Preflight) -> None:
 
 
 def run_loop(args: argparse.Namespace) -> int:
+    from git_forge.loop.engine import LoopRefused
     from git_forge.loop.launch import launch_external
     from git_forge.loop.options import loop_options
-    from git_forge.loop.runner import LoopRefused
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
@@ -233,7 +233,7 @@ def run_loop(args: argparse.Namespace) -> int:
 
 
 def _run_embedded(args: argparse.Namespace, workspace: Workspace, options: LoopOptions) -> int:
-    from git_forge.loop.runner import LoopRefused, run_loop
+    from git_forge.loop.engine import LoopRefused, run_loop
 
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set())

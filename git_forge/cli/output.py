@@ -162,19 +162,9 @@ def _parse_colorbool(value: str | None) -> str:
 def _git_color_setting() -> str:
     """``color.forge``, else ``color.ui``, as git's config reports them; ``auto``
     when neither is set or git cannot be asked."""
-    import subprocess
+    from git_forge.tree.gitcli import config_entries
 
-    try:
-        result = subprocess.run(
-            ["git", "config", "--get-regexp", r"^color\.(ui|forge)$"],
-            stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "auto"
-    found: dict[str, str | None] = {}
-    for line in result.stdout.decode("utf-8", "replace").splitlines():
-        key, separator, value = line.partition(" ")
-        found[key] = value if separator else None  # the last value of a key wins
+    found = dict(config_entries(r"^color\.(ui|forge)$"))  # the last value of a key wins
     for key in ("color.forge", "color.ui"):
         if key in found:
             return _parse_colorbool(found[key])

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from git_forge.cli.arguments import add_location
+from git_forge.exit_codes import PREFLIGHT_STOP
 from git_forge.tree.porcelain import render_porcelain_line
 
-EXIT_STOP = 1
+if TYPE_CHECKING:
+    from git_forge.reconcile.preflight import Preflight
+    from git_forge.reconcile.stop import StopExplanation
+    from git_forge.workspace import Workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +37,7 @@ def _items(ids: list[str]) -> str:
     return ", ".join(ids) if ids else "none"
 
 
-def render_stop(result, explanation=None) -> list[str]:
+def render_stop(result: Preflight, explanation: StopExplanation | None = None) -> list[str]:
     """The STOP message: the prior run, the stranded paths — split into those the
     run touched (its evidence) and those changed outside it — and what to run next."""
     from git_forge.loop.state import RunState
@@ -80,7 +85,7 @@ def render_stop(result, explanation=None) -> list[str]:
     return lines
 
 
-def explain_stop(workspace, result):
+def explain_stop(workspace: Workspace, result: Preflight) -> StopExplanation | None:
     """The STOP's explanation (``reconcile.stop.explain``), or ``None`` when the
     launch stopped for another reason."""
     if result.status != "stop" or result.reason is not None:
@@ -92,7 +97,7 @@ def explain_stop(workspace, result):
                    result.entries, result.run or RunState())
 
 
-def render_dirty(result) -> list[str]:
+def render_dirty(result: Preflight) -> list[str]:
     lines = ["Error: the working tree has uncommitted changes; commit or stash them first:"]
     return lines + [f"  {line}" for line in result.lines]
 
@@ -104,7 +109,7 @@ def _stop_for(reason: str, json_output: bool) -> int:
         emit_json({"status": "stop", "run": None, "paths": [], "reason": reason})
     else:
         print(f"STOP: {reason}", file=sys.stderr)
-    return EXIT_STOP
+    return PREFLIGHT_STOP
 
 
 def run(args: argparse.Namespace) -> int:
@@ -145,4 +150,4 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(render_stop(result, explanation)), file=sys.stderr)
     elif result.status == "dirty":
         print("\n".join(render_dirty(result)), file=sys.stderr)
-    return 0 if result.status == "ok" else EXIT_STOP
+    return 0 if result.status == "ok" else PREFLIGHT_STOP

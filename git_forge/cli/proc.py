@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from git_forge.cli.arguments import add_backlog
 from git_forge.cli.output import emit_json, note, warn
 from git_forge.cli.plain import plain
+
+if TYPE_CHECKING:
+    from git_forge.supervisor.follow import OutputReader
+    from git_forge.supervisor.lifecycle import ProcessError
+    from git_forge.supervisor.manifest import Manifest
+    from git_forge.supervisor.render import RenderedOutput
+    from git_forge.supervisor.view import ProcView
 
 #: The window of one ``--json`` document when ``--limit`` is not given.
 DEFAULT_LIMIT = 32 * 1024
@@ -28,7 +34,6 @@ DEFAULT_LIMIT = 32 * 1024
 #: whole reads join into one valid encoding of the raw bytes.
 STREAM_CHUNK = 3 * 64 * 1024
 HANDLE_HELP = "a handle, a unique prefix of one (4+ characters) or an item id (its latest process)"
-FOLLOW_POLL_SECONDS = 0.2
 #: Codes that mean "bad input": exit 2, and with --json the result object still prints.
 INPUT_ERRORS = ("invalid_arguments", "not_found", "cursor_ahead")
 
@@ -119,8 +124,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     stop.add_argument("--json", action="store_true", help="print the manifest as JSON")
     stop.set_defaults(func=run_stop)
 
+    prune = verbs.add_parser(
+        "prune", help="remove the processes of old runs",
+        description="Remove the manifests and output of finished processes of every run but "
+                    "the supervisor.keepRuns most recent ones (default 10). Never removed: a "
+                    "process not finished or not yet reconciled, a lost one, one marked to "
+                    "keep. The loop does the same at the start of every run. Quiet on "
+                    "success.",
+    )
+    add_backlog(prune)
+    prune.add_argument("-n", "--dry-run", action="store_true",
+                       help="only list what would be removed")
+    prune.add_argument("--json", action="store_true",
+                       help="print what was (or would be) removed as JSON")
+    prune.set_defaults(func=run_prune)
 
-def _view(args: argparse.Namespace):
+
+def _view(args: argparse.Namespace) -> ProcView:
     from git_forge.supervisor.view import ProcView
 
     return ProcView(resolve_proc_root(args.backlog))
@@ -134,7 +154,8 @@ def _fail(args: argparse.Namespace, exc: Exception, document: dict[str, Any]) ->
     raise exc
 
 
-def _resolved(args: argparse.Namespace, view, reference: str, document: dict[str, Any]) -> str:
+def _resolved(args: argparse.Namespace, view: ProcView, reference: str,
+              document: dict[str, Any]) -> str:
     """The handle ``reference`` names (see ``ProcView.resolve``), or the command's
     failure with ``document`` as its --json result."""
     from git_forge.supervisor.lifecycle import ProcessError
@@ -145,7 +166,7 @@ def _resolved(args: argparse.Namespace, view, reference: str, document: dict[str
         _fail(args, exc, document)
 
 
-def _summary(manifest, total_bytes: int, liveness: str | None) -> dict[str, Any]:
+def _summary(manifest: Manifest, total_bytes: int, liveness: str | None) -> dict[str, Any]:
     return {
         "handle": manifest.handle,
         "state": manifest.state,
@@ -158,18 +179,6 @@ def _summary(manifest, total_bytes: int, liveness: str | None) -> dict[str, Any]
         "reason": manifest.result.reason,
         "liveness": liveness,
     }
-
-
-def _live_total(view, manifest) -> int:
-    """A running process's output grows past its manifest's cursors: ask the spool."""
-    from git_forge.supervisor.lifecycle import ProcessError
-
-    if manifest.terminal:
-        return manifest.cursors.total_bytes
-    try:
-        return max(manifest.cursors.total_bytes, view.spool(manifest.handle).extent().total_bytes)
-    except ProcessError:
-        return manifest.cursors.total_bytes
 
 
 LIST_COLUMNS = ("HANDLE", "STATE", "ITEM", "STARTED", "FINISHED", "BYTES")
@@ -197,7 +206,7 @@ def run_list(args: argparse.Namespace) -> int:
     view = _view(args)
     manifests, errors = view.manifests()
     owner_alive = view.owner_alive()
-    rows = [_summary(manifest, _live_total(view, manifest), view.liveness(manifest, owner_alive))
+    rows = [_summary(manifest, view.total_bytes(manifest), view.liveness(manifest, owner_alive))
             for manifest in manifests]
     if args.json:
         emit_json(rows)
@@ -215,7 +224,7 @@ def run_list(args: argparse.Namespace) -> int:
     return 2 if errors else 0
 
 
-def _show_text(manifest) -> None:
+def _show_text(manifest: Manifest) -> None:
     import shlex
 
     result = manifest.state
@@ -260,7 +269,8 @@ def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _output_document(handle: str, manifest, rendered, error: str | None = None) -> dict[str, Any]:
+def _output_document(handle: str, manifest: Manifest | None, rendered: RenderedOutput | None,
+                     error: str | None = None) -> dict[str, Any]:
     return {
         "handle": handle,
         "state": manifest.state if manifest else None,
@@ -277,25 +287,24 @@ def _output_document(handle: str, manifest, rendered, error: str | None = None) 
     }
 
 
-def _render(args: argparse.Namespace, view, handle: str, cursor: int, window: int):
-    from git_forge.supervisor.lifecycle import ProcessError
-
-    encoding = "base64" if args.base64 else "text"
-    try:
-        return view.render(handle, cursor, window, encoding)
-    except ProcessError as exc:
-        document = _output_document(handle, None, None)
-        if exc.code == "cursor_ahead":
-            manifest = view.manifest(handle)
-            document = _output_document(handle, manifest, None)
-            document.update(start_cursor=cursor, next_cursor=exc.next_cursor,
-                            total_bytes=exc.next_cursor)
-        elif exc.code == "invalid_arguments":
-            document.update(start_cursor=cursor, next_cursor=cursor)
-        _fail(args, exc, document)
+def _read_failed(args: argparse.Namespace, reader: OutputReader, exc: ProcessError) -> NoReturn:
+    """A read of ``reader`` was refused: with --json, the result object of the refused
+    cursor; any error not from a read passes through as it is."""
+    if exc is not reader.failure:
+        raise exc
+    handle, cursor = reader.handle, reader.cursor
+    document = _output_document(handle, None, None)
+    if exc.code == "cursor_ahead":
+        document = _output_document(handle, reader.view.manifest(handle), None)
+        document.update(start_cursor=cursor, next_cursor=exc.next_cursor,
+                        total_bytes=exc.next_cursor)
+    elif exc.code == "invalid_arguments":
+        document.update(start_cursor=cursor, next_cursor=cursor)
+    _fail(args, exc, document)
 
 
-def _print_chunk(args: argparse.Namespace, handle: str, manifest, rendered) -> None:
+def _print_chunk(args: argparse.Namespace, handle: str, manifest: Manifest,
+                 rendered: RenderedOutput) -> None:
     if args.json:
         emit_json(_output_document(handle, manifest, rendered))
         return
@@ -309,7 +318,7 @@ def _print_chunk(args: argparse.Namespace, handle: str, manifest, rendered) -> N
     sys.stdout.flush()
 
 
-def _more_follows(handle: str, limit: int, rendered) -> None:
+def _more_follows(handle: str, limit: int, rendered: RenderedOutput) -> None:
     """A bounded read that stopped short of the retained end says where to go on."""
     if rendered.next_cursor < rendered.total_bytes:
         note(f"more output follows: git forge proc output {handle} "
@@ -317,6 +326,7 @@ def _more_follows(handle: str, limit: int, rendered) -> None:
 
 
 def run_output(args: argparse.Namespace) -> int:
+    from git_forge.supervisor.follow import OutputReader
     from git_forge.supervisor.lifecycle import ProcessError
 
     view = _view(args)
@@ -328,46 +338,26 @@ def run_output(args: argparse.Namespace) -> int:
         window = args.limit
     else:
         window = DEFAULT_LIMIT if args.json else STREAM_CHUNK
-    if args.follow:
-        return _follow(args, view, handle, window)
-    if args.json or args.limit is not None:
-        manifest, rendered = _render(args, view, handle, args.cursor, window)
-        _print_chunk(args, handle, manifest, rendered)
-        if not args.json:
-            _more_follows(handle, window, rendered)
-        return 0
-    # Everything retained when the command began, one bounded read at a time.
-    cursor, end = args.cursor, None
-    while True:
-        manifest, rendered = _render(args, view, handle, cursor, window)
-        _print_chunk(args, handle, manifest, rendered)
-        end = rendered.total_bytes if end is None else end
-        if rendered.next_cursor >= end or (rendered.next_cursor == rendered.start_cursor):
-            return 0  # the end, or a sequence a live writer has not finished yet
-        cursor = rendered.next_cursor
+    reader = OutputReader(view, handle, args.cursor, window=window,
+                          encoding="base64" if args.base64 else "text")
+    try:
+        if args.follow:
+            for read in reader.follow():
+                _print_chunk(args, handle, read.manifest, read.rendered)
+        elif args.json or args.limit is not None:
+            read = reader.read()
+            _print_chunk(args, handle, read.manifest, read.rendered)
+            if not args.json:
+                _more_follows(handle, window, read.rendered)
+        else:  # everything retained when the command began, one bounded read at a time
+            for read in reader.retained():
+                _print_chunk(args, handle, read.manifest, read.rendered)
+    except ProcessError as exc:
+        _read_failed(args, reader, exc)
+    return 0
 
 
-def _follow(args: argparse.Namespace, view, handle: str, window: int) -> int:
-    from git_forge.supervisor.lifecycle import ProcessError
-
-    cursor = args.cursor
-    while True:
-        manifest, rendered = _render(args, view, handle, cursor, window)
-        if rendered.output or rendered.gap:
-            _print_chunk(args, handle, manifest, rendered)
-        cursor = rendered.next_cursor
-        if manifest.terminal and cursor >= rendered.total_bytes:
-            return 0
-        if rendered.next_cursor == rendered.start_cursor:
-            if not manifest.terminal and not view.owner_alive():
-                if not view.manifest(handle).terminal:
-                    raise ProcessError(
-                        "owner_gone", "no running loop owns it; the next loop run reconciles it"
-                    )
-            time.sleep(FOLLOW_POLL_SECONDS)
-
-
-def _outcome_line(manifest) -> str:
+def _outcome_line(manifest: Manifest) -> str:
     line = f"{manifest.handle} {manifest.state}"
     if manifest.result.exit_code is not None:
         line += f" (exit {manifest.result.exit_code})"
@@ -413,3 +403,26 @@ def run_stop(args: argparse.Namespace) -> int:
     else:
         print(_outcome_line(manifest))
     return 0
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    from git_forge.layout import PROC_DIR
+    from git_forge.supervisor.view import ProcView
+    from git_forge.workspace import locate
+
+    workspace = locate(".", args.backlog)
+    view = ProcView(workspace.state_dir / PROC_DIR)
+    report = view.prune(workspace.config["supervisor.keepRuns"], dry_run=args.dry_run)
+    if args.json:
+        emit_json({"dry_run": args.dry_run,
+                   "removed": [_summary(m, m.cursors.total_bytes, None) for m in report.removed],
+                   "kept": [m.handle for m in report.kept],
+                   "errors": [{"handle": handle, "error": error.code}
+                              for handle, error in report.errors]})
+    elif args.dry_run:
+        for manifest in report.removed:  # like `git clean -n`
+            print(f"Would remove {manifest.handle} "
+                  f"(run {manifest.owner.run_id}, item {manifest.origin.get('item_id') or '-'})")
+    for handle, error in report.errors:
+        warn(plain(f"{handle}: {error.message}"))
+    return 2 if report.errors else 0

@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
+from git_forge.exit_codes import RECONCILE_TREE_DIRTY
 
 if TYPE_CHECKING:
     from git_forge.reconcile.attribution import Plan
     from git_forge.reconcile.execution import Action, Decision
-
-EXIT_TREE_DIRTY = 6
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -179,4 +178,4 @@ def run(args: argparse.Namespace) -> int:
         if not report.clean and not report.actions:
             print("Nothing was changed. Decide with --commit/--stash/--leave GROUP or "
                   "--discard GROUP --confirm-discard.", file=sys.stderr)
-    return 0 if report.clean else EXIT_TREE_DIRTY
+    return 0 if report.clean else RECONCILE_TREE_DIRTY

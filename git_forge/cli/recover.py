@@ -16,10 +16,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
+
+if TYPE_CHECKING:
+    from git_forge.reconcile.attribution import Plan
+    from git_forge.reconcile.execution import Decision
+    from git_forge.recovery.answers import Collected
+    from git_forge.recovery.questions import Question
+    from git_forge.recovery.report import Report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -63,7 +70,7 @@ class TerminalAsker:
     def __init__(self) -> None:
         self.cancelled = False
 
-    def merges(self, questions) -> list[list[str]]:
+    def merges(self, questions: list[Question]) -> list[list[str]]:
         try:
             return self._merges(questions)
         except KeyboardInterrupt:
@@ -71,7 +78,7 @@ class TerminalAsker:
             self.cancelled = True
             return []
 
-    def _merges(self, questions) -> list[list[str]]:
+    def _merges(self, questions: list[Question]) -> list[list[str]]:
         """Offer merges until Enter; a wrong entry is explained and asked again."""
         import re
 
@@ -109,7 +116,7 @@ class TerminalAsker:
             listed = True
         return merged
 
-    def ask(self, questions) -> list[Any]:
+    def ask(self, questions: list[Question]) -> list[Collected]:
         from git_forge.cli import ask
         from git_forge.credentials import credential_refusal
         from git_forge.recovery.answers import CANCEL, DEFER, Choice, Collected
@@ -146,7 +153,7 @@ class TerminalAsker:
                 break
         return collected
 
-    def tree(self, plan) -> dict[str, Any]:
+    def tree(self, plan: Plan) -> dict[str, Decision]:
         from git_forge.cli.reconcile import ask_decisions, render_plan
 
         print()
@@ -181,12 +188,16 @@ def render_plan_text(document: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_report(report) -> list[str]:
+def render_report(report: Report) -> list[str]:
     """The human report: what each step did, with its source, then NEXT-STEPS."""
-    from git_forge.backlog.topology import waiting_text
+    from git_forge.cli.render_topology import waiting_text
 
     lines: list[str] = []
-    title = "failed" if report.failure else report.outcome.name
+    if report.failure:
+        title = "failed"
+    else:
+        assert report.outcome is not None, "a pass that did not fail reached step 7"
+        title = report.outcome.name
     lines.append(paint(f"Recovery: {title}", "bold"))
     lines.append(f"  sources: runner list ({report.runner}), decision record "
                  f"{report.record_path}, topology of the runner's list, git status")
@@ -247,6 +258,7 @@ def render_report(report) -> list[str]:
                      f"all moved: {'yes' if gate.all_moved else 'no'} (runner re-read); "
                      f"affected: {', '.join(gate.affected) or 'none'}")
         outcome = report.outcome
+        assert outcome is not None, "step 7's gate comes with its outcome"
         detail = f" ({outcome.cause})" if outcome.cause else ""
         if report.waiting:
             detail += f"; nothing is selectable, waiting on {waiting_text(report.waiting)}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json
@@ -22,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from git_forge.runner import runner_for
-    from git_forge.status import loop_status, render_status
+    from git_forge.status_report import loop_status
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
@@ -34,3 +35,43 @@ def run(args: argparse.Namespace) -> int:
 
         print("\n".join(plain(line) for line in render_status(document)))
     return 0
+
+
+def render_status(document: dict[str, Any]) -> list[str]:
+    """The status document (``status_report.loop_status``) in a few aligned, quiet lines."""
+    from git_forge.cli.render_topology import waiting_text
+
+    summary = document["backlogSummary"]
+    blocked = f"{summary['blocked']} blocked"
+    kinds = [f"{summary[key]} {label}" for key, label in
+             (("needsHuman", "needs human"), ("deferred", "deferred")) if summary[key]]
+    if kinds:
+        blocked += f" ({', '.join(kinds)})"
+    backlog = (f"{summary['total']} items: {summary['pending']} pending, "
+               f"{summary['inProgress']} in progress, {blocked}, {summary['done']} done")
+    liveness = document["liveness"]
+    loop = document["loopState"]
+    if liveness["endedWithoutShutdown"]:
+        loop = (f"not running (last run {liveness['runId'] or 'unknown'} ended without "
+                "shutting down; lock free)")
+    else:
+        if document.get("iteration") is not None and loop != "idle":
+            loop += f" (iteration {document['iteration']}/{document.get('maxIterations')})"
+        if document.get("currentItem"):
+            loop += f", on item {document['currentItem']}"
+    lock = document["lock"]
+    lock_line = ("held by " + (lock["holder"] or "a running loop")) if lock["alive"] else "free"
+    topology = document["topology"]
+    shape = (f"max chain depth {topology['maxChainDepth']}, "
+             f"{topology['selectable']} selectable")
+    if topology.get("starvation"):
+        shape += f"; starved, waiting on {waiting_text(topology.get('waitingOn') or [])}"
+    rows = [("loop", loop), ("backlog", backlog), ("topology", shape), ("lock", lock_line),
+            ("runner", document["runner"])]
+    for orphan in liveness["orphans"]:
+        rows.append(("orphan", f"orphaned agent still running (handle {orphan['handle']}, "
+                               f"item {orphan['itemId'] or 'unknown'}); stop it with "
+                               f"git forge proc stop {orphan['handle']}"))
+    if document.get("error"):
+        rows.append(("error", document["error"]))
+    return [f"{label + ':':<10}{value}" for label, value in rows]

@@ -15,9 +15,9 @@ from git_forge.backlog.store import BacklogStore
 from git_forge.scaffold import init_backlog
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.identity import author_and_committer
 from git_forge.tree.repo import init_repository, set_local_identity
-from git_forge.tree.status import porcelain
 from git_forge.workspace import Workspace, locate
 
 ITEMS: list[dict] = [

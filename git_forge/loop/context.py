@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from git_forge.atomic import locked
 from git_forge.backlog.store import BacklogStore
+from git_forge.locks import locked
 from git_forge.loop.journal import Journal
 from git_forge.loop.options import LoopOptions
 from git_forge.loop.progress import Progress
@@ -22,9 +22,9 @@ from git_forge.loop.state import RunState, write_state
 from git_forge.reconcile.preflight import stranded
 from git_forge.supervisor.supervisor import Supervisor
 from git_forge.tree.commit import commit_paths
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.porcelain import quote_path
 from git_forge.tree.repo import Repo
-from git_forge.tree.status import porcelain
 from git_forge.tree.worktree import Action, refusals
 from git_forge.workspace import Workspace
 
@@ -53,14 +53,22 @@ class RunContext:
         return self.workspace.relative(self.workspace.backlog_file)
 
     def save(self, **changes: Any) -> None:
-        """Change the run's state (``RunState`` fields) and write state.json."""
-        self.state = write_state(self.workspace.state_dir, replace(self.state, **changes))
+        """Change the run's state (``RunState`` fields) and update state.json. A change
+        of the run's status is made durable at once; the rest (iteration, current item,
+        last signal, item lists) is a progress report rewritten atomically at every
+        step, durable with the run's next status change — after a power loss the
+        backlog, the manifests and the journal are what restore reads, never these
+        fields."""
+        durable = "status" in changes and changes["status"] != self.state.status
+        self.state = write_state(self.workspace.state_dir, replace(self.state, **changes),
+                                 durable=durable)
 
 
 def commit(run: RunContext, paths: list[str], message: str, *,
            allow_empty: bool = False) -> str:
     """Commit ``paths`` holding backlog.json's lock: a ``backlog add`` from another
     terminal may rewrite it at any moment, and the commit must read it whole."""
+    run.journal.sync()  # what led to the commit is on disk before the commit is
     with locked(run.store.path):
         return commit_paths(run.repo, paths, message, allow_empty=allow_empty)
 

@@ -1,21 +1,16 @@
-"""Exit codes of ``git forge loop run`` (runner.md, settled details) and the errors
-that carry them: every part of the loop refuses or fails through these."""
+"""The errors that carry ``git forge loop run``'s exit codes (``exit_codes.LOOP_*``):
+every part of the loop refuses or fails through these."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from git_forge.errors import ForgeError
+from git_forge.exit_codes import LOOP_REFUSED
 
 if TYPE_CHECKING:
     from git_forge.reconcile.preflight import Preflight
 
-EXIT_DONE = 0
-EXIT_ERROR = 1
-EXIT_REFUSED = 2
-EXIT_PAUSED = 3
-EXIT_BLOCKED = 5
-EXIT_STOPPED = 130
 
 
 class LoopError(ForgeError):
@@ -26,5 +21,5 @@ class LoopRefused(LoopError):
     """The pre-launch check said STOP; ``preflight`` carries what it found."""
 
     def __init__(self, message: str, preflight: Preflight) -> None:
-        super().__init__(message, exit_code=EXIT_REFUSED)
+        super().__init__(message, exit_code=LOOP_REFUSED)
         self.preflight = preflight

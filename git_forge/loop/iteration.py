@@ -17,9 +17,10 @@ from pathlib import Path
 
 from git_forge.atomic import atomic_write
 from git_forge.backlog.item import Item
+from git_forge.exit_codes import LOOP_ERROR, LOOP_REFUSED
 from git_forge.layout import PROMPT_FILES
 from git_forge.loop.context import RunContext
-from git_forge.loop.errors import EXIT_ERROR, EXIT_REFUSED, LoopError
+from git_forge.loop.errors import LoopError
 from git_forge.loop.prompt import build_prompt
 from git_forge.loop.signals import NO_SIGNAL, Signal, parse_signal
 from git_forge.supervisor.lifecycle import ProcessError
@@ -59,7 +60,7 @@ def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
         run.repo.check_unlocked()
     except GitError as exc:
         raise LoopError(f"cannot take item {item_id}: {exc.message}",
-                        exit_code=EXIT_REFUSED) from exc
+                        exit_code=LOOP_REFUSED) from exc
     remove_prompt_files(run.workspace.state_dir)
     if item.status != "in_progress":
         item = run.store.transition(item_id, "in_progress")
@@ -72,18 +73,19 @@ def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
     prompt_text = options.prompt_file.read_text(encoding="utf-8") if options.prompt_file else None
     prompt = build_prompt(item, project_description=str(document.get("description") or ""),
                           prompt_file_text=prompt_text)
+    run.journal.sync()  # the item's start is on disk before its agent is
     try:
         handle = run.supervisor.start({"run_id": run.state.run_id},
                                       {"item_id": item_id, "iteration": number},
                                       _prepare(run, item, prompt, number))
     except ProcessError as exc:
         if exc.code == "process_setup_failed":  # its manifest or spool cannot be written
-            raise LoopError(str(exc.cause), exit_code=EXIT_ERROR) from exc
+            raise LoopError(str(exc.cause), exit_code=LOOP_ERROR) from exc
         raise
     manifest, stopped = _wait(run, handle)
     failure = run.supervisor.storage_error(handle)
     if failure is not None:  # its output could not be recorded: the run cannot go on
-        raise LoopError(str(failure.cause), exit_code=EXIT_ERROR)
+        raise LoopError(str(failure.cause), exit_code=LOOP_ERROR)
     result = _result_of(run, handle, manifest, stopped)
     if not stopped:
         signal = result.signal
@@ -108,7 +110,7 @@ def _prepare(run: RunContext, item: Item, prompt: str, number: int) -> PreparedP
     stdin: bytes | None = encoded
     if any("{prompt_file}" in arg for arg in argv):
         prompt_path = run.workspace.state_dir / f"prompt-{item.id}.md"
-        atomic_write(prompt_path, encoded, mode=0o600)
+        atomic_write(prompt_path, encoded, mode=0o600, durable=False)  # gone after the agent
         argv = [arg.replace("{prompt_file}", str(prompt_path)) for arg in argv]
         stdin = None
     env = {**os.environ, "FORGE_ITEM_ID": item.id, "FORGE_ITERATION": str(number),

@@ -13,27 +13,37 @@ lose the whole history to a crash mid-rewrite). Appends hold the sidecar lock
 (``events.ndjson.lock``), write one whole line with ``O_APPEND`` and fsync. A
 crash can leave a torn final line without its newline: readers ignore it, and
 the next append first truncates it away so the file stays one object per line.
+
+A running loop *owns* its journal (``own``): it holds the loop lock, so it is the
+journal's one writer, and it reads the file once instead of once per event. Its
+appends go straight to an open ``O_APPEND`` descriptor without the sidecar lock
+and without an fsync; ``sync`` makes them durable at the points that need it —
+before an agent starts, before a commit, at the end of the run (``close``). A
+killed loop loses nothing (the kernel holds what was written); a power loss may
+lose the lines since the last sync, which restore and the manifests cover. A
+foreign append meanwhile (the file grew behind the owner's back) sends the next
+append through the locked path again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import uuid
-from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, fsync_directory, locked, write_failure
-from git_forge.errors import EXIT_ERROR, os_error_text
+from git_forge.atomic import fsync_directory, write_all, write_failure
+from git_forge.clock import compact_precise_stamp, precise_now
+from git_forge.errors import StoreError, os_error_text
+from git_forge.exit_codes import EXIT_ERROR
+from git_forge.locks import locked
 from git_forge.parsing import DocumentTooComplex, load_json
 
 SCHEMA_VERSION = "1"
 _RESERVED = ("seq", "schemaVersion", "eventId", "type", "timestamp", "projectPath")
-
-
-def _timestamp() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def _complete_lines(raw: bytes) -> list[bytes]:
@@ -78,10 +88,103 @@ def _parse(line: bytes) -> dict[str, Any] | None:
     return event if isinstance(event, dict) else None
 
 
+class _Owned:
+    """What an owning loop keeps of its journal: the open descriptor, the next
+    ``seq``, the ids already written, the size it expects, and unsynced lines."""
+
+    def __init__(self, fd: int, seq: int, ids: set[str], size: int, created: bool) -> None:
+        self.fd, self.seq, self.ids, self.size = fd, seq, ids, size
+        self.unsynced = False
+        self.created = created
+
+
 class Journal:
     def __init__(self, path: Path | str, project_path: Path | str) -> None:
         self.path = Path(path)
         self.project_path = str(project_path)
+        self._owned: _Owned | None = None
+        self._mutex = threading.Lock()
+
+    # -- the owning loop ---------------------------------------------------------
+    def own(self) -> None:
+        """Become the journal's one writer (the caller holds the loop lock): read
+        the file once, keep it open for appends."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with locked(self.path):
+            raw = self._read_raw()
+            if len(raw) and not raw.endswith(b"\n"):
+                raw = raw[: raw.rfind(b"\n") + 1]
+                self._truncate(len(raw))
+            ids = {str(event.get("eventId")) for line in _complete_lines(raw)
+                   if (event := _parse(line)) is not None}
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                             0o600)
+            except OSError as exc:
+                raise StoreError(write_failure(self.path, exc), exit_code=EXIT_ERROR) from exc
+            self._owned = _Owned(fd, _complete_line_count(raw), ids, len(raw), created=not raw)
+
+    def sync(self) -> None:
+        """Make the owner's appends durable (a no-op when nothing is pending)."""
+        with self._mutex:
+            self._sync()
+
+    def _sync(self) -> None:
+        owned = self._owned
+        if owned is None or not owned.unsynced:
+            return
+        try:
+            os.fsync(owned.fd)
+            if owned.created:
+                fsync_directory(self.path.parent)
+        except OSError as exc:
+            raise StoreError(write_failure(self.path, exc), exit_code=EXIT_ERROR) from exc
+        owned.unsynced = owned.created = False
+
+    def close(self) -> None:
+        """Sync and stop owning; later appends take the locked path."""
+        with self._mutex:
+            owned = self._owned
+            if owned is None:
+                return
+            try:
+                self._sync()
+            finally:
+                self._owned = None
+                os.close(owned.fd)
+
+    def _append_owned(self, owned: _Owned, event_id: str | None,
+                      build: Callable[[int, str], dict[str, Any]]) -> dict[str, Any] | None:
+        if event_id is not None and event_id in owned.ids:
+            return None
+        event = build(owned.seq, event_id or str(uuid.uuid4()))
+        data = (json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
+                ).encode("utf-8")
+        try:
+            write_all(owned.fd, data)
+        except OSError as exc:
+            raise StoreError(write_failure(self.path, exc), exit_code=EXIT_ERROR) from exc
+        owned.seq += 1
+        owned.size += len(data)
+        owned.ids.add(event["eventId"])
+        owned.unsynced = True
+        return event
+
+    def _still_owned(self) -> _Owned | None:
+        """The owner's state, unless the file changed behind it (then: not owned)."""
+        owned = self._owned
+        if owned is None:
+            return None
+        try:
+            same = os.fstat(owned.fd).st_size == owned.size and \
+                os.stat(self.path).st_ino == os.fstat(owned.fd).st_ino
+        except OSError:
+            same = False
+        if not same:
+            self._owned = None
+            os.close(owned.fd)
+            return None
+        return owned
 
     def append(
         self, type: str, event_id: str | None = None, **fields: Any
@@ -92,6 +195,16 @@ class Journal:
         clash = sorted(set(fields) & set(_RESERVED))
         if clash:
             raise StoreError(f"event field {clash[0]!r} is reserved")
+
+        def build(seq: int, identity: str) -> dict[str, Any]:
+            return {"seq": seq, "schemaVersion": SCHEMA_VERSION, "eventId": identity,
+                    "type": type, "timestamp": precise_now(),
+                    "projectPath": self.project_path, **fields}
+
+        with self._mutex:  # the supervisor's threads publish through the same journal
+            owned = self._still_owned()
+            if owned is not None:
+                return self._append_owned(owned, event_id, build)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with locked(self.path):
             raw = self._read_raw()
@@ -99,15 +212,7 @@ class Journal:
                 self._truncate(raw.rfind(b"\n") + 1)  # drop the torn line of a crash
             if event_id is not None and _journaled(raw, event_id):
                 return None
-            event = {
-                "seq": _complete_line_count(raw),
-                "schemaVersion": SCHEMA_VERSION,
-                "eventId": event_id or str(uuid.uuid4()),
-                "type": type,
-                "timestamp": _timestamp(),
-                "projectPath": self.project_path,
-                **fields,
-            }
+            event = build(_complete_line_count(raw), event_id or str(uuid.uuid4()))
             line = json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
             self._write_line(line.encode("utf-8"), created=not raw)
             return event
@@ -131,7 +236,7 @@ class Journal:
             if not self.path.exists():
                 return None
             archive.mkdir(parents=True, exist_ok=True)
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            stamp = compact_precise_stamp()
             target = archive / f"{self.path.stem}-{stamp}{self.path.suffix}"
             counter = 1
             while target.exists():
@@ -163,9 +268,7 @@ class Journal:
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                view = memoryview(data)
-                while len(view):
-                    view = view[os.write(fd, view):]
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)

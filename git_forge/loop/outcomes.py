@@ -13,10 +13,12 @@ from enum import Enum
 from typing import Any
 
 from git_forge.backlog.item import Item
+from git_forge.exit_codes import LOOP_ERROR
 from git_forge.loop.context import RunContext, actionable, commit, dirty
-from git_forge.loop.errors import EXIT_ERROR, LoopError
+from git_forge.loop.errors import LoopError
 from git_forge.loop.iteration import AgentResult, remove_prompt_files
 from git_forge.reconcile import messages
+from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.tree.errors import GitError
 from git_forge.tree.porcelain import quote_path
 from git_forge.tree.stash import stash_paths
@@ -47,9 +49,25 @@ def settle(run: RunContext, item: Item, result: AgentResult) -> Outcome:
     if signal.kind == "done":
         return _done(run, item)
     if signal.kind in ("blocked", "needs_human"):
-        return _blocked(run, item, signal.reason or "no reason given",
-                        needs_human=signal.kind == "needs_human")
-    return _no_signal(run, item, result)
+        outcome = _blocked(run, item, signal.reason or "no reason given",
+                           needs_human=signal.kind == "needs_human")
+    else:
+        outcome = _no_signal(run, item, result)
+    if outcome in _WAITING:
+        _keep_output(run, item, result.handle)
+    return outcome
+
+
+#: Outcomes that leave the item waiting on a human: its last attempt's output is
+#: what they will read, so ``proc prune`` keeps it whatever the run's age.
+_WAITING = frozenset({Outcome.BLOCKED, Outcome.NEEDS_HUMAN, Outcome.DEFERRED})
+
+
+def _keep_output(run: RunContext, item: Item, handle: str) -> None:
+    try:
+        run.supervisor.keep(handle)
+    except ProcessError as exc:  # the item is settled; losing the mark only lets a prune have it
+        run.progress.note(f"item {item.id}: its output could not be marked to keep: {exc}")
 
 
 def _done(run: RunContext, item: Item) -> Outcome:
@@ -132,7 +150,7 @@ def _block(run: RunContext, item: Item, reason: str, *, needs_human: bool = Fals
     except GitError as exc:
         run.journal.append("item_blocked", itemId=item_id, reason=reason)
         raise LoopError(f"item {item_id} is blocked, but its bookkeeping commit failed: "
-                        f"{exc.message}", exit_code=EXIT_ERROR) from exc
+                        f"{exc.message}", exit_code=LOOP_ERROR) from exc
     extra = {"leftInTree": left} if left else {}
     state = run.state
     if needs_human:

@@ -10,23 +10,24 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from git_forge.clock import parse_stamp
 from git_forge.loop.control import item_of
 from git_forge.loop.journal import Journal
 from git_forge.supervisor.lifecycle import State
-from git_forge.supervisor.manifest import Manifest, parse_timestamp
+from git_forge.supervisor.manifest import Manifest
 
 
 def _minutes_between(start: str | None, end: str | None) -> float | None:
     if not start or not end:
         return None
-    seconds = (parse_timestamp(end) - parse_timestamp(start)).total_seconds()
+    seconds = (parse_stamp(end) - parse_stamp(start)).total_seconds()
     return round(seconds / 60, 3)
 
 
 def _duration_ms(start: str | None, end: str | None) -> int | None:
     if not start or not end:
         return None
-    return max(0, round((parse_timestamp(end) - parse_timestamp(start)).total_seconds() * 1000))
+    return max(0, round((parse_stamp(end) - parse_stamp(start)).total_seconds() * 1000))
 
 
 def event_fields(kind: str, manifest: Manifest) -> tuple[str, dict[str, Any]]:

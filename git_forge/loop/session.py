@@ -17,27 +17,21 @@ import shutil
 import threading
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import FileLock
 from git_forge.backlog.bookkeeping import describe_changes
 from git_forge.backlog.item import Item
 from git_forge.backlog.model import select_next
 from git_forge.backlog.store import BacklogStore
-from git_forge.clock import utc_now
+from git_forge.clock import compact_stamp, wire_now
 from git_forge.errors import ForgeError
+from git_forge.exit_codes import LOOP_PAUSED, LOOP_REFUSED, LOOP_STOPPED
 from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR, tree_lock_path
+from git_forge.locks import FileLock
 from git_forge.loop import control
 from git_forge.loop.context import RunContext, commit, dirty
-from git_forge.loop.errors import (
-    EXIT_PAUSED,
-    EXIT_REFUSED,
-    EXIT_STOPPED,
-    LoopError,
-    LoopRefused,
-)
+from git_forge.loop.errors import LoopError, LoopRefused
 from git_forge.loop.iteration import remove_prompt_files, run_iteration
 from git_forge.loop.journal import Journal
 from git_forge.loop.options import LoopOptions
@@ -80,14 +74,16 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     store.load()
     state_dir.mkdir(parents=True, exist_ok=True)
 
-    run_id, started = new_run_id(), utc_now()
+    run_id, started = new_run_id(), wire_now()
     locks = _take_loop_locks(workspace, control.holder_label(run_id, started, os.getpid()))
     supervisor = None
+    journal: Journal | None = None
     try:
         _refuse_beside_live_work(workspace, own_lock=True)
         control.arm_stop_token(state_dir, run_id)
         journal = _Journal(state_dir / EVENTS_FILE, workspace.root, progress)
         journal.rotate(state_dir / ARCHIVE_DIR)
+        journal.own()  # the loop lock makes this run its one writer
         supervisor = Supervisor(
             SupervisorConfig.from_settings(workspace.config.section("supervisor")),
             ManifestStore(state_dir / PROC_DIR), lifecycle=ProcessEventPublisher(journal))
@@ -99,6 +95,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
                          preexisting=preexisting)
         run.save()
         _restore(run)
+        supervisor.prune()  # the processes of runs beyond supervisor.keepRuns
         _commit_queued_backlog(run)
         run.save(status="running")
         journal.append("loop_started", runId=run_id, maxIterations=options.iterations,
@@ -115,13 +112,18 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
                 supervisor.shutdown()
             except ProcessError as exc:
                 progress.note(f"shutdown: {exc}")
+        if journal is not None:
+            try:
+                journal.close()  # durable before the locks go
+            except ForgeError as exc:
+                progress.note(f"journal: {exc.message}")
         control.disarm_stop_token(state_dir)
         for lock in reversed(locks):
             lock.release()
 
 
 def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
+    return f"{compact_stamp()}-{secrets.token_hex(3)}"
 
 
 # --- before the run: the refusals and the locks ----------------------------------------------
@@ -157,10 +159,10 @@ def _refuse_beside_live_work(workspace: Workspace, *, own_lock: bool = False) ->
     if not own_lock:
         live = control.live_loop(workspace.state_dir) or control.tree_owner(workspace.root)
         if live is not None:
-            raise LoopError(control.running_message(live), exit_code=EXIT_REFUSED)
+            raise LoopError(control.running_message(live), exit_code=LOOP_REFUSED)
     orphans = control.orphaned_agents(workspace.state_dir)
     if orphans:
-        raise LoopError(control.orphan_message(orphans[0]), exit_code=EXIT_REFUSED)
+        raise LoopError(control.orphan_message(orphans[0]), exit_code=LOOP_REFUSED)
 
 
 def _take_loop_locks(workspace: Workspace, holder: str) -> list[FileLock]:
@@ -176,7 +178,7 @@ def _take_loop_locks(workspace: Workspace, holder: str) -> list[FileLock]:
             for held in reversed(taken):
                 held.release()
             _refuse_beside_live_work(workspace)  # names the run that won the race
-            raise LoopError(f"{path} is held by another process", exit_code=EXIT_REFUSED)
+            raise LoopError(f"{path} is held by another process", exit_code=LOOP_REFUSED)
         taken.append(lock)
     return taken
 
@@ -185,9 +187,9 @@ def _refuse_unless_forced(repo: Repo, workspace: Workspace, force: bool) -> froz
     """The pre-launch check and the HEAD refusals; returns the paths that were
     dirty before the run (only possible with ``--force``), which the run leaves alone."""
     if repo.is_unborn and not force:
-        raise LoopError(UNBORN_BRANCH, exit_code=EXIT_REFUSED)
+        raise LoopError(UNBORN_BRANCH, exit_code=LOOP_REFUSED)
     if repo.is_detached and not force:
-        raise LoopError(DETACHED_HEAD, exit_code=EXIT_REFUSED)
+        raise LoopError(DETACHED_HEAD, exit_code=LOOP_REFUSED)
     result = check(workspace.root, workspace.state_dir, workspace.backlog_file)
     if result.status == "ok":
         return frozenset()
@@ -220,7 +222,7 @@ def _restore(run: RunContext) -> None:
     if report.orphans:  # appeared since the check at start: never start beside one
         orphan = report.orphans[0]
         raise LoopError(control.orphan_message(
-            control.OrphanedAgent(orphan.handle, control.item_of(orphan))), exit_code=EXIT_REFUSED)
+            control.OrphanedAgent(orphan.handle, control.item_of(orphan))), exit_code=LOOP_REFUSED)
     lost = {owner: m.handle for m in report.reconciled if (owner := control.item_of(m))}
     for error in report.errors:
         run.progress.note(f"restore: process {error.handle}: {error.error}")
@@ -275,7 +277,7 @@ def _loop(run: RunContext) -> LoopResult:
         if outcome is Outcome.NEEDS_HUMAN and run.options.pause_on_needs_human:
             run.save(status="paused_human")
             run.journal.append("loop_paused", itemId=item.id)
-            return _result(run, EXIT_PAUSED, "paused_human",
+            return _result(run, LOOP_PAUSED, "paused_human",
                            "paused for a human decision: run git forge recover")
     if retry is not None:  # the budget ran out in the middle of an item's retries
         run.store.transition(retry.id, "pending")
@@ -301,7 +303,7 @@ def _stopped(run: RunContext) -> LoopResult:
             run.store.transition(current, "pending")
     run.save(status="stopped")
     run.journal.append("loop_cancelled", itemId=current)
-    return _result(run, EXIT_STOPPED, "stopped",
+    return _result(run, LOOP_STOPPED, "stopped",
                    "stopped; any work the agent left is in the tree for git forge reconcile")
 
 

@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, read_json, write_json
-from git_forge.clock import utc_now
+from git_forge.clock import wire_now
+from git_forge.errors import StoreError
+from git_forge.jsonfile import read_json, write_json
 from git_forge.layout import STATE_FILE
 
 RUN_STATUSES = ("idle", "starting", "running", "paused_human", "complete",
@@ -108,15 +109,15 @@ def state_path(state_dir: Path) -> Path:
     return Path(state_dir) / STATE_FILE
 
 
-def write_state(state_dir: Path, state: RunState) -> RunState:
-    """Replace state.json atomically with ``state`` stamped ``updatedAt``; the
-    stamped state."""
+def write_state(state_dir: Path, state: RunState, *, durable: bool = True) -> RunState:
+    """Replace state.json atomically with ``state`` stamped ``updatedAt`` (``durable``:
+    see ``atomic_write``); the stamped state."""
     if state.status not in RUN_STATUSES:
         raise ValueError(f"unknown loop status {state.status!r}")
     if state.last_signal is not None and state.last_signal not in LAST_SIGNALS:
         raise ValueError(f"unknown last signal {state.last_signal!r}")
-    stamped = replace(state, updated_at=utc_now())
-    write_json(state_path(state_dir), stamped.to_json())
+    stamped = replace(state, updated_at=wire_now())
+    write_json(state_path(state_dir), stamped.to_json(), durable=durable)
     return stamped
 
 

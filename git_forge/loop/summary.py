@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from git_forge.backlog.item import Item
-from git_forge.backlog.model import cycle_through, id_key, kind, select_next, summarize
-from git_forge.loop.errors import EXIT_BLOCKED, EXIT_DONE
+from git_forge.backlog.model import id_key, kind, select_next, summarize
+from git_forge.backlog.topology import dependency_cycles
+from git_forge.exit_codes import LOOP_BLOCKED, LOOP_DONE
 from git_forge.loop.state import RunState
 
 
@@ -48,35 +49,24 @@ def waiting_items(items: list[Item]) -> list[dict[str, Any]]:
 def final_status(items: list[Item]) -> tuple[str, int]:
     """The status and exit code of a run that ran out of work or budget."""
     if all(item.status == "done" for item in items):
-        return "complete", EXIT_DONE
+        return "complete", LOOP_DONE
     if select_next(items) is not None:
-        return "iterations_complete", EXIT_DONE
+        return "iterations_complete", LOOP_DONE
     # Nothing selectable and not all done: blocked items, or a dependency cycle
     # (pending items that can never become ready) — both are genuine blocks.
-    return "complete", EXIT_BLOCKED
+    return "complete", LOOP_BLOCKED
 
 
 def _cycles(items: list[Item]) -> list[list[str]]:
     """The dependency cycles among the items not done, each once, lowest id first."""
-    waiting = [item for item in items if item.status != "done"]
-    found: list[list[str]] = []
-    seen: set[str] = set()
-    for item in sorted(waiting, key=lambda entry: id_key(entry.id)):
-        item_id = item.id
-        if item_id in seen:
-            continue
-        cycle = cycle_through(waiting, item_id)
-        if cycle:
-            found.append(cycle)
-            seen.update(cycle)
-    return found
+    return dependency_cycles([item for item in items if item.status != "done"])
 
 
 def final_message(items: list[Item], code: int) -> str:
     """What the operator is told at the end: why nothing more could run."""
-    if code != EXIT_BLOCKED and not any(item.status == "blocked" for item in items):
+    if code != LOOP_BLOCKED and not any(item.status == "blocked" for item in items):
         return ""
-    if code == EXIT_BLOCKED and not any(item.status == "blocked" for item in items):
+    if code == LOOP_BLOCKED and not any(item.status == "blocked" for item in items):
         cycles = _cycles(items)
         on_cycle = {item_id for cycle in cycles for item_id in cycle}
         pending = sorted((item.id for item in items if item.status != "done"), key=id_key)

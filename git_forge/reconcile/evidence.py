@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from git_forge.atomic import StoreError
+from git_forge.errors import StoreError
 from git_forge.layout import EVENTS_FILE
 from git_forge.loop.journal import Journal
 from git_forge.loop.state import StateNotAnObject, read_state

@@ -18,9 +18,9 @@ from git_forge.reconcile.attribution import Group, GroupKind, Plan
 from git_forge.reconcile.errors import ReconcileError
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.discard import discard_paths, restore_hint
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.repo import Repo
 from git_forge.tree.stash import stash_paths
-from git_forge.tree.status import porcelain
 from git_forge.tree.worktree import Action as GitAction
 from git_forge.tree.worktree import refuse
 

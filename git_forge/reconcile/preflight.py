@@ -20,8 +20,8 @@ import os
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from git_forge.atomic import StoreError
 from git_forge.backlog.bookkeeping import only_in_progress_marks
+from git_forge.errors import StoreError
 from git_forge.loop.state import RunState, StateNotAnObject, read_state, state_path
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.tree.fast_status import head_blob, porcelain_fast

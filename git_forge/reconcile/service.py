@@ -17,9 +17,9 @@ from git_forge.reconcile.attribution import Plan, plan
 from git_forge.reconcile.evidence import gather
 from git_forge.reconcile.execution import Action, Decision, execute
 from git_forge.reconcile.preflight import stranded
+from git_forge.tree.git_status import porcelain
 from git_forge.tree.porcelain import StatusEntry
 from git_forge.tree.repo import open_repo
-from git_forge.tree.status import porcelain
 
 if TYPE_CHECKING:
     from git_forge.workspace import Workspace

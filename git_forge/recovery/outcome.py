@@ -13,23 +13,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from git_forge.backlog.item import Item
+from git_forge.exit_codes import (
+    RECOVER_BLOCKED,
+    RECOVER_FAILED_APPLY,
+    RECOVER_FAILED_READ,
+    RECOVER_FAILED_RECORD,
+    RECOVER_NEEDS_HUMAN,
+    RECOVER_NOTHING_MOVED,
+    RECOVER_SAFE,
+    RECOVER_TREE_DIRTY,
+)
 from git_forge.loop.state import RunState
 
-# Exit codes of `git forge recover` (documented in the man page).
-EXIT_SAFE = 0
-EXIT_NEEDS_HUMAN = 3
-EXIT_BLOCKED = 4
-EXIT_TREE_DIRTY = 6
-EXIT_FAILED_READ = 10
-EXIT_FAILED_RECORD = 11
-EXIT_FAILED_APPLY = 12
-EXIT_NOTHING_MOVED = 13
-
 FAILURE_EXIT_CODES = {
-    "failed-read": EXIT_FAILED_READ,
-    "failed-record": EXIT_FAILED_RECORD,
-    "failed-apply": EXIT_FAILED_APPLY,
-    "nothing-moved": EXIT_NOTHING_MOVED,
+    "failed-read": RECOVER_FAILED_READ,
+    "failed-record": RECOVER_FAILED_RECORD,
+    "failed-apply": RECOVER_FAILED_APPLY,
+    "nothing-moved": RECOVER_NOTHING_MOVED,
 }
 
 RESUME = "git forge loop run"
@@ -118,10 +118,10 @@ def select_outcome(gate: Gate, items: list[Item], topology: dict[str, Any],
 def exit_code(outcome: Outcome, tree_clean: bool) -> int:
     """0 = safe to resume (or nothing to do); see the module constants."""
     if outcome.name == "needs-human":
-        return EXIT_NEEDS_HUMAN
+        return RECOVER_NEEDS_HUMAN
     if outcome.name == "blocked":
-        return EXIT_BLOCKED
-    return EXIT_SAFE if tree_clean else EXIT_TREE_DIRTY
+        return RECOVER_BLOCKED
+    return RECOVER_SAFE if tree_clean else RECOVER_TREE_DIRTY
 
 
 def next_command(outcome: Outcome, tree_clean: bool) -> str:

@@ -19,9 +19,10 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from git_forge.atomic import FileLock, StoreError, lock_is_held, read_lock_holder
-from git_forge.errors import ForgeError, UsageError
+from git_forge.errors import ForgeError, StoreError, UsageError
 from git_forge.layout import RECOVER_LOCK_FILE
+from git_forge.lockprobe import lock_is_held, read_lock_holder
+from git_forge.locks import FileLock
 from git_forge.recovery.report import Application, Proof, Report, StepResult
 from git_forge.recovery.steps import (
     Asker,

@@ -65,44 +65,21 @@ class RollingBuffer:
             raise ProcessError("invalid_settings", "a rolling buffer needs a positive capacity")
         self.capacity = capacity
         self.total_bytes = 0
-        #: Bytes handed out by ``reserve`` and not yet committed.
-        self.reserved = 0
         self._ring: mmap.mmap | None = mmap.mmap(-1, capacity)
         self._view: memoryview | None = memoryview(self._ring)
 
     @property
     def retained_from(self) -> int:
-        """The oldest byte still readable; a reserved region is already given up."""
-        return max(0, self.total_bytes + self.reserved - self.capacity)
+        """The oldest byte still readable."""
+        return max(0, self.total_bytes - self.capacity)
 
     @property
     def closed(self) -> bool:
         return self._ring is None
 
-    def reserve(self, size: int) -> memoryview:
-        """The next ``size`` bytes of the ring (at most up to its end), to be filled in
-        place — e.g. by ``os.readv`` straight from a pipe — and then ``commit``ted.
-        The oldest bytes they overwrite stop being readable at once."""
-        view = self._require_view()
-        if self.reserved:
-            raise ProcessError("invalid_arguments", "a reservation is already open")
-        start = self.total_bytes % self.capacity
-        size = max(0, min(size, self.capacity - start))
-        self.reserved = size
-        return view[start:start + size]
-
-    def commit(self, count: int) -> None:
-        """Make the first ``count`` reserved bytes part of the window."""
-        if not 0 <= count <= self.reserved:
-            raise ProcessError("invalid_arguments", "commit beyond the reservation")
-        self.total_bytes += count
-        self.reserved = 0
-
     def append(self, data: bytes | bytearray | memoryview) -> None:
         """Copy ``data`` in, dropping the oldest bytes beyond the capacity. O(len(data))."""
         view = self._require_view()
-        if self.reserved:
-            raise ProcessError("invalid_arguments", "a reservation is open")
         size = len(data)
         if size == 0:
             return
@@ -172,6 +149,9 @@ class StreamTail:
 
     def add(self, data: bytes | bytearray | memoryview) -> None:
         with self._lock:
+            if len(data) >= self.size:  # only its end can matter: copy no more than that
+                self._data[:] = data[len(data) - self.size:]
+                return
             self._data += data
             if len(self._data) > 2 * self.size:
                 del self._data[:len(self._data) - self.size]

@@ -11,6 +11,8 @@ from git_forge.supervisor.spool import DEFAULT_CEILING, MAX_SEGMENT_BYTES
 
 MiB = 1024 * 1024
 ORPHAN_GRACE_CEILING = 3.0
+#: Each process's in-memory output window unless configured.
+DEFAULT_WINDOW_BYTES = 4 * MiB
 
 #: Config-file keys (camelCase, like every git-forge config key) → field names.
 SETTING_KEYS: dict[str, str] = {
@@ -25,6 +27,7 @@ SETTING_KEYS: dict[str, str] = {
     "drainTimeoutSeconds": "drain_timeout_seconds",
     "stopPollSeconds": "stop_poll_seconds",
     "readChunkBytes": "read_chunk_bytes",
+    "keepRuns": "keep_runs",
     "watchdog": "watchdog",
 }
 
@@ -33,10 +36,16 @@ SETTING_KEYS: dict[str, str] = {
 class SupervisorConfig:
     """Limits and timings. ``None`` budgets are derived from the per-process sizes.
 
-    ``memory_buffer_bytes`` is each process's in-memory output window. At its
-    default (the spool ceiling plus one segment plus one read) every retained byte is still
-    in memory when a flush comes, so output that retention drops is never
-    written to disk; a smaller window trades that for memory.
+    ``memory_buffer_bytes`` is each process's in-memory output window: recent
+    output is read from it, older output from the spool's segment files (the
+    source of truth). Its default is small (``DEFAULT_WINDOW_BYTES``, or less when
+    the whole retained spool fits in less), so that many agents at once cost
+    little memory; under a flood the window's bytes go to the page cache each
+    time it fills, and fsyncs stay on the flush timer. Each process's two drains
+    add a buffer of ``read_chunk_bytes`` each.
+
+    ``keep_runs``: ``prune`` keeps the processes of this many most recent runs
+    (and every process not settled yet, see ``retention``).
     """
 
     max_processes: int = 4
@@ -50,6 +59,7 @@ class SupervisorConfig:
     drain_timeout_seconds: float = 2.0
     stop_poll_seconds: float = 0.25
     read_chunk_bytes: int = MiB
+    keep_runs: int = 10
     #: Start every process under the watchdog, so that none outlives this
     #: supervisor's process (``watchdog_process``). Off only to measure its cost.
     watchdog: bool = True
@@ -82,10 +92,11 @@ class SupervisorConfig:
 
     @property
     def window_bytes(self) -> int:
-        """Each process's in-memory window: by default every retained byte plus one
-        read, so a read straight into the window never has to wait for a flush."""
-        return self.memory_buffer_bytes or (
-            self.max_spool_bytes + self.spool_segment_bytes + self.read_chunk_bytes
+        """Each process's in-memory window: ``DEFAULT_WINDOW_BYTES``, or every
+        retained byte plus one read when that is less."""
+        return self.memory_buffer_bytes or min(
+            DEFAULT_WINDOW_BYTES,
+            self.max_spool_bytes + self.spool_segment_bytes + self.read_chunk_bytes,
         )
 
     @property

@@ -25,12 +25,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from git_forge.atomic import write_all
 from git_forge.supervisor.buffer import StreamTail
-from git_forge.supervisor.completion import (
-    CompletionNotifier,
-    LifecyclePublisher,
-    publish_completion,
-)
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.lifecycle import REASONS, ProcessError, State
 from git_forge.supervisor.manifest import (
@@ -42,6 +38,11 @@ from git_forge.supervisor.manifest import (
 )
 from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.process import ProcessTree
+from git_forge.supervisor.publication import (
+    CompletionNotifier,
+    LifecyclePublisher,
+    publish_completion,
+)
 from git_forge.supervisor.requests import discard_stop_request, take_stop_request
 from git_forge.supervisor.spool import SpoolWriter
 from git_forge.supervisor.stopplan import StopKind, StopPlan, stop_kind
@@ -54,6 +55,11 @@ LEFTOVER_GRACE_SECONDS = 1.0
 PIPE_BYTES = 1024 * 1024
 #: How much of the end of each stream is kept apart (``Entry.tails``).
 TAIL_BYTES = 64 * 1024
+#: The longest incomplete line a stream holds back from the combined record. A
+#: longer line goes into the record in pieces (so the other stream may land
+#: between its pieces): holding more would only delay output nobody can read
+#: yet, and a line that long is rarely a line.
+LINE_HOLD_BYTES = 64 * 1024
 _POLL_MS = 250
 
 
@@ -165,21 +171,48 @@ class Entry:
         return sink
 
     def _drain(self, fd: int, sink: Callable[[memoryview], None]) -> None:
+        """Read one stream to its end into the combined record, whole lines at a time.
+
+        Two drains append to one record, so a stream's incomplete last line is held
+        back until its newline comes (or the stream ends, or it outgrows
+        ``LINE_HOLD_BYTES``): the other stream's lines land between this one's,
+        never inside one. ``sink`` (the stream's tail and the observer) still sees
+        every read as it arrives.
+        """
         with contextlib.suppress(OSError):
             fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)  # fewer wake-ups per byte
         limit = self.config.read_chunk_bytes
+        buffer = bytearray(limit + LINE_HOLD_BYTES)
+        view = memoryview(buffer)
+        held = 0  # buffer[:held]: the incomplete last line, not in the record yet
         poller = select.poll()
         poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         try:
             while not self._abandon.is_set():
                 # Poll first: the read then never blocks, and an abandoned drain ends.
-                if poller.poll(_POLL_MS) and self.spool.read_from(fd, limit, sink) == 0:
+                if not poller.poll(_POLL_MS):
+                    continue
+                count = os.readv(fd, [view[held:held + limit]])
+                if count == 0:
                     break
+                sink(view[held:held + count])
+                end = held + count
+                cut = buffer.rfind(b"\n", held, end) + 1  # held bytes hold no newline
+                if end - cut > LINE_HOLD_BYTES:
+                    cut = end
+                if cut:
+                    self.spool.append(view[:cut])
+                    if cut < end:
+                        buffer[:end - cut] = bytes(view[cut:end])
+                held = end - cut
+            if held:
+                self.spool.append(view[:held])  # the stream ended inside a line
         except ProcessError as exc:  # the spool could not be written: stop the process
             self._storage_failed(exc)
         except OSError as exc:
             self.errors.append(exc)
         finally:
+            view.release()
             with self._lock:
                 self._open_streams -= 1
             self._wake.set()
@@ -197,10 +230,7 @@ class Entry:
     def _feed_stdin(self, child: Child, data: bytes) -> None:
         assert child.stdin is not None
         try:
-            view = memoryview(data)
-            fd = child.stdin.fileno()
-            while len(view):
-                view = view[os.write(fd, view):]
+            write_all(child.stdin.fileno(), data)
         except OSError:
             pass  # the child closed its standard input: what it read is what it got
         finally:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from git_forge.errors import EXIT_ERROR, EXIT_USAGE, ForgeError
+from git_forge.errors import ForgeError
+from git_forge.exit_codes import EXIT_ERROR, EXIT_USAGE
 
 
 class State(StrEnum):

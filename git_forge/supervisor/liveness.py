@@ -20,8 +20,8 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from git_forge.atomic import lock_is_held
 from git_forge.errors import os_error_text
+from git_forge.lockprobe import lock_is_held
 from git_forge.supervisor.handles import is_valid_handle
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.paths import ALIVE_SUFFIX, FILE_MODE, ProcPaths

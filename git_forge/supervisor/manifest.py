@@ -12,13 +12,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, update_json
-from git_forge.errors import os_error_text
+from git_forge.clock import parse_stamp, precise_now
+from git_forge.errors import StoreError, os_error_text
+from git_forge.jsonfile import read_json, write_json
 from git_forge.layout import MANIFEST_SUFFIX
+from git_forge.locks import locked
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.supervisor.handles import is_valid_handle, require_handle
 from git_forge.supervisor.lifecycle import (
@@ -34,23 +35,10 @@ from git_forge.supervisor.paths import FILE_MODE, ProcPaths
 MANIFEST_VERSION = 1
 
 
-def format_timestamp(moment: datetime) -> str:
-    """UTC, millisecond precision, ``Z`` suffix: the manifests' timestamp format."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def utc_now() -> str:
-    return format_timestamp(datetime.now(UTC))
-
-
-def parse_timestamp(value: str) -> datetime:
-    return datetime.fromisoformat(value)
-
-
 def finish_time(created_at: str) -> str:
     """Now, but never before ``created_at`` (the wall clock may have stepped back)."""
-    now = utc_now()
-    return created_at if parse_timestamp(now) < parse_timestamp(created_at) else now
+    now = precise_now()
+    return created_at if parse_stamp(now) < parse_stamp(created_at) else now
 
 
 def new_event_id() -> str:
@@ -247,7 +235,7 @@ def _timestamp_problem(value: str | None, name: str) -> str | None:
     if value is None:
         return None
     try:
-        stamp = parse_timestamp(value)
+        stamp = parse_stamp(value)
     except ValueError:
         return f"{name} is not an ISO-8601 timestamp"
     if stamp.tzinfo is None:
@@ -275,7 +263,7 @@ def manifest_problem(manifest: Manifest) -> str | None:
     if terminal != (manifest.finished_at is not None):
         return "finished_at must be set exactly when the state is terminal"
     if manifest.finished_at is not None and (
-        parse_timestamp(manifest.finished_at) < parse_timestamp(manifest.created_at)
+        parse_stamp(manifest.finished_at) < parse_stamp(manifest.created_at)
     ):
         return "finished_at is before created_at"
     if manifest.state == State.RUNNING and manifest.started_at is None:
@@ -332,6 +320,23 @@ def check_update(old: Manifest, new: Manifest) -> None:
             raise ProcessError("manifest_conflict", f"events.{name} is already allocated")
 
 
+def needs_fsync(manifest: Manifest) -> bool:
+    """Whether saving ``manifest`` must be durable before the caller goes on.
+
+    The ``starting`` manifest (before the spawn) and a terminal one before its
+    completion is published (before ``exited`` is signalled; restore's
+    ``lost_on_restore`` before the ``lost`` event) must. Two versions need not,
+    because restore already covers their loss: ``running`` (a ``starting``
+    manifest whose tree is gone is reconciled exactly like a ``running`` one,
+    and a live tree is an orphan either way) and a terminal manifest whose
+    completion is marked published (a lost mark only makes the next restore
+    publish again, with the persisted ids, which the journal deduplicates).
+    Without fsyncs the replace is still atomic and survives a SIGKILL."""
+    if manifest.state == State.RUNNING:
+        return False
+    return not (manifest.terminal and manifest.completion_published)
+
+
 class ManifestStore:
     """Load, save, delete and scan the manifests under one explicit root.
 
@@ -361,7 +366,10 @@ class ManifestStore:
         return self.paths.manifest(handle).exists()
 
     def save(self, manifest: Manifest) -> None:
-        """validate → sidecar lock → load the existing file → update check → atomic replace."""
+        """validate → sidecar lock → load the existing file → update check → atomic replace.
+
+        Durable (fsynced) unless restore already stands in for this version's loss
+        in a power cut (``needs_fsync``)."""
         validate(manifest)
         path = self.paths.manifest(manifest.handle)
         try:
@@ -384,7 +392,16 @@ class ManifestStore:
             return manifest.to_dict()
 
         try:
-            update_json(path, mutate, indent=None, mode=FILE_MODE)
+            # update_json's steps without its sweep for stale temp files, which lists
+            # the directory: here a root with one entry per process ever run. Restore
+            # sweeps them (``retention.sweep_stale_temp_files``).
+            with locked(path):
+                current = read_json(path, default=None)
+                if current is None and path.exists():
+                    raise StoreError(f"{path} is corrupt (it holds JSON null); "
+                                     "refusing to touch it")
+                write_json(path, mutate(current), indent=None, mode=FILE_MODE,
+                           durable=needs_fsync(manifest))
         except StoreError as exc:
             if _unparseable(path):
                 raise ProcessError("manifest_corrupt", exc.message) from exc

@@ -16,8 +16,12 @@ SPOOL_SUFFIX = ".spool"
 STOP_REQUEST_SUFFIX = ".stop.json"
 #: Locked by a live member of the process's tree (see ``liveness``).
 ALIVE_SUFFIX = ".alive"
+#: Present while a process is to be kept whatever its run's age (``retention``).
+KEEP_SUFFIX = ".keep"
 #: Held by the live supervisor for its whole life: proof that an owner is alive.
 OWNER_LOCK = "supervisor.lock"
+#: The settled processes by run (``retention``): what restore need not read again.
+SETTLED_FILE = "settled.json"
 #: Files in the root are readable by their owner only: output may hold secrets.
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -41,9 +45,16 @@ class ProcPaths:
     def alive(self, handle: str) -> Path:
         return self.root / f"{require_handle(handle)}{ALIVE_SUFFIX}"
 
+    def keep(self, handle: str) -> Path:
+        return self.root / f"{require_handle(handle)}{KEEP_SUFFIX}"
+
     @property
     def owner_lock(self) -> Path:
         return self.root / OWNER_LOCK
+
+    @property
+    def settled(self) -> Path:
+        return self.root / SETTLED_FILE
 
     def ensure_root(self) -> None:
         self.root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)

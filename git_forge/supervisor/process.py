@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -79,32 +80,42 @@ class PreparedProcess:
         With a ``watchdog`` the command runs under a guard that ends its tree if
         this process dies (see ``watchdog_process``); without one it is a direct
         child. ``alive`` (the locked liveness file: descriptor and path) is
-        inherited either way.
+        inherited either way, and its descriptor is consumed: closed here as soon
+        as the child (or the watchdog) holds the lock, whether or not the start
+        succeeded, so that this process never holds it while the tree is gone.
         """
-        with self._lock:
-            if self._used:
-                raise ProcessError("invalid_arguments", "a prepared process starts only once")
-            self._used = True
-        if watchdog is not None:
-            if alive is None:
-                raise ProcessError("invalid_arguments", "a watched start needs a liveness lock")
-            env = dict(self.env) if self.env is not None else dict(os.environ)
-            return watchdog.spawn(self.argv, str(self.cwd), env, stdin=self.stdin is not None,
-                                  alive_fd=alive[0], alive_path=str(alive[1]), linger=linger,
-                                  leftover_grace=leftover_grace, orphan_grace=orphan_grace,
-                                  marker=marker)
-        return DirectChild(subprocess.Popen(
-            list(self.argv),
-            cwd=self.cwd,
-            env=dict(self.env) if self.env is not None else None,
-            stdin=subprocess.PIPE if self.stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=(alive[0],) if alive is not None else (),
-            bufsize=0,
-        ))
+        alive_fd = alive[0] if alive is not None else -1
+        try:
+            with self._lock:
+                if self._used:
+                    raise ProcessError("invalid_arguments", "a prepared process starts only once")
+                self._used = True
+            if watchdog is not None:
+                if alive is None:
+                    raise ProcessError("invalid_arguments",
+                                       "a watched start needs a liveness lock")
+                env = dict(self.env) if self.env is not None else dict(os.environ)
+                alive_fd = -1  # the watchdog closes it once sent
+                return watchdog.spawn(self.argv, str(self.cwd), env,
+                                      stdin=self.stdin is not None, alive_fd=alive[0],
+                                      alive_path=str(alive[1]), linger=linger,
+                                      leftover_grace=leftover_grace, orphan_grace=orphan_grace,
+                                      marker=marker)
+            return DirectChild(subprocess.Popen(
+                list(self.argv),
+                cwd=self.cwd,
+                env=dict(self.env) if self.env is not None else None,
+                stdin=subprocess.PIPE if self.stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=(alive_fd,) if alive_fd >= 0 else (),
+                bufsize=0,
+            ))
+        finally:
+            if alive_fd >= 0:
+                os.close(alive_fd)
 
 
 def _process_group(pid: int) -> int | None:
@@ -156,8 +167,11 @@ class ProcessTree:
         return [member for member in members if _alive(member)]
 
     def leftovers(self) -> list[psutil.Process]:
-        """Every live process of the tree except the leader."""
-        found = {member.pid: member for member in self.group_members()}
+        """Every live process of the tree except the leader. When the group is empty
+        (a watched leader is reaped once its whole tree is gone) one ``killpg`` says
+        so, instead of a look at every process on the machine."""
+        found = ({member.pid: member for member in self.group_members()}
+                 if _group_exists(self.pgid) else {})
         for pid, process in self._known.items():
             if pid not in found and _alive(process):
                 found[pid] = process
@@ -206,14 +220,45 @@ class ProcessTree:
         return failures
 
 
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, only not ours to signal
+    return True
+
+
 def wait_gone(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
     """Wait up to ``timeout`` for ``processes`` to die; return the survivors.
 
-    Polls instead of ``psutil.wait_procs``: these are not our children, and a
-    zombie nobody reaps would otherwise count as alive for the whole timeout."""
+    Not ``psutil.wait_procs``: these are not our children, and a zombie nobody
+    reaps would otherwise count as alive for the whole timeout. Each process is
+    watched through a pidfd, which becomes readable the moment it exits (a zombie
+    included), so the wait ends with the last exit; without pidfds (an old
+    kernel) it looks every 20 ms."""
     deadline = time.monotonic() + timeout
     survivors = [process for process in processes if _alive(process)]
-    while survivors and time.monotonic() < deadline:
-        time.sleep(0.02)
-        survivors = [process for process in survivors if _alive(process)]
+    poller = select.poll()
+    pidfds: dict[int, int] = {}  # fd -> pid
+    try:
+        for process in survivors:
+            try:
+                fd = os.pidfd_open(process.pid)
+            except (AttributeError, OSError):
+                continue  # gone already, or no pidfds here: the 20 ms look covers it
+            pidfds[fd] = process.pid
+            poller.register(fd, select.POLLIN)
+        watched_all = len(pidfds) == len(survivors)
+        while survivors:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            for fd, _ in poller.poll(max(1, int(left * 1000) + 1) if watched_all else 20):
+                poller.unregister(fd)  # exited: readable from now on
+            survivors = [process for process in survivors if _alive(process)]
+    finally:
+        for fd in pidfds:
+            os.close(fd)
     return survivors

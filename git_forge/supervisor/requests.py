@@ -11,9 +11,10 @@ import contextlib
 import math
 from dataclasses import dataclass
 
-from git_forge.atomic import StoreError, read_json, write_json
+from git_forge.clock import precise_now
+from git_forge.errors import StoreError
+from git_forge.jsonfile import read_json, write_json
 from git_forge.supervisor.lifecycle import ProcessError
-from git_forge.supervisor.manifest import utc_now
 from git_forge.supervisor.paths import FILE_MODE, ProcPaths
 
 STOP_MODES = ("interrupt", "terminate", "kill")
@@ -40,7 +41,7 @@ def check_stop(mode: object, grace: object) -> None:
 
 def write_stop_request(paths: ProcPaths, handle: str, request: StopRequest) -> None:
     check_stop(request.mode, request.grace)
-    document = {"mode": request.mode, "grace": request.grace, "requested_at": utc_now()}
+    document = {"mode": request.mode, "grace": request.grace, "requested_at": precise_now()}
     write_json(paths.stop_request(handle), document, indent=None, mode=FILE_MODE)
 
 

@@ -12,6 +12,12 @@ reopened read-only, and its completion is published again if the crash came
 between the terminal save and the publication. One unreadable manifest or
 spool is reported and the others continue. Restoring twice publishes nothing
 new: the marker is set, and the journal deduplicates by event id anyway.
+
+Restore reads only the manifests that may still need it: those ``settled.json``
+does not list (``retention``). A manifest it finds settled — terminal, its
+completion already published, its tree gone, its spool readable — is added
+there, so the next restore skips it: a launch costs one listing of the root's
+names plus the processes since the last launch, whatever the history.
 """
 
 from __future__ import annotations
@@ -19,15 +25,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from git_forge.supervisor import liveness
-from git_forge.supervisor.completion import (
+from git_forge.errors import StoreError
+from git_forge.supervisor import liveness, retention
+from git_forge.supervisor.lifecycle import REASONS, ProcessError, State
+from git_forge.supervisor.manifest import Cursors, Manifest, ManifestStore, Result, finish_time
+from git_forge.supervisor.paths import ProcPaths
+from git_forge.supervisor.publication import (
     CompletionNotifier,
     LifecyclePublisher,
     publish_completion,
 )
-from git_forge.supervisor.lifecycle import REASONS, ProcessError, State
-from git_forge.supervisor.manifest import Cursors, Manifest, ManifestStore, Result, finish_time
-from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.requests import discard_stop_request
 from git_forge.supervisor.spool import Extent, SpoolReader
 
@@ -72,7 +79,12 @@ def reconcile(
     """Reconcile every manifest under ``store`` except the ``skip`` handles (live ones)."""
     report = RestoreReport()
     skipped = set(skip)
-    for handle in store.scan():
+    paths = store.paths
+    listing = retention.list_root(paths)
+    retention.sweep_stale_temp_files(paths, listing.temp_files)
+    skipped |= retention.load_ledger(paths).handles()
+    settled = retention.Ledger()
+    for handle in listing.handles:
         if handle in skipped:
             continue
         try:
@@ -81,6 +93,7 @@ def reconcile(
             if exc.code != "not_found":
                 report.errors.append(RestoreError(handle, exc))
             continue
+        errors_before = len(report.errors)
         alive_path = store.paths.alive(handle)
         if liveness.tree_alive(alive_path):
             report.orphans.append(manifest)  # a terminal one: a process escaped its tree
@@ -100,6 +113,8 @@ def reconcile(
                     "spool_corrupt", "the spool holds fewer bytes than the manifest records"
                 )))
             report.reopened.append(manifest)
+            if len(report.errors) == errors_before and retention.is_settled(manifest, paths):
+                settled.add(manifest)
         else:
             lost = manifest.evolve(
                 state=State.LOST_ON_RESTORE,
@@ -121,6 +136,11 @@ def reconcile(
             if not errors:
                 report.published.append(handle)
             _replace(report, published)
+    if settled.runs:
+        try:
+            retention.update_ledger(paths, lambda ledger: ledger.merge(settled))
+        except StoreError as exc:  # only a cache: the next restore reads them again
+            report.errors.append(RestoreError(paths.settled.name, exc))
     return report
 
 

@@ -41,13 +41,13 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from git_forge.atomic import StoreError, write_failure, write_json
-from git_forge.errors import os_error_text
+from git_forge.atomic import write_all, write_failure
+from git_forge.errors import StoreError, os_error_text
+from git_forge.jsonfile import write_json
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.supervisor.buffer import (
     Chunk,
@@ -79,13 +79,6 @@ def retained_start(total: int, ceiling: int, segment_bytes: int) -> int:
     return (total - ceiling) // segment_bytes * segment_bytes
 
 
-def _write_all(fd: int, parts: list) -> None:
-    for part in parts:
-        view = memoryview(part)
-        while len(view):
-            view = view[os.write(fd, view):]
-
-
 def segment_name(start: int) -> str:
     return f"{start:020d}{SEGMENT_SUFFIX}"
 
@@ -106,7 +99,9 @@ class _Index:
 
 
 def _read_index(directory: Path) -> _Index | None:
-    """The committed index, ``None`` when the spool (or its index) does not exist."""
+    """The committed index, ``None`` when the spool (or its index) does not exist.
+    An empty index file is none either: the first, non-durable index of a spool
+    that a power cut caught before its first durable commit (it claimed nothing)."""
     path = directory / INDEX_FILE
     try:
         raw = path.read_bytes()
@@ -114,6 +109,8 @@ def _read_index(directory: Path) -> _Index | None:
         return None
     except OSError as exc:
         raise ProcessError("spool_corrupt", f"cannot read {path}: {os_error_text(exc)}") from exc
+    if not raw:
+        return None
     try:
         document = load_json(raw.decode("utf-8"), path)
         index = _Index(
@@ -187,7 +184,13 @@ class SpoolReader:
 
     def _extended(self, index: _Index) -> Extent:
         """``index``'s extent, extended over bytes already appended to its last segment
-        (and to the full segments after it)."""
+        (and to the full segments after it).
+
+        Its first segment missing under an index read again unchanged (the writer
+        commits a newer index before it deletes one, so a live writer cannot cause
+        it) means a power cut brought back an older index than the non-durable one
+        that let the segment go (``SpoolWriter.spill``): those bytes were dropped,
+        and the extent starts at the first segment left."""
         size_of = self._segment_size
         total, step = index.total_bytes, index.segment_bytes
         segment = total // step * step
@@ -199,7 +202,19 @@ class SpoolReader:
             if size < step:
                 break
             segment += step
-        return Extent(total, index.retained_from)
+        retained = index.retained_from
+        if retained < total and size_of(retained) is None:
+            retained = self._first_segment_from(retained, total)
+        return Extent(total, retained)
+
+    def _first_segment_from(self, start: int, total: int) -> int:
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return total
+        starts = [int(name[:-len(SEGMENT_SUFFIX)]) for name in names
+                  if name.endswith(SEGMENT_SUFFIX) and name[:-len(SEGMENT_SUFFIX)].isdigit()]
+        return min([s for s in starts if start <= s < total], default=total)
 
     def _segment_size(self, start: int) -> int | None:
         try:
@@ -263,14 +278,18 @@ class Retention:
 
 class SegmentFiles:
     """The files of one spool directory — segments and ``index.json`` — and the only
-    code that writes them. Appends through one open segment (kept open between live
-    flushes); whole files at the final flush; deletions oldest first."""
+    code that writes them. Appends through one open segment (kept open between
+    writes); deletions oldest first. Nothing here fsyncs a segment as it writes it:
+    ``sync`` makes every segment written since the last call durable at once, just
+    before the index that names them is committed."""
 
     def __init__(self, directory: Path, retention: Retention) -> None:
         self.directory = directory
         self.retention = retention
         #: Segments on disk, oldest first.
         self.segments: list[int] = []
+        #: Segments written to since the last ``sync``.
+        self.unsynced: set[int] = set()
         self._fd: int | None = None
         self._fd_segment = -1
 
@@ -283,25 +302,15 @@ class SegmentFiles:
         if not self.segments or self.segments[-1] != segment:
             self.segments.append(segment)
 
-    def append(self, segment: int, start: int, data: list[bytes]) -> None:
+    def append(self, segment: int, start: int, data: list) -> None:
         try:
             if self._fd_segment != segment:
                 self.close_open()
                 self._fd = self._open(segment, start)
                 self._fd_segment = segment
             assert self._fd is not None
-            _write_all(self._fd, data)
-        except OSError as exc:
-            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
-
-    def write_file(self, segment: int, start: int, data: list[memoryview]) -> None:
-        try:
-            fd = self._open(segment, start)
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            self.unsynced.add(segment)
+            write_all(self._fd, *data)
         except OSError as exc:
             raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
 
@@ -313,22 +322,42 @@ class SegmentFiles:
             raise ProcessError("spool_corrupt", f"{path} does not end where the spool does")
         return fd
 
-    def sync_open(self) -> None:
-        try:
-            if self._fd is not None:
-                os.fsync(self._fd)
-        except OSError as exc:
-            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
+    def sync(self) -> None:
+        """fsync every segment written since the last call (several at once: the
+        final one is on the path from a process's exit to its terminal manifest)."""
+        pending, self.unsynced = sorted(self.unsynced), set()
 
-    def close_open(self) -> None:
-        if self._fd is not None:
-            fd, self._fd, self._fd_segment = self._fd, None, -1
+        def sync_one(segment: int) -> None:
+            if segment == self._fd_segment and self._fd is not None:
+                os.fsync(self._fd)
+                return
+            try:
+                fd = os.open(self.directory / segment_name(segment), os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                return  # retention dropped it meanwhile
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
 
-    def commit_index(self, extent: Extent) -> None:
+        try:
+            if len(pending) <= 1:
+                for segment in pending:
+                    sync_one(segment)
+            else:
+                with ThreadPoolExecutor(min(_FLUSH_THREADS, len(pending))) as pool:
+                    list(pool.map(sync_one, pending))
+        except OSError as exc:
+            self.unsynced.update(pending)
+            raise ProcessError("spool_corrupt", write_failure(self.directory, exc)) from exc
+
+    def close_open(self) -> None:
+        """Close the open segment (what it holds is synced by the next ``sync``)."""
+        if self._fd is not None:
+            fd, self._fd, self._fd_segment = self._fd, None, -1
+            os.close(fd)
+
+    def commit_index(self, extent: Extent, *, durable: bool = True) -> None:
         document = {
             "version": SPOOL_VERSION,
             "segment_bytes": self.retention.segment_bytes,
@@ -337,7 +366,8 @@ class SegmentFiles:
             "retained_from": extent.retained_from,
         }
         try:
-            write_json(self.directory / INDEX_FILE, document, indent=None, mode=FILE_MODE)
+            write_json(self.directory / INDEX_FILE, document, indent=None, mode=FILE_MODE,
+                       durable=durable)
         except StoreError as exc:
             raise ProcessError("spool_corrupt", exc.message) from exc
 
@@ -349,15 +379,19 @@ class SegmentFiles:
             segment = self.segments.pop(0)
             if segment == self._fd_segment:
                 self.close_open()
+            self.unsynced.discard(segment)
             with contextlib.suppress(FileNotFoundError):
                 (self.directory / segment_name(segment)).unlink()
 
 
 class SpoolWriter:
-    """The writing side: O(chunk) appends into memory, flushes that write only
-    retained bytes, a committed extent that is always durable.
+    """The writing side: O(chunk) appends into a small memory window, bytes spilled
+    to the segment files when the window would overwrite unwritten ones, and a
+    committed extent that is always durable.
 
-    Thread-safe: drains append concurrently with a flusher and with readers.
+    Thread-safe: drains append concurrently with a flusher and with readers. One
+    append is one run of bytes in the record: two appenders never interleave
+    inside one (the drains append whole lines).
     """
 
     def __init__(
@@ -385,15 +419,19 @@ class SpoolWriter:
                                f"cannot create the spool: {os_error_text(exc)}") from exc
         self._buffer = RollingBuffer(window_bytes or ceiling + 2 * segment_bytes)
         self._lock = threading.Lock()
-        self._no_reservation = threading.Condition(self._lock)
+        self._append_lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._sealed = False
         self._written = 0      # end of the bytes on disk in the current run
         self._run_start = 0    # first byte of the current contiguous run on disk
         self._files = SegmentFiles(self.directory, self._retention)
-        self._committed = Extent()
+        self._committed = Extent()  # the last durable index
+        self._indexed = Extent()    # the last index written, durable or not
         self._next_flush = time.monotonic() + flush_interval
-        self._files.commit_index(Extent())
+        # The empty index claims no byte, so it need not be durable: a spool whose
+        # index a power cut lost reads as empty, which is what it held (a reader
+        # extends any index over the bytes its segments hold).
+        self._files.commit_index(Extent(), durable=False)
 
     # -- state -------------------------------------------------------------------
     @property
@@ -417,64 +455,55 @@ class SpoolWriter:
 
     # -- writing -----------------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview) -> bool:
-        """Add ``data`` at the end. False (and nothing stored) once the spool is closed."""
+        """Add ``data`` at the end, as one run no other append interleaves with.
+        False (and nothing more stored) once the spool is closed."""
         view = memoryview(data)
-        half = max(1, self._buffer.capacity // 2)
-        while len(view):
-            piece = view[:half]
-            while True:
-                with self._lock:
-                    self._no_reservation.wait_for(lambda: not self._buffer.reserved)
-                    if self._sealed:
-                        return False
-                    if not self._would_lose_unwritten(len(piece)):
-                        self._buffer.append(piece)
-                        break
-                self.flush()
-            view = view[len(piece):]
+        with self._append_lock:
+            half = max(1, self._buffer.capacity // 2)
+            while len(view):
+                piece = view[:half]
+                while True:
+                    with self._lock:
+                        if self._sealed:
+                            return False
+                        if not self._would_lose_unwritten(len(piece)):
+                            self._buffer.append(piece)
+                            break
+                    self._spill()
+                view = view[len(piece):]
         return True
-
-    def read_from(self, fd: int, limit: int,
-                  sink: Callable[[memoryview], None] | None = None) -> int:
-        """Read up to ``limit`` bytes from ``fd`` straight into the window: one
-        kernel copy per byte and nothing else. Returns the count (0 at EOF).
-
-        Call it only when ``fd`` is readable (after ``poll``): the read must not
-        block, since other appenders wait for it. After ``close`` the bytes are
-        still read (so the writer never blocks) but dropped.
-        """
-        while True:
-            with self._lock:
-                self._no_reservation.wait_for(lambda: not self._buffer.reserved)
-                if self._sealed:
-                    return len(os.read(fd, limit))
-                total = self._buffer.total_bytes
-                room = self._buffer.capacity - total % self._buffer.capacity
-                size = min(limit, room)
-                if not self._would_lose_unwritten(size):
-                    region = self._buffer.reserve(size)
-                    break
-            self.flush()
-        count = 0
-        try:
-            count = os.readv(fd, [region])
-            if sink is not None:  # sees the bytes before anything can overwrite them
-                sink(region[:count])
-        finally:
-            region.release()
-            with self._lock:
-                self._buffer.commit(count)
-                self._no_reservation.notify_all()
-        return count
 
     def _would_lose_unwritten(self, size: int) -> bool:
         """True when appending ``size`` bytes would push retained bytes out of the
-        memory window before they reached the disk (only with a small window)."""
+        memory window before they reached the disk."""
         new_total = self._buffer.total_bytes + size
         overwritten_to = new_total - self._buffer.capacity
         if overwritten_to <= 0:
             return False
         return max(self._written, self._retained(new_total)) < overwritten_to
+
+    def _spill(self) -> None:
+        """Write the retained, unwritten bytes to the segment files — the page cache,
+        no fsync and no durable index — so the window can take more; drop the
+        segments retention no longer keeps.
+
+        Under a flood the window fills every few MiB; an fsync and a durable index
+        each time would cost more than the output. Durability stays with ``flush``
+        (on the timer and at close). The index that lets the dropped segments go is
+        written without fsyncs too: it claims no byte that is not durable or
+        dropped (see ``_retire``), and a reader that finds an older index after a
+        power cut, naming segments already deleted, starts at the first one left.
+        """
+        with self._flush_lock:
+            with self._lock:
+                if self._buffer.closed:
+                    return
+                end = self._buffer.total_bytes
+                position = max(self._written, self._retained(end))
+            # Only ``append`` calls this, under the append lock: nothing can overwrite
+            # the window meanwhile, so the bytes go straight from it (no copy).
+            self._write_live(position, end, appends_held=True)
+            self._retire(durable=False)
 
     def flush_if_due(self, now: float | None = None) -> None:
         """Flush when the interval has passed since the last flush — or longer, after
@@ -510,15 +539,14 @@ class SpoolWriter:
             self._write_live(position, end)
         return self._commit()
 
-    def _write_live(self, position: int, end: int) -> None:
+    def _write_live(self, position: int, end: int, *, appends_held: bool = False) -> None:
         """While appends go on: copy one segment's piece at a time out of the window
-        (under the lock, briefly) and write it, skipping what retention drops meanwhile."""
+        (under the lock, briefly) and write it, skipping what retention drops meanwhile.
+        With ``appends_held`` (the caller holds the append lock, so the window cannot
+        change) each piece is written straight from the window."""
         while position < end:
             segment, start, piece_end = self._retention.pieces(position, end)[0]
             with self._lock:
-                # A read straight into the window may be overwriting its oldest bytes:
-                # let it land first (it never blocks), then nothing moves while we copy.
-                self._no_reservation.wait_for(lambda: not self._buffer.reserved)
                 dropped_to = self._retained(self._buffer.total_bytes)
                 if dropped_to > start:
                     # Retention moved past these bytes while we were writing.
@@ -526,66 +554,73 @@ class SpoolWriter:
                         return
                     position = dropped_to
                     continue
-                data = self._buffer.copy(start, piece_end)
+                data = (self._buffer.views(start, piece_end) if appends_held
+                        else [self._buffer.copy(start, piece_end)])
             if start != self._written:
                 self._run_start = start  # a new run: everything before it was dropped
             self._files.note(segment)
-            self._append_to_segment(segment, start, [data])
+            self._append_to_segment(segment, start, data)
             with self._lock:
                 self._written = piece_end
             position = piece_end
 
     def _write_sealed(self, position: int, end: int) -> None:
         """After ``close`` nothing overwrites the window: write every segment's piece
-        straight from it, several files at once (the final flush is on the critical
-        path from the process's exit to its terminal manifest)."""
+        straight from it (``_commit`` then syncs them all at once)."""
         pieces = self._retention.pieces(position, end)
         if not pieces:
             return
-        self._files.close_open()
         if position != self._written:
             self._run_start = position  # a new run: everything before it was dropped
-        for segment, _, _ in pieces:
+        for segment, start, piece_end in pieces:
             self._files.note(segment)
-
-        def write(piece: tuple[int, int, int]) -> None:
-            segment, start, piece_end = piece
-            self._files.write_file(segment, start, self._buffer.views(start, piece_end))
-
-        if len(pieces) == 1:
-            write(pieces[0])
-        else:
-            with ThreadPoolExecutor(min(_FLUSH_THREADS, len(pieces))) as pool:
-                list(pool.map(write, pieces))
+            self._append_to_segment(segment, start, self._buffer.views(start, piece_end))
         with self._lock:
             self._written = end
 
-    def _append_to_segment(self, segment: int, start: int, data: list[bytes]) -> None:
-        """One live append (a seam tests measure the disk through)."""
+    def _append_to_segment(self, segment: int, start: int, data: list) -> None:
+        """One write into a segment (a seam tests measure the disk through)."""
         self._files.append(segment, start, data)
 
     def _commit(self) -> Extent:
         extent = self._retention.committed(self._written, self._run_start)
         if extent == self._committed:
             return extent
-        self._files.sync_open()
+        self._files.sync()
         # The index's atomic replace fsyncs this directory after the rename: that one
         # fsync also makes the entries of new segment files durable, before or with
         # the index that names them.
         self._files.commit_index(extent)
-        self._committed = extent
+        self._committed = self._indexed = extent
         self._files.drop_before(extent.retained_from)
         return extent
+
+    def _retire(self, *, durable: bool) -> None:
+        """After a spill: let go of the segments retention at ``_written`` drops, behind
+        an index that no longer names them. That index claims only what is durable
+        or dropped: the last durable total, or — when retention moved past it — no
+        byte at all from the new first one on (readers extend any index over the
+        bytes its segments hold)."""
+        bound = self._retention.committed(self._written, self._run_start).retained_from
+        oldest = self._files.oldest
+        if bound <= self._indexed.retained_from or oldest is None:
+            return
+        if oldest + self._retention.segment_bytes > bound:
+            return
+        extent = Extent(max(self._committed.total_bytes, bound), bound)
+        self._files.commit_index(extent, durable=durable)
+        self._indexed = extent
+        self._files.drop_before(bound)
 
     def _give_up_dropped_segments(self, end: int) -> None:
         """Before new bytes are written, commit a smaller window that leaves out the
         segments retention at ``end`` drops, and delete them."""
-        bound = self._retention.shrink_to(self._committed, end, self._files.oldest)
+        bound = self._retention.shrink_to(self._indexed, end, self._files.oldest)
         if bound is None:
             return
-        extent = Extent(self._committed.total_bytes, bound)
+        extent = Extent(self._indexed.total_bytes, bound)
         self._files.commit_index(extent)
-        self._committed = extent
+        self._committed = self._indexed = extent
         self._files.drop_before(bound)
 
     def close(self) -> Extent:

@@ -8,21 +8,16 @@ proc stop``) tells a live owner from one that is gone — never by a PID.
 
 from __future__ import annotations
 
-import os
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import FileLock
+from git_forge.clock import precise_now, precise_stamp
 from git_forge.errors import os_error_text
-from git_forge.supervisor import liveness
+from git_forge.locks import FileLock
+from git_forge.supervisor import liveness, retention
 from git_forge.supervisor.buffer import Chunk
-from git_forge.supervisor.completion import (
-    CompletionNotifier,
-    LifecyclePublisher,
-    publish_completion,
-)
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.entry import LEFTOVER_GRACE_SECONDS, Entry, Outcome
 from git_forge.supervisor.handles import mint_handle, require_handle
@@ -36,11 +31,14 @@ from git_forge.supervisor.manifest import (
     Owner,
     Result,
     finish_time,
-    format_timestamp,
-    utc_now,
 )
 from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.process import PreparedProcess
+from git_forge.supervisor.publication import (
+    CompletionNotifier,
+    LifecyclePublisher,
+    publish_completion,
+)
 from git_forge.supervisor.quota import Quota, Reservation
 from git_forge.supervisor.render import RenderedOutput
 from git_forge.supervisor.requests import check_stop
@@ -70,7 +68,7 @@ def _origin(value: Origin | dict[str, Any] | None) -> Origin:
 
 
 def _iso_after(seconds: float) -> str:
-    return format_timestamp(datetime.now(UTC) + timedelta(seconds=seconds))
+    return precise_stamp(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
 class Supervisor:
@@ -178,9 +176,9 @@ class Supervisor:
                      observe=prepared.observe)
         with self._lock:
             self._entries[handle] = entry
-        running = manifest.evolve(state=State.RUNNING, started_at=utc_now())
+        running = manifest.evolve(state=State.RUNNING, started_at=precise_now())
         try:
-            self.store.save(running)
+            self.store.save(running)  # not fsynced: ``starting`` covers a crash (needs_fsync)
         except ProcessError as exc:
             entry.request_stop("kill")
             entry.start_watcher()
@@ -197,22 +195,19 @@ class Supervisor:
 
     def _spawn(self, handle: str, prepared: PreparedProcess) -> Child:
         """Spawn with the tree's liveness lock held; the child inherits the locked
-        descriptor and this process keeps no copy of it."""
+        descriptor and this process keeps no copy of it (``start`` consumes it)."""
         config = self.config
         alive_path = self.paths.alive(handle)
         alive = liveness.hold(alive_path)
         try:
-            child = prepared.start(
+            return prepared.start(
                 self._watchdog, alive=(alive, alive_path), linger=config.drain_timeout_seconds,
                 leftover_grace=min(config.grace_seconds, LEFTOVER_GRACE_SECONDS),
                 orphan_grace=config.orphan_grace_seconds, marker=handle,
             )
         except BaseException:
-            os.close(alive)  # first: the probe in ``forget`` must find the lock free
-            liveness.forget(alive_path)
+            liveness.forget(alive_path)  # the descriptor is closed: the lock is free
             raise
-        os.close(alive)
-        return child
 
     def _save_starting(self, owner: Owner, origin: Origin, prepared: PreparedProcess) -> Manifest:
         handle = mint_handle()
@@ -221,7 +216,7 @@ class Supervisor:
         manifest = Manifest(
             handle=handle, owner=owner, origin=origin,
             command=Command(argv=tuple(prepared.argv), cwd=str(prepared.cwd)),
-            state=State.STARTING, created_at=utc_now(),
+            state=State.STARTING, created_at=precise_now(),
             deadline=_iso_after(prepared.timeout) if prepared.timeout else None,
             events=EventIds.mint(),
         )
@@ -386,7 +381,7 @@ class Supervisor:
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
 
-    # -- restore -----------------------------------------------------------------
+    # -- restore and retention ---------------------------------------------------
     def restore(self) -> RestoreReport:
         """Reconcile the manifests left in the root (see ``restore.reconcile``)."""
         with self._lock:
@@ -394,6 +389,18 @@ class Supervisor:
         return reconcile(
             self.store, self.spool_paths, self.lifecycle, self.notifications, skip=live
         )
+
+    def prune(self, *, dry_run: bool = False) -> retention.PruneReport:
+        """Remove the settled processes of all but the ``keep_runs`` most recent runs
+        (see ``retention``); what this supervisor runs is never touched."""
+        with self._lock:
+            live = set(self._entries)
+        return retention.prune(self.store, self.spool_paths, self.config.keep_runs,
+                               dry_run=dry_run, skip=live)
+
+    def keep(self, handle: str, keep: bool = True) -> None:
+        """Keep ``handle`` whatever its run's age, or (``keep=False``) no longer."""
+        retention.mark_keep(self.paths, handle, keep)
 
 
 def _describe(exc: BaseException) -> str:

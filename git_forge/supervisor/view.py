@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from git_forge.atomic import lock_is_held
-from git_forge.supervisor import liveness
+from git_forge.lockprobe import lock_is_held
+from git_forge.supervisor import liveness, retention
 from git_forge.supervisor.buffer import Chunk
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.handles import is_valid_handle
@@ -128,6 +128,18 @@ class ProcView:
             )
         return extent
 
+    def total_bytes(self, manifest: Manifest) -> int:
+        """The bytes ``manifest``'s process has written so far: a running process's
+        output grows past its manifest's cursors, so the spool is asked (an
+        unreadable spool leaves the manifest's count)."""
+        if manifest.terminal:
+            return manifest.cursors.total_bytes
+        try:
+            return max(manifest.cursors.total_bytes,
+                       self.spool(manifest.handle).extent().total_bytes)
+        except ProcessError:
+            return manifest.cursors.total_bytes
+
     def read(self, handle: str, cursor: int, max_bytes: int) -> tuple[Manifest, Chunk, int]:
         """(manifest before the read, the chunk, total bytes at the read)."""
         manifest = self.store.load(handle)
@@ -169,6 +181,12 @@ class ProcView:
             return None
         return liveness.end_orphan(
             path, SupervisorConfig.grace_seconds if grace is None else grace)
+
+    def prune(self, keep_runs: int, *, dry_run: bool = False) -> retention.PruneReport:
+        """Remove the settled processes of all but the ``keep_runs`` most recent runs
+        (``retention.prune``). Safe beside a live supervisor: it touches only
+        settled processes, and the live run is the most recent."""
+        return retention.prune(self.store, self.spool_paths, keep_runs, dry_run=dry_run)
 
     def wait(self, handles: list[str], timeout: float | None = None) -> list[Manifest]:
         """Wait until every handle is terminal; ``owner_gone`` when nobody will finish one."""

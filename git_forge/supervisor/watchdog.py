@@ -222,8 +222,21 @@ class Watchdog:
         orphan_grace: float, marker: str = "",
     ) -> WatchedChild:
         """Start ``argv`` under a guard; raises ``OSError`` as ``Popen`` would for a
-        command or directory that cannot be used, ``WatchdogError`` otherwise."""
-        _check_environment(env)
+        command or directory that cannot be used, ``WatchdogError`` otherwise.
+
+        ``alive_fd`` is consumed: closed as soon as it is sent (or the start failed).
+        The watchdog holds the lock from the moment it receives the descriptor, and
+        the agent once it is spawned. The request goes in two messages — the
+        descriptors, then ``go`` once this process closed its copies — so the agent
+        starts only after the lock is held by nobody but the watchdog and the tree:
+        with a copy still open here, a quick agent's watchdog would find the lock
+        held when the agent exits and linger its whole ``linger`` for a tree that
+        is already gone."""
+        try:
+            _check_environment(env)
+        except BaseException:
+            os.close(alive_fd)
+            raise
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         in_r, in_w = os.pipe() if stdin else (-1, -1)
@@ -252,9 +265,13 @@ class Watchdog:
             _close_streams(streams)
             raise
         finally:
-            for fd in (out_w, err_w, in_r):
+            for fd in (out_w, err_w, in_r, alive_fd):
                 if fd >= 0:
                     os.close(fd)
+        try:
+            sock.send(json.dumps({"op": "go", "id": request_id}).encode())
+        except OSError:
+            pass  # the watchdog is gone: the reader reports the request failed
         if not request.answered.wait(ANSWER_SECONDS):
             _close_streams(streams)
             raise WatchdogError("the watchdog did not answer")

@@ -11,7 +11,9 @@ PACKAGE_PARENT``), one per supervisor; it imports the standard library and
 
 * The supervisor asks the watchdog to start each agent over a ``SOCK_SEQPACKET``
   socket, passing the agent's pipes and its liveness-lock descriptor
-  (``SCM_RIGHTS``). The watchdog starts it with ``posix_spawn`` in a new
+  (``SCM_RIGHTS``), then ``go`` once it closed its own copies: the agent starts
+  only when nothing but the watchdog holds its lock, so a lock still held when
+  it exits always means a member of its tree. The watchdog starts it with ``posix_spawn`` in a new
   session (so the supervisor's group signals reach the agent's whole group, as
   before) — a spawn, not a fork of this interpreter, so a start costs about
   what a direct ``Popen`` costs. Exec errors come back before ``start`` returns.
@@ -202,6 +204,8 @@ class Watchdog:
         self.sock = sock
         self.me = os.getpid()
         self.trees: dict[int, Tree] = {}
+        #: Spawn requests received, by id, waiting for their ``go``.
+        self.received: dict[object, tuple[dict, list[int]]] = {}
         self.read_fd, self.write_fd = os.pipe()
         os.set_blocking(self.read_fd, False)
         os.set_blocking(self.write_fd, False)
@@ -360,6 +364,9 @@ class Watchdog:
 
     def end_everything(self) -> None:
         """The supervisor is gone: end every process below the watchdog."""
+        for _spec, fds in self.received.values():
+            self._close_received(fds)
+        self.received.clear()
         grace = max((tree.orphan_grace for tree in self.trees.values()), default=0.0)
         below = _below(_table(), {self.me}) - {self.me}
         _send(below, signal.SIGTERM)
@@ -395,19 +402,30 @@ class Watchdog:
                 data, fds = b"", []
             for received in fds:
                 os.set_inheritable(received, False)  # an agent gets them as 0, 1, 2 only
+            if not data:
+                self._close_received(fds)
+                self.end_everything()
+                return
             try:
-                if not data:
-                    self.end_everything()
-                    return
+                message = json.loads(data.decode())
+            except ValueError:
+                message = {}
+            op = message.get("op") if isinstance(message, dict) else None
+            if op == "spawn":
+                self.received[message.get("id")] = (message, fds)
+                continue
+            self._close_received(fds)
+            if op == "go" and message.get("id") in self.received:
+                spec, given = self.received.pop(message.get("id"))
                 try:
-                    message = json.loads(data.decode())
-                except ValueError:
-                    continue
-                if message.get("op") == "spawn":
-                    self.spawn(message, fds)
-            finally:
-                for received in fds:
-                    os.close(received)  # the agent has its copies; the lock is not ours
+                    self.spawn(spec, given)
+                finally:
+                    self._close_received(given)
+
+    @staticmethod
+    def _close_received(fds: list[int]) -> None:
+        for received in fds:
+            os.close(received)  # the agent has its copies; the lock is not ours
 
 
 def main(argv: list[str]) -> int:

@@ -22,18 +22,18 @@ import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pygit2
 from pygit2.enums import FileMode
 
-from git_forge.atomic import _default_file_mode, atomic_write, fsync_directory
+from git_forge.atomic import atomic_write, default_file_mode, fsync_directory
+from git_forge.clock import compact_stamp
 from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import dirty_paths
 from git_forge.tree.identity import author_and_committer
 from git_forge.tree.porcelain import quote_path
 from git_forge.tree.repo import Repo, git_failures
-from git_forge.tree.status import dirty_paths
 from git_forge.tree.worktree import (
     WorktreeFile,
     blocking_parent,
@@ -69,17 +69,13 @@ def restore_hint(ref: str) -> list[str]:
     ]
 
 
-def _timestamp() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-
-
 def _create_safety_ref(repo: Repo, commit_id: pygit2.Oid) -> str:
     """``refs/forge/discarded/<timestamp>``, or ``…-N`` if that name is taken.
 
     Creation without ``force`` is atomic in libgit2: two discards in the same
     second cannot overwrite each other.
     """
-    base = SAFETY_REF_PREFIX + _timestamp()
+    base = SAFETY_REF_PREFIX + compact_stamp()
     name, number = base, 1
     while True:
         try:
@@ -326,7 +322,7 @@ def _write(repo: Repo, path: str, target: tuple[pygit2.Oid, int]) -> None:
         return
     if mode not in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE):
         raise GitError(f"cannot restore {path!r}: it was saved as a submodule entry")
-    file_mode = _default_file_mode()
+    file_mode = default_file_mode()
     if mode == FileMode.BLOB_EXECUTABLE:
         file_mode |= (file_mode & 0o444) >> 2
     if os.path.islink(full):

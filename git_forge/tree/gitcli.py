@@ -48,3 +48,22 @@ def run_git(
         stderr = result.stderr.decode("utf-8", "replace").strip()
         raise GitError(stderr or f"git {args[0]} exited with {result.returncode}", exit_code=1)
     return result.stdout
+
+
+def config_entries(pattern: str) -> list[tuple[str, str | None]]:
+    """``git config --get-regexp PATTERN`` where the user stands, in git's order
+    (the last value of a key wins): ``(key, value)``, ``None`` for a key given
+    without a value (``-c color.ui``). Nothing set, or git not runnable, is ``[]``:
+    callers ask for optional settings (colour) and fall back to their default."""
+    try:
+        result = subprocess.run(
+            ["git", "config", "--get-regexp", pattern],
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    entries: list[tuple[str, str | None]] = []
+    for line in result.stdout.decode("utf-8", "replace").splitlines():
+        key, separator, value = line.partition(" ")
+        entries.append((key, value if separator else None))
+    return entries

@@ -1,6 +1,6 @@
 """Porcelain status entries and the exact line ``git status --porcelain`` prints.
 
-Pure code, no pygit2: the status (``status.py`` for an opened repository,
+Pure code, no pygit2: the status (``git_status.py`` for an opened repository,
 ``fast_status.py`` on the hot path — both git itself) produces these entries,
 and the pre-launch STOP message prints paths exactly as git prints them.
 """

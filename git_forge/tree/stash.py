@@ -37,9 +37,9 @@ from collections.abc import Iterable
 import pygit2
 
 from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import dirty_paths
 from git_forge.tree.identity import author_and_committer
 from git_forge.tree.repo import Repo, git_failures
-from git_forge.tree.status import dirty_paths
 from git_forge.tree.worktree import (
     WorktreeFile,
     is_intent_to_add,

@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from git_forge.atomic import StoreError, lock_is_held, read_lock_holder
 from git_forge.backlog.model import summarize
-from git_forge.backlog.topology import build_graph, topology_of, waiting_on, waiting_text
+from git_forge.backlog.topology import build_graph, topology_of, waiting_on
+from git_forge.errors import StoreError
+from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.loop.control import loop_lock_path, orphaned_agents
 from git_forge.loop.state import RunState, read_state, state_path
 from git_forge.runner.base import Runner
@@ -95,41 +96,3 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
         "stateDir": workspace.relative(workspace.state_dir),
     })
     return document
-
-
-def render_status(document: dict[str, Any]) -> list[str]:
-    """A few aligned, quiet lines."""
-    summary = document["backlogSummary"]
-    blocked = f"{summary['blocked']} blocked"
-    kinds = [f"{summary[key]} {label}" for key, label in
-             (("needsHuman", "needs human"), ("deferred", "deferred")) if summary[key]]
-    if kinds:
-        blocked += f" ({', '.join(kinds)})"
-    backlog = (f"{summary['total']} items: {summary['pending']} pending, "
-               f"{summary['inProgress']} in progress, {blocked}, {summary['done']} done")
-    liveness = document["liveness"]
-    loop = document["loopState"]
-    if liveness["endedWithoutShutdown"]:
-        loop = (f"not running (last run {liveness['runId'] or 'unknown'} ended without "
-                "shutting down; lock free)")
-    else:
-        if document.get("iteration") is not None and loop != "idle":
-            loop += f" (iteration {document['iteration']}/{document.get('maxIterations')})"
-        if document.get("currentItem"):
-            loop += f", on item {document['currentItem']}"
-    lock = document["lock"]
-    lock_line = ("held by " + (lock["holder"] or "a running loop")) if lock["alive"] else "free"
-    topology = document["topology"]
-    shape = (f"max chain depth {topology['maxChainDepth']}, "
-             f"{topology['selectable']} selectable")
-    if topology.get("starvation"):
-        shape += f"; starved, waiting on {waiting_text(topology.get('waitingOn') or [])}"
-    rows = [("loop", loop), ("backlog", backlog), ("topology", shape), ("lock", lock_line),
-            ("runner", document["runner"])]
-    for orphan in liveness["orphans"]:
-        rows.append(("orphan", f"orphaned agent still running (handle {orphan['handle']}, "
-                               f"item {orphan['itemId'] or 'unknown'}); stop it with "
-                               f"git forge proc stop {orphan['handle']}"))
-    if document.get("error"):
-        rows.append(("error", document["error"]))
-    return [f"{label + ':':<10}{value}" for label, value in rows]

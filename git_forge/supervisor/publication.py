@@ -66,7 +66,7 @@ def publish_completion(
         return manifest
     marked = manifest.evolve(completion_published=PUBLISHED)
     try:
-        store.save(marked)
+        store.save(marked)  # not fsynced: restore publishes again (``needs_fsync``)
     except ProcessError as exc:
         errors.append(exc)
         return manifest

@@ -1,0 +1,155 @@
+"""The command tree: ``build_parser`` and the rules every parser shares (usage
+errors as ``UsageError``, git's "did you mean", ``--no-color`` anywhere, and the
+hot commands whose parser is built alone).
+
+Apart from ``cli.main`` so that a command that needs no parser (``--version``)
+never imports argparse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Sequence
+
+from git_forge import __version__
+from git_forge.errors import UsageError
+
+#: Command-group modules under ``git_forge.cli``, in the order ``--help`` lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+    "version",
+    "decision",
+    "init",
+    "backlog",
+    "status",
+    "config",
+    "reconcile",
+    "preflight",
+    "hooks",
+    "proc",
+    "loop",
+    "recover",
+    "demo",
+    "completion",
+    "help",
+)
+
+#: Commands on a hot path, whose parser ``main`` builds alone when the command
+#: line starts with their name: ``preflight`` runs before every loop launch
+#: (the pre-launch hook) and must cost about what ``git status`` costs, and the
+#: small data commands scripts and prompts call often (``status``, ``backlog``,
+#: ``decision``, ``version``), while importing every command module to build the
+#: whole tree costs ~30 ms. The parser built is the very subparser the whole tree
+#: has (same ``prog``, so the same help and the same usage errors). ``--version``
+#: alone needs no command at all.
+HOT_COMMANDS: frozenset[str] = frozenset({"preflight", "status", "backlog", "decision",
+                                          "version"})
+
+
+class UnknownCommand(UsageError):
+    """A word that names no command, said the way git says it: one ``Error:`` line,
+    then the most similar commands (``hint``) on lines of their own."""
+
+    def __init__(self, prog: str, word: str, choices: Sequence[str]) -> None:
+        where = prog.split(" ", 2)[2:]  # "git forge backlog" → ["backlog"]
+        help_command = " ".join(["git forge help", *where])
+        super().__init__(f"'{word}' is not a {prog} command. See '{help_command}'.")
+        similar = similar_commands(word, choices)
+        self.hint = [] if not similar else [
+            "", "The most similar command is" if len(similar) == 1 else
+            "The most similar commands are", *(f"\t{name}" for name in similar)]
+
+
+def similar_commands(word: str, choices: Sequence[str]) -> list[str]:
+    """Commands ``word`` may have meant: those it begins (``rec`` → recover,
+    reconcile), then the closest spellings (``staus`` → status)."""
+    import difflib
+
+    found = [name for name in choices if len(word) >= 2 and name.startswith(word)]
+    found += [name for name in difflib.get_close_matches(word, choices, n=3, cutoff=0.6)
+              if name not in found]
+    return found
+
+
+class ForgeArgumentParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are ordinary ``UsageError``s."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} -h')")
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        """An unknown command is refused naming the most similar ones."""
+        if isinstance(action, argparse._SubParsersAction) and isinstance(value, str) and (
+                value not in action.choices):
+            raise UnknownCommand(self.prog, value, list(action.choices))
+        super()._check_value(action, value)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return None
+
+
+def command_parser(root: argparse.ArgumentParser, words: Sequence[str]
+                   ) -> argparse.ArgumentParser:
+    """The parser of the command ``words`` name (``["backlog", "answer"]``); an
+    unknown word is an ``UnknownCommand``."""
+    parser = root
+    for word in words:
+        sub = _subparsers(parser)
+        if sub is None:
+            raise UsageError(f"'{parser.prog}' has no sub-command '{word}'. "
+                             f"See '{' '.join(['git forge help', *parser.prog.split()[2:]])}'.")
+        if word not in sub.choices:
+            raise UnknownCommand(parser.prog, word, list(sub.choices))
+        parser = sub.choices[word]
+    return parser
+
+
+def build_parser(
+    prog: str = "git-forge", commands: Sequence[str] = COMMAND_MODULES
+) -> argparse.ArgumentParser:
+    """The whole command tree (or the named command groups of it). ``prog`` is
+    set by ``main``; the man page and the completion generators call this with
+    the defaults."""
+    parser = ForgeArgumentParser(
+        prog=prog,
+        description=(
+            "Run autonomous coding-agent loops safely, and recover them without "
+            "losing a decision or a line of work."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"git-forge version {__version__}")
+    parser.add_argument("--no-color", action="store_true", default=argparse.SUPPRESS,
+                        help="never colour the output (also accepted after the command); "
+                             "otherwise colour follows NO_COLOR, then git's color.forge or "
+                             "color.ui")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for name in commands:
+        importlib.import_module(f"git_forge.cli.{name}").register(subparsers)
+    _accept_no_color(subparsers)
+    return parser
+
+
+def _accept_no_color(subparsers: argparse._SubParsersAction) -> None:
+    """``--no-color`` after any command too (``git forge status --no-color``), as
+    git's own commands take it; hidden there, documented once at the top. Its
+    default is SUPPRESS so a subcommand never overwrites the top-level flag."""
+    for sub in subparsers.choices.values():
+        sub.add_argument("--no-color", action="store_true", default=argparse.SUPPRESS,
+                         help=argparse.SUPPRESS)
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _accept_no_color(action)
+
+
+def commands_for(argv: Sequence[str]) -> Sequence[str]:
+    """Only a hot command's own parser when the command line names it first."""
+    if list(argv) == ["--version"]:
+        return ()
+    if argv and argv[0] in HOT_COMMANDS:
+        return (argv[0],)
+    return COMMAND_MODULES

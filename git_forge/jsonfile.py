@@ -1,0 +1,109 @@
+"""git-forge's JSON files: how a document is encoded, read, written and updated.
+
+Every write goes through ``atomic.atomic_write``; a read-modify-write holds the
+file's sidecar lock (``locks.locked``). A file that exists but does not parse is
+never overwritten: ``read_json`` raises ``StoreError`` naming the file, and
+``update_json`` stops before writing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from git_forge.atomic import atomic_write, remove_stale_temp_files
+from git_forge.errors import StoreError, os_error_text
+from git_forge.jsonenc import dumps_indented
+from git_forge.locks import DEFAULT_LOCK_TIMEOUT, locked
+from git_forge.parsing import DocumentTooComplex, load_json
+
+T = TypeVar("T")
+
+
+def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:
+    """Serialize the way every git-forge file is written: UTF-8, not ASCII-escaped,
+    a trailing newline; ``indent=None`` gives compact JSON."""
+    if indent is None:
+        text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    else:
+        text = dumps_indented(document, indent)  # json.dumps(indent=…)'s bytes, faster
+    return (text + "\n").encode("utf-8")
+
+
+def write_json(
+    path: Path | str, document: Any, *, indent: int | None = 2, mode: int | None = None,
+    durable: bool = True,
+) -> bytes:
+    """Atomically write ``document`` as JSON (see ``dumps_json``) and return the
+    bytes written. Text that is not valid Unicode (a command-line argument holding
+    bytes that are not UTF-8 arrives as surrogate escapes) is refused before
+    anything is written."""
+    try:
+        data = dumps_json(document, indent=indent)
+    except UnicodeEncodeError as exc:
+        raise StoreError(f"refusing to write {path}: it would hold text that is not valid "
+                         "UTF-8 (bytes that are not UTF-8 in an argument or a file)") from exc
+    atomic_write(path, data, mode=mode, durable=durable)
+    return data
+
+
+_MISSING: Any = object()
+
+
+def read_json(path: Path | str, *, default: Any = _MISSING) -> Any:
+    """Parse a JSON file; a file that exists but does not parse is a ``StoreError``.
+
+    ``default`` is returned when the file does not exist; without it a missing
+    file is a ``StoreError`` too.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        if default is not _MISSING:
+            return default
+        raise StoreError(f"{path} does not exist") from None
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {os_error_text(exc)}") from exc
+    try:
+        return load_json(raw.decode("utf-8"), path)
+    except DocumentTooComplex as exc:
+        raise StoreError(exc.message) from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreError(
+            f"{path} is corrupt (not valid JSON: {exc}); refusing to touch it"
+        ) from exc
+
+
+def update_json(
+    path: Path | str,
+    mutate: Callable[[Any], T],
+    *,
+    indent: int | None = 2,
+    mode: int | None = None,
+    timeout: float = DEFAULT_LOCK_TIMEOUT,
+    durable: bool = True,
+    on_write: Callable[[bytes], None] | None = None,
+) -> T:
+    """Read-modify-write ``path`` under its sidecar lock (``durable``: see
+    ``atomic.atomic_write``; ``on_write`` is handed the bytes written, still under
+    the lock).
+
+    ``mutate`` receives the parsed document (``None`` when the file does not
+    exist yet), changes it in place or builds a new one, and returns the
+    document to write. If it raises, nothing is written. A corrupt file is
+    refused before ``mutate`` runs.
+    """
+    path = Path(path)
+    with locked(path, timeout=timeout):
+        remove_stale_temp_files(path)
+        current = read_json(path, default=None)
+        if current is None and path.exists():
+            raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")
+        document = mutate(current)
+        data = write_json(path, document, indent=indent, mode=mode, durable=durable)
+        if on_write is not None:
+            on_write(data)
+        return document

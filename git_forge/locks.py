@@ -1,0 +1,152 @@
+"""Taking and holding locks: the sidecar lock of a file about to be replaced, and
+long-lived locks (the loop lock).
+
+``locked`` takes an exclusive portalocker lock on a *sidecar* ``<file>.lock``,
+never on the file being replaced (``os.replace`` swaps the inode out from under
+such a lock and writers lose records). The holder writes who it is into the
+lock file so a waiter that times out can say who holds it. Asking whether a
+lock is held, without taking it, is ``lockprobe``'s job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from git_forge.clock import wire_now
+from git_forge.errors import StoreError, os_error_text
+from git_forge.lockprobe import read_lock_holder
+
+#: How long a read-modify-write waits for a sidecar lock before naming the holder.
+DEFAULT_LOCK_TIMEOUT = 30.0
+
+
+def sidecar_lock_path(path: Path) -> Path:
+    """``backlog.json`` → ``backlog.json.lock``: the stable file that is locked."""
+    return path.with_name(path.name + ".lock")
+
+
+def _holder_label() -> str:
+    """Who holds a lock, for the message a timed-out waiter prints."""
+    import socket  # only a lock holder needs it; readers (the pre-launch check) do not
+
+    started = wire_now()
+    command = " ".join(Path(sys.argv[0]).name.split() + sys.argv[1:3]) if sys.argv else "?"
+    return f"pid {os.getpid()} on {socket.gethostname()} ({command}) since {started}"
+
+
+class FileLock:
+    """An exclusive advisory lock on exactly ``path`` (created if needed).
+
+    Used directly for long-lived locks (the loop lock) and, through ``locked``,
+    on the sidecar of a file that is about to be replaced.
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._handle: Any = None
+        self._previous_label = b""
+
+    @property
+    def held(self) -> bool:
+        return self._handle is not None
+
+    def try_acquire(self, *, holder: str | None = None, patience: float = 0.0) -> bool:
+        """Take the lock if it is free. ``patience`` retries for that many seconds:
+        a ``lock_is_held`` probe holds a shared lock for an instant, and a caller
+        deciding "someone else is running" should not mistake it for a holder."""
+        deadline = time.monotonic() + patience
+        while not self._try_once(holder):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.002)
+        return True
+
+    def _try_once(self, holder: str | None) -> bool:
+        if self._handle is not None:
+            return True
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StoreError(f"cannot lock {self.path}: {os_error_text(exc)}") from exc
+        # Imported here, not at the top: ``import portalocker`` costs ~20 ms (it
+        # reads its own package metadata), and the pre-launch hot path reads JSON
+        # through this module without ever taking a lock.
+        import portalocker
+
+        handle = os.fdopen(fd, "r+b")
+        try:
+            portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
+        except (portalocker.LockException, BlockingIOError):
+            handle.close()
+            return False
+        except BaseException:
+            handle.close()
+            raise
+        try:  # the label only informs a waiter: a full disk must not cost the lock
+            handle.seek(0)
+            self._previous_label = handle.read()
+            handle.seek(0)
+            handle.truncate()
+            handle.write((holder or _holder_label()).encode("utf-8"))
+            handle.flush()
+        except OSError:
+            pass
+        self._handle = handle
+        return True
+
+    def acquire(self, *, timeout: float = DEFAULT_LOCK_TIMEOUT, holder: str | None = None) -> None:
+        """Wait up to ``timeout`` seconds; then fail naming who holds the lock."""
+        deadline = time.monotonic() + timeout
+        delay = 0.002
+        while not self._try_once(holder):
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"{self.path} is held by {read_lock_holder(self.path) or 'another process'}"
+                    f" (waited {timeout:g}s)"
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+    def release(self, *, restore_label: bool = False) -> None:
+        """Unlock. ``restore_label`` puts back the label the file held before this
+        holder wrote its own — for a holder that refused and changed nothing, so
+        that not even the lock file's bytes differ afterwards."""
+        if self._handle is None:
+            return
+        import portalocker  # already imported by ``try_acquire``
+
+        handle, self._handle = self._handle, None
+        try:
+            if restore_label:
+                with contextlib.suppress(OSError):
+                    handle.seek(0)
+                    handle.truncate()
+                    handle.write(self._previous_label)
+                    handle.flush()
+            portalocker.unlock(handle)
+        finally:
+            handle.close()
+
+    def __enter__(self) -> FileLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@contextlib.contextmanager
+def locked(path: Path | str, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold the sidecar lock of ``path`` for a whole read-modify-write cycle."""
+    lock = FileLock(sidecar_lock_path(Path(path)))
+    lock.acquire(timeout=timeout)
+    try:
+        yield
+    finally:
+        lock.release()
