@@ -250,9 +250,17 @@ def find_item(items: Sequence[Item], item_id: str) -> Item:
 def selectable_items(items: list[Item]) -> list[Item]:
     """Every selectable item (``topology.is_selectable``), in the order the loop takes them."""
     status_of = {item.id: item.status for item in items}
-    ready = [item for item in items if is_selectable(item.status, item.depends_on, status_of)]
-    return sorted(ready, key=lambda item: (4 if item.priority is None else item.priority,
-                                           id_key(item.id)))
+    # the raw list, not ``depends_on``: the loop selects from the whole backlog every
+    # iteration, and a new tuple per item is measurable there
+    ready = [item for item in items
+             if is_selectable(item.status, item.raw.get("dependsOn") or (), status_of)]
+    return sorted(ready, key=_selection_order)
+
+
+def _selection_order(item: Item) -> tuple[int, tuple]:
+    """Lowest priority number first (an item without one last), then id order."""
+    priority = item.priority
+    return (4 if priority is None else priority, id_key(item.id))
 
 
 def select_next(items: list[Item]) -> Item | None:
@@ -365,11 +373,12 @@ def check_transition(item: Item, new_status: str) -> None:
         )
 
 
-def _clear_block(item: Item) -> Item:
-    """Forget why an item was blocked; ``humanAnswer`` is kept for the next prompt."""
-    item = item.without("blocked_reason", "blocked_at")
-    return item.with_changes(**{flag: False for flag in ("needs_human", "deferred")
-                                if item.has(flag)})
+def _clear_block(item: Item, **changes: Any) -> Item:
+    """Forget why an item was blocked (``humanAnswer`` is kept for the next prompt),
+    making ``changes`` in the same pass (recover's batch makes two Items per answer,
+    not four)."""
+    flags = {flag: False for flag in ("needs_human", "deferred") if item.has(flag)}
+    return item.without("blocked_reason", "blocked_at").with_changes(**{**flags, **changes})
 
 
 #: Fields a transition may set alongside the status (attribute names).
@@ -442,8 +451,8 @@ def answer_item(items: list[Item], item_id: str, text: str, *,
     position = _index_of(items, item_id, index)
     item = items[position]
     _refuse_unless_blocked(item)
-    item = _clear_block(item.with_changes(status="pending"))
-    items[position] = item.with_changes(human_answer=text, needs_human=False, deferred=False)
+    items[position] = _clear_block(item, status="pending", human_answer=text,
+                                   needs_human=False, deferred=False)
     return items[position]
 
 
@@ -459,5 +468,5 @@ def unblock_items(items: list[Item], item_id: str | None, *,
     else:
         targets = [position for position, item in enumerate(items) if item.status == "blocked"]
     for position in targets:
-        items[position] = _clear_block(items[position].with_changes(status="pending"))
+        items[position] = _clear_block(items[position], status="pending")
     return [items[position].id for position in targets]

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from git_forge.backlog.bookkeeping import only_in_progress_marks
 from git_forge.errors import StoreError
-from git_forge.loop.state import RunState, StateNotAnObject, read_state, state_path
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.tree.fast_status import head_blob, porcelain_fast
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
+
+if TYPE_CHECKING:
+    from git_forge.loop.state import RunState
 
 Verdict = Literal["ok", "stop", "dirty"]
 
@@ -114,7 +116,10 @@ def stranded(entries: list[StatusEntry], root: Path, state_dir: Path,
 
 def prior_run(state_dir: Path) -> tuple[RunState | None, str | None]:
     """The prior run from state.json: (run, error reading it). A state.json that
-    cannot be read is still a prior run, of which nothing is known."""
+    cannot be read is still a prior run, of which nothing is known. (Imported here:
+    a clean tree never asks, and ``loop.state`` brings ``dataclasses``.)"""
+    from git_forge.loop.state import RunState, StateNotAnObject, read_state, state_path
+
     try:
         return read_state(state_dir), None
     except StateNotAnObject:
