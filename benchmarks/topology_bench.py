@@ -4,7 +4,8 @@
     ids and numbers mixed in, as agents write them), each item depending on up to three
     earlier ones;
 (b) a 10,000-deep chain (every other item blocked);
-(c) (a) and (b) again, starting from the JSON text through ``parse_items``;
+(c) (a) and (b) again, starting from the JSON text through ``parse_items`` (which makes
+    the Items the other rows are given ready-made);
 (d) a harder clustering input: 5,000 blocked reasons that are all distinct, ten words each
     drawn from a Zipf law over 300 words, so identical reasons cannot be merged up front
     and every reason shares common words with thousands of others.
@@ -18,6 +19,7 @@ import tracemalloc
 
 from timing import timed
 
+from git_forge.backlog.item import Item
 from git_forge.backlog.topology import parse_items, topology_report
 
 ITEMS = 10_000
@@ -110,7 +112,11 @@ def distinct_reasons(seed: int = 3) -> list[dict]:
 
 
 
-def describe(items: list[dict]) -> str:
+def as_items(entries: list[dict]) -> list[Item]:
+    return [Item(entry) for entry in entries]
+
+
+def describe(items: list[Item]) -> str:
     report = topology_report(items, cluster=True)
     clusters = report["clusters"]
     multi = sum(1 for cluster in clusters if len(cluster["memberIds"]) > 1)
@@ -122,8 +128,9 @@ def describe(items: list[dict]) -> str:
 
 
 def main() -> None:
-    wide, chain, hard = wide_backlog(), deep_chain(), distinct_reasons()
-    wide_text, chain_text = json.dumps(wide), json.dumps(chain)
+    wide_json, chain_json = wide_backlog(), deep_chain()
+    wide_text, chain_text = json.dumps(wide_json), json.dumps(chain_json)
+    wide, chain, hard = as_items(wide_json), as_items(chain_json), as_items(distinct_reasons())
     rows = [
         ("(a) 10,000 items / 5,000 blocked", wide, lambda: topology_report(wide, cluster=True)),
         ("(b) 10,000-deep chain", chain, lambda: topology_report(chain, cluster=True)),
@@ -138,10 +145,11 @@ def main() -> None:
         print(f"  {label:<38} {timed(fn) * 1000:8.1f} ms   [{describe(items)}]")
     print("at scale: time (median of 3) and peak memory of one call (tracemalloc), "
           "against the size of its JSON output")
-    big, long_chain = wide_backlog(count=100_000, blocked_count=50_000), deep_chain(count=50_000)
+    big = as_items(wide_backlog(count=100_000, blocked_count=50_000))
+    long_chain = as_items(deep_chain(count=50_000))
     for label, items in (("(e) 100,000 items / 50,000 blocked", big),
                          ("(f) 50,000-deep chain", long_chain)):
-        def report(items: list[dict] = items) -> dict:
+        def report(items: list[Item] = items) -> dict:
             return topology_report(items, cluster=True)
 
         seconds = timed(report, repeat=3)

@@ -112,10 +112,11 @@ def _item_rows(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 def _cluster_rows(blocked: list[dict[str, Any]], *, multi_only: bool) -> list[tuple[str, str]]:
     from git_forge.backlog.errors import BacklogError
+    from git_forge.backlog.item import Item
     from git_forge.backlog.topology import cluster_blocked
 
     try:
-        clusters = cluster_blocked(blocked)
+        clusters = cluster_blocked([Item.from_json(item) for item in blocked])
     except BacklogError:
         return []
     return [(cluster["clusterId"], "cluster of items " + ", ".join(cluster["memberIds"]))

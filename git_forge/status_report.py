@@ -17,16 +17,16 @@ from git_forge.backlog.topology import build_graph, topology_of, waiting_on
 from git_forge.errors import StoreError
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.loop.control import loop_lock_path, orphaned_agents
-from git_forge.loop.state import read_state, state_path
+from git_forge.loop.state import RunState, read_state, state_path
 from git_forge.runner.base import Runner
 from git_forge.workspace import Workspace
 
 STATUS_SCHEMA_VERSION = "1"
-_STATE_KEYS = ("iteration", "maxIterations", "currentItem", "lastSignal", "startedAt")
 
 
-def read_loop_state(state_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """``(state, None)``, ``(None, None)`` when absent, ``(None, why)`` when unreadable."""
+def read_loop_state(state_dir: Path) -> tuple[RunState | None, str | None]:
+    """``(state, None)``, ``(None, None)`` when absent, ``(None, why)`` when unreadable
+    (JSON null included: status calls that corrupt, where evidence readers see no run)."""
     path = state_path(state_dir)
     try:
         state = read_state(state_dir)
@@ -34,8 +34,6 @@ def read_loop_state(state_dir: Path) -> tuple[dict[str, Any] | None, str | None]
         return None, exc.message
     if state is None and path.exists():
         return None, f"{path} is corrupt (it holds JSON null)"
-    if state is not None and not isinstance(state, dict):
-        return None, f"{path} is corrupt (not a JSON object)"
     return state, None
 
 
@@ -56,26 +54,32 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
     """The ``status --json`` document."""
     items = runner.list_items()
     found, problem = read_loop_state(workspace.state_dir)
-    state = found or {}
+    state = found or RunState()
     graph = build_graph(items)
     topology = topology_of(graph)
     lock = lock_status(workspace.state_dir)
-    loop_state = state.get("status", "idle") if problem is None else "unknown"
+    if problem is not None:
+        loop_state = "unknown"
+    else:
+        loop_state = "idle" if state.status is None else state.status
     crashed = loop_state in _LIVE_STATES and not lock["alive"]
     document: dict[str, Any] = {
         # Liveness is the lock: a state.json still saying "running" with the lock free
         # is a run that ended without shutting down, never a running loop.
         "loopState": "stopped" if crashed else loop_state,
+        "iteration": state.iteration,
+        "maxIterations": state.max_iterations,
+        "currentItem": state.current_item,
+        "lastSignal": state.last_signal,
+        "startedAt": state.started_at,
     }
-    for key in _STATE_KEYS:
-        document[key] = state.get(key)
     document.update({
         "backlogSummary": summarize(items),
         "lock": lock,
         "liveness": {
             "loopAlive": lock["alive"],
             "endedWithoutShutdown": crashed,
-            "runId": state.get("runId"),
+            "runId": state.run_id,
             "orphans": [{"handle": orphan.handle, "itemId": orphan.item_id}
                         for orphan in orphaned_agents(workspace.state_dir)],
         },
@@ -85,7 +89,7 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
                         for key in ("maxChainDepth", "selectable", "starvation")},
                      "waitingOn": waiting_on(graph)},
         "runner": runner.describe(),
-        "error": problem if problem is not None else state.get("error"),
+        "error": problem if problem is not None else state.error,
         "statusSchemaVersion": STATUS_SCHEMA_VERSION,
         "projectPath": str(workspace.root),
         "backlogDir": workspace.relative(workspace.backlog_dir),

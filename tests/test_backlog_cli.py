@@ -224,10 +224,12 @@ def test_invalid_backlog_is_refused_with_the_problem(repo: Path) -> None:
 
 
 def test_topology_from_the_runner_and_from_files(repo: Path, tmp_path: Path) -> None:
+    from git_forge.backlog.item import Item
     from git_forge.backlog.topology import topology_report
     from git_forge.cli.render_topology import render_text
 
-    expected = topology_report(ITEMS, cluster=True)
+    items = [Item(entry) for entry in ITEMS]
+    expected = topology_report(items, cluster=True)
     from_runner = json.loads(ok("topology", "--cluster", "--json", cwd=repo).stdout)
     assert from_runner == expected
     assert expected["roots"][0]["id"] == "001" and expected["clusters"]
@@ -237,9 +239,9 @@ def test_topology_from_the_runner_and_from_files(repo: Path, tmp_path: Path) -> 
                          cwd=repo).stdout) == expected
     piped = run_forge("backlog", "topology", "--items-stdin", "--json", cwd=tmp_path,
                       input=json.dumps(ITEMS))
-    assert json.loads(piped.stdout) == topology_report(ITEMS, cluster=False)
+    assert json.loads(piped.stdout) == topology_report(items, cluster=False)
     assert ok("topology", cwd=repo).stdout.splitlines() == render_text(
-        topology_report(ITEMS, cluster=False))
+        topology_report(items, cluster=False))
 
 
 def test_topology_verbose_explains_feature_forges_lines(tmp_path: Path) -> None:

@@ -6,16 +6,25 @@ import copy
 import itertools
 
 import pytest
-from builders import backlog_document, item
+from builders import backlog_document
+from builders import item as json_item
 
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
+from git_forge.backlog.item import Item
 
 NOW = "2026-02-01T10:00:00Z"
 
 
-def doc(*items: dict, **top) -> dict:
-    return backlog_document(items, **top)
+def item(item_id: str, status: str = "pending", **fields) -> Item:
+    """``builders.item`` as the model reads it: an Item."""
+    return Item(json_item(item_id, status, **fields))
+
+
+def doc(*items: Item | dict, **top) -> dict:
+    """The JSON document of ``items`` (anything else is put in as it is)."""
+    return backlog_document([entry.to_json() if isinstance(entry, Item) else entry
+                             for entry in items], **top)
 
 
 # --- validation -----------------------------------------------------------------------------
@@ -43,7 +52,7 @@ def doc(*items: dict, **top) -> dict:
     ({"id": "001", "type": "bug", "priority": 1, "status": "pending"},
      'item 001: missing required field "title"'),
 ])
-def test_invalid_items_are_named_precisely(bad: dict, message: str) -> None:
+def test_invalid_items_are_named_precisely(bad: Item | dict, message: str) -> None:
     problem = model.backlog_problem(doc(bad))
     assert problem is not None and problem.startswith(message), problem
 
@@ -99,7 +108,7 @@ def test_transition_table(old: str, new: str) -> None:
     subject = item("001", old)
     before = copy.deepcopy(subject)
     if (old, new) in LEGAL:
-        model.apply_transition(subject, new, now=NOW)
+        subject = model.apply_transition(subject, new, now=NOW)
         assert subject["status"] == new
     else:
         with pytest.raises(BacklogError, match=f"illegal status transition {old} → {new}"):
@@ -114,25 +123,25 @@ def test_transition_to_unknown_status_is_refused() -> None:
 
 def test_transition_bookkeeping() -> None:
     subject = item("001", "pending", humanAnswer="use postgres")
-    model.apply_transition(subject, "in_progress", now=NOW)
-    model.apply_transition(subject, "blocked", now=NOW, blockedReason="which db?",
-                           needsHuman=True)
+    subject = model.apply_transition(subject, "in_progress", now=NOW)
+    subject = model.apply_transition(subject, "blocked", now=NOW, blocked_reason="which db?",
+                                     needs_human=True)
     assert (subject["blockedReason"], subject["needsHuman"], subject["deferred"]) == (
         "which db?", True, False)
-    model.apply_transition(subject, "pending", now=NOW)
+    subject = model.apply_transition(subject, "pending", now=NOW)
     assert "blockedReason" not in subject and subject["needsHuman"] is False
     assert subject["humanAnswer"] == "use postgres"  # kept for the next prompt
-    model.apply_transition(subject, "in_progress", now=NOW)
-    model.apply_transition(subject, "done", now=NOW)
+    subject = model.apply_transition(subject, "in_progress", now=NOW)
+    subject = model.apply_transition(subject, "done", now=NOW)
     assert subject["completedAt"] == NOW and "humanAnswer" not in subject
-    model.apply_transition(subject, "pending", now=NOW)
+    subject = model.apply_transition(subject, "pending", now=NOW)
     assert subject["completedAt"] is None
 
 
 def test_needs_human_and_deferred_are_exclusive_and_fields_are_checked() -> None:
     subject = item("001", "in_progress")
     with pytest.raises(BacklogError, match="exclusive"):
-        model.apply_transition(subject, "blocked", now=NOW, needsHuman=True, deferred=True)
+        model.apply_transition(subject, "blocked", now=NOW, needs_human=True, deferred=True)
     with pytest.raises(BacklogError, match="cannot set field"):
         model.apply_transition(subject, "blocked", now=NOW, priority=1)
     assert subject == item("001", "in_progress")
@@ -182,7 +191,7 @@ def test_select_next_order_and_dependencies() -> None:
     items = [item("010", priority=2), item("002", priority=2), item("003", priority=1,
              dependsOn=["004"]), item("004", "in_progress"), item("9999", priority=3)]
     assert model.select_next(items)["id"] == "002"  # 003 waits on 004; "002" < "010"
-    items[3]["status"] = "done"
+    items[3] = items[3].with_changes(status="done")
     assert model.select_next(items)["id"] == "003"
     assert [i["id"] for i in model.selectable_items(items)] == ["003", "002", "010", "9999"]
     assert model.select_next([item("001", "blocked")]) is None
@@ -204,19 +213,19 @@ def test_next_id() -> None:
 
 def test_new_item_and_edit_refuse_cycles_and_unknowns_atomically() -> None:
     items = [item("001"), item("002", dependsOn=["001"])]
-    created = model.new_item(items, {"title": "third", "dependsOn": ["002"], "priority": 1})
+    created = model.new_item(items, {"title": "third", "depends_on": ["002"], "priority": 1})
     assert created["id"] == "003" and list(created)[:4] == ["id", "type", "priority", "title"]
     before = copy.deepcopy(items)
     with pytest.raises(BacklogError, match=r"item 001: dependency cycle 001 → 003 → 002 → 001"):
-        model.edit_item(items, "001", {"dependsOn": ["003"]}, now=NOW)
+        model.edit_item(items, "001", {"depends_on": ["003"]}, now=NOW)
     with pytest.raises(BacklogError, match="item 001: depends on unknown item 404"):
-        model.edit_item(items, "001", {"dependsOn": ["404"], "title": "renamed"}, now=NOW)
+        model.edit_item(items, "001", {"depends_on": ["404"], "title": "renamed"}, now=NOW)
     with pytest.raises(BacklogError, match="item 001: depends on itself"):
-        model.edit_item(items, "001", {"dependsOn": ["001"]}, now=NOW)
+        model.edit_item(items, "001", {"depends_on": ["001"]}, now=NOW)
     with pytest.raises(BacklogError, match="illegal status transition pending → done"):
         model.edit_item(items, "001", {"status": "done", "title": "renamed"}, now=NOW)
     with pytest.raises(BacklogError, match="depends on unknown item 404"):
-        model.new_item(items, {"title": "x", "dependsOn": ["404"]})
+        model.new_item(items, {"title": "x", "depends_on": ["404"]})
     assert items == before
 
 

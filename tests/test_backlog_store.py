@@ -61,10 +61,10 @@ def test_answer_and_unblock_results(store: BacklogStore) -> None:
     (lambda s: s.answer("001", "   "), "the answer text may not be empty"),
     (lambda s: s.answer("001", "ghp_abcdefghijklmnopqrstuvwxyz0123"), "looks like a credential"),
     (lambda s: s.transition("002", "done"), "illegal status transition pending → done"),
-    (lambda s: s.transition("001", "blocked", blockedReason=3),
+    (lambda s: s.transition("001", "blocked", blocked_reason=3),
      "illegal status transition blocked → blocked"),
-    (lambda s: s.add({"title": "x", "dependsOn": ["404"]}), "depends on unknown item 404"),
-    (lambda s: s.edit("001", {"dependsOn": ["002"]}), "dependency cycle 001 → 002 → 001"),
+    (lambda s: s.add({"title": "x", "depends_on": ["404"]}), "depends on unknown item 404"),
+    (lambda s: s.edit("001", {"depends_on": ["002"]}), "dependency cycle 001 → 002 → 001"),
     (lambda s: s.edit("001", {"priority": 7}), "invalid priority 7"),
 ])
 def test_refusals_write_nothing(store: BacklogStore, call, message: str) -> None:
@@ -80,7 +80,7 @@ def test_refusals_write_nothing(store: BacklogStore, call, message: str) -> None
 def test_a_change_that_leaves_the_backlog_invalid_is_not_written(store: BacklogStore) -> None:
     before = store.path.read_bytes()
     with pytest.raises(BacklogError, match="invalid blockedReason 3"):
-        store.transition("002", "blocked", blockedReason=3)
+        store.transition("002", "blocked", blocked_reason=3)
     assert store.path.read_bytes() == before
 
 
@@ -125,10 +125,10 @@ def test_missing_backlog(tmp_path: Path) -> None:
 def test_transition_sequence_for_the_loop(store: BacklogStore) -> None:
     store.unblock("001")
     store.transition("001", "in_progress")
-    done = store.transition("001", "done", completedAt="2026-03-01T12:00:00Z")
+    done = store.transition("001", "done", completed_at="2026-03-01T12:00:00Z")
     assert done["status"] == "done" and done["completedAt"] == "2026-03-01T12:00:00Z"
     store.transition("002", "in_progress")
-    blocked = store.transition("002", "blocked", blockedReason="No signal after 3 attempts "
+    blocked = store.transition("002", "blocked", blocked_reason="No signal after 3 attempts "
                                "(deferred by runner)", deferred=True)
     assert blocked["deferred"] is True and blocked["needsHuman"] is False
     assert [i["status"] for i in store.items()] == ["done", "blocked"]
@@ -136,7 +136,7 @@ def test_transition_sequence_for_the_loop(store: BacklogStore) -> None:
 
 def test_add_gives_the_next_id(store: BacklogStore) -> None:
     added = store.add({"title": "third", "type": "chore", "priority": 4,
-                       "acceptanceCriteria": ["one"], "dependsOn": ["001", "002"]})
+                       "acceptance_criteria": ["one"], "depends_on": ["001", "002"]})
     assert added["id"] == "003" and store.get("003") == added
 
 

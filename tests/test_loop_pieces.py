@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from git_forge.backlog.item import Item
 from git_forge.errors import StoreError
 from git_forge.loop.prompt import build_prompt
 from git_forge.loop.signals import NO_SIGNAL, Signal, parse_signal
@@ -33,9 +34,9 @@ def test_parse_signal(text: str, expected: Signal) -> None:
 
 
 def test_prompt_carries_item_project_prompt_file_and_answer() -> None:
-    item = {"id": "004", "title": "Add login", "type": "feature", "priority": 2,
-            "description": "Users log in.", "acceptanceCriteria": ["form exists", "  "],
-            "notes": "see docs", "humanAnswer": "Use OAuth with GitHub."}
+    item = Item({"id": "004", "title": "Add login", "type": "feature", "priority": 2,
+                 "description": "Users log in.", "acceptanceCriteria": ["form exists", "  "],
+                 "notes": "see docs", "humanAnswer": "Use OAuth with GitHub."})
     prompt = build_prompt(item, project_description="A shop.", prompt_file_text="Be careful.")
     assert prompt.index("Be careful.") < prompt.index("## Project\nA shop.")
     assert "## Backlog item 004: Add login" in prompt
@@ -45,16 +46,16 @@ def test_prompt_carries_item_project_prompt_file_and_answer() -> None:
 
 
 def test_prompt_without_answer_has_no_answer_heading() -> None:
-    prompt = build_prompt({"id": "001", "title": "T"})
+    prompt = build_prompt(Item({"id": "001", "title": "T"}))
     assert "human's answer" not in prompt
     assert "FORGE_NEEDS_HUMAN" in prompt
 
 
 def test_state_round_trip_and_key_order(tmp_path: Path) -> None:
     assert read_state(tmp_path) is None
-    write_state(tmp_path, RunState(status="running", iteration=2, maxIterations=5,
-                                   currentItem="003", runId="r1"))
-    document = read_state(tmp_path)
+    write_state(tmp_path, RunState(status="running", iteration=2, max_iterations=5,
+                                   current_item="003", run_id="r1"))
+    document = read_state(tmp_path).to_json()
     assert list(document) == [
         "status", "iteration", "maxIterations", "currentItem", "lastSignal", "startedAt",
         "updatedAt", "completedItems", "blockedItems", "deferredItems", "needsHumanItems",
@@ -62,7 +63,7 @@ def test_state_round_trip_and_key_order(tmp_path: Path) -> None:
     assert document["status"] == "running" and document["updatedAt"].endswith("Z")
     with pytest.raises(ValueError):
         write_state(tmp_path, RunState(status="bogus"))
-    assert read_state(tmp_path)["status"] == "running"
+    assert read_state(tmp_path).to_json()["status"] == "running"
     (tmp_path / "state.json").write_text("{torn")
     with pytest.raises(StoreError):
         read_state(tmp_path)
@@ -85,12 +86,12 @@ def test_deferral_reasons_of_different_failures_never_cluster() -> None:
     assert reasons[:3] == ["exit 1 — deferred after 3 attempts",
                            "ended without a signal — deferred after 3 attempts",
                            "timed out after 10 min — deferred after 3 attempts"]
-    items = [{"id": f"{n:03d}", "status": "blocked", "blockedReason": reason, "deferred": True,
-              "dependsOn": []} for n, reason in enumerate(reasons, start=1)]
+    items = [Item({"id": f"{n:03d}", "status": "blocked", "blockedReason": reason,
+                   "deferred": True, "dependsOn": []}) for n, reason in enumerate(reasons, start=1)]
     assert [c["memberIds"] for c in cluster_blocked(items)] == [
         ["001"], ["002"], ["003"], ["004"], ["005"]]
     # The same failure on two items is one cause, and clusters.
-    twins = items[:1] + [{**items[0], "id": "009"}]
+    twins = items[:1] + [items[0].with_changes(id="009")]
     assert [c["memberIds"] for c in cluster_blocked(twins)] == [["001", "009"]]
 
 

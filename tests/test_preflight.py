@@ -30,8 +30,8 @@ def project(templates: Templates, tmp_path: Path) -> Path:
 
 def prior_run(project: Path, **fields) -> None:
     write_state(project / ".forge", RunState(
-        status="stopped", startedAt=STARTED, currentItem="002", runId="run-1",
-        blockedItems=["001"], needsHumanItems=["003"], **fields))
+        status="stopped", started_at=STARTED, current_item="002", run_id="run-1",
+        blocked_items=["001"], needs_human_items=["003"], **fields))
 
 
 def test_clean_tree_is_silent(project: Path) -> None:
@@ -241,8 +241,8 @@ def test_the_fast_dispatch_parses_exactly_like_the_whole_tree(
 
 def test_a_stray_file_after_a_clean_run_is_not_called_the_runs_work(project: Path) -> None:
     write_state(project / ".forge", RunState(
-        status="complete", startedAt=STARTED, runId="run-9", currentItem=None,
-        blockedItems=["001"], needsHumanItems=["002"]))  # both long since answered
+        status="complete", started_at=STARTED, run_id="run-9", current_item=None,
+        blocked_items=["001"], needs_human_items=["002"]))  # both long since answered
     (project / "notes.txt").write_text("mine\n")
     result = run_forge("preflight", cwd=project)
     assert result.returncode == 1

@@ -21,8 +21,8 @@ def build_project(root: Path) -> None:
     (root / "a.txt").write_text("item one\n")
     git("add", "a.txt", cwd=root)
     git("commit", "-qm", "[forge] 001: One", cwd=root)
-    write_state(root / ".forge", RunState(status="stopped", startedAt="2026-01-01T00:00:00Z",
-                                          currentItem="002", baseCommitHash=base, runId="r1"))
+    write_state(root / ".forge", RunState(status="stopped", started_at="2026-01-01T00:00:00Z",
+                                          current_item="002", base_commit_hash=base, run_id="r1"))
 
 
 @pytest.fixture

@@ -643,6 +643,7 @@ def test_operator_edits_to_the_backlog_are_never_swept_into_recovers_commit(
 # --- answers to runner-deferred and plain blocked items reach the agent -------------------
 
 def test_an_answer_to_a_runner_deferred_item_is_threaded_into_its_prompt(git_repo: Path) -> None:
+    from git_forge.backlog.item import Item
     from git_forge.loop.prompt import build_prompt
 
     assert run_forge("init", cwd=git_repo).returncode == 0
@@ -660,7 +661,7 @@ def test_an_answer_to_a_runner_deferred_item_is_threaded_into_its_prompt(git_rep
     item = items_of(git_repo)["001"]
     assert (item["status"], item["humanAnswer"]) == ("pending", "Retry against the mirror")
     assert ("## The human's answer to your previous question\nRetry against the mirror"
-            in build_prompt(item))
+            in build_prompt(Item(item)))
 
 
 def test_the_report_says_where_an_answer_went(after_run: Path) -> None:

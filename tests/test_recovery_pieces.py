@@ -8,7 +8,9 @@ from pathlib import Path
 import builders
 import pytest
 
+from git_forge.backlog.item import Item
 from git_forge.errors import UsageError
+from git_forge.loop.state import RunState
 from git_forge.recovery import answers
 from git_forge.recovery.answers import CANCEL, DEFER, Choice
 from git_forge.recovery.outcome import Gate, exit_code, next_command, select_outcome
@@ -27,7 +29,8 @@ CLUSTERS = [
     {"clusterId": "c8", "memberIds": ["8"], "memberReasons": ["api key?"], "sharedTokens": [],
      "gatedIds": ["9"], "gatedCount": 1},
 ]
-ITEMS = [{"id": i, "status": "blocked", "needsHuman": i != "6"} for i in ("3", "4", "6", "8")]
+ITEMS = [Item({"id": i, "status": "blocked", "needsHuman": i != "6"})
+         for i in ("3", "4", "6", "8")]
 
 
 def test_questions_name_members_and_blast_radius() -> None:
@@ -76,7 +79,7 @@ def test_flags_and_files(tmp_path: Path) -> None:
 
 
 def test_normalise_maps_yaml_integers_and_refuses_unknown_ids() -> None:
-    items = [{"id": i, "status": "blocked"} for i in ("003", "004", "006")]
+    items = [Item({"id": i, "status": "blocked"}) for i in ("003", "004", "006")]
     clusters = [{"clusterId": "c003", "memberIds": ["003", "004"], "memberReasons": ["", ""],
                  "gatedIds": []},
                 {"clusterId": "c006", "memberIds": ["006"], "memberReasons": [""],
@@ -142,8 +145,8 @@ def gate(**kw) -> Gate:
     return Gate(**{**base, **kw})
 
 
-def item(status: str, **kw) -> dict:
-    return builders.item("1", status, **kw)
+def item(status: str, **kw) -> Item:
+    return Item(builders.item("1", status, **kw))
 
 
 def test_resolved_needs_all_three_and_a_nonempty_affected_set() -> None:
@@ -160,13 +163,13 @@ def test_resolved_needs_all_three_and_a_nonempty_affected_set() -> None:
     ([item("pending"), item("done")], "partial"),
     ([item("done")], "complete"),
 ])
-def test_ladder(items: list[dict], name: str) -> None:
+def test_ladder(items: list[Item], name: str) -> None:
     assert select_outcome(gate(affected=()), items, {"selectable": 1}, None).name == name
 
 
 def test_partial_causes() -> None:
     none = gate(affected=())
-    at_limit = {"iteration": 5, "maxIterations": 5}
+    at_limit = RunState(iteration=5, max_iterations=5)
     assert select_outcome(none, [item("pending")], {"selectable": 2}, at_limit).cause == (
         "iteration limit")
     starved = select_outcome(
@@ -177,7 +180,7 @@ def test_partial_causes() -> None:
     assert starved.cause == "dependency starvation"
     assert starved.details["blockingRoots"] == [{"id": "2", "gatedCount": 3}]
     assert select_outcome(none, [item("pending")], {"selectable": 2},
-                          {"iteration": 2, "maxIterations": 5}).cause != "iteration limit"
+                          RunState(iteration=2, max_iterations=5)).cause != "iteration limit"
 
 
 def test_exit_codes_and_next_commands() -> None:

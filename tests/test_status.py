@@ -56,9 +56,9 @@ def test_status_without_a_run(repo: Path) -> None:
 
 
 def test_status_reads_state_json(repo: Path) -> None:
-    write_state(repo / ".forge", RunState(status="running", iteration=3, maxIterations=50,
-                                          currentItem="006", lastSignal="blocked",
-                                          startedAt="2026-02-01T10:00:00Z", runId="r1"))
+    write_state(repo / ".forge", RunState(status="running", iteration=3, max_iterations=50,
+                                          current_item="006", last_signal="blocked",
+                                          started_at="2026-02-01T10:00:00Z", run_id="r1"))
     lock = FileLock(repo / ".forge" / "loop.lock")  # a live loop holds it for the run
     assert lock.try_acquire(holder="run r1 started 2026-02-01T10:00:00Z (pid 1)")
     try:
@@ -97,9 +97,9 @@ def test_a_blocked_item_below_a_done_root_is_named_not_a_cycle(git_repo: Path) -
 
 
 def test_a_dead_loop_is_said_to_be_dead(repo: Path) -> None:
-    write_state(repo / ".forge", RunState(status="running", iteration=3, maxIterations=50,
-                                          currentItem="009", startedAt="2026-02-01T10:00:00Z",
-                                          runId="r1"))
+    write_state(repo / ".forge", RunState(status="running", iteration=3, max_iterations=50,
+                                          current_item="009", started_at="2026-02-01T10:00:00Z",
+                                          run_id="r1"))
     document = status_of(repo)
     assert document["loopState"] == "stopped"
     assert document["liveness"] == {"loopAlive": False, "endedWithoutShutdown": True,

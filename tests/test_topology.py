@@ -16,17 +16,36 @@ import pytest
 
 from git_forge.backlog import topology
 from git_forge.backlog.errors import BacklogError
-from git_forge.backlog.topology import (
-    build_graph,
-    cluster_blocked,
-    compute_topology,
-    gated_ids,
-    id_key,
-    parse_items,
-    reason_tokens,
-    topology_report,
-)
+from git_forge.backlog.item import Item
+from git_forge.backlog.topology import id_key, parse_items, reason_tokens
 from git_forge.cli.render_topology import render_text, waiting_text
+
+
+def items_of(entries: list) -> list:
+    """The backlogs here are written as the runner lists them (JSON objects); the
+    topology reads them as Items. Anything else goes in as it is, to be refused."""
+    return [Item(entry) if isinstance(entry, dict) else entry for entry in entries]
+
+
+def build_graph(items: list) -> topology.DependencyGraph:
+    return topology.build_graph(items_of(items))
+
+
+def compute_topology(items: list) -> dict:
+    return topology.compute_topology(items_of(items))
+
+
+def cluster_blocked(items: list) -> list[dict]:
+    return topology.cluster_blocked(items_of(items))
+
+
+def gated_ids(items: list, item_ids: list) -> list[str]:
+    return topology.gated_ids(items_of(items), item_ids)
+
+
+def topology_report(items: list, *, cluster: bool) -> dict:
+    return topology.topology_report(items_of(items), cluster=cluster)
+
 
 TOPOLOGY_KEYS = [
     "itemCount", "rootCount", "roots", "maxChainDepth", "selectable", "starvation", "warnings",
@@ -338,6 +357,18 @@ def test_no_starvation_without_pending_items() -> None:
 )
 def test_warning_thresholds_and_suppression(items: list[dict], warnings: list[str]) -> None:
     assert compute_topology(items)["warnings"] == warnings
+
+
+def test_the_graph_orders_ids_exactly_as_id_key_does() -> None:
+    rng = random.Random(7)
+    alphabets = ["0123456789", "123456789", "0123456789ab", "0١٢"]
+    for _ in range(300):
+        letters = rng.choice(alphabets)
+        width = rng.choice([None, 1, 3])
+        ids = {"".join(rng.choice(letters) for _ in range(width or rng.randint(0, 4)))
+               for _ in range(rng.randint(0, 12))}
+        graph = build_graph([item(i) for i in ids])
+        assert graph.ids == sorted(ids, key=id_key), ids
 
 
 def test_ids_sort_numerically_then_as_strings() -> None:
@@ -759,10 +790,10 @@ def test_a_cycle_is_found_exactly_when_an_item_reaches_itself() -> None:
     found = 0
     for _ in range(300):
         items = random_backlog(rng, rng.randint(1, 20), cyclic=True)
-        cycles = topology.dependency_cycles(items)
+        cycles = topology.dependency_cycles(items_of(items))
         for entry in items:
             start = str(entry["id"])
-            cycle = topology.cycle_through(items, start)
+            cycle = topology.cycle_through(items_of(items), start)
             assert (cycle is not None) == ref_reaches_itself(items, start), (items, start)
             if cycle is None:
                 continue
@@ -777,10 +808,10 @@ def test_a_cycle_is_found_exactly_when_an_item_reaches_itself() -> None:
 def test_a_cycle_through_a_ten_thousand_deep_chain() -> None:
     count = 10_000
     items = [item(str(n), str(n % count + 1)) for n in range(1, count + 1)]
-    assert topology.cycle_through(items, "1") == [str(n) for n in range(1, count + 1)]
+    assert topology.cycle_through(items_of(items), "1") == [str(n) for n in range(1, count + 1)]
     items[-1]["dependsOn"] = []
-    assert topology.cycle_through(items, "1") is None
-    assert topology.dependency_cycles(items) == []
+    assert topology.cycle_through(items_of(items), "1") is None
+    assert topology.dependency_cycles(items_of(items)) == []
 
 
 def test_the_loop_and_the_topology_select_by_one_rule() -> None:
@@ -793,7 +824,7 @@ def test_the_loop_and_the_topology_select_by_one_rule() -> None:
         known = {str(e["id"]) for e in items}
         expected = {str(e["id"]) for e in items if e["status"] == "pending"
                     and all(d in done for d in e["dependsOn"] if d in known)}
-        assert {e["id"] for e in model.selectable_items(items)} == expected, items
+        assert {e["id"] for e in model.selectable_items(items_of(items))} == expected, items
         assert compute_topology(items)["selectable"] == len(expected), items
 
 

@@ -1,19 +1,21 @@
 """The backlog item: fields, validation, derived kinds, status transitions, selection.
 
-Pure functions over plain dicts (the parsed ``backlog.json``), so the store, the
-loop and the runners share one definition of what a valid item is and what a
-change may do. Every mutation here works *in place* on the item dicts, which is
-what keeps unknown fields and key order intact when the store rewrites the file.
-Nothing here reads or writes files.
+Pure functions over ``Item`` values, so the store, the loop and the runners share
+one definition of what a valid item is and what a change may do. Validation reads
+the parsed ``backlog.json`` (plain JSON, wire names) before any Item is made of it.
+A change returns a new Item (which keeps unknown fields and key order, see
+``item.py``); the functions that change an item *in a list* put the new Item in
+the old one's place. Nothing here reads or writes files.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from git_forge.backlog.errors import BacklogError
+from git_forge.backlog.item import Item
 from git_forge.backlog.topology import cycle_through, id_key, is_selectable
 from git_forge.clock import parse_stamp
 
@@ -37,13 +39,7 @@ MIN_ID_WIDTH = 3
 
 #: Fields an operator may set on an existing item with ``backlog edit``.
 EDITABLE_FIELDS: tuple[str, ...] = (
-    "title", "type", "priority", "description", "acceptanceCriteria", "dependsOn", "notes",
-)
-
-#: Key order of an item created by ``backlog add`` (rauf's order).
-_NEW_ITEM_ORDER: tuple[str, ...] = (
-    "id", "type", "priority", "title", "description", "acceptanceCriteria", "status",
-    "completedAt", "dependsOn", "notes",
+    "title", "type", "priority", "description", "acceptance_criteria", "depends_on", "notes",
 )
 
 
@@ -176,34 +172,33 @@ def backlog_problem(document: Any) -> str | None:
 # --- derived kinds and summaries ------------------------------------------------------------
 
 
-def is_needs_human(item: Mapping[str, Any]) -> bool:
+def is_needs_human(item: Item) -> bool:
     """needs-human ⇔ blocked and ``needsHuman``."""
-    return item.get("status") == "blocked" and item.get("needsHuman") is True
+    return item.status == "blocked" and item.needs_human
 
 
-def is_deferred(item: Mapping[str, Any]) -> bool:
+def is_deferred(item: Item) -> bool:
     """deferred ⇔ blocked and ``deferred`` — and not needs-human, so the kinds never overlap."""
-    return (item.get("status") == "blocked" and item.get("deferred") is True
-            and not is_needs_human(item))
+    return item.status == "blocked" and item.deferred and not item.needs_human
 
 
-def kind(item: Mapping[str, Any]) -> str:
+def kind(item: Item) -> str:
     """``needs-human``, ``deferred``, or the item's status."""
     if is_needs_human(item):
         return "needs-human"
     if is_deferred(item):
         return "deferred"
-    return str(item.get("status"))
+    return str(item.status)
 
 
-def summarize(items: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+def summarize(items: Iterable[Item]) -> dict[str, int]:
     """``backlogSummary``: counts per status; needsHuman and deferred are disjoint
     subsets of blocked."""
     summary = {"pending": 0, "inProgress": 0, "blocked": 0, "needsHuman": 0, "deferred": 0,
                "done": 0, "total": 0}
     for item in items:
         summary["total"] += 1
-        status = item.get("status")
+        status = item.status
         if status == "pending":
             summary["pending"] += 1
         elif status == "in_progress":
@@ -222,53 +217,65 @@ def summarize(items: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 # --- lookup, selection, ids -----------------------------------------------------------------
 
 
-ItemsOrIndex = list[dict[str, Any]] | Mapping[Any, dict[str, Any]]
-
-
-def index_items(items: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
-    """Items by id (the first of a duplicated id, as ``find_item`` finds it): a pass
-    that finds many items builds this once instead of scanning per item."""
-    index: dict[Any, dict[str, Any]] = {}
-    for item in items:
-        index.setdefault(item.get("id"), item)
+def index_items(items: Sequence[Item]) -> dict[str, int]:
+    """Where each id is in ``items`` (the first of a duplicated id, as ``find_item``
+    finds it): a pass that changes many items builds this once instead of scanning
+    per item. A change puts its new Item in the old one's place, so it stays true."""
+    index: dict[str, int] = {}
+    for position, item in enumerate(items):
+        index.setdefault(item.id, position)
     return index
 
 
-def find_item(items: ItemsOrIndex, item_id: str) -> dict[str, Any]:
-    """The item with ``item_id`` in a list or an ``index_items`` index; refused with
-    the runner contract's message if absent."""
-    if isinstance(items, Mapping):
-        found = items.get(item_id)
+def _index_of(items: Sequence[Item], item_id: str,
+              index: Mapping[str, int] | None = None) -> int:
+    """Where the item with ``item_id`` is (``index``: ``index_items(items)``, to find
+    it without a scan); refused with the runner contract's message if absent."""
+    if index is not None:
+        found = index.get(item_id)
         if found is not None:
             return found
     else:
-        for item in items:
-            if item.get("id") == item_id:
-                return item
+        for position, item in enumerate(items):
+            if item.id == item_id:
+                return position
     raise BacklogError(f"Item not found: {item_id}")
 
 
-def selectable_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def find_item(items: Sequence[Item], item_id: str) -> Item:
+    """The item with ``item_id``; refused with the runner contract's message if absent."""
+    return items[_index_of(items, item_id)]
+
+
+def selectable_items(items: list[Item]) -> list[Item]:
     """Every selectable item (``topology.is_selectable``), in the order the loop takes them."""
-    status_of = {str(item.get("id")): item.get("status") for item in items}
+    status_of = {item.id: item.status for item in items}
+    # the raw list, not ``depends_on``: the loop selects from the whole backlog every
+    # iteration, and a new tuple per item is measurable there
     ready = [item for item in items
-             if is_selectable(item.get("status"), item.get("dependsOn", []), status_of)]
-    return sorted(ready, key=lambda item: (item.get("priority", 4), id_key(item.get("id"))))
+             if is_selectable(item.status, item.raw.get("dependsOn") or (), status_of)]
+    return sorted(ready, key=_selection_order)
 
 
-def select_next(items: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _selection_order(item: Item) -> tuple[int, tuple]:
+    """Lowest priority number first (an item without one last), then id order."""
+    priority = item.priority
+    return (4 if priority is None else priority, id_key(item.id))
+
+
+def select_next(items: list[Item]) -> Item | None:
     """The item the loop works on next: pending with every in-backlog dependency
     done; lowest priority number first, then id (numeric-aware). ``None`` if none."""
     ready = selectable_items(items)
     return ready[0] if ready else None
 
 
-def next_id(items: Iterable[Mapping[str, Any]]) -> str:
+def next_id(items: Iterable[Item]) -> str:
     """Max numeric id + 1, zero-padded to 3 digits or the widest existing id."""
     highest = 0
     width = MIN_ID_WIDTH
     for item in items:
-        item_id = str(item.get("id", ""))
+        item_id = item.id
         if item_id.isdigit():
             highest = max(highest, int(item_id))
             width = max(width, len(item_id))
@@ -278,42 +285,45 @@ def next_id(items: Iterable[Mapping[str, Any]]) -> str:
 # --- building and changing items -------------------------------------------------------------
 
 
-def _check_references(items: list[dict[str, Any]], item: dict[str, Any]) -> None:
+def _check_references(items: list[Item], item: Item) -> None:
     """Dependencies of ``item`` must exist, and must not close a cycle through it."""
-    known = {str(other.get("id")) for other in items}
-    for dependency in item.get("dependsOn", []):
-        if dependency == item["id"]:
-            raise BacklogError(f"item {item['id']}: depends on itself")
+    known = {other.id for other in items}
+    for dependency in item.depends_on:
+        if dependency == item.id:
+            raise BacklogError(f"item {item.id}: depends on itself")
         if dependency not in known:
-            raise BacklogError(f"item {item['id']}: depends on unknown item {dependency}")
-    cycle = cycle_through(items, item["id"])
+            raise BacklogError(f"item {item.id}: depends on unknown item {dependency}")
+    cycle = cycle_through(items, item.id)
     if cycle:
         chain = " → ".join([*cycle, cycle[0]])
-        raise BacklogError(f"item {item['id']}: dependency cycle {chain}")
+        raise BacklogError(f"item {item.id}: dependency cycle {chain}")
 
 
-def _checked(item: dict[str, Any]) -> dict[str, Any]:
+def _checked(item: Item) -> Item:
     problem = _field_problem(item)
     if problem:
         raise BacklogError(f"{_where(item)}: {problem}")
     return item
 
 
-def new_item(items: list[dict[str, Any]], fields: Mapping[str, Any]) -> dict[str, Any]:
-    """Append a new pending item with the next id; return it. Refused if invalid."""
-    item: dict[str, Any] = {
-        "id": next_id(items),
-        "type": fields.get("type", "feature"),
-        "priority": fields.get("priority", 2),
-        "title": fields.get("title", ""),
-        "description": fields.get("description", ""),
-        "acceptanceCriteria": list(fields.get("acceptanceCriteria", [])),
-        "status": "pending",
-        "completedAt": None,
-        "dependsOn": list(fields.get("dependsOn", [])),
-        "notes": fields.get("notes", ""),
-    }
-    item = {key: item[key] for key in _NEW_ITEM_ORDER}
+def new_item(items: list[Item], fields: Mapping[str, Any]) -> Item:
+    """Append a new pending item with the next id; return it. Refused if invalid.
+    ``fields`` are ``EDITABLE_FIELDS`` (attribute names: ``depends_on``)."""
+    unknown = set(fields) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise BacklogError(f"cannot set field(s): {', '.join(sorted(unknown))}")
+    item = Item({}).with_changes(
+        id=next_id(items),
+        type=fields.get("type", "feature"),
+        priority=fields.get("priority", 2),
+        title=fields.get("title", ""),
+        description=fields.get("description", ""),
+        acceptance_criteria=list(fields.get("acceptance_criteria", [])),
+        status="pending",
+        completed_at=None,
+        depends_on=list(fields.get("depends_on", [])),
+        notes=fields.get("notes", ""),
+    )  # rauf's key order
     _checked(item)
     items.append(item)
     try:
@@ -324,67 +334,61 @@ def new_item(items: list[dict[str, Any]], fields: Mapping[str, Any]) -> dict[str
     return item
 
 
-def edit_item(
-    items: list[dict[str, Any]], item_id: str, changes: Mapping[str, Any], *, now: str
-) -> dict[str, Any]:
-    """Apply operator edits (``EDITABLE_FIELDS`` and ``status``) to one item.
+def edit_item(items: list[Item], item_id: str, changes: Mapping[str, Any], *, now: str) -> Item:
+    """Apply operator edits (``EDITABLE_FIELDS`` and ``status``, attribute names) to
+    one item, in its place in ``items``.
 
     A status change goes through the transition rules. Refused as a whole if any
     part is invalid: the item is left as it was.
     """
-    item = find_item(items, item_id)
+    index = _index_of(items, item_id)
+    before = items[index]
     unknown = set(changes) - set(EDITABLE_FIELDS) - {"status"}
     if unknown:
         raise BacklogError(f"cannot edit field(s): {', '.join(sorted(unknown))}")
-    before = dict(item)
+    item = before.with_changes(**{key: changes[key] for key in EDITABLE_FIELDS if key in changes})
     try:
-        for key in EDITABLE_FIELDS:
-            if key in changes:
-                item[key] = changes[key]
-        if "status" in changes and changes["status"] != before["status"]:
-            apply_transition(item, changes["status"], now=now)
+        if "status" in changes and changes["status"] != before.status:
+            item = apply_transition(item, changes["status"], now=now)
         _checked(item)
+        items[index] = item
         _check_references(items, item)
     except BacklogError:
-        item.clear()
-        item.update(before)
+        items[index] = before
         raise
     return item
 
 
-def check_transition(item: Mapping[str, Any], new_status: str) -> None:
+def check_transition(item: Item, new_status: str) -> None:
     """Refuse an illegal status change with a message naming both states."""
     problem = status_problem(new_status)
     if problem:
         raise BacklogError(problem)
-    current = item.get("status")
+    current = item.status
     if new_status not in TRANSITIONS.get(str(current), frozenset()):
         allowed = ", ".join(sorted(TRANSITIONS.get(str(current), ()))) or "none"
         raise BacklogError(
-            f"item {item.get('id')}: illegal status transition {current} → {new_status} "
+            f"item {item.id}: illegal status transition {current} → {new_status} "
             f"(allowed from {current}: {allowed})"
         )
 
 
-def _clear_block(item: dict[str, Any]) -> None:
-    """Forget why an item was blocked; ``humanAnswer`` is kept for the next prompt."""
-    item.pop("blockedReason", None)
-    item.pop("blockedAt", None)
-    for flag in ("needsHuman", "deferred"):
-        if flag in item:
-            item[flag] = False
+def _clear_block(item: Item, **changes: Any) -> Item:
+    """Forget why an item was blocked (``humanAnswer`` is kept for the next prompt),
+    making ``changes`` in the same pass (recover's batch makes two Items per answer,
+    not four)."""
+    flags = {flag: False for flag in ("needs_human", "deferred") if item.has(flag)}
+    return item.without("blocked_reason", "blocked_at").with_changes(**{**flags, **changes})
 
 
-#: Fields a transition may set alongside the status.
+#: Fields a transition may set alongside the status (attribute names).
 TRANSITION_FIELDS: frozenset[str] = frozenset(
-    {"blockedReason", "needsHuman", "deferred", "completedAt", "humanAnswer", "notes"}
+    {"blocked_reason", "needs_human", "deferred", "completed_at", "human_answer", "notes"}
 )
 
 
-def apply_transition(
-    item: dict[str, Any], new_status: str, *, now: str, **fields: Any
-) -> dict[str, Any]:
-    """Move ``item`` to ``new_status`` with the bookkeeping each target implies.
+def apply_transition(item: Item, new_status: str, *, now: str, **fields: Any) -> Item:
+    """``item`` moved to ``new_status`` with the bookkeeping each target implies.
 
     * → ``done``: ``completedAt`` set (now unless given), ``humanAnswer`` cleared
       (it was for this item's last attempt), block fields cleared.
@@ -392,68 +396,77 @@ def apply_transition(
       ``fields`` (needs-human and deferred are exclusive); ``blockedAt`` now.
     * → ``pending``: from blocked, block fields cleared; from done, ``completedAt``
       nulled.
-    Other ``fields`` (``TRANSITION_FIELDS``) are set as given.
+    Other ``fields`` (``TRANSITION_FIELDS``, attribute names) are set as given.
     """
     check_transition(item, new_status)
     unknown = set(fields) - TRANSITION_FIELDS
     if unknown:
         raise BacklogError(f"a transition cannot set field(s): {', '.join(sorted(unknown))}")
-    previous = item["status"]
+    previous = item.status
     if new_status == "blocked":
-        needs_human = bool(fields.pop("needsHuman", False))
+        needs_human = bool(fields.pop("needs_human", False))
         deferred = bool(fields.pop("deferred", False))
         if needs_human and deferred:
-            raise BacklogError(f"item {item['id']}: needs-human and deferred are exclusive")
-        item["status"] = "blocked"
-        reason = fields.pop("blockedReason", None)
-        if reason is None:
-            item.pop("blockedReason", None)
-        else:
-            item["blockedReason"] = reason
-        item["needsHuman"] = needs_human
-        item["deferred"] = deferred
-        item["blockedAt"] = now  # since when it waits (the loop's summary says so)
+            raise BacklogError(f"item {item.id}: needs-human and deferred are exclusive")
+        item = item.with_changes(status="blocked")
+        reason = fields.pop("blocked_reason", None)
+        item = (item.without("blocked_reason") if reason is None
+                else item.with_changes(blocked_reason=reason))
+        # blockedAt: since when it waits (the loop's summary says so)
+        item = item.with_changes(needs_human=needs_human, deferred=deferred, blocked_at=now)
     else:
-        item["status"] = new_status
+        item = item.with_changes(status=new_status)
         if previous == "blocked" or new_status == "done":
-            _clear_block(item)
+            item = _clear_block(item)
         if new_status == "done":
-            item["completedAt"] = fields.pop("completedAt", None) or now
-            item.pop("humanAnswer", None)
+            item = item.with_changes(completed_at=fields.pop("completed_at", None) or now)
+            item = item.without("human_answer")
         elif previous == "done":
-            item["completedAt"] = None
-    for key, value in fields.items():
-        item[key] = value
-    return item
+            item = item.with_changes(completed_at=None)
+    return item.with_changes(**fields) if fields else item
 
 
-def answer_item(items: ItemsOrIndex, item_id: str, text: str) -> dict[str, Any]:
+def transition_item(items: list[Item], item_id: str, new_status: str, *, now: str,
+                    **fields: Any) -> Item:
+    """``apply_transition`` to the item with ``item_id``, in its place in ``items``."""
+    index = _index_of(items, item_id)
+    items[index] = apply_transition(items[index], new_status, now=now, **fields)
+    return items[index]
+
+
+def replace_item(items: list[Item], item: Item) -> None:
+    """Put ``item`` in the place of the item with its id (undoing a change)."""
+    items[_index_of(items, item.id)] = item
+
+
+def _refuse_unless_blocked(item: Item) -> None:
+    if item.status != "blocked":
+        raise BacklogError(f"Item {item.id} is not blocked (status: {item.status})")
+
+
+def answer_item(items: list[Item], item_id: str, text: str, *,
+                index: Mapping[str, int] | None = None) -> Item:
     """``backlog answer``: a blocked item back to pending with the human's answer,
-    which the loop threads into the item's next prompt."""
-    item = find_item(items, item_id)
-    if item.get("status") != "blocked":
-        raise BacklogError(f"Item {item_id} is not blocked (status: {item.get('status')})")
-    item["status"] = "pending"
-    _clear_block(item)
-    item["humanAnswer"] = text
-    item["needsHuman"] = False
-    item["deferred"] = False
-    return item
+    which the loop threads into the item's next prompt. ``index``: see ``_index_of``."""
+    position = _index_of(items, item_id, index)
+    item = items[position]
+    _refuse_unless_blocked(item)
+    items[position] = _clear_block(item, status="pending", human_answer=text,
+                                   needs_human=False, deferred=False)
+    return items[position]
 
 
-def unblock_items(items: list[dict[str, Any]], item_id: str | None, *,
-                  index: Mapping[Any, dict[str, Any]] | None = None) -> list[str]:
+def unblock_items(items: list[Item], item_id: str | None, *,
+                  index: Mapping[str, int] | None = None) -> list[str]:
     """``backlog unblock``: blocked → pending for one item, or for every blocked
     item when ``item_id`` is None. Returns the ids unblocked (possibly none).
-    ``index`` (``index_items(items)``) finds the one item without a scan."""
+    ``index``: see ``_index_of``."""
     if item_id is not None:
-        item = find_item(items if index is None else index, item_id)
-        if item.get("status") != "blocked":
-            raise BacklogError(f"Item {item_id} is not blocked (status: {item.get('status')})")
-        targets = [item]
+        position = _index_of(items, item_id, index)
+        _refuse_unless_blocked(items[position])
+        targets = [position]
     else:
-        targets = [item for item in items if item.get("status") == "blocked"]
-    for item in targets:
-        item["status"] = "pending"
-        _clear_block(item)
-    return [str(item["id"]) for item in targets]
+        targets = [position for position, item in enumerate(items) if item.status == "blocked"]
+    for position in targets:
+        items[position] = _clear_block(items[position], status="pending")
+    return [items[position].id for position in targets]

@@ -4,13 +4,17 @@ Every change is one locked read-modify-write through ``jsonfile.update_json``: t
 file is parsed and validated *before* anything is changed, the change is
 validated again before it is written, and any refusal raises before the write —
 so a corrupt or invalid backlog is never rewritten, and a refused change leaves
-the file byte-for-byte as it was. Items are changed in place, which keeps
-unknown fields and key order.
+the file byte-for-byte as it was.
+
+The store keeps the document as the JSON object it reads and writes (its
+top-level fields are nobody's business but the file's) and hands out its items
+as ``Item`` values. A change is a function of the item list: it puts new Items in
+the places of the ones it changes, and the document is written back with every
+other item's object as it was read — unknown fields and key order intact.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +23,7 @@ from typing import Any, TypeVar
 
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
+from git_forge.backlog.item import Item
 from git_forge.clock import wire_now
 from git_forge.credentials import credential_refusal
 from git_forge.errors import StoreError, os_error_text
@@ -59,12 +64,17 @@ def _refuse_credential(text: str) -> None:
         raise BacklogError(refusal)
 
 
-def _refuse_busy(items: list[dict[str, Any]], item_id: str, busy: str | None) -> None:
+def _refuse_busy(items: list[Item], item_id: str, busy: str | None) -> None:
     """``busy`` (a message with ``{id}``) refuses changing an item a live loop is
     working on. Checked inside the locked update, so it cannot race the loop's own
     transitions (which take the same lock)."""
-    if busy is not None and model.find_item(items, item_id).get("status") == "in_progress":
+    if busy is not None and model.find_item(items, item_id).status == "in_progress":
         raise BacklogError(busy.format(id=item_id))
+
+
+def _items_of(document: dict[str, Any]) -> list[Item]:
+    """The items of a validated document (adopted: an Item never changes its object)."""
+    return [Item.from_json(fields) for fields in document["items"]]
 
 
 @dataclass(frozen=True)
@@ -119,37 +129,52 @@ class BacklogStore:
         """The validated document; missing, corrupt or invalid is a refusal (exit 2)."""
         return self._validated(self._read_bytes())
 
-    def items(self) -> list[dict[str, Any]]:
-        return self.load()["items"]
+    def items(self) -> list[Item]:
+        return _items_of(self.load())
 
-    def get(self, item_id: str) -> dict[str, Any]:
+    def get(self, item_id: str) -> Item:
         return model.find_item(self.items(), item_id)
 
     # --- changing --------------------------------------------------------------------------
 
-    def _apply(self, document: dict[str, Any], mutate: Callable[[dict[str, Any]], T]) -> T:
-        """Run ``mutate`` and refuse a result that is not a valid backlog."""
-        outcome = mutate(document)
-        problem = model.backlog_problem(document)
+    def update(self, mutate: Callable[[list[Item]], T]) -> T:
+        """Run ``mutate(items)`` under the lock and write the result.
+
+        ``mutate`` changes the validated item list (putting new Items in the
+        places of those it changes) and returns whatever the caller wants back;
+        it must depend only on the items, because it is rehearsed on an unlocked
+        read first — so a refusal (or a no-op) touches nothing at all, not even
+        the sidecar lock — and runs again under the lock only if the file changed
+        in between. If it raises, or leaves the backlog invalid, nothing is
+        written; if it changed nothing, the file is not rewritten.
+        """
+
+        def change_items(document: dict[str, Any]) -> tuple[T, dict[str, Any]]:
+            items = _items_of(document)
+            outcome = mutate(items)
+            return outcome, {**document, "items": [item.to_json() for item in items]}
+
+        return self._update(change_items)
+
+    def describe(self, text: str) -> None:
+        """Set the backlog's ``description`` (the prompt's ``## Project`` section)."""
+        self._update(lambda document: (None, {**document, "description": text}))
+
+    def _apply(self, document: dict[str, Any],
+               rewrite: Callable[[dict[str, Any]], tuple[T, dict[str, Any]]]
+               ) -> tuple[T, dict[str, Any]]:
+        """``rewrite`` the document: the outcome and the changed document (``document``
+        itself is left as it is). A result that is not a valid backlog is refused."""
+        outcome, changed = rewrite(document)
+        problem = model.backlog_problem(changed)
         if problem:
             raise BacklogError(f"refusing to write an invalid backlog ({problem})")
-        return outcome
+        return outcome, changed
 
-    def update(self, mutate: Callable[[dict[str, Any]], T]) -> T:
-        """Run ``mutate(document)`` under the lock and write the result.
-
-        ``mutate`` changes the validated document in place and returns whatever
-        the caller wants back; it must depend only on the document, because it
-        is rehearsed on an unlocked read first — so a refusal (or a no-op)
-        touches nothing at all, not even the sidecar lock — and runs again under
-        the lock only if the file changed in between. If it raises, or leaves
-        the document invalid, nothing is written; if it changed nothing, the file
-        is not rewritten.
-        """
-        raw = self._read_bytes()
-        rehearsal = self._validated(raw)
-        outcome = self._apply(rehearsal, mutate)
-        before = self._parse(raw)  # the same bytes, unchanged: what the lock must find
+    def _update(self, rewrite: Callable[[dict[str, Any]], tuple[T, dict[str, Any]]]) -> T:
+        """``update``'s rehearsal, lock and write for any ``rewrite`` of the document."""
+        before = self._validated(self._read_bytes())  # what the lock must find
+        outcome, rehearsal = self._apply(before, rewrite)
         if rehearsal == before:
             return outcome
         result: list[T] = [outcome]
@@ -160,11 +185,10 @@ class BacklogStore:
             if current is None:
                 raise self._missing()
             document = _refuse_invalid(self.path, current)
-            snapshot = copy.deepcopy(document)
-            result[0] = self._apply(document, mutate)
-            if document == snapshot:
+            result[0], changed = self._apply(document, rewrite)
+            if changed == document:
                 raise _Unchanged
-            return document
+            return changed
 
         def written(data: bytes) -> None:  # what change() returned was validated
             _VALIDATED[self.path] = data
@@ -184,12 +208,12 @@ class BacklogStore:
             raise BacklogError("the answer text may not be empty")
         _refuse_credential(text)
 
-        def answer(doc: dict[str, Any]) -> dict[str, Any]:
-            _refuse_busy(doc["items"], item_id, busy)
-            return copy.deepcopy(model.answer_item(doc["items"], item_id, text))
+        def answer(items: list[Item]) -> Item:
+            _refuse_busy(items, item_id, busy)
+            return model.answer_item(items, item_id, text)
 
         item = self.update(answer)
-        return {"answered": item["id"], "status": item["status"]}
+        return {"answered": item.id, "status": item.status}
 
     def answer_all(
         self, changes: Sequence[tuple[str, str | None]]
@@ -201,18 +225,18 @@ class BacklogStore:
         written, it and the rest are not. Returns the ids changed and that refusal
         (``None`` when every change was made)."""
 
-        def change_all(document: dict[str, Any]) -> tuple[list[str], BacklogError | None]:
+        def change_all(items: list[Item]) -> tuple[list[str], BacklogError | None]:
             done: list[str] = []
-            index = model.index_items(document["items"])
+            index = model.index_items(items)
             for item_id, text in changes:
                 try:
                     if text is None:
-                        model.unblock_items(document["items"], item_id, index=index)
+                        model.unblock_items(items, item_id, index=index)
                     else:
                         if not text.strip():
                             raise BacklogError("the answer text may not be empty")
                         _refuse_credential(text)
-                        model.answer_item(index, item_id, text)
+                        model.answer_item(items, item_id, text, index=index)
                 except BacklogError as refusal:
                     return done, refusal
                 done.append(item_id)
@@ -224,36 +248,38 @@ class BacklogStore:
         """blocked → pending for one item, or every blocked item; the contract result.
         ``busy``: see ``_refuse_busy``."""
 
-        def unblock(doc: dict[str, Any]) -> list[str]:
+        def unblock(items: list[Item]) -> list[str]:
             if item_id is not None:
-                _refuse_busy(doc["items"], item_id, busy)
-            return model.unblock_items(doc["items"], item_id)
+                _refuse_busy(items, item_id, busy)
+            return model.unblock_items(items, item_id)
 
         ids = self.update(unblock)
         return {"unblockedCount": len(ids), "unblockedIds": ids}
 
-    def add(self, fields: Mapping[str, Any]) -> dict[str, Any]:
-        """A new pending item with the next id; returns it."""
-        return self.update(lambda doc: copy.deepcopy(model.new_item(doc["items"], fields)))
+    def add(self, fields: Mapping[str, Any]) -> Item:
+        """A new pending item with the next id (``fields``: attribute names); returns it."""
+        return self.update(lambda items: model.new_item(items, fields))
 
     def edit(self, item_id: str, changes: Mapping[str, Any], *,
-             busy: str | None = None) -> dict[str, Any]:
-        """Operator edits to one item (status through the transition rules).
-        ``busy``: see ``_refuse_busy``."""
+             busy: str | None = None) -> Item:
+        """Operator edits to one item (attribute names; status through the transition
+        rules). ``busy``: see ``_refuse_busy``."""
         now = wire_now()
 
-        def edit(doc: dict[str, Any]) -> dict[str, Any]:
-            _refuse_busy(doc["items"], item_id, busy)
-            return copy.deepcopy(model.edit_item(doc["items"], item_id, changes, now=now))
+        def edit(items: list[Item]) -> Item:
+            _refuse_busy(items, item_id, busy)
+            return model.edit_item(items, item_id, changes, now=now)
 
         return self.update(edit)
 
-    def transition(self, item_id: str, new_status: str, **fields: Any) -> dict[str, Any]:
-        """Move one item to ``new_status`` under the lock (the loop's bookkeeping)."""
+    def transition(self, item_id: str, new_status: str, **fields: Any) -> Item:
+        """Move one item to ``new_status`` under the lock (the loop's bookkeeping);
+        ``fields`` are attribute names (``blocked_reason=…``)."""
         now = wire_now()
+        return self.update(
+            lambda items: model.transition_item(items, item_id, new_status, now=now, **fields))
 
-        def move(document: dict[str, Any]) -> dict[str, Any]:
-            item = model.find_item(document["items"], item_id)
-            return copy.deepcopy(model.apply_transition(item, new_status, now=now, **fields))
-
-        return self.update(move)
+    def replace(self, item: Item) -> None:
+        """Put ``item`` back in the place of the item with its id, as it is (undoing a
+        change whose commit failed)."""
+        self.update(lambda items: model.replace_item(items, item))

@@ -13,6 +13,7 @@ from git_forge.cli.output import emit_json, paint
 from git_forge.errors import os_error_text
 
 if TYPE_CHECKING:
+    from git_forge.backlog.item import Item
     from git_forge.backlog.store import BacklogStore
     from git_forge.workspace import Workspace
 
@@ -168,21 +169,20 @@ def _field_changes(args: argparse.Namespace) -> dict[str, Any]:
         if value is not None:
             changes[key] = value
     if args.ac is not None:
-        changes["acceptanceCriteria"] = list(args.ac)
+        changes["acceptance_criteria"] = list(args.ac)
     if args.depends_on is not None:
-        changes["dependsOn"] = _split_ids(args.depends_on)
+        changes["depends_on"] = _split_ids(args.depends_on)
     return changes
 
 
-def _line(item: dict[str, Any]) -> str:
+def _line(item: Item) -> str:
     from git_forge.backlog.model import kind
 
     label = kind(item)
     style = {"done": "green", "blocked": "red", "needs-human": "yellow", "deferred": "yellow",
              "in_progress": "cyan"}.get(label)
     shown = paint(f"{label:<11}", style) if style else f"{label:<11}"
-    return (f"{item.get('id')}  {shown}  P{item.get('priority')}  "
-            f"{item.get('type', ''):<8}  {item.get('title', '')}")
+    return f"{item.id}  {shown}  P{item.priority}  {item.type or '':<8}  {item.title}"
 
 
 # --- handlers -------------------------------------------------------------------------------
@@ -199,9 +199,9 @@ def run_list(args: argparse.Namespace) -> int:
     if args.status in ("needs-human", "deferred"):
         items = [item for item in items if kind(item) == args.status]
     elif args.status is not None:
-        items = [item for item in items if item.get("status") == args.status]
+        items = [item for item in items if item.status == args.status]
     if args.json:
-        emit_json(items)
+        emit_json([item.to_json() for item in items])
     else:
         _live_note(args)
         for item in items:
@@ -214,37 +214,36 @@ def run_show(args: argparse.Namespace) -> int:
 
     item = _store(args).get(args.id)
     if args.json:
-        emit_json(item)
+        emit_json(item.to_json())
         return 0
     _live_note(args)
-    print(f"{item['id']}  {item['title']}")
-    rows = [("type", item.get("type")), ("priority", item.get("priority")),
-            ("status", kind(item) if kind(item) == item["status"]
+    print(f"{item.id}  {item.title}")
+    rows = [("type", item.type), ("priority", item.priority),
+            ("status", kind(item) if kind(item) == item.status
              else f"blocked ({kind(item)})"),
-            ("depends on", ", ".join(item.get("dependsOn", [])) or None),
-            ("reason", item.get("blockedReason")), ("answer", item.get("humanAnswer")),
-            ("completed", item.get("completedAt"))]
+            ("depends on", ", ".join(item.depends_on) or None),
+            ("reason", item.blocked_reason), ("answer", item.human_answer),
+            ("completed", item.completed_at)]
     for label, value in rows:
         if value not in (None, ""):
             print(f"{label + ':':<12}{value}")
-    if item.get("description"):
-        print(f"\n{item['description']}")
-    criteria = item.get("acceptanceCriteria") or []
-    if criteria:
+    if item.description:
+        print(f"\n{item.description}")
+    if item.acceptance_criteria:
         print("\nAcceptance criteria:")
-        for criterion in criteria:
+        for criterion in item.acceptance_criteria:
             print(f"  - {criterion}")
-    if item.get("notes"):
-        print(f"\nNotes: {item['notes']}")
+    if item.notes:
+        print(f"\nNotes: {item.notes}")
     return 0
 
 
 def run_add(args: argparse.Namespace) -> int:
     item = _store(args).add(_field_changes(args))
     if args.json:
-        emit_json(item)
+        emit_json(item.to_json())
     else:
-        print(item["id"])
+        print(item.id)
     return 0
 
 
@@ -258,7 +257,7 @@ def run_edit(args: argparse.Namespace) -> int:
         raise UsageError("nothing to change (give at least one field flag)")
     item = _store(args).edit(args.id, changes, busy=_busy(args))
     if args.json:
-        emit_json(item)
+        emit_json(item.to_json())
     return 0
 
 
@@ -284,7 +283,7 @@ def run_unblock(args: argparse.Namespace) -> int:
     return 0
 
 
-def _topology_items(args: argparse.Namespace) -> list[dict[str, Any]]:
+def _topology_items(args: argparse.Namespace) -> list[Item]:
     """The item list from --items-json, --items-stdin, or the configured runner."""
     import sys
     from pathlib import Path

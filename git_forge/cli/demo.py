@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from git_forge.cli.output import paint
 
 if TYPE_CHECKING:
+    from git_forge.backlog.item import Item
     from git_forge.cli.loop import TerminalProgress
     from git_forge.demo.walk import DemoAsker
     from git_forge.loop.summary import LoopResult
@@ -52,10 +53,10 @@ class TerminalScreen:
     def say(self, line: str) -> None:
         print(f"   {line}")
 
-    def backlog(self, items: list[dict[str, Any]]) -> None:
+    def backlog(self, items: list[Item]) -> None:
         for item in items:
-            depends = f" (after {', '.join(item['dependsOn'])})" if item.get("dependsOn") else ""
-            self.say(f"{item['id']}  P{item['priority']}  {item['title']}{depends}")
+            depends = f" (after {', '.join(item.depends_on)})" if item.depends_on else ""
+            self.say(f"{item.id}  P{item.priority}  {item.title}{depends}")
 
     def progress(self) -> TerminalProgress:
         from git_forge.cli.loop import TerminalProgress

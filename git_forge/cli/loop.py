@@ -21,6 +21,7 @@ from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, is_terminal, json_text, own, paint
 
 if TYPE_CHECKING:
+    from git_forge.backlog.item import Item
     from git_forge.loop.engine import LoopResult
     from git_forge.loop.options import LoopFlags, LoopOptions
     from git_forge.reconcile.preflight import Preflight
@@ -138,9 +139,9 @@ class TerminalProgress:
         if not self.ndjson:
             self._write(f"loop {run_id}: up to {max_iterations} iteration(s)")
 
-    def iteration(self, number: int, max_iterations: int, item: dict[str, Any]) -> None:
+    def iteration(self, number: int, max_iterations: int, item: Item) -> None:
         self.number, self.max = number, max_iterations
-        self.item = f"{item['id']} {item.get('title', '')}"
+        self.item = f"{item.id} {item.title}"
         if not self.ndjson and not self.live:
             self._write(f"[{number}/{max_iterations}] {self.item}")
 
@@ -157,14 +158,14 @@ class TerminalProgress:
             for line in text.rstrip("\n").split("\n"):
                 self._write(f"  | {last_segment(line)}")
 
-    def finished(self, item: dict[str, Any], outcome: str, detail: str) -> None:
+    def finished(self, item: Item, outcome: str, detail: str) -> None:
         if self.ndjson:
             return
         style = {"done": "green", "retry": "yellow"}.get(outcome, "red")
         if self.live:
             self._emit(ERASE_LINE)
             self.line = ""
-        self._write(f"  {item['id']} {paint(outcome, style)}: {detail}")
+        self._write(f"  {item.id} {paint(outcome, style)}: {detail}")
 
     def event(self, event: dict[str, Any]) -> None:
         if self.ndjson:
@@ -269,9 +270,9 @@ def render_summary(result: LoopResult) -> list[str]:
     """This run's outcome, then the whole backlog: every item that waits on a
     decision, since when and why — this run's or an earlier one's."""
     state = result.state
-    lines = [f"{result.status}: this run {len(state.completedItems)} done, "
-             f"{len(state.needsHumanItems)} need a human, {len(state.blockedItems)} blocked, "
-             f"{len(state.deferredItems)} deferred"]
+    lines = [f"{result.status}: this run {len(state.completed_items)} done, "
+             f"{len(state.needs_human_items)} need a human, {len(state.blocked_items)} blocked, "
+             f"{len(state.deferred_items)} deferred"]
     backlog = result.backlog
     if backlog:
         parts = [f"{backlog['done']} done", f"{backlog['pending']} pending"]

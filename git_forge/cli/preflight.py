@@ -40,24 +40,26 @@ def _items(ids: list[str]) -> str:
 def render_stop(result: Preflight, explanation: StopExplanation | None = None) -> list[str]:
     """The STOP message: the prior run, the stranded paths — split into those the
     run touched (its evidence) and those changed outside it — and what to run next."""
-    run = result.run or {}
+    from git_forge.loop.state import RunState
+
+    run = result.run or RunState()
     if result.reason is not None:
         return [f"STOP: {result.reason}"]
     touched = explanation.touched if explanation is not None else [
         (entry, "") for entry in result.entries]
     outside = explanation.outside if explanation is not None else []
-    started = run.get("startedAt") or "unknown"
-    named = f" (run {run['runId']})" if run.get("runId") else ""
+    started = run.started_at or "unknown"
+    named = f" (run {run.run_id})" if run.run_id else ""
     if touched:
         lines = ["STOP: a previous git-forge run left work in the tree."]
     else:
         lines = [f"STOP: the working tree has changes that git-forge's last run (started "
                  f"{started}{named}) did not make."]
     lines.append(f"  run started:   {started}{named}")
-    lines.append(f"  item in flight: {run.get('currentItem') or 'none'}")
-    blocked = explanation.blocked if explanation is not None else run.get("blockedItems", [])
+    lines.append(f"  item in flight: {run.current_item or 'none'}")
+    blocked = explanation.blocked if explanation is not None else list(run.blocked_items)
     needs = (explanation.needs_human if explanation is not None
-             else run.get("needsHumanItems", []))
+             else list(run.needs_human_items))
     lines.append(f"  blocked:        {_items(blocked)}")
     lines.append(f"  needs human:    {_items(needs)}")
     if result.run_error:
@@ -88,10 +90,11 @@ def explain_stop(workspace: Workspace, result: Preflight) -> StopExplanation | N
     launch stopped for another reason."""
     if result.status != "stop" or result.reason is not None:
         return None
+    from git_forge.loop.state import RunState
     from git_forge.reconcile.stop import explain
 
     return explain(workspace.root, workspace.state_dir, workspace.backlog_file,
-                   result.entries, result.run or {})
+                   result.entries, result.run or RunState())
 
 
 def render_dirty(result: Preflight) -> list[str]:

@@ -22,14 +22,14 @@ from git_forge.workspace import Workspace, locate
 
 ITEMS: list[dict] = [
     {"title": "Create the greeting module", "type": "feature", "priority": 1,
-     "acceptanceCriteria": ["greet(name) returns 'Hello, <name>!'"]},
+     "acceptance_criteria": ["greet(name) returns 'Hello, <name>!'"]},
     {"title": "Add a command-line entry point", "type": "feature", "priority": 2,
-     "dependsOn": ["001"], "acceptanceCriteria": ["python cli.py Ada prints a greeting"]},
+     "depends_on": ["001"], "acceptance_criteria": ["python cli.py Ada prints a greeting"]},
     {"title": "Store greetings", "type": "feature", "priority": 2,
      "description": "Keep every greeting that was sent."},
     {"title": "Remember each user's language", "type": "feature", "priority": 3,
      "description": "Store user preferences."},
-    {"title": "Translate greetings", "type": "feature", "priority": 3, "dependsOn": ["003"]},
+    {"title": "Translate greetings", "type": "feature", "priority": 3, "depends_on": ["003"]},
     {"title": "Publish the package", "type": "chore", "priority": 4},
 ]
 
@@ -61,12 +61,7 @@ def create(path: Path) -> Workspace:
     workspace = locate(path)
     init_backlog(workspace)
     store = BacklogStore.in_dir(workspace.backlog_dir)
-
-    def describe(document: dict) -> dict:
-        document["description"] = "Greeter: a tiny Python project that greets people."
-        return document
-
-    store.update(describe)
+    store.describe("Greeter: a tiny Python project that greets people.")
     for fields in ITEMS:
         store.add(fields)
     commit_paths(repo, [entry.path for entry in porcelain(repo)], "Add the git-forge backlog")

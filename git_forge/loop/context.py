@@ -10,7 +10,7 @@ reads backlog.json whole under its lock.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from git_forge.backlog.store import BacklogStore
@@ -53,15 +53,15 @@ class RunContext:
         return self.workspace.relative(self.workspace.backlog_file)
 
     def save(self, **changes: Any) -> None:
-        """Update state.json. A change of the run's status is made durable at once;
-        the rest (iteration, current item, last signal, item lists) is a progress
-        report rewritten atomically at every step, durable with the run's next
-        status change — after a power loss the backlog, the manifests and the
-        journal are what restore reads, never these fields."""
+        """Change the run's state (``RunState`` fields) and update state.json. A change
+        of the run's status is made durable at once; the rest (iteration, current item,
+        last signal, item lists) is a progress report rewritten atomically at every
+        step, durable with the run's next status change — after a power loss the
+        backlog, the manifests and the journal are what restore reads, never these
+        fields."""
         durable = "status" in changes and changes["status"] != self.state.status
-        for key, value in changes.items():
-            setattr(self.state, key, value)
-        write_state(self.workspace.state_dir, self.state, durable=durable)
+        self.state = write_state(self.workspace.state_dir, replace(self.state, **changes),
+                                 durable=durable)
 
 
 def commit(run: RunContext, paths: list[str], message: str, *,

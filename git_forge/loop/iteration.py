@@ -14,9 +14,9 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from git_forge.atomic import atomic_write
+from git_forge.backlog.item import Item
 from git_forge.exit_codes import LOOP_ERROR, LOOP_REFUSED
 from git_forge.layout import PROMPT_FILES
 from git_forge.loop.context import RunContext
@@ -52,9 +52,9 @@ class AgentResult:
     stopped: bool = False
 
 
-def run_iteration(run: RunContext, item: dict[str, Any], number: int) -> AgentResult:
+def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
     """One agent start for ``item`` (iteration ``number``), until it ends or a stop."""
-    item_id = str(item["id"])
+    item_id = item.id
     options = run.options
     try:  # before the item is taken: a stale lock would fail its commit after the agent ran
         run.repo.check_unlocked()
@@ -62,12 +62,12 @@ def run_iteration(run: RunContext, item: dict[str, Any], number: int) -> AgentRe
         raise LoopError(f"cannot take item {item_id}: {exc.message}",
                         exit_code=LOOP_REFUSED) from exc
     remove_prompt_files(run.workspace.state_dir)
-    if item.get("status") != "in_progress":
+    if item.status != "in_progress":
         item = run.store.transition(item_id, "in_progress")
-    run.save(iteration=number, currentItem=item_id)
+    run.save(iteration=number, current_item=item_id)
     run.journal.append("iteration_start", iteration=number, itemId=item_id)
-    run.journal.append("item_selected", itemId=item_id, title=item.get("title"),
-                       priority=item.get("priority"))
+    run.journal.append("item_selected", itemId=item_id, title=item.title,
+                       priority=item.priority)
     run.progress.iteration(number, options.iterations, item)
     document = run.store.load()
     prompt_text = options.prompt_file.read_text(encoding="utf-8") if options.prompt_file else None
@@ -75,7 +75,7 @@ def run_iteration(run: RunContext, item: dict[str, Any], number: int) -> AgentRe
                           prompt_file_text=prompt_text)
     run.journal.sync()  # the item's start is on disk before its agent is
     try:
-        handle = run.supervisor.start({"run_id": run.state.runId},
+        handle = run.supervisor.start({"run_id": run.state.run_id},
                                       {"item_id": item_id, "iteration": number},
                                       _prepare(run, item, prompt, number))
     except ProcessError as exc:
@@ -104,17 +104,17 @@ def remove_prompt_files(state_dir: Path) -> None:
             pass
 
 
-def _prepare(run: RunContext, item: dict[str, Any], prompt: str, number: int) -> PreparedProcess:
+def _prepare(run: RunContext, item: Item, prompt: str, number: int) -> PreparedProcess:
     argv = list(run.options.agent)
     encoded = prompt.encode("utf-8")
     stdin: bytes | None = encoded
     if any("{prompt_file}" in arg for arg in argv):
-        prompt_path = run.workspace.state_dir / f"prompt-{item['id']}.md"
+        prompt_path = run.workspace.state_dir / f"prompt-{item.id}.md"
         atomic_write(prompt_path, encoded, mode=0o600, durable=False)  # gone after the agent
         argv = [arg.replace("{prompt_file}", str(prompt_path)) for arg in argv]
         stdin = None
-    env = {**os.environ, "FORGE_ITEM_ID": str(item["id"]), "FORGE_ITERATION": str(number),
-           "FORGE_RUN_ID": run.state.runId or ""}
+    env = {**os.environ, "FORGE_ITEM_ID": item.id, "FORGE_ITERATION": str(number),
+           "FORGE_RUN_ID": run.state.run_id or ""}
     timeout = run.options.timeout_minutes * 60 if run.options.timeout_minutes else None
     return PreparedProcess(argv=argv, cwd=run.workspace.root, env=env, stdin=stdin,
                            timeout=timeout)

@@ -8,10 +8,11 @@ without a signal is retried while the item has retries left, then deferred.
 
 from __future__ import annotations
 
-import copy
+from dataclasses import replace
 from enum import Enum
 from typing import Any
 
+from git_forge.backlog.item import Item
 from git_forge.exit_codes import LOOP_ERROR
 from git_forge.loop.context import RunContext, actionable, commit, dirty
 from git_forge.loop.errors import LoopError
@@ -39,7 +40,7 @@ class Outcome(Enum):
         return self.value.replace("_", "-")
 
 
-def settle(run: RunContext, item: dict[str, Any], result: AgentResult) -> Outcome:
+def settle(run: RunContext, item: Item, result: AgentResult) -> Outcome:
     """Act on ``result`` for ``item``: its bookkeeping, commit or stash, and what
     the progress is told. A stopped result settles nothing (the session ends the run)."""
     if result.stopped:
@@ -62,49 +63,47 @@ def settle(run: RunContext, item: dict[str, Any], result: AgentResult) -> Outcom
 _WAITING = frozenset({Outcome.BLOCKED, Outcome.NEEDS_HUMAN, Outcome.DEFERRED})
 
 
-def _keep_output(run: RunContext, item: dict[str, Any], handle: str) -> None:
+def _keep_output(run: RunContext, item: Item, handle: str) -> None:
     try:
         run.supervisor.keep(handle)
     except ProcessError as exc:  # the item is settled; losing the mark only lets a prune have it
-        run.progress.note(f"item {item['id']}: its output could not be marked to keep: {exc}")
+        run.progress.note(f"item {item.id}: its output could not be marked to keep: {exc}")
 
 
-def _done(run: RunContext, item: dict[str, Any]) -> Outcome:
-    item_id = str(item["id"])
+def _done(run: RunContext, item: Item) -> Outcome:
     commit_id = _complete(run, item)
     if commit_id is None:  # the commit failed: _complete blocked the item instead
-        reason = str(run.store.get(item_id).get("blockedReason"))
-        run.save(lastSignal="blocked", currentItem=None)
+        reason = str(run.store.get(item.id).blocked_reason)
+        run.save(last_signal="blocked", current_item=None)
         run.progress.finished(item, Outcome.BLOCKED.label, reason)
         return Outcome.BLOCKED
-    run.save(lastSignal="clean", currentItem=None)
+    run.save(last_signal="clean", current_item=None)
     run.progress.finished(item, Outcome.DONE.label, commit_id[:12])
     return Outcome.DONE
 
 
-def _blocked(run: RunContext, item: dict[str, Any], reason: str, *,
-             needs_human: bool) -> Outcome:
+def _blocked(run: RunContext, item: Item, reason: str, *, needs_human: bool) -> Outcome:
     outcome = Outcome.NEEDS_HUMAN if needs_human else Outcome.BLOCKED
     _block(run, item, reason, needs_human=needs_human)
-    run.save(lastSignal=outcome.value, currentItem=None)
+    run.save(last_signal=outcome.value, current_item=None)
     run.progress.finished(item, outcome.label, reason)
     return outcome
 
 
-def _no_signal(run: RunContext, item: dict[str, Any], result: AgentResult) -> Outcome:
+def _no_signal(run: RunContext, item: Item, result: AgentResult) -> Outcome:
     """Retry while attempts are left (the item stays in progress), then defer it."""
-    item_id = str(item["id"])
+    item_id = item.id
     retries = run.options.retries
     attempts = run.attempts[item_id] = run.attempts.get(item_id, 0) + 1
     why = result.what_happened
     if attempts <= retries:
-        run.save(lastSignal="error")
+        run.save(last_signal="error")
         run.progress.finished(item, Outcome.RETRY.label,
                               f"{why}; no signal; attempt {attempts} of {retries + 1}")
         return Outcome.RETRY
     reason = deferral_reason(why, attempts)
     _block(run, item, reason, deferred=True)
-    run.save(lastSignal="error", currentItem=None)
+    run.save(last_signal="error", current_item=None)
     run.progress.finished(item, Outcome.DEFERRED.label, reason)
     return Outcome.DEFERRED
 
@@ -113,7 +112,7 @@ def deferral_reason(what: str, attempts: int) -> str:
     return f"{what} — deferred after {attempts} attempt" + ("s" if attempts != 1 else "")
 
 
-def _block(run: RunContext, item: dict[str, Any], reason: str, *, needs_human: bool = False,
+def _block(run: RunContext, item: Item, reason: str, *, needs_human: bool = False,
            deferred: bool = False) -> None:
     """Stash the agent's leftovers, mark the item blocked, commit that alone.
 
@@ -123,7 +122,7 @@ def _block(run: RunContext, item: dict[str, Any], reason: str, *, needs_human: b
     failed bookkeeping commit ends the run (the repository refuses commits).
     """
     remove_prompt_files(run.workspace.state_dir)
-    item_id = str(item["id"])
+    item_id = item.id
     leftovers = [p for p in dirty(run) if p != run.backlog_rel]
     stashable = actionable(run, item_id, leftovers, "stash")
     stashed = False
@@ -141,9 +140,8 @@ def _block(run: RunContext, item: dict[str, Any], reason: str, *, needs_human: b
     if left:
         listed = ", ".join(quote_path(path) for path in left)
         note = f"left in the tree, not stashed: {listed} (see git forge reconcile)"
-        fields["notes"] = "\n".join(filter(None, [str(run.store.get(item_id).get("notes")
-                                                       or ""), note]))
-    run.store.transition(item_id, "blocked", blockedReason=reason, needsHuman=needs_human,
+        fields["notes"] = "\n".join(filter(None, [run.store.get(item_id).notes, note]))
+    run.store.transition(item_id, "blocked", blocked_reason=reason, needs_human=needs_human,
                          deferred=deferred, **fields)
     subject = reason.splitlines()[0] if reason else "no reason given"
     try:
@@ -154,18 +152,20 @@ def _block(run: RunContext, item: dict[str, Any], reason: str, *, needs_human: b
         raise LoopError(f"item {item_id} is blocked, but its bookkeeping commit failed: "
                         f"{exc.message}", exit_code=LOOP_ERROR) from exc
     extra = {"leftInTree": left} if left else {}
+    state = run.state
     if needs_human:
         run.journal.append("needs_human", None, itemId=item_id, reason=reason, **extra)
-        run.state.needsHumanItems.append(item_id)
+        run.state = replace(state, needs_human_items=(*state.needs_human_items, item_id))
     else:
         run.journal.append("item_blocked", None, itemId=item_id, reason=reason, **extra)
-        (run.state.deferredItems if deferred else run.state.blockedItems).append(item_id)
+        run.state = (replace(state, deferred_items=(*state.deferred_items, item_id)) if deferred
+                     else replace(state, blocked_items=(*state.blocked_items, item_id)))
     if stashed:
         run.progress.note(f"item {item_id}: its leftover changes were stashed "
                           f"({messages.abandoned_work(item_id)})")
 
 
-def _complete(run: RunContext, item: dict[str, Any]) -> str | None:
+def _complete(run: RunContext, item: Item) -> str | None:
     """Mark the item done and commit it with its work; the commit id.
 
     A changed path git-forge cannot commit as git would stays in the tree (see
@@ -174,32 +174,17 @@ def _complete(run: RunContext, item: dict[str, Any]) -> str | None:
     reason (``None`` is returned).
     """
     remove_prompt_files(run.workspace.state_dir)
-    item_id = str(item["id"])
-    before = copy.deepcopy(run.store.get(item_id))
+    item_id = item.id
+    before = run.store.get(item_id)
     run.store.transition(item_id, "done")
     paths = actionable(run, item_id, dirty(run), "commit")
     try:
-        commit_id = commit(run, paths, messages.item_done(item_id, item.get("title", "")),
-                           allow_empty=True)
+        commit_id = commit(run, paths, messages.item_done(item_id, item.title), allow_empty=True)
     except GitError as exc:
-        _put_back(run, before)
+        run.store.replace(before)  # never left done without its commit
         _block(run, before, f"the agent signalled done, but the commit failed: {exc.message}")
         return None
-    run.journal.append("item_completed", itemId=item_id, title=item.get("title"),
-                       commit=commit_id)
-    run.state.completedItems.append(item_id)
+    run.journal.append("item_completed", itemId=item_id, title=item.title, commit=commit_id)
+    run.state = replace(run.state, completed_items=(*run.state.completed_items, item_id))
     return commit_id
-
-
-def _put_back(run: RunContext, saved: dict[str, Any]) -> None:
-    """Return one item's entry to ``saved`` (undoing a ``done`` whose commit failed)."""
-    item_id = str(saved["id"])
-
-    def restore(document: dict[str, Any]) -> None:
-        items = document["items"]
-        for index, current in enumerate(items):
-            if str(current.get("id")) == item_id:
-                items[index] = copy.deepcopy(saved)
-
-    run.store.update(restore)
 

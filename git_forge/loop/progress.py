@@ -6,7 +6,10 @@ implements (a live line on a terminal, plain lines, or the journal as NDJSON).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from git_forge.backlog.item import Item
 
 
 class Progress(Protocol):
@@ -14,10 +17,10 @@ class Progress(Protocol):
     ``TerminalProgress``) or leaves hooks out by extending ``NullProgress``."""
 
     def started(self, run_id: str, max_iterations: int) -> None: ...
-    def iteration(self, number: int, max_iterations: int, item: dict[str, Any]) -> None: ...
+    def iteration(self, number: int, max_iterations: int, item: Item) -> None: ...
     def tick(self, elapsed: float, output_bytes: int) -> None: ...
     def output(self, text: str) -> None: ...
-    def finished(self, item: dict[str, Any], outcome: str, detail: str) -> None: ...
+    def finished(self, item: Item, outcome: str, detail: str) -> None: ...
     def event(self, event: dict[str, Any]) -> None: ...
     def note(self, text: str) -> None: ...
 
@@ -29,7 +32,7 @@ class NullProgress:
     def started(self, run_id: str, max_iterations: int) -> None:
         return None
 
-    def iteration(self, number: int, max_iterations: int, item: dict[str, Any]) -> None:
+    def iteration(self, number: int, max_iterations: int, item: Item) -> None:
         return None
 
     def tick(self, elapsed: float, output_bytes: int) -> None:
@@ -38,7 +41,7 @@ class NullProgress:
     def output(self, text: str) -> None:
         return None
 
-    def finished(self, item: dict[str, Any], outcome: str, detail: str) -> None:
+    def finished(self, item: Item, outcome: str, detail: str) -> None:
         return None
 
     def event(self, event: dict[str, Any]) -> None:

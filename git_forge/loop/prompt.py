@@ -9,7 +9,7 @@ Codex, a script) knows how to report done / blocked / needs-human.
 
 from __future__ import annotations
 
-from typing import Any
+from git_forge.backlog.item import Item
 
 SIGNAL_PROTOCOL = """\
 ## When you stop
@@ -22,7 +22,7 @@ Do not commit; the runner commits your changes for the item."""
 
 
 def build_prompt(
-    item: dict[str, Any], *, project_description: str = "", prompt_file_text: str | None = None
+    item: Item, *, project_description: str = "", prompt_file_text: str | None = None
 ) -> str:
     """The full prompt text for ``item``."""
     parts: list[str] = []
@@ -30,21 +30,22 @@ def build_prompt(
         parts.append(prompt_file_text.strip())
     if project_description.strip():
         parts.append(f"## Project\n{project_description.strip()}")
-    lines = [f"## Backlog item {item['id']}: {item.get('title', '').strip()}"]
-    if item.get("type"):
-        lines.append(f"Type: {item['type']}, priority {item.get('priority', '?')}")
-    description = str(item.get("description") or "").strip()
+    lines = [f"## Backlog item {item.id}: {item.title.strip()}"]
+    if item.type:
+        priority = "?" if item.priority is None else item.priority
+        lines.append(f"Type: {item.type}, priority {priority}")
+    description = item.description.strip()
     if description:
         lines += ["", description]
-    criteria = [str(c) for c in item.get("acceptanceCriteria") or [] if str(c).strip()]
+    criteria = [c for c in item.acceptance_criteria if c.strip()]
     if criteria:
         lines += ["", "### Acceptance criteria", *(f"- {c}" for c in criteria)]
-    notes = str(item.get("notes") or "").strip()
+    notes = item.notes.strip()
     if notes:
         lines += ["", "### Notes", notes]
     parts.append("\n".join(lines))
-    answer = item.get("humanAnswer")
-    if isinstance(answer, str) and answer.strip():
-        parts.append(f"## The human's answer to your previous question\n{answer.strip()}")
+    answer = (item.human_answer or "").strip()
+    if answer:
+        parts.append(f"## The human's answer to your previous question\n{answer}")
     parts.append(SIGNAL_PROTOCOL)
     return "\n\n".join(parts) + "\n"

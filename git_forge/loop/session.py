@@ -16,10 +16,12 @@ import secrets
 import shutil
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from git_forge.backlog.bookkeeping import describe_changes
+from git_forge.backlog.item import Item
 from git_forge.backlog.model import select_next
 from git_forge.backlog.store import BacklogStore
 from git_forge.clock import compact_stamp, wire_now
@@ -85,8 +87,9 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
         supervisor = Supervisor(
             SupervisorConfig.from_settings(workspace.config.section("supervisor")),
             ManifestStore(state_dir / PROC_DIR), lifecycle=ProcessEventPublisher(journal))
-        state = RunState(status="starting", maxIterations=options.iterations, startedAt=started,
-                         runId=run_id, baseCommitHash=repo.head_commit_id())
+        state = RunState(status="starting", iteration=0, max_iterations=options.iterations,
+                         started_at=started, run_id=run_id,
+                         base_commit_hash=repo.head_commit_id())
         run = RunContext(workspace, options, progress, repo, store, journal, supervisor, state,
                          stop=lambda: stop_event.is_set() or control.stop_requested(state_dir),
                          preexisting=preexisting)
@@ -96,7 +99,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
         _commit_queued_backlog(run)
         run.save(status="running")
         journal.append("loop_started", runId=run_id, maxIterations=options.iterations,
-                       baseCommitHash=state.baseCommitHash, agent=list(options.agent))
+                       baseCommitHash=state.base_commit_hash, agent=list(options.agent))
         progress.started(run_id, options.iterations)
         return _loop(run)
     except ForgeError as exc:
@@ -225,12 +228,12 @@ def _restore(run: RunContext) -> None:
         run.progress.note(f"restore: process {error.handle}: {error.error}")
     reset = []
     for item in run.store.items():
-        if item.get("status") != "in_progress":
+        if item.status != "in_progress":
             continue
-        item_id = str(item["id"])
+        item_id = item.id
         if item_id in lost:
             note = f"process {lost[item_id]} lost when a run crashed; back to pending"
-            notes = "\n".join(filter(None, [str(item.get("notes") or ""), note]))
+            notes = "\n".join(filter(None, [item.notes, note]))
             run.store.transition(item_id, "pending", notes=notes)
             reset.append(item_id)
         else:  # a crashed run's bookkeeping mark: nothing to note
@@ -258,8 +261,8 @@ def _commit_queued_backlog(run: RunContext) -> None:
 
 
 def _loop(run: RunContext) -> LoopResult:
-    retry: dict[str, Any] | None = None
-    number = run.state.iteration
+    retry: Item | None = None
+    number = run.state.iteration or 0
     while number < run.options.iterations:
         if run.stop():
             return _stopped(run)
@@ -270,20 +273,20 @@ def _loop(run: RunContext) -> LoopResult:
         outcome = settle(run, item, run_iteration(run, item, number))
         if outcome is Outcome.STOPPED:
             return _stopped(run)
-        retry = run.store.get(str(item["id"])) if outcome is Outcome.RETRY else None
+        retry = run.store.get(item.id) if outcome is Outcome.RETRY else None
         if outcome is Outcome.NEEDS_HUMAN and run.options.pause_on_needs_human:
             run.save(status="paused_human")
-            run.journal.append("loop_paused", itemId=str(item["id"]))
+            run.journal.append("loop_paused", itemId=item.id)
             return _result(run, LOOP_PAUSED, "paused_human",
                            "paused for a human decision: run git forge recover")
     if retry is not None:  # the budget ran out in the middle of an item's retries
-        run.store.transition(str(retry["id"]), "pending")
-        run.save(currentItem=None)
+        run.store.transition(retry.id, "pending")
+        run.save(current_item=None)
     remove_prompt_files(run.workspace.state_dir)
     status, code = final_status(run.store.items())
-    run.save(status=status, currentItem=None)
+    run.save(status=status, current_item=None)
     run.journal.append("loop_completed", status=status,
-                       completed=len(run.state.completedItems))
+                       completed=len(run.state.completed_items))
     items = run.store.items()
     return loop_result(items, run.state, code, status, final_message(items, code))
 
@@ -294,12 +297,12 @@ def _stopped(run: RunContext) -> LoopResult:
         run.supervisor.shutdown()
     except ProcessError as exc:
         run.progress.note(f"shutdown: {exc}")
-    if run.state.currentItem:
-        item = run.store.get(run.state.currentItem)
-        if item.get("status") == "in_progress":
-            run.store.transition(run.state.currentItem, "pending")
+    current = run.state.current_item
+    if current:
+        if run.store.get(current).status == "in_progress":
+            run.store.transition(current, "pending")
     run.save(status="stopped")
-    run.journal.append("loop_cancelled", itemId=run.state.currentItem)
+    run.journal.append("loop_cancelled", itemId=current)
     return _result(run, LOOP_STOPPED, "stopped",
                    "stopped; any work the agent left is in the tree for git forge reconcile")
 
@@ -311,14 +314,13 @@ def _result(run: RunContext, code: int, status: str, message: str = "") -> LoopR
 def _record_error(workspace: Workspace, run_id: str, message: str) -> None:
     """Mark this run's state.json ``error`` and journal why (best effort)."""
     try:
-        document = read_state(workspace.state_dir) or {}
+        state = read_state(workspace.state_dir)
     except ForgeError:
         return
-    if document.get("runId") != run_id or document.get("status") == "error":
+    if state is None or state.run_id != run_id or state.status == "error":
         return
-    state = RunState(**{**document, "status": "error", "error": message})
     try:  # best effort: on a full disk the error itself is what the operator must see
-        write_state(workspace.state_dir, state)
+        write_state(workspace.state_dir, replace(state, status="error", error=message))
         Journal(workspace.state_dir / EVENTS_FILE, workspace.root).append("loop_error",
                                                                           error=message)
     except ForgeError:

@@ -2,17 +2,24 @@
 
 Only the loop that holds the loop lock writes it, so a plain atomic replace is
 enough (no sidecar lock). Readers — ``status``, reconciliation, the pre-launch
-check — treat it as evidence: ``read_state`` returns ``None`` for a missing file
-and raises ``StoreError`` for a corrupt one, which evidence readers degrade on.
+check, recovery — treat it as evidence, and all read it through ``read_state``,
+the one parser: ``None`` for a missing file (or one holding JSON null: nothing
+recorded), a ``StoreError`` for one that does not parse, and a ``RunState`` in
+which a field the file lacks (or holds as something other than its type) is
+``None`` — a reader says "unknown" rather than guessing a value. How a reader
+degrades on the errors is its own business (``status`` reports them, evidence
+readers go on without).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from git_forge.clock import wire_now
+from git_forge.errors import StoreError
 from git_forge.jsonfile import read_json, write_json
 from git_forge.layout import STATE_FILE
 
@@ -21,45 +28,107 @@ RUN_STATUSES = ("idle", "starting", "running", "paused_human", "complete",
 LAST_SIGNALS = ("clean", "blocked", "needs_human", "error")
 
 
+class StateNotAnObject(StoreError):
+    """state.json parses, but not as an object: readers word this one themselves."""
 
-@dataclass
+
+@dataclass(frozen=True)
 class RunState:
-    """The fields of state.json, in the order the file lists them."""
+    """The fields of state.json, in the order the file lists them. A field nobody
+    set is ``None`` (the lists: empty); the loop sets every one when it starts."""
 
-    status: str = "idle"
-    iteration: int = 0
-    maxIterations: int = 0
-    currentItem: str | None = None
-    lastSignal: str | None = None
-    startedAt: str | None = None
-    updatedAt: str | None = None
-    completedItems: list[str] = field(default_factory=list)
-    blockedItems: list[str] = field(default_factory=list)
-    deferredItems: list[str] = field(default_factory=list)
-    needsHumanItems: list[str] = field(default_factory=list)
-    baseCommitHash: str | None = None
-    runId: str | None = None
+    status: str | None = None
+    iteration: int | None = None
+    max_iterations: int | None = None
+    current_item: str | None = None
+    last_signal: str | None = None
+    started_at: str | None = None
+    updated_at: str | None = None
+    completed_items: tuple[str, ...] = ()
+    blocked_items: tuple[str, ...] = ()
+    deferred_items: tuple[str, ...] = ()
+    needs_human_items: tuple[str, ...] = ()
+    base_commit_hash: str | None = None
+    run_id: str | None = None
     error: str | None = None
 
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> RunState:
+        """The state a parsed state.json object records (tolerant, see the module)."""
+        return cls(**{name: read(document.get(wire)) for name, wire, read in _FIELDS})
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The state.json object, camelCase keys in the file's order."""
+        document: dict[str, Any] = {}
+        for name, wire, _ in _FIELDS:
+            value = getattr(self, name)
+            document[wire] = list(value) if isinstance(value, tuple) else value
+        return document
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _item_id(value: object) -> str | None:
+    """An item id: text, or an integer a hand-edited file may hold, as text."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return _text(value)
+
+
+def _ids(value: object) -> tuple[str, ...]:
+    return tuple(map(str, value)) if isinstance(value, list) else ()
+
+
+#: (attribute, state.json key, how a read value becomes the attribute), in file order:
+#: the one place the camelCase names of state.json appear.
+_FIELDS: tuple[tuple[str, str, Callable[[object], Any]], ...] = (
+    ("status", "status", _text),
+    ("iteration", "iteration", _count),
+    ("max_iterations", "maxIterations", _count),
+    ("current_item", "currentItem", _item_id),
+    ("last_signal", "lastSignal", _text),
+    ("started_at", "startedAt", _text),
+    ("updated_at", "updatedAt", _text),
+    ("completed_items", "completedItems", _ids),
+    ("blocked_items", "blockedItems", _ids),
+    ("deferred_items", "deferredItems", _ids),
+    ("needs_human_items", "needsHumanItems", _ids),
+    ("base_commit_hash", "baseCommitHash", _text),
+    ("run_id", "runId", _text),
+    ("error", "error", _text),
+)
 
 
 def state_path(state_dir: Path) -> Path:
     return Path(state_dir) / STATE_FILE
 
 
-def write_state(state_dir: Path, state: RunState, *, durable: bool = True) -> None:
-    """Stamp ``updatedAt`` and replace state.json atomically (``durable``: see
-    ``atomic_write``)."""
+def write_state(state_dir: Path, state: RunState, *, durable: bool = True) -> RunState:
+    """Replace state.json atomically with ``state`` stamped ``updatedAt`` (``durable``:
+    see ``atomic_write``); the stamped state."""
     if state.status not in RUN_STATUSES:
         raise ValueError(f"unknown loop status {state.status!r}")
-    if state.lastSignal is not None and state.lastSignal not in LAST_SIGNALS:
-        raise ValueError(f"unknown last signal {state.lastSignal!r}")
-    state.updatedAt = wire_now()
-    write_json(state_path(state_dir), state.to_json(), durable=durable)
+    if state.last_signal is not None and state.last_signal not in LAST_SIGNALS:
+        raise ValueError(f"unknown last signal {state.last_signal!r}")
+    stamped = replace(state, updated_at=wire_now())
+    write_json(state_path(state_dir), stamped.to_json(), durable=durable)
+    return stamped
 
 
-def read_state(state_dir: Path) -> dict[str, Any] | None:
-    """The raw state.json document, ``None`` when absent (corrupt → StoreError)."""
-    return read_json(state_path(state_dir), default=None)
+def read_state(state_dir: Path) -> RunState | None:
+    """The state state.json records; ``None`` when it records none (missing, or JSON
+    null); a ``StoreError`` when it does not parse (``StateNotAnObject`` when it
+    parses as something other than an object)."""
+    path = state_path(state_dir)
+    document = read_json(path, default=None)
+    if document is None:
+        return None
+    if not isinstance(document, dict):
+        raise StateNotAnObject(f"{path} is corrupt (not a JSON object)")
+    return RunState.from_json(document)

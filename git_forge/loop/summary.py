@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from git_forge.backlog.item import Item
 from git_forge.backlog.model import id_key, kind, select_next, summarize
 from git_forge.backlog.topology import dependency_cycles
 from git_forge.exit_codes import LOOP_BLOCKED, LOOP_DONE
@@ -29,25 +30,25 @@ class LoopResult:
     waiting: list[dict[str, Any]] = field(default_factory=list)
 
 
-def loop_result(items: list[dict[str, Any]], state: RunState, code: int, status: str,
+def loop_result(items: list[Item], state: RunState, code: int, status: str,
                 message: str = "") -> LoopResult:
     """The result of a run whose backlog now holds ``items``."""
-    return LoopResult(code, status, state.runId or "", state, message,
+    return LoopResult(code, status, state.run_id or "", state, message,
                       summarize(items), waiting_items(items))
 
 
-def waiting_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def waiting_items(items: list[Item]) -> list[dict[str, Any]]:
     """The blocked items, in id order: ``{id, kind, since, reason}`` (``since`` is
     when the item was blocked, ``None`` for one blocked before that was recorded)."""
-    waiting = [{"id": str(item.get("id")), "kind": kind(item), "since": item.get("blockedAt"),
-                "reason": item.get("blockedReason")}
-               for item in items if item.get("status") == "blocked"]
+    waiting = [{"id": item.id, "kind": kind(item), "since": item.blocked_at,
+                "reason": item.blocked_reason}
+               for item in items if item.status == "blocked"]
     return sorted(waiting, key=lambda entry: id_key(entry["id"]))
 
 
-def final_status(items: list[dict[str, Any]]) -> tuple[str, int]:
+def final_status(items: list[Item]) -> tuple[str, int]:
     """The status and exit code of a run that ran out of work or budget."""
-    if all(item.get("status") == "done" for item in items):
+    if all(item.status == "done" for item in items):
         return "complete", LOOP_DONE
     if select_next(items) is not None:
         return "iterations_complete", LOOP_DONE
@@ -56,20 +57,19 @@ def final_status(items: list[dict[str, Any]]) -> tuple[str, int]:
     return "complete", LOOP_BLOCKED
 
 
-def _cycles(items: list[dict[str, Any]]) -> list[list[str]]:
+def _cycles(items: list[Item]) -> list[list[str]]:
     """The dependency cycles among the items not done, each once, lowest id first."""
-    return dependency_cycles([item for item in items if item.get("status") != "done"])
+    return dependency_cycles([item for item in items if item.status != "done"])
 
 
-def final_message(items: list[dict[str, Any]], code: int) -> str:
+def final_message(items: list[Item], code: int) -> str:
     """What the operator is told at the end: why nothing more could run."""
-    if code != LOOP_BLOCKED and not any(item.get("status") == "blocked" for item in items):
+    if code != LOOP_BLOCKED and not any(item.status == "blocked" for item in items):
         return ""
-    if code == LOOP_BLOCKED and not any(item.get("status") == "blocked" for item in items):
+    if code == LOOP_BLOCKED and not any(item.status == "blocked" for item in items):
         cycles = _cycles(items)
         on_cycle = {item_id for cycle in cycles for item_id in cycle}
-        pending = sorted((str(item.get("id")) for item in items
-                          if item.get("status") != "done"), key=id_key)
+        pending = sorted((item.id for item in items if item.status != "done"), key=id_key)
         waiting = [item_id for item_id in pending if item_id not in on_cycle]
         if not cycles:
             return (f"nothing can run: items {', '.join(waiting)} wait on items that are "

@@ -18,7 +18,7 @@ from pathlib import Path
 from git_forge.errors import StoreError
 from git_forge.layout import EVENTS_FILE
 from git_forge.loop.journal import Journal
-from git_forge.loop.state import read_state
+from git_forge.loop.state import StateNotAnObject, read_state
 
 
 @dataclass(frozen=True)
@@ -52,20 +52,21 @@ def gather(state_dir: Path) -> Evidence:
     """The prior run's evidence, with a citation for each fact used."""
     try:
         state = read_state(state_dir)
+    except StateNotAnObject:
+        return Evidence(problem="state.json is not a JSON object")
     except StoreError as exc:
         return Evidence(problem=f"state.json unreadable: {exc.message}")
-    if not isinstance(state, dict):
-        return Evidence(problem="no state.json from a prior run" if state is None
-                        else "state.json is not a JSON object")
-    base = state.get("baseCommitHash") if isinstance(state.get("baseCommitHash"), str) else None
-    current = state.get("currentItem")
-    citations = [f"state.json: run {state.get('runId') or '?'} started "
-                 f"{state.get('startedAt') or '?'}, base commit "
+    if state is None:
+        return Evidence(problem="no state.json from a prior run")
+    base = state.base_commit_hash
+    current = state.current_item
+    citations = [f"state.json: run {state.run_id or '?'} started "
+                 f"{state.started_at or '?'}, base commit "
                  f"{base[:12] if base else 'none'}, item in flight "
                  f"{current if current is not None else 'none'}"]
     events = Journal(Path(state_dir) / EVENTS_FILE, state_dir).read()
     from_events = in_flight_from_events(events)
     if from_events is not None:
         citations.append(f"events.ndjson: item {from_events} was selected and never exited")
-    in_flight = str(current) if current is not None else from_events
+    in_flight = current if current is not None else from_events
     return Evidence(base_commit=base, in_flight=in_flight, citations=tuple(citations))

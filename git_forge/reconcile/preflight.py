@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from git_forge.backlog.bookkeeping import only_in_progress_marks
 from git_forge.errors import StoreError
-from git_forge.jsonfile import read_json
-from git_forge.layout import STATE_FILE
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.tree.fast_status import head_blob, porcelain_fast
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
+
+if TYPE_CHECKING:
+    from git_forge.loop.state import RunState
 
 Verdict = Literal["ok", "stop", "dirty"]
 
@@ -38,7 +39,8 @@ class Preflight(NamedTuple):
 
     status: Verdict
     entries: list[StatusEntry]
-    run: dict[str, Any] | None = None
+    #: The prior run (empty when its state.json could not be read: ``run_error``).
+    run: RunState | None = None
     run_error: str | None = None
     #: Why the launch stops other than stranded work (a corrupt backlog.json).
     reason: str | None = None
@@ -48,8 +50,20 @@ class Preflight(NamedTuple):
         """Each stranded path as ``git status --porcelain`` prints it."""
         return [render_porcelain_line(entry) for entry in self.entries]
 
+    def run_json(self) -> dict[str, Any] | None:
+        """The prior run as a STOP names it; without its identity when unreadable."""
+        if self.run is None:
+            return None
+        run = self.run
+        named = {"startedAt": run.started_at, "currentItem": run.current_item,
+                 "blockedItems": list(run.blocked_items),
+                 "needsHumanItems": list(run.needs_human_items)}
+        if self.run_error is not None:
+            return named
+        return {"runId": run.run_id, "status": run.status, **named}
+
     def to_json(self) -> dict[str, Any]:
-        document = {"status": "ok" if self.status == "ok" else "stop", "run": self.run,
+        document = {"status": "ok" if self.status == "ok" else "stop", "run": self.run_json(),
                     "paths": self.lines}
         if self.reason is not None:
             document["reason"] = self.reason
@@ -100,29 +114,18 @@ def stranded(entries: list[StatusEntry], root: Path, state_dir: Path,
     return [entry for entry in entries if entry.path not in owned]
 
 
-_UNKNOWN_RUN: dict[str, Any] = {"startedAt": None, "currentItem": None, "blockedItems": [],
-                                "needsHumanItems": []}
+def prior_run(state_dir: Path) -> tuple[RunState | None, str | None]:
+    """The prior run from state.json: (run, error reading it). A state.json that
+    cannot be read is still a prior run, of which nothing is known. (Imported here:
+    a clean tree never asks, and ``loop.state`` brings ``dataclasses``.)"""
+    from git_forge.loop.state import RunState, StateNotAnObject, read_state, state_path
 
-
-def prior_run(state_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """The prior run's identity from state.json: (run, error reading it)."""
-    path = state_dir / STATE_FILE
     try:
-        state = read_json(path, default=None)
+        return read_state(state_dir), None
+    except StateNotAnObject:
+        return RunState(), f"{state_path(state_dir)} is not a JSON object"
     except StoreError as exc:
-        return dict(_UNKNOWN_RUN), exc.message
-    if state is None:
-        return None, None
-    if not isinstance(state, dict):
-        return dict(_UNKNOWN_RUN), f"{path} is not a JSON object"
-    return {
-        "runId": state.get("runId"),
-        "status": state.get("status"),
-        "startedAt": state.get("startedAt"),
-        "currentItem": state.get("currentItem"),
-        "blockedItems": list(state.get("blockedItems") or []),
-        "needsHumanItems": list(state.get("needsHumanItems") or []),
-    }, None
+        return RunState(), exc.message
 
 
 def backlog_file_problem(path: Path) -> str | None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from git_forge.backlog.item import Item
+from git_forge.loop.state import RunState
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.tree.porcelain import StatusEntry
 
@@ -37,25 +39,25 @@ class StopExplanation:
                 "blocked": self.blocked, "needsHuman": self.needs_human}
 
 
-def current_waits(backlog_file: Path, run: dict[str, Any]) -> tuple[list[str], list[str]]:
+def current_waits(backlog_file: Path, run: RunState) -> tuple[list[str], list[str]]:
     """The run's blocked and needs-human ids that are still blocked in the backlog
     (an item answered or unblocked since is not named)."""
     try:
         items = load_json(backlog_file.read_bytes(), backlog_file).get("items", [])
-        status = {str(item.get("id")): item for item in items if isinstance(item, dict)}
+        status = {item.id: item for item in
+                  (Item.from_json(fields) for fields in items if isinstance(fields, dict))}
     except (OSError, ValueError, AttributeError, DocumentTooComplex):
         return [], []
 
-    def still(ids: list[str], needs_human: bool) -> list[str]:
-        return [i for i in ids if status.get(i, {}).get("status") == "blocked"
-                and bool(status[i].get("needsHuman")) == needs_human]
+    def still(ids: tuple[str, ...], needs_human: bool) -> list[str]:
+        return [i for i in ids if (item := status.get(i)) is not None
+                and item.status == "blocked" and item.needs_human == needs_human]
 
-    return (still(list(run.get("blockedItems") or []), False),
-            still(list(run.get("needsHumanItems") or []), True))
+    return still(run.blocked_items, False), still(run.needs_human_items, True)
 
 
 def explain(root: Path, state_dir: Path, backlog_file: Path,
-            entries: list[StatusEntry], run: dict[str, Any]) -> StopExplanation:
+            entries: list[StatusEntry], run: RunState) -> StopExplanation:
     """Attribute ``entries`` (the stranded ones) the way ``git forge reconcile`` does."""
     from git_forge.errors import ForgeError
     from git_forge.reconcile.attribution import GroupKind, plan

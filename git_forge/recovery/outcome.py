@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from git_forge.backlog.item import Item
 from git_forge.exit_codes import (
     RECOVER_BLOCKED,
     RECOVER_FAILED_APPLY,
@@ -22,6 +23,7 @@ from git_forge.exit_codes import (
     RECOVER_SAFE,
     RECOVER_TREE_DIRTY,
 )
+from git_forge.loop.state import RunState
 
 FAILURE_EXIT_CODES = {
     "failed-read": RECOVER_FAILED_READ,
@@ -62,15 +64,15 @@ class Outcome:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def _counts(items: Iterable[dict[str, Any]]) -> dict[str, int]:
+def _counts(items: Iterable[Item]) -> dict[str, int]:
     counts = {"needsHuman": 0, "blocked": 0, "deferred": 0, "open": 0, "done": 0, "total": 0}
     for item in items:
         counts["total"] += 1
-        status = item.get("status")
+        status = item.status
         if status == "blocked":
-            if item.get("needsHuman"):
+            if item.needs_human:
                 counts["needsHuman"] += 1
-            elif item.get("deferred"):
+            elif item.deferred:
                 counts["deferred"] += 1
             else:
                 counts["blocked"] += 1
@@ -81,8 +83,8 @@ def _counts(items: Iterable[dict[str, Any]]) -> dict[str, int]:
     return counts
 
 
-def select_outcome(gate: Gate, items: list[dict[str, Any]], topology: dict[str, Any],
-                   run_state: dict[str, Any] | None,
+def select_outcome(gate: Gate, items: list[Item], topology: dict[str, Any],
+                   run_state: RunState | None,
                    waiting: list[dict[str, Any]] | None = None) -> Outcome:
     """The outcome of a pass that did not fail, from the gate and the re-read list;
     ``waiting`` (``topology.waiting_on``) names what a starved backlog waits on."""
@@ -97,13 +99,12 @@ def select_outcome(gate: Gate, items: list[dict[str, Any]], topology: dict[str, 
         return Outcome("deferred")
     if counts["open"]:
         selectable = int(topology.get("selectable") or 0)
-        state = run_state or {}
-        at_limit = (state.get("iteration") is not None
-                    and state.get("iteration") == state.get("maxIterations"))
+        state = run_state or RunState()
+        at_limit = state.iteration is not None and state.iteration == state.max_iterations
         if selectable and at_limit:
             return Outcome("partial", "iteration limit",
-                           {"iteration": state.get("iteration"),
-                            "maxIterations": state.get("maxIterations")})
+                           {"iteration": state.iteration,
+                            "maxIterations": state.max_iterations})
         if not selectable:
             starvation = topology.get("starvation") or {}
             return Outcome("partial", "dependency starvation",

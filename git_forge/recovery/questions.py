@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from git_forge.backlog.item import Item
 from git_forge.errors import UsageError
 
 QuestionKind = Literal["cluster", "item"]
@@ -195,19 +196,20 @@ def merge_clusters(clusters: list[dict[str, Any]], merges: list[list[str]],
     return sorted(merged, key=lambda cluster: order_key(cluster["memberIds"][0]))
 
 
-def build_questions(items: list[dict[str, Any]], clusters: list[dict[str, Any]],
+def build_questions(items: list[Item], clusters: list[dict[str, Any]],
                     *, item_count: int) -> list[Question]:
     """One question per cluster (a singleton cluster is a per-item question).
 
     ``clusters`` is the topology's clustering of the items to ask about —
     re-entry items are left out of it by the caller, so they are not asked.
     """
-    by_id = {str(item.get("id")): item for item in items}
+    by_id = {item.id: item for item in items}
     questions: list[Question] = []
     for cluster in clusters:
         item_ids = tuple(cluster["memberIds"])
         reasons = tuple(cluster["memberReasons"])
-        needs_human = tuple(bool(by_id.get(m, {}).get("needsHuman")) for m in item_ids)
+        needs_human = tuple((item := by_id.get(m)) is not None and item.needs_human
+                            for m in item_ids)
         gated = tuple(cluster["gatedIds"])
         kind: QuestionKind = "cluster" if len(item_ids) > 1 else "item"
         questions.append(Question(

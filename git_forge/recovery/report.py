@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from git_forge.backlog.item import Item
 from git_forge.backlog.topology import id_key
 from git_forge.recovery.outcome import (
     FAILURE_EXIT_CODES,
@@ -81,12 +82,12 @@ class Failure:
 class Enumerated:
     """Step 1: the runner's item list and the record's unapplied entries."""
 
-    items: list[dict[str, Any]]
+    items: list[Item]
     unapplied: list[dict[str, Any]]
 
     @property
-    def blocked(self) -> list[dict[str, Any]]:
-        return [item for item in self.items if item.get("status") == "blocked"]
+    def blocked(self) -> list[Item]:
+        return [item for item in self.items if item.status == "blocked"]
 
     @property
     def nothing_to_recover(self) -> bool:
@@ -170,7 +171,7 @@ class Application:
 class Proof:
     """Step 6: the re-read list, and which applied items moved on it."""
 
-    items: list[dict[str, Any]]
+    items: list[Item]
     movers: tuple[dict[str, str], ...]
     non_movers: tuple[dict[str, str], ...]
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from git_forge import decisions
+from git_forge.backlog.item import Item
 from git_forge.backlog.topology import (
     build_graph,
     cluster_blocked,
@@ -115,11 +116,11 @@ class RecoveryFailed(Exception):
         return Failure(self.kind, self.step, self.message)
 
 
-def _status_of(items: Iterable[dict[str, Any]]) -> dict[str, str]:
-    return {str(item.get("id")): str(item.get("status")) for item in items}
+def _status_of(items: Iterable[Item]) -> dict[str, str]:
+    return {item.id: str(item.status) for item in items}
 
 
-def _list(runner: Runner, step: Step) -> list[dict[str, Any]]:
+def _list(runner: Runner, step: Step) -> list[Item]:
     """The runner's item list: the one data source of steps 1, 2 and 6."""
     try:
         return runner.list_items()
@@ -152,7 +153,7 @@ def cluster(ctx: Context, enumerated: Enumerated) -> Clustered:
     runner already holds is settled, any other is stale — then cluster the blocked
     items and apply the operator's merges (``--merge``: a floor, never a split)."""
     status = _status_of(enumerated.items)
-    by_id = {str(item.get("id")): item for item in enumerated.items}
+    by_id = {item.id: item for item in enumerated.items}
     named = set(ctx.options.choices)
     reentry: dict[str, dict[str, Any]] = {}
     settled: list[str] = []
@@ -162,7 +163,8 @@ def cluster(ctx: Context, enumerated: Enumerated) -> Clustered:
         if entry.get("answer") is None or item_id in named:
             continue
         if status.get(item_id) != "blocked":
-            if by_id.get(item_id, {}).get("humanAnswer") == entry["answer"]:
+            held = by_id.get(item_id)
+            if held is not None and held.human_answer == entry["answer"]:
                 # The runner already holds this very answer (a crash came between
                 # its write and the stamp): stamping now is what the runner proves.
                 settled.append(item_id)
@@ -170,7 +172,7 @@ def cluster(ctx: Context, enumerated: Enumerated) -> Clustered:
                 stale.append({"id": item_id, "status": status.get(item_id, "missing")})
             continue
         reentry[item_id] = entry
-    asked = [dict(item, status="pending") if str(item.get("id")) in reentry else item
+    asked = [item.with_changes(status="pending") if item.id in reentry else item
              for item in enumerated.items]
     clusters = cluster_blocked(asked)
     if ctx.options.merges:
@@ -218,8 +220,7 @@ def _new_entries(enumerated: Enumerated,
                  collected: list[Collected]) -> list[decisions.NewDecision]:
     """One entry per item of every branch; a deferral that repeats the item's latest
     unapplied deferral of the same question adds nothing (no growth per pass)."""
-    reasons = {str(item.get("id")): str(item.get("blockedReason") or "")
-               for item in enumerated.items}
+    reasons = {item.id: item.blocked_reason or "" for item in enumerated.items}
     latest = {entry["itemId"]: entry for entry in enumerated.unapplied}
     entries: list[decisions.NewDecision] = []
     for outcome in collected:
@@ -319,8 +320,9 @@ def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
     if not to_apply:
         return Application()
     runner, actor = ctx.runner, ctx.options.actor
-    by_id = {str(item.get("id")): item for item in enumerated.items}
-    needs_human = {item_id for item_id in to_apply if by_id.get(item_id, {}).get("needsHuman")}
+    by_id = {item.id: item for item in enumerated.items}
+    needs_human = {item_id for item_id in to_apply
+                   if (item := by_id.get(item_id)) is not None and item.needs_human}
     # recovery.md's dispatch: answer needs-human items, unblock plain blocked and
     # deferred ones — unless the runner threads an answer for every kind (the
     # embedded runner does), so that no answer stops short of the agent's prompt.

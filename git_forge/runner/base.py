@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from git_forge.errors import ForgeError
+
+if TYPE_CHECKING:
+    from git_forge.backlog.item import Item
 
 
 class RunnerError(ForgeError):
@@ -64,7 +67,7 @@ class Runner(ABC):
     kind: str
 
     @abstractmethod
-    def list_items(self) -> list[dict[str, Any]]:
+    def list_items(self) -> list[Item]:
         """Every backlog item, as the runner reports them."""
 
     @abstractmethod

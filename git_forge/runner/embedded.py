@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from git_forge import __version__
+from git_forge.backlog.item import Item
 from git_forge.backlog.store import BacklogStore
 from git_forge.errors import ForgeError
 from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
@@ -35,7 +36,7 @@ class EmbeddedRunner(Runner):
     def __init__(self, backlog_dir: Path) -> None:
         self.store = BacklogStore.in_dir(backlog_dir)
 
-    def list_items(self) -> list[dict[str, Any]]:
+    def list_items(self) -> list[Item]:
         return _as_runner_error(self.store.items)
 
     def answer(self, item_id: str, text: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from git_forge.backlog.errors import BacklogError
+from git_forge.backlog.item import Item
 from git_forge.backlog.topology import parse_items
 from git_forge.credentials import credential_refusal
 from git_forge.errors import os_error_text
@@ -176,7 +177,7 @@ class ExternalRunner(Runner):
 
     # --- the contract ----------------------------------------------------------------------
 
-    def list_items(self) -> list[dict[str, Any]]:
+    def list_items(self) -> list[Item]:
         """The list output (a bare array, or ``{"items": [...]}``), read by the same
         rules as ``backlog topology --items-stdin``."""
         argv = self.argv("listCommand")
