@@ -50,32 +50,35 @@ def encode_nested(value: Any, depth: int, indent: int = 2) -> str | None:
         return None
 
 
-def join_list_in(document: dict[str, Any], key: str, elements: list[str],
-                 indent: int = 2) -> str | None:
-    """``dumps_indented(document)`` with ``document[key]`` a list whose elements'
-    texts are ``elements`` (each ``encode_nested(element, 2, indent)``), or ``None``
-    when another value of ``document`` is one only ``json.dumps`` can encode."""
+def join_list_in(document: dict[str, Any], key: str, elements: list[bytes],
+                 indent: int = 2) -> bytes | None:
+    """``dumps_indented(document)`` as UTF-8, with ``document[key]`` a list whose
+    elements' texts are ``elements`` (each ``encode_nested(element, 2, indent)`` as
+    UTF-8), or ``None`` when another value of ``document`` is one only
+    ``json.dumps`` can encode. Bytes, because one join of a large list's bytes is a
+    copy, where joining and encoding its text costs many times that. Text that is
+    not valid Unicode raises ``UnicodeEncodeError``, as encoding it would."""
     step = " " * indent
     inner = "\n" + step
-    parts: list[str] = []
+    parts: list[bytes] = []
     for name, value in document.items():
         if type(name) is not str:
             return None
         if name == key:
             if not elements:
-                text = "[]"
+                text = b"[]"
             else:
-                deeper = inner + step
-                text = "[" + deeper + ("," + deeper).join(elements) + inner + "]"
+                deeper = (inner + step).encode()
+                text = b"[" + deeper + (b"," + deeper).join(elements) + inner.encode() + b"]"
         else:
             encoded = encode_nested(value, 1, indent)
             if encoded is None:
                 return None
-            text = encoded
-        parts.append(encode_basestring(name) + ": " + text)
+            text = encoded.encode("utf-8")
+        parts.append(encode_basestring(name).encode("utf-8") + b": " + text)
     if not parts:
-        return "{}"
-    return "{" + inner + ("," + inner).join(parts) + "\n}"
+        return b"{}"
+    return b"{" + inner.encode() + ("," + inner).encode().join(parts) + b"\n}"
 
 
 def _scalar(value: Any) -> str:

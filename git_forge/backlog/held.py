@@ -61,8 +61,8 @@ class HeldBacklog:
         self._header: dict[str, Any] = {}
         self._items: list[Item] = []
         self._index: dict[str, int] = {}
-        #: The encoded text of each item (``None``: not encoded since it changed).
-        self._texts: list[str | None] = []
+        #: The encoded text of each item, as UTF-8 (``None``: not encoded since it changed).
+        self._texts: list[bytes | None] = []
         self._identity: _Identity | None = None
         self._fd: int | None = None
 
@@ -180,16 +180,20 @@ class HeldBacklog:
             return item
 
     def _encode(self) -> bytes:
-        """The bytes ``BacklogStore`` would write for the held document."""
+        """The bytes ``BacklogStore`` would write for the held document (text that is
+        not valid Unicode raises ``UnicodeEncodeError``, as it would there)."""
         texts = self._texts
         for position, text in enumerate(texts):
             if text is None:
-                texts[position] = encode_nested(self._items[position].raw, _ITEM_DEPTH)
-        joined = None
-        if None not in texts:
+                encoded = encode_nested(self._items[position].raw, _ITEM_DEPTH)
+                if encoded is None:
+                    break
+                texts[position] = encoded.encode("utf-8")
+        else:
             joined = join_list_in(self._header, "items", texts)  # type: ignore[arg-type]
-        if joined is None:  # a value only json.dumps encodes: the whole document its way
-            document = {key: ([item.to_json() for item in self._items] if key == "items"
-                              else value) for key, value in self._header.items()}
-            return dumps_json(document)
-        return (joined + "\n").encode("utf-8")
+            if joined is not None:
+                return joined + b"\n"
+        # a value only json.dumps encodes: the whole document, its way
+        document = {key: ([item.to_json() for item in self._items] if key == "items"
+                          else value) for key, value in self._header.items()}
+        return dumps_json(document)
