@@ -61,7 +61,7 @@ def join_list_in(document: dict[str, Any], key: str, elements: list[bytes],
     step = " " * indent
     inner = ("\n" + step).encode()
     deeper = inner + step.encode()
-    parts: list[bytes] = [b"{"]  # joined once at the end: one copy of the big list
+    parts: list[bytes] = [b"{"]
     for name, value in document.items():
         if type(name) is not str:
             return None
@@ -75,13 +75,7 @@ def join_list_in(document: dict[str, Any], key: str, elements: list[bytes],
         elif not elements:
             parts.append(b"[]")
         else:
-            separator = b"," + deeper
-            parts += (b"[", deeper)
-            for position, element in enumerate(elements):
-                if position:
-                    parts.append(separator)
-                parts.append(element)
-            parts += (inner, b"]")
+            parts += (b"[", deeper, (b"," + deeper).join(elements), inner, b"]")
     if len(parts) == 1:
         return b"{}"
     parts.append(b"\n}")
