@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = guarded(sys.stdout), guarded(sys.stderr)
     try:
-        return _dispatch(words, quick)
+        return _dispatch(words) if quick is None else _dispatch(words, quick)
     except Exception:  # a bug: its traceback still passes the terminal boundary
         import traceback
 
