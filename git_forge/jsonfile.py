@@ -83,6 +83,15 @@ def read_json(path: Path | str, *, default: Any = _MISSING) -> Any:
         ) from exc
 
 
+def _read_known(path: Path, known: tuple[bytes, Any]) -> Any:
+    """``read_json(path, default=None)``, but ``known``'s document for ``known``'s bytes."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return read_json(path, default=None)  # its own refusal or its default
+    return known[1] if raw == known[0] else read_json(path, default=None)
+
+
 def update_json(
     path: Path | str,
     mutate: Callable[[Any], T],
@@ -92,10 +101,13 @@ def update_json(
     timeout: float = DEFAULT_LOCK_TIMEOUT,
     durable: bool = True,
     on_write: Callable[[bytes], None] | None = None,
+    known: tuple[bytes, Any] | None = None,
 ) -> T:
     """Read-modify-write ``path`` under its sidecar lock (``durable``: see
     ``atomic.atomic_write``; ``on_write`` is handed the bytes written, still under
-    the lock).
+    the lock; ``known``: bytes the caller read before and the document it parsed
+    from them — when the file still holds exactly those bytes, ``mutate`` is handed
+    that document instead of a second parse of a large file).
 
     ``mutate`` receives the parsed document (``None`` when the file does not
     exist yet), changes it in place or builds a new one, and returns the
@@ -105,7 +117,8 @@ def update_json(
     path = Path(path)
     with locked(path, timeout=timeout):
         remove_stale_temp_files(path)
-        current = read_json(path, default=None)
+        current = _read_known(path, known) if known is not None else read_json(
+            path, default=None)
         if current is None and path.exists():
             raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")
         document = mutate(current)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import fcntl
 import os
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def lock_is_held(path: Path | str) -> bool:
@@ -33,6 +36,7 @@ def lock_is_held(path: Path | str) -> bool:
 def read_lock_holder(path: Path | str) -> str:
     """The label the current (or last) holder wrote into a lock file, or ''."""
     try:
-        return Path(path).read_bytes().decode("utf-8", "replace").strip()
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace").strip()
     except OSError:
         return ""

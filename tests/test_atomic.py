@@ -159,3 +159,22 @@ def test_a_durable_write_fsyncs_the_file_and_the_directory(tmp_path: Path, monke
     assert target.read_bytes() == b"two\n"
     assert json.loads(target.with_name("doc.json").read_bytes()) == {"a": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["doc.json", "doc.json.lock", "state.json"]
+
+
+def test_an_update_reuses_the_callers_parse_only_for_the_same_bytes(tmp_path: Path) -> None:
+    # `known` spares a second parse of a large file when it still holds the bytes the
+    # caller read; a file changed in between is parsed afresh under the lock.
+    path = tmp_path / "doc.json"
+    path.write_text('{"n": 1}\n')
+    raw = path.read_bytes()
+    parsed = json.loads(raw)
+    seen: list[object] = []
+
+    def bump(document: dict) -> dict:
+        seen.append(document)
+        return {"n": document["n"] + 1}
+
+    update_json(path, bump, known=(raw, parsed))
+    assert seen[-1] is parsed and read_json(path) == {"n": 2}
+    update_json(path, bump, known=(raw, parsed))  # stale: the file holds {"n": 2} now
+    assert seen[-1] is not parsed and seen[-1] == {"n": 2} and read_json(path) == {"n": 3}

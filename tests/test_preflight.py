@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -224,7 +225,10 @@ def _whole_tree_output(argv: list[str], capsys: pytest.CaptureFixture[str]) -> t
 
 
 @pytest.mark.parametrize("argv", [["preflight", "--help"], ["preflight", "-h"],
-                                  ["preflight", "--bogus"], ["preflight", "a", "b"]])
+                                  ["preflight", "--bogus"], ["preflight", "a", "b"],
+                                  ["preflight", "--backlog"], ["preflight", "x", "--backlog"],
+                                  ["preflight", "--json", "a", "b"], ["preflight", "--", "a", "b"],
+                                  ["preflight", "--json", "--bogus=1"]])
 def test_the_fast_dispatch_parses_exactly_like_the_whole_tree(
     argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -255,3 +259,72 @@ def test_a_stray_file_after_a_clean_run_is_not_called_the_runs_work(project: Pat
                              "them):") + 1] == "  ?? notes.txt"
     document = json.loads(run_forge("preflight", "--json", cwd=project).stdout)
     assert document["outside"] == ["?? notes.txt"] and document["touched"] == []
+
+
+QUICK_SHAPES = [[], ["."], ["sub dir"], ["--json"], ["--no-color"], ["--backlog", "x"],
+                ["--backlog=x"], ["--json", "p"], ["p", "--json"],
+                ["x", "--json", "--backlog", "y", "--no-color"], ["--backlog", "b", "p"]]
+PARSER_SHAPES = [["--js"], ["--back", "x"], ["-h"], ["--"], ["a", "b"], ["--backlog"],
+                 ["--backlog", "-x"], ["--backlog="], ["--backlog=-x"], ["--json", "--json"], [""],
+                 ["--backlog", "a", "--backlog", "b"], ["-x"], ["--no-colour"]]
+
+
+@pytest.mark.parametrize("words", QUICK_SHAPES + PARSER_SHAPES)
+def test_the_quick_arguments_are_argparses_or_nothing(words: list[str]) -> None:
+    # The plain shapes are read without a parser, exactly as argparse reads them;
+    # every other shape is left to argparse (abbreviations, help, `--`, errors).
+    from git_forge.cli.parser import build_parser
+    from git_forge.cli.preflight import quick_args
+    from git_forge.errors import UsageError
+
+    quick = quick_args(words)
+    if words not in QUICK_SHAPES:
+        assert quick is None
+        return
+    assert quick is not None
+    parsed = build_parser(prog="git forge", commands=["preflight"]).parse_args(
+        ["preflight", *words])
+    ours = (quick.path, quick.backlog, quick.json, quick.no_color)
+    assert ours == (parsed.path, parsed.backlog, parsed.json,
+                    getattr(parsed, "no_color", False))
+    with pytest.raises(UsageError):  # and a second PATH is argparse's error, not ours
+        build_parser(prog="git forge", commands=["preflight"]).parse_args(
+            ["preflight", *words, "p1", "p2"])
+
+
+def test_the_clean_path_builds_no_parser_and_imports_little(project: Path) -> None:
+    # The pre-launch hook's common answer: a clean tree, exit 0, silent — before the
+    # terminal boundary, argparse, subprocess, pathlib, typing, json or the config load.
+    code = (  # without site: the development install's import hook loads pathlib itself
+        "import sys\n"
+        "from git_forge.cli.main import main\n"
+        "code = main(['preflight'])\n"
+        "heavy = {'argparse', 'subprocess', 'pathlib', 'typing', 'json', 'pygit2',\n"
+        "         'git_forge.cli.output', 'git_forge.config', 'git_forge.workspace'}\n"
+        "print(code, sorted(heavy & set(sys.modules)))\n"
+    )
+    import git_forge
+
+    source = str(Path(git_forge.__file__).resolve().parent.parent)
+    out = waiting.run([sys.executable, "-S", "-c", code], cwd=project, capture_output=True,
+                      text=True, check=True, env={**os.environ, "PYTHONPATH": source})
+    assert (out.stdout, out.stderr) == ("0 []\n", "")
+    (project / "new.txt").write_text("x\n")  # dirty: the ordinary path, same answers
+    dirty = run_forge("preflight", "--no-color", cwd=project)
+    assert dirty.returncode == 1 and dirty.stderr.startswith("Error: the working tree has")
+    assert "  ?? new.txt" in dirty.stderr.splitlines()
+
+
+def test_the_clean_answer_in_json_is_the_one_json_helper_prints(project: Path) -> None:
+    from git_forge.cli.output import json_text
+
+    result = run_forge("preflight", "--json", cwd=project)
+    expected = json_text({"status": "ok", "run": None, "paths": []}) + "\n"
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected, "")
+
+
+def test_outside_a_work_tree_the_quick_path_reports_as_every_command(tmp_path: Path) -> None:
+    result = run_forge("preflight", str(tmp_path), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == ("Error: not a git repository (or any of the parent "
+                             f"directories): {tmp_path.resolve()}\n")

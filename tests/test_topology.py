@@ -872,3 +872,26 @@ def test_ten_thousand_items_five_thousand_blocked_completes() -> None:
     assert report["itemCount"] == 10_000
     assert sum(len(c["memberIds"]) for c in report["clusters"]) == 5_000
     assert all(len(c["memberIds"]) > 1 for c in report["clusters"])
+
+
+def test_the_acyclic_shortcut_finds_what_tarjan_finds() -> None:
+    # Kahn's order answers an acyclic graph; a cycle (a self-dependency included) is
+    # left to Tarjan. Either way: the same components, each after its successors.
+    import random
+
+    from git_forge.backlog.topology import _acyclic_order, _strongly_connected, _tarjan
+
+    rng = random.Random(7)
+    for trial in range(60):
+        count = rng.randrange(1, 40)
+        succ = [sorted({rng.randrange(count) for _ in range(rng.randrange(3))} -
+                       (set() if trial % 3 == 0 else set(range(node + 1))))
+                for node in range(count)]
+        component, groups = _strongly_connected(succ)
+        expected_component, expected_groups = _tarjan(succ)
+        assert sorted(map(sorted, groups)) == sorted(map(sorted, expected_groups))
+        assert (_acyclic_order(succ) is None) == any(
+            len(group) > 1 or group[0] in succ[group[0]] for group in expected_groups)
+        for node, targets in enumerate(succ):
+            for target in targets:  # successors first: a successor's component is earlier
+                assert component[target] <= component[node]

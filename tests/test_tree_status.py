@@ -319,6 +319,29 @@ def test_fast_path_reports_git_errors_verbatim(tmp_path: Path) -> None:
     assert caught.value.exit_code == 1
 
 
+def test_the_hot_path_spawn_reads_both_streams_as_subprocess_does(git_repo: Path) -> None:
+    # capture_git (posix_spawn, no subprocess import) must give run_git's result: git's
+    # stdout whole while stderr fills too (neither pipe may stall git), and a failure's
+    # stderr verbatim as the GitError, exit code 1.
+    from git_forge.tree.gitcli import capture_git, run_git
+
+    noisy = ("-c", "alias.noisy=!f() { head -c 300000 /dev/zero | tr '\\0' e >&2; "
+             "head -c 400000 /dev/zero | tr '\\0' o; exit ${1:-0}; }; f", "noisy")
+    assert capture_git(noisy, repo_root=git_repo) == b"o" * 400_000
+    with pytest.raises(GitError) as caught:
+        capture_git((*noisy, "3"), repo_root=git_repo)
+    assert (caught.value.message, caught.value.exit_code) == ("e" * 300_000, 1)
+    nested = git_repo / "a" / "b"
+    nested.mkdir(parents=True)
+    args = ("rev-parse", "--show-prefix", "--git-dir")
+    assert capture_git(args, repo_root=nested) == run_git(args, cwd=nested)
+    with pytest.raises(GitError) as unknown:
+        capture_git(("rev-parse", "--verify", "nope"), repo_root=git_repo)
+    with pytest.raises(GitError) as reference:
+        run_git(("rev-parse", "--verify", "nope"), cwd=git_repo)
+    assert unknown.value.message == reference.value.message == "fatal: Needed a single revision"
+
+
 def test_fast_path_does_not_import_pygit2() -> None:
     code = (
         "import sys, git_forge.tree.fast_status\n"

@@ -179,7 +179,8 @@ class BacklogStore:
 
     def _update(self, rewrite: Callable[[dict[str, Any]], tuple[T, dict[str, Any]]]) -> T:
         """``update``'s rehearsal, lock and write for any ``rewrite`` of the document."""
-        before = self.validated(self._read_bytes())  # what the lock must find
+        raw = self._read_bytes()
+        before = self.validated(raw)  # what the lock must find
         outcome, rehearsal = self._apply(before, rewrite)
         if rehearsal == before:
             return outcome
@@ -200,7 +201,7 @@ class BacklogStore:
             remember_valid(self.path, data)
 
         try:
-            update_json(self.path, change, on_write=written)
+            update_json(self.path, change, on_write=written, known=(raw, before))
         except _Unchanged:
             pass
         except StoreError as exc:

@@ -117,9 +117,15 @@ def _escape(match: re.Match[str]) -> str:
 
 def json_text(document: Any, *, indent: int | None = 2) -> str:
     """A JSON document as every output prints it (``indent=None``: one line, for NDJSON)."""
-    import json
+    if indent is None:
+        import json
 
-    text = _JSON_C1.sub(_escape, json.dumps(document, indent=indent, ensure_ascii=False))
+        text = json.dumps(document, ensure_ascii=False)
+    else:  # the standard library's own bytes, from its C escaper rather than its generators
+        from git_forge.jsonenc import dumps_indented
+
+        text = dumps_indented(document, indent)
+    text = _JSON_C1.sub(_escape, text)
     if not text.isascii():
         try:
             text.encode("utf-8")

@@ -2,26 +2,33 @@
 
 Exit 0: go (silent). Exit 1: STOP — a prior run left stranded work, or the
 tree is dirty without one. This is the hot path of every launch: a clean tree
-is answered before the configuration is even read.
+is answered before the configuration is even read, and a plain command line
+(``quick_args``) before any parser is built or anything but ``os`` is imported
+(``go``); whatever is not answered there takes the ordinary path (``run``),
+which reuses what the quick one found.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import TYPE_CHECKING
 
-from git_forge.cli.arguments import add_location
-from git_forge.exit_codes import PREFLIGHT_STOP
-from git_forge.tree.porcelain import render_porcelain_line
+from git_forge.exit_codes import EXIT_INTERRUPTED, PREFLIGHT_STOP
 
+# Nothing else at the top: argparse, typing and pathlib together cost more than
+# the rest of the clean path, ``git status`` included.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+
     from git_forge.reconcile.preflight import Preflight
     from git_forge.reconcile.stop import StopExplanation
+    from git_forge.tree.porcelain import StatusEntry
     from git_forge.workspace import Workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from git_forge.cli.arguments import add_location
+
     parser = subparsers.add_parser(
         "preflight", help="stop a launch while a prior run's work is stranded",
         description="The launch blocker. Exit 0 when the working tree is clean; otherwise "
@@ -41,6 +48,7 @@ def render_stop(result: Preflight, explanation: StopExplanation | None = None) -
     """The STOP message: the prior run, the stranded paths — split into those the
     run touched (its evidence) and those changed outside it — and what to run next."""
     from git_forge.loop.state import RunState
+    from git_forge.tree.porcelain import render_porcelain_line
 
     run = result.run or RunState()
     if result.reason is not None:
@@ -112,25 +120,99 @@ def _stop_for(reason: str, json_output: bool) -> int:
     return PREFLIGHT_STOP
 
 
-def run(args: argparse.Namespace) -> int:
-    from git_forge.layout import work_tree_root
-    from git_forge.loop.control import launch_blocker, running_message, tree_owner
+class QuickArgs:
+    """``preflight``'s arguments from a plain command line: the attributes argparse
+    would give (``path``, ``backlog``, ``json``, ``no_color``), and what ``go``
+    found (``probe``)."""
+
+    __slots__ = ("path", "backlog", "json", "no_color", "probe")
+
+    def __init__(self, path: str, backlog: str | None, json: bool, no_color: bool) -> None:
+        self.path, self.backlog, self.json, self.no_color = path, backlog, json, no_color
+        self.probe: Probe | None = None
+
+
+def quick_args(words: list[str]) -> QuickArgs | None:
+    """The arguments after ``preflight`` when they take one of the plain shapes —
+    at most one ``PATH``, ``--backlog DIR`` or ``--backlog=DIR``, ``--json``,
+    ``--no-color``, each at most once, no word that begins with ``-`` or is
+    empty otherwise — else ``None``: argparse parses everything else (help,
+    abbreviations, ``--``, every usage error), so its messages stay its own."""
+    path: str | None = None
+    backlog: str | None = None
+    json = no_color = False
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--json" and not json:
+            json = True
+        elif word == "--no-color" and not no_color:
+            no_color = True
+        elif word == "--backlog" and backlog is None and index + 1 < len(words) and (
+                words[index + 1][:1] not in ("-", "")):
+            index += 1
+            backlog = words[index]
+        elif word.startswith("--backlog=") and backlog is None and word[10:11] not in ("-", ""):
+            backlog = word[10:]
+        elif word[:1] not in ("-", "") and path is None:
+            path = word
+        else:
+            return None
+        index += 1
+    return QuickArgs("." if path is None else path, backlog, json, no_color)
+
+
+if TYPE_CHECKING:
+    #: What the checks that need no configuration found: the work tree's top, why
+    #: the launch must stop whatever the tree holds (or ``None``), and the entries
+    #: of ``git status``.
+    Probe = tuple[str, str | None, list[StatusEntry]]
+
+
+def probe(path: str) -> Probe:
+    """The checks that need no configuration, in their order: a live loop owning
+    the tree, a HEAD no commit can go onto, then the tree's status."""
+    from git_forge.layout import work_tree_top
+    from git_forge.loop.control import running_message, tree_owner
     from git_forge.tree.fast_status import head_problem, porcelain_fast
 
-    root = work_tree_root(args.path)
-    owner = tree_owner(root)  # needs no configuration: the clean path stays fast
+    root = work_tree_top(path)
+    owner = tree_owner(root)
     if owner is not None:
-        return _stop_for(running_message(owner), args.json)
+        return root, running_message(owner), []
     problem = head_problem(root)  # refused exactly as loop run refuses it
     if problem is not None:
-        return _stop_for(problem, args.json)
-    entries = porcelain_fast(root)
+        return root, problem, []
+    return root, None, porcelain_fast(root)
+
+
+def go(args: QuickArgs) -> int | None:
+    """0 when the launch may go and there is nothing to print — the clean tree,
+    answered without the terminal boundary, the parser or the configuration;
+    else ``None`` (``args.probe`` keeps what was found, for ``run``). A failure
+    is not answered here: ``run`` meets it again and reports it."""
+    try:
+        args.probe = probe(args.path)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Exception:  # reported by the ordinary path, behind the terminal boundary
+        return None
+    _root, reason, entries = args.probe
+    return 0 if reason is None and not entries and not args.json else None
+
+
+def run(args: argparse.Namespace | QuickArgs) -> int:
+    found = getattr(args, "probe", None)
+    _root, reason, entries = found if found is not None else probe(args.path)
+    if reason is not None:
+        return _stop_for(reason, args.json)
     if not entries:
         if args.json:
             from git_forge.cli.output import emit_json
             emit_json({"status": "ok", "run": None, "paths": []})
         return 0
 
+    from git_forge.loop.control import launch_blocker
     from git_forge.reconcile.preflight import check
     from git_forge.workspace import locate
 

@@ -17,24 +17,34 @@ While a loop runs, the tree belongs to it: commands that change the tree
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
-from pathlib import Path
-from typing import Any, NamedTuple
+from collections import namedtuple
 
 from git_forge.errors import ForgeError
-from git_forge.layout import LOOP_LOCK_FILE, LOOP_RUN_FILE, PROC_DIR, tree_lock_path
+from git_forge.layout import LOOP_LOCK_FILE, LOOP_RUN_FILE, PROC_DIR, tree_lock_file
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 
-_HOLDER = re.compile(r"^run (\S+) started (\S+)")
+# The pre-launch check's clean path asks ``tree_owner``: ``pathlib``, ``typing``,
+# ``re`` and ``contextlib`` (~25 ms together) are imported where they are used.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+#: What ``holder_label`` writes, as ``_holding`` reads it back.
+HOLDER_PATTERN = r"^run (\S+) started (\S+)"
 
 
 class LoopRunning(ForgeError):
     """A loop holds the tree: the command would strand or mis-commit its work."""
 
 
-class LiveLoop(NamedTuple):
+class LiveLoop(namedtuple("LiveLoop", ["run_id", "started_at"])):
+    """The run holding a loop lock: ``(run_id, started_at)``, either ``None`` when
+    the label is not the loop's. A namedtuple rather than a ``typing.NamedTuple``:
+    ``typing`` is not imported on the clean path."""
+
+    __slots__ = ()
     run_id: str | None
     started_at: str | None
 
@@ -44,10 +54,14 @@ class LiveLoop(NamedTuple):
 
 
 def loop_lock_path(state_dir: Path) -> Path:
+    from pathlib import Path
+
     return Path(state_dir) / LOOP_LOCK_FILE
 
 
 def run_token_path(state_dir: Path) -> Path:
+    from pathlib import Path
+
     return Path(state_dir) / LOOP_RUN_FILE
 
 
@@ -56,10 +70,12 @@ def holder_label(run_id: str, started_at: str, pid: int) -> str:
     return f"run {run_id} started {started_at} (pid {pid})"
 
 
-def _holding(path: Path | None) -> LiveLoop | None:
+def _holding(path: Path | str | None) -> LiveLoop | None:
     if path is None or not lock_is_held(path):
         return None
-    match = _HOLDER.match(read_lock_holder(path))
+    import re
+
+    match = re.match(HOLDER_PATTERN, read_lock_holder(path))
     return LiveLoop(match.group(1), match.group(2)) if match else LiveLoop(None, None)
 
 
@@ -68,11 +84,11 @@ def live_loop(state_dir: Path) -> LiveLoop | None:
     return _holding(loop_lock_path(state_dir))
 
 
-def tree_owner(root: Path) -> LiveLoop | None:
+def tree_owner(root: Path | str) -> LiveLoop | None:
     """The loop that owns the work tree at ``root`` right now (it holds the tree lock
     in the git dir, whichever backlog it runs), or ``None``. Needs no configuration,
     so the pre-launch check's clean path can ask it."""
-    return _holding(tree_lock_path(root))
+    return _holding(tree_lock_file(root))
 
 
 def loop_is_running(state_dir: Path) -> bool:
@@ -114,8 +130,10 @@ def request_stop(state_dir: Path) -> bool:
     """Ask the running loop to stop; ``False`` when none runs."""
     if not loop_is_running(state_dir):
         return False
-    with contextlib.suppress(FileNotFoundError):  # already asked
+    try:
         run_token_path(state_dir).unlink()
+    except FileNotFoundError:  # already asked
+        pass
     return True
 
 
@@ -131,8 +149,10 @@ def arm_stop_token(state_dir: Path, run_id: str) -> None:
 
 
 def disarm_stop_token(state_dir: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
+    try:
         run_token_path(state_dir).unlink()
+    except FileNotFoundError:
+        pass
 
 
 def item_of(manifest: Any) -> str | None:
@@ -142,7 +162,8 @@ def item_of(manifest: Any) -> str | None:
     return item_id if isinstance(item_id, str) else None
 
 
-class OrphanedAgent(NamedTuple):
+class OrphanedAgent(namedtuple("OrphanedAgent", ["handle", "item_id"])):
+    __slots__ = ()
     handle: str
     item_id: str | None
 
@@ -150,6 +171,8 @@ class OrphanedAgent(NamedTuple):
 def orphaned_agents(state_dir: Path) -> list[OrphanedAgent]:
     """Agent trees of an earlier run still alive with no loop supervising them
     (their liveness locks are held; see ``supervisor.liveness``)."""
+    from pathlib import Path
+
     from git_forge.supervisor.paths import ALIVE_SUFFIX
 
     root = Path(state_dir) / PROC_DIR
@@ -158,6 +181,8 @@ def orphaned_agents(state_dir: Path) -> list[OrphanedAgent]:
             return []  # the common case, answered without importing the supervisor
     except OSError:
         return []
+    from contextlib import suppress
+
     from git_forge.supervisor.liveness import orphans
     from git_forge.supervisor.manifest import ManifestStore
     from git_forge.supervisor.paths import ProcPaths
@@ -165,7 +190,7 @@ def orphaned_agents(state_dir: Path) -> list[OrphanedAgent]:
     found = []
     for orphan in orphans(ProcPaths(root)):
         item_id = None
-        with contextlib.suppress(ForgeError):
+        with suppress(ForgeError):
             item_id = item_of(ManifestStore(root).load(orphan.handle))
         found.append(OrphanedAgent(orphan.handle, item_id))
     return found

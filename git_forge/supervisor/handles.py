@@ -7,9 +7,7 @@ any path is built: anything that is not exactly a canonical handle is
 
 from __future__ import annotations
 
-import base64
 import re
-import secrets
 
 HANDLE_LENGTH = 22
 #: Canonical unpadded URL-safe base64 of 16 bytes, not starting with ``-``: the
@@ -19,6 +17,9 @@ _HANDLE_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{20}[AQgw]")
 
 def mint_handle() -> str:
     """A new handle. It never begins with ``-``, so it is always a safe CLI argument."""
+    import base64
+    import secrets  # with hmac and OpenSSL, ~5 ms: only a start mints a handle
+
     while True:
         handle = base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode("ascii")
         if not handle.startswith("-"):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 
 from git_forge.tree.errors import GitError
-from git_forge.tree.gitcli import run_git
+from git_forge.tree.gitcli import capture_git
 from git_forge.tree.porcelain import StatusEntry, parse_porcelain_z
 
 STATUS_ARGS = ("status", "--porcelain", "-z", "-uall", "--no-renames")
@@ -41,12 +41,12 @@ def porcelain_fast(repo_root: str | os.PathLike[str]) -> list[StatusEntry]:
     repository from there, as it would for ``git -C repo_root status``).
     Raises ``GitError`` with git's message outside a repository.
     """
-    return parse_porcelain_z(run_git(STATUS_ARGS, cwd=repo_root))
+    return parse_porcelain_z(capture_git(STATUS_ARGS, repo_root=repo_root))
 
 
 def is_clean(repo_root: str | os.PathLike[str]) -> bool:
     """True when ``git status --porcelain`` would print nothing (ignored files never count)."""
-    return not run_git(STATUS_ARGS, cwd=repo_root)
+    return not capture_git(STATUS_ARGS, repo_root=repo_root)
 
 
 def head_blob(repo_root: str | os.PathLike[str], path: str) -> bytes | None:
@@ -54,7 +54,7 @@ def head_blob(repo_root: str | os.PathLike[str], path: str) -> bytes | None:
     when HEAD has no such file or no commit. Through git, for the same reason
     as the status above: the hot path must not import pygit2."""
     try:
-        return run_git(("cat-file", "blob", f"HEAD:{path}"), cwd=repo_root)
+        return capture_git(("cat-file", "blob", f"HEAD:{path}"), repo_root=repo_root)
     except GitError:
         return None
 
@@ -68,16 +68,16 @@ UNBORN_BRANCH = "the branch has no commit yet (unborn); commit something first"
 
 def head_problem(repo_root: str | os.PathLike[str]) -> str | None:
     """``DETACHED_HEAD``, ``UNBORN_BRANCH`` or ``None``. Read from the git dir's
-    files where that is certain (HEAD, a loose ref, packed-refs), else asked of git."""
-    from pathlib import Path
+    files where that is certain (HEAD, a loose ref, packed-refs), else asked of git.
+    Plain ``os.path`` (no ``pathlib``): the pre-launch check's clean path asks it."""
+    from git_forge.layout import git_dir_path
 
-    from git_forge.layout import git_dir_of
-
-    git_dir = None if os.environ.get("GIT_DIR") else git_dir_of(Path(repo_root))
-    if git_dir is None or (git_dir / "reftable").exists():
+    root = os.fspath(repo_root)
+    git_dir = None if os.environ.get("GIT_DIR") else git_dir_path(root)
+    if git_dir is None or os.path.exists(os.path.join(git_dir, "reftable")):
         return _head_problem_from_git(repo_root)
     try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+        head = _read_text(os.path.join(git_dir, "HEAD")).strip()
     except OSError:
         return _head_problem_from_git(repo_root)
     if not head.startswith("ref:"):
@@ -85,13 +85,13 @@ def head_problem(repo_root: str | os.PathLike[str]) -> str | None:
     ref = head[len("ref:"):].strip()
     common = git_dir
     try:
-        common = git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        common = os.path.join(git_dir, _read_text(os.path.join(git_dir, "commondir")).strip())
     except OSError:
         pass
-    if (common / ref).is_file():
+    if os.path.isfile(os.path.join(common, ref)):
         return None
     try:
-        packed = (common / "packed-refs").read_text(encoding="utf-8", errors="replace")
+        packed = _read_text(os.path.join(common, "packed-refs"))
     except OSError:
         packed = ""
     if any(line.endswith(" " + ref) for line in packed.splitlines()):
@@ -99,13 +99,18 @@ def head_problem(repo_root: str | os.PathLike[str]) -> str | None:
     return _head_problem_from_git(repo_root)
 
 
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read()
+
+
 def _head_problem_from_git(repo_root: str | os.PathLike[str]) -> str | None:
     try:
-        run_git(("symbolic-ref", "-q", "HEAD"), cwd=repo_root)
+        capture_git(("symbolic-ref", "-q", "HEAD"), repo_root=repo_root)
     except GitError:
         return DETACHED_HEAD
     try:
-        run_git(("rev-parse", "-q", "--verify", "HEAD^{commit}"), cwd=repo_root)
+        capture_git(("rev-parse", "-q", "--verify", "HEAD^{commit}"), repo_root=repo_root)
     except GitError:
         return UNBORN_BRANCH
     return None
