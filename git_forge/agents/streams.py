@@ -33,6 +33,8 @@ class Facts:
     rejected_limit: dict[str, Any] | None = None
     #: Messages of failures the stream reported (Codex ``turn.failed`` / ``error``).
     errors: list[str] = field(default_factory=list)
+    #: The agent finished its work: Claude's non-error ``result``, Codex's last
+    #: turn ``turn.completed`` (it may exit non-zero after one: the events win).
     completed_turn: bool = False
     turns: int | None = None
     input_tokens: int | None = None
@@ -96,37 +98,52 @@ class _JsonLines(StreamReader):
         super().__init__(follow)
         names = self.WANTED + (self.FOLLOWED if follow is not None else ())
         self._pattern = re.compile(b"|".join(re.escape(b'"' + name + b'"') for name in names))
-        self._pending = b""
+        #: The start of a line whose newline has not come yet.
+        self._pending = bytearray()
         self._dropping = False  # inside an overlong line, until its newline
 
     def feed(self, data: bytes) -> None:
-        if self._dropping:
+        start = 0
+        if self._dropping or self._pending:
             newline = data.find(b"\n")
             if newline < 0:
+                if not self._dropping:
+                    self._pending += data
+                    if len(self._pending) > self.LINE_LIMIT:
+                        self._pending.clear()
+                        self._dropping = True
                 return
-            data, self._dropping = data[newline + 1:], False
-        chunk = self._pending + data if self._pending else data
-        last = chunk.rfind(b"\n")
-        rest = chunk[last + 1:]
-        if len(rest) > self.LINE_LIMIT:
-            rest, self._dropping = b"", True
-        self._pending = rest
+            if not self._dropping:
+                self._pending += data[:newline]
+                line = bytes(self._pending)
+                self._lines(line, 0, len(line))
+            self._pending.clear()
+            self._dropping = False
+            start = newline + 1
+        last = data.rfind(b"\n", start)
         if last >= 0:
-            self._lines(chunk, last)
+            self._lines(data, start, last)
+            start = last + 1
+        if start < len(data):
+            if len(data) - start > self.LINE_LIMIT:
+                self._dropping = True
+            else:
+                self._pending += data[start:]
 
     def finish(self) -> Facts:
         if self._pending and not self._dropping:
-            self._lines(self._pending, len(self._pending))
-        self._pending = b""
+            line = bytes(self._pending)
+            self._lines(line, 0, len(line))
+        self._pending.clear()
         return self.facts
 
-    def _lines(self, chunk: bytes, end: int) -> None:
-        """Parse the wanted lines of ``chunk[:end]``."""
-        done = 0
-        for match in self._pattern.finditer(chunk, 0, end):
+    def _lines(self, chunk: bytes, begin: int, end: int) -> None:
+        """Parse the wanted lines of ``chunk[begin:end]``."""
+        done = begin
+        for match in self._pattern.finditer(chunk, begin, end):
             if match.start() < done:
                 continue  # a second name on a line already read
-            start = chunk.rfind(b"\n", 0, match.start()) + 1
+            start = chunk.rfind(b"\n", begin, match.start()) + 1 or begin
             stop = chunk.find(b"\n", match.end(), end)
             stop = end if stop < 0 else stop
             done = stop
@@ -172,6 +189,7 @@ class ClaudeStream(_JsonLines):
                 facts.rejected_limit = info
         elif kind == "result":
             facts.result = event
+            facts.completed_turn = event.get("is_error") is not True
             facts.final_text = _text(event.get("result")) or ""
             facts.turns = _int(event.get("num_turns"))
             facts.duration_ms = _int(event.get("duration_ms"))
@@ -223,6 +241,8 @@ class CodexStream(_JsonLines):
                     if value is not None:
                         setattr(facts, name, (getattr(facts, name) or 0) + value)
         elif kind in ("turn.failed", "error"):
+            if kind == "turn.failed":
+                facts.completed_turn = False  # the last turn decides: it failed
             error = event.get("error")
             message = _text(error.get("message")) if isinstance(error, dict) else None
             message = message or _text(event.get("message"))

@@ -1,0 +1,178 @@
+"""Claude Code and Codex under the loop, end to end: the faithful fakes
+(``fake_agents``) first on PATH, real repositories, real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import waiting
+from builders import backlog_repo
+from fake_agents import FakeAgents
+from helpers import forge_argv, git, run_forge
+from templates import Templates
+
+
+def build_backlog(root: Path) -> None:
+    """Three independent items, 001 first."""
+    backlog_repo(root, ("--title", "First", "--priority", "1"),
+                 ("--title", "Second", "--priority", "2"),
+                 ("--title", "Third", "--priority", "3"))
+
+
+class Project:
+    def __init__(self, root: Path, fakes: FakeAgents) -> None:
+        self.root, self.fakes = root, fakes
+        self.spawned: list[subprocess.Popen] = []
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self.fakes.env
+
+    def run(self, *args: str, timeout: float = waiting.PROCESS_TIMEOUT
+            ) -> subprocess.CompletedProcess:
+        return run_forge("loop", "run", *args, cwd=self.root, env=self.env, timeout=timeout)
+
+    def forge(self, *args: str) -> subprocess.CompletedProcess:
+        return run_forge(*args, cwd=self.root, env=self.env)
+
+    def spawn(self, *args: str) -> subprocess.Popen:
+        proc = subprocess.Popen(forge_argv() + ["loop", "run", *args], cwd=self.root,
+                                env={**os.environ, **self.env}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        self.spawned.append(proc)
+        return proc
+
+    def items(self) -> dict[str, dict]:
+        document = json.loads((self.root / ".forge" / "backlog.json").read_text())
+        return {item["id"]: item for item in document["items"]}
+
+    def state(self) -> dict:
+        return json.loads((self.root / ".forge" / "state.json").read_text())
+
+    def events(self, kind: str | None = None) -> list[dict]:
+        lines = (self.root / ".forge" / "events.ndjson").read_text().splitlines()
+        events = [json.loads(line) for line in lines]
+        return [event for event in events if kind is None or event["type"] == kind]
+
+    def manifests(self) -> list[dict]:
+        found = (self.root / ".forge" / "proc").glob("*.manifest.json")
+        return sorted((json.loads(path.read_text()) for path in found),
+                      key=lambda manifest: manifest["created_at"])
+
+
+@pytest.fixture
+def project(templates: Templates, tmp_path: Path) -> Iterator[Project]:
+    root = templates.copy("agent-backlog", build_backlog, tmp_path / "repo")
+    made = Project(root, FakeAgents(tmp_path))
+    yield made
+    for proc in made.spawned:
+        if proc.poll() is None:
+            waiting.kill_tree(proc.pid)
+            waiting.communicate(proc, timeout=10)
+
+
+# --- profiles, the signal, --follow, git forge agents ----------------------------------------
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+def test_the_signal_is_read_from_the_result_text(project: Project, agent: str) -> None:
+    project.fakes.plan({"001": {"do": "done", "files": {"one.py": "1\n"}},
+                        "002": {"do": "done", "signal": "FORGE_BLOCKED: needs a schema"},
+                        "003": {"do": "done", "signal": "FORGE_NEEDS_HUMAN: which port?",
+                                "say": "FORGE_DONE said mid-stream is not the signal"}})
+    result = project.run("--agent", agent, "--agent-arg=--model", "--agent-arg", "m1")
+    assert result.returncode == 5, result.stderr
+    items = project.items()
+    assert items["001"]["status"] == "done"
+    assert (items["002"]["status"], items["002"]["blockedReason"]) == ("blocked",
+                                                                       "needs a schema")
+    assert items["003"]["needsHuman"] and items["003"]["blockedReason"] == "which port?"
+    assert "one.py" in git("show", "--name-only", "--format=", "HEAD~2", cwd=project.root)
+    start = project.fakes.starts("001")[0]
+    if agent == "claude":
+        assert start["argv"] == ["claude", "-p", "--output-format", "stream-json", "--verbose",
+                                 "--model", "m1"]
+    else:
+        assert start["argv"] == ["codex", "exec", "--json", "--model", "m1", "-"]
+    assert "First" in start["prompt"]  # the prompt came on stdin
+
+
+def test_follow_shows_the_assistant_text_not_json(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "done", "say": "Reading the module now."}})
+    result = project.run("--agent", "claude", "--follow", "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    assert "  | Reading the module now." in result.stdout
+    assert '"type"' not in result.stdout and "session_id" not in result.stdout
+
+
+def test_config_selects_the_profile_and_its_args(project: Project) -> None:
+    (project.root / ".forge.yaml").write_text(
+        "loop:\n  agent: codex\n  agentArgs: [--full-auto, -c, 'model=\"o3\"']\n")
+    git("add", ".forge.yaml", cwd=project.root)
+    git("commit", "-q", "-m", "config", cwd=project.root)
+    assert project.run("--iterations", "1").returncode == 0
+    assert project.fakes.starts("001")[0]["argv"] == [
+        "codex", "exec", "--json", "--full-auto", "-c", 'model="o3"', "-"]
+    started = project.events("loop_started")[0]
+    assert started["profile"] == "codex" and started["agent"][-1] == "-"
+
+
+def test_agents_lists_profiles_path_and_version(project: Project) -> None:
+    listed = json.loads(project.forge("agents", "--json").stdout)
+    by_name = {entry["name"]: entry for entry in listed}
+    assert by_name["claude"]["path"] == str(project.fakes.bin / "claude")
+    assert by_name["claude"]["version"] == "2.0.31 (Claude Code)"
+    assert by_name["codex"]["version"] == "codex-cli 0.46.0"
+    assert by_name["generic"]["binary"] is None
+    plain = project.forge("agents")
+    assert plain.returncode == 0 and "2.0.31 (Claude Code)" in plain.stdout
+    missing = run_forge("agents", cwd=project.root, env={"PATH": "/nonexistent"})
+    assert "claude: not on PATH" in missing.stdout
+
+
+# --- receipts ---------------------------------------------------------------------------------
+
+
+def test_receipts_per_iteration_summed_per_item_and_run(project: Project) -> None:
+    usage = {"input_tokens": 100, "cache_read_input_tokens": 10, "output_tokens": 40}
+    project.fakes.plan({"001": [{"do": "is_error", "text": "API Error: Overloaded"},
+                                {"do": "done", "cost": 0.25, "tokens": usage}],
+                        "002": {"do": "done", "cost": 0.5, "tokens": usage}})
+    result = project.run("--agent", "claude", "--iterations", "3", "--json")
+    assert result.returncode == 0, result.stderr
+    exited = project.events("llm_exited")
+    assert [event["receipt"]["sessionId"] for event in exited] == [
+        "sess-001-0", "sess-001-1", "sess-002-0"]
+    assert exited[1]["receipt"]["resumed"] == "sess-001-0"  # the retry resumed the session
+    assert exited[2]["receipt"]["resumed"] is None  # never across items
+    assert exited[1]["receipt"]["tokens"] == {"input": 100, "output": 40, "cached": 10}
+    assert exited[1]["receipt"]["costUsd"] == 0.25 and exited[1]["receipt"]["turns"] == 3
+    manifests = project.manifests()
+    assert [m["receipt"] for m in manifests] == [e["receipt"] for e in exited]
+    summary = json.loads(result.stdout)
+    costs = summary["costs"]
+    assert costs["run"]["attempts"] == 3 and costs["run"]["costUsd"] == 0.75
+    assert costs["items"]["001"]["attempts"] == 2 and costs["items"]["001"]["costUsd"] == 0.25
+    status = json.loads(project.forge("status", "--json").stdout)
+    assert status["costs"]["run"]["costUsd"] == 0.75
+    assert status["costs"]["items"]["002"]["tokens"]["input"] == 100
+    text = project.forge("status").stdout
+    assert "3 attempts, 1.4k tokens in / 730 out, $0.75 in the last run" in text
+
+
+def test_codex_reports_tokens_and_never_a_cost(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "done", "exit": 1,
+                                "tokens": {"input": 500, "cached": 100, "output": 50}}})
+    result = project.run("--agent", "codex", "--iterations", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    assert project.items()["001"]["status"] == "done"  # exit 1 after turn.completed: done
+    receipt = project.events("llm_exited")[0]["receipt"]
+    assert receipt["exitCode"] == 1 and receipt["sessionId"] == "th-001-0"
+    assert receipt["tokens"] == {"input": 500, "output": 50, "cached": 100}
+    assert receipt["costUsd"] is None
+    assert json.loads(result.stdout)["costs"]["run"]["costUsd"] is None
