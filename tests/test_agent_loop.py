@@ -176,3 +176,15 @@ def test_codex_reports_tokens_and_never_a_cost(project: Project) -> None:
     assert receipt["tokens"] == {"input": 500, "output": 50, "cached": 100}
     assert receipt["costUsd"] is None
     assert json.loads(result.stdout)["costs"]["run"]["costUsd"] is None
+
+
+def test_recover_questions_say_what_an_item_cost_so_far(project: Project) -> None:
+    project.fakes.plan({"001": [{"do": "is_error", "text": "API Error: Overloaded", "cost": 0.1},
+                                {"do": "done", "cost": 0.3,
+                                 "signal": "FORGE_NEEDS_HUMAN: which database?"}]})
+    assert project.run("--agent", "claude", "--iterations", "2").returncode == 0
+    plan = project.forge("recover", "--plan", "--json")
+    document = json.loads(plan.stdout)
+    question = next(q for q in document["questions"] if "001" in q["itemIds"])
+    assert question["spent"] == {"001": "2 attempts, 2.4k tokens in / 1.3k out, $0.40"}
+    assert "Spent so far: 2 attempts, 2.4k tokens in / 1.3k out, $0.40" in question["text"]

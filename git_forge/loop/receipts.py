@@ -14,11 +14,13 @@ JSON (attempts, durationMs, tokens, costUsd: ``null`` while no agent reported on
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from git_forge.agents.receipt import Receipt, Totals
+from git_forge.errors import StoreError
 from git_forge.jsonfile import read_json, update_json
 from git_forge.layout import RECEIPTS_FILE
 
@@ -99,6 +101,18 @@ def costs_json(ledger: Ledger, run_id: str | None) -> dict[str, Any]:
             "items": {item_id: totals.to_json() for item_id, totals in ledger.items.items()}}
 
 
-def describe(totals: Totals) -> str:
-    """``3 attempts, 12.3k tokens in / 4.1k out, $0.42`` (see ``Totals.describe``)."""
-    return totals.describe()
+def reported(totals: Totals) -> bool:
+    """Whether an agent reported anything to sum (a generic agent reports nothing)."""
+    return bool(totals.cost_usd is not None or totals.input_tokens or totals.output_tokens)
+
+
+def spent_so_far(state_dir: Path, item_ids: Iterable[str]) -> dict[str, str]:
+    """What each of ``item_ids`` has cost so far, in words (``3 attempts, 12.3k tokens
+    in / 4.1k out, $0.42``), for those whose agents reported any; a ledger that
+    cannot be read tells nothing."""
+    try:
+        ledger = read_ledger(state_dir)
+    except StoreError:
+        return {}
+    return {item_id: totals.describe() for item_id in item_ids
+            if reported(totals := ledger.item(item_id))}
