@@ -188,3 +188,49 @@ def test_recover_questions_say_what_an_item_cost_so_far(project: Project) -> Non
     question = next(q for q in document["questions"] if "001" in q["itemIds"])
     assert question["spent"] == {"001": "2 attempts, 2.4k tokens in / 1.3k out, $0.40"}
     assert "Spent so far: 2 attempts, 2.4k tokens in / 1.3k out, $0.40" in question["text"]
+
+
+# --- the circuit breaker ----------------------------------------------------------------------
+
+
+def test_a_broken_agent_trips_the_breaker_and_leaves_the_backlog_as_it_was(
+        project: Project) -> None:
+    project.fakes.plan({item: {"do": "not_logged_in"} for item in ("001", "002", "003")})
+    backlog = project.root / ".forge" / "backlog.json"
+    before, head = backlog.read_bytes(), git("rev-parse", "HEAD", cwd=project.root)
+    result = project.run("--agent", "codex")
+    assert result.returncode == 1, result.stderr
+    assert len(project.fakes.starts("001")) == 3 and not project.fakes.starts("002")
+    assert "failed 3 times in a row the same way (exit 1: not logged in)" in result.stderr
+    assert "stderr: ERROR: unexpected status 401 Unauthorized" in result.stderr
+    assert backlog.read_bytes() == before
+    assert git("rev-parse", "HEAD", cwd=project.root) == head
+    assert git("status", "--porcelain", cwd=project.root) == ""
+    state = project.state()
+    assert state["status"] == "error" and "not logged in" in state["error"]
+    tripped = project.events("circuit_breaker")[0]
+    assert tripped["signature"] == "exit 1: not logged in" and tripped["itemIds"] == ["001"]
+
+
+def test_the_breaker_counts_across_items_and_undoes_their_deferrals(project: Project) -> None:
+    project.fakes.plan({item: {"do": "is_error"} for item in ("001", "002", "003")})
+    backlog = project.root / ".forge" / "backlog.json"
+    before = backlog.read_bytes()
+    result = project.run("--agent", "claude", "--retries", "0")
+    assert result.returncode == 1, result.stderr
+    assert "(exit 0: API Error: Rate limit reached)" in result.stderr
+    assert "items 001, 002, 003 back to pending" in result.stderr
+    assert backlog.read_bytes() == before  # the deferrals of 001 and 002 undone
+    subjects = git("log", "--format=%s", cwd=project.root).splitlines()
+    assert subjects[0] == "[forge] 001, 002, 003: back to pending (circuit breaker)"
+    assert git("diff", "HEAD~3", "HEAD", "--", ".forge/backlog.json", cwd=project.root) == ""
+
+
+def test_different_failures_do_not_trip_the_breaker(project: Project) -> None:
+    project.fakes.plan({"001": [{"do": "not_logged_in"}, {"do": "is_error"},
+                                {"do": "not_logged_in"}]})
+    result = project.run("--agent", "claude", "--iterations", "3")
+    assert result.returncode == 0, result.stderr
+    assert project.items()["001"]["deferred"]
+    assert project.items()["001"]["blockedReason"].startswith("exit 1: not logged in")
+    assert not project.events("circuit_breaker")

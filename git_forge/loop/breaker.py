@@ -29,8 +29,8 @@ class Tripped:
 
     def message(self) -> str:
         ids = ", ".join(item.id for item in self.items)
-        lines = [f"the agent failed {self.attempts} times in a row the same way "
-                 f"({self.signature}): stopped the run instead of deferring the backlog; "
+        lines = [f"circuit breaker: the agent failed {self.attempts} times in a row the "
+                 f"same way ({self.signature}): stopped the run instead of deferring the backlog; "
                  f"item{'s' if len(self.items) != 1 else ''} {ids} back to pending"]
         if self.said:
             lines.append(f"  agent: {self.said}")
