@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 import waiting
 from builders import backlog_repo
 from fake_agents import FakeAgents
-from helpers import forge_argv, git, run_forge
+from helpers import PtySession, forge_argv, git, run_forge
 from templates import Templates
 
 
@@ -234,3 +237,110 @@ def test_different_failures_do_not_trip_the_breaker(project: Project) -> None:
     assert project.items()["001"]["deferred"]
     assert project.items()["001"]["blockedReason"].startswith("exit 1: not logged in")
     assert not project.events("circuit_breaker")
+
+
+# --- usage limits -----------------------------------------------------------------------------
+
+
+def _stamp(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def test_a_usage_limit_is_waited_out_then_the_same_item_resumes(project: Project) -> None:
+    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 2}, {"do": "done"}]})
+    result = project.run("--agent", "claude", "--iterations", "1", "--retries", "0")
+    assert result.returncode == 0, result.stderr  # the limited attempt counted for nothing
+    assert project.items()["001"]["status"] == "done"
+    wait = project.events("usage_limit_wait")[0]
+    assert wait["itemId"] == "001" and wait["source"] == "agent"
+    assert "waiting for the agent's usage limit until " + wait["until"] in result.stdout
+    second = project.events("llm_spawned")[1]
+    assert _stamp(second["timestamp"]) >= _stamp(wait["until"])
+    starts = project.fakes.starts("001")
+    assert starts[1]["argv"][-2:] == ["--resume", "sess-001-0"]
+    assert project.events("llm_exited")[1]["receipt"]["resumed"] == "sess-001-0"
+    assert project.state()["waitingUntil"] is None
+
+
+def test_a_limit_wait_survives_sigkill_and_the_next_run_waits_too(project: Project) -> None:
+    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 6}, {"do": "done"}]})
+    first = project.spawn("--agent", "claude")
+    state = project.root / ".forge" / "state.json"
+    waiting.wait_for(lambda: state.exists() and json.loads(state.read_text()).get("waitingUntil"),
+                     timeout=30, what="the first run to record its wait")
+    until = _stamp(json.loads(state.read_text())["waitingUntil"])
+    os.kill(first.pid, signal.SIGKILL)
+    waiting.communicate(first, timeout=10)
+    assert project.items()["001"]["status"] == "pending"
+    result = project.run("--agent", "claude", "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    recorded = project.events("usage_limit_wait")[0]
+    assert recorded["source"] == "recorded" and _stamp(recorded["until"]) == until
+    spawned = project.events("llm_spawned")[0]
+    assert _stamp(spawned["timestamp"]) >= until  # it started no agent before the limit lifted
+    assert project.items()["001"]["status"] == "done"
+
+
+def test_on_limit_stop_ends_the_run_with_exit_4_and_when_to_come_back(
+        project: Project) -> None:
+    project.fakes.plan({"001": {"do": "limit_text",
+                                "message": "You've hit your limit · resets 1pm (Europe/Lisbon)"}})
+    result = project.run("--agent", "claude", "--on-limit", "stop")
+    assert result.returncode == 4, result.stderr
+    until = project.state()["waitingUntil"]
+    lifted = _stamp(until).astimezone(ZoneInfo("Europe/Lisbon"))
+    assert (lifted.hour, lifted.minute) == (13, 0)
+    assert _stamp(until) - datetime.now(UTC) <= timedelta(days=1)
+    assert f"it lifts at {until}: come back then" in result.stderr
+    assert project.items()["001"]["status"] == "pending"
+    assert project.state()["status"] == "stopped"
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+def test_a_limit_no_clock_lifts_stops_with_exit_4(project: Project, agent: str) -> None:
+    project.fakes.plan({"001": {"do": "admin_disabled"}})
+    result = project.run("--agent", agent)
+    assert result.returncode == 4, result.stderr
+    assert "disabled by your admin" in result.stderr
+    assert len(project.fakes.starts("001")) == 1 and not project.events("usage_limit_wait")
+    assert project.items()["001"]["status"] == "pending"
+
+
+def test_a_limit_without_a_time_waits_the_configured_default(project: Project) -> None:
+    (project.root / ".forge.yaml").write_text("loop:\n  limitWait: 0.02\n")
+    git("add", ".forge.yaml", cwd=project.root)
+    git("commit", "-q", "-m", "config", cwd=project.root)
+    project.fakes.plan({"001": [{"do": "limit_text", "message": "You've hit your usage limit."},
+                                {"do": "done"}]})
+    result = project.run("--agent", "codex", "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    wait = project.events("usage_limit_wait")[0]
+    assert "no time given: waiting loop.limitWait, 0.02 min" in wait["reason"]
+    assert project.fakes.starts("001")[1]["argv"][:4] == ["codex", "exec", "resume", "th-001-0"]
+
+
+def test_loop_stop_ends_a_limit_wait_at_once(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "rejected", "resets_in": 600}})
+    proc = project.spawn("--agent", "claude")
+    state = project.root / ".forge" / "state.json"
+    waiting.wait_for(lambda: state.exists() and json.loads(state.read_text()).get("waitingUntil"),
+                     timeout=30, what="the run to start waiting")
+    deadline = waiting.Deadline(10)
+    assert project.forge("loop", "stop").returncode == 0
+    out, err = waiting.communicate(proc, timeout=10)
+    assert proc.returncode == 130, err
+    assert not deadline.passed
+    assert project.state()["status"] == "stopped" and project.state()["waitingUntil"]
+    assert project.items()["001"]["status"] == "pending"
+
+
+def test_the_countdown_is_shown_on_a_terminal_only(project: Project) -> None:
+    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 3}, {"do": "done"}]})
+    session = PtySession("loop", "run", "--agent", "claude", "--iterations", "1",
+                         cwd=project.root, env=project.env)
+    session.expect("waiting for the agent's usage limit until")
+    session.expect("waiting for the usage limit to lift — 0:0")
+    assert session.finish() == 0
+    assert "this run 1 done" in session.text
+    piped = project.run("--agent", "claude", "--iterations", "1")  # 002: not a terminal
+    assert "to lift —" not in piped.stdout and "\x1b" not in piped.stdout
