@@ -344,3 +344,43 @@ def test_the_countdown_is_shown_on_a_terminal_only(project: Project) -> None:
     assert "this run 1 done" in session.text
     piped = project.run("--agent", "claude", "--iterations", "1")  # 002: not a terminal
     assert "to lift —" not in piped.stdout and "\x1b" not in piped.stdout
+
+
+# --- backstops --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("agent", ["claude", "generic"])
+def test_an_agent_silent_past_the_idle_timeout_is_ended(project: Project, agent: str) -> None:
+    project.fakes.plan({"001": {"do": "hang", "seconds": 300}, "002": {"do": "done"}})
+    command = "claude" if agent == "claude" else f"{project.fakes.bin / 'codex'} exec --json -"
+    deadline = waiting.Deadline(30)
+    result = project.run("--agent", command, "--idle-timeout", "0.02", "--retries", "0",
+                         "--iterations", "2")
+    assert result.returncode == 0, result.stderr
+    assert not deadline.passed
+    item = project.items()["001"]
+    assert item["deferred"] and item["blockedReason"].startswith("idle for 0.02 min")
+    exited = project.events("llm_exited")
+    assert exited[0]["state"] in ("terminated", "killed")
+    assert exited[1]["state"] == "exited"  # 002 talked, ended by itself
+    if agent == "claude":
+        assert project.items()["002"]["status"] == "done"
+
+
+def test_an_agent_that_keeps_talking_is_not_idle(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "silent_then_done", "seconds": 0.3}})
+    result = project.run("--agent", "claude", "--idle-timeout", "0.05", "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    assert project.items()["001"]["status"] == "done"
+
+
+def test_max_cost_starts_no_iteration_past_it(project: Project) -> None:
+    project.fakes.plan({item: {"do": "done", "cost": 0.5} for item in ("001", "002", "003")})
+    result = project.run("--agent", "claude", "--max-cost", "0.9", "--json")
+    assert result.returncode == 4, result.stderr
+    summary = json.loads(result.stdout)
+    assert "cost $1.00, reaching --max-cost $0.90" in summary["message"]
+    items = project.items()
+    assert [items[i]["status"] for i in ("001", "002", "003")] == ["done", "done", "pending"]
+    assert not project.fakes.starts("003")
+    assert project.events("max_cost_reached")[0]["costUsd"] == 1.0
