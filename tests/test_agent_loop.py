@@ -384,3 +384,27 @@ def test_max_cost_starts_no_iteration_past_it(project: Project) -> None:
     assert [items[i]["status"] for i in ("001", "002", "003")] == ["done", "done", "pending"]
     assert not project.fakes.starts("003")
     assert project.events("max_cost_reached")[0]["costUsd"] == 1.0
+
+
+# --- resume -----------------------------------------------------------------------------------
+
+
+def test_a_retry_after_an_idle_kill_resumes_the_session(project: Project) -> None:
+    project.fakes.plan({"001": [{"do": "hang", "seconds": 300}, {"do": "done"}]})
+    result = project.run("--agent", "codex", "--idle-timeout", "0.02", "--iterations", "2")
+    assert result.returncode == 0, result.stderr
+    first, second = project.fakes.starts("001")
+    assert first["argv"] == ["codex", "exec", "--json", "-"]
+    assert second["argv"] == ["codex", "exec", "resume", "th-001-0", "--json", "-"]
+    receipts = [event["receipt"] for event in project.events("llm_exited")]
+    assert [(r["sessionId"], r["resumed"]) for r in receipts] == [
+        ("th-001-0", None), ("th-001-0", "th-001-0")]
+
+
+def test_resume_sessions_off_starts_every_retry_afresh(project: Project) -> None:
+    (project.root / ".forge.yaml").write_text("loop:\n  resumeSessions: false\n")
+    git("add", ".forge.yaml", cwd=project.root)
+    git("commit", "-q", "-m", "config", cwd=project.root)
+    project.fakes.plan({"001": [{"do": "is_error"}, {"do": "done"}]})
+    assert project.run("--agent", "claude", "--iterations", "2").returncode == 0
+    assert all("--resume" not in start["argv"] for start in project.fakes.starts("001"))
