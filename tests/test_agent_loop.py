@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -408,3 +409,76 @@ def test_resume_sessions_off_starts_every_retry_afresh(project: Project) -> None
     project.fakes.plan({"001": [{"do": "is_error"}, {"do": "done"}]})
     assert project.run("--agent", "claude", "--iterations", "2").returncode == 0
     assert all("--resume" not in start["argv"] for start in project.fakes.starts("001"))
+
+
+# --- notify -----------------------------------------------------------------------------------
+
+NOTIFIER = r'''
+import json, pathlib, sys
+event = json.loads(sys.stdin.read())
+with open(sys.argv[1], "a") as out:
+    out.write(json.dumps(event) + "\n")
+sys.exit(int(sys.argv[2]) if len(sys.argv) > 2 else 0)
+'''
+
+
+def _notifier(project: Project, exit_code: int = 0) -> tuple[str, Path]:
+    script = project.fakes.bin.parent / "notifier.py"
+    script.write_text(NOTIFIER)
+    received = project.fakes.bin.parent / "notified dir" / "events.ndjson"
+    received.parent.mkdir(exist_ok=True)
+    return (f"{sys.executable} {script} '{received}' {exit_code}", received)
+
+
+def _received(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_notify_tells_once_per_event_even_across_runs(project: Project) -> None:
+    command, received = _notifier(project)
+    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 6}, {"do": "done"}],
+                        "002": {"do": "done", "signal": "FORGE_NEEDS_HUMAN: which port?"}})
+    first = project.spawn("--agent", "claude", "--notify", command)
+    waiting.wait_for(lambda: _received(received), timeout=30, what="the limit notification")
+    os.kill(first.pid, signal.SIGKILL)
+    waiting.communicate(first, timeout=10)
+    result = project.run("--agent", "claude", "--notify", command)  # it waits, as before
+    assert result.returncode == 5, result.stderr
+    again = project.run("--agent", "claude", "--notify", command)  # 002 still waits
+    assert again.returncode == 5, again.stderr
+    events = _received(received)
+    assert [event["event"] for event in events] == ["usage_limit_wait", "waiting_for_decision"]
+    limit, decision = events
+    assert limit["itemId"] == "001" and limit["until"] and limit["project"] == str(project.root)
+    assert decision["itemIds"] == ["002"] and decision["items"][0]["reason"] == "which port?"
+    assert json.loads((project.root / ".forge" / "notified.json").read_text())["sent"]
+
+
+def test_a_failing_notifier_is_journaled_and_never_stops_the_loop(project: Project) -> None:
+    command, received = _notifier(project, exit_code=3)
+    project.fakes.plan({"001": {"do": "done", "signal": "FORGE_NEEDS_HUMAN: which port?"}})
+    result = project.run("--agent", "claude", "--notify", command, "--pause-on-needs-human")
+    assert result.returncode == 3, result.stderr
+    assert _received(received)[0]["event"] == "paused_human"
+    failed = project.events("notify_failed")[0]
+    assert failed["event"] == "paused_human" and "exited 3" in failed["error"]
+    missing = project.run("--agent", "claude", "--notify", "/nonexistent/notifier")
+    assert missing.returncode == 5, missing.stderr  # 001 waits; nothing ran the notifier
+    assert project.events("notify_failed")[0]["error"].startswith("/nonexistent/notifier")
+
+
+def test_notify_on_the_breaker_and_on_a_stop(project: Project) -> None:
+    command, received = _notifier(project)
+    project.fakes.plan({"001": {"do": "not_logged_in"}})
+    assert project.run("--agent", "claude", "--notify", command).returncode == 1
+    tripped = _received(received)[-1]
+    assert tripped["event"] == "circuit_breaker"
+    assert tripped["signature"] == "exit 1: not logged in"
+    project.fakes.plan({"001": {"do": "hang", "seconds": 300}})
+    proc = project.spawn("--agent", "claude", "--notify", command)
+    waiting.wait_for(lambda: project.fakes.starts("001")[3:], timeout=30,
+                     what="the agent to start")
+    assert project.forge("loop", "stop").returncode == 0
+    waiting.communicate(proc, timeout=30)
+    assert proc.returncode == 130
+    assert _received(received)[-1]["event"] == "stopped"

@@ -103,8 +103,8 @@ def _limit(run: RunContext, item_id: str, result: AgentResult) -> Step | Ending:
         run.save(waiting_until=stamp)
         run.journal.append("usage_limit_wait", itemId=item_id, until=stamp, reason=reason,
                            source="agent", onLimit="stop")
-        run.agent.notifier.send(notify.USAGE_LIMIT, f"{item_id}:{stamp}", itemId=item_id,
-                                until=stamp, reason=reason)
+        run.agent.notifier.send(notify.USAGE_LIMIT, stamp, itemId=item_id, until=stamp,
+                                reason=reason)
         return Ending(LOOP_LIMIT, "stopped",
                       f"stopped at the agent's usage limit ({reason}); it lifts at {stamp}: "
                       "come back then (git forge loop run waits for it if started earlier)")

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from git_forge.agents.classify import Classified
 from git_forge.clock import parse_stamp, wire_stamp
+from git_forge.loop import notify
 from git_forge.loop.context import RunContext
 
 #: The wait goes on this long after the announced time (the agent's clock and
@@ -64,8 +65,9 @@ def wait_out(run: RunContext, until: datetime, reason: str, item_id: str | None,
     run.journal.append("usage_limit_wait", itemId=item_id, until=stamp, reason=reason,
                        source=source)
     run.journal.sync()  # a killed loop's successor reads the wait from state.json
-    run.agent.notifier.send("usage_limit_wait", f"{item_id}:{stamp}", itemId=item_id,
-                            until=stamp, reason=reason)
+    # One limit (the account's) is one notification, whichever item or run met it.
+    run.agent.notifier.send(notify.USAGE_LIMIT, stamp, itemId=item_id, until=stamp,
+                            reason=reason)
     run.progress.limit_wait(stamp, reason)
     now = datetime.now(UTC)
     total = max(0.0, (until - now).total_seconds())
