@@ -16,7 +16,7 @@ What each start does comes from a plan (``FAKE_AGENT_PLAN``, a JSON file):
 * ``limit_text`` — the limit as plain text (``message``), exit 1 (Codex: an
   ``error`` event and ``turn.failed``);
 * ``admin_disabled`` — ``Your usage allocation has been disabled by your admin``;
-* ``not_logged_in`` — Claude's ``Invalid API key · Please run /login`` error
+* ``not_logged_in`` — Claude's ``Not logged in · Please run /login`` error
   result (exit 1); Codex's 401 on stderr;
 * ``hang`` — the init line, then silence for ``seconds``;
 * ``silent_then_done`` — nothing at all for ``seconds``, then ``done``.
@@ -111,10 +111,11 @@ if do == "limit_text":
 if do == "admin_disabled":
     out("Your usage allocation has been disabled by your admin")
     sys.exit(1)
-if do == "not_logged_in":
-    out(S.claude_assistant(session, "Invalid API key · Please run /login"))
-    out(S.claude_result(session, "Invalid API key · Please run /login", is_error=True,
-                        cost=0.0, turns=1))
+if do == "not_logged_in":  # as Claude Code 2.1 writes it with no credentials at all
+    out(S.claude_assistant(session, "Not logged in · Please run /login",
+                           error="authentication_failed"))
+    out(S.claude_result(session, "Not logged in · Please run /login", is_error=True,
+                        cost=0, turns=1, usage={{"input_tokens": 0, "output_tokens": 0}}))
     sys.exit(1)
 if do == "hang":
     time.sleep(step.get("seconds", 600))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -249,12 +250,16 @@ def _stamp(text: str) -> datetime:
 
 def test_a_usage_limit_is_waited_out_then_the_same_item_resumes(project: Project) -> None:
     project.fakes.plan({"001": [{"do": "rejected", "resets_in": 2}, {"do": "done"}]})
-    result = project.run("--agent", "claude", "--iterations", "1", "--retries", "0")
-    assert result.returncode == 0, result.stderr  # the limited attempt counted for nothing
+    session = PtySession("loop", "run", "--agent", "claude", "--iterations", "1",
+                         "--retries", "0", cwd=project.root, env=project.env)
+    session.expect("waiting for the agent's usage limit until")
+    session.expect("waiting for the usage limit to lift — 0:0")  # the countdown, on a terminal
+    assert session.finish() == 0  # the limited attempt counted for nothing
+    assert "this run 1 done" in session.text
     assert project.items()["001"]["status"] == "done"
     wait = project.events("usage_limit_wait")[0]
     assert wait["itemId"] == "001" and wait["source"] == "agent"
-    assert "waiting for the agent's usage limit until " + wait["until"] in result.stdout
+    assert "until " + wait["until"] in session.text
     second = project.events("llm_spawned")[1]
     assert _stamp(second["timestamp"]) >= _stamp(wait["until"])
     starts = project.fakes.starts("001")
@@ -264,7 +269,7 @@ def test_a_usage_limit_is_waited_out_then_the_same_item_resumes(project: Project
 
 
 def test_a_limit_wait_survives_sigkill_and_the_next_run_waits_too(project: Project) -> None:
-    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 6}, {"do": "done"}]})
+    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 4}, {"do": "done"}]})
     first = project.spawn("--agent", "claude")
     state = project.root / ".forge" / "state.json"
     waiting.wait_for(lambda: state.exists() and json.loads(state.read_text()).get("waitingUntil"),
@@ -333,18 +338,7 @@ def test_loop_stop_ends_a_limit_wait_at_once(project: Project) -> None:
     assert not deadline.passed
     assert project.state()["status"] == "stopped" and project.state()["waitingUntil"]
     assert project.items()["001"]["status"] == "pending"
-
-
-def test_the_countdown_is_shown_on_a_terminal_only(project: Project) -> None:
-    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 3}, {"do": "done"}]})
-    session = PtySession("loop", "run", "--agent", "claude", "--iterations", "1",
-                         cwd=project.root, env=project.env)
-    session.expect("waiting for the agent's usage limit until")
-    session.expect("waiting for the usage limit to lift — 0:0")
-    assert session.finish() == 0
-    assert "this run 1 done" in session.text
-    piped = project.run("--agent", "claude", "--iterations", "1")  # 002: not a terminal
-    assert "to lift —" not in piped.stdout and "\x1b" not in piped.stdout
+    assert "to lift —" not in out and "\x1b" not in out  # no countdown off a terminal
 
 
 # --- backstops --------------------------------------------------------------------------------
@@ -436,7 +430,7 @@ def _received(path: Path) -> list[dict]:
 
 def test_notify_tells_once_per_event_even_across_runs(project: Project) -> None:
     command, received = _notifier(project)
-    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 6}, {"do": "done"}],
+    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 4}, {"do": "done"}],
                         "002": {"do": "done", "signal": "FORGE_NEEDS_HUMAN: which port?"}})
     first = project.spawn("--agent", "claude", "--notify", command)
     waiting.wait_for(lambda: _received(received), timeout=30, what="the limit notification")
@@ -482,3 +476,41 @@ def test_notify_on_the_breaker_and_on_a_stop(project: Project) -> None:
     waiting.communicate(proc, timeout=30)
     assert proc.returncode == 130
     assert _received(received)[-1]["event"] == "stopped"
+
+
+# --- the real thing ---------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("claude") is None, reason="the claude CLI is not installed")
+@pytest.mark.timeout(900)
+def test_the_real_claude_without_credentials_trips_the_breaker(
+        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+                 "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"):
+        monkeypatch.delenv(name, raising=False)
+    result = run_forge("loop", "run", "--agent", "claude", "--timeout", "3",
+                       cwd=project.root, timeout=800)  # the real PATH, an empty HOME
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "circuit breaker: the agent failed 3 times in a row the same way" in result.stderr
+    assert len(project.events("llm_spawned")) <= 3
+    assert all(item["status"] == "pending" for item in project.items().values())
+
+
+def test_the_readme_commands_for_claude_and_codex_work_as_written(project: Project) -> None:
+    from test_readme_flow import section_commands
+
+    commands = section_commands("Running Claude Code and Codex")
+    assert [words[:4] for words in commands] == [
+        ["git", "forge", "agents"], ["git", "forge", "loop", "run"],
+        ["git", "forge", "loop", "run"]]
+    project.fakes.plan({"001": {"do": "done"}, "002": {"do": "done"}, "003": {"do": "done"}})
+    listed = project.forge(*commands[0][2:])
+    assert "2.0.31 (Claude Code)" in listed.stdout and "codex-cli 0.46.0" in listed.stdout
+    first = project.run(*commands[1][4:], "--iterations", "1")
+    assert first.returncode == 0, first.stderr
+    assert project.fakes.starts("001")[0]["argv"][-2:] == ["--permission-mode", "acceptEdits"]
+    second = project.run(*commands[2][4:])
+    assert second.returncode == 0, second.stderr
+    assert project.fakes.starts("002")[0]["argv"] == [
+        "codex", "exec", "--json", "--full-auto", "-"]
+    assert "spent: 2 attempts" in second.stdout  # codex: tokens, no cost
