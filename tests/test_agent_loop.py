@@ -18,7 +18,7 @@ import pytest
 import waiting
 from builders import backlog_repo
 from fake_agents import FakeAgents
-from helpers import PtySession, forge_argv, git, run_forge
+from helpers import PtySession, forge_argv, git, run_forge, snapshot
 from templates import Templates
 
 
@@ -514,3 +514,38 @@ def test_the_readme_commands_for_claude_and_codex_work_as_written(project: Proje
     assert project.fakes.starts("002")[0]["argv"] == [
         "codex", "exec", "--json", "--full-auto", "-"]
     assert "spent: 2 attempts" in second.stdout  # codex: tokens, no cost
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "config", "error"), [
+    (["--on-limit", "later"], None, "argument --on-limit: invalid choice: 'later'"),
+    (["--max-consecutive-failures", "0"], None, "--max-consecutive-failures must be at least 1"),
+    (["--idle-timeout", "0"], None, "--idle-timeout must be a positive number of minutes"),
+    (["--max-cost", "-1"], None, "--max-cost must be a number of US dollars, 0 or more"),
+    ([], "loop:\n  onLimit: later\n", 'loop.onLimit must be "wait" or "stop" (got "later")'),
+    ([], "loop:\n  agentArgs: 5\n", "loop.agentArgs must be a list of strings (got 5)"),
+    ([], "loop:\n  agentArgs: [--model, 5]\n", "loop.agentArgs must be a list of strings"),
+    (["--notify", "'unclosed"], None, "cannot split the notify command line"),
+])
+def test_bad_agent_options_are_refused_and_change_nothing(
+        project: Project, args: list[str], config: str | None, error: str) -> None:
+    if config is not None:
+        (project.root / ".forge.yaml").write_text(config)
+    before = snapshot(project.root)
+    result = project.run("--agent", "claude", *args)
+    assert result.returncode == 2
+    assert result.stderr.startswith("Error: ") and error in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert snapshot(project.root) == before and not project.fakes.starts("001")
+
+
+def test_a_corrupt_receipts_ledger_is_refused_never_overwritten(project: Project) -> None:
+    ledger = project.root / ".forge" / "receipts.json"
+    ledger.write_text('{"items": ')
+    before = snapshot(project.root)
+    result = project.run("--agent", "claude")
+    assert result.returncode == 2 and "receipts.json is corrupt" in result.stderr
+    assert snapshot(project.root) == before and not project.fakes.starts("001")
+    assert json.loads(project.forge("status", "--json").stdout)["costs"] is None

@@ -12,7 +12,6 @@ events, costs a ``find`` each. Unknown fields and event types are ignored.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,8 +83,8 @@ class StreamReader:
 class _JsonLines(StreamReader):
     """A JSONL reader that parses only the lines naming an event it reads.
 
-    The wanted event names are one compiled pattern searched over each chunk at
-    once; only the lines it hits are cut out and parsed. A line longer than
+    Each wanted event name is searched over each chunk at once (``bytes.find``);
+    only the lines it hits are cut out and parsed. A line longer than
     ``LINE_LIMIT`` is dropped whole (its event could not be parsed anyway)."""
 
     #: Event-type names worth parsing (as they appear in quotes on their line).
@@ -97,7 +96,7 @@ class _JsonLines(StreamReader):
     def __init__(self, follow: TextSink | None = None) -> None:
         super().__init__(follow)
         names = self.WANTED + (self.FOLLOWED if follow is not None else ())
-        self._pattern = re.compile(b"|".join(re.escape(b'"' + name + b'"') for name in names))
+        self._names = tuple(b'"' + name + b'"' for name in names)
         #: The start of a line whose newline has not come yet.
         self._pending = bytearray()
         self._dropping = False  # inside an overlong line, until its newline
@@ -139,12 +138,20 @@ class _JsonLines(StreamReader):
 
     def _lines(self, chunk: bytes, begin: int, end: int) -> None:
         """Parse the wanted lines of ``chunk[begin:end]``."""
+        hits: list[int] = []
+        for name in self._names:  # one bytes.find pass per name: faster than a regex
+            at = chunk.find(name, begin, end)
+            while at >= 0:
+                hits.append(at)
+                at = chunk.find(name, at + len(name), end)
+        if len(self._names) > 1:
+            hits.sort()
         done = begin
-        for match in self._pattern.finditer(chunk, begin, end):
-            if match.start() < done:
+        for at in hits:
+            if at < done:
                 continue  # a second name on a line already read
-            start = chunk.rfind(b"\n", begin, match.start()) + 1 or begin
-            stop = chunk.find(b"\n", match.end(), end)
+            start = chunk.rfind(b"\n", begin, at) + 1 or begin
+            stop = chunk.find(b"\n", at, end)
             stop = end if stop < 0 else stop
             done = stop
             if stop - start <= self.LINE_LIMIT and self.worth(chunk, start, stop):
@@ -156,6 +163,10 @@ class _JsonLines(StreamReader):
         """Whether a line naming a wanted event is worth parsing at all."""
         return True
 
+    def forget(self, name: bytes) -> None:
+        """Search no more for ``name`` (what it gave is known): one pass less per chunk."""
+        self._names = tuple(each for each in self._names if each != b'"' + name + b'"')
+
     def event(self, event: dict[str, Any]) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
@@ -163,14 +174,11 @@ class _JsonLines(StreamReader):
 class ClaudeStream(_JsonLines):
     """``claude -p --output-format stream-json --verbose``."""
 
-    WANTED = (b"system", b"result", b"rate_limit_event")
+    #: A rate-limit event comes every turn, and only a rejected one matters: the
+    #: word searched for is its status, so the allowed ones cost nothing. ``system``
+    #: is searched for until the init line gave the session id.
+    WANTED = (b"system", b"result", b"rejected")
     FOLLOWED = (b"assistant",)
-
-    def worth(self, chunk: bytes, start: int, stop: int) -> bool:
-        # A rate-limit event comes every turn; only a rejected one matters.
-        if chunk.find(b'"rate_limit_event"', start, stop) >= 0:
-            return chunk.find(b'"rejected"', start, stop) >= 0
-        return True
 
     def event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -178,6 +186,8 @@ class ClaudeStream(_JsonLines):
         session = _text(event.get("session_id"))
         if session:
             facts.session_id = session
+            if kind == "system":
+                self.forget(b"system")  # the init line: the result says the session again
         if kind == "assistant":
             if self.follow is not None:
                 text = _assistant_text(event)

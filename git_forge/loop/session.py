@@ -78,6 +78,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     author_and_committer(repo)  # no identity is a clear error before any work
     store = HeldBacklog(BacklogStore.in_dir(workspace.backlog_dir))
     store.load()  # read and validated once; re-read only when another writer changes it
+    receipts.read_ledger(state_dir)  # a corrupt ledger is refused before any work, never rewritten
     state_dir.mkdir(parents=True, exist_ok=True)
 
     recorded = _recorded_wait(workspace)
