@@ -300,6 +300,10 @@ def test_on_limit_stop_ends_the_run_with_exit_4_and_when_to_come_back(
     assert f"it lifts at {until}: come back then" in result.stderr
     assert project.items()["001"]["status"] == "pending"
     assert project.state()["status"] == "stopped"
+    again = project.run("--agent", "claude", "--on-limit", "stop")  # still ahead: no agent
+    assert again.returncode == 4 and f"lifts at {until}: come back then" in again.stderr
+    assert len(project.fakes.starts("001")) == 1
+    assert project.state()["waitingUntil"] == until
 
 
 @pytest.mark.parametrize("agent", ["claude", "codex"])

@@ -26,9 +26,9 @@ from git_forge.backlog.held import HeldBacklog
 from git_forge.backlog.item import Item
 from git_forge.backlog.model import select_next
 from git_forge.backlog.store import BacklogStore
-from git_forge.clock import compact_stamp, wire_now
+from git_forge.clock import compact_stamp, wire_now, wire_stamp
 from git_forge.errors import ForgeError
-from git_forge.exit_codes import LOOP_PAUSED, LOOP_REFUSED, LOOP_STOPPED
+from git_forge.exit_codes import LOOP_LIMIT, LOOP_PAUSED, LOOP_REFUSED, LOOP_STOPPED
 from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR, tree_lock_path
 from git_forge.locks import FileLock
 from git_forge.loop import agent_run, control, limits_wait, notify, receipts
@@ -112,9 +112,16 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
                        baseCommitHash=state.base_commit_hash, agent=options.argv(),
                        profile=options.profile.name)
         progress.started(run_id, options.iterations)
-        if recorded is not None and not limits_wait.wait_out(
-                run, recorded, "a usage limit an earlier run recorded", None, "recorded"):
-            return _stopped(run)
+        if recorded is not None:
+            if options.on_limit == "stop":
+                stamp = wire_stamp(recorded)
+                run.save(waiting_until=stamp)
+                return _ended(run, Ending(LOOP_LIMIT, "stopped", (
+                    f"stopped: the agent's usage limit an earlier run met lifts at {stamp}: "
+                    "come back then")))
+            if not limits_wait.wait_out(run, recorded, "a usage limit an earlier run recorded",
+                                        None, "recorded"):
+                return _stopped(run)
         return _loop(run)
     except ForgeError as exc:
         if supervisor is not None and state_dir.joinpath("state.json").exists():
