@@ -59,26 +59,27 @@ def join_list_in(document: dict[str, Any], key: str, elements: list[bytes],
     copy, where joining and encoding its text costs many times that. Text that is
     not valid Unicode raises ``UnicodeEncodeError``, as encoding it would."""
     step = " " * indent
-    inner = "\n" + step
-    parts: list[bytes] = []
+    inner = ("\n" + step).encode()
+    deeper = inner + step.encode()
+    parts: list[bytes] = [b"{"]
     for name, value in document.items():
         if type(name) is not str:
             return None
-        if name == key:
-            if not elements:
-                text = b"[]"
-            else:
-                deeper = (inner + step).encode()
-                text = b"[" + deeper + (b"," + deeper).join(elements) + inner.encode() + b"]"
-        else:
+        parts += (inner if len(parts) == 1 else b"," + inner,
+                  encode_basestring(name).encode("utf-8"), b": ")
+        if name != key:
             encoded = encode_nested(value, 1, indent)
             if encoded is None:
                 return None
-            text = encoded.encode("utf-8")
-        parts.append(encode_basestring(name).encode("utf-8") + b": " + text)
-    if not parts:
+            parts.append(encoded.encode("utf-8"))
+        elif not elements:
+            parts.append(b"[]")
+        else:
+            parts += (b"[", deeper, (b"," + deeper).join(elements), inner, b"]")
+    if len(parts) == 1:
         return b"{}"
-    return b"{" + inner.encode() + ("," + inner).encode().join(parts) + b"\n}"
+    parts.append(b"\n}")
+    return b"".join(parts)
 
 
 def _scalar(value: Any) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import waiting
 
+from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.held import HeldBacklog
 from git_forge.backlog.store import BacklogStore
@@ -152,3 +153,44 @@ def test_writers_in_other_processes_lose_nothing(tmp_path: Path) -> None:
     assert len(document["items"]) == 30 + 45
     assert all(item["status"] == "in_progress" for item in document["items"][:30])
     held.close()
+
+
+def test_a_file_laid_out_otherwise_is_written_as_the_store_writes_it(tmp_path: Path) -> None:
+    by_store, held_store = write(tmp_path / "a", items(4)), write(tmp_path / "b", items(4))
+    for store in (by_store, held_store):  # one line, as another tool might write it
+        store.path.write_text(json.dumps(json.loads(store.path.read_bytes())), encoding="utf-8")
+    held = HeldBacklog(held_store)
+    held.transition("003", "in_progress")
+    by_store.transition("003", "in_progress")
+    assert held_store.path.read_bytes() == by_store.path.read_bytes()
+
+
+def test_an_items_own_layout_is_kept_where_the_loop_did_not_change_it(tmp_path: Path) -> None:
+    store = write(tmp_path, items(3))
+    raw = store.path.read_bytes()
+    edited = raw.replace(b'"aExtra": "kept"', b'"aExtra" :"kept"', 1)  # a hand edit, item 001
+    store.path.write_bytes(edited)
+    held = HeldBacklog(store)
+    held.transition("002", "in_progress")
+    written = store.path.read_bytes()
+    assert b'"aExtra" :"kept"' in written  # 001 as the human left it
+    expected = json.loads(edited)
+    expected["items"][1]["status"] = "in_progress"
+    assert json.loads(written) == expected
+
+
+def test_selection_follows_transitions_and_other_writers(tmp_path: Path) -> None:
+    rows = [{**ITEM, "id": f"{n:03d}", "priority": 1 + n % 3,
+             "dependsOn": ["002"] if n in (4, 7) else []} for n in range(1, 10)]
+    store = write(tmp_path, rows)
+    held = HeldBacklog(store)
+    taken = []
+    while (item := held.select_next()) is not None:
+        assert item is model.select_next(held.items())
+        taken.append(item.id)
+        held.transition(item.id, "in_progress")
+        held.transition(item.id, "done")
+        if item.id == "003":  # another terminal raises 008's priority from 3 to 1
+            BacklogStore(store.path).edit("008", {"priority": 1})
+    # priority 1 first (008 raised), then 2 — 004 and 007 wait for 002 — then 3
+    assert taken == ["003", "006", "008", "009", "001", "002", "004", "007", "005"]

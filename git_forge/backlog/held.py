@@ -26,7 +26,9 @@ illegal transition — and a refused change changes neither the file nor memory.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,58 @@ def _identity(stat: os.stat_result) -> _Identity:
     return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
+#: How backlog.json's item list opens, and how its items are separated and it closes,
+#: in the layout every git-forge writer gives it (``json.dumps(indent=2)``'s).
+_LIST_OPENS, _ITEM_SEPARATOR, _LIST_CLOSES = b'\n  "items": [\n    ', b",\n    {", b"\n  ]"
+
+
+def item_texts(raw: bytes, items: list[Any]) -> list[bytes | None]:
+    """Each item's text as ``raw`` (the file's bytes, holding ``items``) has it, so a
+    write keeps it instead of encoding every item again; ``None`` for every item
+    when the file is not laid out as git-forge writes it (then items are encoded).
+
+    In that layout a line never holds a raw newline inside a string, the list's own
+    lines are indented exactly 4 spaces and everything inside an item more, so the
+    list is cut at its separators without reading the items. The cut is then proved:
+    the texts, parsed, must be the items the file parsed to (a C parse, far cheaper
+    than encoding), else none of them is used."""
+    unknown: list[bytes | None] = [None] * len(items)
+    start = raw.find(_LIST_OPENS)
+    if start < 0 or not items:
+        return unknown
+    start += len(_LIST_OPENS)
+    end = raw.find(_LIST_CLOSES, start)
+    if end < 0:
+        return unknown
+    texts = raw[start:end].split(_ITEM_SEPARATOR)
+    if len(texts) != len(items):
+        return unknown
+    for position in range(1, len(texts)):
+        texts[position] = b"{" + texts[position]
+    try:
+        if json.loads(b"[" + b",".join(texts) + b"]") != items:
+            return unknown
+    except ValueError:  # a cut inside a value: not the layout after all
+        return unknown
+    return list(texts)
+
+
+class _Statuses(Mapping[str, object]):
+    """Each id's status in a held backlog, read through its index (no dict per call)."""
+
+    def __init__(self, held: HeldBacklog) -> None:
+        self._items, self._index = held._items, held._index
+
+    def __getitem__(self, item_id: str) -> object:
+        return self._items[self._index[item_id]].status
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
 class HeldBacklog:
     """``store``'s file, held in memory by the one run that owns it."""
 
@@ -63,6 +117,8 @@ class HeldBacklog:
         self._index: dict[str, int] = {}
         #: The encoded text of each item, as UTF-8 (``None``: not encoded since it changed).
         self._texts: list[bytes | None] = []
+        #: Item positions in the order the loop takes them (``model.selection_order``).
+        self._order: list[int] | None = None
         self._identity: _Identity | None = None
         self._fd: int | None = None
 
@@ -101,7 +157,8 @@ class HeldBacklog:
                         for key, value in document.items()}
         self._items = items
         self._index = model.index_items(items)
-        self._texts = [None] * len(items)
+        self._texts = item_texts(raw, document["items"])
+        self._order = None
 
     def _hold(self, fd: int, identity: _Identity) -> None:
         if self._fd is not None:
@@ -122,6 +179,14 @@ class HeldBacklog:
     def get(self, item_id: str) -> Item:
         self.load()
         return self._items[self._position(item_id)]
+
+    def select_next(self) -> Item | None:
+        """``model.select_next`` of the backlog as the file holds it now, without a
+        pass over every item: the order is computed once per file read."""
+        self.load()
+        if self._order is None:
+            self._order = model.selection_order(self._items)
+        return model.first_selectable(self._items, self._order, _Statuses(self))
 
     def description(self) -> str:
         """The backlog's ``description`` (the prompt's ``## Project`` section)."""

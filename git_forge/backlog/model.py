@@ -263,16 +263,20 @@ def _selection_order(item: Item) -> tuple[int, tuple]:
     return (4 if priority is None else priority, id_key(item.id))
 
 
-def select_next(items: list[Item]) -> Item | None:
-    """The item the loop works on next: pending with every in-backlog dependency
-    done; lowest priority number first, then id (numeric-aware). ``None`` if none.
+def selection_order(items: Sequence[Item]) -> list[int]:
+    """The positions of ``items`` in the order the loop takes them — lowest priority
+    number first (an item without one ranks as 4), then id (numeric-aware). It
+    depends only on ids and priorities, which no status change touches: a loop
+    computes it once per backlog it reads."""
+    return sorted(range(len(items)), key=lambda position: _selection_order(items[position]))
 
-    ``selectable_items(items)[0]`` in one pass without a sort: the loop asks this of
-    the whole backlog every iteration, so it must cost little per item."""
-    status_of: dict[str, str | None] | None = None
-    best = 5  # above every priority (an item without one ranks as 4)
-    candidates: list[Item] = []
-    for item in items:
+
+def first_selectable(items: Sequence[Item], order: Iterable[int],
+                     status_of: Mapping[str, object] | None = None) -> Item | None:
+    """The first item in ``order`` that is selectable (``topology.is_selectable``);
+    ``status_of`` (each id's status) is built only if an item has dependencies."""
+    for position in order:
+        item = items[position]
         if item.status != "pending":
             continue
         dependencies = item.raw.get("dependsOn")
@@ -281,17 +285,14 @@ def select_next(items: list[Item]) -> Item | None:
                 status_of = {other.id: other.status for other in items}
             if not is_selectable("pending", dependencies, status_of):
                 continue
-        priority = item.priority
-        rank = 4 if priority is None else priority
-        if rank < best:
-            best, candidates = rank, [item]
-        elif rank == best:
-            candidates.append(item)
-    return min(candidates, key=_id_order) if candidates else None
+        return item
+    return None
 
 
-def _id_order(item: Item) -> tuple:
-    return id_key(item.id)
+def select_next(items: list[Item]) -> Item | None:
+    """The item the loop works on next: pending with every in-backlog dependency
+    done; lowest priority number first, then id (numeric-aware). ``None`` if none."""
+    return first_selectable(items, selection_order(items))
 
 
 def next_id(items: Iterable[Item]) -> str:

@@ -24,7 +24,6 @@ from typing import Any
 from git_forge.backlog.bookkeeping import describe_changes
 from git_forge.backlog.held import HeldBacklog
 from git_forge.backlog.item import Item
-from git_forge.backlog.model import select_next
 from git_forge.backlog.store import BacklogStore
 from git_forge.clock import compact_stamp, wire_now, wire_stamp
 from git_forge.errors import ForgeError
@@ -308,7 +307,7 @@ def _loop(run: RunContext) -> LoopResult:
     while number < run.options.iterations:
         if run.stop():
             return _stopped(run)
-        item = retry or select_next(run.store.items())
+        item = retry or run.store.select_next()
         if item is None:
             break
         over = agent_run.over_budget(run)
