@@ -85,8 +85,8 @@ function _shtab_git_forge_using
   test "$_shtab_git_forge_cmdpath" = "$argv"
 end
 
-set -g _shtab_git_forge_commands version decision 'decision record' 'decision list' 'decision apply' init backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog topology' status config reconcile preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' 'proc prune' loop 'loop run' 'loop stop' recover demo completion help
-set -g _shtab_git_forge_opts_with_value --ac --actor --agent --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --item --items-json --iterations --leave --limit --merge --mode --notes --priority --prompt-file --question --restore --retries --stash --state-dir --status --timeout --title --type
+set -g _shtab_git_forge_commands version decision 'decision record' 'decision list' 'decision apply' init backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog topology' status config reconcile preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' 'proc prune' loop 'loop run' 'loop stop' agents recover demo completion help
+set -g _shtab_git_forge_opts_with_value --ac --actor --agent --agent-arg --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --idle-timeout --item --items-json --iterations --leave --limit --max-consecutive-failures --max-cost --merge --mode --notes --notify --on-limit --priority --prompt-file --question --restore --retries --stash --state-dir --status --timeout --title --type
 
 complete -c git-forge -e
 complete -c git-forge -f
@@ -271,10 +271,16 @@ complete -c git-forge -n '_shtab_git_forge_using loop' -s h -l help -d 'show thi
 complete -c git-forge -n '_shtab_git_forge_using loop; and test $_shtab_git_forge_npos -eq 0' -a run -d 'run the loop'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
-complete -c git-forge -n '_shtab_git_forge_using loop run' -l agent -x -d 'the agent command line, split once, never through a shell; {prompt_file} is replaced by a file holding the prompt (default: loop.agent)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l agent -x -d 'claude or codex (a built-in profile: see git forge agents), or the agent command line, split once, never through a shell; {prompt_file} is replaced by a file holding the prompt (default: loop.agent)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l agent-arg -x -d 'an extra flag for the agent, after the profile'"'"'s own (repeatable; write a flag as --agent-arg=--model; default: loop.agentArgs)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l iterations -x -d 'agent starts in this run, retries included (default: loop.iterations)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l retries -x -d 'retries of an item that gives no signal (default: loop.retries)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l timeout -x -d 'minutes an agent may run, fractions allowed (default: loop.timeoutMinutes)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l idle-timeout -x -d 'end an agent that writes nothing for this many minutes, then retry or defer as usual (default: loop.idleTimeoutMinutes)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l max-cost -x -d 'start no iteration once this run'"'"'s agents have cost this much (exit 4; default: loop.maxCostUsd)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l on-limit -xka "wait stop" -d 'at the agent'"'"'s usage limit: wait until it lifts and go on, or stop (exit 4) (default: loop.onLimit, wait)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l max-consecutive-failures -x -d 'stop the run (exit 1) when N attempts in a row fail the same way (default: loop.maxConsecutiveFailures, 3)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l notify -x -d 'a command run with one JSON event on stdin when the run waits on a limit, pauses, trips the breaker, ends with items waiting, or is stopped (split once, no shell; default: loop.notify)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l prompt-file -xka "(__fish_complete_path (commandline -ct))" -d 'text prepended to every prompt (default: loop.promptFile)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l pause-on-needs-human -d 'stop (exit 3) at the first item that needs a human'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l follow -d 'stream the agent'"'"'s output'
@@ -287,6 +293,9 @@ complete -c git-forge -n '_shtab_git_forge_using loop stop' -s h -l help -d 'sho
 complete -c git-forge -n '_shtab_git_forge_using loop stop' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
 complete -c git-forge -n '_shtab_git_forge_using loop stop' -l json -d 'print {"requested": true|false}'
 complete -c git-forge -n '_shtab_git_forge_using loop stop; and test $_shtab_git_forge_npos -eq 0' -ka "(__fish_complete_directories)" -d 'project path (default: .)'
+complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a agents -d 'list the agent profiles: command, binary on PATH, version'
+complete -c git-forge -n '_shtab_git_forge_using agents' -s h -l help -d 'show this help message and exit'
+complete -c git-forge -n '_shtab_git_forge_using agents' -l json -d 'print [{name, binary, path, version, command, …}, …]'
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a recover -d 'answer a stopped run'"'"'s questions and make the backlog resumable'
 complete -c git-forge -n '_shtab_git_forge_using recover' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using recover' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
@@ -308,4 +317,4 @@ complete -c git-forge -n '_shtab_git_forge_using completion' -s h -l help -d 'sh
 complete -c git-forge -n '_shtab_git_forge_using completion; and test $_shtab_git_forge_npos -eq 0' -ka "bash zsh fish" -d 'bash, zsh or fish'
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a help -d 'show the overview, or a command'"'"'s help'
 complete -c git-forge -n '_shtab_git_forge_using help' -s h -l help -d 'show this help message and exit'
-complete -c git-forge -n '_shtab_git_forge_using help; and test $_shtab_git_forge_npos -ge 0' -ka "version decision init backlog status config reconcile preflight hooks proc loop recover demo completion help" -d 'a command, and a verb of it'
+complete -c git-forge -n '_shtab_git_forge_using help; and test $_shtab_git_forge_npos -ge 0' -ka "version decision init backlog status config reconcile preflight hooks proc loop agents recover demo completion help" -d 'a command, and a verb of it'

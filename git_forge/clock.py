@@ -21,7 +21,12 @@ from datetime import UTC, datetime
 
 def wire_now() -> str:
     """Now as ``2026-11-29T10:11:12Z`` — the timestamp of every durable record."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return wire_stamp(datetime.now(UTC))
+
+
+def wire_stamp(moment: datetime) -> str:
+    """``moment`` as ``wire_now`` writes it (a usage limit's end in state.json)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def precise_stamp(moment: datetime) -> str:

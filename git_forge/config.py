@@ -60,11 +60,15 @@ class _Key(NamedTuple):
     doc: str = ""
     #: ``""`` is a value of its own (not a missing one): ``stateDir: ""`` is the backlog dir.
     empty_ok: bool = False
+    #: The only values a string key may take (``None``: any).
+    choices: tuple[str, ...] | None = None
 
 
 _STR = (str,)
 _INT = (int,)
 _NUMBER = (int, float)
+#: A list of strings (``agentArgs: [--model, opus]``); one string is split like a command line.
+_WORDS = (list, str)
 
 #: Every key git-forge understands, in the order ``git forge config`` lists them.
 KEYS: dict[str, _Key] = {
@@ -80,12 +84,28 @@ KEYS: dict[str, _Key] = {
     "loopRunner.installHint": _Key(None, _STR, nullable=True),
     "loopRunner.minRunnerVersion": _Key(None, _STR, nullable=True),
     "loopRunner.recoveryMinRunnerVersion": _Key("0.14.0", _STR),
-    "loop.agent": _Key(None, _STR, nullable=True, doc="agent command line"),
+    "loop.agent": _Key(None, _STR, nullable=True,
+                       doc="agent: claude, codex, or a command line"),
+    "loop.agentArgs": _Key((), _WORDS, doc="extra flags for the agent (a list, or one line)"),
     "loop.iterations": _Key(50, _INT, minimum=1),
     "loop.retries": _Key(2, _INT, minimum=0),
     "loop.timeoutMinutes": _Key(30, _NUMBER, minimum=0.01),
     "loop.promptFile": _Key(None, _STR, nullable=True),
     "loop.pauseOnNeedsHuman": _Key(False, (bool,)),
+    "loop.idleTimeoutMinutes": _Key(None, _NUMBER, nullable=True, minimum=0.01,
+                                    doc="end an agent silent this long (null: never)"),
+    "loop.maxCostUsd": _Key(None, _NUMBER, nullable=True, minimum=0,
+                            doc="start no iteration once the run's cost reaches this"),
+    "loop.onLimit": _Key("wait", _STR, choices=("wait", "stop"),
+                         doc="at a usage limit: wait until it lifts, or stop (exit 4)"),
+    "loop.limitWait": _Key(15, _NUMBER, minimum=0.01,
+                           doc="minutes to wait at a limit whose end time is not given"),
+    "loop.maxConsecutiveFailures": _Key(3, _INT, minimum=1,
+                                        doc="identical failures in a row that stop the run"),
+    "loop.resumeSessions": _Key(True, (bool,),
+                                doc="a retry of an item resumes its agent session"),
+    "loop.notify": _Key(None, _STR, nullable=True,
+                        doc="command run with one JSON event on stdin (no shell)"),
     "recover.lockWaitSeconds": _Key(10, _NUMBER, minimum=0,
                                     doc="how long a recover pass waits for another one"),
     "supervisor.maxProcessSpoolBytes": _Key(64 * 1024 * 1024, _INT, minimum=1),
@@ -174,6 +194,10 @@ def _type_name(spec: _Key) -> str:
         return "an integer"
     if spec.kinds == _NUMBER:
         return "a number"
+    if spec.kinds == _WORDS:
+        return "a list of strings"
+    if spec.choices:
+        return " or ".join(json.dumps(choice) for choice in spec.choices)
     return "a string"
 
 
@@ -185,7 +209,11 @@ def _checked_value(label: str, key: str, value: Any) -> Any:
     ok = isinstance(value, spec.kinds) and not (
         isinstance(value, bool) and bool not in spec.kinds)
     if (ok and isinstance(value, str) and not value.strip() and not spec.nullable
-            and not (spec.empty_ok and value == "")):
+            and not (spec.empty_ok and value == "") and spec.kinds != _WORDS):
+        ok = False
+    if ok and isinstance(value, list):
+        ok = all(isinstance(word, str) for word in value)
+    if ok and spec.choices is not None and value not in spec.choices:
         ok = False
     if not ok:
         expected = _type_name(spec) + (" or null" if spec.nullable else "")

@@ -30,6 +30,9 @@ LOOP_ERROR = EXIT_ERROR
 #: The pre-launch check said STOP, a lock is held, or the arguments are bad.
 LOOP_REFUSED = EXIT_USAGE
 LOOP_PAUSED = EXIT_NEEDS_HUMAN
+#: Stopped at a limit: the agent's usage limit (``--on-limit stop``, or one no clock
+#: lifts) or the run's ``--max-cost`` (the rauf convention's 4).
+LOOP_LIMIT = 4
 #: Nothing selectable is left while blocked items (needs-human, blocked, deferred) remain.
 LOOP_BLOCKED = 5
 LOOP_STOPPED = EXIT_INTERRUPTED

@@ -45,6 +45,10 @@ MANIFEST_SUFFIX = ".manifest.json"
 #: when the agent ends; the pattern is ignored so that none is ever committed.
 PROMPT_FILES = "prompt-*.md"
 ARCHIVE_DIR = "archive"
+#: What each item and run has cost so far (the sums of the agents' receipts).
+RECEIPTS_FILE = "receipts.json"
+#: The notifications a run sent, so that a restarted run does not send them again.
+NOTIFIED_FILE = "notified.json"
 
 #: Configuration files (read by ``config``; named here so that code on a hot path,
 #: completion, can look for them without loading the configuration machinery).

@@ -25,8 +25,10 @@ from git_forge.layout import (
     DECISIONS_FILE,
     EVENTS_FILE,
     LOOP_RUN_FILE,
+    NOTIFIED_FILE,
     PROC_DIR,
     PROMPT_FILES,
+    RECEIPTS_FILE,
     STATE_FILE,
 )
 from git_forge.workspace import Workspace
@@ -34,7 +36,7 @@ from git_forge.workspace import Workspace
 #: State files that live in the state dir (formats.md), as ignore patterns.
 _STATE_PATTERNS: tuple[str, ...] = (
     STATE_FILE, EVENTS_FILE, DECISIONS_FILE, "*.lock", LOOP_RUN_FILE, f"{PROC_DIR}/",
-    f"{ARCHIVE_DIR}/", PROMPT_FILES,
+    f"{ARCHIVE_DIR}/", PROMPT_FILES, RECEIPTS_FILE, NOTIFIED_FILE,
 )
 
 _EXAMPLE_CONFIG = """\

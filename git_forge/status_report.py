@@ -17,6 +17,7 @@ from git_forge.backlog.topology import build_graph, topology_of, waiting_on
 from git_forge.errors import StoreError
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.loop.control import loop_lock_path, orphaned_agents
+from git_forge.loop.receipts import costs_json, read_ledger
 from git_forge.loop.state import RunState, read_state, state_path
 from git_forge.runner.base import Runner
 from git_forge.workspace import Workspace
@@ -72,6 +73,7 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
         "currentItem": state.current_item,
         "lastSignal": state.last_signal,
         "startedAt": state.started_at,
+        "waitingUntil": state.waiting_until,
     }
     document.update({
         "backlogSummary": summarize(items),
@@ -89,6 +91,7 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
                         for key in ("maxChainDepth", "selectable", "starvation")},
                      "waitingOn": waiting_on(graph)},
         "runner": runner.describe(),
+        "costs": _costs(workspace.state_dir, state.run_id),
         "error": problem if problem is not None else state.error,
         "statusSchemaVersion": STATUS_SCHEMA_VERSION,
         "projectPath": str(workspace.root),
@@ -96,3 +99,12 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
         "stateDir": workspace.relative(workspace.state_dir),
     })
     return document
+
+
+def _costs(state_dir: Path, run_id: str | None) -> dict[str, Any] | None:
+    """What the last run and each item cost so far (``loop/receipts.py``); ``None``
+    when the ledger cannot be read (status still reports the rest)."""
+    try:
+        return costs_json(read_ledger(state_dir), run_id)
+    except StoreError:
+        return None

@@ -22,15 +22,20 @@ def claude_init(session: str, cwd: str = "/repo") -> str:
                  "uuid": "0b2c6a1e-7e1f-4a53-9d0e-3c1d8d0a9f11"})
 
 
-def claude_assistant(session: str, text: str) -> str:
-    return line({"type": "assistant", "message": {
+def claude_assistant(session: str, text: str, error: str | None = None) -> str:
+    """An assistant message; ``error`` makes it the synthetic one Claude Code writes
+    for a failure it meets before any API call (``authentication_failed``)."""
+    event: dict[str, Any] = {"type": "assistant", "message": {
         "id": "msg_01XyZ", "type": "message", "role": "assistant",
-        "model": "claude-sonnet-4-5-20250929",
+        "model": "<synthetic>" if error else "claude-sonnet-4-5-20250929",
         "content": [{"type": "text", "text": text}], "stop_reason": None,
         "usage": {"input_tokens": 12, "cache_creation_input_tokens": 0,
                   "cache_read_input_tokens": 1500, "output_tokens": 40}},
         "parent_tool_use_id": None, "session_id": session,
-        "uuid": "5d5a2f0b-9b0c-4c1d-8a8e-21c0f1e0a2b3"})
+        "uuid": "5d5a2f0b-9b0c-4c1d-8a8e-21c0f1e0a2b3"}
+    if error:
+        event["error"] = error
+    return line(event)
 
 
 def claude_tool_use(session: str) -> str:

@@ -154,11 +154,18 @@ def test_codex_usage_limit_and_failure() -> None:
 def test_profiles_and_resume_argv() -> None:
     claude, codex = PROFILES["claude"], PROFILES["codex"]
     assert profile_for(["claude"]) is claude and profile_for(["claude", "-p"]) is GENERIC
-    assert claude.argv(["--model", "opus"]) == [
+    assert claude.argv(["claude"], ["--model", "opus"]) == [
         "claude", "-p", "--output-format", "stream-json", "--verbose", "--model", "opus"]
-    assert claude.argv([], session="s1")[-2:] == ["--resume", "s1"]
-    assert codex.argv(["--full-auto"], session="th") == [
-        "codex", "exec", "resume", "th", "--json", "-", "--full-auto"]
+    assert claude.argv(["claude"], ["--model", "opus"], session="s1") == [
+        "claude", "-p", "--output-format", "stream-json", "--verbose", "--resume", "s1",
+        "--model", "opus"]
+    assert codex.argv(["codex"], ["--full-auto"]) == [
+        "codex", "exec", "--json", "--full-auto", "-"]
+    assert codex.argv(["codex"], ["--full-auto"], session="th") == [
+        "codex", "exec", "resume", "th", "--json", "--full-auto", "-"]
+    # a command line is the generic profile: run as given, the extra flags after it
+    assert GENERIC.argv(["my-agent", "--fast"], ["-v"], session="s") == [
+        "my-agent", "--fast", "-v"]
 
 
 def test_receipts_and_totals() -> None:

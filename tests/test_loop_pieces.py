@@ -59,7 +59,7 @@ def test_state_round_trip_and_key_order(tmp_path: Path) -> None:
     assert list(document) == [
         "status", "iteration", "maxIterations", "currentItem", "lastSignal", "startedAt",
         "updatedAt", "completedItems", "blockedItems", "deferredItems", "needsHumanItems",
-        "baseCommitHash", "runId", "error"]
+        "baseCommitHash", "runId", "error", "waitingUntil"]
     assert document["status"] == "running" and document["updatedAt"].endswith("Z")
     with pytest.raises(ValueError):
         write_state(tmp_path, RunState(status="bogus"))

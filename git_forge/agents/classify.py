@@ -45,13 +45,18 @@ class Classified:
 
 _NOT_LOGGED_IN = re.compile(
     r"invalid api key|please run /login|not logged in|log ?in required|login required|"
-    r"authentication[_ ]error|oauth token (?:has )?expired|unauthorized|401\b", re.IGNORECASE)
-_HARD_LIMIT = re.compile(r"disabled by your admin|spend limit|billing|credit balance is too low",
+    r"authentication[_ ]error|oauth token (?:has )?expired|\b401 unauthorized|"
+    r"\b(?:status|error|http)[: ]*401\b", re.IGNORECASE)
+_HARD_LIMIT = re.compile(r"disabled by your admin|spend limit|credit balance is too low",
                          re.IGNORECASE)
 _TIME_LIMIT = re.compile(
     r"hit your (?:\w+ )?limit|usage limit|session limit|rate limit reached|"
     r"try again (?:at|in)\b|limit reached\|", re.IGNORECASE)
-_API_ERROR = re.compile(r"API Error:?\s*([^\n]{0,80})", re.IGNORECASE)
+_API_ERROR = re.compile(r"API Error:?[ \t]*([^\n]*)", re.IGNORECASE)
+_API_STATUS = re.compile(r"^(\d{3})\b")
+_API_TYPE = re.compile(r'"type"\s*:\s*"(\w+_error)"')
+#: A failed plain agent's stdout counts as words only in its last lines.
+PLAIN_LINES = 20
 
 
 def _first_line(text: str) -> str:
@@ -64,21 +69,27 @@ def _first_line(text: str) -> str:
 def classify(facts: Facts, exit_code: int | None, stderr: str, *, stdout: str = "",
              structured: bool = False, now: datetime | None = None) -> Classified:
     """Classify one finished attempt from its parsed stream, exit code, stderr and
-    the end of its stdout. With a ``structured`` stream only its non-JSON lines
-    count as words (a limit message Claude prints as plain text); a plain stream's
-    words count only when the attempt failed (a done agent may talk of limits)."""
+    the end of its stdout. An agent whose stream says it finished its work ran,
+    whatever its exit code (Codex may exit non-zero after a completed turn). With
+    a ``structured`` stream only its non-JSON lines count as words (a limit
+    message Claude prints as plain text); a plain stream's last lines count only
+    when the attempt failed (a done agent may talk of limits)."""
+    if facts.completed_turn:
+        return Classified(Verdict.RAN)
     now = now or datetime.now(UTC)
     if structured:
         plain = "\n".join(line for line in stdout.splitlines()
                           if line.strip() and not line.lstrip().startswith("{"))
     else:
-        plain = stdout if exit_code not in (0, None) else ""
+        plain = ("\n".join(stdout.splitlines()[-PLAIN_LINES:])
+                 if exit_code not in (0, None) else "")
     said = "\n".join(filter(None, [facts.final_text if _is_error(facts) else "",
                                    *facts.errors, plain, stderr]))
     if facts.rejected_limit is not None:
         epoch = facts.rejected_limit.get("resetsAt")
         reset = (datetime.fromtimestamp(epoch, UTC)
-                 if isinstance(epoch, int | float) and not isinstance(epoch, bool) else None)
+                 if isinstance(epoch, int | float) and not isinstance(epoch, bool)
+                 and 0 < epoch < 1e11 else None)
         return Classified(Verdict.LIMIT_WAIT, "usage limit", reset,
                           f"usage limit ({facts.rejected_limit.get('rateLimitType') or 'rate'})")
     hard = _HARD_LIMIT.search(said)
@@ -86,7 +97,7 @@ def classify(facts: Facts, exit_code: int | None, stderr: str, *, stdout: str = 
         return Classified(Verdict.LIMIT_STOP, "usage limit no clock lifts",
                           message=_line_of(said, hard.start()))
     limit = _TIME_LIMIT.search(said)
-    if limit and not (facts.completed_turn and exit_code == 0):
+    if limit:
         line = _line_of(said, limit.start())
         if "API Error" in line and not re.search(r"try again|resets?", said, re.IGNORECASE):
             # An API rate limit with no time: a failed attempt, retried as usual.
@@ -100,10 +111,10 @@ def classify(facts: Facts, exit_code: int | None, stderr: str, *, stdout: str = 
         return Classified(Verdict.FAILED, _api_error(facts.final_text) or
                           f"error result ({(facts.result or {}).get('subtype') or 'is_error'})",
                           message=_first_line(facts.final_text))
-    if facts.errors and not facts.completed_turn:
+    if facts.errors:
         return Classified(Verdict.FAILED, _api_error(facts.errors[-1]) or "turn failed",
                           message=_first_line(facts.errors[-1]))
-    if exit_code not in (0, None) and not facts.completed_turn and facts.result is None:
+    if structured and exit_code not in (0, None) and facts.result is None:
         return Classified(Verdict.FAILED, None, message=_first_line(stderr) or None)
     return Classified(Verdict.RAN)
 
@@ -114,10 +125,19 @@ def _is_error(facts: Facts) -> bool:
 
 
 def _api_error(text: str) -> str | None:
+    """``API Error: Rate limit reached``; ``API Error: 529 overloaded_error`` for one
+    carrying a status and a JSON body (whose request id would differ every time)."""
     match = _API_ERROR.search(text)
     if not match:
         return None
-    detail = match.group(1).strip().rstrip(".")
+    detail = match.group(1).strip()
+    status = _API_STATUS.match(detail)
+    kind = _API_TYPE.search(detail)
+    if status or kind:
+        words = [part for part in (status and status.group(1), kind and kind.group(1)) if part]
+        return "API Error: " + " ".join(words)
+    detail = re.split(r"[{(\[]", detail, maxsplit=1)[0].strip().rstrip(".")
+    detail = detail[:60].rstrip()
     return f"API Error: {detail}" if detail else "API Error"
 
 

@@ -2,9 +2,10 @@
 
 ``--agent claude`` runs ``claude -p --output-format stream-json --verbose`` with
 the prompt on stdin; ``--agent codex`` runs ``codex exec --json -``. The user's
-extra flags (``loop.agentArgs`` / ``--agent-arg``) follow. Any other command line
-is the generic profile: run as given, its plain output read as today. A profile
-says how to resume a session on a retry and how to read its stream.
+extra flags (``loop.agentArgs`` / ``--agent-arg``) go before the prompt's ``-``
+(Codex) or at the end (Claude). Any other command line is the generic profile:
+run as given, its plain output read as today. A profile says how to resume a
+session on a retry and how to read its stream.
 """
 
 from __future__ import annotations
@@ -22,36 +23,44 @@ class Profile:
     name: str
     #: The executable looked up on PATH (``None`` for the generic profile).
     binary: str | None
+    #: The argv before the user's extra flags …
     base: tuple[str, ...]
     reader: Callable[[TextSink | None], StreamReader]
-    #: Turns a fresh argv into one that resumes ``session`` (``None``: cannot).
-    resume: Callable[[list[str], str], list[str]] | None = None
+    #: … and after them (Codex's ``-``: the prompt is on stdin).
+    tail: tuple[str, ...] = ()
+    #: The words that resume ``session``, put after ``base[:resume_at]``
+    #: (``()``: the profile cannot resume).
+    resume: Callable[[str], tuple[str, ...]] | None = None
+    resume_at: int = 0
     #: Whether its stdout is a structured stream (JSON lines).
     structured: bool = False
 
-    def argv(self, extra: Sequence[str] = (), session: str | None = None) -> list[str]:
-        argv = [*self.base, *extra]
+    @property
+    def named(self) -> bool:
+        """A built-in profile (``claude``, ``codex``), not a command line."""
+        return self.binary is not None
+
+    def argv(self, command: Sequence[str] = (), extra: Sequence[str] = (),
+             session: str | None = None) -> list[str]:
+        """The argv of one start: ``command`` for the generic profile, the
+        profile's own words otherwise; ``extra`` flags; resuming ``session``."""
+        if not self.named:
+            return [*command, *extra]
+        base = list(self.base)
         if session and self.resume is not None:
-            return self.resume(argv, session)
-        return argv
-
-
-def _claude_resume(argv: list[str], session: str) -> list[str]:
-    return [*argv, "--resume", session]
-
-
-def _codex_resume(argv: list[str], session: str) -> list[str]:
-    # ``codex exec [flags] -`` → ``codex exec resume <thread> [flags] -``
-    head, rest = argv[:2], argv[2:]
-    return [*head, "resume", session, *rest]
+            at = self.resume_at or len(base)
+            base = [*base[:at], *self.resume(session), *base[at:]]
+        return [*base, *extra, *self.tail]
 
 
 PROFILES: dict[str, Profile] = {
-    "claude": Profile("claude", "claude",
-                      ("claude", "-p", "--output-format", "stream-json", "--verbose"),
-                      ClaudeStream, _claude_resume, structured=True),
-    "codex": Profile("codex", "codex", ("codex", "exec", "--json", "-"), CodexStream,
-                     _codex_resume, structured=True),
+    "claude": Profile(
+        "claude", "claude", ("claude", "-p", "--output-format", "stream-json", "--verbose"),
+        ClaudeStream, resume=lambda session: ("--resume", session), structured=True),
+    # ``codex exec [flags] -`` → ``codex exec resume <thread> [flags] -``
+    "codex": Profile(
+        "codex", "codex", ("codex", "exec", "--json"), CodexStream, tail=("-",),
+        resume=lambda session: ("resume", session), resume_at=2, structured=True),
 }
 GENERIC = Profile("generic", None, (), StreamReader)
 
@@ -67,15 +76,19 @@ def describe(profile: Profile, timeout: float = 10.0) -> dict[str, object]:
     """``git forge agents``: is the binary on PATH, and which version is it."""
     if profile.binary is None:
         return {"name": profile.name, "binary": None, "path": None, "version": None,
-                "command": "any command line (--agent 'CMD ARGS')"}
+                "command": "any command line (--agent 'CMD ARGS')",
+                "resumes": False, "reports": "its last line (the signal)"}
     path = shutil.which(profile.binary)
     version = None
     if path is not None:
         try:
             result = subprocess.run([path, "--version"], capture_output=True, text=True,
-                                    timeout=timeout)
-            version = (result.stdout or result.stderr).strip().splitlines()[0] or None
-        except (OSError, subprocess.TimeoutExpired, IndexError):
+                                    timeout=timeout, stdin=subprocess.DEVNULL)
+            lines = (result.stdout or result.stderr).strip().splitlines()
+            version = lines[0].strip() if lines else None
+        except (OSError, subprocess.TimeoutExpired, UnicodeDecodeError):
             version = None
+    reports = ("tokens and cost" if profile.name == "claude" else "tokens (no cost)")
     return {"name": profile.name, "binary": profile.binary, "path": path, "version": version,
-            "command": " ".join(profile.base)}
+            "command": " ".join([*profile.base, *profile.tail]), "resumes": True,
+            "reports": reports}

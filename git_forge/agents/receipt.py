@@ -87,6 +87,34 @@ class Totals:
             totals = totals.add(receipt)
         return totals
 
+    def merge(self, other: Totals) -> Totals:
+        cost = self.cost_usd
+        if other.cost_usd is not None:
+            cost = (cost or 0.0) + other.cost_usd
+        return Totals(self.attempts + other.attempts, self.duration_ms + other.duration_ms,
+                      self.input_tokens + other.input_tokens,
+                      self.output_tokens + other.output_tokens,
+                      self.cached_tokens + other.cached_tokens, cost)
+
+    @classmethod
+    def from_json(cls, document: Any) -> Totals:
+        """Tolerant: what is missing or odd counts as nothing (no cost: ``None``)."""
+        if not isinstance(document, Mapping):
+            return cls()
+        found = document.get("tokens")
+        tokens: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+
+        def count(value: Any) -> int:
+            return value if isinstance(value, int) and not isinstance(value, bool) \
+                and value >= 0 else 0
+
+        cost = document.get("costUsd")
+        return cls(count(document.get("attempts")), count(document.get("durationMs")),
+                   count(tokens.get("input")), count(tokens.get("output")),
+                   count(tokens.get("cached")),
+                   float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool)
+                   else None)
+
     def to_json(self) -> dict[str, Any]:
         return {"attempts": self.attempts, "durationMs": self.duration_ms,
                 "tokens": {"input": self.input_tokens, "output": self.output_tokens,

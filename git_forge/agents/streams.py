@@ -12,7 +12,6 @@ events, costs a ``find`` each. Unknown fields and event types are ignored.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +32,8 @@ class Facts:
     rejected_limit: dict[str, Any] | None = None
     #: Messages of failures the stream reported (Codex ``turn.failed`` / ``error``).
     errors: list[str] = field(default_factory=list)
+    #: The agent finished its work: Claude's non-error ``result``, Codex's last
+    #: turn ``turn.completed`` (it may exit non-zero after one: the events win).
     completed_turn: bool = False
     turns: int | None = None
     input_tokens: int | None = None
@@ -82,8 +83,8 @@ class StreamReader:
 class _JsonLines(StreamReader):
     """A JSONL reader that parses only the lines naming an event it reads.
 
-    The wanted event names are one compiled pattern searched over each chunk at
-    once; only the lines it hits are cut out and parsed. A line longer than
+    Each wanted event name is searched over each chunk at once (``bytes.find``);
+    only the lines it hits are cut out and parsed. A line longer than
     ``LINE_LIMIT`` is dropped whole (its event could not be parsed anyway)."""
 
     #: Event-type names worth parsing (as they appear in quotes on their line).
@@ -95,39 +96,62 @@ class _JsonLines(StreamReader):
     def __init__(self, follow: TextSink | None = None) -> None:
         super().__init__(follow)
         names = self.WANTED + (self.FOLLOWED if follow is not None else ())
-        self._pattern = re.compile(b"|".join(re.escape(b'"' + name + b'"') for name in names))
-        self._pending = b""
+        self._names = tuple(b'"' + name + b'"' for name in names)
+        #: The start of a line whose newline has not come yet.
+        self._pending = bytearray()
         self._dropping = False  # inside an overlong line, until its newline
 
     def feed(self, data: bytes) -> None:
-        if self._dropping:
+        start = 0
+        if self._dropping or self._pending:
             newline = data.find(b"\n")
             if newline < 0:
+                if not self._dropping:
+                    self._pending += data
+                    if len(self._pending) > self.LINE_LIMIT:
+                        self._pending.clear()
+                        self._dropping = True
                 return
-            data, self._dropping = data[newline + 1:], False
-        chunk = self._pending + data if self._pending else data
-        last = chunk.rfind(b"\n")
-        rest = chunk[last + 1:]
-        if len(rest) > self.LINE_LIMIT:
-            rest, self._dropping = b"", True
-        self._pending = rest
+            if not self._dropping:
+                self._pending += data[:newline]
+                line = bytes(self._pending)
+                self._lines(line, 0, len(line))
+            self._pending.clear()
+            self._dropping = False
+            start = newline + 1
+        last = data.rfind(b"\n", start)
         if last >= 0:
-            self._lines(chunk, last)
+            self._lines(data, start, last)
+            start = last + 1
+        if start < len(data):
+            if len(data) - start > self.LINE_LIMIT:
+                self._dropping = True
+            else:
+                self._pending += data[start:]
 
     def finish(self) -> Facts:
         if self._pending and not self._dropping:
-            self._lines(self._pending, len(self._pending))
-        self._pending = b""
+            line = bytes(self._pending)
+            self._lines(line, 0, len(line))
+        self._pending.clear()
         return self.facts
 
-    def _lines(self, chunk: bytes, end: int) -> None:
-        """Parse the wanted lines of ``chunk[:end]``."""
-        done = 0
-        for match in self._pattern.finditer(chunk, 0, end):
-            if match.start() < done:
+    def _lines(self, chunk: bytes, begin: int, end: int) -> None:
+        """Parse the wanted lines of ``chunk[begin:end]``."""
+        hits: list[int] = []
+        for name in self._names:  # one bytes.find pass per name: faster than a regex
+            at = chunk.find(name, begin, end)
+            while at >= 0:
+                hits.append(at)
+                at = chunk.find(name, at + len(name), end)
+        if len(self._names) > 1:
+            hits.sort()
+        done = begin
+        for at in hits:
+            if at < done:
                 continue  # a second name on a line already read
-            start = chunk.rfind(b"\n", 0, match.start()) + 1
-            stop = chunk.find(b"\n", match.end(), end)
+            start = chunk.rfind(b"\n", begin, at) + 1 or begin
+            stop = chunk.find(b"\n", at, end)
             stop = end if stop < 0 else stop
             done = stop
             if stop - start <= self.LINE_LIMIT and self.worth(chunk, start, stop):
@@ -139,6 +163,10 @@ class _JsonLines(StreamReader):
         """Whether a line naming a wanted event is worth parsing at all."""
         return True
 
+    def forget(self, name: bytes) -> None:
+        """Search no more for ``name`` (what it gave is known): one pass less per chunk."""
+        self._names = tuple(each for each in self._names if each != b'"' + name + b'"')
+
     def event(self, event: dict[str, Any]) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
@@ -146,14 +174,11 @@ class _JsonLines(StreamReader):
 class ClaudeStream(_JsonLines):
     """``claude -p --output-format stream-json --verbose``."""
 
-    WANTED = (b"system", b"result", b"rate_limit_event")
+    #: A rate-limit event comes every turn, and only a rejected one matters: the
+    #: word searched for is its status, so the allowed ones cost nothing. ``system``
+    #: is searched for until the init line gave the session id.
+    WANTED = (b"system", b"result", b"rejected")
     FOLLOWED = (b"assistant",)
-
-    def worth(self, chunk: bytes, start: int, stop: int) -> bool:
-        # A rate-limit event comes every turn; only a rejected one matters.
-        if chunk.find(b'"rate_limit_event"', start, stop) >= 0:
-            return chunk.find(b'"rejected"', start, stop) >= 0
-        return True
 
     def event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -161,6 +186,8 @@ class ClaudeStream(_JsonLines):
         session = _text(event.get("session_id"))
         if session:
             facts.session_id = session
+            if kind == "system":
+                self.forget(b"system")  # the init line: the result says the session again
         if kind == "assistant":
             if self.follow is not None:
                 text = _assistant_text(event)
@@ -172,6 +199,7 @@ class ClaudeStream(_JsonLines):
                 facts.rejected_limit = info
         elif kind == "result":
             facts.result = event
+            facts.completed_turn = event.get("is_error") is not True
             facts.final_text = _text(event.get("result")) or ""
             facts.turns = _int(event.get("num_turns"))
             facts.duration_ms = _int(event.get("duration_ms"))
@@ -223,6 +251,8 @@ class CodexStream(_JsonLines):
                     if value is not None:
                         setattr(facts, name, (getattr(facts, name) or 0) + value)
         elif kind in ("turn.failed", "error"):
+            if kind == "turn.failed":
+                facts.completed_turn = False  # the last turn decides: it failed
             error = event.get("error")
             message = _text(error.get("message")) if isinstance(error, dict) else None
             message = message or _text(event.get("message"))

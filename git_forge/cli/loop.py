@@ -1,9 +1,11 @@
 """``git forge loop run|stop`` — the embedded loop runner.
 
 ``loop run`` exit codes: 0 every item done, or the iteration budget spent with
-work still selectable; 1 error; 2 refused (pre-launch check, lock held, bad
-arguments); 3 paused for a human; 5 ended with nothing selectable while blocked
-items remain or pending items wait on a dependency cycle; 130 stopped (signal or ``loop stop``).
+work still selectable; 1 error (the circuit breaker too); 2 refused (pre-launch
+check, lock held, bad arguments); 3 paused for a human; 4 stopped at the agent's
+usage limit or at ``--max-cost``; 5 ended with nothing selectable while blocked
+items remain or pending items wait on a dependency cycle; 130 stopped (signal or
+``loop stop``).
 """
 
 from __future__ import annotations
@@ -44,13 +46,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the pre-launch check, then iterate: select the next ready item, "
                     "start the agent with the item's prompt on stdin, read its final signal "
                     "(FORGE_DONE / FORGE_BLOCKED: … / FORGE_NEEDS_HUMAN: …) and act on it. "
-                    "Exit: 0 done or budget spent, 1 error, 2 refused, 3 paused for a human, "
+                    "Exit: 0 done or budget spent, 1 error (or the circuit breaker), 2 refused, "
+                    "3 paused for a human, 4 stopped at a usage limit or --max-cost, "
                     "5 ended with blocked items or a dependency cycle, 130 stopped.")
     add_location(run)
     run.add_argument("--agent", metavar="CMD",
-                     help="the agent command line, split once, never through a shell; "
+                     help="claude or codex (a built-in profile: see git forge agents), or "
+                          "the agent command line, split once, never through a shell; "
                           "{prompt_file} is replaced by a file holding the prompt "
                           "(default: loop.agent)")
+    run.add_argument("--agent-arg", action="append", metavar="ARG", dest="agent_args",
+                     help="an extra flag for the agent, after the profile's own "
+                          "(repeatable; write a flag as --agent-arg=--model; "
+                          "default: loop.agentArgs)")
     run.add_argument("--iterations", type=int, metavar="N",
                      help="agent starts in this run, retries included (default: loop.iterations)")
     run.add_argument("--retries", type=int, metavar="N",
@@ -58,6 +66,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--timeout", type=float, metavar="MIN",
                      help="minutes an agent may run, fractions allowed "
                           "(default: loop.timeoutMinutes)")
+    run.add_argument("--idle-timeout", type=float, metavar="MIN", dest="idle_timeout",
+                     help="end an agent that writes nothing for this many minutes, then "
+                          "retry or defer as usual (default: loop.idleTimeoutMinutes)")
+    run.add_argument("--max-cost", type=float, metavar="USD", dest="max_cost",
+                     help="start no iteration once this run's agents have cost this much "
+                          "(exit 4; default: loop.maxCostUsd)")
+    run.add_argument("--on-limit", choices=("wait", "stop"), dest="on_limit",
+                     help="at the agent's usage limit: wait until it lifts and go on, or "
+                          "stop (exit 4) (default: loop.onLimit, wait)")
+    run.add_argument("--max-consecutive-failures", type=int, metavar="N",
+                     dest="max_consecutive_failures",
+                     help="stop the run (exit 1) when N attempts in a row fail the same way "
+                          "(default: loop.maxConsecutiveFailures, 3)")
+    run.add_argument("--notify", metavar="CMD",
+                     help="a command run with one JSON event on stdin when the run waits on a "
+                          "limit, pauses, trips the breaker, ends with items waiting, or is "
+                          "stopped (split once, no shell; default: loop.notify)")
     run.add_argument("--prompt-file", metavar="FILE",
                      help="text prepended to every prompt (default: loop.promptFile)")
     run.add_argument("--pause-on-needs-human", action="store_true", default=None,
@@ -177,6 +202,28 @@ class TerminalProgress:
 
             self._write(f"  note: {plain(text)}")
 
+    def limit_wait(self, until: str, reason: str) -> None:
+        if self.ndjson:
+            return
+        from git_forge.cli.plain import plain
+
+        if self.live:
+            self._emit(ERASE_LINE)
+            self.line = ""
+        self._write(f"  waiting for the agent's usage limit until {until}: {plain(reason)} "
+                    "(git forge loop stop or Ctrl-C to stop)")
+
+    def countdown(self, seconds_left: float) -> None:
+        """A live countdown on a terminal; nothing elsewhere (the wait was said once)."""
+        if not self.live:
+            return
+        left = int(seconds_left + 0.999)
+        hours, rest = divmod(left, 3600)
+        minutes, seconds = divmod(rest, 60)
+        clock = f"{hours}:{minutes:02}:{seconds:02}" if hours else f"{minutes}:{seconds:02}"
+        self.line = paint(f"waiting for the usage limit to lift — {clock} left", "dim")
+        self._emit(ERASE_LINE + self.line)
+
     def close(self) -> None:
         if self.live and self.line:
             self._emit(ERASE_LINE)
@@ -184,7 +231,8 @@ class TerminalProgress:
 
 
 #: The flags only the embedded runner reads: an error when ``loopRunner.bin`` is set.
-EMBEDDED_ONLY = ("agent", "iterations", "retries", "timeout", "prompt_file",
+EMBEDDED_ONLY = ("agent", "agent_args", "iterations", "retries", "timeout", "idle_timeout",
+                 "max_cost", "on_limit", "max_consecutive_failures", "notify", "prompt_file",
                  "pause_on_needs_human", "follow", "ndjson", "json")
 
 
@@ -193,7 +241,11 @@ def _flags(args: argparse.Namespace) -> LoopFlags:
 
     return LoopFlags(agent=args.agent, iterations=args.iterations, retries=args.retries,
                      timeout_minutes=args.timeout, prompt_file=args.prompt_file,
-                     pause_on_needs_human=args.pause_on_needs_human, force=args.force)
+                     pause_on_needs_human=args.pause_on_needs_human, force=args.force,
+                     agent_args=args.agent_args, idle_minutes=args.idle_timeout,
+                     max_cost_usd=args.max_cost, on_limit=args.on_limit,
+                     max_consecutive_failures=args.max_consecutive_failures,
+                     notify=args.notify, follow=args.follow and not args.ndjson)
 
 
 def _refuse_embedded_flags(args: argparse.Namespace, runner_bin: str) -> None:
@@ -255,7 +307,7 @@ def _run_embedded(args: argparse.Namespace, workspace: Workspace, options: LoopO
         emit_json({"status": result.status, "exitCode": result.exit_code,
                    "runId": result.run_id, "message": result.message or None,
                    "state": result.state.to_json(), "backlogSummary": result.backlog,
-                   "waiting": result.waiting})
+                   "waiting": result.waiting, "costs": result.costs})
     elif not args.ndjson:
         print("\n".join(render_summary(result)))
         if result.message:
@@ -273,6 +325,8 @@ def render_summary(result: LoopResult) -> list[str]:
     lines = [f"{result.status}: this run {len(state.completed_items)} done, "
              f"{len(state.needs_human_items)} need a human, {len(state.blocked_items)} blocked, "
              f"{len(state.deferred_items)} deferred"]
+    if result.costs and _reported(result.costs["run"]):  # a generic agent reports nothing
+        lines.extend(render_costs(result.costs["run"], result.costs.get("items") or {}))
     backlog = result.backlog
     if backlog:
         parts = [f"{backlog['done']} done", f"{backlog['pending']} pending"]
@@ -286,6 +340,23 @@ def render_summary(result: LoopResult) -> list[str]:
         reason = f": {entry['reason']}" if entry.get("reason") else ""
         lines.append(f"  {entry['id']}  {_KIND_WORDS.get(entry['kind'], entry['kind'])}"
                      f"{since}{reason}")
+    return lines
+
+
+def _reported(totals: dict[str, Any]) -> bool:
+    tokens = totals.get("tokens") or {}
+    return totals.get("costUsd") is not None or any(tokens.values())
+
+
+def render_costs(run: dict[str, Any], items: dict[str, Any]) -> list[str]:
+    """``spent: 4 attempts, 12.3k tokens in / 4.1k out, $0.42``, then one line per item."""
+    from git_forge.agents.receipt import Totals
+
+    lines = [f"spent: {Totals.from_json(run).describe()}"]
+    from git_forge.backlog.model import id_key
+
+    for item_id, totals in sorted(items.items(), key=lambda pair: id_key(pair[0])):
+        lines.append(f"  {item_id}  {Totals.from_json(totals).describe()}")
     return lines
 
 

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hooks",
     "proc",
     "loop",
+    "agents",
     "recover",
     "demo",
     "completion",

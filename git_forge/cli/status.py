@@ -59,6 +59,10 @@ def render_status(document: dict[str, Any]) -> list[str]:
             loop += f" (iteration {document['iteration']}/{document.get('maxIterations')})"
         if document.get("currentItem"):
             loop += f", on item {document['currentItem']}"
+        if document.get("waitingUntil"):
+            loop += (f", waiting for the agent's usage limit until {document['waitingUntil']}"
+                     if liveness["loopAlive"] else
+                     f"; the agent's usage limit lifts at {document['waitingUntil']}")
     lock = document["lock"]
     lock_line = ("held by " + (lock["holder"] or "a running loop")) if lock["alive"] else "free"
     topology = document["topology"]
@@ -68,6 +72,11 @@ def render_status(document: dict[str, Any]) -> list[str]:
         shape += f"; starved, waiting on {waiting_text(topology.get('waitingOn') or [])}"
     rows = [("loop", loop), ("backlog", backlog), ("topology", shape), ("lock", lock_line),
             ("runner", document["runner"])]
+    costs = document.get("costs") or {}
+    if costs.get("run"):
+        from git_forge.agents.receipt import Totals
+
+        rows.append(("spent", f"{Totals.from_json(costs['run']).describe()} in the last run"))
     for orphan in liveness["orphans"]:
         rows.append(("orphan", f"orphaned agent still running (handle {orphan['handle']}, "
                                f"item {orphan['itemId'] or 'unknown'}); stop it with "

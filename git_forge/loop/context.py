@@ -15,6 +15,7 @@ from typing import Any
 
 from git_forge.backlog.held import HeldBacklog
 from git_forge.locks import locked
+from git_forge.loop.agent_state import AgentState
 from git_forge.loop.journal import Journal
 from git_forge.loop.options import LoopOptions
 from git_forge.loop.progress import Progress
@@ -47,6 +48,8 @@ class RunContext:
     #: Paths the run could not commit or stash as git would (path → why): left in
     #: the tree for reconcile, and never swept into a later item's commit.
     kept_back: dict[str, str] = field(default_factory=dict)
+    #: Its agent across iterations: breaker, notifier, resume, cost (``agent_state``).
+    agent: AgentState = field(default_factory=AgentState)
 
     @property
     def backlog_rel(self) -> str:

@@ -12,21 +12,23 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from git_forge.agents.classify import Classified, Verdict
+from git_forge.agents.receipt import Receipt
 from git_forge.atomic import atomic_write
 from git_forge.backlog.item import Item
 from git_forge.exit_codes import LOOP_ERROR, LOOP_REFUSED
 from git_forge.layout import PROMPT_FILES
+from git_forge.loop.attempt import Attempt, stderr_lines
 from git_forge.loop.context import RunContext
 from git_forge.loop.errors import LoopError
 from git_forge.loop.prompt import build_prompt
-from git_forge.loop.signals import NO_SIGNAL, Signal, parse_signal
+from git_forge.loop.signals import Signal
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.supervisor.process import PreparedProcess
-from git_forge.supervisor.render import safe_text
 from git_forge.tree.errors import GitError
 
 #: An agent's last error line is cut to this many characters in a reason.
@@ -50,6 +52,13 @@ class AgentResult:
     what_happened: str
     #: A stop request ended the wait: the agent is being ended, nothing is settled.
     stopped: bool = False
+    #: What the attempt was beyond its signal (a usage limit, a classified failure).
+    verdict: Classified = field(default_factory=lambda: Classified(Verdict.RAN))
+    receipt: Receipt | None = None
+    #: The idle backstop ended it (``--idle-timeout``).
+    idle: bool = False
+    #: The last lines of its stderr (for the circuit breaker's message).
+    stderr_lines: tuple[str, ...] = ()
 
 
 def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
@@ -73,19 +82,21 @@ def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
     prompt = build_prompt(item, project_description=run.store.description(),
                           prompt_file_text=prompt_text)
     run.journal.sync()  # the item's start is on disk before its agent is
+    session = run.agent.session_for(item_id, options.resume_sessions)
+    attempt = Attempt(options.profile, follow=options.follow, resumed=session)
     try:
         handle = run.supervisor.start({"run_id": run.state.run_id},
                                       {"item_id": item_id, "iteration": number},
-                                      _prepare(run, item, prompt, number))
+                                      _prepare(run, item, prompt, number, attempt))
     except ProcessError as exc:
         if exc.code == "process_setup_failed":  # its manifest or spool cannot be written
             raise LoopError(str(exc.cause), exit_code=LOOP_ERROR) from exc
         raise
-    manifest, stopped = _wait(run, handle)
+    manifest, stopped, idle = _wait(run, handle, attempt)
     failure = run.supervisor.storage_error(handle)
     if failure is not None:  # its output could not be recorded: the run cannot go on
         raise LoopError(str(failure.cause), exit_code=LOOP_ERROR)
-    result = _result_of(run, handle, manifest, stopped)
+    result = _result_of(run, handle, manifest, stopped, idle, attempt)
     if not stopped:
         signal = result.signal
         fields = {"reason": signal.reason} if signal.reason is not None else {}
@@ -103,8 +114,9 @@ def remove_prompt_files(state_dir: Path) -> None:
             pass
 
 
-def _prepare(run: RunContext, item: Item, prompt: str, number: int) -> PreparedProcess:
-    argv = list(run.options.agent)
+def _prepare(run: RunContext, item: Item, prompt: str, number: int,
+             attempt: Attempt) -> PreparedProcess:
+    argv = run.options.argv(attempt.resumed)
     encoded = prompt.encode("utf-8")
     stdin: bytes | None = encoded
     if any("{prompt_file}" in arg for arg in argv):
@@ -116,13 +128,20 @@ def _prepare(run: RunContext, item: Item, prompt: str, number: int) -> PreparedP
            "FORGE_RUN_ID": run.state.run_id or ""}
     timeout = run.options.timeout_minutes * 60 if run.options.timeout_minutes else None
     return PreparedProcess(argv=argv, cwd=run.workspace.root, env=env, stdin=stdin,
-                           timeout=timeout)
+                           timeout=timeout,
+                           observe=attempt.observe if attempt.reader is not None else None,
+                           receipt=attempt.make_receipt)
 
 
-def _wait(run: RunContext, handle: str) -> tuple[Manifest, bool]:
-    """Wait for the agent, following its output; ``(manifest, stopped)``."""
+def _wait(run: RunContext, handle: str, attempt: Attempt) -> tuple[Manifest, bool, bool]:
+    """Wait for the agent, following its output (a structured agent's text, else
+    the output itself) and ending it when it stays silent past ``--idle-timeout``;
+    ``(manifest, stopped, idle)``."""
     started = time.monotonic()
     cursor = 0
+    idle_limit = run.options.idle_minutes * 60 if run.options.idle_minutes else None
+    heard, heard_at, idle = -1, started, False
+    structured = attempt.reader is not None
     while True:
         try:
             manifest = run.supervisor.wait(handle, timeout=POLL_SECONDS)
@@ -131,62 +150,88 @@ def _wait(run: RunContext, handle: str) -> tuple[Manifest, bool]:
             if exc.code != "wait_timeout":
                 raise
             manifest, done = run.supervisor.snapshot(handle), False
-        try:
-            rendered = run.supervisor.render(handle, cursor, 32 * 1024)
-        except ProcessError as exc:
-            if exc.code != "cursor_ahead":
-                raise
-            # The spool lost bytes it had shown (it could not write them: a full
-            # disk). Nothing more can be followed; the storage error ends the run.
-            rendered = None
-        if rendered is not None:
-            if rendered.output:
-                run.progress.output(rendered.output)
-            cursor = rendered.next_cursor
-            run.progress.tick(time.monotonic() - started, rendered.total_bytes)
+        now = time.monotonic()
+        if structured:
+            total = run.supervisor.output_bytes(handle)
+            text = attempt.take_followed()
+            if text:
+                run.progress.output(text + "\n")
+            run.progress.tick(now - started, total)
+        else:
+            try:
+                rendered = run.supervisor.render(handle, cursor, 32 * 1024)
+            except ProcessError as exc:
+                if exc.code != "cursor_ahead":
+                    raise
+                # The spool lost bytes it had shown (it could not write them: a full
+                # disk). Nothing more can be followed; the storage error ends the run.
+                rendered = None
+            total = heard
+            if rendered is not None:
+                if rendered.output:
+                    run.progress.output(rendered.output)
+                cursor = rendered.next_cursor
+                total = rendered.total_bytes
+                run.progress.tick(now - started, total)
+        if total != heard:
+            heard, heard_at = total, now
         if done:
-            return manifest, False
+            return manifest, False, idle
         if run.stop():
-            return manifest, True
+            return manifest, True, idle
+        if idle_limit is not None and not idle and now - heard_at >= idle_limit:
+            idle = True  # silent too long: end its tree, then the usual retry or deferral
+            run.supervisor.stop(handle, "terminate")
 
 
-def _result_of(run: RunContext, handle: str, manifest: Manifest, stopped: bool) -> AgentResult:
-    """The result as the manifest and the agent's output tell it. A timed-out
-    agent's signal does not count: it was cut off, whatever it printed."""
+def _result_of(run: RunContext, handle: str, manifest: Manifest, stopped: bool, idle: bool,
+               attempt: Attempt) -> AgentResult:
+    """The result as the manifest and the agent's output tell it. The signal is read
+    from the end of the agent's *stdout* on its own (stderr written around or after
+    it can neither split the signal line nor push it out of view), or from a
+    structured agent's final result text. A timed-out or idle agent's signal does
+    not count: it was cut off, whatever it printed."""
     timed_out = manifest.state == "timed_out"
-    signal = NO_SIGNAL if stopped or timed_out else _signal_of(run, handle)
     exit_code = manifest.result.exit_code
+    stdout = run.supervisor.tail(handle, "stdout")
+    stderr = run.supervisor.tail(handle, "stderr")
+    signal, verdict = attempt.read(stdout, stderr, exit_code, stopped or timed_out or idle)
+    failure = verdict.kind if verdict.verdict is Verdict.FAILED and verdict.kind else None
+    lines = stderr_lines(stderr)
     why = what_happened(exit_code, manifest.state, timed_out, run.options.timeout_minutes,
-                        _last_error_line(run, handle))
+                        failure or _trim(lines[-1] if lines else None),
+                        idle_minutes=run.options.idle_minutes if idle else None,
+                        failed=failure is not None)
+    receipt = attempt.receipt
+    if receipt is None and manifest.terminal:  # the gate could not ask (a failed save)
+        attempt.make_receipt(manifest)
+        receipt = attempt.receipt
     return AgentResult(handle=handle, signal=signal, exit_code=exit_code, state=manifest.state,
-                       timed_out=timed_out, what_happened=why, stopped=stopped)
+                       timed_out=timed_out, what_happened=why, stopped=stopped,
+                       verdict=verdict, receipt=receipt, idle=idle,
+                       stderr_lines=tuple(lines))
 
 
-def _signal_of(run: RunContext, handle: str) -> Signal:
-    """The signal from the end of the agent's *stdout*, on its own: stderr written
-    around or after it can neither split the signal line nor push it out of view."""
-    return parse_signal(safe_text(run.supervisor.tail(handle, "stdout"), final=True).text)
-
-
-def _last_error_line(run: RunContext, handle: str) -> str | None:
-    """The agent's last non-empty stderr line (safe text, trimmed), if any."""
-    text = safe_text(run.supervisor.tail(handle, "stderr"), final=True).text
-    for line in reversed(text.splitlines()):
-        line = " ".join(line.split())
-        if line:
-            return line if len(line) <= ERROR_LINE_LIMIT else line[:ERROR_LINE_LIMIT] + "…"
-    return None
+def _trim(line: str | None) -> str | None:
+    if line is None or len(line) <= ERROR_LINE_LIMIT:
+        return line
+    return line[:ERROR_LINE_LIMIT] + "…"
 
 
 def what_happened(exit_code: int | None, state: str, timed_out: bool,
-                  timeout_minutes: float | None, error_line: str | None) -> str:
+                  timeout_minutes: float | None, error_line: str | None, *,
+                  idle_minutes: float | None = None, failed: bool = False) -> str:
     """One attempt that gave no signal, in words: ``exit 1: RuntimeError: model
-    overloaded``, ``ended without a signal``, ``timed out after 10 min``. A deferral
-    reason starts with it and adds little else, so that a crash and a timeout never
-    cluster as one question (topology clusters by the words reasons share)."""
+    overloaded``, ``ended without a signal``, ``timed out after 10 min``, ``idle for
+    5 min``, ``exit 0: API Error: Rate limit reached`` (an attempt that ``failed``
+    whatever its exit code). A deferral reason starts with it and adds little else,
+    so that a crash and a timeout never cluster as one question (topology clusters
+    by the words reasons share)."""
     if timed_out:
         what = f"timed out after {timeout_minutes:g} min"
-    elif exit_code == 0:
+    elif idle_minutes is not None:
+        what = f"idle for {idle_minutes:g} min"
+    elif exit_code == 0 and not failed:
         what = "ended without a signal"
     elif exit_code is not None:
         what = f"exit {exit_code}"

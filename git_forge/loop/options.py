@@ -5,10 +5,12 @@ only in the configuration's key table and a flag only wins where it was given.""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from git_forge.agents.profiles import Profile, profile_for
 from git_forge.config import KEYS
 from git_forge.errors import UsageError
 from git_forge.workspace import Workspace
@@ -20,6 +22,7 @@ def _default(name: str) -> Any:
 
 @dataclass(frozen=True)
 class LoopOptions:
+    #: The agent as given: a profile's name (``["claude"]``) or a command line.
     agent: list[str]
     iterations: int = _default("iterations")
     retries: int = _default("retries")
@@ -27,6 +30,28 @@ class LoopOptions:
     pause_on_needs_human: bool = _default("pauseOnNeedsHuman")
     force: bool = False
     prompt_file: Path | None = None
+    #: Extra flags after the profile's own (``loop.agentArgs`` / ``--agent-arg``).
+    agent_args: tuple[str, ...] = ()
+    idle_minutes: float | None = _default("idleTimeoutMinutes")
+    max_cost_usd: float | None = _default("maxCostUsd")
+    #: ``wait`` out a usage limit, or ``stop`` the run (exit 4).
+    on_limit: str = _default("onLimit")
+    #: Minutes to wait at a limit whose end the agent did not say.
+    limit_wait_minutes: float = _default("limitWait")
+    max_consecutive_failures: int = _default("maxConsecutiveFailures")
+    resume_sessions: bool = _default("resumeSessions")
+    #: The notifier's argv (``loop.notify`` / ``--notify``), split once.
+    notify: tuple[str, ...] = ()
+    #: Whether the caller shows the agent's text as it streams (``--follow``).
+    follow: bool = False
+
+    @property
+    def profile(self) -> Profile:
+        return profile_for(self.agent)
+
+    def argv(self, session: str | None = None) -> list[str]:
+        """The argv of one agent start (resuming ``session`` where the profile can)."""
+        return self.profile.argv(self.agent, self.agent_args, session)
 
 
 @dataclass(frozen=True)
@@ -41,6 +66,25 @@ class LoopFlags:
     prompt_file: str | None = None
     pause_on_needs_human: bool | None = None
     force: bool = False
+    agent_args: Sequence[str] | None = None
+    idle_minutes: float | None = None
+    max_cost_usd: float | None = None
+    on_limit: str | None = None
+    max_consecutive_failures: int | None = None
+    notify: str | None = None
+    follow: bool = False
+
+
+def _words(value: Any, what: str) -> tuple[str, ...]:
+    """A list of words, or one line split once (never through a shell)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as exc:
+            raise UsageError(f"cannot split {what}: {exc}") from exc
+    return tuple(str(word) for word in value)
 
 
 def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
@@ -62,6 +106,25 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     if timeout is not None and not timeout > 0:
         raise UsageError("--timeout must be a positive number of minutes")
     pause = flags.pause_on_needs_human
+
+    def given(flag: Any, name: str) -> Any:
+        return flag if flag is not None else setting(name)
+
+    idle = given(flags.idle_minutes, "idleTimeoutMinutes")
+    if idle is not None and not idle > 0:
+        raise UsageError("--idle-timeout must be a positive number of minutes")
+    max_cost = given(flags.max_cost_usd, "maxCostUsd")
+    if max_cost is not None and not max_cost >= 0:
+        raise UsageError("--max-cost must be a number of US dollars, 0 or more")
+    on_limit = given(flags.on_limit, "onLimit")
+    if on_limit not in ("wait", "stop"):
+        raise UsageError(f"--on-limit must be wait or stop (got {on_limit})")
+    failures = given(flags.max_consecutive_failures, "maxConsecutiveFailures")
+    if failures < 1:
+        raise UsageError("--max-consecutive-failures must be at least 1")
+    # ``--agent-arg`` replaces loop.agentArgs, as every flag replaces its key.
+    agent_args = (tuple(flags.agent_args) if flags.agent_args
+                  else _words(setting("agentArgs"), "loop.agentArgs"))
     return LoopOptions(
         agent=argv,
         iterations=flags.iterations if flags.iterations is not None else setting("iterations"),
@@ -70,6 +133,15 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         pause_on_needs_human=bool(pause if pause is not None else setting("pauseOnNeedsHuman")),
         force=flags.force,
         prompt_file=prompt_file,
+        agent_args=agent_args,
+        idle_minutes=idle,
+        max_cost_usd=max_cost,
+        on_limit=on_limit,
+        limit_wait_minutes=setting("limitWait"),
+        max_consecutive_failures=failures,
+        resume_sessions=bool(setting("resumeSessions")),
+        notify=_words(given(flags.notify, "notify"), "the notify command line"),
+        follow=flags.follow,
     )
 
 

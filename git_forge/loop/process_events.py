@@ -24,7 +24,9 @@ def _minutes_between(start: str | None, end: str | None) -> float | None:
     return round(seconds / 60, 3)
 
 
-def _duration_ms(start: str | None, end: str | None) -> int | None:
+def duration_ms(manifest: Manifest) -> int | None:
+    """How long the process ran, from its start (or creation) to its finish."""
+    start, end = manifest.started_at or manifest.created_at, manifest.finished_at
     if not start or not end:
         return None
     return max(0, round((parse_stamp(end) - parse_stamp(start)).total_seconds() * 1000))
@@ -43,16 +45,17 @@ def event_fields(kind: str, manifest: Manifest) -> tuple[str, dict[str, Any]]:
             ),
         }
     if kind == "completed":
-        return "llm_exited", {
+        fields: dict[str, Any] = {
             "itemId": item_id,
             "handle": manifest.handle,
             "exitCode": manifest.result.exit_code,
             "state": manifest.state,
             "timedOut": manifest.state == State.TIMED_OUT,
-            "durationMs": _duration_ms(
-                manifest.started_at or manifest.created_at, manifest.finished_at
-            ),
+            "durationMs": duration_ms(manifest),
         }
+        if manifest.receipt is not None:  # the iteration's receipt (loop/attempt.py)
+            fields["receipt"] = manifest.receipt
+        return "llm_exited", fields
     if kind == "lost":
         return "process_lost", {"itemId": item_id, "handle": manifest.handle}
     raise ValueError(f"unknown lifecycle event kind {kind!r}")

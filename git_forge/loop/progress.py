@@ -23,6 +23,8 @@ class Progress(Protocol):
     def finished(self, item: Item, outcome: str, detail: str) -> None: ...
     def event(self, event: dict[str, Any]) -> None: ...
     def note(self, text: str) -> None: ...
+    def limit_wait(self, until: str, reason: str) -> None: ...
+    def countdown(self, seconds_left: float) -> None: ...
 
 
 class NullProgress:
@@ -48,4 +50,12 @@ class NullProgress:
         return None
 
     def note(self, text: str) -> None:
+        return None
+
+    def limit_wait(self, until: str, reason: str) -> None:
+        """The run starts waiting out a usage limit until ``until`` (UTC)."""
+        return None
+
+    def countdown(self, seconds_left: float) -> None:
+        """Called about once a second during that wait."""
         return None

@@ -17,6 +17,7 @@ import shutil
 import threading
 from collections.abc import Mapping
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +25,20 @@ from git_forge.backlog.bookkeeping import describe_changes
 from git_forge.backlog.held import HeldBacklog
 from git_forge.backlog.item import Item
 from git_forge.backlog.store import BacklogStore
-from git_forge.clock import compact_stamp, wire_now
+from git_forge.clock import compact_stamp, wire_now, wire_stamp
 from git_forge.errors import ForgeError
-from git_forge.exit_codes import LOOP_PAUSED, LOOP_REFUSED, LOOP_STOPPED
+from git_forge.exit_codes import LOOP_LIMIT, LOOP_PAUSED, LOOP_REFUSED, LOOP_STOPPED
 from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR, tree_lock_path
 from git_forge.locks import FileLock
-from git_forge.loop import control
+from git_forge.loop import agent_run, control, limits_wait, notify, receipts
+from git_forge.loop.agent_run import Ending, Step
+from git_forge.loop.agent_state import AgentState
+from git_forge.loop.breaker import Breaker
 from git_forge.loop.context import RunContext, commit, dirty
 from git_forge.loop.errors import LoopError, LoopRefused
 from git_forge.loop.iteration import remove_prompt_files, run_iteration
 from git_forge.loop.journal import Journal
+from git_forge.loop.notify import Notifier
 from git_forge.loop.options import LoopOptions
 from git_forge.loop.outcomes import Outcome, settle
 from git_forge.loop.process_events import ProcessEventPublisher
@@ -64,7 +69,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
         raise LoopError("no agent to run: pass --agent CMD or set loop.agent in .forge.yaml")
     if options.iterations < 1 or options.retries < 0:
         raise LoopError("--iterations must be at least 1 and --retries at least 0")
-    check_agent(options.agent, workspace.root)
+    check_agent(options.argv(), workspace.root)
     repo = open_repo(workspace.root)
     state_dir = workspace.state_dir
     _refuse_beside_live_work(workspace)
@@ -72,8 +77,10 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     author_and_committer(repo)  # no identity is a clear error before any work
     store = HeldBacklog(BacklogStore.in_dir(workspace.backlog_dir))
     store.load()  # read and validated once; re-read only when another writer changes it
+    receipts.read_ledger(state_dir)  # a corrupt ledger is refused before any work, never rewritten
     state_dir.mkdir(parents=True, exist_ok=True)
 
+    recorded = _recorded_wait(workspace)
     run_id, started = new_run_id(), wire_now()
     locks = _take_loop_locks(workspace, control.holder_label(run_id, started, os.getpid()))
     supervisor = None
@@ -92,15 +99,28 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
                          base_commit_hash=repo.head_commit_id())
         run = RunContext(workspace, options, progress, repo, store, journal, supervisor, state,
                          stop=lambda: stop_event.is_set() or control.stop_requested(state_dir),
-                         preexisting=preexisting)
+                         preexisting=preexisting,
+                         agent=_agent_state(options, state_dir, run_id, workspace.root,
+                                            journal, stop_event))
         run.save()
         _restore(run)
         supervisor.prune()  # the processes of runs beyond supervisor.keepRuns
         _commit_queued_backlog(run)
         run.save(status="running")
         journal.append("loop_started", runId=run_id, maxIterations=options.iterations,
-                       baseCommitHash=state.base_commit_hash, agent=list(options.agent))
+                       baseCommitHash=state.base_commit_hash, agent=options.argv(),
+                       profile=options.profile.name)
         progress.started(run_id, options.iterations)
+        if recorded is not None:
+            if options.on_limit == "stop":
+                stamp = wire_stamp(recorded)
+                run.save(waiting_until=stamp)
+                return _ended(run, Ending(LOOP_LIMIT, "stopped", (
+                    f"stopped: the agent's usage limit an earlier run met lifts at {stamp}: "
+                    "come back then")))
+            if not limits_wait.wait_out(run, recorded, "a usage limit an earlier run recorded",
+                                        None, "recorded"):
+                return _stopped(run)
         return _loop(run)
     except ForgeError as exc:
         if supervisor is not None and state_dir.joinpath("state.json").exists():
@@ -125,6 +145,25 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
 
 def new_run_id() -> str:
     return f"{compact_stamp()}-{secrets.token_hex(3)}"
+
+
+def _recorded_wait(workspace: Workspace) -> datetime | None:
+    """A usage limit an earlier run was waiting out (state.json's ``waitingUntil``),
+    while it is still ahead: this run waits for it before its first iteration."""
+    try:
+        previous = read_state(workspace.state_dir)
+    except ForgeError:
+        return None
+    return limits_wait.recorded_wait(previous.waiting_until if previous else None)
+
+
+def _agent_state(options: LoopOptions, state_dir: Path, run_id: str, root: Path,
+                 journal: Journal, wake: threading.Event) -> AgentState:
+    def failed(event: str, why: str) -> None:
+        journal.append("notify_failed", event=event, error=why)
+
+    return AgentState(wake=wake, breaker=Breaker(options.max_consecutive_failures),
+                      notifier=Notifier(options.notify, state_dir, run_id, root, failed))
 
 
 # --- before the run: the refusals and the locks ----------------------------------------------
@@ -263,6 +302,7 @@ def _commit_queued_backlog(run: RunContext) -> None:
 
 def _loop(run: RunContext) -> LoopResult:
     retry: Item | None = None
+    taken: Item | None = None  # the item as it was when first taken (before its retries)
     number = run.state.iteration or 0
     while number < run.options.iterations:
         if run.stop():
@@ -270,14 +310,32 @@ def _loop(run: RunContext) -> LoopResult:
         item = retry or run.store.select_next()
         if item is None:
             break
+        over = agent_run.over_budget(run)
+        if over is not None:
+            return _ended(run, over, retry)
+        taken = taken if retry is not None and taken is not None else item
         number += 1
-        outcome = settle(run, item, run_iteration(run, item, number))
+        result = run_iteration(run, item, number)
+        step = agent_run.after_attempt(run, taken, result)
+        if step is Step.STOPPED:
+            return _stopped(run)
+        if step is Step.RETRY:  # a usage limit waited out: this attempt does not count
+            number -= 1
+            run.save(iteration=number)
+            retry = run.store.get(item.id)
+            continue
+        if isinstance(step, Ending):
+            return _ended(run, step)
+        outcome = settle(run, item, result)
         if outcome is Outcome.STOPPED:
             return _stopped(run)
         retry = run.store.get(item.id) if outcome is Outcome.RETRY else None
         if outcome is Outcome.NEEDS_HUMAN and run.options.pause_on_needs_human:
             run.save(status="paused_human")
             run.journal.append("loop_paused", itemId=item.id)
+            reason = run.store.get(item.id).blocked_reason
+            run.agent.notifier.send(notify.PAUSED, f"{item.id}:{reason}", itemId=item.id,
+                                    reason=reason)
             return _result(run, LOOP_PAUSED, "paused_human",
                            "paused for a human decision: run git forge recover")
     if retry is not None:  # the budget ran out in the middle of an item's retries
@@ -289,7 +347,27 @@ def _loop(run: RunContext) -> LoopResult:
     run.journal.append("loop_completed", status=status,
                        completed=len(run.state.completed_items))
     items = run.store.items()
-    return loop_result(items, run.state, code, status, final_message(items, code))
+    ended = loop_result(items, run.state, code, status, final_message(items, code),
+                        _costs(run))
+    if ended.waiting:
+        ids = [entry["id"] for entry in ended.waiting]
+        run.agent.notifier.send(notify.WAITING, ",".join(ids), itemIds=ids,
+                                items=ended.waiting)
+    return ended
+
+
+def _ended(run: RunContext, ending: Ending, retry: Item | None = None) -> LoopResult:
+    """The run ends at a limit or at the circuit breaker (``agent_run.Ending``)."""
+    if retry is not None and run.store.get(retry.id).status == "in_progress":
+        run.store.transition(retry.id, "pending")
+    remove_prompt_files(run.workspace.state_dir)
+    run.save(status=ending.status, current_item=None, error=ending.error)
+    if ending.error is not None:
+        run.journal.append("loop_error", error=ending.error)
+    else:
+        run.journal.append("loop_completed", status=ending.status, reason=ending.message,
+                           completed=len(run.state.completed_items))
+    return _result(run, ending.code, ending.status, ending.message)
 
 
 def _stopped(run: RunContext) -> LoopResult:
@@ -304,12 +382,26 @@ def _stopped(run: RunContext) -> LoopResult:
             run.store.transition(current, "pending")
     run.save(status="stopped")
     run.journal.append("loop_cancelled", itemId=current)
+    run.agent.notifier.send(notify.STOPPED, run.state.run_id or "", itemId=current)
     return _result(run, LOOP_STOPPED, "stopped",
                    "stopped; any work the agent left is in the tree for git forge reconcile")
 
 
 def _result(run: RunContext, code: int, status: str, message: str = "") -> LoopResult:
-    return loop_result(run.store.items(), run.state, code, status, message)
+    return loop_result(run.store.items(), run.state, code, status, message, _costs(run))
+
+
+def _costs(run: RunContext) -> dict[str, Any] | None:
+    """This run's totals and its items' (``receipts.costs_json``), when it ran any."""
+    try:
+        ledger = receipts.read_ledger(run.workspace.state_dir)
+    except ForgeError:
+        return None
+    totals, items = ledger.run(run.state.run_id)
+    if not totals.attempts:
+        return None
+    return {"run": totals.to_json(),
+            "items": {item_id: each.to_json() for item_id, each in items.items()}}
 
 
 def _record_error(workspace: Workspace, run_id: str, message: str) -> None:

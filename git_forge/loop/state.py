@@ -51,6 +51,9 @@ class RunState:
     base_commit_hash: str | None = None
     run_id: str | None = None
     error: str | None = None
+    #: While the run waits out an agent's usage limit (and after a run stopped
+    #: at one): when it lifts, UTC. A run started before then waits too.
+    waiting_until: str | None = None
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> RunState:
@@ -102,6 +105,7 @@ _FIELDS: tuple[tuple[str, str, Callable[[object], Any]], ...] = (
     ("base_commit_hash", "baseCommitHash", _text),
     ("run_id", "runId", _text),
     ("error", "error", _text),
+    ("waiting_until", "waitingUntil", _text),
 )
 
 

@@ -28,13 +28,16 @@ class LoopResult:
     backlog: dict[str, int] = field(default_factory=dict)
     #: Every item waiting on a decision, this run's or an earlier one's.
     waiting: list[dict[str, Any]] = field(default_factory=list)
+    #: What this run's agents cost: ``{"run": Totals, "items": {id: Totals}}`` as JSON
+    #: (``loop/receipts.py``), ``None`` when nothing was recorded.
+    costs: dict[str, Any] | None = None
 
 
 def loop_result(items: list[Item], state: RunState, code: int, status: str,
-                message: str = "") -> LoopResult:
+                message: str = "", costs: dict[str, Any] | None = None) -> LoopResult:
     """The result of a run whose backlog now holds ``items``."""
     return LoopResult(code, status, state.run_id or "", state, message,
-                      summarize(items), waiting_items(items))
+                      summarize(items), waiting_items(items), costs)
 
 
 def waiting_items(items: list[Item]) -> list[dict[str, Any]]:

@@ -40,6 +40,11 @@ def process_lost(item_ids: list[str]) -> str:
     return f"[forge] {', '.join(item_ids)}: back to pending (process lost)"
 
 
+def breaker_reset(item_ids: list[str]) -> str:
+    """Items a tripped circuit breaker put back to pending (their deferral undone)."""
+    return f"[forge] {', '.join(item_ids)}: back to pending (circuit breaker)"
+
+
 def abandoned_work(item_id: str) -> str:
     """The stash of a blocked or deferred item's leftovers."""
     return f"forge: abandoned work from item {item_id}"

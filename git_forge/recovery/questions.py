@@ -44,6 +44,8 @@ class Question:
     #: The topology's clusters this question merges, as (clusterId, member ids); one
     #: part unless the operator merged clusters. A part's id keeps naming its members.
     parts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: What each member's agent attempts cost so far, in words (those that reported any).
+    spent: tuple[tuple[str, str], ...] = ()
 
     @property
     def gated_count(self) -> int:
@@ -59,6 +61,7 @@ class Question:
             "gatedCount": self.gated_count,
             "itemCount": self.item_count,
             "text": self.text,
+            "spent": dict(self.spent),
         }
 
 
@@ -197,12 +200,15 @@ def merge_clusters(clusters: list[dict[str, Any]], merges: list[list[str]],
 
 
 def build_questions(items: list[Item], clusters: list[dict[str, Any]],
-                    *, item_count: int) -> list[Question]:
+                    *, item_count: int, spent: Mapping[str, str] | None = None
+                    ) -> list[Question]:
     """One question per cluster (a singleton cluster is a per-item question).
 
     ``clusters`` is the topology's clustering of the items to ask about —
     re-entry items are left out of it by the caller, so they are not asked.
+    ``spent`` says what an item's agent attempts cost so far; the question says it too.
     """
+    spent = spent or {}
     by_id = {item.id: item for item in items}
     questions: list[Question] = []
     for cluster in clusters:
@@ -212,10 +218,15 @@ def build_questions(items: list[Item], clusters: list[dict[str, Any]],
                             for m in item_ids)
         gated = tuple(cluster["gatedIds"])
         kind: QuestionKind = "cluster" if len(item_ids) > 1 else "item"
+        costs = tuple((m, spent[m]) for m in item_ids if m in spent)
+        text = _question_text(kind, item_ids, reasons, needs_human, gated, item_count)
+        if costs:
+            text += "\n" + "\n".join(
+                f"Spent so far{' on ' + m if kind == 'cluster' else ''}: {words}"
+                for m, words in costs)
         questions.append(Question(
             id=cluster["clusterId"], kind=kind, item_ids=item_ids, reasons=reasons,
             gated_ids=gated, item_count=item_count, needs_human=needs_human,
-            text=_question_text(kind, item_ids, reasons, needs_human, gated, item_count),
-            parts=tuple(_parts(cluster)),
+            text=text, parts=tuple(_parts(cluster)), spent=costs,
         ))
     return questions

@@ -28,6 +28,7 @@ from git_forge.backlog.topology import (
 )
 from git_forge.credentials import credential_refusal
 from git_forge.errors import ForgeError, UsageError
+from git_forge.loop.receipts import spent_so_far
 from git_forge.loop.state import read_state
 from git_forge.reconcile import service
 from git_forge.reconcile.attribution import GroupKind, Plan
@@ -186,12 +187,14 @@ def cluster(ctx: Context, enumerated: Enumerated) -> Clustered:
 def consolidate(ctx: Context, enumerated: Enumerated, clustered: Clustered) -> Questions:
     """Step 3: one question per cluster, after the merges the host's dialogue offers."""
     items, clusters = enumerated.items, clustered.clusters
-    questions = build_questions(items, clusters, item_count=len(items))
+    spent = spent_so_far(ctx.workspace.state_dir,
+                         [m for cluster in clusters for m in cluster["memberIds"]])
+    questions = build_questions(items, clusters, item_count=len(items), spent=spent)
     if ctx.asker is not None:
         merges = ctx.asker.merges(questions)
         if merges:
             clusters = merge_clusters(clusters, merges, id_key)
-            questions = build_questions(items, clusters, item_count=len(items))
+            questions = build_questions(items, clusters, item_count=len(items), spent=spent)
     return Questions(tuple(questions))
 
 

@@ -22,8 +22,9 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from git_forge.atomic import write_all
 from git_forge.supervisor.buffer import StreamTail
@@ -105,6 +106,7 @@ class Entry:
         #: The last bytes of stdout and of stderr, each apart from the combined record.
         self.tails = {"stdout": StreamTail(TAIL_BYTES), "stderr": StreamTail(TAIL_BYTES)}
         self._observe: Callable[[str, bytes], None] | None = None
+        self._receipt: Callable[[Manifest], Mapping[str, Any] | None] | None = None
         #: The first failure to write this process's output or manifest (None: none).
         self.storage_error: ProcessError | None = None
         #: Signals that could not be delivered.
@@ -128,10 +130,13 @@ class Entry:
 
     # -- starting ----------------------------------------------------------------
     def attach(self, child: Child, *, stdin: bytes | None, timeout: float | None,
-               observe: Callable[[str, bytes], None] | None = None) -> None:
+               observe: Callable[[str, bytes], None] | None = None,
+               receipt: Callable[[Manifest], Mapping[str, Any] | None] | None = None) -> None:
         """Begin draining a freshly spawned process (before anything else can fail).
-        ``observe(stream, data)`` sees each read of stdout and stderr as it is spooled."""
+        ``observe(stream, data)`` sees each read of stdout and stderr as it is spooled;
+        ``receipt(manifest)`` is asked once in the gate (see ``PreparedProcess``)."""
         self._observe = observe
+        self._receipt = receipt
         self._child = child
         self.pid = child.pid
         self._tree = ProcessTree(child.pid)
@@ -410,6 +415,7 @@ class Entry:
                 retained_from=max(current.cursors.retained_from, extent.retained_from),
             ),
         )
+        manifest = self._with_receipt(manifest)
         try:
             self.store.save(manifest)
         except ProcessError as exc:  # recorded; the gate goes on to release what is held
@@ -420,6 +426,17 @@ class Entry:
             return False
         self.manifest = manifest
         return True
+
+    def _with_receipt(self, manifest: Manifest) -> Manifest:
+        """``manifest`` with what the caller made of the process, when it says."""
+        if self._receipt is None:
+            return manifest
+        try:
+            receipt = self._receipt(manifest)
+            return manifest if receipt is None else manifest.evolve(receipt=dict(receipt))
+        except Exception as exc:  # a caller's receipt never stops the gate
+            self.errors.append(exc)
+            return manifest
 
     def _storage_failed(self, error: ProcessError) -> None:
         """Output or the manifest could not be written (a full disk): nothing more

@@ -134,6 +134,9 @@ class Manifest:
     events: EventIds = field(default_factory=EventIds)
     completion_published: int = 0
     version: int = MANIFEST_VERSION
+    #: What the caller made of the process (a JSON object it handed the gate, see
+    #: ``PreparedProcess.receipt``): opaque here, written once, never changed.
+    receipt: dict[str, Any] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -169,6 +172,8 @@ class Manifest:
             "command_id": self.events.command_id,
         }
         document["completion_published"] = self.completion_published
+        if self.receipt is not None:
+            document["receipt"] = self.receipt
         return document
 
     @classmethod
@@ -211,6 +216,7 @@ class Manifest:
                 command_id=_typed(events, "command_id", str, optional=True),
             ),
             completion_published=_typed(document, "completion_published", int),
+            receipt=_typed(document, "receipt", dict, optional=True),
         )
 
 
@@ -318,6 +324,8 @@ def check_update(old: Manifest, new: Manifest) -> None:
         before, after = getattr(old.events, name), getattr(new.events, name)
         if before is not None and before != after:
             raise ProcessError("manifest_conflict", f"events.{name} is already allocated")
+    if old.receipt is not None and old.receipt != new.receipt:
+        raise ProcessError("manifest_conflict", "a receipt never changes once written")
 
 
 def needs_fsync(manifest: Manifest) -> bool:

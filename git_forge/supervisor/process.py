@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import psutil
 
@@ -46,6 +46,9 @@ class PreparedProcess:
     ``lease`` is released exactly once when the process is terminalized.
     ``observe(stream, data)`` sees the output as it arrives (a caller's parser of
     a structured stream), in the drain threads: it must be quick and never block.
+    ``receipt(manifest)`` is asked once, in the terminalization gate after the
+    output is drained, what the caller made of the process (given its terminal
+    manifest): a JSON object kept in the manifest as its opaque ``receipt``.
     """
 
     argv: Sequence[str]
@@ -55,6 +58,7 @@ class PreparedProcess:
     timeout: float | None = None
     lease: Lease | None = None
     observe: Callable[[str, bytes], None] | None = None
+    receipt: Callable[[Any], Mapping[str, Any] | None] | None = None
     _used: bool = field(default=False, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 

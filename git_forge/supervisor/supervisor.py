@@ -173,7 +173,7 @@ class Supervisor:
                 self._entries[handle] = entry
             raise ProcessError("spawn_failed", _describe(exc), handle=handle) from exc
         entry.attach(child, stdin=prepared.stdin, timeout=prepared.timeout,
-                     observe=prepared.observe)
+                     observe=prepared.observe, receipt=prepared.receipt)
         with self._lock:
             self._entries[handle] = entry
         running = manifest.evolve(state=State.RUNNING, started_at=precise_now())
@@ -275,6 +275,13 @@ class Supervisor:
         after which the supervisor stopped it; ``None`` when everything was written."""
         entry = self._entry(handle)
         return entry.storage_error if entry is not None else None
+
+    def output_bytes(self, handle: str) -> int:
+        """How many bytes of output ``handle`` has recorded so far (both streams)."""
+        entry = self._entry(handle)
+        if entry is None:
+            return self.view.total_bytes(self.store.load(handle))
+        return entry.spool.total_bytes
 
     def snapshot(self, handle: str) -> Manifest:
         entry = self._entry(handle)

@@ -1,0 +1,131 @@
+"""What the loop does with an attempt before its signal is acted on: the receipt
+added to the ledger, a usage limit waited out (or the run stopped at it), the
+circuit breaker fed, a session remembered for the retry's resume, the run's
+cost checked.
+
+``after_attempt`` answers with a ``Step``: go on and settle the signal
+(``SETTLE``), retry the same item without counting the attempt (``RETRY``:
+after a limit wait), or end the run (``Ending``, or ``STOPPED`` for a stop
+during a wait).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from git_forge.agents.classify import Verdict
+from git_forge.backlog.item import Item
+from git_forge.clock import wire_stamp
+from git_forge.errors import ForgeError
+from git_forge.exit_codes import LOOP_ERROR, LOOP_LIMIT
+from git_forge.loop import limits_wait, notify, receipts
+from git_forge.loop.context import RunContext, commit, dirty
+from git_forge.loop.iteration import AgentResult
+from git_forge.reconcile import messages
+
+
+class Step(Enum):
+    SETTLE = "settle"
+    RETRY = "retry"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class Ending:
+    """The run ends here: its exit code, state.json status and message."""
+
+    code: int
+    status: str
+    message: str
+    error: str | None = None
+
+
+def after_attempt(run: RunContext, taken: Item, result: AgentResult) -> Step | Ending:
+    """Act on what ``result`` was beyond its signal (see the module)."""
+    agent = run.agent
+    item_id = taken.id
+    if result.receipt is not None:
+        agent.spent = agent.spent.add(result.receipt)
+        try:
+            receipts.record(run.workspace.state_dir, run.state.run_id or "", item_id,
+                            result.receipt)
+        except ForgeError as exc:  # the receipt stays in the manifest and the journal
+            run.progress.note(f"item {item_id}: its receipt could not be added up: "
+                              f"{exc.message}")
+        session = result.receipt.session_id
+        agent.last_session = (item_id, session) if session else None
+    if result.stopped:
+        return Step.SETTLE
+    verdict = result.verdict
+    if verdict.verdict is Verdict.LIMIT_WAIT:
+        agent.breaker.reset()
+        return _limit(run, item_id, result)
+    if verdict.verdict is Verdict.LIMIT_STOP:
+        agent.breaker.reset()
+        _back_to_pending(run, item_id)
+        reason = verdict.message or "usage limit"
+        run.journal.append("usage_limit_stop", itemId=item_id, reason=reason)
+        agent.notifier.send(notify.USAGE_LIMIT, f"{item_id}:stop:{reason}", itemId=item_id,
+                            reason=reason)
+        return Ending(LOOP_LIMIT, "stopped",
+                      f"stopped: the agent's usage limit is not lifted by waiting ({reason});"
+                      " run the loop again once it is lifted")
+    signature = (verdict.signature(result.exit_code)
+                 if verdict.verdict is Verdict.FAILED and verdict.kind else None)
+    tripped = agent.breaker.record(taken, signature, verdict.message, result.stderr_lines)
+    if tripped is None:
+        return Step.SETTLE
+    restored = []
+    for before in tripped.items:
+        run.store.replace(before)
+        restored.append(before.id)
+    if run.backlog_rel in dirty(run):  # a deferral in the streak was committed: undo it
+        commit(run, [run.backlog_rel], messages.breaker_reset(restored))
+    message = tripped.message()
+    run.journal.append("circuit_breaker", itemIds=restored, signature=tripped.signature,
+                       attempts=tripped.attempts, stderr=list(tripped.stderr))
+    agent.notifier.send(notify.BREAKER, f"{','.join(restored)}:{tripped.signature}",
+                        itemIds=restored, signature=tripped.signature,
+                        stderr=list(tripped.stderr))
+    run.state = replace(run.state, deferred_items=tuple(
+        i for i in run.state.deferred_items if i not in restored))
+    return Ending(LOOP_ERROR, "error", message, error=message.splitlines()[0])
+
+
+def _limit(run: RunContext, item_id: str, result: AgentResult) -> Step | Ending:
+    """A limit with a time it lifts: wait it out and retry, or stop (``--on-limit stop``)."""
+    options = run.options
+    until, reason = limits_wait.until_of(result.verdict, options.limit_wait_minutes)
+    _back_to_pending(run, item_id)
+    if options.on_limit == "stop":
+        stamp = wire_stamp(until)
+        run.save(waiting_until=stamp)
+        run.journal.append("usage_limit_wait", itemId=item_id, until=stamp, reason=reason,
+                           source="agent", onLimit="stop")
+        run.agent.notifier.send(notify.USAGE_LIMIT, stamp, itemId=item_id, until=stamp,
+                                reason=reason)
+        return Ending(LOOP_LIMIT, "stopped",
+                      f"stopped at the agent's usage limit ({reason}); it lifts at {stamp}: "
+                      "come back then (git forge loop run waits for it if started earlier)")
+    if not limits_wait.wait_out(run, until, reason, item_id):
+        return Step.STOPPED
+    return Step.RETRY
+
+
+def _back_to_pending(run: RunContext, item_id: str) -> None:
+    if run.store.get(item_id).status == "in_progress":
+        run.store.transition(item_id, "pending")
+    run.save(current_item=None)
+
+
+def over_budget(run: RunContext) -> Ending | None:
+    """``--max-cost``: no new iteration once this run's recorded cost reaches it."""
+    limit = run.options.max_cost_usd
+    spent = run.agent.spent.cost_usd
+    if limit is None or spent is None or spent < limit:
+        return None
+    run.journal.append("max_cost_reached", costUsd=round(spent, 6), maxCostUsd=limit)
+    return Ending(LOOP_LIMIT, "stopped",
+                  f"stopped: this run's agents cost ${spent:.2f}, reaching --max-cost "
+                  f"${limit:.2f} ({run.agent.spent.describe()})")

@@ -1,0 +1,100 @@
+"""One agent start as the loop reads it, beyond the process: its profile's stream
+reader (fed stdout as the supervisor drains it), the assistant's text for
+``--follow``, the receipt the supervisor keeps in the manifest, and — once it
+ended — its signal and what its failure was.
+
+A structured agent (Claude Code, Codex) says its signal in its final result
+text, never in the JSON around it; Claude's ``is_error: true`` is a failed
+attempt whatever its exit code. A generic agent's signal is its stdout's last
+signal line, as ever, and its failure is classified only when it gave none.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any
+
+from git_forge.agents.classify import Classified, Verdict, classify
+from git_forge.agents.profiles import Profile
+from git_forge.agents.receipt import Receipt
+from git_forge.agents.streams import Facts
+from git_forge.loop.process_events import duration_ms
+from git_forge.loop.signals import NO_SIGNAL, Signal, parse_signal
+from git_forge.supervisor.manifest import Manifest
+from git_forge.supervisor.render import safe_text
+
+#: Lines of the agent's stderr a circuit breaker's message quotes.
+STDERR_LINES = 5
+
+
+class Attempt:
+    """The reader of one agent start, and what it read."""
+
+    def __init__(self, profile: Profile, *, follow: bool = False,
+                 resumed: str | None = None) -> None:
+        self.profile = profile
+        self.resumed = resumed
+        #: The assistant's text as it streams, for the loop's ``--follow``.
+        self.followed: deque[str] = deque()
+        sink = self.followed.append if follow and profile.structured else None
+        self.reader = profile.reader(sink) if profile.structured else None
+        self._lock = threading.Lock()
+        self._facts: Facts | None = None
+        self.receipt: Receipt | None = None
+
+    def observe(self, stream: str, data: bytes) -> None:
+        """The supervisor's observer: the profile's reader is fed stdout."""
+        if stream == "stdout" and self.reader is not None:
+            self.reader.feed(data)
+
+    def facts(self) -> Facts:
+        """What the stream said (read once, after the output was drained)."""
+        with self._lock:
+            if self._facts is None:
+                self._facts = self.reader.finish() if self.reader is not None else Facts()
+            return self._facts
+
+    def make_receipt(self, manifest: Manifest) -> dict[str, Any]:
+        """The supervisor's receipt hook: this start's receipt, kept in its manifest."""
+        facts = self.facts()
+        self.receipt = Receipt(
+            duration_ms=duration_ms(manifest), exit_code=manifest.result.exit_code,
+            session_id=facts.session_id, resumed=self.resumed, turns=facts.turns,
+            input_tokens=facts.input_tokens, output_tokens=facts.output_tokens,
+            cached_tokens=facts.cached_tokens, cost_usd=facts.cost_usd)
+        return self.receipt.to_json()
+
+    def take_followed(self) -> str:
+        """The assistant's text streamed since the last call ('' when none)."""
+        parts = []
+        while self.followed:
+            parts.append(self.followed.popleft())
+        return "\n".join(part.rstrip("\n") for part in parts)
+
+    def read(self, stdout: bytes, stderr: bytes, exit_code: int | None,
+             cut_off: bool) -> tuple[Signal, Classified]:
+        """The attempt's signal and verdict, from its stream (structured profiles)
+        or the tail of its stdout (generic). A ``cut_off`` attempt (timed out,
+        idle, stopped) gives no signal and is an ordinary failure."""
+        if cut_off:
+            return NO_SIGNAL, Classified(Verdict.FAILED)
+        facts = self.facts()
+        err = safe_text(stderr, final=True).text
+        out = safe_text(stdout, final=True).text
+        if self.profile.structured:
+            verdict = classify(facts, exit_code, err, stdout=out, structured=True)
+            if verdict.verdict is not Verdict.RAN:
+                return NO_SIGNAL, verdict
+            return parse_signal(safe_text(facts.final_text.encode(), final=True).text), verdict
+        signal = parse_signal(out)
+        if signal is not NO_SIGNAL:
+            return signal, Classified(Verdict.RAN)
+        return NO_SIGNAL, classify(facts, exit_code, err, stdout=out)
+
+
+def stderr_lines(stderr: bytes, count: int = STDERR_LINES) -> list[str]:
+    """The last ``count`` non-empty lines of ``stderr`` (safe text)."""
+    text = safe_text(stderr, final=True).text
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    return [line for line in lines if line][-count:]

@@ -1,0 +1,555 @@
+"""Claude Code and Codex under the loop, end to end: the faithful fakes
+(``fake_agents``) first on PATH, real repositories, real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+import waiting
+from builders import backlog_repo
+from fake_agents import FakeAgents
+from helpers import PtySession, forge_argv, git, run_forge, snapshot
+from templates import Templates
+
+
+def build_backlog(root: Path) -> None:
+    """Three independent items, 001 first."""
+    backlog_repo(root, ("--title", "First", "--priority", "1"),
+                 ("--title", "Second", "--priority", "2"),
+                 ("--title", "Third", "--priority", "3"))
+
+
+class Project:
+    def __init__(self, root: Path, fakes: FakeAgents) -> None:
+        self.root, self.fakes = root, fakes
+        self.spawned: list[subprocess.Popen] = []
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self.fakes.env
+
+    def run(self, *args: str, timeout: float = waiting.PROCESS_TIMEOUT
+            ) -> subprocess.CompletedProcess:
+        return run_forge("loop", "run", *args, cwd=self.root, env=self.env, timeout=timeout)
+
+    def forge(self, *args: str) -> subprocess.CompletedProcess:
+        return run_forge(*args, cwd=self.root, env=self.env)
+
+    def spawn(self, *args: str) -> subprocess.Popen:
+        proc = subprocess.Popen(forge_argv() + ["loop", "run", *args], cwd=self.root,
+                                env={**os.environ, **self.env}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        self.spawned.append(proc)
+        return proc
+
+    def items(self) -> dict[str, dict]:
+        document = json.loads((self.root / ".forge" / "backlog.json").read_text())
+        return {item["id"]: item for item in document["items"]}
+
+    def state(self) -> dict:
+        return json.loads((self.root / ".forge" / "state.json").read_text())
+
+    def events(self, kind: str | None = None) -> list[dict]:
+        lines = (self.root / ".forge" / "events.ndjson").read_text().splitlines()
+        events = [json.loads(line) for line in lines]
+        return [event for event in events if kind is None or event["type"] == kind]
+
+    def manifests(self) -> list[dict]:
+        found = (self.root / ".forge" / "proc").glob("*.manifest.json")
+        return sorted((json.loads(path.read_text()) for path in found),
+                      key=lambda manifest: manifest["created_at"])
+
+
+@pytest.fixture
+def project(templates: Templates, tmp_path: Path) -> Iterator[Project]:
+    root = templates.copy("agent-backlog", build_backlog, tmp_path / "repo")
+    made = Project(root, FakeAgents(tmp_path))
+    yield made
+    for proc in made.spawned:
+        if proc.poll() is None:
+            waiting.kill_tree(proc.pid)
+            waiting.communicate(proc, timeout=10)
+
+
+# --- profiles, the signal, --follow, git forge agents ----------------------------------------
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+def test_the_signal_is_read_from_the_result_text(project: Project, agent: str) -> None:
+    project.fakes.plan({"001": {"do": "done", "files": {"one.py": "1\n"}},
+                        "002": {"do": "done", "signal": "FORGE_BLOCKED: needs a schema"},
+                        "003": {"do": "done", "signal": "FORGE_NEEDS_HUMAN: which port?",
+                                "say": "FORGE_DONE said mid-stream is not the signal"}})
+    result = project.run("--agent", agent, "--agent-arg=--model", "--agent-arg", "m1")
+    assert result.returncode == 5, result.stderr
+    items = project.items()
+    assert items["001"]["status"] == "done"
+    assert (items["002"]["status"], items["002"]["blockedReason"]) == ("blocked",
+                                                                       "needs a schema")
+    assert items["003"]["needsHuman"] and items["003"]["blockedReason"] == "which port?"
+    assert "one.py" in git("show", "--name-only", "--format=", "HEAD~2", cwd=project.root)
+    start = project.fakes.starts("001")[0]
+    if agent == "claude":
+        assert start["argv"] == ["claude", "-p", "--output-format", "stream-json", "--verbose",
+                                 "--model", "m1"]
+    else:
+        assert start["argv"] == ["codex", "exec", "--json", "--model", "m1", "-"]
+    assert "First" in start["prompt"]  # the prompt came on stdin
+
+
+def test_follow_shows_the_assistant_text_not_json(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "done", "say": "Reading the module now."}})
+    result = project.run("--agent", "claude", "--follow", "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    assert "  | Reading the module now." in result.stdout
+    assert '"type"' not in result.stdout and "session_id" not in result.stdout
+
+
+def test_config_selects_the_profile_and_its_args(project: Project) -> None:
+    (project.root / ".forge.yaml").write_text(
+        "loop:\n  agent: codex\n  agentArgs: [--full-auto, -c, 'model=\"o3\"']\n")
+    git("add", ".forge.yaml", cwd=project.root)
+    git("commit", "-q", "-m", "config", cwd=project.root)
+    assert project.run("--iterations", "1").returncode == 0
+    assert project.fakes.starts("001")[0]["argv"] == [
+        "codex", "exec", "--json", "--full-auto", "-c", 'model="o3"', "-"]
+    started = project.events("loop_started")[0]
+    assert started["profile"] == "codex" and started["agent"][-1] == "-"
+
+
+def test_agents_lists_profiles_path_and_version(project: Project) -> None:
+    listed = json.loads(project.forge("agents", "--json").stdout)
+    by_name = {entry["name"]: entry for entry in listed}
+    assert by_name["claude"]["path"] == str(project.fakes.bin / "claude")
+    assert by_name["claude"]["version"] == "2.0.31 (Claude Code)"
+    assert by_name["codex"]["version"] == "codex-cli 0.46.0"
+    assert by_name["generic"]["binary"] is None
+    plain = project.forge("agents")
+    assert plain.returncode == 0 and "2.0.31 (Claude Code)" in plain.stdout
+    missing = run_forge("agents", cwd=project.root, env={"PATH": "/nonexistent"})
+    assert "claude: not on PATH" in missing.stdout
+
+
+# --- receipts ---------------------------------------------------------------------------------
+
+
+def test_receipts_per_iteration_summed_per_item_and_run(project: Project) -> None:
+    usage = {"input_tokens": 100, "cache_read_input_tokens": 10, "output_tokens": 40}
+    project.fakes.plan({"001": [{"do": "is_error", "text": "API Error: Overloaded"},
+                                {"do": "done", "cost": 0.25, "tokens": usage}],
+                        "002": {"do": "done", "cost": 0.5, "tokens": usage}})
+    result = project.run("--agent", "claude", "--iterations", "3", "--json")
+    assert result.returncode == 0, result.stderr
+    exited = project.events("llm_exited")
+    assert [event["receipt"]["sessionId"] for event in exited] == [
+        "sess-001-0", "sess-001-1", "sess-002-0"]
+    assert exited[1]["receipt"]["resumed"] == "sess-001-0"  # the retry resumed the session
+    assert exited[2]["receipt"]["resumed"] is None  # never across items
+    assert exited[1]["receipt"]["tokens"] == {"input": 100, "output": 40, "cached": 10}
+    assert exited[1]["receipt"]["costUsd"] == 0.25 and exited[1]["receipt"]["turns"] == 3
+    manifests = project.manifests()
+    assert [m["receipt"] for m in manifests] == [e["receipt"] for e in exited]
+    summary = json.loads(result.stdout)
+    costs = summary["costs"]
+    assert costs["run"]["attempts"] == 3 and costs["run"]["costUsd"] == 0.75
+    assert costs["items"]["001"]["attempts"] == 2 and costs["items"]["001"]["costUsd"] == 0.25
+    status = json.loads(project.forge("status", "--json").stdout)
+    assert status["costs"]["run"]["costUsd"] == 0.75
+    assert status["costs"]["items"]["002"]["tokens"]["input"] == 100
+    text = project.forge("status").stdout
+    assert "3 attempts, 1.4k tokens in / 730 out, $0.75 in the last run" in text
+
+
+def test_codex_reports_tokens_and_never_a_cost(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "done", "exit": 1,
+                                "tokens": {"input": 500, "cached": 100, "output": 50}}})
+    result = project.run("--agent", "codex", "--iterations", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    assert project.items()["001"]["status"] == "done"  # exit 1 after turn.completed: done
+    receipt = project.events("llm_exited")[0]["receipt"]
+    assert receipt["exitCode"] == 1 and receipt["sessionId"] == "th-001-0"
+    assert receipt["tokens"] == {"input": 500, "output": 50, "cached": 100}
+    assert receipt["costUsd"] is None
+    assert json.loads(result.stdout)["costs"]["run"]["costUsd"] is None
+
+
+def test_recover_questions_say_what_an_item_cost_so_far(project: Project) -> None:
+    project.fakes.plan({"001": [{"do": "is_error", "text": "API Error: Overloaded", "cost": 0.1},
+                                {"do": "done", "cost": 0.3,
+                                 "signal": "FORGE_NEEDS_HUMAN: which database?"}]})
+    assert project.run("--agent", "claude", "--iterations", "2").returncode == 0
+    plan = project.forge("recover", "--plan", "--json")
+    document = json.loads(plan.stdout)
+    question = next(q for q in document["questions"] if "001" in q["itemIds"])
+    assert question["spent"] == {"001": "2 attempts, 2.4k tokens in / 1.3k out, $0.40"}
+    assert "Spent so far: 2 attempts, 2.4k tokens in / 1.3k out, $0.40" in question["text"]
+
+
+# --- the circuit breaker ----------------------------------------------------------------------
+
+
+def test_a_broken_agent_trips_the_breaker_and_leaves_the_backlog_as_it_was(
+        project: Project) -> None:
+    project.fakes.plan({item: {"do": "not_logged_in"} for item in ("001", "002", "003")})
+    backlog = project.root / ".forge" / "backlog.json"
+    before, head = backlog.read_bytes(), git("rev-parse", "HEAD", cwd=project.root)
+    result = project.run("--agent", "codex")
+    assert result.returncode == 1, result.stderr
+    assert len(project.fakes.starts("001")) == 3 and not project.fakes.starts("002")
+    assert "failed 3 times in a row the same way (exit 1: not logged in)" in result.stderr
+    assert "stderr: ERROR: unexpected status 401 Unauthorized" in result.stderr
+    assert backlog.read_bytes() == before
+    assert git("rev-parse", "HEAD", cwd=project.root) == head
+    assert git("status", "--porcelain", cwd=project.root) == ""
+    state = project.state()
+    assert state["status"] == "error" and "not logged in" in state["error"]
+    tripped = project.events("circuit_breaker")[0]
+    assert tripped["signature"] == "exit 1: not logged in" and tripped["itemIds"] == ["001"]
+
+
+def test_the_breaker_counts_across_items_and_undoes_their_deferrals(project: Project) -> None:
+    project.fakes.plan({item: {"do": "is_error"} for item in ("001", "002", "003")})
+    backlog = project.root / ".forge" / "backlog.json"
+    before = backlog.read_bytes()
+    result = project.run("--agent", "claude", "--retries", "0")
+    assert result.returncode == 1, result.stderr
+    assert "(exit 0: API Error: Rate limit reached)" in result.stderr
+    assert "items 001, 002, 003 back to pending" in result.stderr
+    assert backlog.read_bytes() == before  # the deferrals of 001 and 002 undone
+    subjects = git("log", "--format=%s", cwd=project.root).splitlines()
+    assert subjects[0] == "[forge] 001, 002, 003: back to pending (circuit breaker)"
+    assert git("diff", "HEAD~3", "HEAD", "--", ".forge/backlog.json", cwd=project.root) == ""
+
+
+def test_different_failures_do_not_trip_the_breaker(project: Project) -> None:
+    project.fakes.plan({"001": [{"do": "not_logged_in"}, {"do": "is_error"},
+                                {"do": "not_logged_in"}]})
+    result = project.run("--agent", "claude", "--iterations", "3")
+    assert result.returncode == 0, result.stderr
+    assert project.items()["001"]["deferred"]
+    assert project.items()["001"]["blockedReason"].startswith("exit 1: not logged in")
+    assert not project.events("circuit_breaker")
+
+
+# --- usage limits -----------------------------------------------------------------------------
+
+
+def _stamp(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def test_a_usage_limit_is_waited_out_then_the_same_item_resumes(project: Project) -> None:
+    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 2}, {"do": "done"}]})
+    session = PtySession("loop", "run", "--agent", "claude", "--iterations", "1",
+                         "--retries", "0", cwd=project.root, env=project.env)
+    session.expect("waiting for the agent's usage limit until")
+    session.expect("waiting for the usage limit to lift — 0:0")  # the countdown, on a terminal
+    assert session.finish() == 0  # the limited attempt counted for nothing
+    assert "this run 1 done" in session.text
+    assert project.items()["001"]["status"] == "done"
+    wait = project.events("usage_limit_wait")[0]
+    assert wait["itemId"] == "001" and wait["source"] == "agent"
+    assert "until " + wait["until"] in session.text
+    second = project.events("llm_spawned")[1]
+    assert _stamp(second["timestamp"]) >= _stamp(wait["until"])
+    starts = project.fakes.starts("001")
+    assert starts[1]["argv"][-2:] == ["--resume", "sess-001-0"]
+    assert project.events("llm_exited")[1]["receipt"]["resumed"] == "sess-001-0"
+    assert project.state()["waitingUntil"] is None
+
+
+def test_a_limit_wait_survives_sigkill_and_the_next_run_waits_too(project: Project) -> None:
+    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 4}, {"do": "done"}]})
+    first = project.spawn("--agent", "claude")
+    state = project.root / ".forge" / "state.json"
+    waiting.wait_for(lambda: state.exists() and json.loads(state.read_text()).get("waitingUntil"),
+                     timeout=30, what="the first run to record its wait")
+    until = _stamp(json.loads(state.read_text())["waitingUntil"])
+    os.kill(first.pid, signal.SIGKILL)
+    waiting.communicate(first, timeout=10)
+    assert project.items()["001"]["status"] == "pending"
+    result = project.run("--agent", "claude", "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    recorded = project.events("usage_limit_wait")[0]
+    assert recorded["source"] == "recorded" and _stamp(recorded["until"]) == until
+    spawned = project.events("llm_spawned")[0]
+    assert _stamp(spawned["timestamp"]) >= until  # it started no agent before the limit lifted
+    assert project.items()["001"]["status"] == "done"
+
+
+def test_on_limit_stop_ends_the_run_with_exit_4_and_when_to_come_back(
+        project: Project) -> None:
+    project.fakes.plan({"001": {"do": "limit_text",
+                                "message": "You've hit your limit · resets 1pm (Europe/Lisbon)"}})
+    result = project.run("--agent", "claude", "--on-limit", "stop")
+    assert result.returncode == 4, result.stderr
+    until = project.state()["waitingUntil"]
+    lifted = _stamp(until).astimezone(ZoneInfo("Europe/Lisbon"))
+    assert (lifted.hour, lifted.minute) == (13, 0)
+    assert _stamp(until) - datetime.now(UTC) <= timedelta(days=1)
+    assert f"it lifts at {until}: come back then" in result.stderr
+    assert project.items()["001"]["status"] == "pending"
+    assert project.state()["status"] == "stopped"
+    again = project.run("--agent", "claude", "--on-limit", "stop")  # still ahead: no agent
+    assert again.returncode == 4 and f"lifts at {until}: come back then" in again.stderr
+    assert len(project.fakes.starts("001")) == 1
+    assert project.state()["waitingUntil"] == until
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+def test_a_limit_no_clock_lifts_stops_with_exit_4(project: Project, agent: str) -> None:
+    project.fakes.plan({"001": {"do": "admin_disabled"}})
+    result = project.run("--agent", agent)
+    assert result.returncode == 4, result.stderr
+    assert "disabled by your admin" in result.stderr
+    assert len(project.fakes.starts("001")) == 1 and not project.events("usage_limit_wait")
+    assert project.items()["001"]["status"] == "pending"
+
+
+def test_a_limit_without_a_time_waits_the_configured_default(project: Project) -> None:
+    (project.root / ".forge.yaml").write_text("loop:\n  limitWait: 0.02\n")
+    git("add", ".forge.yaml", cwd=project.root)
+    git("commit", "-q", "-m", "config", cwd=project.root)
+    project.fakes.plan({"001": [{"do": "limit_text", "message": "You've hit your usage limit."},
+                                {"do": "done"}]})
+    result = project.run("--agent", "codex", "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    wait = project.events("usage_limit_wait")[0]
+    assert "no time given: waiting loop.limitWait, 0.02 min" in wait["reason"]
+    assert project.fakes.starts("001")[1]["argv"][:4] == ["codex", "exec", "resume", "th-001-0"]
+
+
+def test_loop_stop_ends_a_limit_wait_at_once(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "rejected", "resets_in": 600}})
+    proc = project.spawn("--agent", "claude")
+    state = project.root / ".forge" / "state.json"
+    waiting.wait_for(lambda: state.exists() and json.loads(state.read_text()).get("waitingUntil"),
+                     timeout=30, what="the run to start waiting")
+    deadline = waiting.Deadline(10)
+    assert project.forge("loop", "stop").returncode == 0
+    out, err = waiting.communicate(proc, timeout=10)
+    assert proc.returncode == 130, err
+    assert not deadline.passed
+    assert project.state()["status"] == "stopped" and project.state()["waitingUntil"]
+    assert project.items()["001"]["status"] == "pending"
+    assert "to lift —" not in out and "\x1b" not in out  # no countdown off a terminal
+
+
+# --- backstops --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("agent", ["claude", "generic"])
+def test_an_agent_silent_past_the_idle_timeout_is_ended(project: Project, agent: str) -> None:
+    project.fakes.plan({"001": {"do": "hang", "seconds": 300}, "002": {"do": "done"}})
+    command = "claude" if agent == "claude" else f"{project.fakes.bin / 'codex'} exec --json -"
+    deadline = waiting.Deadline(30)
+    result = project.run("--agent", command, "--idle-timeout", "0.02", "--retries", "0",
+                         "--iterations", "2")
+    assert result.returncode == 0, result.stderr
+    assert not deadline.passed
+    item = project.items()["001"]
+    assert item["deferred"] and item["blockedReason"].startswith("idle for 0.02 min")
+    exited = project.events("llm_exited")
+    assert exited[0]["state"] in ("terminated", "killed")
+    assert exited[1]["state"] == "exited"  # 002 talked, ended by itself
+    if agent == "claude":
+        assert project.items()["002"]["status"] == "done"
+
+
+def test_an_agent_that_keeps_talking_is_not_idle(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "silent_then_done", "seconds": 0.3}})
+    result = project.run("--agent", "claude", "--idle-timeout", "0.05", "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    assert project.items()["001"]["status"] == "done"
+
+
+def test_max_cost_starts_no_iteration_past_it(project: Project) -> None:
+    project.fakes.plan({item: {"do": "done", "cost": 0.5} for item in ("001", "002", "003")})
+    result = project.run("--agent", "claude", "--max-cost", "0.9", "--json")
+    assert result.returncode == 4, result.stderr
+    summary = json.loads(result.stdout)
+    assert "cost $1.00, reaching --max-cost $0.90" in summary["message"]
+    items = project.items()
+    assert [items[i]["status"] for i in ("001", "002", "003")] == ["done", "done", "pending"]
+    assert not project.fakes.starts("003")
+    assert project.events("max_cost_reached")[0]["costUsd"] == 1.0
+
+
+# --- resume -----------------------------------------------------------------------------------
+
+
+def test_a_retry_after_an_idle_kill_resumes_the_session(project: Project) -> None:
+    project.fakes.plan({"001": [{"do": "hang", "seconds": 300}, {"do": "done"}]})
+    result = project.run("--agent", "codex", "--idle-timeout", "0.02", "--iterations", "2")
+    assert result.returncode == 0, result.stderr
+    first, second = project.fakes.starts("001")
+    assert first["argv"] == ["codex", "exec", "--json", "-"]
+    assert second["argv"] == ["codex", "exec", "resume", "th-001-0", "--json", "-"]
+    receipts = [event["receipt"] for event in project.events("llm_exited")]
+    assert [(r["sessionId"], r["resumed"]) for r in receipts] == [
+        ("th-001-0", None), ("th-001-0", "th-001-0")]
+
+
+def test_resume_sessions_off_starts_every_retry_afresh(project: Project) -> None:
+    (project.root / ".forge.yaml").write_text("loop:\n  resumeSessions: false\n")
+    git("add", ".forge.yaml", cwd=project.root)
+    git("commit", "-q", "-m", "config", cwd=project.root)
+    project.fakes.plan({"001": [{"do": "is_error"}, {"do": "done"}]})
+    assert project.run("--agent", "claude", "--iterations", "2").returncode == 0
+    assert all("--resume" not in start["argv"] for start in project.fakes.starts("001"))
+
+
+# --- notify -----------------------------------------------------------------------------------
+
+NOTIFIER = r'''
+import json, pathlib, sys
+event = json.loads(sys.stdin.read())
+with open(sys.argv[1], "a") as out:
+    out.write(json.dumps(event) + "\n")
+sys.exit(int(sys.argv[2]) if len(sys.argv) > 2 else 0)
+'''
+
+
+def _notifier(project: Project, exit_code: int = 0) -> tuple[str, Path]:
+    script = project.fakes.bin.parent / "notifier.py"
+    script.write_text(NOTIFIER)
+    received = project.fakes.bin.parent / "notified dir" / "events.ndjson"
+    received.parent.mkdir(exist_ok=True)
+    return (f"{sys.executable} {script} '{received}' {exit_code}", received)
+
+
+def _received(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_notify_tells_once_per_event_even_across_runs(project: Project) -> None:
+    command, received = _notifier(project)
+    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 4}, {"do": "done"}],
+                        "002": {"do": "done", "signal": "FORGE_NEEDS_HUMAN: which port?"}})
+    first = project.spawn("--agent", "claude", "--notify", command)
+    waiting.wait_for(lambda: _received(received), timeout=30, what="the limit notification")
+    os.kill(first.pid, signal.SIGKILL)
+    waiting.communicate(first, timeout=10)
+    result = project.run("--agent", "claude", "--notify", command)  # it waits, as before
+    assert result.returncode == 5, result.stderr
+    again = project.run("--agent", "claude", "--notify", command)  # 002 still waits
+    assert again.returncode == 5, again.stderr
+    events = _received(received)
+    assert [event["event"] for event in events] == ["usage_limit_wait", "waiting_for_decision"]
+    limit, decision = events
+    assert limit["itemId"] == "001" and limit["until"] and limit["project"] == str(project.root)
+    assert decision["itemIds"] == ["002"] and decision["items"][0]["reason"] == "which port?"
+    assert json.loads((project.root / ".forge" / "notified.json").read_text())["sent"]
+
+
+def test_a_failing_notifier_is_journaled_and_never_stops_the_loop(project: Project) -> None:
+    command, received = _notifier(project, exit_code=3)
+    project.fakes.plan({"001": {"do": "done", "signal": "FORGE_NEEDS_HUMAN: which port?"}})
+    result = project.run("--agent", "claude", "--notify", command, "--pause-on-needs-human")
+    assert result.returncode == 3, result.stderr
+    assert _received(received)[0]["event"] == "paused_human"
+    failed = project.events("notify_failed")[0]
+    assert failed["event"] == "paused_human" and "exited 3" in failed["error"]
+    missing = project.run("--agent", "claude", "--notify", "/nonexistent/notifier")
+    assert missing.returncode == 5, missing.stderr  # 001 waits; nothing ran the notifier
+    assert project.events("notify_failed")[0]["error"].startswith("/nonexistent/notifier")
+
+
+def test_notify_on_the_breaker_and_on_a_stop(project: Project) -> None:
+    command, received = _notifier(project)
+    project.fakes.plan({"001": {"do": "not_logged_in"}})
+    assert project.run("--agent", "claude", "--notify", command).returncode == 1
+    tripped = _received(received)[-1]
+    assert tripped["event"] == "circuit_breaker"
+    assert tripped["signature"] == "exit 1: not logged in"
+    project.fakes.plan({"001": {"do": "hang", "seconds": 300}})
+    proc = project.spawn("--agent", "claude", "--notify", command)
+    waiting.wait_for(lambda: project.fakes.starts("001")[3:], timeout=30,
+                     what="the agent to start")
+    assert project.forge("loop", "stop").returncode == 0
+    waiting.communicate(proc, timeout=30)
+    assert proc.returncode == 130
+    assert _received(received)[-1]["event"] == "stopped"
+
+
+# --- the real thing ---------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("claude") is None, reason="the claude CLI is not installed")
+@pytest.mark.timeout(900)
+def test_the_real_claude_without_credentials_trips_the_breaker(
+        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+                 "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"):
+        monkeypatch.delenv(name, raising=False)
+    result = run_forge("loop", "run", "--agent", "claude", "--timeout", "3",
+                       cwd=project.root, timeout=800)  # the real PATH, an empty HOME
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "circuit breaker: the agent failed 3 times in a row the same way" in result.stderr
+    assert len(project.events("llm_spawned")) <= 3
+    assert all(item["status"] == "pending" for item in project.items().values())
+
+
+def test_the_readme_commands_for_claude_and_codex_work_as_written(project: Project) -> None:
+    from test_readme_flow import section_commands
+
+    commands = section_commands("Running Claude Code and Codex")
+    assert [words[:4] for words in commands] == [
+        ["git", "forge", "agents"], ["git", "forge", "loop", "run"],
+        ["git", "forge", "loop", "run"]]
+    project.fakes.plan({"001": {"do": "done"}, "002": {"do": "done"}, "003": {"do": "done"}})
+    listed = project.forge(*commands[0][2:])
+    assert "2.0.31 (Claude Code)" in listed.stdout and "codex-cli 0.46.0" in listed.stdout
+    first = project.run(*commands[1][4:], "--iterations", "1")
+    assert first.returncode == 0, first.stderr
+    assert project.fakes.starts("001")[0]["argv"][-2:] == ["--permission-mode", "acceptEdits"]
+    second = project.run(*commands[2][4:])
+    assert second.returncode == 0, second.stderr
+    assert project.fakes.starts("002")[0]["argv"] == [
+        "codex", "exec", "--json", "--full-auto", "-"]
+    assert "spent: 2 attempts" in second.stdout  # codex: tokens, no cost
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "config", "error"), [
+    (["--on-limit", "later"], None, "argument --on-limit: invalid choice: 'later'"),
+    (["--max-consecutive-failures", "0"], None, "--max-consecutive-failures must be at least 1"),
+    (["--idle-timeout", "0"], None, "--idle-timeout must be a positive number of minutes"),
+    (["--max-cost", "-1"], None, "--max-cost must be a number of US dollars, 0 or more"),
+    ([], "loop:\n  onLimit: later\n", 'loop.onLimit must be "wait" or "stop" (got "later")'),
+    ([], "loop:\n  agentArgs: 5\n", "loop.agentArgs must be a list of strings (got 5)"),
+    ([], "loop:\n  agentArgs: [--model, 5]\n", "loop.agentArgs must be a list of strings"),
+    (["--notify", "'unclosed"], None, "cannot split the notify command line"),
+])
+def test_bad_agent_options_are_refused_and_change_nothing(
+        project: Project, args: list[str], config: str | None, error: str) -> None:
+    if config is not None:
+        (project.root / ".forge.yaml").write_text(config)
+    before = snapshot(project.root)
+    result = project.run("--agent", "claude", *args)
+    assert result.returncode == 2
+    assert result.stderr.startswith("Error: ") and error in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert snapshot(project.root) == before and not project.fakes.starts("001")
+
+
+def test_a_corrupt_receipts_ledger_is_refused_never_overwritten(project: Project) -> None:
+    ledger = project.root / ".forge" / "receipts.json"
+    ledger.write_text('{"items": ')
+    before = snapshot(project.root)
+    result = project.run("--agent", "claude")
+    assert result.returncode == 2 and "receipts.json is corrupt" in result.stderr
+    assert snapshot(project.root) == before and not project.fakes.starts("001")
+    assert json.loads(project.forge("status", "--json").stdout)["costs"] is None
