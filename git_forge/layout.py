@@ -38,6 +38,9 @@ MANIFEST_SUFFIX = ".manifest.json"
 #: when the agent ends; the pattern is ignored so that none is ever committed.
 PROMPT_FILES = "prompt-*.md"
 ARCHIVE_DIR = "archive"
+#: ``worktrees/<id>``: the linked worktree an item's agent works in when the loop
+#: runs agents in parallel.
+WORKTREES_DIR = "worktrees"
 
 #: Configuration files (read by ``config``; named here so that code on a hot path,
 #: completion, can look for them without loading the configuration machinery).
@@ -51,6 +54,11 @@ def state_directory(backlog_dir: Path, state_dir: str) -> Path:
     if not state_dir or Path(backlog_dir).resolve().name == state_dir:
         return Path(backlog_dir)
     return Path(backlog_dir) / state_dir
+
+
+def item_worktree(state_dir: Path, item_id: str) -> Path:
+    """Where the linked worktree of item ``item_id`` lives."""
+    return Path(state_dir) / WORKTREES_DIR / item_id
 
 
 def backlog_file(backlog_dir: Path) -> Path:

@@ -18,6 +18,7 @@ from git_forge.errors import StoreError
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.loop.control import loop_lock_path, orphaned_agents
 from git_forge.loop.state import RunState, read_state, state_path
+from git_forge.reconcile.item_trees import item_trees
 from git_forge.runner.base import Runner
 from git_forge.workspace import Workspace
 
@@ -48,6 +49,18 @@ def lock_status(state_dir: Path) -> dict[str, Any]:
 
 #: States in which state.json says a loop is at work; with the lock free, it died.
 _LIVE_STATES = ("starting", "running")
+
+
+def _item_trees(workspace: Workspace) -> list[dict[str, Any]]:
+    """The items' worktrees and ``forge/<id>`` branches, each with its state (a git
+    failure leaves the list empty: status reports, it does not stop)."""
+    from git_forge.errors import ForgeError
+
+    try:
+        trees = item_trees(workspace.root, workspace.state_dir, workspace.backlog_file)
+    except ForgeError:
+        return []
+    return [tree.to_json() for tree in trees]
 
 
 def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
@@ -89,6 +102,7 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
                         for key in ("maxChainDepth", "selectable", "starvation")},
                      "waitingOn": waiting_on(graph)},
         "runner": runner.describe(),
+        "worktrees": _item_trees(workspace),
         "error": problem if problem is not None else state.error,
         "statusSchemaVersion": STATUS_SCHEMA_VERSION,
         "projectPath": str(workspace.root),

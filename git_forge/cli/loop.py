@@ -209,7 +209,7 @@ def _print_refusal(workspace: Workspace, preflight: Preflight) -> None:
     """What the pre-launch check found, as ``git forge preflight`` shows it."""
     from git_forge.cli.preflight import explain_stop, render_dirty, render_stop
 
-    lines = (render_stop(preflight, explain_stop(workspace, preflight))
+    lines = (render_stop(preflight, explain_stop(workspace, preflight), workspace.root)
              if preflight.status == "stop" else render_dirty(preflight))
     print("\n".join(lines), file=sys.stderr)
 

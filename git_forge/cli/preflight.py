@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from git_forge.cli.arguments import add_location
@@ -37,9 +38,12 @@ def _items(ids: list[str]) -> str:
     return ", ".join(ids) if ids else "none"
 
 
-def render_stop(result: Preflight, explanation: StopExplanation | None = None) -> list[str]:
+def render_stop(result: Preflight, explanation: StopExplanation | None = None,
+                root: Path | None = None) -> list[str]:
     """The STOP message: the prior run, the stranded paths — split into those the
-    run touched (its evidence) and those changed outside it — and what to run next."""
+    run touched (its evidence) and those changed outside it —, the items' worktrees
+    and branches holding work (paths shown relative to ``root``), and what to run
+    next."""
     from git_forge.loop.state import RunState
 
     run = result.run or RunState()
@@ -52,18 +56,22 @@ def render_stop(result: Preflight, explanation: StopExplanation | None = None) -
     named = f" (run {run.run_id})" if run.run_id else ""
     if touched:
         lines = ["STOP: a previous git-forge run left work in the tree."]
+    elif result.trees and not outside:
+        lines = ["STOP: a previous git-forge run left work in its items' worktrees or "
+                 "branches."]
     else:
         lines = [f"STOP: the working tree has changes that git-forge's last run (started "
                  f"{started}{named}) did not make."]
-    lines.append(f"  run started:   {started}{named}")
-    lines.append(f"  item in flight: {run.current_item or 'none'}")
-    blocked = explanation.blocked if explanation is not None else list(run.blocked_items)
-    needs = (explanation.needs_human if explanation is not None
-             else list(run.needs_human_items))
-    lines.append(f"  blocked:        {_items(blocked)}")
-    lines.append(f"  needs human:    {_items(needs)}")
-    if result.run_error:
-        lines.append(f"  (the run's state could not be read: {result.run_error})")
+    if result.run is not None or not result.trees:  # a run is known of
+        lines.append(f"  run started:   {started}{named}")
+        lines.append(f"  item in flight: {run.current_item or 'none'}")
+        blocked = explanation.blocked if explanation is not None else list(run.blocked_items)
+        needs = (explanation.needs_human if explanation is not None
+                 else list(run.needs_human_items))
+        lines.append(f"  blocked:        {_items(blocked)}")
+        lines.append(f"  needs human:    {_items(needs)}")
+        if result.run_error:
+            lines.append(f"  (the run's state could not be read: {result.run_error})")
     if touched:  # grouped by the evidence that makes them the run's candidates
         reasons: dict[str, list[str]] = {}
         for entry, why in touched:
@@ -75,6 +83,11 @@ def render_stop(result: Preflight, explanation: StopExplanation | None = None) -
     if outside:
         lines.append("Changed outside the run (as git status --porcelain prints them):")
         lines += [f"  {render_porcelain_line(entry)}" for entry in outside]
+    if result.trees:
+        from git_forge.cli.render_trees import render_item_trees
+
+        lines.append("Work in items' worktrees and branches:")
+        lines += render_item_trees(result.trees, result.onto, root)
     if explanation is not None:
         lines += [f"  note: {note}" for note in explanation.notes]
     lines += [
@@ -88,7 +101,7 @@ def render_stop(result: Preflight, explanation: StopExplanation | None = None) -
 def explain_stop(workspace: Workspace, result: Preflight) -> StopExplanation | None:
     """The STOP's explanation (``reconcile.stop.explain``), or ``None`` when the
     launch stopped for another reason."""
-    if result.status != "stop" or result.reason is not None:
+    if result.status != "stop" or result.reason is not None or not result.entries:
         return None
     from git_forge.loop.state import RunState
     from git_forge.reconcile.stop import explain
@@ -115,7 +128,9 @@ def _stop_for(reason: str, json_output: bool) -> int:
 def run(args: argparse.Namespace) -> int:
     from git_forge.layout import work_tree_root
     from git_forge.loop.control import launch_blocker, running_message, tree_owner
+    from git_forge.reconcile.messages import ITEM_BRANCH_PREFIX
     from git_forge.tree.fast_status import head_problem, porcelain_fast
+    from git_forge.tree.worktrees import may_have_worktrees_or_branches
 
     root = work_tree_root(args.path)
     owner = tree_owner(root)  # needs no configuration: the clean path stays fast
@@ -125,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         return _stop_for(problem, args.json)
     entries = porcelain_fast(root)
-    if not entries:
+    if not entries and not may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX):
         if args.json:
             from git_forge.cli.output import emit_json
             emit_json({"status": "ok", "run": None, "paths": []})
@@ -147,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
             document.update(explanation.to_json())
         emit_json(document)
     elif result.status == "stop":
-        print("\n".join(render_stop(result, explanation)), file=sys.stderr)
+        print("\n".join(render_stop(result, explanation, workspace.root)), file=sys.stderr)
     elif result.status == "dirty":
         print("\n".join(render_dirty(result)), file=sys.stderr)
     return 0 if result.status == "ok" else PREFLIGHT_STOP

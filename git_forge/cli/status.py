@@ -68,6 +68,8 @@ def render_status(document: dict[str, Any]) -> list[str]:
         shape += f"; starved, waiting on {waiting_text(topology.get('waitingOn') or [])}"
     rows = [("loop", loop), ("backlog", backlog), ("topology", shape), ("lock", lock_line),
             ("runner", document["runner"])]
+    for tree in document.get("worktrees", []):
+        rows.append(("worktree", _tree_line(tree, document["projectPath"])))
     for orphan in liveness["orphans"]:
         rows.append(("orphan", f"orphaned agent still running (handle {orphan['handle']}, "
                                f"item {orphan['itemId'] or 'unknown'}); stop it with "
@@ -75,3 +77,16 @@ def render_status(document: dict[str, Any]) -> list[str]:
     if document.get("error"):
         rows.append(("error", document["error"]))
     return [f"{label + ':':<10}{value}" for label, value in rows]
+
+
+def _tree_line(tree: dict[str, Any], root: str) -> str:
+    """One item's worktree or branch, from its ``status --json`` entry."""
+    import os
+
+    where = (f"{os.path.relpath(tree['worktree'], root)} (branch {tree['branch'] or 'none'})"
+             if tree["worktree"] else f"branch {tree['branch']}")
+    state = {"dirty": "uncommitted changes", "unintegrated": "commits not on the branch",
+             "integrated": "integrated, clean"}[tree["state"]]
+    if tree["state"] == "dirty" and not tree["integrated"]:
+        state += ", commits not on the branch"
+    return f"item {tree['itemId']} {where}: {state}"
