@@ -39,6 +39,48 @@ def dumps_indented(document: Any, indent: int = 2) -> str:
         return json.dumps(document, indent=indent, ensure_ascii=False)
 
 
+def encode_nested(value: Any, depth: int, indent: int = 2) -> str | None:
+    """The text ``value`` has when it sits ``depth`` containers deep in a document
+    ``dumps_indented`` encodes (its first line unindented), or ``None`` for a value
+    only ``json.dumps`` can encode. A writer that rewrites one element of a large
+    list keeps the other elements' texts and encodes only the changed one."""
+    try:
+        return _encode(value, " " * indent, "\n" + " " * (indent * depth))
+    except (_Unsupported, RecursionError):
+        return None
+
+
+def join_list_in(document: dict[str, Any], key: str, elements: list[bytes],
+                 indent: int = 2) -> bytes | None:
+    """``dumps_indented(document)`` as UTF-8, with ``document[key]`` a list whose
+    elements' texts are ``elements`` (each ``encode_nested(element, 2, indent)`` as
+    UTF-8), or ``None`` when another value of ``document`` is one only
+    ``json.dumps`` can encode. Bytes, because one join of a large list's bytes is a
+    copy, where joining and encoding its text costs many times that. Text that is
+    not valid Unicode raises ``UnicodeEncodeError``, as encoding it would."""
+    step = " " * indent
+    inner = "\n" + step
+    parts: list[bytes] = []
+    for name, value in document.items():
+        if type(name) is not str:
+            return None
+        if name == key:
+            if not elements:
+                text = b"[]"
+            else:
+                deeper = (inner + step).encode()
+                text = b"[" + deeper + (b"," + deeper).join(elements) + inner.encode() + b"]"
+        else:
+            encoded = encode_nested(value, 1, indent)
+            if encoded is None:
+                return None
+            text = encoded.encode("utf-8")
+        parts.append(encode_basestring(name).encode("utf-8") + b": " + text)
+    if not parts:
+        return b"{}"
+    return b"{" + inner.encode() + ("," + inner).encode().join(parts) + b"\n}"
+
+
 def _scalar(value: Any) -> str:
     """The JSON text of a value that is not a container, or ``_Unsupported``."""
     kind = type(value)
@@ -57,7 +99,7 @@ def _scalar(value: Any) -> str:
     raise _Unsupported
 
 
-def _encode(document: Any, step: str) -> str:
+def _encode(document: Any, step: str, newline: str = "\n") -> str:
     chunks: list[str] = []
     append = chunks.append
 
@@ -109,5 +151,5 @@ def _encode(document: Any, step: str) -> str:
         else:
             append(_scalar(value))
 
-    walk(document, "\n")
+    walk(document, newline)
     return "".join(chunks)

@@ -32,6 +32,13 @@ def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:
     return (text + "\n").encode("utf-8")
 
 
+def unencodable(path: Path | str) -> str:
+    """Why a document holding text that is not valid Unicode is not written (a
+    command-line argument holding bytes that are not UTF-8 arrives as surrogates)."""
+    return (f"refusing to write {path}: it would hold text that is not valid UTF-8 "
+            "(bytes that are not UTF-8 in an argument or a file)")
+
+
 def write_json(
     path: Path | str, document: Any, *, indent: int | None = 2, mode: int | None = None,
     durable: bool = True,
@@ -43,8 +50,7 @@ def write_json(
     try:
         data = dumps_json(document, indent=indent)
     except UnicodeEncodeError as exc:
-        raise StoreError(f"refusing to write {path}: it would hold text that is not valid "
-                         "UTF-8 (bytes that are not UTF-8 in an argument or a file)") from exc
+        raise StoreError(unencodable(path)) from exc
     atomic_write(path, data, mode=mode, durable=durable)
     return data
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import random
 
 import pytest
 from builders import backlog_document
@@ -202,6 +203,26 @@ def test_select_next_numeric_order_and_external_dependencies() -> None:
     items = [item("1000"), item("999"), item("005", dependsOn=["777"])]
     # "777" is not in this backlog: ignored for selection; 005 < 999 < 1000 numerically.
     assert [i["id"] for i in model.selectable_items(items)] == ["005", "999", "1000"]
+
+
+def test_select_next_is_the_first_selectable_item_on_random_backlogs() -> None:
+    """The one-pass selection agrees with the sorted rule on every shape of backlog:
+    priorities missing or tied, ids of mixed widths, dependencies inside and outside."""
+    rng = random.Random(17)
+    for _ in range(2000):
+        ids = list(dict.fromkeys(str(rng.choice([1, 2, 3, 10, 11, 100, 999, 1000]))
+                                 .zfill(rng.choice([3, 4])) for _ in range(rng.randint(0, 12))))
+        items = []
+        for item_id in ids:
+            fields: dict = {"id": item_id, "status": rng.choice(
+                ["pending", "pending", "done", "blocked", "in_progress"])}
+            if rng.random() < 0.7:
+                fields["priority"] = rng.randint(1, 4)
+            if rng.random() < 0.4:
+                fields["dependsOn"] = rng.sample([*ids, "0777"], k=rng.randint(0, 2))
+            items.append(Item.from_json(fields))
+        ready = model.selectable_items(items)
+        assert model.select_next(items) is (ready[0] if ready else None), items
 
 
 def test_next_id() -> None:

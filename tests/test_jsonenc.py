@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from git_forge.jsonenc import dumps_indented
+from git_forge.jsonenc import dumps_indented, encode_nested, join_list_in
 from git_forge.jsonfile import dumps_json
 
 ALPHABET = ("abcXYZ09 _-/:,{}[]\"\\\t\n\r\x00\x01\x1f\x7f\x80éßü€中文😀\u2028\u2029\ufeff"
@@ -110,3 +110,36 @@ def test_dumps_json_is_the_file_format() -> None:
     document = {"schemaVersion": "1", "items": [{"id": "001", "title": "Ünïcode ✓",
                                                   "dependsOn": [], "priority": 2}]}
     assert dumps_json(document) == (reference(document) + "\n").encode("utf-8")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_list_joined_from_its_elements_texts_is_the_whole_documents_text(seed: int) -> None:
+    """``join_list_in`` over ``encode_nested`` texts (how the loop rewrites a backlog
+    after one item changed) gives the whole document's exact text."""
+    rng = random.Random(seed)
+    elements = [random_document(rng, 1) for _ in range(rng.randrange(0, 6))]
+    document = {random_string(rng): random_document(rng, 2) for _ in range(rng.randrange(3))}
+    document["items"] = elements
+    document.update({random_string(rng) + "z": random_scalar(rng) for _ in range(2)})
+    texts = [encode_nested(element, 2) for element in elements]
+    if None in texts:  # a value only json.dumps encodes: the caller encodes it all
+        return
+    others = [encode_nested(value, 1) for key, value in document.items() if key != "items"]
+    try:
+        expected = None if None in others else reference(document).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no bytes, as encoding it would say
+        with pytest.raises(UnicodeEncodeError):
+            join_list_in(document, "items", [text.encode("utf-8") for text in texts])
+        return
+    try:
+        elements_bytes = [text.encode("utf-8") for text in texts]
+    except UnicodeEncodeError:
+        return
+    assert join_list_in(document, "items", elements_bytes) == expected
+
+
+def test_what_only_json_dumps_encodes_is_no_element_text() -> None:
+    assert encode_nested(float("nan"), 2) is None
+    assert encode_nested({1: "x"}, 2) is None
+    assert join_list_in({"items": [], "x": float("inf")}, "items", []) is None
+    assert join_list_in({"items": []}, "items", []) == reference({"items": []}).encode()

@@ -265,9 +265,33 @@ def _selection_order(item: Item) -> tuple[int, tuple]:
 
 def select_next(items: list[Item]) -> Item | None:
     """The item the loop works on next: pending with every in-backlog dependency
-    done; lowest priority number first, then id (numeric-aware). ``None`` if none."""
-    ready = selectable_items(items)
-    return ready[0] if ready else None
+    done; lowest priority number first, then id (numeric-aware). ``None`` if none.
+
+    ``selectable_items(items)[0]`` in one pass without a sort: the loop asks this of
+    the whole backlog every iteration, so it must cost little per item."""
+    status_of: dict[str, str | None] | None = None
+    best = 5  # above every priority (an item without one ranks as 4)
+    candidates: list[Item] = []
+    for item in items:
+        if item.status != "pending":
+            continue
+        dependencies = item.raw.get("dependsOn")
+        if dependencies:
+            if status_of is None:
+                status_of = {other.id: other.status for other in items}
+            if not is_selectable("pending", dependencies, status_of):
+                continue
+        priority = item.priority
+        rank = 4 if priority is None else priority
+        if rank < best:
+            best, candidates = rank, [item]
+        elif rank == best:
+            candidates.append(item)
+    return min(candidates, key=_id_order) if candidates else None
+
+
+def _id_order(item: Item) -> tuple:
+    return id_key(item.id)
 
 
 def next_id(items: Iterable[Item]) -> str:
@@ -299,10 +323,16 @@ def _check_references(items: list[Item], item: Item) -> None:
         raise BacklogError(f"item {item.id}: dependency cycle {chain}")
 
 
-def _checked(item: Item) -> Item:
+def item_problem(item: Item) -> str | None:
+    """Why one item's fields are invalid (``item 004: …``), ignoring other items."""
     problem = _field_problem(item)
+    return f"{_where(item)}: {problem}" if problem else None
+
+
+def _checked(item: Item) -> Item:
+    problem = item_problem(item)
     if problem:
-        raise BacklogError(f"{_where(item)}: {problem}")
+        raise BacklogError(problem)
     return item
 
 

@@ -40,6 +40,11 @@ T = TypeVar("T")
 _VALIDATED: dict[Path, bytes] = {}
 
 
+def remember_valid(path: Path, data: bytes) -> None:
+    """``data`` is what ``path`` now holds, and it was validated before it was written."""
+    _VALIDATED[path] = data
+
+
 class _Unchanged(Exception):
     """Raised inside a locked update to skip the write when nothing changed."""
 
@@ -113,7 +118,8 @@ class BacklogStore:
             raise BacklogError(f"{self.path} is corrupt (not valid JSON: {exc}); "
                                "refusing to touch it") from exc
 
-    def _validated(self, raw: bytes) -> dict[str, Any]:
+    def validated(self, raw: bytes) -> dict[str, Any]:
+        """The document ``raw`` (this file's bytes) holds; refused if it is not valid."""
         known = _VALIDATED.get(self.path) == raw
         document = self._parse(raw)
         if known:
@@ -127,7 +133,7 @@ class BacklogStore:
 
     def load(self) -> dict[str, Any]:
         """The validated document; missing, corrupt or invalid is a refusal (exit 2)."""
-        return self._validated(self._read_bytes())
+        return self.validated(self._read_bytes())
 
     def items(self) -> list[Item]:
         return _items_of(self.load())
@@ -173,7 +179,7 @@ class BacklogStore:
 
     def _update(self, rewrite: Callable[[dict[str, Any]], tuple[T, dict[str, Any]]]) -> T:
         """``update``'s rehearsal, lock and write for any ``rewrite`` of the document."""
-        before = self._validated(self._read_bytes())  # what the lock must find
+        before = self.validated(self._read_bytes())  # what the lock must find
         outcome, rehearsal = self._apply(before, rewrite)
         if rehearsal == before:
             return outcome
@@ -191,7 +197,7 @@ class BacklogStore:
             return changed
 
         def written(data: bytes) -> None:  # what change() returned was validated
-            _VALIDATED[self.path] = data
+            remember_valid(self.path, data)
 
         try:
             update_json(self.path, change, on_write=written)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from git_forge.backlog.store import BacklogStore
+from git_forge.backlog.held import HeldBacklog
 from git_forge.locks import locked
 from git_forge.loop.journal import Journal
 from git_forge.loop.options import LoopOptions
@@ -37,7 +37,7 @@ class RunContext:
     options: LoopOptions
     progress: Progress
     repo: Repo
-    store: BacklogStore
+    store: HeldBacklog
     journal: Journal
     supervisor: Supervisor
     state: RunState

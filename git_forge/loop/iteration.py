@@ -69,9 +69,8 @@ def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
     run.journal.append("item_selected", itemId=item_id, title=item.title,
                        priority=item.priority)
     run.progress.iteration(number, options.iterations, item)
-    document = run.store.load()
     prompt_text = options.prompt_file.read_text(encoding="utf-8") if options.prompt_file else None
-    prompt = build_prompt(item, project_description=str(document.get("description") or ""),
+    prompt = build_prompt(item, project_description=run.store.description(),
                           prompt_file_text=prompt_text)
     run.journal.sync()  # the item's start is on disk before its agent is
     try:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from git_forge.backlog.bookkeeping import describe_changes
+from git_forge.backlog.held import HeldBacklog
 from git_forge.backlog.item import Item
 from git_forge.backlog.model import select_next
 from git_forge.backlog.store import BacklogStore
@@ -70,8 +71,8 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     _refuse_beside_live_work(workspace)
     preexisting = _refuse_unless_forced(repo, workspace, options.force)
     author_and_committer(repo)  # no identity is a clear error before any work
-    store = BacklogStore.in_dir(workspace.backlog_dir)
-    store.load()
+    store = HeldBacklog(BacklogStore.in_dir(workspace.backlog_dir))
+    store.load()  # read and validated once; re-read only when another writer changes it
     state_dir.mkdir(parents=True, exist_ok=True)
 
     run_id, started = new_run_id(), wire_now()
@@ -118,6 +119,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
             except ForgeError as exc:
                 progress.note(f"journal: {exc.message}")
         control.disarm_stop_token(state_dir)
+        store.close()
         for lock in reversed(locks):
             lock.release()
 

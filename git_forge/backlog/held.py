@@ -1,0 +1,199 @@
+"""The loop's backlog: read and validated once, changed in memory, written per change.
+
+A running loop holds the loop lock, so it is the backlog's main writer — but not
+its only one: ``backlog add``, ``answer`` or ``edit`` from another terminal go
+through the store's sidecar lock while it runs. Re-reading and re-validating
+the whole file for every read and change (what ``BacklogStore`` does, rightly,
+for a command that runs once) made each iteration cost in proportion to the
+backlog. ``HeldBacklog`` keeps the parsed document and its Items instead:
+
+* the file is read, parsed and validated when it is not the file last seen —
+  told by its identity (device, inode, size, modification and change times), which
+  an atomic replace or an in-place edit always changes. The last file read or
+  written is kept open, so its inode cannot be freed and reused by a later file
+  that might then look the same;
+* a change is made under the sidecar lock, after that same check (so a change
+  another writer made in between is read first, never overwritten); only the
+  changed item is validated — a transition cannot touch ids or dependencies, the
+  rest of the document was validated as read — and only it is encoded again: the
+  other items' texts are kept, so a write costs a join, not an encode;
+* a write is the same atomic, durable replace ``BacklogStore`` makes, of the bytes
+  it would write (``jsonenc.join_list_in`` is byte-identical to the full encoder).
+
+Refusals are the store's: a missing, corrupt or invalid file, an unknown item, an
+illegal transition — and a refused change changes neither the file nor memory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from git_forge.atomic import atomic_write, remove_stale_temp_files
+from git_forge.backlog import model
+from git_forge.backlog.errors import BacklogError
+from git_forge.backlog.item import Item
+from git_forge.backlog.store import BacklogStore, remember_valid
+from git_forge.clock import wire_now
+from git_forge.errors import os_error_text
+from git_forge.jsonenc import encode_nested, join_list_in
+from git_forge.jsonfile import dumps_json, unencodable
+from git_forge.locks import locked
+
+#: What tells one file from another at the same path (see the module docstring).
+_Identity = tuple[int, int, int, int, int]
+
+#: Depth of an item object in backlog.json (document → "items" list → item).
+_ITEM_DEPTH = 2
+
+
+def _identity(stat: os.stat_result) -> _Identity:
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+class HeldBacklog:
+    """``store``'s file, held in memory by the one run that owns it."""
+
+    def __init__(self, store: BacklogStore) -> None:
+        self.store = store
+        self.path: Path = store.path
+        self._header: dict[str, Any] = {}
+        self._items: list[Item] = []
+        self._index: dict[str, int] = {}
+        #: The encoded text of each item, as UTF-8 (``None``: not encoded since it changed).
+        self._texts: list[bytes | None] = []
+        self._identity: _Identity | None = None
+        self._fd: int | None = None
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Read the file if it is not the one last seen (validated; refusals raise)."""
+        try:
+            identity = _identity(os.stat(self.path))
+        except FileNotFoundError:
+            raise BacklogError(f"no backlog at {self.path}") from None
+        except OSError as exc:
+            raise BacklogError(f"cannot read {self.path}: {os_error_text(exc)}") from exc
+        if identity != self._identity:
+            self._read()
+
+    def _read(self) -> None:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise BacklogError(f"no backlog at {self.path}") from None
+        except OSError as exc:
+            raise BacklogError(f"cannot read {self.path}: {os_error_text(exc)}") from exc
+        try:
+            identity = _identity(os.fstat(fd))  # of exactly the bytes read next
+            with os.fdopen(os.dup(fd), "rb") as file:
+                raw = file.read()
+            document = self.store.validated(raw)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._hold(fd, identity)
+        items = [Item.from_json(fields) for fields in document["items"]]
+        # the top-level fields in their order; "items" keeps its place, its list is ours
+        self._header = {key: (None if key == "items" else value)
+                        for key, value in document.items()}
+        self._items = items
+        self._index = model.index_items(items)
+        self._texts = [None] * len(items)
+
+    def _hold(self, fd: int, identity: _Identity) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd, self._identity = fd, identity
+
+    def close(self) -> None:
+        """Let go of the file held open (the run is over)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd, self._identity = None, None
+
+    def items(self) -> list[Item]:
+        """The backlog's items as the file holds them now (a new list)."""
+        self.load()
+        return list(self._items)
+
+    def get(self, item_id: str) -> Item:
+        self.load()
+        return self._items[self._position(item_id)]
+
+    def description(self) -> str:
+        """The backlog's ``description`` (the prompt's ``## Project`` section)."""
+        self.load()
+        value = self._header.get("description")
+        return value if isinstance(value, str) else ""
+
+    def _position(self, item_id: str) -> int:
+        position = self._index.get(item_id)
+        if position is None:
+            raise BacklogError(f"Item not found: {item_id}")
+        return position
+
+    # --- changing ---------------------------------------------------------------------------
+
+    def transition(self, item_id: str, new_status: str, **fields: Any) -> Item:
+        """Move one item to ``new_status`` (``BacklogStore.transition``'s rules and
+        bookkeeping); the changed item."""
+        now = wire_now()
+        return self._change(
+            item_id, lambda item: model.apply_transition(item, new_status, now=now, **fields))
+
+    def replace(self, item: Item) -> None:
+        """Put ``item`` back in the place of the item with its id, as it is (undoing a
+        change whose commit failed)."""
+        self._change(item.id, lambda _current: item)
+
+    def _change(self, item_id: str, change: Any) -> Item:
+        with locked(self.path):
+            remove_stale_temp_files(self.path)
+            self.load()  # under the lock: a change made by another writer is read first
+            position = self._position(item_id)
+            before = self._items[position]
+            item: Item = change(before)
+            if item.id != before.id or item.get("dependsOn") != before.get("dependsOn"):
+                raise BacklogError(f"item {item_id}: a held backlog changes neither ids "
+                                   "nor dependencies")
+            if item.raw == before.raw:
+                return item
+            problem = model.item_problem(item)
+            if problem:
+                raise BacklogError(f"refusing to write an invalid backlog ({problem})")
+            self._items[position], self._texts[position] = item, None
+            try:
+                try:
+                    data = self._encode()
+                except UnicodeEncodeError:
+                    raise BacklogError(unencodable(self.path)) from None
+                atomic_write(self.path, data)
+                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            except BaseException:
+                self._items[position], self._texts[position] = before, None
+                raise
+            self._hold(fd, _identity(os.fstat(fd)))
+            remember_valid(self.path, data)
+            return item
+
+    def _encode(self) -> bytes:
+        """The bytes ``BacklogStore`` would write for the held document (text that is
+        not valid Unicode raises ``UnicodeEncodeError``, as it would there)."""
+        texts = self._texts
+        for position, text in enumerate(texts):
+            if text is None:
+                encoded = encode_nested(self._items[position].raw, _ITEM_DEPTH)
+                if encoded is None:
+                    break
+                texts[position] = encoded.encode("utf-8")
+        else:
+            joined = join_list_in(self._header, "items", texts)  # type: ignore[arg-type]
+            if joined is not None:
+                return joined + b"\n"
+        # a value only json.dumps encodes: the whole document, its way
+        document = {key: ([item.to_json() for item in self._items] if key == "items"
+                          else value) for key, value in self._header.items()}
+        return dumps_json(document)
