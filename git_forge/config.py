@@ -86,6 +86,8 @@ KEYS: dict[str, _Key] = {
     "loop.timeoutMinutes": _Key(30, _NUMBER, minimum=0.01),
     "loop.promptFile": _Key(None, _STR, nullable=True),
     "loop.pauseOnNeedsHuman": _Key(False, (bool,)),
+    "loop.parallel": _Key(1, _INT, minimum=1,
+                          doc="agents at once, each in a worktree of its own (1: one at a time)"),
     "recover.lockWaitSeconds": _Key(10, _NUMBER, minimum=0,
                                     doc="how long a recover pass waits for another one"),
     "supervisor.maxProcessSpoolBytes": _Key(64 * 1024 * 1024, _INT, minimum=1),

@@ -41,7 +41,7 @@ def project(templates: Templates, tmp_path: Path) -> Path:
 
 def tree_of(project: Path, item: str) -> Path:
     return add_worktree(project, item_worktree(project / ".forge", item), f"forge/{item}",
-                        "main").path
+                        "main")
 
 
 def finish(tree: Path, edits: dict[str, str], item: str) -> str:

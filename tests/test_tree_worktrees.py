@@ -93,14 +93,15 @@ def reference(repo: Path, tmp_path: Path, start: str, *steps: list[str]) -> str:
 
 def test_add_and_list_match_git(repo: Path) -> None:
     made = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
-    assert made.branch == "forge/001" and not made.is_main and made.locked is None
     listed = worktrees(repo)
+    assert listed[1].path == made and listed[1].branch == "forge/001"
+    assert not listed[1].is_main and listed[1].locked is None
     porcelain = git("worktree", "list", "--porcelain", cwd=repo).split("\n\n")
     assert [t.path for t in listed] == [Path(block.split("\n")[0].split(" ", 1)[1])
                                         for block in porcelain if block.strip()]
     assert listed[0].is_main and listed[0].branch == "main"
     assert listed[1].head == git("rev-parse", "main", cwd=repo).strip()
-    assert (made.path / "f.txt").read_text() == LINES
+    assert (made / "f.txt").read_text() == LINES
     assert branch_tips(repo, "forge/") == {"forge/001": listed[1].head}
     with pytest.raises(GitError, match="already exists"):
         add_worktree(repo, tree_dir(repo, "002"), "forge/001", "main")
@@ -109,7 +110,7 @@ def test_add_and_list_match_git(repo: Path) -> None:
 
 def test_status_of_a_worktree_ignores_the_callers_git_dir(repo: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main").path
+    tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
     (tree / "f.txt").write_text("changed\n")
     (tree / "new file.txt").write_text("new\n")
     monkeypatch.setenv("GIT_DIR", str(repo / ".git"))
@@ -120,8 +121,8 @@ def test_status_of_a_worktree_ignores_the_callers_git_dir(repo: Path,
 
 
 def test_integration_is_git_cherry_pick(repo: Path, tmp_path: Path) -> None:
-    one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main").path
-    two = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main").path
+    one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
+    two = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main")
     agent_commit(one, {"f.txt": edit_line(2, "one"), "a/new.txt": "a\n"}, "[forge] 001: One")
     picked = agent_commit(two, {"f.txt": edit_line(18, "two")}, "[forge] 002: Two")
     first = integrate(repo, "forge/001", "main")
@@ -149,7 +150,7 @@ def test_integration_is_git_cherry_pick(repo: Path, tmp_path: Path) -> None:
 
 
 def test_a_series_is_integrated_as_git_rebase_does(repo: Path, tmp_path: Path) -> None:
-    two = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main").path
+    two = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main")
     (repo / "f.txt").write_text(edit_line(1, "first"))
     git("commit", "-qam", "main moves on", cwd=repo)
     agent_commit(two, {"f.txt": edit_line(10, "ten"), "x.txt": "x\n"}, "[forge] 002: add x")
@@ -166,8 +167,8 @@ def test_a_series_is_integrated_as_git_rebase_does(repo: Path, tmp_path: Path) -
 
 
 def test_a_conflict_changes_nothing_and_names_the_paths(repo: Path, tmp_path: Path) -> None:
-    one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main").path
-    two = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main").path
+    one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
+    two = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main")
     agent_commit(one, {"f.txt": edit_line(5, "one's five"), "g.txt": "one\n"}, "[forge] 001: A")
     clash = agent_commit(two, {"f.txt": edit_line(5, "two's five"), "g.txt": "two\n",
                                "h.txt": "fine\n"}, "[forge] 002: B")
@@ -188,7 +189,7 @@ def test_a_conflict_changes_nothing_and_names_the_paths(repo: Path, tmp_path: Pa
 
 
 def test_a_local_change_in_the_way_refuses_before_any_ref_moves(repo: Path) -> None:
-    one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main").path
+    one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
     agent_commit(one, {"f.txt": edit_line(3, "three")}, "[forge] 001: A")
     (repo / "f.txt").write_text("the operator's own edit\n")
     before = state(repo)
@@ -204,7 +205,7 @@ def test_a_local_change_in_the_way_refuses_before_any_ref_moves(repo: Path) -> N
 
 
 def test_already_on_the_branch_is_a_no_op(repo: Path) -> None:
-    one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main").path
+    one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
     assert integrate(repo, "forge/001", "main").outcome == "already"  # nothing committed yet
     change = agent_commit(one, {"f.txt": edit_line(4, "four")}, "[forge] 001: A")
     # the operator picked it by hand: the change is there under another id
@@ -217,7 +218,7 @@ def test_already_on_the_branch_is_a_no_op(repo: Path) -> None:
 
 
 def test_merge_commits_are_integrated_by_hand(repo: Path) -> None:
-    one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main").path
+    one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
     git("checkout", "-q", "-b", "side", cwd=one)
     agent_commit(one, {"s.txt": "s\n"}, "side")
     git("checkout", "-q", "forge/001", cwd=one)
@@ -238,7 +239,7 @@ def test_merge_commits_are_integrated_by_hand(repo: Path) -> None:
 @pytest.fixture
 def finished(repo: Path) -> tuple[Path, Path]:
     """An item whose commit is integrated and whose worktree is clean: removable."""
-    tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main").path
+    tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
     agent_commit(tree, {"done.txt": "done\n"}, "[forge] 001: Done")
     assert integrate(repo, "forge/001", "main").outcome == "integrated"
     return repo, tree
@@ -314,7 +315,7 @@ def test_integrated_and_clean_is_removed_then_the_branch(finished: tuple[Path, P
 def test_a_worktree_whose_directory_is_gone(repo: Path) -> None:
     import shutil
 
-    tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main").path
+    tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
     agent_commit(tree, {"lost.txt": "x\n"}, "[forge] 001: X")
     shutil.rmtree(tree)
     listed = worktrees(repo)[1]
@@ -328,7 +329,7 @@ def test_a_worktree_whose_directory_is_gone(repo: Path) -> None:
 
 def test_the_cheap_look_is_never_wrong_when_it_says_no(repo: Path) -> None:
     assert not may_have_worktrees_or_branches(repo, "forge/")
-    tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main").path
+    tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
     assert may_have_worktrees_or_branches(repo, "forge/")
     assert may_have_worktrees_or_branches(tree, "forge/")  # from inside the linked one
     git("worktree", "remove", str(tree), cwd=repo)

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from git_forge.reconcile.preflight import stranded
-from git_forge.tree.fast_status import porcelain_fast
+from git_forge.tree.fast_status import head_commit, porcelain_fast
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
-from git_forge.tree.worktrees import resolve
 
 #: What identifies a path's content on disk without reading it: (code, size,
 #: mtime in ns, inode, mode) — ``None`` for a path that is not there.
@@ -49,15 +48,20 @@ class Baseline:
     files: Mapping[str, Fingerprint] = field(default_factory=dict)
 
 
-def _changes(root: Path, state_dir: Path, backlog_file: Path) -> list[StatusEntry]:
-    return stranded(porcelain_fast(root), root, state_dir, backlog_file)
+def _changes(root: Path, state_dir: Path, backlog_file: Path,
+             ignore: Iterable[str]) -> list[StatusEntry]:
+    skipped = set(ignore)
+    return [entry for entry in stranded(porcelain_fast(root), root, state_dir, backlog_file)
+            if entry.path not in skipped]
 
 
-def take_baseline(root: Path, state_dir: Path, backlog_file: Path) -> Baseline:
-    """The main checkout now: HEAD and every change in it that is not the runner's."""
+def take_baseline(root: Path, state_dir: Path, backlog_file: Path,
+                  ignore: Iterable[str] = ()) -> Baseline:
+    """The main checkout now: HEAD and every change in it that is not the runner's
+    (``ignore``: paths the caller writes itself, such as the backlog it holds)."""
     files = {entry.path: _fingerprint(root, entry)
-             for entry in _changes(root, state_dir, backlog_file)}
-    return Baseline(resolve(root, "HEAD"), files)
+             for entry in _changes(root, state_dir, backlog_file, ignore)}
+    return Baseline(head_commit(root), files)
 
 
 @dataclass(frozen=True)
@@ -85,16 +89,16 @@ class Escape:
 
 
 def escaped(before: Baseline, root: Path, state_dir: Path, backlog_file: Path,
-            ran: Iterable[str]) -> Escape | None:
+            ran: Iterable[str], ignore: Iterable[str] = ()) -> Escape | None:
     """What changed in the main checkout since ``before``, or ``None``. ``ran``: the
-    items whose agents ran since."""
-    now = _changes(root, state_dir, backlog_file)
+    items whose agents ran since; ``ignore`` as for ``take_baseline``."""
+    now = _changes(root, state_dir, backlog_file, ignore)
     changed = [entry for entry in now
                if before.files.get(entry.path) != _fingerprint(root, entry)]
     seen = {entry.path for entry in now}
     # a path dirty before and clean now was changed too (put back by an agent)
     changed += [StatusEntry(path, "  ") for path in before.files if path not in seen]
-    head = resolve(root, "HEAD")
+    head = head_commit(root)
     moved = (before.head, head) if head != before.head else None
     if not changed and moved is None:
         return None

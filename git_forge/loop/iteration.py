@@ -54,6 +54,19 @@ class AgentResult:
 
 def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
     """One agent start for ``item`` (iteration ``number``), until it ends or a stop."""
+    handle = start_agent(run, item, number)
+    manifest, stopped = _wait(run, handle)
+    return agent_result(run, item, handle, manifest, stopped)
+
+
+def start_agent(run: RunContext, item: Item, number: int, *,
+                worktree: Path | None = None) -> str:
+    """Take ``item`` (in progress, journaled, told) and start its agent; the handle.
+
+    ``worktree``: the item's own linked worktree (items run in parallel) — the
+    agent runs there, with ``FORGE_WORKTREE`` naming it, and only this item's
+    prompt file is replaced (the others belong to agents still running).
+    """
     item_id = item.id
     options = run.options
     try:  # before the item is taken: a stale lock would fail its commit after the agent ran
@@ -61,7 +74,10 @@ def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
     except GitError as exc:
         raise LoopError(f"cannot take item {item_id}: {exc.message}",
                         exit_code=LOOP_REFUSED) from exc
-    remove_prompt_files(run.workspace.state_dir)
+    if worktree is None:
+        remove_prompt_files(run.workspace.state_dir)
+    else:
+        remove_prompt_files(run.workspace.state_dir, item_id)
     if item.status != "in_progress":
         item = run.store.transition(item_id, "in_progress")
     run.save(iteration=number, current_item=item_id)
@@ -74,14 +90,18 @@ def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
                           prompt_file_text=prompt_text)
     run.journal.sync()  # the item's start is on disk before its agent is
     try:
-        handle = run.supervisor.start({"run_id": run.state.run_id},
-                                      {"item_id": item_id, "iteration": number},
-                                      _prepare(run, item, prompt, number))
+        return run.supervisor.start({"run_id": run.state.run_id},
+                                    {"item_id": item_id, "iteration": number},
+                                    _prepare(run, item, prompt, number, worktree))
     except ProcessError as exc:
         if exc.code == "process_setup_failed":  # its manifest or spool cannot be written
             raise LoopError(str(exc.cause), exit_code=LOOP_ERROR) from exc
         raise
-    manifest, stopped = _wait(run, handle)
+
+
+def agent_result(run: RunContext, item: Item, handle: str, manifest: Manifest,
+                 stopped: bool) -> AgentResult:
+    """What the ended (or stopped) agent came to; its signal is journaled."""
     failure = run.supervisor.storage_error(handle)
     if failure is not None:  # its output could not be recorded: the run cannot go on
         raise LoopError(str(failure.cause), exit_code=LOOP_ERROR)
@@ -89,21 +109,24 @@ def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
     if not stopped:
         signal = result.signal
         fields = {"reason": signal.reason} if signal.reason is not None else {}
-        run.journal.append("signal_parsed", itemId=item_id, signal=signal.kind, **fields)
+        run.journal.append("signal_parsed", itemId=item.id, signal=signal.kind, **fields)
     return result
 
 
-def remove_prompt_files(state_dir: Path) -> None:
+def remove_prompt_files(state_dir: Path, item_id: str | None = None) -> None:
     """The ``{prompt_file}`` copies of the prompt (they hold the human's answer):
-    gone once their agent has ended, never left in the tree or committed."""
-    for path in state_dir.glob(PROMPT_FILES):
+    gone once their agent has ended, never left in the tree or committed. With
+    ``item_id``, that item's only."""
+    pattern = PROMPT_FILES if item_id is None else PROMPT_FILES.replace("*", item_id)
+    for path in state_dir.glob(pattern):
         try:
             path.unlink()
         except FileNotFoundError:
             pass
 
 
-def _prepare(run: RunContext, item: Item, prompt: str, number: int) -> PreparedProcess:
+def _prepare(run: RunContext, item: Item, prompt: str, number: int,
+             worktree: Path | None = None) -> PreparedProcess:
     argv = list(run.options.agent)
     encoded = prompt.encode("utf-8")
     stdin: bytes | None = encoded
@@ -114,8 +137,12 @@ def _prepare(run: RunContext, item: Item, prompt: str, number: int) -> PreparedP
         stdin = None
     env = {**os.environ, "FORGE_ITEM_ID": item.id, "FORGE_ITERATION": str(number),
            "FORGE_RUN_ID": run.state.run_id or ""}
+    if worktree is not None:  # git there finds the worktree from its own .git file
+        env["FORGE_WORKTREE"] = str(worktree)
+        for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"):
+            env.pop(name, None)
     timeout = run.options.timeout_minutes * 60 if run.options.timeout_minutes else None
-    return PreparedProcess(argv=argv, cwd=run.workspace.root, env=env, stdin=stdin,
+    return PreparedProcess(argv=argv, cwd=worktree or run.workspace.root, env=env, stdin=stdin,
                            timeout=timeout)
 
 

@@ -27,6 +27,8 @@ class LoopOptions:
     pause_on_needs_human: bool = _default("pauseOnNeedsHuman")
     force: bool = False
     prompt_file: Path | None = None
+    #: Agents at once; above 1 each item works in a linked worktree of its own.
+    parallel: int = _default("parallel")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class LoopFlags:
     prompt_file: str | None = None
     pause_on_needs_human: bool | None = None
     force: bool = False
+    parallel: int | None = None
 
 
 def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
@@ -62,6 +65,9 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     if timeout is not None and not timeout > 0:
         raise UsageError("--timeout must be a positive number of minutes")
     pause = flags.pause_on_needs_human
+    parallel = flags.parallel if flags.parallel is not None else setting("parallel")
+    if parallel < 1:
+        raise UsageError("--parallel must be at least 1")
     return LoopOptions(
         agent=argv,
         iterations=flags.iterations if flags.iterations is not None else setting("iterations"),
@@ -70,6 +76,7 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         pause_on_needs_human=bool(pause if pause is not None else setting("pauseOnNeedsHuman")),
         force=flags.force,
         prompt_file=prompt_file,
+        parallel=parallel,
     )
 
 

@@ -6,10 +6,21 @@ implements (a live line on a terminal, plain lines, or the journal as NDJSON).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from git_forge.backlog.item import Item
+
+
+class RunningAgent(NamedTuple):
+    """One agent of a parallel run, as the progress shows it: a line each."""
+
+    item: Item
+    elapsed: float
+    output_bytes: int
+    worktree: Path
 
 
 class Progress(Protocol):
@@ -23,6 +34,7 @@ class Progress(Protocol):
     def finished(self, item: Item, outcome: str, detail: str) -> None: ...
     def event(self, event: dict[str, Any]) -> None: ...
     def note(self, text: str) -> None: ...
+    def agents(self, running: Sequence[RunningAgent], queued: Sequence[str]) -> None: ...
 
 
 class NullProgress:
@@ -48,4 +60,9 @@ class NullProgress:
         return None
 
     def note(self, text: str) -> None:
+        return None
+
+    def agents(self, running: Sequence[RunningAgent], queued: Sequence[str]) -> None:
+        """Items run in parallel: every running agent, and the done items waiting
+        to be integrated (oldest first)."""
         return None

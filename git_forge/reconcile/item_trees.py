@@ -131,8 +131,10 @@ def _relative(path: Path, root: Path) -> str | None:
         return None
 
 
-def _dirty(root: Path, tree: Path, state_dir: Path, backlog_file: Path) -> tuple[StatusEntry, ...]:
-    """The worktree's changes, less the runner's own (its copy of the state dir)."""
+def tree_changes(root: Path, tree: Path, state_dir: Path,
+                 backlog_file: Path) -> tuple[StatusEntry, ...]:
+    """The changes in the item worktree at ``tree``, less the runner's own (its copy
+    of the state dir, and of backlog.json when only ``in_progress`` marks differ)."""
     from git_forge.reconcile.preflight import stranded
 
     entries = status(root, tree)
@@ -161,7 +163,7 @@ def item_trees(root: Path, state_dir: Path, backlog_file: Path) -> list[ItemTree
         item = _item_of_tree(tree, holder)
         if item is None:
             continue
-        dirty = () if tree.missing else _dirty(root, tree.path, state_dir, backlog_file)
+        dirty = () if tree.missing else tree_changes(root, tree.path, state_dir, backlog_file)
         if tree.branch == item_branch(item) and item not in found:
             found[item] = ItemTree(item, tree.branch, tips.get(item, tree.head), tree.path,
                                    dirty, True, tree.locked, tree.missing)

@@ -34,6 +34,7 @@ from git_forge.tree.worktrees import (
     integrate,
     remove_worktree,
     worktree_at,
+    worktrees,
 )
 
 
@@ -117,14 +118,15 @@ def _collisions(root: Path, fork: str, tip: str, paths: Iterable[str]) -> tuple[
     return tuple(found)
 
 
-def _tidy(root: Path, state_dir: Path, item_id: str, onto: str) -> str | None:
+def tidy(root: Path, state_dir: Path, item_id: str, onto: str) -> str | None:
     """Remove the item's worktree and branch, as far as nothing can be lost; the
     reason when something stays."""
-    tree = worktree_at(root, item_worktree(state_dir, item_id))
+    trees = worktrees(root)
+    tree = worktree_at(root, item_worktree(state_dir, item_id), trees)
     try:
         if tree is not None:
-            remove_worktree(root, tree.path, onto)
-        delete_branch(root, item_branch(item_id), onto)
+            remove_worktree(root, tree.path, onto, trees)
+        delete_branch(root, item_branch(item_id), onto, [t for t in trees if t is not tree])
     except GitError as exc:
         return exc.message
     return None
@@ -136,7 +138,7 @@ def integrate_item(root: Path, state_dir: Path, item_id: str, onto: str) -> Outc
     branch = item_branch(item_id)
     message = f"forge: integrate item {item_id} ({branch}): fast-forward"
     try:
-        done = integrate(root, branch, onto, reflog=message)
+        done = integrate(root, branch, onto, reflog=message, tidy=True)
     except GitError as exc:
         return Refused(item_id, exc.message)
     if done.outcome == "conflict":
@@ -146,8 +148,9 @@ def integrate_item(root: Path, state_dir: Path, item_id: str, onto: str) -> Outc
         except GitError:
             collisions = ()
         return Conflicted(item_id, done.conflict_commit, done.conflict_paths, collisions)
-    return Integrated(item_id, done.commits, done.new_tip,
-                      _tidy(root, state_dir, item_id, onto))
+    if done.outcome == "integrated":
+        return Integrated(item_id, done.commits, done.new_tip, done.kept)
+    return Integrated(item_id, (), done.tip, tidy(root, state_dir, item_id, onto))
 
 
 class MergeQueue:

@@ -39,6 +39,14 @@ def backlog_queued(summary: str) -> str:
     return f"[forge] backlog: {summary}"
 
 
+def items_settled(settled: list[tuple[str, list[str]]]) -> str:
+    """The backlog bookkeeping of a parallel run, committed once items have settled:
+    ``[forge] backlog: 001, 003 done; 002 needs a human`` (each done item's work is
+    its own commit already). ``settled``: (what, ids) pairs, empty ones left out."""
+    parts = [f"{', '.join(ids)} {what}" for what, ids in settled if ids]
+    return backlog_queued("; ".join(parts) or "update the backlog")
+
+
 def process_lost(item_ids: list[str]) -> str:
     """Items whose process a crashed run lost, put back to pending."""
     return f"[forge] {', '.join(item_ids)}: back to pending (process lost)"

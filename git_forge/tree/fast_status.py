@@ -66,37 +66,62 @@ DETACHED_HEAD = "HEAD is detached; check out a branch first"
 UNBORN_BRANCH = "the branch has no commit yet (unborn); commit something first"
 
 
-def head_problem(repo_root: str | os.PathLike[str]) -> str | None:
-    """``DETACHED_HEAD``, ``UNBORN_BRANCH`` or ``None``. Read from the git dir's
-    files where that is certain (HEAD, a loose ref, packed-refs), else asked of git."""
+def _loose_head(repo_root: str | os.PathLike[str]) -> tuple[str, str | None] | None:
+    """HEAD as the git dir's files say it, where that is certain: ``("detached",
+    commit)``, or ``(ref, commit)`` with ``None`` when the ref is packed (it exists)
+    — else ``None``: ask git (``GIT_DIR`` set, reftable, an unborn or unreadable ref)."""
     from pathlib import Path
 
     from git_forge.layout import git_dir_of
 
     git_dir = None if os.environ.get("GIT_DIR") else git_dir_of(Path(repo_root))
     if git_dir is None or (git_dir / "reftable").exists():
-        return _head_problem_from_git(repo_root)
+        return None
     try:
         head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
-        return _head_problem_from_git(repo_root)
+        return None
     if not head.startswith("ref:"):
-        return DETACHED_HEAD
+        return "detached", head or None
     ref = head[len("ref:"):].strip()
     common = git_dir
     try:
         common = git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()
     except OSError:
         pass
-    if (common / ref).is_file():
-        return None
+    try:
+        return ref, (common / ref).read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        pass
     try:
         packed = (common / "packed-refs").read_text(encoding="utf-8", errors="replace")
     except OSError:
         packed = ""
     if any(line.endswith(" " + ref) for line in packed.splitlines()):
+        return ref, None
+    return None
+
+
+def head_problem(repo_root: str | os.PathLike[str]) -> str | None:
+    """``DETACHED_HEAD``, ``UNBORN_BRANCH`` or ``None``. Read from the git dir's
+    files where that is certain (HEAD, a loose ref, packed-refs), else asked of git."""
+    head = _loose_head(repo_root)
+    if head is None:
+        return _head_problem_from_git(repo_root)
+    return DETACHED_HEAD if head[0] == "detached" else None
+
+
+def head_commit(repo_root: str | os.PathLike[str]) -> str | None:
+    """HEAD's commit id, or ``None`` on an unborn branch: from the git dir's files
+    where they hold it (a loose ref), else asked of git."""
+    head = _loose_head(repo_root)
+    if head is not None and head[1] is not None and len(head[1]) >= 40:
+        return head[1]
+    try:
+        out = run_git(("rev-parse", "-q", "--verify", "HEAD^{commit}"), cwd=repo_root)
+    except GitError:
         return None
-    return _head_problem_from_git(repo_root)
+    return out.decode().strip() or None
 
 
 def _head_problem_from_git(repo_root: str | os.PathLike[str]) -> str | None:

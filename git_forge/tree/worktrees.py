@@ -108,21 +108,19 @@ def worktrees(root: Path) -> list[Worktree]:
     return found
 
 
-def worktree_at(root: Path, path: Path) -> Worktree | None:
-    """The worktree whose top is ``path``, or ``None``."""
-    return next((tree for tree in worktrees(root) if _same(tree.path, path)), None)
+def worktree_at(root: Path, path: Path, trees: list[Worktree] | None = None) -> Worktree | None:
+    """The worktree whose top is ``path``, or ``None`` (``trees``: a listing in hand)."""
+    listed = trees if trees is not None else worktrees(root)
+    return next((tree for tree in listed if _same(tree.path, path)), None)
 
 
-def add_worktree(root: Path, directory: Path, branch: str, start: str) -> Worktree:
+def add_worktree(root: Path, directory: Path, branch: str, start: str) -> Path:
     """``git worktree add DIRECTORY -b BRANCH START``: a new branch at ``start``
-    checked out in a new linked worktree. git refuses an existing branch or a
-    directory that is not empty; nothing is created then."""
+    checked out in a new linked worktree (its path is returned). git refuses an
+    existing branch or a directory that is not empty; nothing is created then."""
     directory.parent.mkdir(parents=True, exist_ok=True)
     _run(root, ["worktree", "add", "--quiet", "-b", branch, str(directory), start])
-    made = worktree_at(root, directory)
-    if made is None:  # git said it made it; a listing without it is git's failure
-        raise GitError(f"git worktree add left no worktree at {directory}", exit_code=1)
-    return made
+    return directory
 
 
 def status(root: Path, tree: Path) -> list[StatusEntry]:
@@ -157,6 +155,23 @@ def resolve(root: Path, revision: str) -> str | None:
     return result.stdout.decode().strip() or None if result.returncode == 0 else None
 
 
+def _refs(root: Path, branches: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """Branch (short name) → (commit, its tree), for those that exist, in one look."""
+    names = list(branches)
+    out = _run(root, ["for-each-ref", "--format=%(objectname) %(tree) %(refname:strip=2)",
+                      *(f"{HEADS}{branch}" for branch in names)])
+    found = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        commit, tree, name = line.split(" ", 2)
+        found[name] = (commit, tree)
+    return {branch: found[branch] for branch in names if branch in found}
+
+
+def tips(root: Path, *branches: str) -> dict[str, str]:
+    """The commits of those of ``branches`` (short names) that exist, in one look."""
+    return {name: commit for name, (commit, _) in _refs(root, branches).items()}
+
+
 def branch_tips(root: Path, prefix: str) -> dict[str, str]:
     """Branches named ``PREFIX…`` (short names) and their commits."""
     out = _run(root, ["for-each-ref", "--format=%(refname:strip=2) %(objectname)",
@@ -179,6 +194,12 @@ def is_ancestor(root: Path, commit: str, of: str) -> bool:
     result = git_result(["merge-base", "--is-ancestor", commit, of], cwd=root)
     if result.returncode not in (0, 1):
         raise failure(["merge-base"], result)
+    return result.returncode == 0
+
+
+def is_ignored(root: Path, path: Path) -> bool:
+    """Whether git ignores ``path`` (``git check-ignore``)."""
+    result = git_result(["check-ignore", "-q", "--no-index", str(path)], cwd=root)
     return result.returncode == 0
 
 
@@ -264,19 +285,24 @@ class Integration(NamedTuple):
     #: The branch commit that conflicted, and the conflicting paths.
     conflict_commit: str | None = None
     conflict_paths: tuple[str, ...] = ()
+    #: With ``tidy``: whether the branch and its worktree were removed, else why not.
+    removed: bool = False
+    kept: str | None = None
 
 
-def _pick(root: Path, commit: CommitInfo, onto_tree: str) -> tuple[str, list[str]]:
-    """The tree of ``commit`` cherry-picked onto a commit with ``onto_tree`` (a
-    three-way merge whose base is ``commit``'s parent), and the conflicting paths
-    (none when clean).
+def _pick(root: Path, commit: CommitInfo, onto: str, onto_tree: str,
+          parent_is_ancestor: bool) -> tuple[str, list[str]]:
+    """The tree of ``commit`` cherry-picked onto ``onto`` (a three-way merge whose
+    base is ``commit``'s parent), and the conflicting paths (none when clean).
 
-    ``merge-tree`` merges with the *real* merge base; a throw-away commit with
-    that tree and ``commit``'s parent makes the parent the merge base, which is
-    exactly what cherry-pick merges with.
+    ``merge-tree`` merges with the *real* merge base. When ``commit``'s parent is
+    an ancestor of ``onto`` that is the parent itself; otherwise a throw-away
+    commit with ``onto``'s tree and ``commit``'s parent makes it so — exactly the
+    base cherry-pick merges with.
     """
-    base = _run(root, ["commit-tree", "--no-gpg-sign", "-p", commit.parents[0], "-m",
-                       "replay base", onto_tree]).decode().strip()
+    base = onto if parent_is_ancestor else _run(
+        root, ["commit-tree", "--no-gpg-sign", "-p", commit.parents[0], "-m", "replay base",
+               onto_tree]).decode().strip()
     args = ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages",
             base, commit.id]
     result = git_result(args, cwd=root, env=LITERAL_PATHSPECS)
@@ -310,35 +336,35 @@ class _Replay(NamedTuple):
     conflict_paths: tuple[str, ...] = ()
 
 
-def _replay(root: Path, name: str, head: str, tip: str) -> _Replay:
+def _replay(root: Path, name: str, head: str, tip: str, tip_tree: str | None = None) -> _Replay:
     """Replay ``head``'s commits since it forked from ``tip`` onto ``tip``, writing
     objects only (no ref). ``name`` names ``head`` in refusals."""
-    merge_base = git_result(["merge-base", tip, head], cwd=root)
-    if merge_base.returncode != 0:
-        raise GitError(f"{name} and the target branch have no common history: "
-                       "integrate it by hand")
-    fork = merge_base.stdout.decode().strip()
-    if fork == head:
-        return _Replay(fork)
     listed = _run(root, ["rev-list", "--reverse", "--topo-order", "--parents",
                          f"{tip}..{head}"]).decode().split("\n")
     commits = [line.split(" ") for line in listed if line]
+    if not commits:  # reachable from the tip already
+        return _Replay(head)
     merges = [line[0] for line in commits if len(line) > 2]
     if merges:
         raise GitError(f"{name} has merge commits since it forked "
                        f"({', '.join(c[:12] for c in merges)}); integrate it by hand "
                        "(git rebase)")
+    if len(commits[0]) < 2:
+        raise GitError(f"{name} and the target branch have no common history: "
+                       "integrate it by hand")
+    fork = commits[0][1]  # the oldest commit's parent: where a linear branch forked
     if fork == tip:  # already on the tip: a plain fast-forward to the branch itself
         return _Replay(fork, tuple(line[0] for line in commits))
-    current, current_tree = tip, _tree_of(root, tip)
+    current, current_tree = tip, tip_tree or _tree_of(root, tip)
     new_commits: list[str] = []
-    for line in commits:
+    for index, line in enumerate(commits):
         info = commit_info(root, line[0])
-        tree, conflicts = _pick(root, info, current_tree)
-        if conflicts:
+        # the oldest one's parent is reachable from the tip (it is not in tip..head)
+        tree, conflicts = _pick(root, info, current, current_tree, parent_is_ancestor=not index)
+        if conflicts:  # named with the true merge base (the fork above may be off the tip)
+            fork = _run(root, ["merge-base", tip, head]).decode().strip()
             return _Replay(fork, (), info.id, tuple(conflicts))
-        was_empty = info.tree == _tree_of(root, info.parents[0])
-        if tree == current_tree and not was_empty:
+        if tree == current_tree and info.tree != _tree_of(root, info.parents[0]):
             continue  # its change is on the tip already: dropped, as rebase drops it
         current = _commit_like(root, info, tree, current)
         current_tree = tree
@@ -347,7 +373,8 @@ def _replay(root: Path, name: str, head: str, tip: str) -> _Replay:
 
 
 def integrate(root: Path, branch: str, onto: str, *, dry_run: bool = False,
-              reflog: str | None = None) -> Integration:
+              reflog: str | None = None, trees: list[Worktree] | None = None,
+              tidy: bool = False) -> Integration:
     """Replay ``branch``'s commits since it forked onto the tip of branch ``onto``.
 
     * ``already``: nothing to do — the branch is reachable from ``onto``, or
@@ -365,14 +392,21 @@ def integrate(root: Path, branch: str, onto: str, *, dry_run: bool = False,
 
     A commit that merges (more than one parent) is refused: such a branch is
     integrated by hand. ``dry_run`` computes the outcome and changes no ref.
+    ``trees``: the worktree listing, when the caller has one in hand.
+
+    ``tidy``: once integrated, ``branch`` and the worktree it is checked out in
+    are removed instead of moved — every one of their commits was just
+    replayed onto ``onto`` — when nothing else can be lost there (the worktree
+    clean, untracked files included, unlocked, no operation in progress);
+    otherwise the branch is moved and both are kept (``kept`` says why).
     """
-    tip = resolve(root, f"{HEADS}{onto}")
-    head = resolve(root, f"{HEADS}{branch}")
-    if tip is None:
+    found = _refs(root, (onto, branch))
+    if onto not in found:
         raise GitError(f"no branch {onto}")
-    if head is None:
+    if branch not in found:
         raise GitError(f"no branch {branch}")
-    replay = _replay(root, branch, head, tip)
+    (tip, tip_tree), (head, _) = found[onto], found[branch]
+    replay = _replay(root, branch, head, tip, tip_tree)
     if replay.conflict_commit is not None:
         return Integration("conflict", branch, onto, tip, tip, replay.fork,
                            conflict_commit=replay.conflict_commit,
@@ -384,11 +418,55 @@ def integrate(root: Path, branch: str, onto: str, *, dry_run: bool = False,
     if dry_run:
         return result
     message = reflog or f"integrate {branch}: fast-forward"
-    trees = worktrees(root)
-    _fast_forward(root, trees, onto, tip, new_tip, message)
-    if new_tip != head:
+    trees = trees if trees is not None else worktrees(root)
+    # With tidy, the item's worktree goes first (nothing else is in it, or it stays):
+    # a crash after it leaves the branch, with every commit, for the next look.
+    kept = _remove_tree(root, trees, branch) if tidy else "not asked to remove it"
+    drop = [f"delete {HEADS}{branch} {head}"] if kept is None else []
+    _fast_forward(root, trees, onto, tip, new_tip, message, also=drop)
+    result = result._replace(removed=kept is None, kept=kept if tidy else None)
+    if kept is not None and new_tip != head:
         _follow(root, trees, branch, head, new_tip, message)
     return result
+
+
+def _remove_tree(root: Path, trees: list[Worktree], branch: str) -> str | None:
+    """Remove the worktree ``branch`` is checked out in (its commits are about to be
+    integrated) when nothing else is in it; else why not (nothing changed then)."""
+    tree = _checked_out(trees, branch)
+    if tree is None:
+        return None
+    why = _holds_work(root, tree, ask_status=False)
+    if why is not None:
+        return why
+    try:  # git refuses a worktree with changes, untracked files included
+        _run(root, ["worktree", "remove", str(tree.path)])
+    except GitError as exc:  # said in our words, naming the paths
+        return _holds_work(root, tree) or exc.message
+    return None
+
+
+def _holds_work(root: Path, tree: Worktree, *, ask_status: bool = True) -> str | None:
+    """Why removing the linked worktree ``tree`` could lose something, or ``None``
+    (``ask_status=False``: its changes are left to ``git worktree remove`` to refuse)."""
+    path = tree.path
+    if tree.is_main:
+        return f"{path} is the main worktree"
+    if tree.locked is not None:
+        why = f" ({tree.locked})" if tree.locked else ""
+        return f"the worktree {path} is locked{why}; unlock it first: git worktree unlock {path}"
+    if tree.missing:
+        return None
+    operation = operation_in_progress(path)
+    if operation is not None:
+        return (f"the worktree {path} has an operation in progress ({operation}); "
+                "finish or abort it first")
+    dirty = status(root, path) if ask_status else []
+    if dirty:
+        shown = ", ".join(entry.path for entry in dirty[:5])
+        more = f" and {len(dirty) - 5} more" if len(dirty) > 5 else ""
+        return f"the worktree {path} has uncommitted changes ({shown}{more}); they would be lost"
+    return None
 
 
 def _checked_out(trees: Iterable[Worktree], branch: str) -> Worktree | None:
@@ -396,16 +474,22 @@ def _checked_out(trees: Iterable[Worktree], branch: str) -> Worktree | None:
 
 
 def _fast_forward(root: Path, trees: list[Worktree], onto: str, tip: str, new_tip: str,
-                  message: str) -> None:
+                  message: str, also: Iterable[str] = ()) -> None:
     """Move ``onto`` from ``tip`` to its descendant ``new_tip``; where it is checked
     out, first its index and files (``read-tree -m -u``: a two-tree merge, which
-    refuses when a local change would be overwritten)."""
+    refuses when a local change would be overwritten). ``also``: more
+    ``update-ref --stdin`` commands, in the same all-or-nothing transaction."""
     tree = _checked_out(trees, onto)
     if tree is not None:
-        _refresh(root, tree.path)
-        _in_tree(root, tree.path, ["read-tree", "-m", "-u", tip, new_tip])
+        try:
+            _in_tree(root, tree.path, ["read-tree", "-m", "-u", tip, new_tip])
+        except GitError:  # perhaps only a stale stat cache: refreshed, as git merge does
+            _refresh(root, tree.path)
+            _in_tree(root, tree.path, ["read-tree", "-m", "-u", tip, new_tip])
+    commands = [f"update {HEADS}{onto} {new_tip} {tip}", *also]
     try:
-        _run(root, ["update-ref", "-m", message, f"{HEADS}{onto}", new_tip, tip])
+        _run(root, ["update-ref", "-m", message, "--stdin"],
+             input="".join(f"{command}\n" for command in commands).encode())
     except GitError:
         if tree is not None:  # the branch moved under us: put the files back
             _in_tree(root, tree.path, ["read-tree", "-m", "-u", new_tip, tip])
@@ -442,7 +526,7 @@ def integrated(root: Path, commit: str, onto: str) -> bool:
     """``commit`` is reachable from branch ``onto``, or none of its changes since it
     forked would change ``onto`` (its replay would be empty: ``integrate`` says
     ``already``)."""
-    tip = resolve(root, f"{HEADS}{onto}")
+    tip = tips(root, onto).get(onto)
     if tip is None:
         raise GitError(f"no branch {onto}")
     if is_ancestor(root, commit, tip):
@@ -454,7 +538,8 @@ def integrated(root: Path, commit: str, onto: str) -> bool:
     return replay.conflict_commit is None and not replay.commits
 
 
-def remove_worktree(root: Path, path: Path, onto: str) -> None:
+def remove_worktree(root: Path, path: Path, onto: str,
+                    trees: list[Worktree] | None = None) -> None:
     """Remove the linked worktree at ``path`` — only when nothing in it can be lost.
 
     Refuses (``GitError``, nothing changed) the main worktree, a path that is no
@@ -463,42 +548,30 @@ def remove_worktree(root: Path, path: Path, onto: str) -> None:
     lists (untracked files included), and one whose HEAD is not integrated into
     ``onto`` (see ``integrated``). A worktree whose directory is gone has no
     files to lose: only its commit is checked. The branch is kept
-    (``delete_branch``).
+    (``delete_branch``). ``trees``: the worktree listing, when in hand.
     """
-    tree = worktree_at(root, path)
+    tree = worktree_at(root, path, trees)
     if tree is None:
         raise GitError(f"{path} is not a worktree of this repository")
-    if tree.is_main:
-        raise GitError(f"{path} is the main worktree")
-    if tree.locked is not None:
-        why = f" ({tree.locked})" if tree.locked else ""
-        raise GitError(f"the worktree {path} is locked{why}; unlock it first: "
-                       f"git worktree unlock {path}")
-    if not tree.missing:
-        operation = operation_in_progress(path)
-        if operation is not None:
-            raise GitError(f"the worktree {path} has an operation in progress ({operation}); "
-                           "finish or abort it first")
-        dirty = status(root, path)
-        if dirty:
-            shown = ", ".join(entry.path for entry in dirty[:5])
-            more = f" and {len(dirty) - 5} more" if len(dirty) > 5 else ""
-            raise GitError(f"the worktree {path} has uncommitted changes ({shown}{more}); "
-                           "they would be lost")
+    why = _holds_work(root, tree)
+    if why is not None:
+        raise GitError(why)
     if tree.head is not None and not integrated(root, tree.head, onto):
         raise GitError(f"the worktree {path} is at {tree.head[:12]}, which is not on {onto}; "
                        "its commits would be lost")
     _run(root, ["worktree", "remove", str(path)])
 
 
-def delete_branch(root: Path, branch: str, onto: str) -> None:
+def delete_branch(root: Path, branch: str, onto: str,
+                  trees: list[Worktree] | None = None) -> None:
     """Delete ``branch`` — only when its commit is integrated into ``onto`` and no
-    worktree has it checked out. ``update-ref -d`` with the commit it was checked
-    at, so a branch that moved meanwhile is not deleted."""
-    commit = resolve(root, f"{HEADS}{branch}")
+    worktree has it checked out (``trees``: the listing, when in hand).
+    ``update-ref -d`` with the commit it was checked at, so a branch that moved
+    meanwhile is not deleted."""
+    commit = tips(root, branch).get(branch)
     if commit is None:
         raise GitError(f"no branch {branch}")
-    holder = _checked_out(worktrees(root), branch)
+    holder = _checked_out(trees if trees is not None else worktrees(root), branch)
     if holder is not None:
         raise GitError(f"{branch} is checked out in {holder.path}")
     if not integrated(root, commit, onto):
