@@ -19,7 +19,7 @@ import psutil
 import pytest
 import waiting
 from builders import backlog_repo
-from helpers import forge_argv, git, run_forge
+from helpers import PtySession, forge_argv, git, run_forge
 from templates import Templates
 
 #: The agent: ``FORGE_TEST_MODE`` says what it does with its item.
@@ -267,6 +267,12 @@ def test_loop_stop_ends_every_agent_and_keeps_the_worktrees(twelve: Path, agent:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         waiting.wait_for(lambda: len(agent_pids(tmp_path)) == 3, 60, what="three agents")
+        live = json.loads(run_forge("status", "--json", cwd=twelve).stdout)
+        assert [(a["itemId"], a["worktree"]) for a in live["agents"]] == [
+            (i, str(twelve / ".forge" / "worktrees" / i)) for i in ("001", "002", "003")]
+        shown = run_forge("status", cwd=twelve).stdout
+        assert "agent:    item 002 running since" in shown
+        assert "in .forge/worktrees/002" in shown
         assert run_forge("loop", "stop", cwd=twelve).returncode == 0
         out, err = loop.communicate(timeout=60)
     finally:
@@ -292,3 +298,17 @@ def test_parallel_one_is_the_serial_loop(twelve: Path, agent: Path, tmp_path: Pa
     assert not (twelve / ".forge" / "worktrees").exists()
     refused = run_forge("loop", "run", "--agent", "true", "--parallel", "0", cwd=twelve)
     assert (refused.returncode, refused.stderr) == (2, "Error: --parallel must be at least 1\n")
+
+
+def test_a_terminal_shows_a_line_per_running_agent(twelve: Path, agent: Path,
+                                                   tmp_path: Path) -> None:
+    session = PtySession("loop", "run", "--agent", f"{sys.executable} {agent}", "--parallel",
+                         "3", "--iterations", "3", cwd=twelve,
+                         env=loop_env(tmp_path, FORGE_TEST_SLEEP="1.5"))
+    session.expect("001 Item 1 — ")
+    screen = session.expect(".forge/worktrees/003")
+    assert session.finish() == 0
+    live = screen.split("loop ", 1)[1]
+    for item in ("001", "002", "003"):
+        assert f"  {item} Item {int(item)} — " in live and f".forge/worktrees/{item}" in live
+    assert "\x1b[2A" in session.text  # the three lines are redrawn in place

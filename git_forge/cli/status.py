@@ -68,6 +68,10 @@ def render_status(document: dict[str, Any]) -> list[str]:
         shape += f"; starved, waiting on {waiting_text(topology.get('waitingOn') or [])}"
     rows = [("loop", loop), ("backlog", backlog), ("topology", shape), ("lock", lock_line),
             ("runner", document["runner"])]
+    for agent in document.get("agents", []):
+        rows.append(("agent", _agent_line(agent, document["projectPath"])))
+    if document.get("mergeQueue"):
+        rows.append(("merging", ", ".join(document["mergeQueue"])))
     for tree in document.get("worktrees", []):
         rows.append(("worktree", _tree_line(tree, document["projectPath"])))
     for orphan in liveness["orphans"]:
@@ -90,3 +94,14 @@ def _tree_line(tree: dict[str, Any], root: str) -> str:
     if tree["state"] == "dirty" and not tree["integrated"]:
         state += ", commits not on the branch"
     return f"item {tree['itemId']} {where}: {state}"
+
+
+def _agent_line(agent: dict[str, Any], root: str) -> str:
+    """One running agent: its item, since when, its output so far, where it works."""
+    import os
+
+    size = agent["outputBytes"]
+    shown = f"{size / 1024:.1f} KiB" if size >= 1024 else f"{size} B"
+    where = f", in {os.path.relpath(agent['worktree'], root)}" if agent["worktree"] else ""
+    return (f"item {agent['itemId'] or 'unknown'} running since {agent['startedAt'] or '?'}, "
+            f"{shown} of output{where} (handle {agent['handle']})")

@@ -69,14 +69,14 @@ def start_agent(run: RunContext, item: Item, number: int, *,
     """
     item_id = item.id
     options = run.options
-    try:  # before the item is taken: a stale lock would fail its commit after the agent ran
-        run.repo.check_unlocked()
-    except GitError as exc:
-        raise LoopError(f"cannot take item {item_id}: {exc.message}",
-                        exit_code=LOOP_REFUSED) from exc
     if worktree is None:
+        try:  # before the item is taken: a stale lock would fail its commit after the agent ran
+            run.repo.check_unlocked()
+        except GitError as exc:
+            raise LoopError(f"cannot take item {item_id}: {exc.message}",
+                            exit_code=LOOP_REFUSED) from exc
         remove_prompt_files(run.workspace.state_dir)
-    else:
+    else:  # the item commits in its worktree; the main checkout's locks are the merges'
         remove_prompt_files(run.workspace.state_dir, item_id)
     if item.status != "in_progress":
         item = run.store.transition(item_id, "in_progress")

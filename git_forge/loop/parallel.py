@@ -23,6 +23,11 @@ it finishes.
 * **Containment**: after every agent that ends, the main checkout is compared
   with how the loop last left it; a change is reported as ``an agent wrote
   outside its worktree`` (the item blocked when it ran alone), never committed.
+* **Threads**: the git work of an ended agent (containment, the commit in its
+  worktree, the merge, the stash of a blocked item's leftovers) is done by the
+  merge thread (``merging``), one job at a time in the order the agents ended,
+  while this thread goes on watching and starting agents; every change to the
+  backlog, the journal, the run's state and the progress is made here.
 * **Bookkeeping**: the items' statuses are written to backlog.json as they
   change and committed once, when the run ends, stops or pauses
   (``[forge] backlog: 001, 003 done; …``), so each item is one commit on the
@@ -34,15 +39,13 @@ it finishes.
 from __future__ import annotations
 
 import time
-from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from git_forge.backlog.item import Item
 from git_forge.backlog.model import select_next
 from git_forge.exit_codes import LOOP_PAUSED, LOOP_REFUSED, LOOP_STOPPED
 from git_forge.layout import item_worktree
-from git_forge.loop.containment import Baseline, Escape, escaped, take_baseline
 from git_forge.loop.context import RunContext, commit, dirty
 from git_forge.loop.errors import LoopError
 from git_forge.loop.iteration import (
@@ -51,19 +54,26 @@ from git_forge.loop.iteration import (
     remove_prompt_files,
     start_agent,
 )
+from git_forge.loop.merging import (
+    CommitFailed,
+    Crashed,
+    Finished,
+    Job,
+    Kind,
+    Merged,
+    MergeWorker,
+    Noted,
+    Result,
+    Seen,
+)
 from git_forge.loop.outcomes import Outcome, deferral_reason
 from git_forge.loop.progress import RunningAgent
 from git_forge.loop.summary import LoopResult, loop_result
 from git_forge.reconcile import messages
-from git_forge.reconcile.item_trees import tree_changes
-from git_forge.reconcile.merge_queue import Conflicted, Integrated, MergeQueue, Refused, tidy
+from git_forge.reconcile.merge_queue import Conflicted, Integrated, Refused, tidy
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
-from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
-from git_forge.tree.repo import open_repo
-from git_forge.tree.stash import stash_paths
-from git_forge.tree.worktree import refusals
 from git_forge.tree.worktrees import add_worktree, worktree_at
 
 #: How long one look at the running agents waits for the first of them.
@@ -85,30 +95,32 @@ class _Agent:
     output_bytes: int = 0
 
 
+@dataclass
 class _Run:
     """A parallel run's moving parts, beside the ``RunContext`` every loop carries."""
 
-    def __init__(self, run: RunContext) -> None:
-        self.run = run
-        workspace = run.workspace
-        self.root, self.state_dir = workspace.root, workspace.state_dir
-        self.onto = str(run.repo.branch_name)
-        #: The loop branch's tip, as the loop last moved it (new worktrees start there).
-        self.tip = str(run.repo.head_commit_id())
-        self.queue = MergeQueue(self.root, self.state_dir, self.onto)
-        self.running: dict[str, _Agent] = {}
-        self.retry: list[str] = []
-        self.number = run.state.iteration or 0
-        self.baseline = self._baseline()
-        self.ran: set[str] = set()
-        self.pause = False
-        #: Agents that ended, oldest first, waiting for the loop to act on them.
-        self.ended: deque[tuple[_Agent, Manifest]] = deque()
+    run: RunContext
+    worker: MergeWorker
+    onto: str
+    #: The loop branch's tip as the merges left it (new worktrees start there).
+    tip: str
+    number: int
+    running: dict[str, _Agent] = field(default_factory=dict)
+    retry: list[str] = field(default_factory=list)
+    #: Items marked done whose commit the merge thread has not integrated yet (with
+    #: the item as it was before): not "done and merged", so nothing waits on them less.
+    merging: dict[str, Item] = field(default_factory=dict)
+    #: The items whose agents ran since the last job was handed to the merge thread.
+    ran: set[str] = field(default_factory=set)
+    pause: bool = False
 
-    def _baseline(self) -> Baseline:
-        workspace = self.run.workspace
-        return take_baseline(self.root, workspace.state_dir, workspace.backlog_file,
-                             ignore=(self.run.backlog_rel,))
+    @property
+    def root(self) -> Path:
+        return self.run.workspace.root
+
+    @property
+    def state_dir(self) -> Path:
+        return self.run.workspace.state_dir
 
 
 def run_parallel(run: RunContext) -> LoopResult | None:
@@ -118,18 +130,32 @@ def run_parallel(run: RunContext) -> LoopResult | None:
     if run.repo.branch_name is None or run.repo.is_unborn:
         raise LoopError("--parallel needs a branch with a commit to integrate onto; check "
                         "one out first", exit_code=LOOP_REFUSED)
-    state = _Run(run)
-    _check_ignored(state)
-    while True:
-        if run.stop():
-            return _stopped(state)
-        _fill(state, wait=not state.ended)
-        if state.ended:
-            _settle(state, *state.ended.popleft())
-        elif not state.running:
+    workspace = run.workspace
+    onto = str(run.repo.branch_name)
+    worker = MergeWorker(workspace.root, workspace.state_dir, workspace.backlog_file,
+                         run.backlog_rel, onto)
+    state = _Run(run, worker, onto, str(run.repo.head_commit_id()), run.state.iteration or 0)
+    try:
+        _check_ignored(state)
+        while True:
+            if run.stop():
+                return _stopped(state)
+            _apply_all(state, worker.results())
+            for agent, manifest in _look(state, wait=bool(state.running)):
+                del state.running[agent.item.id]
+                _ended(state, agent, manifest)
+            if not state.pause:
+                _start_what_can(state)
+            if state.running:
+                continue
+            if worker.outstanding:  # nothing runs: wait for the merges (they may free work)
+                _apply_all(state, worker.results(wait=POLL_SECONDS))
+                continue
+            if state.pause:
+                return _paused(state)
             break
-        if state.pause and not state.running and not state.ended:
-            return _paused(state)
+    finally:
+        worker.close()
     for item_id in state.retry:  # the budget ran out in the middle of an item's retries
         run.store.transition(item_id, "pending")
     _commit_bookkeeping(run)
@@ -151,26 +177,20 @@ def _check_ignored(state: _Run) -> None:
 # --- starting ---------------------------------------------------------------------------------
 
 
-def _fill(state: _Run, *, wait: bool = False) -> None:
-    """Take in the agents that ended and fill their slots. Called between the steps of
-    the merge work too, so that no slot waits for it: the merge queue is one item at
-    a time, the agents are not."""
-    for agent, manifest in _look(state, wait=wait):
-        del state.running[agent.item.id]
-        state.ended.append((agent, manifest))
-    if not state.pause:
-        _start_what_can(state)
-
-
 def _start_what_can(state: _Run) -> None:
     """Fill the free slots: retries first (in their own worktrees), then the next
-    selectable items, while the iteration budget lasts."""
+    selectable items — an item being merged counts as not done yet — while the
+    iteration budget lasts."""
     run = state.run
     while len(state.running) < run.options.parallel and state.number < run.options.iterations:
         if state.retry:
             item = run.store.get(state.retry.pop(0))
         else:
-            found = select_next(run.store.items())
+            items = run.store.items()
+            if state.merging:
+                items = [i.with_changes(status="in_progress") if i.id in state.merging else i
+                         for i in items]
+            found = select_next(items)
             if found is None:
                 return
             item = found
@@ -185,12 +205,12 @@ def _start_what_can(state: _Run) -> None:
 
 
 def _worktree_for(state: _Run, item: Item) -> Path | None:
-    """The item's worktree: the one it has (a retry, or what a run before left clean),
-    else a new one at the tip. ``None`` when its branch holds commits not on the
-    loop's branch and no worktree: the item is blocked with the commands."""
+    """The item's worktree: the one it has (a retry's), else a new one at the tip.
+    What a run before left is cleared when nothing is in it; otherwise the item is
+    blocked with the reason (``None``)."""
     path = item_worktree(state.state_dir, item.id)
     branch = messages.item_branch(item.id)
-    if path.exists():  # a retry's, or what a run before left
+    if path.exists():
         existing = worktree_at(state.root, path)
         if existing is not None and not existing.missing:
             return path
@@ -200,8 +220,8 @@ def _worktree_for(state: _Run, item: Item) -> Path | None:
     except GitError:  # its branch, or a registration, left by a run before
         kept = tidy(state.root, state.state_dir, item.id, state.onto)
         if kept is not None:
-            _block(state, item, None, f"its worktree or branch {branch} holds work from "
-                   f"before: {kept}; see git forge reconcile", needs_human=True)
+            _block(state, item, f"its worktree or branch {branch} holds work from before: "
+                   f"{kept}; see git forge reconcile", needs_human=True)
             return None
         add_worktree(state.root, path, branch, tip)
     state.run.journal.append("worktree_added", itemId=item.id, path=str(path), branch=branch,
@@ -228,7 +248,7 @@ def _look(state: _Run, *, wait: bool) -> list[tuple[_Agent, Manifest]]:
         _read(run, agent)
     now = time.monotonic()
     run.progress.agents([RunningAgent(a.item, now - a.started, a.output_bytes, a.tree)
-                         for a in state.running.values()], state.queue.waiting)
+                         for a in state.running.values()], tuple(state.merging))
     return ended
 
 
@@ -246,118 +266,33 @@ def _read(run: RunContext, agent: _Agent) -> None:
     agent.output_bytes = rendered.total_bytes
 
 
-# --- settling ---------------------------------------------------------------------------------
+# --- an agent ended: what its signal means (here), the git work (the merge thread) ------------
 
 
-def _settle(state: _Run, agent: _Agent, manifest: Manifest) -> None:
-    """The agent ended: contain, then act on its signal."""
+def _ended(state: _Run, agent: _Agent, manifest: Manifest) -> None:
     run = state.run
     result = agent_result(run, agent.item, agent.handle, manifest, False)
     remove_prompt_files(state.state_dir, agent.item.id)
-    escape = _contain(state)
     item = run.store.get(agent.item.id)
-    if escape is not None and escape.item_id == item.id:
-        _block(state, item, agent, escape.reason)
-    elif result.signal.kind == "done":
-        _done(state, item, agent)
-    elif result.signal.kind in ("blocked", "needs_human"):
-        reason = result.signal.reason or "no reason given"
-        outcome = _block(state, item, agent, reason,
-                         needs_human=result.signal.kind == "needs_human")
-        if outcome is Outcome.NEEDS_HUMAN and run.options.pause_on_needs_human:
-            state.pause = True
+    kind = result.signal.kind
+    if kind == "done":
+        state.merging[item.id] = item
+        run.store.transition(item.id, "done")  # done first: a crash now leaves forge/<id>
+        _hand_over(state, "done", item, agent.tree)
+    elif kind in ("blocked", "needs_human"):
+        _block(state, item, result.signal.reason or "no reason given",
+               needs_human=kind == "needs_human")
+        _hand_over(state, "leftovers", item, agent.tree)
     else:
         _no_signal(state, item, agent, result)
-    if escape is not None:  # reported once: what follows is measured from here
-        state.baseline = state._baseline()
-    state.ran = set(state.running)
     run.save(current_item=next(iter(state.running), None))
 
 
-def _contain(state: _Run) -> Escape | None:
-    """Report a change an agent made in the main checkout (naming the item when it
-    was the only one that ran since the loop last changed the checkout itself)."""
-    run = state.run
-    workspace = run.workspace
-    found = escaped(state.baseline, state.root, workspace.state_dir, workspace.backlog_file,
-                    sorted(state.ran), ignore=(run.backlog_rel,))
-    if found is None:
-        return None
-    run.journal.append("agent_escaped", itemId=found.item_id,
-                       paths=[entry.path for entry in found.entries],
-                       headMoved=found.head_moved is not None, ran=list(found.ran))
-    run.progress.note(f"{found.reason} — left in the main checkout for git forge reconcile")
-    return found
-
-
-def _done(state: _Run, item: Item, agent: _Agent) -> None:
-    """Commit the worktree's changes there, mark the item done, integrate it."""
-    run = state.run
-    try:
-        commit_id = _commit_in_worktree(state, item, agent.tree)
-    except GitError as exc:
-        _block(state, item, None, f"the agent signalled done, but the commit in its "
-               f"worktree failed: {exc.message}")
-        return
-    _fill(state)  # a slot freed meanwhile is filled before the merge
-    before = run.store.get(item.id)
-    run.store.transition(item.id, "done")  # done first: a crash now leaves forge/<id> listed
-    state.queue.push(item.id)
-    outcome = state.queue.next()
-    if isinstance(outcome, Integrated):
-        # a fast-forward moves only clean paths (a dirty one in the way refuses it)
-        state.baseline = replace(state.baseline, head=outcome.tip)
-        state.tip = outcome.tip
-        commits = outcome.commits or (commit_id,)
-        run.journal.append("item_integrated", itemId=item.id, commits=list(outcome.commits),
-                           tip=outcome.tip)
-        run.journal.append("item_completed", itemId=item.id, title=item.title,
-                           commit=commits[-1])
-        run.state = replace(run.state, completed_items=(*run.state.completed_items, item.id))
-        if outcome.kept:
-            run.progress.note(f"item {item.id}: its worktree is kept: {outcome.kept}")
-        run.save(last_signal="clean")
-        run.progress.finished(item, Outcome.DONE.label, commits[-1][:12])
-        return
-    run.store.replace(before)  # never left done without its commit on the branch
-    if isinstance(outcome, Conflicted):
-        run.journal.append("merge_conflict", itemId=item.id, paths=list(outcome.paths),
-                           collidedWith=list(outcome.collided_with), commit=outcome.commit)
-        note = (f"a previous attempt's commit {outcome.commit[:12]} conflicted with the "
-                f"branch in {', '.join(outcome.paths)}; start from the current tip")
-        _block(state, item, None, conflict_reason(outcome, state.onto, agent.tree),
-               needs_human=True, note=note)
-    else:
-        assert isinstance(outcome, Refused)
-        _block(state, item, None, f"the agent signalled done, but its commit could not be "
-               f"integrated: {outcome.reason}")
-
-
-def conflict_reason(conflict: Conflicted, onto: str, tree: Path) -> str:
-    """A conflict as a question with its two answers: retry on the new tip, or
-    resolve by hand."""
-    branch = messages.item_branch(conflict.item_id)
-    return (f"{conflict.reason}. Retry on the new tip: drop it (git worktree remove --force "
-            f"{tree} && git branch -D {branch}) and answer; or resolve by hand: "
-            f"git -C {tree} rebase {onto}, then git forge reconcile --integrate "
-            f"{conflict.item_id}")
-
-
-def _commit_in_worktree(state: _Run, item: Item, tree: Path) -> str:
-    """Commit exactly the agent's changes in its worktree (none is an empty commit, as
-    a serial done item with no work has one); what git-forge cannot commit as git
-    would stays there, and so does the worktree."""
-    run = state.run
-    workspace = run.workspace
-    changes = tree_changes(state.root, tree, workspace.state_dir, workspace.backlog_file)
-    paths = [entry.path.rstrip("/") for entry in changes if entry.path != run.backlog_rel]
-    repo = open_repo(tree)
-    refused = dict(refusals(repo, paths, "commit")) if paths else {}
-    for path, why in refused.items():
-        run.progress.note(f"item {item.id}: {path} left in its worktree, not committed: {why}")
-    run.journal.sync()
-    return commit_paths(repo, [p for p in paths if p not in refused],
-                        messages.item_done(item.id, item.title), allow_empty=True)
+def _hand_over(state: _Run, kind: Kind, item: Item, tree: Path) -> None:
+    state.run.journal.sync()  # what led to the job is on disk before its git work is
+    ran = tuple(sorted(state.ran | set(state.running)))
+    state.worker.submit(Job(kind, item.id, item.title, tree, ran))
+    state.ran = set(state.running)
 
 
 def _no_signal(state: _Run, item: Item, agent: _Agent, result: AgentResult) -> None:
@@ -371,19 +306,108 @@ def _no_signal(state: _Run, item: Item, agent: _Agent, result: AgentResult) -> N
         run.progress.finished(item, Outcome.RETRY.label,
                               f"{why}; no signal; attempt {attempts} of "
                               f"{run.options.retries + 1}")
+        _hand_over(state, "contain", item, agent.tree)
         return
-    _block(state, item, agent, deferral_reason(why, attempts), deferred=True)
+    _block(state, item, deferral_reason(why, attempts), deferred=True)
+    _hand_over(state, "leftovers", item, agent.tree)
 
 
-def _block(state: _Run, item: Item, agent: _Agent | None, reason: str, *,
-           needs_human: bool = False, deferred: bool = False,
-           note: str | None = None) -> Outcome:
-    """Mark the item blocked. With ``agent``: its leftovers are stashed from its
-    worktree first, and the worktree removed when nothing is left in it; without,
-    the worktree and branch are kept as they are (a conflict, a failed commit)."""
+def _apply_all(state: _Run, results: list[Result]) -> None:
+    for result in results:
+        _apply(state, result)
+
+
+def _apply(state: _Run, result: Result) -> None:
+    """What a job of the merge thread came to, for the item, the journal and the progress."""
     run = state.run
-    if agent is not None:
-        _stash_leftovers(state, item, agent.tree)
+    job = result.job
+    if isinstance(result, Crashed):
+        raise result.error
+    if isinstance(result, Noted):
+        run.progress.note(result.text)
+    elif isinstance(result, Seen):
+        escape = result.escape
+        run.journal.append("agent_escaped", itemId=escape.item_id,
+                           paths=[entry.path for entry in escape.entries],
+                           headMoved=escape.head_moved is not None, ran=list(escape.ran))
+        run.progress.note(f"{escape.reason} — left in the main checkout for git forge "
+                          "reconcile")
+        if result.names_own_item:
+            _blame(state, job, escape.reason)
+    elif isinstance(result, CommitFailed):
+        _undone(state, job.item_id, f"the agent signalled done, but the commit in its "
+                f"worktree failed: {result.reason}")
+    elif isinstance(result, Merged):
+        _merged(state, result)
+    elif isinstance(result, Finished):
+        state.merging.pop(job.item_id, None)
+
+
+def _blame(state: _Run, job: Job, reason: str) -> None:
+    """The item whose agent alone wrote outside its worktree: blocked with that reason."""
+    run = state.run
+    if job.item_id in state.retry:
+        state.retry.remove(job.item_id)
+    if job.item_id in state.merging:
+        _undone(state, job.item_id, reason)
+    elif run.store.get(job.item_id).status == "in_progress":
+        _block(state, run.store.get(job.item_id), reason)
+
+
+def _undone(state: _Run, item_id: str, reason: str, *, needs_human: bool = False,
+            note: str | None = None) -> None:
+    """A done item whose commit did not make it onto the branch: never left done."""
+    before = state.merging.pop(item_id, None)
+    if before is None:
+        return
+    state.run.store.replace(before)
+    _block(state, before, reason, needs_human=needs_human, note=note)
+
+
+def _merged(state: _Run, result: Merged) -> None:
+    run = state.run
+    outcome = result.outcome
+    item_id = result.job.item_id
+    if isinstance(outcome, Integrated):
+        state.merging.pop(item_id, None)
+        state.tip = outcome.tip
+        commits = outcome.commits or (result.commit,)
+        run.journal.append("item_integrated", itemId=item_id, commits=list(outcome.commits),
+                           tip=outcome.tip)
+        run.journal.append("item_completed", itemId=item_id, title=result.job.title,
+                           commit=commits[-1])
+        run.state = replace(run.state, completed_items=(*run.state.completed_items, item_id))
+        if outcome.kept:
+            run.progress.note(f"item {item_id}: its worktree is kept: {outcome.kept}")
+        run.save(last_signal="clean")
+        run.progress.finished(run.store.get(item_id), Outcome.DONE.label, commits[-1][:12])
+    elif isinstance(outcome, Conflicted):
+        run.journal.append("merge_conflict", itemId=item_id, paths=list(outcome.paths),
+                           collidedWith=list(outcome.collided_with), commit=outcome.commit)
+        note = (f"a previous attempt's commit {outcome.commit[:12]} conflicted with the "
+                f"branch in {', '.join(outcome.paths)}; start from the current tip")
+        _undone(state, item_id, conflict_reason(outcome, state.onto, result.job.tree),
+                needs_human=True, note=note)
+    else:
+        assert isinstance(outcome, Refused)
+        _undone(state, item_id, f"the agent signalled done, but its commit could not be "
+                f"integrated: {outcome.reason}")
+
+
+def conflict_reason(conflict: Conflicted, onto: str, tree: Path) -> str:
+    """A conflict as a question with its two answers: retry on the new tip, or
+    resolve by hand."""
+    branch = messages.item_branch(conflict.item_id)
+    return (f"{conflict.reason}. Retry on the new tip: drop it (git worktree remove --force "
+            f"{tree} && git branch -D {branch}) and answer; or resolve by hand: "
+            f"git -C {tree} rebase {onto}, then git forge reconcile --integrate "
+            f"{conflict.item_id}")
+
+
+def _block(state: _Run, item: Item, reason: str, *, needs_human: bool = False,
+           deferred: bool = False, note: str | None = None) -> Outcome:
+    """Mark the item blocked (its worktree is the merge thread's to clear or keep)."""
+    run = state.run
     fields = {}
     if note is not None:
         fields["notes"] = "\n".join(filter(None, [run.store.get(item.id).notes, note]))
@@ -394,6 +418,8 @@ def _block(state: _Run, item: Item, agent: _Agent | None, reason: str, *,
         outcome = Outcome.NEEDS_HUMAN
         run.journal.append("needs_human", None, itemId=item.id, reason=reason)
         run.state = replace(current, needs_human_items=(*current.needs_human_items, item.id))
+        if run.options.pause_on_needs_human:
+            state.pause = True
     else:
         outcome = Outcome.DEFERRED if deferred else Outcome.BLOCKED
         run.journal.append("item_blocked", None, itemId=item.id, reason=reason)
@@ -403,30 +429,6 @@ def _block(state: _Run, item: Item, agent: _Agent | None, reason: str, *,
     run.save(last_signal="error" if deferred else outcome.value)
     run.progress.finished(item, outcome.label, reason)
     return outcome
-
-
-def _stash_leftovers(state: _Run, item: Item, tree: Path) -> None:
-    """The agent's leftovers into the stash list, then its worktree and branch away
-    when that left them holding nothing."""
-    run = state.run
-    workspace = run.workspace
-    try:
-        changes = tree_changes(state.root, tree, workspace.state_dir, workspace.backlog_file)
-        paths = [e.path.rstrip("/") for e in changes if e.path != run.backlog_rel]
-        if paths:
-            repo = open_repo(tree)
-            stashable = [p for p in paths if p not in dict(refusals(repo, paths, "stash"))]
-            if stashable:
-                stash_paths(repo, stashable, messages.abandoned_work(item.id))
-                run.progress.note(f"item {item.id}: its leftover changes were stashed "
-                                  f"({messages.abandoned_work(item.id)})")
-    except GitError as exc:
-        run.progress.note(f"item {item.id}: its leftover changes could not be stashed: "
-                          f"{exc.message}")
-    kept = tidy(state.root, state.state_dir, item.id, state.onto)
-    if kept is not None:
-        run.progress.note(f"item {item.id}: its worktree is kept for git forge reconcile: "
-                          f"{kept}")
 
 
 # --- ending -----------------------------------------------------------------------------------
@@ -449,12 +451,15 @@ def _commit_bookkeeping(run: RunContext) -> None:
 
 
 def _stopped(state: _Run) -> LoopResult:
-    """Every agent ends; each running item goes back to pending; the worktrees stay."""
+    """Every agent ends; the agents that had ended are still merged (their work is
+    done); each running item goes back to pending; the worktrees stay."""
     run = state.run
     try:
         run.supervisor.shutdown()
     except ProcessError as exc:
         run.progress.note(f"shutdown: {exc}")
+    while state.worker.outstanding:
+        _apply_all(state, state.worker.results(wait=POLL_SECONDS))
     for item in run.store.items():  # running, ended but not settled, or between retries
         if item.status == "in_progress":
             run.store.transition(item.id, "pending")
