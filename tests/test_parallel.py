@@ -38,7 +38,8 @@ record(event="start", cwd=here, worktree=os.environ.get("FORGE_WORKTREE"), seen=
 if mode == "hang":
     open(f"item-{item}.txt", "w").write("half done\n")
     time.sleep(120)
-time.sleep(float(os.environ.get("FORGE_TEST_SLEEP", "0.2")))
+time.sleep(float(os.environ.get("FORGE_TEST_SLEEP", "0.2")) * (5 if mode == "ask" and
+                                                              item != "001" else 1))
 if mode == "clash":
     lines = open("shared.txt").read().splitlines(keepends=True)
     lines[0] = f"line one, as item {item} has it\n"
@@ -49,7 +50,10 @@ elif mode == "escape" and item == "001":
 else:
     open(f"item-{item}.txt", "w").write(f"work of item {item}\n")
 record(event="end")
-print("FORGE_DONE")
+if mode == "ask" and item == "001":
+    print("FORGE_NEEDS_HUMAN: which database?")
+else:
+    print("FORGE_DONE")
 '''
 
 
@@ -110,7 +114,7 @@ def backlog(project: Path) -> dict[str, dict]:
 
 def test_four_agents_twelve_items_twelve_linear_commits(twelve: Path, agent: Path,
                                                         tmp_path: Path) -> None:
-    result = run_parallel(twelve, agent, 4, loop_env(tmp_path))
+    result = run_parallel(twelve, agent, 4, loop_env(tmp_path, FORGE_TEST_SLEEP="0.5"))
     assert result.returncode == 0, result.stdout + result.stderr
     commits = item_commits(twelve)
     assert commits == {f"{n:03d}": [f"item-{n:03d}.txt"] for n in range(1, 13)}
@@ -139,7 +143,7 @@ def test_four_agents_twelve_items_twelve_linear_commits(twelve: Path, agent: Pat
 def test_a_dependency_chain_never_starts_early(templates: Templates, tmp_path: Path,
                                                agent: Path) -> None:
     project = templates.copy("parallel-chain", build_chain, tmp_path / "repo")
-    result = run_parallel(project, agent, 4, loop_env(tmp_path))
+    result = run_parallel(project, agent, 4, loop_env(tmp_path, FORGE_TEST_SLEEP="0.5"))
     assert result.returncode == 0, result.stdout + result.stderr
     starts = {r["item"]: r for r in records(tmp_path) if r["event"] == "start"}
     ends = {r["item"]: r for r in records(tmp_path) if r["event"] == "end"}
@@ -312,3 +316,19 @@ def test_a_terminal_shows_a_line_per_running_agent(twelve: Path, agent: Path,
     for item in ("001", "002", "003"):
         assert f"  {item} Item {int(item)} — " in live and f".forge/worktrees/{item}" in live
     assert "\x1b[2A" in session.text  # the three lines are redrawn in place
+
+
+def test_pause_on_needs_human_lets_the_running_agents_finish(twelve: Path, agent: Path,
+                                                             tmp_path: Path) -> None:
+    result = run_parallel(twelve, agent, 3, loop_env(tmp_path, FORGE_TEST_MODE="ask"),
+                          "--pause-on-needs-human")
+    assert result.returncode == 3, result.stdout + result.stderr
+    items = backlog(twelve)
+    assert items["001"]["status"] == "blocked" and items["001"]["needsHuman"] is True
+    # the two started beside it finished and were integrated; nothing else started
+    assert sorted(item_commits(twelve)) == ["002", "003"]
+    assert [items[i]["status"] for i in ("004", "005")] == ["pending", "pending"]
+    state = json.loads((twelve / ".forge" / "state.json").read_text())
+    assert state["status"] == "paused_human"
+    assert git("status", "--porcelain", cwd=twelve) == ""
+    assert run_forge("preflight", cwd=twelve).returncode == 0  # its worktree held nothing
