@@ -86,7 +86,7 @@ function _shtab_git_forge_using
 end
 
 set -g _shtab_git_forge_commands version decision 'decision record' 'decision list' 'decision apply' init backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog topology' status config reconcile preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' 'proc prune' loop 'loop run' 'loop stop' agents recover demo completion help
-set -g _shtab_git_forge_opts_with_value --ac --actor --agent --agent-arg --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --idle-timeout --item --items-json --iterations --leave --limit --max-consecutive-failures --max-cost --merge --mode --notes --notify --on-limit --priority --prompt-file --question --restore --retries --stash --state-dir --status --timeout --title --type
+set -g _shtab_git_forge_opts_with_value --ac --actor --agent --agent-arg --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --idle-timeout --integrate --item --items-json --iterations --leave --limit --max-consecutive-failures --max-cost --merge --mode --notes --notify --on-limit --parallel --priority --prompt-file --question --restore --retries --stash --state-dir --status --timeout --title --type
 
 complete -c git-forge -e
 complete -c git-forge -f
@@ -206,6 +206,7 @@ complete -c git-forge -n '_shtab_git_forge_using reconcile' -l stash -x -d 'stas
 complete -c git-forge -n '_shtab_git_forge_using reconcile' -l discard -x -d 'discard the group'"'"'s paths (needs --confirm-discard; saved to refs/forge/discarded/<time> first)'
 complete -c git-forge -n '_shtab_git_forge_using reconcile' -l confirm-discard -d 'the second, explicit confirmation a discard needs'
 complete -c git-forge -n '_shtab_git_forge_using reconcile' -l leave -x -d 'leave the group as it is'
+complete -c git-forge -n '_shtab_git_forge_using reconcile' -l integrate -x -d 'integrate item ITEM'"'"'s branch (forge/ITEM) onto the branch checked out: its commits replayed onto the tip, then a fast-forward; a conflict changes nothing'
 complete -c git-forge -n '_shtab_git_forge_using reconcile' -l restore -xka "(__git_forge_discarded)" -d 'put back what a discard saved under REF'
 complete -c git-forge -n '_shtab_git_forge_using reconcile' -l json -d 'print the report as JSON'
 complete -c git-forge -n '_shtab_git_forge_using reconcile; and test $_shtab_git_forge_npos -eq 0' -ka "(__fish_complete_directories)" -d 'project path (default: .)'
@@ -283,6 +284,7 @@ complete -c git-forge -n '_shtab_git_forge_using loop run' -l max-consecutive-fa
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l notify -x -d 'a command run with one JSON event on stdin when the run waits on a limit, pauses, trips the breaker, ends with items waiting, or is stopped (split once, no shell; default: loop.notify)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l prompt-file -xka "(__fish_complete_path (commandline -ct))" -d 'text prepended to every prompt (default: loop.promptFile)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l pause-on-needs-human -d 'stop (exit 3) at the first item that needs a human'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l parallel -x -d 'run up to N agents at once, each in a worktree of its own (.forge/worktrees/<id>, branch forge/<id>), integrating each done item onto the branch as it finishes (default: loop.parallel)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l follow -d 'stream the agent'"'"'s output'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l ndjson -d 'stream the journal as NDJSON'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l json -d 'print the run'"'"'s summary as JSON at the end (no progress lines)'

@@ -49,6 +49,9 @@ ARCHIVE_DIR = "archive"
 RECEIPTS_FILE = "receipts.json"
 #: The notifications a run sent, so that a restarted run does not send them again.
 NOTIFIED_FILE = "notified.json"
+#: ``worktrees/<id>``: the linked worktree an item's agent works in when the loop
+#: runs agents in parallel.
+WORKTREES_DIR = "worktrees"
 
 #: Configuration files (read by ``config``; named here so that code on a hot path,
 #: completion, can look for them without loading the configuration machinery).
@@ -64,6 +67,13 @@ def state_directory(backlog_dir: Path, state_dir: str) -> Path:
     if not state_dir or Path(backlog_dir).resolve().name == state_dir:
         return Path(backlog_dir)
     return Path(backlog_dir) / state_dir
+
+
+def item_worktree(state_dir: Path, item_id: str) -> Path:
+    """Where the linked worktree of item ``item_id`` lives."""
+    from pathlib import Path
+
+    return Path(state_dir) / WORKTREES_DIR / item_id
 
 
 def backlog_file(backlog_dir: Path) -> Path:

@@ -30,13 +30,14 @@ from git_forge.layout import (
     PROMPT_FILES,
     RECEIPTS_FILE,
     STATE_FILE,
+    WORKTREES_DIR,
 )
 from git_forge.workspace import Workspace
 
 #: State files that live in the state dir (formats.md), as ignore patterns.
 _STATE_PATTERNS: tuple[str, ...] = (
     STATE_FILE, EVENTS_FILE, DECISIONS_FILE, "*.lock", LOOP_RUN_FILE, f"{PROC_DIR}/",
-    f"{ARCHIVE_DIR}/", PROMPT_FILES, RECEIPTS_FILE, NOTIFIED_FILE,
+    f"{ARCHIVE_DIR}/", PROMPT_FILES, RECEIPTS_FILE, NOTIFIED_FILE, f"{WORKTREES_DIR}/",
 )
 
 _EXAMPLE_CONFIG = """\

@@ -12,13 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from git_forge.backlog.item import Item
 from git_forge.backlog.model import summarize
 from git_forge.backlog.topology import build_graph, topology_of, waiting_on
 from git_forge.errors import StoreError
 from git_forge.lockprobe import lock_is_held, read_lock_holder
-from git_forge.loop.control import loop_lock_path, orphaned_agents
+from git_forge.loop.control import live_agents, loop_lock_path, orphaned_agents
 from git_forge.loop.receipts import costs_json, read_ledger
 from git_forge.loop.state import RunState, read_state, state_path
+from git_forge.reconcile.item_trees import item_trees
 from git_forge.runner.base import Runner
 from git_forge.workspace import Workspace
 
@@ -49,6 +51,29 @@ def lock_status(state_dir: Path) -> dict[str, Any]:
 
 #: States in which state.json says a loop is at work; with the lock free, it died.
 _LIVE_STATES = ("starting", "running")
+
+
+def _parallel(workspace: Workspace, items: list[Item], run_id: str | None) -> dict[str, Any]:
+    """``worktrees``: the items' worktrees and ``forge/<id>`` branches, each with its
+    state (a git failure leaves the list empty: status reports, it does not stop);
+    ``agents``: one entry per agent the live run supervises; ``mergeQueue``: the
+    items done whose branch is not integrated yet (a parallel run marks an item
+    done, then merges it)."""
+    from git_forge.errors import ForgeError
+
+    try:
+        trees = item_trees(workspace.root, workspace.state_dir, workspace.backlog_file)
+    except ForgeError:
+        trees = []
+    done = {item.id for item in items if item.status == "done"}
+    where = {tree.item_id: tree.worktree for tree in trees if tree.worktree is not None}
+    agents = [{"handle": agent.handle, "itemId": agent.item_id, "startedAt": agent.started_at,
+               "outputBytes": agent.output_bytes,
+               "worktree": str(where[agent.item_id]) if agent.item_id in where else None}
+              for agent in live_agents(workspace.state_dir, run_id)]
+    return {"worktrees": [tree.to_json() for tree in trees], "agents": agents,
+            "mergeQueue": [tree.item_id for tree in trees
+                           if tree.item_id in done and not tree.integrated]}
 
 
 def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
@@ -92,6 +117,7 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
                      "waitingOn": waiting_on(graph)},
         "runner": runner.describe(),
         "costs": _costs(workspace.state_dir, state.run_id),
+        **_parallel(workspace, items, state.run_id if lock["alive"] else None),
         "error": problem if problem is not None else state.error,
         "statusSchemaVersion": STATUS_SCHEMA_VERSION,
         "projectPath": str(workspace.root),

@@ -16,7 +16,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from git_forge.cli.arguments import add_location
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from git_forge.backlog.item import Item
     from git_forge.loop.engine import LoopResult
     from git_forge.loop.options import LoopFlags, LoopOptions
+    from git_forge.loop.progress import RunningAgent
     from git_forge.reconcile.preflight import Preflight
     from git_forge.workspace import Workspace
 
@@ -87,6 +89,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="text prepended to every prompt (default: loop.promptFile)")
     run.add_argument("--pause-on-needs-human", action="store_true", default=None,
                      help="stop (exit 3) at the first item that needs a human")
+    run.add_argument("--parallel", type=int, metavar="N",
+                     help="run up to N agents at once, each in a worktree of its own "
+                          "(.forge/worktrees/<id>, branch forge/<id>), integrating each "
+                          "done item onto the branch as it finishes (default: loop.parallel)")
     run.add_argument("--follow", action="store_true", help="stream the agent's output")
     run.add_argument("--ndjson", action="store_true", help="stream the journal as NDJSON")
     run.add_argument("--json", action="store_true",
@@ -149,12 +155,17 @@ class TerminalProgress:
             if self.on_closed is not None:
                 self.on_closed()
 
+    def _erase(self) -> str:
+        """What takes the live lines off the screen (the cursor ends where they began)."""
+        rows = self.line.count("\n")
+        return ERASE_LINE if not rows else "\r" + own(f"\x1b[{rows}A") + own("\x1b[J")
+
     def _write(self, text: str) -> None:
         if self.silent:
             return
         parts = []
         if self.live and self.line:
-            parts.append(ERASE_LINE)
+            parts.append(self._erase())
         parts.append(text + "\n")
         if self.live and self.line:
             parts.append(self.line)
@@ -173,10 +184,10 @@ class TerminalProgress:
     def tick(self, elapsed: float, output_bytes: int) -> None:
         if not self.live:
             return
-        size = f"{output_bytes / 1024:.1f} KiB" if output_bytes >= 1024 else f"{output_bytes} B"
-        self.line = paint(f"[{self.number}/{self.max}] {self.item} — {elapsed:.0f}s, {size}",
-                          "dim")
-        self._emit(ERASE_LINE + self.line)
+        erase = self._erase() if self.line else ERASE_LINE
+        self.line = paint(f"[{self.number}/{self.max}] {self.item} — {elapsed:.0f}s, "
+                          f"{_size(output_bytes)}", "dim")
+        self._emit(erase + self.line)
 
     def output(self, text: str) -> None:
         if self.follow and not self.ndjson:
@@ -187,8 +198,8 @@ class TerminalProgress:
         if self.ndjson:
             return
         style = {"done": "green", "retry": "yellow"}.get(outcome, "red")
-        if self.live:
-            self._emit(ERASE_LINE)
+        if self.live and self.line:
+            self._emit(self._erase())
             self.line = ""
         self._write(f"  {item.id} {paint(outcome, style)}: {detail}")
 
@@ -223,17 +234,44 @@ class TerminalProgress:
         clock = f"{hours}:{minutes:02}:{seconds:02}" if hours else f"{minutes}:{seconds:02}"
         self.line = paint(f"waiting for the usage limit to lift — {clock} left", "dim")
         self._emit(ERASE_LINE + self.line)
+    def agents(self, running: Sequence[RunningAgent], queued: Sequence[str]) -> None:
+        """Items in parallel: on a terminal, a live line per running agent (item,
+        elapsed, bytes of output, worktree) and one for the merge queue."""
+        if not self.live:
+            return
+        from git_forge.cli.plain import plain
+
+        rows = [paint(f"  {agent.item.id} {plain(agent.item.title)} — {agent.elapsed:.0f}s, "
+                      f"{_size(agent.output_bytes)}, {_relative(agent.worktree)}", "dim")
+                for agent in running]
+        if queued:
+            rows.append(paint(f"  merge queue: {', '.join(queued)}", "dim"))
+        erase = self._erase() if self.line else ""
+        self.line = "\n".join(rows)
+        self._emit(erase + self.line)
 
     def close(self) -> None:
         if self.live and self.line:
-            self._emit(ERASE_LINE)
+            self._emit(self._erase())
             self.line = ""
+
+
+def _size(output_bytes: int) -> str:
+    return f"{output_bytes / 1024:.1f} KiB" if output_bytes >= 1024 else f"{output_bytes} B"
+
+
+def _relative(path: Path) -> str:
+    """A worktree as the operator would type it from where they stand."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
 
 
 #: The flags only the embedded runner reads: an error when ``loopRunner.bin`` is set.
 EMBEDDED_ONLY = ("agent", "agent_args", "iterations", "retries", "timeout", "idle_timeout",
                  "max_cost", "on_limit", "max_consecutive_failures", "notify", "prompt_file",
-                 "pause_on_needs_human", "follow", "ndjson", "json")
+                 "pause_on_needs_human", "parallel", "follow", "ndjson", "json")
 
 
 def _flags(args: argparse.Namespace) -> LoopFlags:
@@ -245,7 +283,8 @@ def _flags(args: argparse.Namespace) -> LoopFlags:
                      agent_args=args.agent_args, idle_minutes=args.idle_timeout,
                      max_cost_usd=args.max_cost, on_limit=args.on_limit,
                      max_consecutive_failures=args.max_consecutive_failures,
-                     notify=args.notify, follow=args.follow and not args.ndjson)
+                     notify=args.notify, follow=args.follow and not args.ndjson,
+                     parallel=args.parallel)
 
 
 def _refuse_embedded_flags(args: argparse.Namespace, runner_bin: str) -> None:
@@ -261,7 +300,7 @@ def _print_refusal(workspace: Workspace, preflight: Preflight) -> None:
     """What the pre-launch check found, as ``git forge preflight`` shows it."""
     from git_forge.cli.preflight import explain_stop, render_dirty, render_stop
 
-    lines = (render_stop(preflight, explain_stop(workspace, preflight))
+    lines = (render_stop(preflight, explain_stop(workspace, preflight), workspace.root)
              if preflight.status == "stop" else render_dirty(preflight))
     print("\n".join(lines), file=sys.stderr)
 

@@ -19,6 +19,7 @@ from git_forge.exit_codes import EXIT_INTERRUPTED, PREFLIGHT_STOP
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
     from git_forge.reconcile.preflight import Preflight
     from git_forge.reconcile.stop import StopExplanation
@@ -44,9 +45,12 @@ def _items(ids: list[str]) -> str:
     return ", ".join(ids) if ids else "none"
 
 
-def render_stop(result: Preflight, explanation: StopExplanation | None = None) -> list[str]:
+def render_stop(result: Preflight, explanation: StopExplanation | None = None,
+                root: Path | None = None) -> list[str]:
     """The STOP message: the prior run, the stranded paths — split into those the
-    run touched (its evidence) and those changed outside it — and what to run next."""
+    run touched (its evidence) and those changed outside it —, the items' worktrees
+    and branches holding work (paths shown relative to ``root``), and what to run
+    next."""
     from git_forge.loop.state import RunState
     from git_forge.tree.porcelain import render_porcelain_line
 
@@ -60,18 +64,22 @@ def render_stop(result: Preflight, explanation: StopExplanation | None = None) -
     named = f" (run {run.run_id})" if run.run_id else ""
     if touched:
         lines = ["STOP: a previous git-forge run left work in the tree."]
+    elif result.trees and not outside:
+        lines = ["STOP: a previous git-forge run left work in its items' worktrees or "
+                 "branches."]
     else:
         lines = [f"STOP: the working tree has changes that git-forge's last run (started "
                  f"{started}{named}) did not make."]
-    lines.append(f"  run started:   {started}{named}")
-    lines.append(f"  item in flight: {run.current_item or 'none'}")
-    blocked = explanation.blocked if explanation is not None else list(run.blocked_items)
-    needs = (explanation.needs_human if explanation is not None
-             else list(run.needs_human_items))
-    lines.append(f"  blocked:        {_items(blocked)}")
-    lines.append(f"  needs human:    {_items(needs)}")
-    if result.run_error:
-        lines.append(f"  (the run's state could not be read: {result.run_error})")
+    if result.run is not None or not result.trees:  # a run is known of
+        lines.append(f"  run started:   {started}{named}")
+        lines.append(f"  item in flight: {run.current_item or 'none'}")
+        blocked = explanation.blocked if explanation is not None else list(run.blocked_items)
+        needs = (explanation.needs_human if explanation is not None
+                 else list(run.needs_human_items))
+        lines.append(f"  blocked:        {_items(blocked)}")
+        lines.append(f"  needs human:    {_items(needs)}")
+        if result.run_error:
+            lines.append(f"  (the run's state could not be read: {result.run_error})")
     if touched:  # grouped by the evidence that makes them the run's candidates
         reasons: dict[str, list[str]] = {}
         for entry, why in touched:
@@ -83,6 +91,11 @@ def render_stop(result: Preflight, explanation: StopExplanation | None = None) -
     if outside:
         lines.append("Changed outside the run (as git status --porcelain prints them):")
         lines += [f"  {render_porcelain_line(entry)}" for entry in outside]
+    if result.trees:
+        from git_forge.cli.render_trees import render_item_trees
+
+        lines.append("Work in items' worktrees and branches:")
+        lines += render_item_trees(result.trees, result.onto, root)
     if explanation is not None:
         lines += [f"  note: {note}" for note in explanation.notes]
     lines += [
@@ -96,7 +109,7 @@ def render_stop(result: Preflight, explanation: StopExplanation | None = None) -
 def explain_stop(workspace: Workspace, result: Preflight) -> StopExplanation | None:
     """The STOP's explanation (``reconcile.stop.explain``), or ``None`` when the
     launch stopped for another reason."""
-    if result.status != "stop" or result.reason is not None:
+    if result.status != "stop" or result.reason is not None or not result.entries:
         return None
     from git_forge.loop.state import RunState
     from git_forge.reconcile.stop import explain
@@ -164,9 +177,10 @@ def quick_args(words: list[str]) -> QuickArgs | None:
 
 if TYPE_CHECKING:
     #: What the checks that need no configuration found: the work tree's top, why
-    #: the launch must stop whatever the tree holds (or ``None``), and the entries
-    #: of ``git status``.
-    Probe = tuple[str, str | None, list[StatusEntry]]
+    #: the launch must stop whatever the tree holds (or ``None``), the entries of
+    #: ``git status``, and whether items' worktrees or branches may exist (``False``
+    #: is certain).
+    Probe = tuple[str, str | None, list[StatusEntry], bool]
 
 
 def probe(path: str) -> Probe:
@@ -174,16 +188,22 @@ def probe(path: str) -> Probe:
     the tree, a HEAD no commit can go onto, then the tree's status."""
     from git_forge.layout import work_tree_top
     from git_forge.loop.control import running_message, tree_owner
-    from git_forge.tree.fast_status import head_problem, porcelain_fast
+    from git_forge.reconcile.messages import ITEM_BRANCH_PREFIX
+    from git_forge.tree.fast_status import (
+        head_problem,
+        may_have_worktrees_or_branches,
+        porcelain_fast,
+    )
 
     root = work_tree_top(path)
     owner = tree_owner(root)
     if owner is not None:
-        return root, running_message(owner), []
+        return root, running_message(owner), [], False
     problem = head_problem(root)  # refused exactly as loop run refuses it
     if problem is not None:
-        return root, problem, []
-    return root, None, porcelain_fast(root)
+        return root, problem, [], False
+    entries = porcelain_fast(root)
+    return root, None, entries, may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX)
 
 
 def go(args: QuickArgs) -> int | None:
@@ -197,16 +217,16 @@ def go(args: QuickArgs) -> int | None:
         return EXIT_INTERRUPTED
     except Exception:  # reported by the ordinary path, behind the terminal boundary
         return None
-    _root, reason, entries = args.probe
-    return 0 if reason is None and not entries and not args.json else None
+    _root, reason, entries, trees = args.probe
+    return 0 if reason is None and not entries and not trees and not args.json else None
 
 
 def run(args: argparse.Namespace | QuickArgs) -> int:
     found = getattr(args, "probe", None)
-    _root, reason, entries = found if found is not None else probe(args.path)
+    _root, reason, entries, trees = found if found is not None else probe(args.path)
     if reason is not None:
         return _stop_for(reason, args.json)
-    if not entries:
+    if not entries and not trees:
         if args.json:
             from git_forge.cli.output import emit_json
             emit_json({"status": "ok", "run": None, "paths": []})
@@ -229,7 +249,7 @@ def run(args: argparse.Namespace | QuickArgs) -> int:
             document.update(explanation.to_json())
         emit_json(document)
     elif result.status == "stop":
-        print("\n".join(render_stop(result, explanation)), file=sys.stderr)
+        print("\n".join(render_stop(result, explanation, workspace.root)), file=sys.stderr)
     elif result.status == "dirty":
         print("\n".join(render_dirty(result)), file=sys.stderr)
     return 0 if result.status == "ok" else PREFLIGHT_STOP

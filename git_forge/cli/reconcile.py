@@ -3,8 +3,9 @@
 Without a decision nothing changes: on a terminal it asks one question per
 group (discard needs a second confirmation listing the exact paths); otherwise
 ``--commit/--stash/--leave GROUP`` and ``--discard GROUP --confirm-discard``
-decide. A clean tree is silent. Exit 0 when the tree is clean afterwards, 6 when
-stranded work remains.
+decide, and ``--integrate ITEM`` brings an item's branch onto the branch checked
+out. A clean tree is silent. Exit 0 when the tree (and every item's worktree and
+branch) is clean afterwards, 6 when stranded work remains.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from git_forge.cli.output import emit_json, paint
 from git_forge.exit_codes import RECONCILE_TREE_DIRTY
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from git_forge.reconcile.attribution import Plan
     from git_forge.reconcile.execution import Action, Decision
+    from git_forge.reconcile.merge_queue import Outcome
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,6 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the second, explicit confirmation a discard needs")
     parser.add_argument("--leave", action="append", default=[], metavar="GROUP",
                         help="leave the group as it is")
+    parser.add_argument("--integrate", action="append", default=[], metavar="ITEM",
+                        help="integrate item ITEM's branch (forge/ITEM) onto the branch "
+                             "checked out: its commits replayed onto the tip, then a "
+                             "fast-forward; a conflict changes nothing")
     parser.add_argument("--restore", metavar="REF",
                         help="put back what a discard saved under REF")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -67,15 +75,24 @@ _TITLES = {"item": "candidate of item {}", "recovery": "this recovery's own back
            "unattributed": "not attributable to any item"}
 
 
-def render_plan(plan: Plan) -> list[str]:
+def render_plan(plan: Plan, root: Path | None = None) -> list[str]:
+    from git_forge.cli.render_trees import render_item_trees
+
     lines: list[str] = []
     if plan.groups:
         lines.append(paint("Stranded work", "bold")
                      + " (attributions are candidates, not facts):")
     for group in plan.groups:
-        lines.append(f"  {paint(group.id, 'cyan')}  {_TITLES[group.kind].format(group.item_id)}")
+        title = _TITLES[group.kind].format(group.item_id)
+        if group.worktree is not None:
+            title = f"in item {group.item_id}'s worktree"
+        lines.append(f"  {paint(group.id, 'cyan')}  {title}")
         lines += [f"      evidence: {note}" for note in group.evidence]
         lines += [f"      {line}" for line in group.lines]
+    if plan.branches:
+        lines.append(f"Items' branches not on {plan.onto or 'HEAD'} (never integrated or "
+                     "dropped by git-forge on its own):")
+        lines += render_item_trees(plan.branches, plan.onto, root)
     if plan.stashes:
         lines.append("Stashes that name an item (never applied or dropped by git-forge):")
         for stash in plan.stashes:
@@ -99,6 +116,27 @@ def render_actions(actions: Iterable[Action]) -> list[str]:
         if not action.verified:
             text += " — but some paths are still dirty"
         lines.append(f"  {action.group}: {text}")
+    return lines
+
+
+def render_integrations(outcomes: Iterable[Outcome]) -> list[str]:
+    from git_forge.reconcile.merge_queue import Conflicted, Integrated
+
+    lines = []
+    for outcome in outcomes:
+        if isinstance(outcome, Integrated):
+            if outcome.commits:
+                text = (f"integrated: {len(outcome.commits)} commit(s), the branch is at "
+                        f"{outcome.tip[:12]}")
+            else:
+                text = "already on the branch"
+            if outcome.kept:
+                text += f"; kept: {outcome.kept}"
+        elif isinstance(outcome, Conflicted):
+            text = f"not integrated — {outcome.reason}"
+        else:
+            text = f"not integrated — {outcome.reason}"
+        lines.append(f"  item {outcome.item_id}: {text}")
     return lines
 
 
@@ -134,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
-    acting = bool(args.restore or args.commit or args.stash or args.discard)
+    acting = bool(args.restore or args.commit or args.stash or args.discard or args.integrate)
     if acting:  # the tree belongs to a live loop: its agent's work is not stranded
         refuse_if_live(workspace.state_dir, workspace.root)
     live = live_loop(workspace.state_dir) or tree_owner(workspace.root)
@@ -153,29 +191,40 @@ def run(args: argparse.Namespace) -> int:
         decisions = _flag_decisions(args)
         for group_id in decisions:
             plan.group(group_id)  # an unknown group is refused before anything runs
-        if not plan.groups:
+        if not plan.groups and not plan.branches:
             return {}
         if not args.json:
             if live is not None:
                 note(f"a loop is running on this backlog ({live.described}); these changes "
                      "may be its agent's work in progress, and nothing is reconciled until "
                      "it ends")
-            print("\n".join(render_plan(plan)))
-        if not decisions and not args.json and ask.interactive() and live is None:
+            print("\n".join(render_plan(plan, workspace.root)))
+        if (plan.groups and not decisions and not args.json and ask.interactive()
+                and live is None):
             decisions = ask_decisions(plan)
         refuse_corrupt_backlog_commit(
             [(group_id, plan.group(group_id).paths) for group_id, decision in decisions.items()
              if decision.action == "commit"], workspace.root, workspace.backlog_file)
         return decisions
 
-    report = reconcile_tree(workspace, decide)
+    report = reconcile_tree(workspace, decide, integrate=args.integrate)
     if args.json:
         emit_json(report.to_json())
-    elif report.plan.groups:
+    elif report.plan.groups or report.plan.branches or report.integrations:
         if report.actions:
             print("Actions:")
             print("\n".join(render_actions(report.actions)))
-        if not report.clean and not report.actions:
-            print("Nothing was changed. Decide with --commit/--stash/--leave GROUP or "
-                  "--discard GROUP --confirm-discard.", file=sys.stderr)
+        if report.integrations:
+            print("Integrations:")
+            print("\n".join(render_integrations(report.integrations)))
+        if (report.actions or report.integrations) and report.trees_left:
+            from git_forge.cli.render_trees import render_item_trees
+
+            print(f"Items' worktrees and branches still holding work not on "
+                  f"{report.plan.onto or 'HEAD'}:")
+            print("\n".join(render_item_trees(report.trees_left, report.plan.onto,
+                                               workspace.root)))
+        if not report.clean and not report.actions and not report.integrations:
+            print("Nothing was changed. Decide with --commit/--stash/--leave GROUP, "
+                  "--discard GROUP --confirm-discard or --integrate ITEM.", file=sys.stderr)
     return 0 if report.clean else RECONCILE_TREE_DIRTY

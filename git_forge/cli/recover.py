@@ -235,7 +235,8 @@ def render_report(report: Report) -> list[str]:
     tree = report.tree
     for group in tree["groups"]:
         paths = ", ".join(p["path"] for p in group["paths"])
-        lines.append(f"  tree      {group['id']} (candidate): {paths}")
+        where = f" in worktree {group['worktree']}" if group.get("worktree") else ""
+        lines.append(f"  tree      {group['id']} (candidate{where}): {paths}")
     for action in tree["actions"]:
         ref = f" → {action['ref']}" if action.get("ref") else ""
         lines.append(f"  tree      {action['group']}: {action['action']}{ref}")
@@ -244,6 +245,10 @@ def render_report(report: Report) -> list[str]:
     for stash in tree["stashes"]:
         lines.append(f"  stash     {stash['ref']} (item {stash['itemId']}): {stash['message']}"
                      f" — inspect: git stash show --include-untracked -p {stash['ref']}")
+    for branch in tree.get("branches", []):
+        lines.append(f"  branch    {branch['branch'] or branch['worktree']} (item "
+                     f"{branch['itemId']}): commits not on the branch — "
+                     + "; ".join(branch["hints"]))
     lines += [f"  note      {note}" for note in report.tree_notes]
     if report.failure:
         failure = report.failure

@@ -77,6 +77,12 @@ def render_status(document: dict[str, Any]) -> list[str]:
         from git_forge.agents.receipt import Totals
 
         rows.append(("spent", f"{Totals.from_json(costs['run']).describe()} in the last run"))
+    for agent in document.get("agents", []):
+        rows.append(("agent", _agent_line(agent, document["projectPath"])))
+    if document.get("mergeQueue"):
+        rows.append(("merging", ", ".join(document["mergeQueue"])))
+    for tree in document.get("worktrees", []):
+        rows.append(("worktree", _tree_line(tree, document["projectPath"])))
     for orphan in liveness["orphans"]:
         rows.append(("orphan", f"orphaned agent still running (handle {orphan['handle']}, "
                                f"item {orphan['itemId'] or 'unknown'}); stop it with "
@@ -84,3 +90,27 @@ def render_status(document: dict[str, Any]) -> list[str]:
     if document.get("error"):
         rows.append(("error", document["error"]))
     return [f"{label + ':':<10}{value}" for label, value in rows]
+
+
+def _tree_line(tree: dict[str, Any], root: str) -> str:
+    """One item's worktree or branch, from its ``status --json`` entry."""
+    import os
+
+    where = (f"{os.path.relpath(tree['worktree'], root)} (branch {tree['branch'] or 'none'})"
+             if tree["worktree"] else f"branch {tree['branch']}")
+    state = {"dirty": "uncommitted changes", "unintegrated": "commits not on the branch",
+             "integrated": "integrated, clean"}[tree["state"]]
+    if tree["state"] == "dirty" and not tree["integrated"]:
+        state += ", commits not on the branch"
+    return f"item {tree['itemId']} {where}: {state}"
+
+
+def _agent_line(agent: dict[str, Any], root: str) -> str:
+    """One running agent: its item, since when, its output so far, where it works."""
+    import os
+
+    size = agent["outputBytes"]
+    shown = f"{size / 1024:.1f} KiB" if size >= 1024 else f"{size} B"
+    where = f", in {os.path.relpath(agent['worktree'], root)}" if agent["worktree"] else ""
+    return (f"item {agent['itemId'] or 'unknown'} running since {agent['startedAt'] or '?'}, "
+            f"{shown} of output{where} (handle {agent['handle']})")

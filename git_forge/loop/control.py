@@ -196,6 +196,40 @@ def orphaned_agents(state_dir: Path) -> list[OrphanedAgent]:
     return found
 
 
+class LiveAgent(namedtuple("LiveAgent",
+                           ["handle", "item_id", "started_at", "output_bytes", "cwd"])):
+    """An agent the running loop supervises, as its manifest says."""
+
+    __slots__ = ()
+    handle: str
+    item_id: str | None
+    started_at: str | None
+    output_bytes: int
+    cwd: str
+
+
+def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:
+    """The agents of run ``run_id`` whose manifests say they run (``status`` shows one
+    line each; a parallel run has several)."""
+    import contextlib
+    from pathlib import Path
+
+    root = Path(state_dir) / PROC_DIR
+    if run_id is None or not root.is_dir():
+        return []
+    from git_forge.supervisor.manifest import ManifestStore
+
+    store = ManifestStore(root)
+    found = []
+    for handle in store.scan():
+        with contextlib.suppress(ForgeError):
+            manifest = store.load(handle)
+            if manifest.owner.run_id == run_id and manifest.state == "running":
+                found.append(LiveAgent(handle, item_of(manifest), manifest.started_at,
+                                       manifest.cursors.total_bytes, manifest.command.cwd))
+    return sorted(found, key=lambda agent: (agent.started_at or "", agent.handle))
+
+
 def orphan_message(orphan: OrphanedAgent) -> str:
     return (f"an agent of an earlier run is still running (handle {orphan.handle}, item "
             f"{orphan.item_id or 'unknown'}); stop it with git forge proc stop {orphan.handle}")

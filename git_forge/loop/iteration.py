@@ -63,14 +63,31 @@ class AgentResult:
 
 def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
     """One agent start for ``item`` (iteration ``number``), until it ends or a stop."""
+    handle, attempt = start_agent(run, item, number)
+    manifest, stopped, idle = _wait(run, handle, attempt)
+    return agent_result(run, item, handle, manifest, stopped, attempt, idle=idle)
+
+
+def start_agent(run: RunContext, item: Item, number: int, *,
+                worktree: Path | None = None) -> tuple[str, Attempt]:
+    """Take ``item`` (in progress, journaled, told) and start its agent; the handle
+    and the attempt that reads its stream.
+
+    ``worktree``: the item's own linked worktree (items run in parallel) — the
+    agent runs there, with ``FORGE_WORKTREE`` naming it, and only this item's
+    prompt file is replaced (the others belong to agents still running).
+    """
     item_id = item.id
     options = run.options
-    try:  # before the item is taken: a stale lock would fail its commit after the agent ran
-        run.repo.check_unlocked()
-    except GitError as exc:
-        raise LoopError(f"cannot take item {item_id}: {exc.message}",
-                        exit_code=LOOP_REFUSED) from exc
-    remove_prompt_files(run.workspace.state_dir)
+    if worktree is None:
+        try:  # before the item is taken: a stale lock would fail its commit after the agent ran
+            run.repo.check_unlocked()
+        except GitError as exc:
+            raise LoopError(f"cannot take item {item_id}: {exc.message}",
+                            exit_code=LOOP_REFUSED) from exc
+        remove_prompt_files(run.workspace.state_dir)
+    else:  # the item commits in its worktree; the main checkout's locks are the merges'
+        remove_prompt_files(run.workspace.state_dir, item_id)
     if item.status != "in_progress":
         item = run.store.transition(item_id, "in_progress")
     run.save(iteration=number, current_item=item_id)
@@ -87,12 +104,17 @@ def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
     try:
         handle = run.supervisor.start({"run_id": run.state.run_id},
                                       {"item_id": item_id, "iteration": number},
-                                      _prepare(run, item, prompt, number, attempt))
+                                      _prepare(run, item, prompt, number, attempt, worktree))
     except ProcessError as exc:
         if exc.code == "process_setup_failed":  # its manifest or spool cannot be written
             raise LoopError(str(exc.cause), exit_code=LOOP_ERROR) from exc
         raise
-    manifest, stopped, idle = _wait(run, handle, attempt)
+    return handle, attempt
+
+
+def agent_result(run: RunContext, item: Item, handle: str, manifest: Manifest,
+                 stopped: bool, attempt: Attempt, *, idle: bool = False) -> AgentResult:
+    """What the ended (or stopped) agent came to; its signal is journaled."""
     failure = run.supervisor.storage_error(handle)
     if failure is not None:  # its output could not be recorded: the run cannot go on
         raise LoopError(str(failure.cause), exit_code=LOOP_ERROR)
@@ -100,14 +122,16 @@ def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
     if not stopped:
         signal = result.signal
         fields = {"reason": signal.reason} if signal.reason is not None else {}
-        run.journal.append("signal_parsed", itemId=item_id, signal=signal.kind, **fields)
+        run.journal.append("signal_parsed", itemId=item.id, signal=signal.kind, **fields)
     return result
 
 
-def remove_prompt_files(state_dir: Path) -> None:
+def remove_prompt_files(state_dir: Path, item_id: str | None = None) -> None:
     """The ``{prompt_file}`` copies of the prompt (they hold the human's answer):
-    gone once their agent has ended, never left in the tree or committed."""
-    for path in state_dir.glob(PROMPT_FILES):
+    gone once their agent has ended, never left in the tree or committed. With
+    ``item_id``, that item's only."""
+    pattern = PROMPT_FILES if item_id is None else PROMPT_FILES.replace("*", item_id)
+    for path in state_dir.glob(pattern):
         try:
             path.unlink()
         except FileNotFoundError:
@@ -115,7 +139,7 @@ def remove_prompt_files(state_dir: Path) -> None:
 
 
 def _prepare(run: RunContext, item: Item, prompt: str, number: int,
-             attempt: Attempt) -> PreparedProcess:
+             attempt: Attempt, worktree: Path | None = None) -> PreparedProcess:
     argv = run.options.argv(attempt.resumed)
     encoded = prompt.encode("utf-8")
     stdin: bytes | None = encoded
@@ -126,8 +150,12 @@ def _prepare(run: RunContext, item: Item, prompt: str, number: int,
         stdin = None
     env = {**os.environ, "FORGE_ITEM_ID": item.id, "FORGE_ITERATION": str(number),
            "FORGE_RUN_ID": run.state.run_id or ""}
+    if worktree is not None:  # git there finds the worktree from its own .git file
+        env["FORGE_WORKTREE"] = str(worktree)
+        for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"):
+            env.pop(name, None)
     timeout = run.options.timeout_minutes * 60 if run.options.timeout_minutes else None
-    return PreparedProcess(argv=argv, cwd=run.workspace.root, env=env, stdin=stdin,
+    return PreparedProcess(argv=argv, cwd=worktree or run.workspace.root, env=env, stdin=stdin,
                            timeout=timeout,
                            observe=attempt.observe if attempt.reader is not None else None,
                            receipt=attempt.make_receipt)

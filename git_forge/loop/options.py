@@ -44,6 +44,8 @@ class LoopOptions:
     notify: tuple[str, ...] = ()
     #: Whether the caller shows the agent's text as it streams (``--follow``).
     follow: bool = False
+    #: Agents at once; above 1 each item works in a linked worktree of its own.
+    parallel: int = _default("parallel")
 
     @property
     def profile(self) -> Profile:
@@ -73,6 +75,7 @@ class LoopFlags:
     max_consecutive_failures: int | None = None
     notify: str | None = None
     follow: bool = False
+    parallel: int | None = None
 
 
 def _words(value: Any, what: str) -> tuple[str, ...]:
@@ -125,6 +128,9 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     # ``--agent-arg`` replaces loop.agentArgs, as every flag replaces its key.
     agent_args = (tuple(flags.agent_args) if flags.agent_args
                   else _words(setting("agentArgs"), "loop.agentArgs"))
+    parallel = flags.parallel if flags.parallel is not None else setting("parallel")
+    if parallel < 1:
+        raise UsageError("--parallel must be at least 1")
     return LoopOptions(
         agent=argv,
         iterations=flags.iterations if flags.iterations is not None else setting("iterations"),
@@ -142,6 +148,7 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         resume_sessions=bool(setting("resumeSessions")),
         notify=_words(given(flags.notify, "notify"), "the notify command line"),
         follow=flags.follow,
+        parallel=parallel,
     )
 
 

@@ -6,10 +6,21 @@ implements (a live line on a terminal, plain lines, or the journal as NDJSON).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from git_forge.backlog.item import Item
+
+
+class RunningAgent(NamedTuple):
+    """One agent of a parallel run, as the progress shows it: a line each."""
+
+    item: Item
+    elapsed: float
+    output_bytes: int
+    worktree: Path
 
 
 class Progress(Protocol):
@@ -25,6 +36,7 @@ class Progress(Protocol):
     def note(self, text: str) -> None: ...
     def limit_wait(self, until: str, reason: str) -> None: ...
     def countdown(self, seconds_left: float) -> None: ...
+    def agents(self, running: Sequence[RunningAgent], queued: Sequence[str]) -> None: ...
 
 
 class NullProgress:
@@ -58,4 +70,7 @@ class NullProgress:
 
     def countdown(self, seconds_left: float) -> None:
         """Called about once a second during that wait."""
+    def agents(self, running: Sequence[RunningAgent], queued: Sequence[str]) -> None:
+        """Items run in parallel: every running agent, and the done items waiting
+        to be integrated (oldest first)."""
         return None

@@ -41,6 +41,7 @@ from git_forge.loop.journal import Journal
 from git_forge.loop.notify import Notifier
 from git_forge.loop.options import LoopOptions
 from git_forge.loop.outcomes import Outcome, settle
+from git_forge.loop.parallel import run_parallel
 from git_forge.loop.process_events import ProcessEventPublisher
 from git_forge.loop.progress import NullProgress, Progress
 from git_forge.loop.state import RunState, read_state, write_state
@@ -91,9 +92,11 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
         journal = _Journal(state_dir / EVENTS_FILE, workspace.root, progress)
         journal.rotate(state_dir / ARCHIVE_DIR)
         journal.own()  # the loop lock makes this run its one writer
-        supervisor = Supervisor(
-            SupervisorConfig.from_settings(workspace.config.section("supervisor")),
-            ManifestStore(state_dir / PROC_DIR), lifecycle=ProcessEventPublisher(journal))
+        config = SupervisorConfig.from_settings(workspace.config.section("supervisor"))
+        if options.parallel > 1:  # the quota is the number of agents at once
+            config = replace(config, max_processes=options.parallel)
+        supervisor = Supervisor(config, ManifestStore(state_dir / PROC_DIR),
+                                lifecycle=ProcessEventPublisher(journal))
         state = RunState(status="starting", iteration=0, max_iterations=options.iterations,
                          started_at=started, run_id=run_id,
                          base_commit_hash=repo.head_commit_id())
@@ -301,6 +304,8 @@ def _commit_queued_backlog(run: RunContext) -> None:
 
 
 def _loop(run: RunContext) -> LoopResult:
+    if run.options.parallel > 1:
+        return run_parallel(run) or _end(run)
     retry: Item | None = None
     taken: Item | None = None  # the item as it was when first taken (before its retries)
     number = run.state.iteration or 0
@@ -341,6 +346,11 @@ def _loop(run: RunContext) -> LoopResult:
     if retry is not None:  # the budget ran out in the middle of an item's retries
         run.store.transition(retry.id, "pending")
         run.save(current_item=None)
+    return _end(run)
+
+
+def _end(run: RunContext) -> LoopResult:
+    """Nothing more to run, or the budget spent: the run's status and result."""
     remove_prompt_files(run.workspace.state_dir)
     status, code = final_status(run.store.items())
     run.save(status=status, current_item=None)

@@ -11,6 +11,12 @@ listed (with the git commands to inspect them), never applied or dropped.
 The stranded entries come from ``preflight.stranded`` (git's own porcelain
 status, less the runner's own changes); item commits and stashes are
 recognised by the parsers in ``messages``.
+
+A parallel run's items work in worktrees of their own (``item_trees``): each
+dirty one is a group of its own, ``item-<id>`` with the worktree named (its
+paths are relative to that worktree, and a decision acts there), and each
+branch whose commits are not on the loop's branch is listed, like a stranded
+stash, with the commands to inspect, integrate or drop it.
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from git_forge.backlog.topology import id_key
 from git_forge.reconcile.errors import ReconcileError
 from git_forge.reconcile.evidence import Evidence
+from git_forge.reconcile.item_trees import ItemTree
 from git_forge.reconcile.messages import item_of_stash, item_of_subject
 from git_forge.tree.errors import GitError
 from git_forge.tree.history import log_subjects, stash_list
@@ -50,6 +58,8 @@ class Group:
     item_id: str | None
     entries: tuple[StatusEntry, ...]
     evidence: tuple[str, ...] = ()
+    #: The item's own worktree the paths are in (``None``: the main one).
+    worktree: Path | None = None
 
     @property
     def paths(self) -> list[str]:
@@ -61,9 +71,13 @@ class Group:
         return [render_porcelain_line(entry) for entry in self.entries]
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind.value, "itemId": self.item_id,
-                "candidate": True, "paths": [{"path": e.path, "xy": e.xy} for e in self.entries],
-                "evidence": list(self.evidence)}
+        document = {"id": self.id, "kind": self.kind.value, "itemId": self.item_id,
+                    "candidate": True,
+                    "paths": [{"path": e.path, "xy": e.xy} for e in self.entries],
+                    "evidence": list(self.evidence)}
+        if self.worktree is not None:
+            document["worktree"] = str(self.worktree)
+        return document
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,10 @@ class Plan:
     groups: tuple[Group, ...]
     stashes: tuple[StrandedStash, ...]
     notes: tuple[str, ...] = ()
+    #: Items' branches (with their worktrees) whose commits are not on the branch.
+    branches: tuple[ItemTree, ...] = ()
+    #: The branch they are not on (the one checked out where reconcile runs).
+    onto: str | None = None
 
     def group(self, group_id: str) -> Group:
         for group in self.groups:
@@ -133,10 +151,31 @@ class _Building:
     evidence: list[str]
 
 
+def tree_groups(trees: Iterable[ItemTree], taken: set[str]) -> list[Group]:
+    """A group per dirty item worktree: ``item-<id>``, or ``item-<id>-worktree``
+    when the main tree already has a group of that name."""
+    groups = []
+    for tree in trees:
+        if not tree.dirty or tree.worktree is None:
+            continue
+        key = f"item-{tree.item_id}"
+        if key in taken:
+            key += "-worktree"
+        taken.add(key)
+        branch = f"branch {tree.branch}" if tree.branch else "HEAD detached"
+        groups.append(Group(key, GroupKind.ITEM, tree.item_id, tree.dirty,
+                            (f"in item {tree.item_id}'s worktree {tree.worktree} ({branch})",),
+                            tree.worktree))
+    return groups
+
+
 def plan(repo: Repo, evidence: Evidence, entries: list[StatusEntry], *,
-         recovery_paths: Iterable[str] = ()) -> Plan:
+         recovery_paths: Iterable[str] = (), trees: Iterable[ItemTree] = (),
+         onto: str | None = None) -> Plan:
     """Attribute the stranded ``entries`` (the runner's own changes already left out,
-    see ``preflight.stranded``). ``recovery_paths``: recover's own backlog change."""
+    see ``preflight.stranded``). ``recovery_paths``: recover's own backlog change.
+    ``trees``: the items' worktrees and branches (``item_trees``), integrated or
+    not against ``onto``."""
     recovery = set(recovery_paths)
     notes: list[str] = []
     owners: dict[str, tuple[str, str]] = {}
@@ -177,12 +216,15 @@ def plan(repo: Repo, evidence: Evidence, entries: list[StatusEntry], *,
             group = group_for("unattributed", GroupKind.UNATTRIBUTED, None)
         group.entries.append(entry)
 
-    built = sorted((Group(key, g.kind, g.item_id, tuple(g.entries), tuple(g.evidence))
-                    for key, g in groups.items()),
-                   key=lambda group: (_RANK[group.kind], id_key(group.item_id or "")))
+    trees = tuple(trees)
+    built = sorted([*(Group(key, g.kind, g.item_id, tuple(g.entries), tuple(g.evidence))
+                      for key, g in groups.items()), *tree_groups(trees, set(groups))],
+                   key=lambda group: (_RANK[group.kind], id_key(group.item_id or ""),
+                                      group.worktree is not None))
     try:
         stashes = stranded_stashes(repo)
     except GitError as exc:
         stashes = []
         notes.append(f"cannot read the stash list: {exc.message}")
-    return Plan(tuple(built), tuple(stashes), tuple(notes))
+    branches = tuple(tree for tree in trees if not tree.integrated)
+    return Plan(tuple(built), tuple(stashes), tuple(notes), branches, onto)

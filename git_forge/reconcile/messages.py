@@ -5,7 +5,8 @@ parser change together or not at all.
 Commit subjects (runner.md, recovery.md): an item's own ``[forge] <id>: …``
 names it (``[rauf] <id>: …`` too, the older runner's); ``[forge] backlog: …``
 and ``[forge] recover: …`` name none (item ids are three or more digits,
-formats.md). Stash messages name an item as ``… from item <id>``.
+formats.md). Stash messages name an item as ``… from item <id>``. An item's own
+branch, checked out in its worktree while it runs in parallel, is ``forge/<id>``.
 
 Imports nothing: the loop writes these on every iteration.
 """
@@ -16,6 +17,9 @@ import re
 
 _ITEM_SUBJECT = re.compile(r"^\[(?:forge|rauf)\] ([0-9]{3,}):")
 _STASH_ITEM = re.compile(r"from item ([^\s:()]+)")
+#: The branches of items' worktrees: ``forge/<id>``.
+ITEM_BRANCH_PREFIX = "forge/"
+_ITEM_BRANCH = re.compile(r"^forge/([0-9]{3,})$")
 
 
 # --- the loop's commits and stashes ----------------------------------------------------------
@@ -35,6 +39,14 @@ def backlog_queued(summary: str) -> str:
     return f"[forge] backlog: {summary}"
 
 
+def items_settled(settled: list[tuple[str, list[str]]]) -> str:
+    """The backlog bookkeeping of a parallel run, committed once items have settled:
+    ``[forge] backlog: 001, 003 done; 002 needs a human`` (each done item's work is
+    its own commit already). ``settled``: (what, ids) pairs, empty ones left out."""
+    parts = [f"{', '.join(ids)} {what}" for what, ids in settled if ids]
+    return backlog_queued("; ".join(parts) or "update the backlog")
+
+
 def process_lost(item_ids: list[str]) -> str:
     """Items whose process a crashed run lost, put back to pending."""
     return f"[forge] {', '.join(item_ids)}: back to pending (process lost)"
@@ -48,6 +60,11 @@ def breaker_reset(item_ids: list[str]) -> str:
 def abandoned_work(item_id: str) -> str:
     """The stash of a blocked or deferred item's leftovers."""
     return f"forge: abandoned work from item {item_id}"
+
+
+def item_branch(item_id: str) -> str:
+    """The branch an item's worktree has checked out (short name)."""
+    return f"{ITEM_BRANCH_PREFIX}{item_id}"
 
 
 # --- reconciliation's commits and stashes ----------------------------------------------------
@@ -88,4 +105,10 @@ def item_of_subject(subject: str) -> str | None:
 def item_of_stash(message: str) -> str | None:
     """``forge: abandoned work from item 003`` (or any ``… from item <id>``) → ``003``."""
     match = _STASH_ITEM.search(message)
+    return match.group(1) if match else None
+
+
+def item_of_branch(branch: str) -> str | None:
+    """``forge/003`` → ``003``; any other branch name → ``None``."""
+    match = _ITEM_BRANCH.match(branch)
     return match.group(1) if match else None

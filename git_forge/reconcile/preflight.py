@@ -6,6 +6,11 @@
 | dirty     | present          | STOP: name that run, list the stranded paths  |
 | dirty     | absent           | refuse with the ordinary "commit or stash"    |
 
+Work left in an item's worktree or on its branch (``item_trees``: a parallel
+run's) is stranded too: a worktree with changes, a ``forge/<id>`` branch whose
+commits are not on the loop's branch. Either STOPs the launch, whether or not a
+state.json survives.
+
 It runs before every launch, so it must cost about what ``git status`` costs:
 it never imports pygit2 (``fast_status`` asks git itself) and reads nothing
 else while the tree is clean. Two kinds of change are the runner's own and are
@@ -28,6 +33,7 @@ from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 
 if TYPE_CHECKING:
     from git_forge.loop.state import RunState
+    from git_forge.reconcile.item_trees import ItemTree
 
 Verdict = Literal["ok", "stop", "dirty"]
 
@@ -44,6 +50,10 @@ class Preflight(NamedTuple):
     run_error: str | None = None
     #: Why the launch stops other than stranded work (a corrupt backlog.json).
     reason: str | None = None
+    #: Items' worktrees and branches holding stranded work, and the branch their
+    #: commits are not on.
+    trees: tuple[ItemTree, ...] = ()
+    onto: str | None = None
 
     @property
     def lines(self) -> list[str]:
@@ -63,10 +73,12 @@ class Preflight(NamedTuple):
         return {"runId": run.run_id, "status": run.status, **named}
 
     def to_json(self) -> dict[str, Any]:
-        document = {"status": "ok" if self.status == "ok" else "stop", "run": self.run_json(),
-                    "paths": self.lines}
+        document: dict[str, Any] = {"status": "ok" if self.status == "ok" else "stop",
+                                    "run": self.run_json(), "paths": self.lines}
         if self.reason is not None:
             document["reason"] = self.reason
+        if self.trees:
+            document["worktrees"] = [tree.to_json() for tree in self.trees]
         return document
 
 
@@ -170,6 +182,8 @@ def check(root: Path, state_dir: Path, backlog_path: Path,
     work queued through git-forge's own commands (``backlog add``, ``answer``,
     ``edit``…), which the next loop run commits first (``[forge] backlog: …``).
     One that is not valid stops the launch as what it is: a corrupt backlog.
+    Stranded work in items' worktrees or on their branches stops it too
+    (``trees``), with or without a prior run's state.json.
     """
     if entries is None:
         entries = porcelain_fast(root)
@@ -183,9 +197,13 @@ def check(root: Path, state_dir: Path, backlog_path: Path,
                 f"{backlog_rel} is corrupt ({problem}); repair it, or restore it with "
                 f"git checkout HEAD -- {backlog_rel}"))
         work = [entry for entry in work if entry.path != backlog_rel]
-    if not work:
+    from git_forge.reconcile.item_trees import loop_branch, stranded_trees
+
+    trees = tuple(stranded_trees(root, state_dir, backlog_path))
+    if not work and not trees:
         return Preflight("ok", [])
     run, error = prior_run(state_dir)
-    if run is None:
+    if run is None and not trees:
         return Preflight("dirty", work)
-    return Preflight("stop", work, run, error)
+    return Preflight("stop", work, run, error, trees=trees,
+                     onto=loop_branch(root) if trees else None)

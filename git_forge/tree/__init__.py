@@ -26,6 +26,11 @@ Modules and what other layers call (every failure is a ``GitError``):
 * ``stash``       — ``stash_paths(repo, paths, message) -> stash id``.
 * ``discard``     — ``discard_paths(repo, paths) -> SafetyRef``,
   ``restore_discarded(repo, ref)``, ``restore_hint(ref)``, ``safety_refs(repo)``.
+* ``worktrees``   — linked worktrees through the git CLI (no pygit2):
+  ``add_worktree``, ``worktrees``, ``status(root, tree)``, ``integrate(root,
+  branch, onto) -> Integration`` (replay + fast-forward, a conflict changes
+  nothing), ``integrated``, ``remove_worktree`` / ``delete_branch`` (refused
+  while anything could be lost).
 
 Paths are repository-relative strings as ``porcelain`` reports them, always
 taken literally (``*.txt`` is a file name, never a pattern). No operation

@@ -66,37 +66,98 @@ DETACHED_HEAD = "HEAD is detached; check out a branch first"
 UNBORN_BRANCH = "the branch has no commit yet (unborn); commit something first"
 
 
-def head_problem(repo_root: str | os.PathLike[str]) -> str | None:
-    """``DETACHED_HEAD``, ``UNBORN_BRANCH`` or ``None``. Read from the git dir's
-    files where that is certain (HEAD, a loose ref, packed-refs), else asked of git.
+def _loose_head(repo_root: str | os.PathLike[str]) -> tuple[str, str | None] | None:
+    """HEAD as the git dir's files say it, where that is certain: ``("detached",
+    commit)``, or ``(ref, commit)`` with ``None`` when the ref is packed (it exists)
+    — else ``None``: ask git (``GIT_DIR`` set, reftable, an unborn or unreadable ref).
     Plain ``os.path`` (no ``pathlib``): the pre-launch check's clean path asks it."""
     from git_forge.layout import git_dir_path
 
     root = os.fspath(repo_root)
     git_dir = None if os.environ.get("GIT_DIR") else git_dir_path(root)
     if git_dir is None or os.path.exists(os.path.join(git_dir, "reftable")):
-        return _head_problem_from_git(repo_root)
+        return None
     try:
         head = _read_text(os.path.join(git_dir, "HEAD")).strip()
     except OSError:
-        return _head_problem_from_git(repo_root)
+        return None
     if not head.startswith("ref:"):
-        return DETACHED_HEAD
+        return "detached", head or None
     ref = head[len("ref:"):].strip()
     common = git_dir
     try:
         common = os.path.join(git_dir, _read_text(os.path.join(git_dir, "commondir")).strip())
     except OSError:
         pass
-    if os.path.isfile(os.path.join(common, ref)):
-        return None
+    try:
+        return ref, _read_text(os.path.join(common, ref)).strip()
+    except OSError:
+        pass
     try:
         packed = _read_text(os.path.join(common, "packed-refs"))
     except OSError:
         packed = ""
     if any(line.endswith(" " + ref) for line in packed.splitlines()):
+        return ref, None
+    return None
+
+
+def head_problem(repo_root: str | os.PathLike[str]) -> str | None:
+    """``DETACHED_HEAD``, ``UNBORN_BRANCH`` or ``None``. Read from the git dir's
+    files where that is certain (HEAD, a loose ref, packed-refs), else asked of git."""
+    head = _loose_head(repo_root)
+    if head is None:
+        return _head_problem_from_git(repo_root)
+    return DETACHED_HEAD if head[0] == "detached" else None
+
+
+def head_commit(repo_root: str | os.PathLike[str]) -> str | None:
+    """HEAD's commit id, or ``None`` on an unborn branch: from the git dir's files
+    where they hold it (a loose ref), else asked of git."""
+    head = _loose_head(repo_root)
+    if head is not None and head[1] is not None and len(head[1]) >= 40:
+        return head[1]
+    try:
+        out = capture_git(("rev-parse", "-q", "--verify", "HEAD^{commit}"), repo_root=repo_root)
+    except GitError:
         return None
-    return _head_problem_from_git(repo_root)
+    return out.decode().strip() or None
+
+
+def may_have_worktrees_or_branches(root: str | os.PathLike[str], prefix: str) -> bool:
+    """Whether the repository may have a linked worktree or a ``refs/heads/PREFIX…``
+    branch.
+
+    From the file system alone (the launch blocker's clean path must cost about
+    what ``git status`` costs, so plain ``os.path``): ``False`` is certain, ``True``
+    means ask git. A reftable repository, or one found through ``GIT_DIR``, is asked.
+    """
+    from git_forge.layout import git_dir_path
+
+    git_dir = None if os.environ.get("GIT_DIR") else git_dir_path(root)
+    if git_dir is None:
+        return True
+    common = git_dir
+    try:
+        common = os.path.join(git_dir, _read_text(os.path.join(git_dir, "commondir")).strip())
+    except OSError:
+        pass
+    if os.path.exists(os.path.join(common, "reftable")):
+        return True
+    try:
+        with os.scandir(os.path.join(common, "worktrees")) as entries:
+            if any(entries):
+                return True
+    except OSError:
+        pass
+    if os.path.exists(os.path.join(common, "refs", "heads", prefix)):
+        return True
+    try:
+        with open(os.path.join(common, "packed-refs"), "rb") as handle:
+            packed = handle.read()
+    except OSError:
+        return False
+    return f" refs/heads/{prefix}".encode() in packed
 
 
 def _read_text(path: str) -> str:

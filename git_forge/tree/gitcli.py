@@ -17,6 +17,7 @@ from git_forge.tree.errors import GitError
 # with ``os.posix_spawnp`` alone, and the rest import them when they run.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Mapping, Sequence
 
 #: Pathspecs built from real file names must never be read as globs or magic
@@ -24,33 +25,62 @@ if TYPE_CHECKING:
 LITERAL_PATHSPECS = {"GIT_LITERAL_PATHSPECS": "1"}
 
 
+def git_result(
+    args: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str | None] | None = None,
+    input: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git ARGS`` in ``cwd`` and return the finished process, whatever its exit.
+
+    For the commands whose exit code is an answer (``merge-tree``: 1 means
+    conflicts; ``merge-base --is-ancestor``: 1 means no). ``env`` adds to the
+    inherited environment; a ``None`` value removes that variable (a command
+    meant for another work tree must not inherit ``GIT_DIR``).
+    """
+    import subprocess
+
+    merged: dict[str, str] | None = None
+    if env:
+        merged = {**os.environ}
+        for name, value in env.items():
+            if value is None:
+                merged.pop(name, None)
+            else:
+                merged[name] = value
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            input=input,
+            capture_output=True,
+            env=merged,
+            check=False,
+        )
+    except OSError as exc:
+        raise GitError(f"cannot run git: {os_error_text(exc)}", exit_code=1) from exc
+
+
+def failure(args: Sequence[str], result: subprocess.CompletedProcess[bytes]) -> GitError:
+    """git's stderr verbatim as a ``GitError`` (exit code 1)."""
+    return _failure(args, result.returncode, result.stderr)
+
+
 def run_git(
     args: Sequence[str],
     *,
     cwd: str | os.PathLike[str],
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str | None] | None = None,
     input: bytes | None = None,
 ) -> bytes:
     """Run ``git ARGS`` in ``cwd`` and return its stdout (bytes, unparsed).
 
     A non-zero exit raises ``GitError`` with git's stderr verbatim (exit code 1).
     ``env`` adds to (never replaces) the inherited environment, so ``GIT_DIR``
-    and friends the operator set keep working.
+    and friends the operator set keep working; a ``None`` value removes one.
     """
-    import subprocess
-
-    argv = ["git", *args]
-    try:
-        result = subprocess.run(
-            argv,
-            cwd=cwd,
-            input=input,
-            capture_output=True,
-            env={**os.environ, **env} if env else None,
-            check=False,
-        )
-    except OSError as exc:
-        raise GitError(f"cannot run git: {os_error_text(exc)}", exit_code=1) from exc
+    result = git_result(args, cwd=cwd, env=env, input=input)
     return _checked(args, result.returncode, result.stdout, result.stderr)
 
 
@@ -107,9 +137,13 @@ def capture_git(args: Sequence[str], *, repo_root: str | os.PathLike[str]) -> by
 def _checked(args: Sequence[str], returncode: int, stdout: bytes, stderr: bytes) -> bytes:
     """git's stdout, or ``GitError`` with its stderr verbatim (exit code 1)."""
     if returncode != 0:
-        message = stderr.decode("utf-8", "replace").strip()
-        raise GitError(message or f"git {args[0]} exited with {returncode}", exit_code=1)
+        raise _failure(args, returncode, stderr)
     return stdout
+
+
+def _failure(args: Sequence[str], returncode: int, stderr: bytes) -> GitError:
+    message = stderr.decode("utf-8", "replace").strip()
+    return GitError(message or f"git {args[0]} exited with {returncode}", exit_code=1)
 
 
 def config_entries(pattern: str) -> list[tuple[str, str | None]]:

@@ -1,0 +1,228 @@
+"""The git work of a parallel run, in one thread beside the loop.
+
+When an agent of a parallel run ends, the loop decides what its signal means
+for the item (the backlog, the journal, the progress: the loop's thread only)
+and hands the git work to this thread, which does it one job at a time, in the
+order the agents ended — the merge queue:
+
+* ``contain`` — the containment check (``containment``): a change in the main
+  checkout since this thread last changed it itself;
+* ``done`` — that check, then the worktree's changes committed there, then the
+  merge queue's step (``reconcile.merge_queue.integrate_item``: replay onto the
+  tip, fast-forward, the worktree and branch removed when nothing is left);
+* ``leftovers`` — that check, then a blocked item's leftovers stashed from its
+  worktree and the emptied worktree removed.
+
+Every result goes back to the loop as data (``Result``), in order; the loop acts
+on it. Nothing here touches the backlog, the journal or the progress. The main
+checkout is changed only here (the fast-forwards), so its containment baseline
+lives here too. A job whose containment check names its own item (it ran alone
+since the last check) is not integrated: its work is stashed like a blocked
+item's, and the loop blocks the item.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from git_forge.loop.containment import Baseline, Escape, escaped, take_baseline
+from git_forge.reconcile import messages
+from git_forge.reconcile.item_trees import tree_changes
+from git_forge.reconcile.merge_queue import Integrated, Outcome, integrate_item, tidy
+from git_forge.tree.commit import commit_paths
+from git_forge.tree.errors import GitError
+from git_forge.tree.repo import open_repo
+from git_forge.tree.stash import stash_paths
+from git_forge.tree.worktree import refusals
+
+Kind = Literal["contain", "done", "leftovers"]
+
+
+@dataclass(frozen=True)
+class Job:
+    kind: Kind
+    item_id: str
+    title: str
+    tree: Path
+    #: The items whose agents ran since the job before was handed over.
+    ran: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The containment check found a change in the main checkout."""
+
+    job: Job
+    escape: Escape
+
+    @property
+    def names_own_item(self) -> bool:
+        return self.escape.item_id == self.job.item_id
+
+
+@dataclass(frozen=True)
+class Merged:
+    """A done item's commit went through the merge queue."""
+
+    job: Job
+    commit: str
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class CommitFailed:
+    job: Job
+    reason: str
+
+
+@dataclass(frozen=True)
+class Noted:
+    """Something the operator is told (a path left in a worktree, a stash made)."""
+
+    job: Job
+    text: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The job is over; every result of it came before."""
+
+    job: Job
+
+
+@dataclass(frozen=True)
+class Crashed:
+    """The job failed in a way no item outcome covers: the run cannot go on."""
+
+    job: Job
+    error: BaseException
+
+
+Result = Seen | Merged | CommitFailed | Noted | Finished | Crashed
+
+
+class MergeWorker:
+    """One thread doing the jobs in order; ``results`` hands back what they came to."""
+
+    def __init__(self, root: Path, state_dir: Path, backlog_file: Path, backlog_rel: str,
+                 onto: str) -> None:
+        self.root, self.state_dir, self.backlog_file = root, state_dir, backlog_file
+        self.backlog_rel, self.onto = backlog_rel, onto
+        self._jobs: queue.Queue[Job | None] = queue.Queue()
+        self._results: queue.Queue[Result] = queue.Queue()
+        self.outstanding = 0
+        self.baseline = self._baseline()
+        self._thread = threading.Thread(target=self._work, name="forge-merge", daemon=True)
+        self._thread.start()
+
+    def _baseline(self) -> Baseline:
+        return take_baseline(self.root, self.state_dir, self.backlog_file,
+                             ignore=(self.backlog_rel,))
+
+    # --- the loop's side ---------------------------------------------------------------------
+
+    def submit(self, job: Job) -> None:
+        self.outstanding += 1
+        self._jobs.put(job)
+
+    def results(self, wait: float = 0.0) -> list[Result]:
+        """What the jobs came to since the last call, in order; ``wait``: up to that
+        long for the first one."""
+        found: list[Result] = []
+        try:
+            found.append(self._results.get(timeout=wait) if wait else
+                         self._results.get_nowait())
+        except queue.Empty:
+            return found
+        while True:
+            try:
+                found.append(self._results.get_nowait())
+            except queue.Empty:
+                break
+        self.outstanding -= sum(isinstance(result, Finished) for result in found)
+        return found
+
+    def close(self, timeout: float = 60.0) -> None:
+        """No more jobs: the thread ends after those it has (the loop reads their results)."""
+        self._jobs.put(None)
+        self._thread.join(timeout)
+
+    # --- the thread's side -------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                self._do(job)
+            except BaseException as exc:  # handed to the loop, which ends the run with it
+                self._results.put(Crashed(job, exc))
+            self._results.put(Finished(job))
+
+    def _do(self, job: Job) -> None:
+        found = escaped(self.baseline, self.root, self.state_dir, self.backlog_file,
+                        job.ran, ignore=(self.backlog_rel,))
+        if found is not None:
+            self._results.put(Seen(job, found))
+            self.baseline = self._baseline()  # reported once
+            if found.item_id == job.item_id:  # its own work is not integrated
+                self._leftovers(job)
+                return
+        if job.kind == "done":
+            self._done(job)
+        elif job.kind == "leftovers":
+            self._leftovers(job)
+
+    def _done(self, job: Job) -> None:
+        try:
+            commit = self._commit(job)
+        except GitError as exc:
+            self._results.put(CommitFailed(job, exc.message))
+            return
+        outcome = integrate_item(self.root, self.state_dir, job.item_id, self.onto)
+        if isinstance(outcome, Integrated):
+            # a fast-forward moves only clean paths (a dirty one in the way refuses it)
+            self.baseline = replace(self.baseline, head=outcome.tip)
+        self._results.put(Merged(job, commit, outcome))
+
+    def _paths(self, job: Job) -> list[str]:
+        """The agent's changes in its worktree: never backlog.json or state files."""
+        changes = tree_changes(self.root, job.tree, self.state_dir, self.backlog_file)
+        return [entry.path.rstrip("/") for entry in changes if entry.path != self.backlog_rel]
+
+    def _commit(self, job: Job) -> str:
+        """Commit exactly the agent's changes in its worktree (none is an empty commit,
+        as a serial done item without work has one); what git-forge cannot commit as
+        git would stays there, and so does the worktree."""
+        paths = self._paths(job)
+        repo = open_repo(job.tree)
+        refused = dict(refusals(repo, paths, "commit")) if paths else {}
+        for path, why in refused.items():
+            self._results.put(Noted(job, f"item {job.item_id}: {path} left in its worktree, "
+                                         f"not committed: {why}"))
+        return commit_paths(repo, [p for p in paths if p not in refused],
+                            messages.item_done(job.item_id, job.title), allow_empty=True)
+
+    def _leftovers(self, job: Job) -> None:
+        """The agent's leftovers into the stash list (the one every worktree shares),
+        then its worktree and branch away when that left them holding nothing."""
+        message = messages.abandoned_work(job.item_id)
+        try:
+            paths = self._paths(job)
+            if paths:
+                repo = open_repo(job.tree)
+                refused = dict(refusals(repo, paths, "stash"))
+                stashable = [path for path in paths if path not in refused]
+                if stashable:
+                    stash_paths(repo, stashable, message)
+                    self._results.put(Noted(job, f"item {job.item_id}: its leftover changes "
+                                                 f"were stashed ({message})"))
+        except GitError as exc:
+            self._results.put(Noted(job, f"item {job.item_id}: its leftover changes could "
+                                         f"not be stashed: {exc.message}"))
+        kept = tidy(self.root, self.state_dir, job.item_id, self.onto)
+        if kept is not None:
+            self._results.put(Noted(job, f"item {job.item_id}: its worktree is kept for "
+                                         f"git forge reconcile: {kept}"))

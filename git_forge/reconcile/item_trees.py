@@ -1,0 +1,202 @@
+"""The worktrees and branches a parallel run gave its items, and the work in them.
+
+An item that runs in parallel works in its own linked worktree
+(``{stateDir}/worktrees/<id>``, ``layout.item_worktree``) on its own branch
+(``forge/<id>``, ``messages.item_branch``). What a run leaves there is
+stranded work exactly like a dirty main tree: a worktree with changes ``git
+status`` lists, and a branch whose commits are not on the loop's branch. The
+launch blocker stops on both, reconcile makes each dirty worktree a group and
+lists each unintegrated branch with the commands to inspect, integrate or drop
+it, and ``status`` shows them all.
+
+A clean worktree whose commit is on the loop's branch holds nothing to lose:
+it is listed (``integrated``) but stops nothing; the loop removes it.
+
+No pygit2 here (``tree.worktrees`` asks git): the launch blocker lists these.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from git_forge.layout import WORKTREES_DIR
+from git_forge.reconcile.messages import ITEM_BRANCH_PREFIX, item_branch, item_of_branch
+from git_forge.tree.fast_status import may_have_worktrees_or_branches
+from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
+from git_forge.tree.worktrees import (
+    Worktree,
+    branch_tips,
+    integrated,
+    is_ancestor,
+    status,
+    unmerged,
+    worktrees,
+)
+
+
+class ItemTree(NamedTuple):
+    """One item's worktree and/or branch."""
+
+    item_id: str
+    #: ``forge/<id>`` when that branch exists.
+    branch: str | None
+    #: The branch's commit (else the worktree's HEAD).
+    commit: str | None
+    #: The linked worktree (absolute), when there is one.
+    worktree: Path | None
+    #: What ``git status`` lists in the worktree, less the runner's own files.
+    dirty: tuple[StatusEntry, ...] = ()
+    #: The commit is on the loop's branch (reachable, or all its changes there).
+    integrated: bool = True
+    #: The worktree's lock reason (``""`` when locked without one), else ``None``.
+    locked: str | None = None
+    #: The worktree's directory is gone (git lists it as prunable).
+    missing: bool = False
+
+    @property
+    def stranded(self) -> bool:
+        """Work a launch must not start over: uncommitted, or not on the loop's branch."""
+        return bool(self.dirty) or not self.integrated
+
+    @property
+    def state(self) -> str:
+        if self.dirty:
+            return "dirty"
+        return "integrated" if self.integrated else "unintegrated"
+
+    def hints(self, onto: str | None) -> list[str]:
+        """The commands to inspect, integrate or drop this item's work."""
+        lines: list[str] = []
+        target = onto or "HEAD"
+        if self.worktree is not None and self.dirty:
+            lines.append(f"git -C {_quoted(self.worktree)} status")
+        if not self.integrated and self.branch is not None:
+            lines.append(f"git log -p {target}..{self.branch}")
+            lines.append(f"git forge reconcile --integrate {self.item_id}")
+        elif not self.integrated and self.commit is not None:
+            lines.append(f"git log -p {target}..{self.commit[:12]}")
+        if self.stranded:
+            drop = []
+            if self.worktree is not None:
+                drop.append(f"git worktree remove --force {_quoted(self.worktree)}")
+            if self.branch is not None:
+                drop.append(f"git branch -D {self.branch}")
+            lines.append(" && ".join(drop) + "   (drops this work)")
+        return lines
+
+    def lines(self) -> list[str]:
+        """The worktree's dirty paths as ``git status --porcelain`` prints them."""
+        return [render_porcelain_line(entry) for entry in self.dirty]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"itemId": self.item_id, "branch": self.branch, "commit": self.commit,
+                "worktree": str(self.worktree) if self.worktree is not None else None,
+                "state": self.state, "integrated": self.integrated,
+                "dirty": [{"path": e.path, "xy": e.xy} for e in self.dirty],
+                "locked": self.locked is not None, "missing": self.missing}
+
+
+def _quoted(path: Path) -> str:
+    import shlex
+
+    return shlex.quote(str(path))
+
+
+def loop_branch(root: Path, trees: list[Worktree] | None = None) -> str | None:
+    """The branch checked out where the loop runs (the worktree at ``root``)."""
+    for tree in trees if trees is not None else worktrees(root):
+        if os.path.realpath(tree.path) == os.path.realpath(root):
+            return tree.branch
+    return None
+
+
+def _item_of_tree(tree: Worktree, holder: Path) -> str | None:
+    """The item a linked worktree is for: its branch ``forge/<id>``, else its place
+    ``{stateDir}/worktrees/<id>`` (a worktree whose HEAD was detached)."""
+    if tree.branch is not None:
+        item = item_of_branch(tree.branch)
+        if item is not None:
+            return item
+    if os.path.realpath(tree.path.parent) == os.path.realpath(holder):
+        return item_of_branch(ITEM_BRANCH_PREFIX + tree.path.name)
+    return None
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    try:
+        return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
+    except ValueError:
+        return None
+
+
+def tree_changes(root: Path, tree: Path, state_dir: Path,
+                 backlog_file: Path) -> tuple[StatusEntry, ...]:
+    """The changes in the item worktree at ``tree``, less the runner's own (its copy
+    of the state dir, and of backlog.json when only ``in_progress`` marks differ)."""
+    from git_forge.reconcile.preflight import stranded
+
+    entries = status(root, tree)
+    state_rel, backlog_rel = _relative(state_dir, root), _relative(backlog_file, root)
+    if not entries or state_rel is None or backlog_rel is None:
+        return tuple(entries)
+    return tuple(stranded(entries, tree, tree / state_rel, tree / backlog_rel))
+
+
+def item_trees(root: Path, state_dir: Path, backlog_file: Path) -> list[ItemTree]:
+    """Every item worktree and ``forge/<id>`` branch of the repository at ``root``,
+    by item id; ``integrated`` against the branch checked out at ``root`` (with a
+    detached HEAD there, against that commit)."""
+    if not may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX):
+        return []
+    trees = worktrees(root)
+    onto = loop_branch(root, trees)
+    tips = {item: commit for name, commit in branch_tips(root, ITEM_BRANCH_PREFIX).items()
+            if (item := item_of_branch(name)) is not None}
+    holder = Path(state_dir) / WORKTREES_DIR
+    found: dict[str, ItemTree] = {}
+    extra: list[ItemTree] = []
+    for tree in trees:
+        if tree.is_main:
+            continue
+        item = _item_of_tree(tree, holder)
+        if item is None:
+            continue
+        dirty = () if tree.missing else tree_changes(root, tree.path, state_dir, backlog_file)
+        if tree.branch == item_branch(item) and item not in found:
+            found[item] = ItemTree(item, tree.branch, tips.get(item, tree.head), tree.path,
+                                   dirty, True, tree.locked, tree.missing)
+        else:  # HEAD detached there: the worktree is reported for its own commit
+            extra.append(ItemTree(item, None, tree.head, tree.path, dirty, True,
+                                  tree.locked, tree.missing))
+    for item, commit in tips.items():
+        if item not in found:
+            found[item] = ItemTree(item, item_branch(item), commit, None)
+    on_branches = (unmerged(root, ITEM_BRANCH_PREFIX, f"refs/heads/{onto}")
+                   if onto is not None else set())
+    head = _head_commit(root) if onto is None else None
+    every = sorted([*found.values(), *extra], key=lambda t: (len(t.item_id), t.item_id))
+    result = []
+    for entry in every:
+        if entry.commit is None:  # an unborn branch: nothing committed to lose
+            ok = True
+        elif onto is None:
+            ok = head is not None and is_ancestor(root, entry.commit, head)
+        elif entry.branch is not None and entry.commit == tips.get(entry.item_id):
+            ok = entry.branch not in on_branches or integrated(root, entry.commit, onto)
+        else:
+            ok = integrated(root, entry.commit, onto)
+        result.append(entry._replace(integrated=ok))
+    return result
+
+
+def _head_commit(root: Path) -> str | None:
+    from git_forge.tree.worktrees import resolve
+
+    return resolve(root, "HEAD")
+
+
+def stranded_trees(root: Path, state_dir: Path, backlog_file: Path) -> list[ItemTree]:
+    """The item worktrees and branches holding work a launch must not start over."""
+    return [tree for tree in item_trees(root, state_dir, backlog_file) if tree.stranded]

@@ -1,0 +1,547 @@
+"""Linked worktrees and their branches: create, list, integrate, remove.
+
+Through the git CLI only, like ``fast_status``: the launch blocker lists the
+worktrees a run left, and must not import pygit2. Everything here is what git
+itself does, with the refusals that keep work from being lost:
+
+* ``add_worktree`` is ``git worktree add DIR -b BRANCH START``.
+* ``worktrees`` is ``git worktree list --porcelain``, the main worktree first.
+* ``integrate`` replays a branch's commits onto another branch's tip the way
+  ``git rebase`` / ``git cherry-pick`` do (each commit a three-way merge whose
+  base is its parent, the author and message kept, a new committer), computed
+  with ``git merge-tree --write-tree`` and ``git commit-tree`` — no working
+  tree is touched while it is computed, and a conflict changes nothing but
+  returns the conflicting paths. A clean result moves the target branch by
+  fast-forward only; where that branch is checked out, its index and files
+  follow as ``git merge --ff-only`` moves them (a local change in the way
+  refuses it first), and the replayed branch is moved to the result so that
+  its commits are reachable from the target.
+* ``remove_worktree`` and ``delete_branch`` refuse unless the commit is
+  integrated (reachable from the target, or every change of it already there)
+  and, for a worktree, its tree clean (untracked files count), unlocked and
+  with no merge, rebase, cherry-pick, revert or bisect in progress. Ignored
+  files are not work, as for ``git worktree remove``, which then does the
+  removal (and checks again).
+
+Hooks: ``worktree add`` runs git's own (``post-checkout``), as it would for
+the operator; the replay and the fast-forward run none (``commit-tree``,
+``read-tree`` and ``update-ref`` have none) and sign nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+from git_forge.tree.errors import GitError
+from git_forge.tree.fast_status import STATUS_ARGS
+from git_forge.tree.gitcli import LITERAL_PATHSPECS, failure, git_result, run_git
+from git_forge.tree.porcelain import StatusEntry, parse_porcelain_z
+
+#: What a command meant for one linked worktree must not inherit from the one it
+#: was started in: git then finds the repository from that worktree's ``.git``.
+_OTHER_TREE: Mapping[str, str | None] = {
+    "GIT_DIR": None, "GIT_WORK_TREE": None, "GIT_INDEX_FILE": None, "GIT_COMMON_DIR": None,
+}
+#: Files in a worktree's git dir while an operation is half done.
+_IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge",
+                "rebase-apply", "BISECT_LOG")
+HEADS = "refs/heads/"
+
+
+class Worktree(NamedTuple):
+    """One entry of ``git worktree list --porcelain``."""
+
+    path: Path
+    #: HEAD's commit; ``None`` on an unborn branch.
+    head: str | None
+    #: The branch checked out (short name); ``None`` when HEAD is detached.
+    branch: str | None
+    #: ``None`` when unlocked; else the reason given (``""`` when none was).
+    locked: str | None
+    #: Why git would prune it (its directory is gone); ``None`` when it is there.
+    prunable: str | None
+    is_main: bool
+
+    @property
+    def missing(self) -> bool:
+        return self.prunable is not None or not self.path.is_dir()
+
+
+def _run(root: Path, args: list[str], *, input: bytes | None = None) -> bytes:
+    return run_git(args, cwd=root, env=LITERAL_PATHSPECS, input=input)
+
+
+def _same(a: Path, b: Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _in_tree(root: Path, tree: Path, args: list[str]) -> bytes:
+    """Run git in the worktree at ``tree``: as the caller's own environment says
+    when it is ``root`` (the operator's ``GIT_DIR`` and friends), else found from
+    that worktree's ``.git`` alone."""
+    if _same(root, tree):
+        return _run(root, args)
+    return run_git(args, cwd=tree, env={**_OTHER_TREE, **LITERAL_PATHSPECS})
+
+
+def worktrees(root: Path) -> list[Worktree]:
+    """Every worktree of the repository at ``root``, the main one first."""
+    found: list[Worktree] = []
+    for record in _run(root, ["worktree", "list", "--porcelain", "-z"]).split(b"\0\0"):
+        fields: dict[str, str] = {}
+        for line in record.split(b"\0"):
+            if line:
+                key, _, value = os.fsdecode(line).partition(" ")
+                fields[key] = value
+        if "worktree" not in fields or "bare" in fields:
+            continue
+        head = fields.get("HEAD")
+        branch = fields.get("branch")
+        found.append(Worktree(
+            Path(fields["worktree"]),
+            head if head and set(head) != {"0"} else None,
+            branch.removeprefix(HEADS) if branch else None,
+            fields.get("locked"), fields.get("prunable"), not found))
+    return found
+
+
+def worktree_at(root: Path, path: Path, trees: list[Worktree] | None = None) -> Worktree | None:
+    """The worktree whose top is ``path``, or ``None`` (``trees``: a listing in hand)."""
+    listed = trees if trees is not None else worktrees(root)
+    return next((tree for tree in listed if _same(tree.path, path)), None)
+
+
+def add_worktree(root: Path, directory: Path, branch: str, start: str) -> Path:
+    """``git worktree add DIRECTORY -b BRANCH START``: a new branch at ``start``
+    checked out in a new linked worktree (its path is returned). git refuses an
+    existing branch or a directory that is not empty; nothing is created then."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    _run(root, ["worktree", "add", "--quiet", "-b", branch, str(directory), start])
+    return directory
+
+
+def status(root: Path, tree: Path) -> list[StatusEntry]:
+    """``git status --porcelain -uall --no-renames`` in the worktree at ``tree``."""
+    return parse_porcelain_z(_in_tree(root, tree, list(STATUS_ARGS)))
+
+
+def git_dir_of_tree(tree: Path) -> Path | None:
+    """A linked worktree's own git dir (where its ``.git`` file points)."""
+    try:
+        text = (tree / ".git").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = Path(text[len("gitdir:"):].strip())
+    return target if target.is_absolute() else tree / target
+
+
+def operation_in_progress(tree: Path) -> str | None:
+    """The half-done operation in a linked worktree (``MERGE_HEAD``, ``rebase-merge``…)."""
+    git_dir = git_dir_of_tree(tree)
+    if git_dir is None:
+        return None
+    return next((name for name in _IN_PROGRESS if (git_dir / name).exists()), None)
+
+
+def resolve(root: Path, revision: str) -> str | None:
+    """The commit ``revision`` names, or ``None``."""
+    result = git_result(["rev-parse", "-q", "--verify", f"{revision}^{{commit}}"],
+                        cwd=root)
+    return result.stdout.decode().strip() or None if result.returncode == 0 else None
+
+
+def _refs(root: Path, branches: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """Branch (short name) → (commit, its tree), for those that exist, in one look."""
+    names = list(branches)
+    out = _run(root, ["for-each-ref", "--format=%(objectname) %(tree) %(refname:strip=2)",
+                      *(f"{HEADS}{branch}" for branch in names)])
+    found = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        commit, tree, name = line.split(" ", 2)
+        found[name] = (commit, tree)
+    return {branch: found[branch] for branch in names if branch in found}
+
+
+def tips(root: Path, *branches: str) -> dict[str, str]:
+    """The commits of those of ``branches`` (short names) that exist, in one look."""
+    return {name: commit for name, (commit, _) in _refs(root, branches).items()}
+
+
+def branch_tips(root: Path, prefix: str) -> dict[str, str]:
+    """Branches named ``PREFIX…`` (short names) and their commits."""
+    out = _run(root, ["for-each-ref", "--format=%(refname:strip=2) %(objectname)",
+                      f"{HEADS}{prefix}"])
+    tips: dict[str, str] = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        name, _, commit = line.rpartition(" ")
+        tips[name] = commit
+    return tips
+
+
+def unmerged(root: Path, prefix: str, onto: str) -> set[str]:
+    """The ``PREFIX…`` branches whose tip is not reachable from ``onto``."""
+    out = _run(root, ["for-each-ref", f"--no-merged={onto}", "--format=%(refname:strip=2)",
+                      f"{HEADS}{prefix}"])
+    return set(out.decode("utf-8", "replace").splitlines())
+
+
+def is_ancestor(root: Path, commit: str, of: str) -> bool:
+    result = git_result(["merge-base", "--is-ancestor", commit, of], cwd=root)
+    if result.returncode not in (0, 1):
+        raise failure(["merge-base"], result)
+    return result.returncode == 0
+
+
+def is_ignored(root: Path, path: Path) -> bool:
+    """Whether git ignores ``path`` (``git check-ignore``)."""
+    result = git_result(["check-ignore", "-q", "--no-index", str(path)], cwd=root)
+    return result.returncode == 0
+
+
+# --- integration -----------------------------------------------------------------------------
+
+
+class CommitInfo(NamedTuple):
+    """What a replay keeps of a commit: its tree, parents, author and message."""
+
+    id: str
+    tree: str
+    parents: tuple[str, ...]
+    author: tuple[str, str, str]  # name, email, date as git stores it
+    encoding: str | None
+    message: bytes
+
+
+def commit_info(root: Path, commit: str) -> CommitInfo:
+    raw = _run(root, ["cat-file", "commit", commit])
+    header, _, message = raw.partition(b"\n\n")
+    tree, parents, author, encoding = "", [], ("", "", ""), None
+    for line in header.decode("utf-8", "surrogateescape").split("\n"):
+        key, _, value = line.partition(" ")
+        if key == "tree":
+            tree = value
+        elif key == "parent":
+            parents.append(value)
+        elif key == "author":
+            name, _, rest = value.partition(" <")
+            email, _, date = rest.partition("> ")
+            author = (name, email, date)
+        elif key == "encoding":
+            encoding = value
+    return CommitInfo(commit, tree, tuple(parents), author, encoding, message)
+
+
+class Integration(NamedTuple):
+    """What ``integrate`` did (or, with ``dry_run``, would do)."""
+
+    outcome: Literal["integrated", "already", "conflict"]
+    branch: str
+    onto: str
+    #: ``onto``'s commit before, and after (the same unless integrated).
+    tip: str
+    new_tip: str
+    #: Where the branch forked from ``onto`` (their merge base).
+    fork_point: str
+    #: The new commits on ``onto``, oldest first (the branch's own on a fast-forward).
+    commits: tuple[str, ...] = ()
+    #: The branch commit that conflicted, and the conflicting paths.
+    conflict_commit: str | None = None
+    conflict_paths: tuple[str, ...] = ()
+    #: With ``tidy``: whether the branch and its worktree were removed, else why not.
+    removed: bool = False
+    kept: str | None = None
+
+
+def _pick(root: Path, commit: CommitInfo, onto: str, onto_tree: str,
+          parent_is_ancestor: bool) -> tuple[str, list[str]]:
+    """The tree of ``commit`` cherry-picked onto ``onto`` (a three-way merge whose
+    base is ``commit``'s parent), and the conflicting paths (none when clean).
+
+    ``merge-tree`` merges with the *real* merge base. When ``commit``'s parent is
+    an ancestor of ``onto`` that is the parent itself; otherwise a throw-away
+    commit with ``onto``'s tree and ``commit``'s parent makes it so — exactly the
+    base cherry-pick merges with.
+    """
+    base = onto if parent_is_ancestor else _run(
+        root, ["commit-tree", "--no-gpg-sign", "-p", commit.parents[0], "-m", "replay base",
+               onto_tree]).decode().strip()
+    args = ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages",
+            base, commit.id]
+    result = git_result(args, cwd=root, env=LITERAL_PATHSPECS)
+    if result.returncode not in (0, 1):
+        raise failure(args, result)
+    fields = [os.fsdecode(field) for field in result.stdout.split(b"\0") if field]
+    return fields[0], fields[1:] if result.returncode == 1 else []
+
+
+def _commit_like(root: Path, source: CommitInfo, tree: str, parent: str) -> str:
+    """A commit of ``tree`` on ``parent`` with ``source``'s author and message (the
+    committer is git's own: the environment, then config)."""
+    name, email, date = source.author
+    env: dict[str, str | None] = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
+                                  "GIT_AUTHOR_DATE": date}
+    args = ["commit-tree", "--no-gpg-sign", "-p", parent, tree]
+    if source.encoding:
+        args = ["-c", f"i18n.commitEncoding={source.encoding}", *args]
+    return run_git(args, cwd=root, env=env, input=source.message).decode().strip()
+
+
+def _tree_of(root: Path, commit: str) -> str:
+    return _run(root, ["rev-parse", f"{commit}^{{tree}}"]).decode().strip()
+
+
+class _Replay(NamedTuple):
+    fork: str
+    #: The commits ``onto`` would get (empty: nothing to integrate).
+    commits: tuple[str, ...] = ()
+    conflict_commit: str | None = None
+    conflict_paths: tuple[str, ...] = ()
+
+
+def _replay(root: Path, name: str, head: str, tip: str, tip_tree: str | None = None) -> _Replay:
+    """Replay ``head``'s commits since it forked from ``tip`` onto ``tip``, writing
+    objects only (no ref). ``name`` names ``head`` in refusals."""
+    listed = _run(root, ["rev-list", "--reverse", "--topo-order", "--parents",
+                         f"{tip}..{head}"]).decode().split("\n")
+    commits = [line.split(" ") for line in listed if line]
+    if not commits:  # reachable from the tip already
+        return _Replay(head)
+    merges = [line[0] for line in commits if len(line) > 2]
+    if merges:
+        raise GitError(f"{name} has merge commits since it forked "
+                       f"({', '.join(c[:12] for c in merges)}); integrate it by hand "
+                       "(git rebase)")
+    if len(commits[0]) < 2:
+        raise GitError(f"{name} and the target branch have no common history: "
+                       "integrate it by hand")
+    fork = commits[0][1]  # the oldest commit's parent: where a linear branch forked
+    if fork == tip:  # already on the tip: a plain fast-forward to the branch itself
+        return _Replay(fork, tuple(line[0] for line in commits))
+    current, current_tree = tip, tip_tree or _tree_of(root, tip)
+    new_commits: list[str] = []
+    for index, line in enumerate(commits):
+        info = commit_info(root, line[0])
+        # the oldest one's parent is reachable from the tip (it is not in tip..head)
+        tree, conflicts = _pick(root, info, current, current_tree, parent_is_ancestor=not index)
+        if conflicts:  # named with the true merge base (the fork above may be off the tip)
+            fork = _run(root, ["merge-base", tip, head]).decode().strip()
+            return _Replay(fork, (), info.id, tuple(conflicts))
+        if tree == current_tree and info.tree != _tree_of(root, info.parents[0]):
+            continue  # its change is on the tip already: dropped, as rebase drops it
+        current = _commit_like(root, info, tree, current)
+        current_tree = tree
+        new_commits.append(current)
+    return _Replay(fork, tuple(new_commits))
+
+
+def integrate(root: Path, branch: str, onto: str, *, dry_run: bool = False,
+              reflog: str | None = None, trees: list[Worktree] | None = None,
+              tidy: bool = False) -> Integration:
+    """Replay ``branch``'s commits since it forked onto the tip of branch ``onto``.
+
+    * ``already``: nothing to do — the branch is reachable from ``onto``, or
+      every one of its changes is there already (each replayed commit would be
+      empty, and is dropped as ``git rebase`` drops it); nothing changes.
+    * ``conflict``: a replayed commit conflicts; nothing changes (no ref, no
+      index, no file) and the paths are returned.
+    * ``integrated``: ``onto`` fast-forwards to the replayed commits (to
+      ``branch`` itself when it already sits on the tip). Where ``onto`` is
+      checked out, its index and files move as a fast-forward merge moves them,
+      and a local change in the way refuses it (a ``GitError``) before any ref
+      moves. Then ``branch`` is moved to the new tip too (in its own worktree
+      with ``git reset --keep``, which refuses to touch a local change; such a
+      refusal leaves ``branch`` where it was, integrated all the same).
+
+    A commit that merges (more than one parent) is refused: such a branch is
+    integrated by hand. ``dry_run`` computes the outcome and changes no ref.
+    ``trees``: the worktree listing, when the caller has one in hand.
+
+    ``tidy``: once integrated, ``branch`` and the worktree it is checked out in
+    are removed instead of moved — every one of their commits was just
+    replayed onto ``onto`` — when nothing else can be lost there (the worktree
+    clean, untracked files included, unlocked, no operation in progress);
+    otherwise the branch is moved and both are kept (``kept`` says why).
+    """
+    found = _refs(root, (onto, branch))
+    if onto not in found:
+        raise GitError(f"no branch {onto}")
+    if branch not in found:
+        raise GitError(f"no branch {branch}")
+    (tip, tip_tree), (head, _) = found[onto], found[branch]
+    replay = _replay(root, branch, head, tip, tip_tree)
+    if replay.conflict_commit is not None:
+        return Integration("conflict", branch, onto, tip, tip, replay.fork,
+                           conflict_commit=replay.conflict_commit,
+                           conflict_paths=replay.conflict_paths)
+    if not replay.commits:
+        return Integration("already", branch, onto, tip, tip, replay.fork)
+    new_tip = replay.commits[-1]
+    result = Integration("integrated", branch, onto, tip, new_tip, replay.fork, replay.commits)
+    if dry_run:
+        return result
+    message = reflog or f"integrate {branch}: fast-forward"
+    trees = trees if trees is not None else worktrees(root)
+    # With tidy, the item's worktree goes first (nothing else is in it, or it stays):
+    # a crash after it leaves the branch, with every commit, for the next look.
+    kept = _remove_tree(root, trees, branch) if tidy else "not asked to remove it"
+    drop = [f"delete {HEADS}{branch} {head}"] if kept is None else []
+    _fast_forward(root, trees, onto, tip, new_tip, message, also=drop)
+    result = result._replace(removed=kept is None, kept=kept if tidy else None)
+    if kept is not None and new_tip != head:
+        _follow(root, trees, branch, head, new_tip, message)
+    return result
+
+
+def _remove_tree(root: Path, trees: list[Worktree], branch: str) -> str | None:
+    """Remove the worktree ``branch`` is checked out in (its commits are about to be
+    integrated) when nothing else is in it; else why not (nothing changed then)."""
+    tree = _checked_out(trees, branch)
+    if tree is None:
+        return None
+    why = _holds_work(root, tree, ask_status=False)
+    if why is not None:
+        return why
+    try:  # git refuses a worktree with changes, untracked files included
+        _run(root, ["worktree", "remove", str(tree.path)])
+    except GitError as exc:  # said in our words, naming the paths
+        return _holds_work(root, tree) or exc.message
+    return None
+
+
+def _holds_work(root: Path, tree: Worktree, *, ask_status: bool = True) -> str | None:
+    """Why removing the linked worktree ``tree`` could lose something, or ``None``
+    (``ask_status=False``: its changes are left to ``git worktree remove`` to refuse)."""
+    path = tree.path
+    if tree.is_main:
+        return f"{path} is the main worktree"
+    if tree.locked is not None:
+        why = f" ({tree.locked})" if tree.locked else ""
+        return f"the worktree {path} is locked{why}; unlock it first: git worktree unlock {path}"
+    if tree.missing:
+        return None
+    operation = operation_in_progress(path)
+    if operation is not None:
+        return (f"the worktree {path} has an operation in progress ({operation}); "
+                "finish or abort it first")
+    dirty = status(root, path) if ask_status else []
+    if dirty:
+        shown = ", ".join(entry.path for entry in dirty[:5])
+        more = f" and {len(dirty) - 5} more" if len(dirty) > 5 else ""
+        return f"the worktree {path} has uncommitted changes ({shown}{more}); they would be lost"
+    return None
+
+
+def _checked_out(trees: Iterable[Worktree], branch: str) -> Worktree | None:
+    return next((tree for tree in trees if tree.branch == branch and not tree.missing), None)
+
+
+def _fast_forward(root: Path, trees: list[Worktree], onto: str, tip: str, new_tip: str,
+                  message: str, also: Iterable[str] = ()) -> None:
+    """Move ``onto`` from ``tip`` to its descendant ``new_tip``; where it is checked
+    out, first its index and files (``read-tree -m -u``: a two-tree merge, which
+    refuses when a local change would be overwritten). ``also``: more
+    ``update-ref --stdin`` commands, in the same all-or-nothing transaction."""
+    tree = _checked_out(trees, onto)
+    if tree is not None:
+        try:
+            _in_tree(root, tree.path, ["read-tree", "-m", "-u", tip, new_tip])
+        except GitError:  # perhaps only a stale stat cache: refreshed, as git merge does
+            _refresh(root, tree.path)
+            _in_tree(root, tree.path, ["read-tree", "-m", "-u", tip, new_tip])
+    commands = [f"update {HEADS}{onto} {new_tip} {tip}", *also]
+    try:
+        _run(root, ["update-ref", "-m", message, "--stdin"],
+             input="".join(f"{command}\n" for command in commands).encode())
+    except GitError:
+        if tree is not None:  # the branch moved under us: put the files back
+            _in_tree(root, tree.path, ["read-tree", "-m", "-u", new_tip, tip])
+        raise
+
+
+def _refresh(root: Path, tree: Path) -> None:
+    """Bring the index's stat cache up to date, so a file touched but unchanged
+    is not taken for a local change (``git merge`` does the same first)."""
+    if _same(root, tree):
+        git_result(["update-index", "-q", "--refresh"], cwd=root)
+    else:
+        git_result(["update-index", "-q", "--refresh"], cwd=tree, env=_OTHER_TREE)
+
+
+def _follow(root: Path, trees: list[Worktree], branch: str, head: str, new_tip: str,
+            message: str) -> None:
+    """Point ``branch`` at the integrated commits, so that they are reachable."""
+    tree = _checked_out(trees, branch)
+    if tree is None:
+        _run(root, ["update-ref", "-m", message, f"{HEADS}{branch}", new_tip, head])
+        return
+    try:
+        _refresh(root, tree.path)
+        _in_tree(root, tree.path, ["reset", "--quiet", "--keep", new_tip])
+    except GitError:
+        pass  # a local change in the way: the branch stays; its work is integrated
+
+
+# --- removal ---------------------------------------------------------------------------------
+
+
+def integrated(root: Path, commit: str, onto: str) -> bool:
+    """``commit`` is reachable from branch ``onto``, or none of its changes since it
+    forked would change ``onto`` (its replay would be empty: ``integrate`` says
+    ``already``)."""
+    tip = tips(root, onto).get(onto)
+    if tip is None:
+        raise GitError(f"no branch {onto}")
+    if is_ancestor(root, commit, tip):
+        return True
+    try:
+        replay = _replay(root, commit[:12], commit, tip)
+    except GitError:
+        return False
+    return replay.conflict_commit is None and not replay.commits
+
+
+def remove_worktree(root: Path, path: Path, onto: str,
+                    trees: list[Worktree] | None = None) -> None:
+    """Remove the linked worktree at ``path`` — only when nothing in it can be lost.
+
+    Refuses (``GitError``, nothing changed) the main worktree, a path that is no
+    worktree of this repository, a locked worktree, one with a merge, rebase,
+    cherry-pick, revert or bisect in progress, one with any change ``git status``
+    lists (untracked files included), and one whose HEAD is not integrated into
+    ``onto`` (see ``integrated``). A worktree whose directory is gone has no
+    files to lose: only its commit is checked. The branch is kept
+    (``delete_branch``). ``trees``: the worktree listing, when in hand.
+    """
+    tree = worktree_at(root, path, trees)
+    if tree is None:
+        raise GitError(f"{path} is not a worktree of this repository")
+    why = _holds_work(root, tree)
+    if why is not None:
+        raise GitError(why)
+    if tree.head is not None and not integrated(root, tree.head, onto):
+        raise GitError(f"the worktree {path} is at {tree.head[:12]}, which is not on {onto}; "
+                       "its commits would be lost")
+    _run(root, ["worktree", "remove", str(path)])
+
+
+def delete_branch(root: Path, branch: str, onto: str,
+                  trees: list[Worktree] | None = None) -> None:
+    """Delete ``branch`` — only when its commit is integrated into ``onto`` and no
+    worktree has it checked out (``trees``: the listing, when in hand).
+    ``update-ref -d`` with the commit it was checked at, so a branch that moved
+    meanwhile is not deleted."""
+    commit = tips(root, branch).get(branch)
+    if commit is None:
+        raise GitError(f"no branch {branch}")
+    holder = _checked_out(trees if trees is not None else worktrees(root), branch)
+    if holder is not None:
+        raise GitError(f"{branch} is checked out in {holder.path}")
+    if not integrated(root, commit, onto):
+        raise GitError(f"{branch} is at {commit[:12]}, which is not on {onto}; "
+                       "its commits would be lost")
+    _run(root, ["update-ref", "-d", f"{HEADS}{branch}", commit])

@@ -1,0 +1,72 @@
+"""Containment: an agent that writes outside its worktree — files or a commit in the
+main checkout — is caught, named when it ran alone, and its change left alone.
+
+Real repositories, real worktrees, real agent processes.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import waiting
+from builders import backlog_repo
+from helpers import git
+from templates import Templates
+
+from git_forge.layout import item_worktree
+from git_forge.loop.containment import escaped, take_baseline
+from git_forge.tree.worktrees import add_worktree
+
+
+def build_project(root: Path) -> None:
+    backlog_repo(root, "One", "Two", "Three")
+    (root / "shared.txt").write_text("shared\n")
+    git("add", "shared.txt", cwd=root)
+    git("commit", "-qm", "shared", cwd=root)
+
+
+@pytest.fixture
+def project(templates: Templates, tmp_path: Path) -> Path:
+    return templates.copy("containment-project", build_project, tmp_path / "repo")
+
+
+def tree_of(project: Path, item: str) -> Path:
+    return add_worktree(project, item_worktree(project / ".forge", item), f"forge/{item}",
+                        "main")
+
+
+def agent(cwd: Path, code: str) -> None:
+    """A real agent process, run to its end."""
+    waiting.run([sys.executable, "-c", code], cwd=cwd, check=True)
+
+
+def test_an_agent_writing_outside_its_worktree_is_caught(project: Path) -> None:
+    state_dir, backlog = project / ".forge", project / ".forge" / "backlog.json"
+    one, two = tree_of(project, "001"), tree_of(project, "002")
+    (project / "operator.txt").write_text("the operator's own, before the run\n")
+    before = take_baseline(project, state_dir, backlog)
+    agent(one, "open('mine.txt', 'w').write('in my worktree')")
+    assert escaped(before, project, state_dir, backlog, ["001"]) is None
+    agent(two, f"open({str(project / 'shared.txt')!r}, 'a').write('escaped')")
+    found = escaped(before, project, state_dir, backlog, ["002"])
+    assert found is not None and found.item_id == "002"
+    assert found.reason == "an agent wrote outside its worktree (item 002):  M shared.txt"
+    agent(two, f"open({str(project / 'operator.txt')!r}, 'a').write('again')")
+    several = escaped(before, project, state_dir, backlog, ["001", "002"])
+    assert several is not None and several.item_id is None
+    assert [e.path for e in several.entries] == ["shared.txt", "operator.txt"]
+    assert "(one of items 001, 002)" in several.reason
+    # nothing was committed or put back: the changes wait for reconcile
+    assert "escaped" in (project / "shared.txt").read_text()
+
+
+def test_an_agent_committing_in_the_main_checkout_is_caught(project: Path) -> None:
+    state_dir, backlog = project / ".forge", project / ".forge" / "backlog.json"
+    before = take_baseline(project, state_dir, backlog)
+    agent(project, "import subprocess; subprocess.run(['git', 'commit', '-q', "
+                   "'--allow-empty', '-m', 'sneaky'], check=True)")
+    found = escaped(before, project, state_dir, backlog, ["003"])
+    assert found is not None and found.head_moved is not None and found.entries == ()
+    assert "HEAD moved from" in found.reason
