@@ -195,6 +195,30 @@ def test_answer_all_makes_every_change_in_one_write(three_blocked: BacklogStore)
     assert single.path.read_bytes() == three_blocked.path.read_bytes()
 
 
+def test_a_snapshot_is_read_once_and_handed_back_while_the_bytes_stay_the_same(
+    three_blocked: BacklogStore,
+) -> None:
+    seen = three_blocked.snapshot()
+    assert three_blocked.snapshot(seen) is seen  # the same bytes: not parsed again
+    wrote: list = []
+    done, _ = three_blocked.answer_all([("001", "use postgres")], known=seen,
+                                       wrote=wrote.append)
+    assert done == ["001"] and len(wrote) == 1
+    after = wrote[0]
+    assert after.raw == three_blocked.path.read_bytes()
+    assert after.document == json.loads(after.raw)  # what was written, as a reader parses it
+    assert three_blocked.snapshot(after) is after
+    # Another writer changes the file: the stale snapshot is not used, nothing is lost.
+    BacklogStore(three_blocked.path).answer("002", "use sqlite")
+    done, _ = three_blocked.answer_all([("003", "use redis")], known=after,
+                                       wrote=wrote.append)
+    items = {item["id"]: item for item in three_blocked.items()}
+    assert [items[i]["humanAnswer"] for i in ("001", "002", "003")] == [
+        "use postgres", "use sqlite", "use redis"]
+    assert three_blocked.snapshot(after) is not after
+    assert wrote[-1].document == json.loads(three_blocked.path.read_bytes())
+
+
 @pytest.mark.parametrize(("changes", "message"), [
     ([("001", "ok"), ("002", "   "), ("003", "ok")], "the answer text may not be empty"),
     ([("001", "ok"), ("002", "ghp_abcdefghijklmnopqrstuvwxyz0123"), ("003", "ok")],
