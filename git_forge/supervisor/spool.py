@@ -472,8 +472,8 @@ class SpoolWriter:
         """Add ``data`` at the end, as one run no other append interleaves with.
         False (and nothing more stored) once the spool is closed.
 
-        Once half the window is unwritten the spiller thread writes it out while
-        appends go on into the other half; an append waits only when the spiller
+        Once a quarter of the window is unwritten the spiller thread writes it out
+        while appends go on into the rest; an append waits only when the spiller
         is a whole window behind. A spill that failed is raised here."""
         view = memoryview(data)
         with self._append_lock:
@@ -491,7 +491,7 @@ class SpoolWriter:
                         self._request_spill()
                         self._room.wait()
                     self._buffer.append(piece)
-                    if self._unwritten() >= half:
+                    if not self._spill_requested and self._unwritten() >= max(1, half // 2):
                         self._request_spill()
                 view = view[len(piece):]
         return True
