@@ -269,6 +269,26 @@ def test_bytes_found_valid_are_not_checked_again_but_any_change_is(store: Backlo
     assert store.items()[0]["priority"] == 2
 
 
+def test_a_change_checks_the_fields_of_the_items_it_changed_and_every_rule_across_items(
+) -> None:
+    from git_forge.backlog import model
+
+    valid = new_document("p")
+    valid["items"] = [{**ITEM, "id": item_id} for item_id in ("001", "002")]
+    assert model.backlog_problem(valid) is None
+    # A changed item is checked field by field; the one shared with ``valid`` is not.
+    changed = {**valid, "items": [valid["items"][0], {**ITEM, "id": "002", "title": ""}]}
+    assert "item 002: invalid title" in (model.backlog_problem(changed, valid=valid) or "")
+    # A copy of an item is not the validated object: it is checked.
+    copied = {**valid, "items": [dict(valid["items"][0], status="bogus"), valid["items"][1]]}
+    assert "invalid status" in (model.backlog_problem(copied, valid=valid) or "")
+    # Rules across items still see the shared ones.
+    dangling = {**valid, "items": [*valid["items"], {**ITEM, "id": "003", "dependsOn": ["009"]}]}
+    assert "depends on unknown item 009" in (model.backlog_problem(dangling, valid=valid) or "")
+    twice = {**valid, "items": [*valid["items"], valid["items"][0]]}
+    assert model.backlog_problem(twice, valid=valid) == "duplicate item id 001"
+
+
 def test_a_change_is_checked_once_and_its_written_bytes_are_trusted(store: BacklogStore,
                                                                      monkeypatch) -> None:
     from git_forge.backlog import model
@@ -277,7 +297,7 @@ def test_a_change_is_checked_once_and_its_written_bytes_are_trusted(store: Backl
     checks: list[int] = []
     real = model.backlog_problem
     monkeypatch.setattr(model, "backlog_problem",
-                        lambda document: (checks.append(1), real(document))[1])
+                        lambda document, **known: (checks.append(1), real(document, **known))[1])
     store.transition("002", "in_progress")
     assert len(checks) == 1  # the changed document, before it is written
     assert store.get("002")["status"] == "in_progress"

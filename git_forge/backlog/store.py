@@ -184,7 +184,13 @@ class BacklogStore:
         def change_items(document: dict[str, Any]) -> tuple[T, dict[str, Any]]:
             items = _items_of(document)
             outcome = mutate(items)
-            return outcome, {**document, "items": [item.to_json() for item in items]}
+            # An item left as it was keeps its (read-only) object, so the check of the
+            # result skips it (``backlog_problem``'s ``valid``); the bytes are the same.
+            originals = document["items"]
+            kept = len(originals)
+            return outcome, {**document, "items": [
+                originals[index] if index < kept and item.raw is originals[index]
+                else item.to_json() for index, item in enumerate(items)]}
 
         return self._update(change_items, known=known, wrote=wrote)
 
@@ -198,7 +204,7 @@ class BacklogStore:
         """``rewrite`` the document: the outcome and the changed document (``document``
         itself is left as it is). A result that is not a valid backlog is refused."""
         outcome, changed = rewrite(document)
-        problem = model.backlog_problem(changed)
+        problem = model.backlog_problem(changed, valid=document)
         if problem:
             raise BacklogError(f"refusing to write an invalid backlog ({problem})")
         return outcome, changed
