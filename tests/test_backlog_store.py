@@ -195,6 +195,30 @@ def test_answer_all_makes_every_change_in_one_write(three_blocked: BacklogStore)
     assert single.path.read_bytes() == three_blocked.path.read_bytes()
 
 
+def test_a_snapshot_is_read_once_and_handed_back_while_the_bytes_stay_the_same(
+    three_blocked: BacklogStore,
+) -> None:
+    seen = three_blocked.snapshot()
+    assert three_blocked.snapshot(seen) is seen  # the same bytes: not parsed again
+    wrote: list = []
+    done, _ = three_blocked.answer_all([("001", "use postgres")], known=seen,
+                                       wrote=wrote.append)
+    assert done == ["001"] and len(wrote) == 1
+    after = wrote[0]
+    assert after.raw == three_blocked.path.read_bytes()
+    assert after.document == json.loads(after.raw)  # what was written, as a reader parses it
+    assert three_blocked.snapshot(after) is after
+    # Another writer changes the file: the stale snapshot is not used, nothing is lost.
+    BacklogStore(three_blocked.path).answer("002", "use sqlite")
+    done, _ = three_blocked.answer_all([("003", "use redis")], known=after,
+                                       wrote=wrote.append)
+    items = {item["id"]: item for item in three_blocked.items()}
+    assert [items[i]["humanAnswer"] for i in ("001", "002", "003")] == [
+        "use postgres", "use sqlite", "use redis"]
+    assert three_blocked.snapshot(after) is not after
+    assert wrote[-1].document == json.loads(three_blocked.path.read_bytes())
+
+
 @pytest.mark.parametrize(("changes", "message"), [
     ([("001", "ok"), ("002", "   "), ("003", "ok")], "the answer text may not be empty"),
     ([("001", "ok"), ("002", "ghp_abcdefghijklmnopqrstuvwxyz0123"), ("003", "ok")],
@@ -245,6 +269,26 @@ def test_bytes_found_valid_are_not_checked_again_but_any_change_is(store: Backlo
     assert store.items()[0]["priority"] == 2
 
 
+def test_a_change_checks_the_fields_of_the_items_it_changed_and_every_rule_across_items(
+) -> None:
+    from git_forge.backlog import model
+
+    valid = new_document("p")
+    valid["items"] = [{**ITEM, "id": item_id} for item_id in ("001", "002")]
+    assert model.backlog_problem(valid) is None
+    # A changed item is checked field by field; the one shared with ``valid`` is not.
+    changed = {**valid, "items": [valid["items"][0], {**ITEM, "id": "002", "title": ""}]}
+    assert "item 002: invalid title" in (model.backlog_problem(changed, valid=valid) or "")
+    # A copy of an item is not the validated object: it is checked.
+    copied = {**valid, "items": [dict(valid["items"][0], status="bogus"), valid["items"][1]]}
+    assert "invalid status" in (model.backlog_problem(copied, valid=valid) or "")
+    # Rules across items still see the shared ones.
+    dangling = {**valid, "items": [*valid["items"], {**ITEM, "id": "003", "dependsOn": ["009"]}]}
+    assert "depends on unknown item 009" in (model.backlog_problem(dangling, valid=valid) or "")
+    twice = {**valid, "items": [*valid["items"], valid["items"][0]]}
+    assert model.backlog_problem(twice, valid=valid) == "duplicate item id 001"
+
+
 def test_a_change_is_checked_once_and_its_written_bytes_are_trusted(store: BacklogStore,
                                                                      monkeypatch) -> None:
     from git_forge.backlog import model
@@ -253,7 +297,7 @@ def test_a_change_is_checked_once_and_its_written_bytes_are_trusted(store: Backl
     checks: list[int] = []
     real = model.backlog_problem
     monkeypatch.setattr(model, "backlog_problem",
-                        lambda document: (checks.append(1), real(document))[1])
+                        lambda document, **known: (checks.append(1), real(document, **known))[1])
     store.transition("002", "in_progress")
     assert len(checks) == 1  # the changed document, before it is written
     assert store.get("002")["status"] == "in_progress"

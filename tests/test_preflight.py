@@ -207,6 +207,10 @@ def test_only_in_progress_marks() -> None:
     extra = {"items": [*marked["items"], {"id": "003", "status": "pending"}]}
     assert not only_in_progress_marks(enc(head), enc(extra))
     assert not only_in_progress_marks(b"{", enc(marked))
+    # The mark spelled with an escape is still a mark (the byte check must not skip it).
+    escaped = enc(marked).replace(b"in_progress", b"in\\u005fprogress")
+    assert b"in_progress" not in escaped and json.loads(escaped) == marked
+    assert only_in_progress_marks(enc(head), escaped)
 
 
 def _whole_tree_output(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

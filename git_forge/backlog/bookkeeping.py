@@ -28,7 +28,14 @@ def _items_by_id(document: Any) -> dict[str, dict[str, Any]] | None:
 
 def only_in_progress_marks(head_raw: bytes, work_raw: bytes) -> bool:
     """True when the working backlog.json differs from HEAD's only by items that
-    were ``pending`` at HEAD and are ``in_progress`` now."""
+    were ``pending`` at HEAD and are ``in_progress`` now.
+
+    A working copy whose bytes hold neither ``in_progress`` nor a ``\\u`` escape
+    has no string that reads ``in_progress``, so no mark: it is answered without
+    parsing either copy (after ``recover`` answers thousands of items, the tree
+    check would otherwise parse both for nothing)."""
+    if b"in_progress" not in work_raw and b"\\u" not in work_raw:
+        return False
     try:
         head = load_json(head_raw, "backlog.json at HEAD")
         work = load_json(work_raw, "backlog.json")

@@ -139,8 +139,13 @@ def _where(item: Mapping[str, Any], index: int | None = None) -> str:
     return f"items[{index}]" if index is not None else f"item {_describe(item_id)}"
 
 
-def backlog_problem(document: Any) -> str | None:
-    """Why a parsed backlog.json is not a valid backlog, or ``None``."""
+def backlog_problem(document: Any, *, valid: Any = None) -> str | None:
+    """Why a parsed backlog.json is not a valid backlog, or ``None``.
+
+    ``valid``: a document already found valid that ``document`` was made from. An
+    item that is the very object at the same place in it passed the field checks
+    then and is not checked again (a change to a few items of a large backlog
+    costs those items); the checks across items run over every one."""
     if not isinstance(document, dict):
         return "the document is not a JSON object"
     version = document.get("schemaVersion", SCHEMA_VERSION)
@@ -152,12 +157,14 @@ def backlog_problem(document: Any) -> str | None:
     items = document.get("items")
     if not isinstance(items, list):
         return "\"items\" is not a list"
+    checked = valid["items"] if valid is not None else []
     seen: set[str] = set()
     for index, item in enumerate(items):
-        if not isinstance(item, dict):
+        if index < len(checked) and item is checked[index]:
+            pass  # validated as part of ``valid``, and an item's object never changes
+        elif not isinstance(item, dict):
             return f"items[{index}] is not an object"
-        problem = _field_problem(item)
-        if problem:
+        elif problem := _field_problem(item):
             return f"{_where(item, index)}: {problem}"
         if item["id"] in seen:
             return f"duplicate item id {item['id']}"

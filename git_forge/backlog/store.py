@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
@@ -82,6 +82,20 @@ def _items_of(document: dict[str, Any]) -> list[Item]:
     return [Item.from_json(fields) for fields in document["items"]]
 
 
+class Snapshot(NamedTuple):
+    """The bytes of backlog.json as read (or written) and the valid document they
+    hold: a caller that reads the file several times in one pass hands it back
+    (``known``), and the same bytes are not parsed again. Read-only, like the
+    objects an ``Item`` adopts."""
+
+    raw: bytes
+    document: dict[str, Any]
+
+    @property
+    def items(self) -> list[Item]:
+        return _items_of(self.document)
+
+
 @dataclass(frozen=True)
 class BacklogStore:
     """The ``backlog.json`` at ``path``."""
@@ -138,12 +152,21 @@ class BacklogStore:
     def items(self) -> list[Item]:
         return _items_of(self.load())
 
+    def snapshot(self, known: Snapshot | None = None) -> Snapshot:
+        """The file's bytes and valid document; ``known`` itself when the file still
+        holds ``known``'s bytes (compared, not parsed)."""
+        raw = self._read_bytes()
+        if known is not None and known.raw == raw:
+            return known
+        return Snapshot(raw, self.validated(raw))
+
     def get(self, item_id: str) -> Item:
         return model.find_item(self.items(), item_id)
 
     # --- changing --------------------------------------------------------------------------
 
-    def update(self, mutate: Callable[[list[Item]], T]) -> T:
+    def update(self, mutate: Callable[[list[Item]], T], *, known: Snapshot | None = None,
+               wrote: Callable[[Snapshot], None] | None = None) -> T:
         """Run ``mutate(items)`` under the lock and write the result.
 
         ``mutate`` changes the validated item list (putting new Items in the
@@ -153,14 +176,23 @@ class BacklogStore:
         the sidecar lock — and runs again under the lock only if the file changed
         in between. If it raises, or leaves the backlog invalid, nothing is
         written; if it changed nothing, the file is not rewritten.
+
+        ``known``: a snapshot read before (not parsed again if the file still holds
+        it); ``wrote`` is handed the snapshot of what was written, if anything.
         """
 
         def change_items(document: dict[str, Any]) -> tuple[T, dict[str, Any]]:
             items = _items_of(document)
             outcome = mutate(items)
-            return outcome, {**document, "items": [item.to_json() for item in items]}
+            # An item left as it was keeps its (read-only) object, so the check of the
+            # result skips it (``backlog_problem``'s ``valid``); the bytes are the same.
+            originals = document["items"]
+            kept = len(originals)
+            return outcome, {**document, "items": [
+                originals[index] if index < kept and item.raw is originals[index]
+                else item.to_json() for index, item in enumerate(items)]}
 
-        return self._update(change_items)
+        return self._update(change_items, known=known, wrote=wrote)
 
     def describe(self, text: str) -> None:
         """Set the backlog's ``description`` (the prompt's ``## Project`` section)."""
@@ -172,22 +204,24 @@ class BacklogStore:
         """``rewrite`` the document: the outcome and the changed document (``document``
         itself is left as it is). A result that is not a valid backlog is refused."""
         outcome, changed = rewrite(document)
-        problem = model.backlog_problem(changed)
+        problem = model.backlog_problem(changed, valid=document)
         if problem:
             raise BacklogError(f"refusing to write an invalid backlog ({problem})")
         return outcome, changed
 
-    def _update(self, rewrite: Callable[[dict[str, Any]], tuple[T, dict[str, Any]]]) -> T:
+    def _update(self, rewrite: Callable[[dict[str, Any]], tuple[T, dict[str, Any]]], *,
+                known: Snapshot | None = None,
+                wrote: Callable[[Snapshot], None] | None = None) -> T:
         """``update``'s rehearsal, lock and write for any ``rewrite`` of the document."""
-        raw = self._read_bytes()
-        before = self.validated(raw)  # what the lock must find
+        raw, before = self.snapshot(known)  # what the lock must find
         outcome, rehearsal = self._apply(before, rewrite)
         if rehearsal == before:
             return outcome
         result: list[T] = [outcome]
+        to_write = [rehearsal]
 
         def change(current: Any) -> dict[str, Any]:
-            if current == before:
+            if current is before or current == before:
                 return rehearsal  # the same input: the rehearsed result stands
             if current is None:
                 raise self._missing()
@@ -195,10 +229,13 @@ class BacklogStore:
             result[0], changed = self._apply(document, rewrite)
             if changed == document:
                 raise _Unchanged
+            to_write[0] = changed
             return changed
 
         def written(data: bytes) -> None:  # what change() returned was validated
             remember_valid(self.path, data)
+            if wrote is not None:
+                wrote(Snapshot(data, to_write[0]))
 
         try:
             update_json(self.path, change, on_write=written, known=(raw, before))
@@ -223,14 +260,15 @@ class BacklogStore:
         return {"answered": item.id, "status": item.status}
 
     def answer_all(
-        self, changes: Sequence[tuple[str, str | None]]
+        self, changes: Sequence[tuple[str, str | None]], *, known: Snapshot | None = None,
+        wrote: Callable[[Snapshot], None] | None = None,
     ) -> tuple[list[str], BacklogError | None]:
         """``answer`` (a text) or ``unblock`` (``None``) each item, in order, in ONE
         locked write — ``recover`` applying a hundred answers rewrites the file once,
         not a hundred times. Each change is checked exactly as its single call
         would check it; the first refusal stops there: the changes before it are
         written, it and the rest are not. Returns the ids changed and that refusal
-        (``None`` when every change was made)."""
+        (``None`` when every change was made). ``known``, ``wrote``: see ``update``."""
 
         def change_all(items: list[Item]) -> tuple[list[str], BacklogError | None]:
             done: list[str] = []
@@ -249,7 +287,7 @@ class BacklogStore:
                 done.append(item_id)
             return done, None
 
-        return self.update(change_all)
+        return self.update(change_all, known=known, wrote=wrote)
 
     def unblock(self, item_id: str | None = None, *, busy: str | None = None) -> dict[str, Any]:
         """blocked → pending for one item, or every blocked item; the contract result.

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from git_forge import __version__
 from git_forge.backlog.item import Item
-from git_forge.backlog.store import BacklogStore
+from git_forge.backlog.store import BacklogStore, Snapshot
 from git_forge.errors import ForgeError
 from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
 
@@ -35,9 +35,17 @@ class EmbeddedRunner(Runner):
 
     def __init__(self, backlog_dir: Path) -> None:
         self.store = BacklogStore.in_dir(backlog_dir)
+        #: What this runner last read or wrote: the next call that finds the file
+        #: holding the same bytes uses its document instead of parsing them again
+        #: (one recover pass lists, applies and lists again).
+        self._seen: Snapshot | None = None
 
     def list_items(self) -> list[Item]:
-        return _as_runner_error(self.store.items)
+        self._seen = _as_runner_error(lambda: self.store.snapshot(self._seen))
+        return self._seen.items
+
+    def _wrote(self, snapshot: Snapshot) -> None:
+        self._seen = snapshot
 
     def answer(self, item_id: str, text: str) -> dict[str, Any]:
         return _as_runner_error(lambda: self.store.answer(item_id, text))
@@ -57,7 +65,8 @@ class EmbeddedRunner(Runner):
             return
         try:
             done, refusal = _as_runner_error(
-                lambda: self.store.answer_all([(c.item_id, c.text) for c in changes]))
+                lambda: self.store.answer_all([(c.item_id, c.text) for c in changes],
+                                              known=self._seen, wrote=self._wrote))
         except RunnerError as exc:
             raise ChangeFailed(changes[0].item_id, exc) from exc
         if done:

@@ -16,7 +16,11 @@ bytes, and at close — first commits a smaller window without the segments that
 retention drops and deletes them (so the disk never holds two windows), then
 writes the still-retained, not yet written part to the segment files, fsyncs
 them, and atomically replaces ``index.json``. Bytes that were dropped before a
-flush reached them are never written at all.
+flush reached them are never written at all. A window smaller than the
+retained spool (the supervisor's default) is spilled to the segment files,
+without fsyncs, by a spiller thread started on the first flood: it writes half
+the window while the drains append into the other half, so reading the pipe
+and writing the page cache overlap instead of taking turns.
 
 Segment files are appended to, not atomically replaced: rewriting a segment
 per flush would cost O(window), which the contract forbids. They are the
@@ -419,6 +423,16 @@ class SpoolWriter:
                                f"cannot create the spool: {os_error_text(exc)}") from exc
         self._buffer = RollingBuffer(window_bytes or ceiling + 2 * segment_bytes)
         self._lock = threading.Lock()
+        #: Appenders wait on it for room in the window; the spiller for work.
+        self._room = threading.Condition(self._lock)
+        self._spill_wanted = threading.Condition(self._lock)
+        self._spill_requested = False
+        self._spiller: threading.Thread | None = None
+        self._spiller_stopping = False
+        #: The spiller's failure, raised by the next append (the drain stops the process).
+        self._spill_error: ProcessError | None = None
+        #: First byte a write in progress reads from the window: appends keep off it.
+        self._pinned: int | None = None
         self._append_lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._sealed = False
@@ -456,36 +470,89 @@ class SpoolWriter:
     # -- writing -----------------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview) -> bool:
         """Add ``data`` at the end, as one run no other append interleaves with.
-        False (and nothing more stored) once the spool is closed."""
+        False (and nothing more stored) once the spool is closed.
+
+        Once a quarter of the window is unwritten the spiller thread writes it out
+        while appends go on into the rest; an append waits only when the spiller
+        is a whole window behind. A spill that failed is raised here."""
         view = memoryview(data)
         with self._append_lock:
             half = max(1, self._buffer.capacity // 2)
             while len(view):
                 piece = view[:half]
-                while True:
-                    with self._lock:
+                with self._lock:
+                    while True:
                         if self._sealed:
                             return False
+                        if self._spill_error is not None:
+                            raise self._spill_error
                         if not self._would_lose_unwritten(len(piece)):
-                            self._buffer.append(piece)
                             break
-                    self._spill()
+                        self._request_spill()
+                        self._room.wait()
+                    self._buffer.append(piece)
+                    if not self._spill_requested and self._unwritten() >= max(1, half // 2):
+                        self._request_spill()
                 view = view[len(piece):]
         return True
 
+    def _unwritten(self) -> int:
+        total = self._buffer.total_bytes
+        return total - max(self._written, self._retained(total))
+
     def _would_lose_unwritten(self, size: int) -> bool:
         """True when appending ``size`` bytes would push retained bytes out of the
-        memory window before they reached the disk."""
+        memory window before they reached the disk, or overwrite bytes a write in
+        progress is reading from the window."""
         new_total = self._buffer.total_bytes + size
         overwritten_to = new_total - self._buffer.capacity
         if overwritten_to <= 0:
             return False
-        return max(self._written, self._retained(new_total)) < overwritten_to
+        kept = max(self._written, self._retained(new_total))
+        if self._pinned is not None:
+            kept = min(kept, self._pinned)
+        return kept < overwritten_to
+
+    def _request_spill(self) -> None:
+        """Wake the spiller (started on the first flood: a process whose output fits
+        the window never has one). Called under ``_lock``."""
+        self._spill_requested = True
+        if self._spiller is None:
+            self._spiller = threading.Thread(
+                target=self._spill_loop, daemon=True, name=f"spill-{self.directory.name[:6]}"
+            )
+            self._spiller.start()
+        self._spill_wanted.notify()
+
+    def _spill_loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._spill_requested and not self._spiller_stopping:
+                    self._spill_wanted.wait()
+                if self._spiller_stopping:
+                    return
+                self._spill_requested = False
+            try:
+                self._spill()
+            except ProcessError as exc:
+                with self._lock:
+                    self._spill_error = exc
+                    self._room.notify_all()
+                return
+
+    def _stop_spiller(self) -> None:
+        with self._lock:
+            self._spiller_stopping = True
+            self._spill_wanted.notify()
+            self._room.notify_all()  # a waiting append sees the seal
+            spiller = self._spiller
+        if spiller is not None and spiller is not threading.current_thread():
+            spiller.join()
 
     def _spill(self) -> None:
-        """Write the retained, unwritten bytes to the segment files — the page cache,
-        no fsync and no durable index — so the window can take more; drop the
-        segments retention no longer keeps.
+        """On the spiller thread: write the retained, unwritten bytes to the segment
+        files — the page cache, no fsync and no durable index — so the window can
+        take more; drop the segments retention no longer keeps.
 
         Under a flood the window fills every few MiB; an fsync and a durable index
         each time would cost more than the output. Durability stays with ``flush``
@@ -500,9 +567,13 @@ class SpoolWriter:
                     return
                 end = self._buffer.total_bytes
                 position = max(self._written, self._retained(end))
-            # Only ``append`` calls this, under the append lock: nothing can overwrite
-            # the window meanwhile, so the bytes go straight from it (no copy).
-            self._write_live(position, end, appends_held=True)
+            self._write_retiring(position, end)
+
+    def _write_retiring(self, position: int, end: int) -> None:
+        """Write live bytes segment by segment, each followed by the drops it allows,
+        so the disk holds no more than if the bytes had been written as they came."""
+        for _, start, piece_end in self._retention.pieces(position, end):
+            self._write_live(start, piece_end)
             self._retire(durable=False)
 
     def flush_if_due(self, now: float | None = None) -> None:
@@ -536,14 +607,13 @@ class SpoolWriter:
         if sealed:
             self._write_sealed(position, end)
         else:
-            self._write_live(position, end)
+            self._write_retiring(position, end)
         return self._commit()
 
-    def _write_live(self, position: int, end: int, *, appends_held: bool = False) -> None:
-        """While appends go on: copy one segment's piece at a time out of the window
-        (under the lock, briefly) and write it, skipping what retention drops meanwhile.
-        With ``appends_held`` (the caller holds the append lock, so the window cannot
-        change) each piece is written straight from the window."""
+    def _write_live(self, position: int, end: int) -> None:
+        """While appends go on: write one segment's piece at a time straight from the
+        window, skipping what retention drops meanwhile. The piece is pinned while it
+        is written, so no append overwrites it (``_would_lose_unwritten``)."""
         while position < end:
             segment, start, piece_end = self._retention.pieces(position, end)[0]
             with self._lock:
@@ -554,14 +624,20 @@ class SpoolWriter:
                         return
                     position = dropped_to
                     continue
-                data = (self._buffer.views(start, piece_end) if appends_held
-                        else [self._buffer.copy(start, piece_end)])
-            if start != self._written:
-                self._run_start = start  # a new run: everything before it was dropped
-            self._files.note(segment)
-            self._append_to_segment(segment, start, data)
+                data = self._buffer.views(start, piece_end)
+                self._pinned = start
+            try:
+                if start != self._written:
+                    self._run_start = start  # a new run: everything before it was dropped
+                self._files.note(segment)
+                self._append_to_segment(segment, start, data)
+            finally:
+                with self._lock:
+                    self._pinned = None
+                    self._room.notify_all()
             with self._lock:
                 self._written = piece_end
+                self._room.notify_all()
             position = piece_end
 
     def _write_sealed(self, position: int, end: int) -> None:
@@ -628,6 +704,7 @@ class SpoolWriter:
         Returns the final, durable extent."""
         with self._lock:
             self._sealed = True
+        self._stop_spiller()
         try:
             extent = self.flush()
         finally:
