@@ -553,3 +553,45 @@ def test_a_corrupt_receipts_ledger_is_refused_never_overwritten(project: Project
     assert result.returncode == 2 and "receipts.json is corrupt" in result.stderr
     assert snapshot(project.root) == before and not project.fakes.starts("001")
     assert json.loads(project.forge("status", "--json").stdout)["costs"] is None
+
+
+# --- the same with items in parallel ----------------------------------------------------------
+
+
+def test_parallel_runs_add_up_receipts(project: Project) -> None:
+    usage = {"input_tokens": 100, "cache_read_input_tokens": 10, "output_tokens": 40}
+    project.fakes.plan({item: {"do": "done", "cost": 0.25, "tokens": usage,
+                               "files": {f"{item}.py": "x\n"}} for item in ("001", "002", "003")})
+    result = project.run("--agent", "claude", "--parallel", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    assert {item["status"] for item in project.items().values()} == {"done"}
+    status = json.loads(project.forge("status", "--json").stdout)
+    assert status["costs"]["run"]["attempts"] == 3
+    assert status["costs"]["run"]["costUsd"] == 0.75
+    assert len(project.events("llm_exited")) == 3
+    assert all(event["receipt"]["costUsd"] == 0.25 for event in project.events("llm_exited"))
+
+
+def test_parallel_runs_trip_the_breaker(project: Project) -> None:
+    project.fakes.plan({item: {"do": "not_logged_in"} for item in ("001", "002", "003")})
+    result = project.run("--agent", "codex", "--parallel", "2")
+    assert result.returncode == 1, result.stderr
+    assert "failed 3 times in a row the same way (exit 1: not logged in)" in result.stderr
+    assert {item["status"] for item in project.items().values()} == {"pending"}
+    assert not any(item.get("deferred") for item in project.items().values())
+    assert project.state()["status"] == "error"
+    assert project.events("circuit_breaker")
+    starts = sum(len(project.fakes.starts(item)) for item in ("001", "002", "003"))
+    assert starts <= 4  # the attempt that tripped it, and at most one running beside it
+
+
+def test_parallel_runs_stop_at_a_usage_limit_with_on_limit_stop(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "limit_text",
+                                "message": "You've hit your limit · resets 1pm (Europe/Lisbon)"},
+                        "002": {"do": "done", "files": {"two.py": "2\n"}},
+                        "003": {"do": "done", "files": {"three.py": "3\n"}}})
+    result = project.run("--agent", "claude", "--parallel", "2", "--on-limit", "stop")
+    assert result.returncode == 4, result.stderr
+    assert "come back then" in result.stderr
+    assert project.items()["001"]["status"] == "pending"
+    assert project.state()["waitingUntil"]

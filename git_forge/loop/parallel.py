@@ -34,6 +34,13 @@ it finishes.
   branch. A crash leaves a valid backlog.json, which the next run commits first.
 * **Stop** (``loop stop``, a signal): every agent ends as in a serial run, each
   running item goes back to pending, and every worktree stays for reconcile.
+* **Real agents** (``agent_run``, as in a serial run): each ended attempt's receipt
+  is added up; a usage limit is waited out on this thread — no new agent starts
+  meanwhile, running ones go on — and the item reruns in its worktree without the
+  attempt counting; the circuit breaker, a limit no wait lifts or ``--on-limit
+  stop`` end the run as a stop does, with their exit code; ``--max-cost`` lets the
+  running agents finish and starts no other. The idle backstop is the serial
+  loop's only.
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ from git_forge.backlog.item import Item
 from git_forge.backlog.model import select_next
 from git_forge.exit_codes import LOOP_PAUSED, LOOP_REFUSED, LOOP_STOPPED
 from git_forge.layout import item_worktree
+from git_forge.loop import agent_run
+from git_forge.loop.agent_run import Ending, Step
 from git_forge.loop.attempt import Attempt
 from git_forge.loop.context import RunContext, commit, dirty
 from git_forge.loop.errors import LoopError
@@ -116,6 +125,10 @@ class _Run:
     #: The items whose agents ran since the last job was handed to the merge thread.
     ran: set[str] = field(default_factory=set)
     pause: bool = False
+    #: The run ends now (the circuit breaker, a limit no wait lifts, ``--on-limit stop``).
+    ending: Ending | None = None
+    #: ``--max-cost`` reached: nothing more starts; the run ends once the rest settle.
+    spent: Ending | None = None
 
     @property
     def root(self) -> Path:
@@ -147,7 +160,9 @@ def run_parallel(run: RunContext) -> LoopResult | None:
             for agent, manifest in _look(state, wait=bool(state.running)):
                 del state.running[agent.item.id]
                 _ended(state, agent, manifest)
-            if not state.pause:
+                if state.ending is not None:
+                    return _ended_run(state, state.ending)
+            if not state.pause and state.spent is None:
                 _start_what_can(state)
             if state.running:
                 continue
@@ -156,6 +171,8 @@ def run_parallel(run: RunContext) -> LoopResult | None:
                 continue
             if state.pause:
                 return _paused(state)
+            if state.spent is not None:
+                return _ended_run(state, state.spent)
             break
     finally:
         worker.close()
@@ -186,6 +203,9 @@ def _start_what_can(state: _Run) -> None:
     iteration budget lasts."""
     run = state.run
     while len(state.running) < run.options.parallel and state.number < run.options.iterations:
+        state.spent = agent_run.over_budget(run)
+        if state.spent is not None:  # --max-cost: the running agents finish, nothing starts
+            return
         if state.retry:
             item = run.store.get(state.retry.pop(0))
         else:
@@ -276,6 +296,16 @@ def _ended(state: _Run, agent: _Agent, manifest: Manifest) -> None:
     run = state.run
     result = agent_result(run, agent.item, agent.handle, manifest, False, agent.attempt)
     remove_prompt_files(state.state_dir, agent.item.id)
+    step = agent_run.after_attempt(run, agent.item, result)  # receipt, limit, breaker
+    if isinstance(step, Ending):
+        state.ending = step
+        return
+    if step is not Step.SETTLE:  # a limit waited out (RETRY), or a stop during the wait
+        if step is Step.RETRY:  # the attempt does not count: the same worktree again
+            state.number -= 1
+            state.retry.append(agent.item.id)
+        _hand_over(state, "contain", agent.item, agent.tree)
+        return
     item = run.store.get(agent.item.id)
     kind = result.signal.kind
     if kind == "done":
@@ -472,6 +502,32 @@ def _stopped(state: _Run) -> LoopResult:
     run.journal.append("loop_cancelled", itemId=None, running=sorted(state.running))
     return loop_result(run.store.items(), run.state, LOOP_STOPPED, "stopped",
                        "stopped; the agents' worktrees are kept for git forge reconcile")
+
+
+def _ended_run(state: _Run, ending: Ending) -> LoopResult:
+    """The run ends at the circuit breaker, a usage limit or ``--max-cost``: as a
+    stop (every agent ends, finished work is still merged, running items go back
+    to pending, the worktrees stay), with the ending's code, status and message."""
+    run = state.run
+    try:
+        run.supervisor.shutdown()
+    except ProcessError as exc:
+        run.progress.note(f"shutdown: {exc}")
+    while state.worker.outstanding:
+        _apply_all(state, state.worker.results(wait=POLL_SECONDS))
+    for item in run.store.items():
+        if item.status == "in_progress":
+            run.store.transition(item.id, "pending")
+    _commit_bookkeeping(run)
+    remove_prompt_files(state.state_dir)
+    run.save(status=ending.status, current_item=None, error=ending.error)
+    if ending.error is not None:
+        run.journal.append("loop_error", error=ending.error)
+    else:
+        run.journal.append("loop_completed", status=ending.status, reason=ending.message,
+                           completed=len(run.state.completed_items))
+    return loop_result(run.store.items(), run.state, ending.code, ending.status,
+                       ending.message)
 
 
 def _paused(state: _Run) -> LoopResult:
