@@ -595,3 +595,16 @@ def test_parallel_runs_stop_at_a_usage_limit_with_on_limit_stop(project: Project
     assert "come back then" in result.stderr
     assert project.items()["001"]["status"] == "pending"
     assert project.state()["waitingUntil"]
+
+
+def test_parallel_runs_end_an_agent_silent_past_the_idle_timeout(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "hang", "seconds": 300},
+                        "002": {"do": "done", "files": {"two.py": "2\n"}}})
+    deadline = waiting.Deadline(30)
+    result = project.run("--agent", "claude", "--parallel", "2", "--idle-timeout", "0.02",
+                         "--retries", "0", "--iterations", "2")
+    assert result.returncode == 0, result.stderr
+    assert not deadline.passed
+    item = project.items()["001"]
+    assert item["deferred"] and item["blockedReason"].startswith("idle for 0.02 min")
+    assert project.items()["002"]["status"] == "done"

@@ -39,8 +39,8 @@ it finishes.
   meanwhile, running ones go on — and the item reruns in its worktree without the
   attempt counting; the circuit breaker, a limit no wait lifts or ``--on-limit
   stop`` end the run as a stop does, with their exit code; ``--max-cost`` lets the
-  running agents finish and starts no other. The idle backstop is the serial
-  loop's only.
+  running agents finish and starts no other; ``--idle-timeout`` ends an agent
+  whose output stopped growing that long.
 """
 
 from __future__ import annotations
@@ -105,6 +105,9 @@ class _Agent:
     attempt: Attempt
     cursor: int = 0
     output_bytes: int = 0
+    #: When its output last grew (``--idle-timeout``), and whether that ended it.
+    heard_at: float = 0.0
+    idle: bool = False
 
 
 @dataclass
@@ -222,8 +225,9 @@ def _start_what_can(state: _Run) -> None:
             continue
         state.number += 1
         handle, attempt = start_agent(run, item, state.number, worktree=tree)
+        started = time.monotonic()
         state.running[item.id] = _Agent(run.store.get(item.id), handle, tree, state.number,
-                                        time.monotonic(), attempt)
+                                        started, attempt, heard_at=started)
         state.ran.add(item.id)
 
 
@@ -260,6 +264,7 @@ def _look(state: _Run, *, wait: bool) -> list[tuple[_Agent, Manifest]]:
     ended with their manifests. ``wait``: up to ``POLL_SECONDS`` for the first one."""
     run = state.run
     ended: list[tuple[_Agent, Manifest]] = []
+    idle_limit = run.options.idle_minutes * 60 if run.options.idle_minutes else None
     for index, agent in enumerate(list(state.running.values())):
         try:
             manifest = run.supervisor.wait(agent.handle,
@@ -268,7 +273,14 @@ def _look(state: _Run, *, wait: bool) -> list[tuple[_Agent, Manifest]]:
         except ProcessError as exc:
             if exc.code != "wait_timeout":
                 raise
+        heard = agent.output_bytes
         _read(run, agent)
+        moment = time.monotonic()
+        if agent.output_bytes != heard:
+            agent.heard_at = moment
+        elif idle_limit is not None and not agent.idle and moment - agent.heard_at >= idle_limit:
+            agent.idle = True  # silent too long: end its tree, then the usual retry or deferral
+            run.supervisor.stop(agent.handle, "terminate")
     now = time.monotonic()
     run.progress.agents([RunningAgent(a.item, now - a.started, a.output_bytes, a.tree)
                          for a in state.running.values()], tuple(state.merging))
@@ -294,7 +306,8 @@ def _read(run: RunContext, agent: _Agent) -> None:
 
 def _ended(state: _Run, agent: _Agent, manifest: Manifest) -> None:
     run = state.run
-    result = agent_result(run, agent.item, agent.handle, manifest, False, agent.attempt)
+    result = agent_result(run, agent.item, agent.handle, manifest, False, agent.attempt,
+                          idle=agent.idle)
     remove_prompt_files(state.state_dir, agent.item.id)
     step = agent_run.after_attempt(run, agent.item, result)  # receipt, limit, breaker
     if isinstance(step, Ending):
