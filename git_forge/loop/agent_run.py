@@ -41,6 +41,16 @@ class Ending:
     error: str | None = None
 
 
+def record_ending(run: RunContext, ending: Ending) -> None:
+    """state.json and the journal say how the run ended (``loop_error`` for an error)."""
+    run.save(status=ending.status, current_item=None, error=ending.error)
+    if ending.error is not None:
+        run.journal.append("loop_error", error=ending.error)
+    else:
+        run.journal.append("loop_completed", status=ending.status, reason=ending.message,
+                           completed=len(run.state.completed_items))
+
+
 def after_attempt(run: RunContext, taken: Item, result: AgentResult) -> Step | Ending:
     """Act on what ``result`` was beyond its signal (see the module)."""
     agent = run.agent

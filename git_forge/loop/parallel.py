@@ -496,9 +496,10 @@ def _commit_bookkeeping(run: RunContext) -> None:
     commit(run, [run.backlog_rel], message)
 
 
-def _stopped(state: _Run) -> LoopResult:
-    """Every agent ends; the agents that had ended are still merged (their work is
-    done); each running item goes back to pending; the worktrees stay."""
+def _wind_down(state: _Run) -> None:
+    """How a parallel run ends early: every agent ends; the agents that had ended
+    are still merged (their work is done); each running item goes back to pending;
+    the worktrees stay."""
     run = state.run
     try:
         run.supervisor.shutdown()
@@ -511,6 +512,12 @@ def _stopped(state: _Run) -> LoopResult:
             run.store.transition(item.id, "pending")
     _commit_bookkeeping(run)
     remove_prompt_files(state.state_dir)
+
+
+def _stopped(state: _Run) -> LoopResult:
+    """A stop request or signal (see ``_wind_down``)."""
+    run = state.run
+    _wind_down(state)
     run.save(status="stopped", current_item=None)
     run.journal.append("loop_cancelled", itemId=None, running=sorted(state.running))
     return loop_result(run.store.items(), run.state, LOOP_STOPPED, "stopped",
@@ -518,27 +525,11 @@ def _stopped(state: _Run) -> LoopResult:
 
 
 def _ended_run(state: _Run, ending: Ending) -> LoopResult:
-    """The run ends at the circuit breaker, a usage limit or ``--max-cost``: as a
-    stop (every agent ends, finished work is still merged, running items go back
-    to pending, the worktrees stay), with the ending's code, status and message."""
+    """The run ends at the circuit breaker, a usage limit or ``--max-cost``: wound
+    down as a stop is, with the ending's code, status and message."""
     run = state.run
-    try:
-        run.supervisor.shutdown()
-    except ProcessError as exc:
-        run.progress.note(f"shutdown: {exc}")
-    while state.worker.outstanding:
-        _apply_all(state, state.worker.results(wait=POLL_SECONDS))
-    for item in run.store.items():
-        if item.status == "in_progress":
-            run.store.transition(item.id, "pending")
-    _commit_bookkeeping(run)
-    remove_prompt_files(state.state_dir)
-    run.save(status=ending.status, current_item=None, error=ending.error)
-    if ending.error is not None:
-        run.journal.append("loop_error", error=ending.error)
-    else:
-        run.journal.append("loop_completed", status=ending.status, reason=ending.message,
-                           completed=len(run.state.completed_items))
+    _wind_down(state)
+    agent_run.record_ending(run, ending)
     return loop_result(run.store.items(), run.state, ending.code, ending.status,
                        ending.message)
 

@@ -371,12 +371,7 @@ def _ended(run: RunContext, ending: Ending, retry: Item | None = None) -> LoopRe
     if retry is not None and run.store.get(retry.id).status == "in_progress":
         run.store.transition(retry.id, "pending")
     remove_prompt_files(run.workspace.state_dir)
-    run.save(status=ending.status, current_item=None, error=ending.error)
-    if ending.error is not None:
-        run.journal.append("loop_error", error=ending.error)
-    else:
-        run.journal.append("loop_completed", status=ending.status, reason=ending.message,
-                           completed=len(run.state.completed_items))
+    agent_run.record_ending(run, ending)
     return _result(run, ending.code, ending.status, ending.message)
 
 
