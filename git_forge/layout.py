@@ -52,6 +52,10 @@ NOTIFIED_FILE = "notified.json"
 #: ``worktrees/<id>``: the linked worktree an item's agent works in when the loop
 #: runs agents in parallel.
 WORKTREES_DIR = "worktrees"
+#: The branches of items' worktrees: ``forge/<id>`` (here, not in ``reconcile.messages``
+#: which names them, so that the pre-launch check's clean path can look for them
+#: without compiling that module's patterns).
+ITEM_BRANCH_PREFIX = "forge/"
 
 #: Configuration files (read by ``config``; named here so that code on a hot path,
 #: completion, can look for them without loading the configuration machinery).

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,6 @@ from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import Item
 from git_forge.backlog.store import BacklogStore, remember_valid
 from git_forge.clock import wire_now
-from git_forge.errors import os_error_text
 from git_forge.jsonenc import encode_nested, join_list_in
 from git_forge.jsonfile import dumps_json, unencodable
 from git_forge.locks import locked
@@ -128,20 +127,20 @@ class HeldBacklog:
         """Read the file if it is not the one last seen (validated; refusals raise)."""
         try:
             identity = _identity(os.stat(self.path))
-        except FileNotFoundError:
-            raise BacklogError(f"no backlog at {self.path}") from None
+        except FileNotFoundError as exc:
+            raise self.store.unreadable(exc) from None
         except OSError as exc:
-            raise BacklogError(f"cannot read {self.path}: {os_error_text(exc)}") from exc
+            raise self.store.unreadable(exc) from exc
         if identity != self._identity:
             self._read()
 
     def _read(self) -> None:
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            raise BacklogError(f"no backlog at {self.path}") from None
+        except FileNotFoundError as exc:
+            raise self.store.unreadable(exc) from None
         except OSError as exc:
-            raise BacklogError(f"cannot read {self.path}: {os_error_text(exc)}") from exc
+            raise self.store.unreadable(exc) from exc
         try:
             identity = _identity(os.fstat(fd))  # of exactly the bytes read next
             with os.fdopen(os.dup(fd), "rb") as file:
@@ -214,7 +213,7 @@ class HeldBacklog:
         change whose commit failed)."""
         self._change(item.id, lambda _current: item)
 
-    def _change(self, item_id: str, change: Any) -> Item:
+    def _change(self, item_id: str, change: Callable[[Item], Item]) -> Item:
         with locked(self.path):
             remove_stale_temp_files(self.path)
             self.load()  # under the lock: a change made by another writer is read first

@@ -111,15 +111,21 @@ class BacklogStore:
     def _missing(self) -> BacklogError:
         return BacklogError(f"no backlog at {self.path}")
 
+    def unreadable(self, exc: OSError) -> BacklogError:
+        """The refusal for the file when reading (or finding) it failed with ``exc``."""
+        if isinstance(exc, FileNotFoundError):
+            return self._missing()
+        return BacklogError(f"cannot read {self.path}: {os_error_text(exc)}")
+
     # --- reading ---------------------------------------------------------------------------
 
     def _read_bytes(self) -> bytes:
         try:
             return self.path.read_bytes()
-        except FileNotFoundError:
-            raise self._missing() from None
+        except FileNotFoundError as exc:
+            raise self.unreadable(exc) from None
         except OSError as exc:
-            raise BacklogError(f"cannot read {self.path}: {os_error_text(exc)}") from exc
+            raise self.unreadable(exc) from exc
 
     def _parse(self, raw: bytes) -> Any:
         if _VALIDATED.get(self.path) == raw:  # these very bytes passed every check before

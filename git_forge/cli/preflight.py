@@ -186,9 +186,8 @@ if TYPE_CHECKING:
 def probe(path: str) -> Probe:
     """The checks that need no configuration, in their order: a live loop owning
     the tree, a HEAD no commit can go onto, then the tree's status."""
-    from git_forge.layout import work_tree_top
+    from git_forge.layout import ITEM_BRANCH_PREFIX, work_tree_top
     from git_forge.loop.control import running_message, tree_owner
-    from git_forge.reconcile.messages import ITEM_BRANCH_PREFIX
     from git_forge.tree.fast_status import (
         head_problem,
         may_have_worktrees_or_branches,

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 
+from git_forge.layout import ITEM_BRANCH_PREFIX
+
 _ITEM_SUBJECT = re.compile(r"^\[(?:forge|rauf)\] ([0-9]{3,}):")
 _STASH_ITEM = re.compile(r"from item ([^\s:()]+)")
-#: The branches of items' worktrees: ``forge/<id>``.
-ITEM_BRANCH_PREFIX = "forge/"
 _ITEM_BRANCH = re.compile(r"^forge/([0-9]{3,})$")
 
 
