@@ -14,7 +14,9 @@ Three rules hold for every path, at any depth:
   when it is tracked, and is refused when it is not.
 * **Content is what git would store and write.** Blobs of regular files are
   hashed by ``git hash-object`` (clean filters, ``working-tree-encoding``,
-  ``core.autocrlf`` from every config source git reads: libgit2 knows fewer),
+  ``core.autocrlf`` from every config source git reads: libgit2 knows fewer) —
+  or in-process when no attribute and no ``core.autocrlf`` can apply
+  (``checkin``), where git stores the bytes as they are,
   and putting a path back is ``git checkout-index --force`` (smudge filters,
   symlinks as symlinks, and a link standing in the way is replaced, never
   written through).
@@ -40,6 +42,7 @@ from pygit2.enums import FileMode
 from pygit2.ffi import C, ffi
 
 from git_forge.errors import os_error_text
+from git_forge.tree.checkin import attributes_only_in_the_index, stored_as_on_disk
 from git_forge.tree.errors import GitError
 from git_forge.tree.gitconfig import config_value
 from git_forge.tree.porcelain import quote_path
@@ -313,6 +316,14 @@ def _hash_with_git(repo: Repo, paths: list[str]) -> list[pygit2.Oid]:
     return [pygit2.Oid(hex=value) for value in ids]
 
 
+def _blob_of_bytes(repo: Repo, path: str) -> pygit2.Oid:
+    """The file's bytes as they are, stored as a blob: opened without following a
+    final link (the caller's lstat saw a regular file; O_NOFOLLOW closes the race)."""
+    fd = os.open(repo.workdir / path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as stream:
+        return repo.repository.create_blob_fromiobase(stream)
+
+
 def read_worktree_files(
     repo: Repo,
     paths: Iterable[str],
@@ -382,13 +393,21 @@ def read_worktree_files(
             if filtered:
                 to_hash.append((path, mode))
                 continue
-            # The bytes as they are: opened without following a final link (the
-            # lstat above saw a regular file; O_NOFOLLOW closes the race).
-            fd = os.open(repo.workdir / path, os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as stream:
-                files[path] = WorktreeFile(path, repository.create_blob_fromiobase(stream), mode)
+            files[path] = WorktreeFile(path, _blob_of_bytes(repo, path), mode)
     if to_hash:
-        ids = _hash_with_git(repo, [path for path, _ in to_hash])
+        hashed = [path for path, _ in to_hash]
+        if index is not None:
+            stale = attributes_only_in_the_index(repo, hashed, index)
+            if stale:
+                raise GitError(
+                    f"{_shown(stale[0])} is deleted from the working tree but still in the "
+                    f"index, where git add would read it and git-forge cannot; restore it "
+                    f"(git checkout -- {quote_path(stale[0])}) or stage its removal "
+                    f"(git rm --cached {quote_path(stale[0])}) first")
+        if stored_as_on_disk(repo, hashed, index if index is not None else ()):
+            ids = [_blob_of_bytes(repo, path) for path in hashed]
+        else:
+            ids = _hash_with_git(repo, hashed)
         for (path, mode), blob_id in zip(to_hash, ids, strict=True):
             files[path] = WorktreeFile(path, blob_id, mode)
     return [files[path] for path in names]
