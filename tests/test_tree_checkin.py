@@ -136,3 +136,19 @@ def test_autocrlf_false_keeps_the_fast_path(git_repo: Path, monkeypatch: pytest.
     git("config", "core.autocrlf", "false", cwd=git_repo)
     repo = open_repo(git_repo)
     assert stored_as_on_disk(repo, [PATH], repo.fresh_index())
+
+
+def test_a_commit_records_each_files_stat_as_git_add_does(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without refreshing, git sees the committed files unchanged from their stat
+    (an entry without it reads as modified until git hashes the file again) — and a
+    later change is still seen."""
+    _setup(git_repo, None, monkeypatch)
+    write(git_repo, "tool.sh", "#!/bin/sh\n", executable=True)
+    (git_repo / "link").symlink_to("tool.sh")
+    commit_paths(open_repo(git_repo), [PATH, "tool.sh", "link"], "three")
+    assert git("diff-files", "--name-only", cwd=git_repo) == ""
+    assert git("status", "--porcelain", cwd=git_repo) == ""
+    write(git_repo, PATH, CONTENT + "more\n")
+    assert git("status", "--porcelain", cwd=git_repo) == f" M {PATH}\n"
