@@ -265,14 +265,12 @@ def _look(state: _Run, *, wait: bool) -> list[tuple[_Agent, Manifest]]:
     run = state.run
     ended: list[tuple[_Agent, Manifest]] = []
     idle_limit = run.options.idle_minutes * 60 if run.options.idle_minutes else None
-    for index, agent in enumerate(list(state.running.values())):
-        try:
-            manifest = run.supervisor.wait(agent.handle,
-                                           timeout=POLL_SECONDS if wait and not index else 0)
-            ended.append((agent, manifest))
-        except ProcessError as exc:
-            if exc.code != "wait_timeout":
-                raise
+    running = list(state.running.values())
+    settled = set(run.supervisor.wait_any([agent.handle for agent in running],
+                                          POLL_SECONDS if wait else 0))
+    for agent in running:
+        if agent.handle in settled:
+            ended.append((agent, run.supervisor.wait(agent.handle)))
         heard = agent.output_bytes
         _read(run, agent)
         moment = time.monotonic()

@@ -23,7 +23,7 @@ What differs from ``git commit``, on purpose or by libgit2's nature:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pygit2
 from pygit2.enums import RepositoryState
@@ -55,7 +55,7 @@ def clean_message(message: str) -> str:
 
 def _set_entries(
     index: pygit2.Index,
-    entries: list[tuple[str, pygit2.IndexEntry | WorktreeFile | None]],
+    entries: Sequence[tuple[str, pygit2.IndexEntry | WorktreeFile | None]],
 ) -> None:
     """Set (or remove) the stage-0 entries of exactly these paths and write the index."""
     conflicts = index.conflicts
