@@ -8,7 +8,9 @@ it finishes.
   starts on a tip that holds its dependencies' work.
 * **Each item** gets ``{stateDir}/worktrees/<id>`` on branch ``forge/<id>`` at the
   loop branch's current tip; its agent runs there (``FORGE_WORKTREE`` names it).
-  The supervisor's process quota is N.
+  The supervisor's process quota is N. While every slot is taken, the worktree of
+  the item that would start next is made ahead (``worktree_prep``), so a freed
+  slot starts its agent at once; one never used is removed at the end.
 * **Done**: the worktree's changes are committed there (``[forge] <id>: <title>``,
   exactly its paths, never backlog.json or state files), then the merge queue
   replays that commit onto the tip and fast-forwards the branch (completion
@@ -45,6 +47,7 @@ it finishes.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -79,6 +82,7 @@ from git_forge.loop.merging import (
 from git_forge.loop.outcomes import Outcome, deferral_reason
 from git_forge.loop.progress import RunningAgent
 from git_forge.loop.summary import LoopResult, loop_result
+from git_forge.loop.worktree_prep import WorktreePreparer
 from git_forge.reconcile import messages
 from git_forge.reconcile.merge_queue import Conflicted, Integrated, Refused, tidy
 from git_forge.supervisor.lifecycle import ProcessError
@@ -132,6 +136,8 @@ class _Run:
     ending: Ending | None = None
     #: ``--max-cost`` reached: nothing more starts; the run ends once the rest settle.
     spent: Ending | None = None
+    #: Makes the next item's worktree while the agents run (``worktree_prep``).
+    preparer: WorktreePreparer | None = None
 
     @property
     def root(self) -> Path:
@@ -153,7 +159,8 @@ def run_parallel(run: RunContext) -> LoopResult | None:
     onto = str(run.repo.branch_name)
     worker = MergeWorker(workspace.root, workspace.state_dir, workspace.backlog_file,
                          run.backlog_rel, onto)
-    state = _Run(run, worker, onto, str(run.repo.head_commit_id()), run.state.iteration or 0)
+    state = _Run(run, worker, onto, str(run.repo.head_commit_id()), run.state.iteration or 0,
+                 preparer=WorktreePreparer(workspace.root))
     try:
         _check_ignored(state)
         while True:
@@ -179,6 +186,7 @@ def run_parallel(run: RunContext) -> LoopResult | None:
             break
     finally:
         worker.close()
+        _drop_unused_worktrees(state)
     for item_id in state.retry:  # the budget ran out in the middle of an item's retries
         run.store.transition(item_id, "pending")
     _commit_bookkeeping(run)
@@ -205,6 +213,7 @@ def _start_what_can(state: _Run) -> None:
     selectable items — an item being merged counts as not done yet — while the
     iteration budget lasts."""
     run = state.run
+    started = False
     while len(state.running) < run.options.parallel and state.number < run.options.iterations:
         state.spent = agent_run.over_budget(run)
         if state.spent is not None:  # --max-cost: the running agents finish, nothing starts
@@ -225,10 +234,39 @@ def _start_what_can(state: _Run) -> None:
             continue
         state.number += 1
         handle, attempt = start_agent(run, item, state.number, worktree=tree)
-        started = time.monotonic()
+        started_at = time.monotonic()
         state.running[item.id] = _Agent(run.store.get(item.id), handle, tree, state.number,
-                                        started, attempt, heard_at=started)
+                                        started_at, attempt, heard_at=started_at)
         state.ran.add(item.id)
+        started = True
+    if started and len(state.running) >= run.options.parallel:
+        _prepare_next(state)
+
+
+def _prepare_next(state: _Run) -> None:
+    """Have the worktree of the item that would start next made while the agents
+    run, so that a freed slot starts it at once (``worktree_prep``)."""
+    run = state.run
+    if state.preparer is None or state.retry or state.number >= run.options.iterations:
+        return
+    items = [i.with_changes(status="in_progress") if i.id in state.merging else i
+             for i in run.store.items()]
+    found = select_next(items)
+    if found is None or state.preparer.asked(found.id):
+        return
+    path = item_worktree(state.state_dir, found.id)
+    if not path.exists():
+        state.preparer.prepare(found.id, path, messages.item_branch(found.id), state.tip)
+
+
+def _drop_unused_worktrees(state: _Run) -> None:
+    """Remove the worktrees made for items that did not start: clean, on a branch the
+    loop's branch contains (``tidy`` keeps any that is not)."""
+    if state.preparer is None:
+        return
+    for made in state.preparer.close():
+        with contextlib.suppress(GitError):
+            tidy(state.root, state.state_dir, made.item_id, state.onto)
 
 
 def _worktree_for(state: _Run, item: Item) -> Path | None:
@@ -237,6 +275,11 @@ def _worktree_for(state: _Run, item: Item) -> Path | None:
     blocked with the reason (``None``)."""
     path = item_worktree(state.state_dir, item.id)
     branch = messages.item_branch(item.id)
+    made = state.preparer.take(item.id) if state.preparer is not None else None
+    if made is not None:
+        state.run.journal.append("worktree_added", itemId=item.id, path=str(made.path),
+                                 branch=branch, commit=made.tip)
+        return made.path
     if path.exists():
         existing = worktree_at(state.root, path)
         if existing is not None and not existing.missing:
