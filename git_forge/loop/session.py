@@ -12,7 +12,6 @@ the run, its agents end and its locks are released.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import threading
 from collections.abc import Mapping
@@ -147,7 +146,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
 
 
 def new_run_id() -> str:
-    return f"{compact_stamp()}-{secrets.token_hex(3)}"
+    return f"{compact_stamp()}-{os.urandom(3).hex()}"  # not ``secrets``: ~15 ms to import
 
 
 def _recorded_wait(workspace: Workspace) -> datetime | None:
