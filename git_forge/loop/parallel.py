@@ -51,6 +51,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from git_forge.backlog.item import Item
 from git_forge.backlog.model import select_next
@@ -495,7 +496,7 @@ def _block(state: _Run, item: Item, reason: str, *, needs_human: bool = False,
            deferred: bool = False, note: str | None = None) -> Outcome:
     """Mark the item blocked (its worktree is the merge thread's to clear or keep)."""
     run = state.run
-    fields = {}
+    fields: dict[str, Any] = {}
     if note is not None:
         fields["notes"] = "\n".join(filter(None, [run.store.get(item.id).notes, note]))
     run.store.transition(item.id, "blocked", blocked_reason=reason, needs_human=needs_human,
