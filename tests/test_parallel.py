@@ -274,7 +274,12 @@ def test_loop_stop_ends_every_agent_and_keeps_the_worktrees(twelve: Path, agent:
         live = json.loads(run_forge("status", "--json", cwd=twelve).stdout)
         assert [(a["itemId"], a["worktree"]) for a in live["agents"]] == [
             (i, str(twelve / ".forge" / "worktrees" / i)) for i in ("001", "002", "003")]
+        assert live["runningItems"] == ["001", "002", "003"]
+        state = json.loads((twelve / ".forge" / "state.json").read_text())
+        assert state["runningItems"] == ["001", "002", "003"]
+        assert state["currentItem"] in state["runningItems"]
         shown = run_forge("status", cwd=twelve).stdout
+        assert "on items 001, 002, 003" in shown
         assert "agent:    item 002 running since" in shown
         assert "in .forge/worktrees/002" in shown
         assert run_forge("loop", "stop", cwd=twelve).returncode == 0
@@ -284,6 +289,7 @@ def test_loop_stop_ends_every_agent_and_keeps_the_worktrees(twelve: Path, agent:
             loop.kill()
             loop.wait(timeout=30)
     assert loop.returncode == 130, out + err
+    assert json.loads((twelve / ".forge" / "state.json").read_text())["runningItems"] == []
     assert not alive(agent_pids(tmp_path))
     items = backlog(twelve)
     assert [items[i]["status"] for i in ("001", "002", "003")] == ["pending"] * 3

@@ -229,6 +229,7 @@ def _start_what_can(state: _Run) -> None:
         state.running[item.id] = _Agent(run.store.get(item.id), handle, tree, state.number,
                                         started, attempt, heard_at=started)
         state.ran.add(item.id)
+        run.save(running_items=tuple(state.running))
 
 
 def _worktree_for(state: _Run, item: Item) -> Path | None:
@@ -306,6 +307,7 @@ def _read(run: RunContext, agent: _Agent) -> None:
 
 def _ended(state: _Run, agent: _Agent, manifest: Manifest) -> None:
     run = state.run
+    run.save(current_item=next(iter(state.running), None), running_items=tuple(state.running))
     result = agent_result(run, agent.item, agent.handle, manifest, False, agent.attempt,
                           idle=agent.idle)
     remove_prompt_files(state.state_dir, agent.item.id)
@@ -331,7 +333,6 @@ def _ended(state: _Run, agent: _Agent, manifest: Manifest) -> None:
         _hand_over(state, "leftovers", item, agent.tree)
     else:
         _no_signal(state, item, agent, result)
-    run.save(current_item=next(iter(state.running), None))
 
 
 def _hand_over(state: _Run, kind: Kind, item: Item, tree: Path) -> None:
@@ -505,6 +506,7 @@ def _wind_down(state: _Run) -> None:
         run.supervisor.shutdown()
     except ProcessError as exc:
         run.progress.note(f"shutdown: {exc}")
+    run.save(running_items=())
     while state.worker.outstanding:
         _apply_all(state, state.worker.results(wait=POLL_SECONDS))
     for item in run.store.items():  # running, ended but not settled, or between retries
@@ -539,7 +541,7 @@ def _paused(state: _Run) -> LoopResult:
     for item_id in state.retry:
         run.store.transition(item_id, "pending")
     _commit_bookkeeping(run)
-    run.save(status="paused_human", current_item=None)
+    run.save(status="paused_human", current_item=None, running_items=())
     run.journal.append("loop_paused", itemId=run.state.needs_human_items[-1])
     return loop_result(run.store.items(), run.state, LOOP_PAUSED, "paused_human",
                        "paused for a human decision: run git forge recover")
