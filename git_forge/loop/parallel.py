@@ -14,7 +14,8 @@ it finishes.
   replays that commit onto the tip and fast-forwards the branch (completion
   order: the loop integrates each item the moment it finishes). A conflict
   changes nothing: the item is blocked ``needsHuman`` with the paths and the
-  items it collided with, and its branch and worktree are kept. The worktree
+  items it collided with, its branch and worktree are kept, and the conflict is
+  recorded (``reconcile.conflicts``) for recover's two answers. The worktree
   is removed only once the commit is integrated and the tree clean.
 * **Blocked, needs-human, deferred**: the agent's leftovers are stashed from its
   worktree (``forge: abandoned work from item <id>``, the one stash list), then
@@ -80,6 +81,7 @@ from git_forge.loop.outcomes import Outcome, deferral_reason
 from git_forge.loop.progress import RunningAgent
 from git_forge.loop.summary import LoopResult, loop_result
 from git_forge.reconcile import messages
+from git_forge.reconcile.conflicts import clear_conflict, record_conflict
 from git_forge.reconcile.merge_queue import Conflicted, Integrated, Refused, tidy
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
@@ -424,6 +426,7 @@ def _merged(state: _Run, result: Merged) -> None:
         run.journal.append("item_completed", itemId=item_id, title=result.job.title,
                            commit=commits[-1])
         run.state = replace(run.state, completed_items=(*run.state.completed_items, item_id))
+        clear_conflict(state.state_dir, item_id)  # a retried conflict landed
         if outcome.kept:
             run.progress.note(f"item {item_id}: its worktree is kept: {outcome.kept}")
         run.save(last_signal="clean")
@@ -431,24 +434,20 @@ def _merged(state: _Run, result: Merged) -> None:
     elif isinstance(outcome, Conflicted):
         run.journal.append("merge_conflict", itemId=item_id, paths=list(outcome.paths),
                            collidedWith=list(outcome.collided_with), commit=outcome.commit)
-        note = (f"a previous attempt's commit {outcome.commit[:12]} conflicted with the "
-                f"branch in {', '.join(outcome.paths)}; start from the current tip")
-        _undone(state, item_id, conflict_reason(outcome, state.onto, result.job.tree),
-                needs_human=True, note=note)
+        # the record, not the reason's words, makes it a conflict question for recover
+        record_conflict(state.state_dir, outcome, state.onto, result.job.tree)
+        _undone(state, item_id, conflict_reason(outcome), needs_human=True)
     else:
         assert isinstance(outcome, Refused)
         _undone(state, item_id, f"the agent signalled done, but its commit could not be "
                 f"integrated: {outcome.reason}")
 
 
-def conflict_reason(conflict: Conflicted, onto: str, tree: Path) -> str:
-    """A conflict as a question with its two answers: retry on the new tip, or
-    resolve by hand."""
-    branch = messages.item_branch(conflict.item_id)
-    return (f"{conflict.reason}. Retry on the new tip: drop it (git worktree remove --force "
-            f"{tree} && git branch -D {branch}) and answer; or resolve by hand: "
-            f"git -C {tree} rebase {onto}, then git forge reconcile --integrate "
-            f"{conflict.item_id}")
+def conflict_reason(conflict: Conflicted) -> str:
+    """A conflict's ``needsHuman`` reason: what collided, and where its two answers
+    are (recover offers them; nothing here drops any work)."""
+    return (f"{conflict.reason}. Retry it on the new tip or resolve it by hand: "
+            "git forge recover")
 
 
 def _block(state: _Run, item: Item, reason: str, *, needs_human: bool = False,

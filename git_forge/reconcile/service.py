@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from git_forge.reconcile.attribution import Plan, plan
+from git_forge.reconcile.conflicts import ConflictRecord, read_conflicts
 from git_forge.reconcile.errors import ReconcileError
 from git_forge.reconcile.evidence import gather
 from git_forge.reconcile.execution import Action, Decision, execute
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
 #: Given what attribution found, the decision for each group to act on (a group
 #: left out is left as it is, and reported as nothing).
 Decide = Callable[[Plan], Mapping[str, Decision]]
+#: Given the plan and the items whose branch is an open merge conflict, what to do
+#: with each unintegrated item branch: ``integrate``, ``retry`` (a conflict's
+#: only) or ``leave`` (the default for one left out).
+ChooseBranches = Callable[[Plan, frozenset[str]], Mapping[str, str]]
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,12 @@ class ReconcileReport:
     integrations: tuple[Outcome, ...] = ()
     #: Items' worktrees and branches still holding stranded work afterwards.
     trees_left: tuple[ItemTree, ...] = ()
+    #: Items whose conflict was resolved by hand and landed: now done.
+    landed: tuple[str, ...] = ()
+    #: Conflicts retried on the new tip (their attempts kept under a ref).
+    retried: tuple[ConflictRecord, ...] = ()
+    #: What the operator is told beside (a landing whose bookkeeping stayed uncommitted).
+    notes: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -68,6 +79,11 @@ class ReconcileReport:
                                     for tree in self.plan.branches]
         if self.integrations:
             document["integrations"] = [integration_json(o) for o in self.integrations]
+        if self.landed:
+            document["landed"] = list(self.landed)
+        if self.retried:
+            document["retried"] = [{"itemId": r.item_id, "ref": r.retried_ref,
+                                    "paths": list(r.paths)} for r in self.retried]
         return document
 
 
@@ -85,7 +101,8 @@ def integration_json(outcome: Outcome) -> dict[str, Any]:
 
 def reconcile_tree(workspace: Workspace, decide: Decide, *,
                    recovery_paths: Iterable[str] = (),
-                   integrate: Sequence[str] = ()) -> ReconcileReport:
+                   integrate: Sequence[str] = (),
+                   choose_branches: ChooseBranches | None = None) -> ReconcileReport:
     """Reconcile the stranded work in ``workspace``'s tree as ``decide`` says.
 
     ``recovery_paths``: recover's own backlog change, its own group. ``decide``
@@ -93,7 +110,9 @@ def reconcile_tree(workspace: Workspace, decide: Decide, *,
     for a group that does not exist). ``integrate``: items whose ``forge/<id>``
     branch to integrate onto the branch checked out here, after the decisions;
     an item without such a branch is refused before anything changes. Every
-    failure is a ``ForgeError``.
+    failure is a ``ForgeError``. ``choose_branches``: a dialogue's choices for
+    the unintegrated item branches (integrated with ``integrate``'s; a retried
+    conflict goes back to pending, its bookkeeping committed).
     """
     repo = open_repo(workspace.root)
 
@@ -110,13 +129,106 @@ def reconcile_tree(workspace: Workspace, decide: Decide, *,
                  recovery_paths=recovery_paths, trees=trees, onto=onto)
     _check_integrations(integrate, trees, onto)
     decisions = decide(found)
+    chosen: Mapping[str, str] = {}
+    if choose_branches is not None and found.branches and onto is not None:
+        chosen = choose_branches(found, frozenset(
+            item for item, record in read_conflicts(workspace.state_dir).items()
+            if record.open))
     actions = execute(repo, found, decisions) if decisions else []
+    integrate = [*integrate, *(item for item, what in chosen.items()
+                               if what == "integrate" and item not in integrate)]
     integrations = tuple(integrate_item(workspace.root, workspace.state_dir, item, str(onto))
                          for item in integrate)
+    retried = retry_items(workspace, [item for item, what in chosen.items() if what == "retry"])
+    landed, notes = land(workspace, [o.item_id for o in integrations
+                                     if isinstance(o, Integrated)])
     # Nothing was stranded a moment ago and nothing was done: no second status read.
-    remaining = stranded_now() if found.groups else []
+    remaining = stranded_now() if found.groups or landed or retried else []
     left = [tree for tree in trees_now() if tree.stranded] if trees else []
-    return ReconcileReport(found, tuple(actions), tuple(remaining), integrations, tuple(left))
+    return ReconcileReport(found, tuple(actions), tuple(remaining), integrations, tuple(left),
+                           landed, retried, notes)
+
+
+def retry_items(workspace: Workspace, item_ids: Sequence[str]) -> tuple[ConflictRecord, ...]:
+    """Retry conflicts on the new tip from reconcile (``conflicts.retry``): each
+    item back to pending, that bookkeeping committed (``[forge] backlog: 003
+    pending (retry on the new tip)``) when backlog.json held nothing else."""
+    from git_forge.backlog.store import BacklogStore
+    from git_forge.locks import locked
+    from git_forge.reconcile.conflicts import retry
+    from git_forge.reconcile.messages import items_settled
+    from git_forge.tree.commit import commit_paths
+
+    if not item_ids:
+        return ()
+    repo = open_repo(workspace.root)
+    backlog_rel = workspace.relative(workspace.backlog_file)
+    was_dirty = any(entry.path == backlog_rel for entry in porcelain(repo))
+    store = BacklogStore(workspace.backlog_file)
+    done = []
+    for item in item_ids:
+        done.append(retry(workspace.root, workspace.state_dir, item))
+        if store.get(item).status == "blocked":
+            store.unblock(item)
+    if not was_dirty and backlog_rel in {e.path for e in porcelain(open_repo(workspace.root))}:
+        with locked(workspace.backlog_file):
+            commit_paths(open_repo(workspace.root), [backlog_rel], items_settled(
+                [("pending (retry on the new tip)", list(item_ids))]))
+    return tuple(done)
+
+
+def land(workspace: Workspace, item_ids: Sequence[str]) -> tuple[tuple[str, ...],
+                                                               tuple[str, ...]]:
+    """Items whose recorded merge conflict is over because their branch was just
+    integrated (resolved by hand): each is done and its record gone, and that
+    bookkeeping is committed (``[forge] backlog: 003 done``) — unless backlog.json
+    held other changes already, which are the operator's: then it is left
+    uncommitted and said so. The landed ids, and the notes."""
+    from git_forge.backlog.store import BacklogStore
+    from git_forge.locks import locked
+    from git_forge.reconcile.conflicts import clear_conflict, read_conflicts
+    from git_forge.reconcile.messages import items_settled
+    from git_forge.tree.commit import commit_paths
+
+    if not item_ids:
+        return (), ()
+    recorded = read_conflicts(workspace.state_dir)
+    ids = [item for item in item_ids if item in recorded]
+    if not ids:
+        return (), ()
+    repo = open_repo(workspace.root)  # fresh: the fast-forward moved the index
+    backlog_rel = workspace.relative(workspace.backlog_file)
+    was_dirty = any(entry.path == backlog_rel for entry in porcelain(repo))
+    store = BacklogStore(workspace.backlog_file)
+    changed = store.update(lambda items: _done_by_hand(items, ids))
+    for item in ids:
+        clear_conflict(workspace.state_dir, item)
+    if not changed:
+        return tuple(ids), ()
+    if was_dirty:
+        return tuple(ids), (f"{backlog_rel} had changes of its own: item(s) "
+                            f"{', '.join(changed)} marked done there, not committed",)
+    with locked(workspace.backlog_file):
+        commit_paths(repo, [backlog_rel], items_settled([("done", changed)]))
+    return tuple(ids), ()
+
+
+def _done_by_hand(items: list[Any], ids: Sequence[str]) -> list[str]:
+    """Mark each of ``ids`` done the way the loop does (blocked → pending → in
+    progress → done, the legal steps); the ids changed."""
+    from git_forge.backlog.model import transition_item
+    from git_forge.clock import wire_now
+
+    now = wire_now()
+    steps = {"blocked": ("pending", "in_progress", "done"),
+             "pending": ("in_progress", "done"), "in_progress": ("done",)}
+    changed = []
+    for item in items:
+        if item.id in ids and str(item.status) in steps:
+            for status in steps[str(item.status)]:
+                transition_item(items, item.id, status, now=now)
+            changed.append(item.id)
+    return changed
 
 
 def _check_integrations(items: Sequence[str], trees: list[ItemTree], onto: str | None) -> None:
