@@ -273,3 +273,24 @@ def test_leaving_it_interactively_changes_nothing(conflict: Conflict) -> None:
     session.send("")
     assert session.finish() == 6
     assert conflict.files() == before and conflict.refs() == refs
+
+
+def test_recover_asks_on_a_terminal_and_retries(conflict: Conflict) -> None:
+    stop = run_forge("preflight", cwd=conflict.root)
+    assert stop.returncode == 1 and "--force" not in stop.stderr
+    assert "git forge recover   (retry it on the new tip" in stop.stderr
+    session = PtySession("recover", cwd=conflict.root)
+    text = session.expect("Your decision (retry / resolve;")
+    assert f"Item {conflict.loser}'s work could not be integrated" in text
+    session.send("keep both lines")  # text is no answer to a conflict: asked again
+    session.expect("answer retry (on the new tip), resolve (by hand), defer or cancel.")
+    session.expect("Your decision (retry / resolve;")
+    session.send("retry")
+    session.expect("recovery:")
+    session.send("")  # recover's own backlog change: committed
+    assert session.finish() == 0, session.text
+    assert f"retried   {conflict.loser}: its attempt is kept at refs/forge/retried/" \
+        in session.text
+    assert not conflict.tree.exists()
+    assert backlog(conflict.root)[conflict.loser]["status"] == "pending"
+    assert git("status", "--porcelain", cwd=conflict.root) == ""

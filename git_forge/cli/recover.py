@@ -41,11 +41,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_location(parser)
     parser.add_argument("--answer", action="append", default=[], metavar="ID=TEXT",
                         help="answer a question by its cluster id (c003; c006 for one item) "
-                             "or one item by its id (repeatable)")
+                             "or one item by its id (repeatable); a merge conflict takes "
+                             "retry (on the new tip) or resolve (by hand)")
     parser.add_argument("--defer", action="append", default=[], metavar="ID",
                         help="defer a question (c003) or one item (repeatable)")
     parser.add_argument("--answers", metavar="FILE",
-                        help="a YAML or JSON mapping of id to answer text, defer or cancel")
+                        help="a YAML or JSON mapping of id to answer text, defer or cancel "
+                             "(retry or resolve for a merge conflict)")
     parser.add_argument("--merge", action="append", default=[], metavar="C1,C2",
                         help="treat these clusters (or the clusters of these items) as one "
                              "question (repeatable; never splits)")
