@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from git_forge.backlog.store import BacklogStore
 from git_forge.reconcile.attribution import Plan, plan
-from git_forge.reconcile.conflicts import ConflictRecord, read_conflicts
+from git_forge.reconcile.conflicts import ConflictRecord, read_conflicts, retry_refusal
 from git_forge.reconcile.errors import ReconcileError
 from git_forge.reconcile.evidence import gather
 from git_forge.reconcile.execution import Action, Decision, execute
@@ -134,61 +135,50 @@ def reconcile_tree(workspace: Workspace, decide: Decide, *,
         chosen = choose_branches(found, frozenset(
             item for item, record in read_conflicts(workspace.state_dir).items()
             if record.open))
+    retries = [item for item, what in chosen.items() if what == "retry"]
+    _check_retries(workspace, retries)
     actions = execute(repo, found, decisions) if decisions else []
     integrate = [*integrate, *(item for item, what in chosen.items()
                                if what == "integrate" and item not in integrate)]
     integrations = tuple(integrate_item(workspace.root, workspace.state_dir, item, str(onto))
                          for item in integrate)
-    retried = retry_items(workspace, [item for item, what in chosen.items() if what == "retry"])
+    retried, retry_notes = retry_items(workspace, retries)
     landed, notes = land(workspace, [o.item_id for o in integrations
                                      if isinstance(o, Integrated)])
     # Nothing was stranded a moment ago and nothing was done: no second status read.
     remaining = stranded_now() if found.groups or landed or retried else []
     left = [tree for tree in trees_now() if tree.stranded] if trees else []
     return ReconcileReport(found, tuple(actions), tuple(remaining), integrations, tuple(left),
-                           landed, retried, notes)
+                           landed, retried, retry_notes + notes)
 
 
-def retry_items(workspace: Workspace, item_ids: Sequence[str]) -> tuple[ConflictRecord, ...]:
+def retry_items(workspace: Workspace, item_ids: Sequence[str]
+                ) -> tuple[tuple[ConflictRecord, ...], tuple[str, ...]]:
     """Retry conflicts on the new tip from reconcile (``conflicts.retry``): each
     item back to pending, that bookkeeping committed (``[forge] backlog: 003
-    pending (retry on the new tip)``) when backlog.json held nothing else."""
-    from git_forge.backlog.store import BacklogStore
-    from git_forge.locks import locked
+    pending (retry on the new tip)``). The records, and the notes."""
     from git_forge.reconcile.conflicts import retry
-    from git_forge.reconcile.messages import items_settled
-    from git_forge.tree.commit import commit_paths
 
     if not item_ids:
-        return ()
-    repo = open_repo(workspace.root)
-    backlog_rel = workspace.relative(workspace.backlog_file)
-    was_dirty = any(entry.path == backlog_rel for entry in porcelain(repo))
-    store = BacklogStore(workspace.backlog_file)
-    done = []
-    for item in item_ids:
-        done.append(retry(workspace.root, workspace.state_dir, item))
-        if store.get(item).status == "blocked":
+        return (), ()
+    done = tuple(retry(workspace.root, workspace.state_dir, item) for item in item_ids)
+
+    def unblock(store: BacklogStore) -> list[str]:
+        blocked = [item for item in item_ids if store.get(item).status == "blocked"]
+        for item in blocked:
             store.unblock(item)
-    if not was_dirty and backlog_rel in {e.path for e in porcelain(open_repo(workspace.root))}:
-        with locked(workspace.backlog_file):
-            commit_paths(open_repo(workspace.root), [backlog_rel], items_settled(
-                [("pending (retry on the new tip)", list(item_ids))]))
-    return tuple(done)
+        return blocked
+
+    return done, _bookkeeping(workspace, unblock, "pending (retry on the new tip)")
 
 
 def land(workspace: Workspace, item_ids: Sequence[str]) -> tuple[tuple[str, ...],
                                                                tuple[str, ...]]:
     """Items whose recorded merge conflict is over because their branch was just
     integrated (resolved by hand): each is done and its record gone, and that
-    bookkeeping is committed (``[forge] backlog: 003 done``) — unless backlog.json
-    held other changes already, which are the operator's: then it is left
-    uncommitted and said so. The landed ids, and the notes."""
-    from git_forge.backlog.store import BacklogStore
-    from git_forge.locks import locked
-    from git_forge.reconcile.conflicts import clear_conflict, read_conflicts
-    from git_forge.reconcile.messages import items_settled
-    from git_forge.tree.commit import commit_paths
+    bookkeeping committed (``[forge] backlog: 003 done``). The landed ids, and the
+    notes."""
+    from git_forge.reconcile.conflicts import clear_conflict
 
     if not item_ids:
         return (), ()
@@ -196,21 +186,35 @@ def land(workspace: Workspace, item_ids: Sequence[str]) -> tuple[tuple[str, ...]
     ids = [item for item in item_ids if item in recorded]
     if not ids:
         return (), ()
-    repo = open_repo(workspace.root)  # fresh: the fast-forward moved the index
-    backlog_rel = workspace.relative(workspace.backlog_file)
-    was_dirty = any(entry.path == backlog_rel for entry in porcelain(repo))
-    store = BacklogStore(workspace.backlog_file)
-    changed = store.update(lambda items: _done_by_hand(items, ids))
+    notes = _bookkeeping(workspace, lambda store: store.update(
+        lambda items: _done_by_hand(items, ids)), "done")
     for item in ids:
         clear_conflict(workspace.state_dir, item)
+    return tuple(ids), notes
+
+
+def _bookkeeping(workspace: Workspace, change: Callable[[BacklogStore], list[str]],
+                 what: str) -> tuple[str, ...]:
+    """Make ``change`` to the backlog (it returns the ids it changed) and commit it
+    as ``[forge] backlog: <ids> <what>`` — unless backlog.json held changes of its
+    own before, which are the operator's: then it is left uncommitted, and the
+    note says so."""
+    from git_forge.locks import locked
+    from git_forge.reconcile.messages import items_settled
+    from git_forge.tree.commit import commit_paths
+
+    backlog_rel = workspace.relative(workspace.backlog_file)
+    was_dirty = any(entry.path == backlog_rel for entry in porcelain(open_repo(workspace.root)))
+    changed = change(BacklogStore(workspace.backlog_file))
     if not changed:
-        return tuple(ids), ()
+        return ()
     if was_dirty:
-        return tuple(ids), (f"{backlog_rel} had changes of its own: item(s) "
-                            f"{', '.join(changed)} marked done there, not committed",)
-    with locked(workspace.backlog_file):
-        commit_paths(repo, [backlog_rel], items_settled([("done", changed)]))
-    return tuple(ids), ()
+        return (f"{backlog_rel} had changes of its own: item(s) {', '.join(changed)} "
+                f"{what} there, not committed",)
+    with locked(workspace.backlog_file):  # fresh: a fast-forward may have moved the index
+        commit_paths(open_repo(workspace.root), [backlog_rel],
+                     items_settled([(what, changed)]))
+    return ()
 
 
 def _done_by_hand(items: list[Any], ids: Sequence[str]) -> list[str]:
@@ -229,6 +233,19 @@ def _done_by_hand(items: list[Any], ids: Sequence[str]) -> list[str]:
                 transition_item(items, item.id, status, now=now)
             changed.append(item.id)
     return changed
+
+
+def _check_retries(workspace: Workspace, item_ids: Sequence[str]) -> None:
+    """Refuse a retry its worktree cannot take now, before anything changes."""
+    if not item_ids:
+        return
+    recorded = read_conflicts(workspace.state_dir)
+    for item in item_ids:
+        record = recorded.get(item)
+        why = (f"item {item} has no recorded merge conflict" if record is None
+               else retry_refusal(workspace.root, record))
+        if why is not None:
+            raise ReconcileError(why)
 
 
 def _check_integrations(items: Sequence[str], trees: list[ItemTree], onto: str | None) -> None:
