@@ -171,11 +171,19 @@ def test_retry_keeps_the_attempt_and_the_next_run_lands_it(conflict: Conflict) -
     assert conflict.loser not in recorded["conflicts"]
 
 
-def test_resolve_by_hand_then_integrate_lands_it_done(conflict: Conflict) -> None:
-    shown = conflict.run("recover", "--answer", f"{conflict.loser}=resolve")
+def test_resolve_by_hand_then_integrate_lands_it_done(conflict: Conflict,
+                                                      tmp_path: Path) -> None:
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(f"{int(conflict.loser)}: Resolve\n")  # an unquoted key, any case
+    shown = conflict.run("recover", "--answers", str(answers), "--json")
     assert shown.returncode == 3, shown.stdout + shown.stderr
-    assert "git rebase main" in shown.stdout
-    assert f"git forge reconcile --integrate {conflict.loser}" in shown.stdout
+    report = json.loads(shown.stdout)
+    assert report["recorded"] == [{"itemId": conflict.loser, "answer": None, "deferred": True,
+                                   "choice": "resolve"}]
+    (by_hand,) = report["resolveByHand"]
+    assert by_hand["itemId"] == conflict.loser and by_hand["commands"][0] == f"cd {conflict.tree}"
+    assert by_hand["commands"][1].startswith("git rebase main")
+    assert by_hand["commands"][-1].endswith(f"git forge reconcile --integrate {conflict.loser}")
     assert conflict.tree.is_dir()  # nothing of it removed
     # the operator resolves in the worktree and commits there
     resolve_in(conflict.tree, "line one, as both items have it\nline two\n")
