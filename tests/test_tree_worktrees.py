@@ -412,3 +412,17 @@ def test_retire_refuses_a_locked_or_busy_worktree_and_changes_nothing(repo: Path
     with pytest.raises(GitError, match="is not on forge/003"):
         retire(repo, "forge/003", "refs/forge/retried/003/", tree)
     assert (snapshot(tree), git("for-each-ref", cwd=repo)) == before
+
+
+def test_retire_with_the_worktree_directory_gone_drops_its_registration(repo: Path) -> None:
+    import shutil
+
+    from git_forge.tree.worktrees import retire
+
+    tree = add_worktree(repo, tree_dir(repo, "004"), "forge/004", "main")
+    commit = agent_commit(tree, {"h.txt": "h\n"}, "[forge] 004: four")
+    shutil.rmtree(tree)
+    kept = retire(repo, "forge/004", "refs/forge/retried/004/", tree)
+    assert git("rev-parse", kept.ref, cwd=repo).strip() == commit
+    assert len(worktrees(repo)) == 1 and "forge/004" not in branch_tips(repo, "forge/")
+    add_worktree(repo, tree, "forge/004", "main")  # the place is free for a fresh cut

@@ -626,7 +626,10 @@ def retire(root: Path, branch: str, ref_prefix: str, worktree: Path | None = Non
         ref = create_safety_ref(open_repo(root), commit, ref_prefix)
     if not is_ancestor(root, commit, ref):  # the branch moved meanwhile: keep everything
         raise GitError(f"{branch} moved while it was being kept at {ref}; nothing removed")
-    if tree is not None:
-        _run(root, ["worktree", "remove", str(tree.path)])
+    # a registration whose directory is gone has no files to lose: it goes too
+    gone = next((t for t in trees if t.branch == branch and t.missing), None)
+    for holder in (tree, gone):
+        if holder is not None:
+            _run(root, ["worktree", "remove", str(holder.path)])
     _run(root, ["update-ref", "-d", f"{HEADS}{branch}", commit])
     return Retired(ref, commit, saved, tree.path if tree is not None else None)
