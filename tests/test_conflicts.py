@@ -185,6 +185,9 @@ def test_resolve_by_hand_then_integrate_lands_it_done(conflict: Conflict,
     assert by_hand["commands"][1].startswith("git rebase main")
     assert by_hand["commands"][-1].endswith(f"git forge reconcile --integrate {conflict.loser}")
     assert conflict.tree.is_dir()  # nothing of it removed
+    again = conflict.run("recover", "--answers", str(answers))  # the same choice once more
+    assert again.returncode == 3 and "by hand   " + conflict.loser in again.stdout
+    assert f"git forge reconcile --integrate {conflict.loser}" in again.stdout
     # the operator resolves in the worktree and commits there
     resolve_in(conflict.tree, "line one, as both items have it\nline two\n")
     landed = conflict.run("reconcile", "--integrate", conflict.loser, "--json")

@@ -128,6 +128,9 @@ class Recorded:
 
     rows: tuple[dict[str, Any], ...]
     answers: dict[str, dict[str, Any]]
+    #: A merge conflict's choice by item (``retry``, ``resolve``), also when a
+    #: deferral that repeats the last one added no entry.
+    chosen: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -273,7 +276,8 @@ class Report:
     @property
     def resolve_by_hand(self) -> list[tuple[str, tuple[str, ...]]]:
         """The conflicts the operator chose to resolve by hand, with the commands."""
-        chosen = {row["itemId"] for row in self.recorded if row.get("choice") == "resolve"}
+        chosen = ({item for item, what in self.recording.chosen.items() if what == "resolve"}
+                  if self.recording else set())
         return [(question.item_ids[0], question.resolve) for question in self.questions
                 if question.conflict is not None and question.item_ids[0] in chosen]
 

@@ -320,14 +320,15 @@ def record(ctx: Context, enumerated: Enumerated, consolidated: Questions) -> Rec
         except ForgeError as exc:
             raise RecoveryFailed(Step.RECORD, FailureKind.RECORD, exc.message) from exc
         written = document["decisions"][-len(entries):]  # appended last, under the lock
-    chosen = {item_id: outcome.choice.kind for outcome in collected
-              if outcome.choice.kind in ("retry", "resolve") for item_id in outcome.item_ids}
+    chosen: dict[str, str] = {item_id: outcome.choice.kind for outcome in collected
+                              if outcome.choice.kind in ("retry", "resolve")
+                              for item_id in outcome.item_ids}
     rows = tuple({"itemId": e.item_id, "answer": e.answer, "deferred": e.answer is None,
                   **({"clusterId": e.cluster_id} if e.cluster_id else {}),
                   **({"choice": chosen[e.item_id]} if e.item_id in chosen else {})}
                  for e in entries)
     return Recorded(rows, {entry["itemId"]: entry for entry in written
-                           if entry.get("answer") is not None})
+                           if entry.get("answer") is not None}, chosen)
 
 
 # --- step 5 -------------------------------------------------------------------------------
