@@ -293,6 +293,11 @@ def test_loop_stop_ends_every_agent_and_keeps_the_worktrees(twelve: Path, agent:
     assert git("status", "--porcelain", cwd=twelve) == ""  # the bookkeeping is committed
     assert run_forge("preflight", cwd=twelve).returncode == 1
     assert "worktrees are kept for git forge reconcile" in err
+    trees = twelve / ".forge" / "worktrees"
+    assert all((trees / i).is_dir() for i in ("001", "002", "003"))
+    # the worktree made ahead for the next item, which never started, is gone
+    assert not (trees / "004").exists()
+    assert git("branch", "--list", "forge/004", cwd=twelve) == ""
 
 
 def test_parallel_one_is_the_serial_loop(twelve: Path, agent: Path, tmp_path: Path) -> None:

@@ -90,7 +90,10 @@ def start_agent(run: RunContext, item: Item, number: int, *,
     else:  # the item commits in its worktree; the main checkout's locks are the merges'
         remove_prompt_files(run.workspace.state_dir, item_id)
     if item.status != "in_progress":
-        item = run.store.transition(item_id, "in_progress")
+        # Not fsynced: after a power cut the agent's durable manifest (written before it
+        # starts, naming the item) is what restore reads, and it sets the item back to
+        # pending whether or not this mark survived.
+        item = run.store.transition(item_id, "in_progress", durable=False)
     run.save(iteration=number, current_item=item_id)
     run.journal.append("iteration_start", iteration=number, itemId=item_id)
     run.journal.append("item_selected", itemId=item_id, title=item.title,

@@ -8,7 +8,9 @@ it finishes.
   starts on a tip that holds its dependencies' work.
 * **Each item** gets ``{stateDir}/worktrees/<id>`` on branch ``forge/<id>`` at the
   loop branch's current tip; its agent runs there (``FORGE_WORKTREE`` names it).
-  The supervisor's process quota is N.
+  The supervisor's process quota is N. While every slot is taken, the worktree of
+  the item that would start next is made ahead (``worktree_prep``), so a freed
+  slot starts its agent at once; one never used is removed at the end.
 * **Done**: the worktree's changes are committed there (``[forge] <id>: <title>``,
   exactly its paths, never backlog.json or state files), then the merge queue
   replays that commit onto the tip and fast-forwards the branch (completion
@@ -46,9 +48,11 @@ it finishes.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from git_forge.backlog.item import Item
 from git_forge.backlog.model import select_next
@@ -80,6 +84,7 @@ from git_forge.loop.merging import (
 from git_forge.loop.outcomes import Outcome, deferral_reason
 from git_forge.loop.progress import RunningAgent
 from git_forge.loop.summary import LoopResult, loop_result
+from git_forge.loop.worktree_prep import WorktreePreparer
 from git_forge.reconcile import messages
 from git_forge.reconcile.conflicts import clear_conflict, record_conflict
 from git_forge.reconcile.merge_queue import Conflicted, Integrated, Refused, tidy
@@ -134,6 +139,8 @@ class _Run:
     ending: Ending | None = None
     #: ``--max-cost`` reached: nothing more starts; the run ends once the rest settle.
     spent: Ending | None = None
+    #: Makes the next item's worktree while the agents run (``worktree_prep``).
+    preparer: WorktreePreparer | None = None
 
     @property
     def root(self) -> Path:
@@ -155,7 +162,8 @@ def run_parallel(run: RunContext) -> LoopResult | None:
     onto = str(run.repo.branch_name)
     worker = MergeWorker(workspace.root, workspace.state_dir, workspace.backlog_file,
                          run.backlog_rel, onto)
-    state = _Run(run, worker, onto, str(run.repo.head_commit_id()), run.state.iteration or 0)
+    state = _Run(run, worker, onto, str(run.repo.head_commit_id()), run.state.iteration or 0,
+                 preparer=WorktreePreparer(workspace.root))
     try:
         _check_ignored(state)
         while True:
@@ -181,6 +189,7 @@ def run_parallel(run: RunContext) -> LoopResult | None:
             break
     finally:
         worker.close()
+        _drop_unused_worktrees(state)
     for item_id in state.retry:  # the budget ran out in the middle of an item's retries
         run.store.transition(item_id, "pending")
     _commit_bookkeeping(run)
@@ -207,6 +216,7 @@ def _start_what_can(state: _Run) -> None:
     selectable items — an item being merged counts as not done yet — while the
     iteration budget lasts."""
     run = state.run
+    started = False
     while len(state.running) < run.options.parallel and state.number < run.options.iterations:
         state.spent = agent_run.over_budget(run)
         if state.spent is not None:  # --max-cost: the running agents finish, nothing starts
@@ -227,11 +237,40 @@ def _start_what_can(state: _Run) -> None:
             continue
         state.number += 1
         handle, attempt = start_agent(run, item, state.number, worktree=tree)
-        started = time.monotonic()
+        started_at = time.monotonic()
         state.running[item.id] = _Agent(run.store.get(item.id), handle, tree, state.number,
-                                        started, attempt, heard_at=started)
+                                        started_at, attempt, heard_at=started_at)
         state.ran.add(item.id)
         run.save(running_items=tuple(state.running))
+        started = True
+    if started and len(state.running) >= run.options.parallel:
+        _prepare_next(state)
+
+
+def _prepare_next(state: _Run) -> None:
+    """Have the worktree of the item that would start next made while the agents
+    run, so that a freed slot starts it at once (``worktree_prep``)."""
+    run = state.run
+    if state.preparer is None or state.retry or state.number >= run.options.iterations:
+        return
+    items = [i.with_changes(status="in_progress") if i.id in state.merging else i
+             for i in run.store.items()]
+    found = select_next(items)
+    if found is None or state.preparer.asked(found.id):
+        return
+    path = item_worktree(state.state_dir, found.id)
+    if not path.exists():
+        state.preparer.prepare(found.id, path, messages.item_branch(found.id), state.tip)
+
+
+def _drop_unused_worktrees(state: _Run) -> None:
+    """Remove the worktrees made for items that did not start: clean, on a branch the
+    loop's branch contains (``tidy`` keeps any that is not)."""
+    if state.preparer is None:
+        return
+    for made in state.preparer.close():
+        with contextlib.suppress(GitError):
+            tidy(state.root, state.state_dir, made.item_id, state.onto)
 
 
 def _worktree_for(state: _Run, item: Item) -> Path | None:
@@ -240,6 +279,11 @@ def _worktree_for(state: _Run, item: Item) -> Path | None:
     blocked with the reason (``None``)."""
     path = item_worktree(state.state_dir, item.id)
     branch = messages.item_branch(item.id)
+    made = state.preparer.take(item.id) if state.preparer is not None else None
+    if made is not None:
+        state.run.journal.append("worktree_added", itemId=item.id, path=str(made.path),
+                                 branch=branch, commit=made.tip)
+        return made.path
     if path.exists():
         existing = worktree_at(state.root, path)
         if existing is not None and not existing.missing:
@@ -268,14 +312,12 @@ def _look(state: _Run, *, wait: bool) -> list[tuple[_Agent, Manifest]]:
     run = state.run
     ended: list[tuple[_Agent, Manifest]] = []
     idle_limit = run.options.idle_minutes * 60 if run.options.idle_minutes else None
-    for index, agent in enumerate(list(state.running.values())):
-        try:
-            manifest = run.supervisor.wait(agent.handle,
-                                           timeout=POLL_SECONDS if wait and not index else 0)
-            ended.append((agent, manifest))
-        except ProcessError as exc:
-            if exc.code != "wait_timeout":
-                raise
+    running = list(state.running.values())
+    settled = set(run.supervisor.wait_any([agent.handle for agent in running],
+                                          POLL_SECONDS if wait else 0))
+    for agent in running:
+        if agent.handle in settled:
+            ended.append((agent, run.supervisor.wait(agent.handle)))
         heard = agent.output_bytes
         _read(run, agent)
         moment = time.monotonic()
@@ -454,7 +496,7 @@ def _block(state: _Run, item: Item, reason: str, *, needs_human: bool = False,
            deferred: bool = False, note: str | None = None) -> Outcome:
     """Mark the item blocked (its worktree is the merge thread's to clear or keep)."""
     run = state.run
-    fields = {}
+    fields: dict[str, Any] = {}
     if note is not None:
         fields["notes"] = "\n".join(filter(None, [run.store.get(item.id).notes, note]))
     run.store.transition(item.id, "blocked", blocked_reason=reason, needs_human=needs_human,
