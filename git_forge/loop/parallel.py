@@ -16,7 +16,8 @@ it finishes.
   replays that commit onto the tip and fast-forwards the branch (completion
   order: the loop integrates each item the moment it finishes). A conflict
   changes nothing: the item is blocked ``needsHuman`` with the paths and the
-  items it collided with, and its branch and worktree are kept. The worktree
+  items it collided with, its branch and worktree are kept, and the conflict is
+  recorded (``reconcile.conflicts``) for recover's two answers. The worktree
   is removed only once the commit is integrated and the tree clean.
 * **Blocked, needs-human, deferred**: the agent's leftovers are stashed from its
   worktree (``forge: abandoned work from item <id>``, the one stash list), then
@@ -85,6 +86,7 @@ from git_forge.loop.progress import RunningAgent
 from git_forge.loop.summary import LoopResult, loop_result
 from git_forge.loop.worktree_prep import WorktreePreparer
 from git_forge.reconcile import messages
+from git_forge.reconcile.conflicts import clear_conflict, record_conflict
 from git_forge.reconcile.merge_queue import Conflicted, Integrated, Refused, tidy
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
@@ -239,6 +241,7 @@ def _start_what_can(state: _Run) -> None:
         state.running[item.id] = _Agent(run.store.get(item.id), handle, tree, state.number,
                                         started_at, attempt, heard_at=started_at)
         state.ran.add(item.id)
+        run.save(running_items=tuple(state.running))
         started = True
     if started and len(state.running) >= run.options.parallel:
         _prepare_next(state)
@@ -348,6 +351,7 @@ def _read(run: RunContext, agent: _Agent) -> None:
 
 def _ended(state: _Run, agent: _Agent, manifest: Manifest) -> None:
     run = state.run
+    run.save(current_item=next(iter(state.running), None), running_items=tuple(state.running))
     result = agent_result(run, agent.item, agent.handle, manifest, False, agent.attempt,
                           idle=agent.idle)
     remove_prompt_files(state.state_dir, agent.item.id)
@@ -373,7 +377,6 @@ def _ended(state: _Run, agent: _Agent, manifest: Manifest) -> None:
         _hand_over(state, "leftovers", item, agent.tree)
     else:
         _no_signal(state, item, agent, result)
-    run.save(current_item=next(iter(state.running), None))
 
 
 def _hand_over(state: _Run, kind: Kind, item: Item, tree: Path) -> None:
@@ -465,6 +468,7 @@ def _merged(state: _Run, result: Merged) -> None:
         run.journal.append("item_completed", itemId=item_id, title=result.job.title,
                            commit=commits[-1])
         run.state = replace(run.state, completed_items=(*run.state.completed_items, item_id))
+        clear_conflict(state.state_dir, item_id)  # a retried conflict landed
         if outcome.kept:
             run.progress.note(f"item {item_id}: its worktree is kept: {outcome.kept}")
         run.save(last_signal="clean")
@@ -472,24 +476,20 @@ def _merged(state: _Run, result: Merged) -> None:
     elif isinstance(outcome, Conflicted):
         run.journal.append("merge_conflict", itemId=item_id, paths=list(outcome.paths),
                            collidedWith=list(outcome.collided_with), commit=outcome.commit)
-        note = (f"a previous attempt's commit {outcome.commit[:12]} conflicted with the "
-                f"branch in {', '.join(outcome.paths)}; start from the current tip")
-        _undone(state, item_id, conflict_reason(outcome, state.onto, result.job.tree),
-                needs_human=True, note=note)
+        # the record, not the reason's words, makes it a conflict question for recover
+        record_conflict(state.state_dir, outcome, state.onto, result.job.tree)
+        _undone(state, item_id, conflict_reason(outcome), needs_human=True)
     else:
         assert isinstance(outcome, Refused)
         _undone(state, item_id, f"the agent signalled done, but its commit could not be "
                 f"integrated: {outcome.reason}")
 
 
-def conflict_reason(conflict: Conflicted, onto: str, tree: Path) -> str:
-    """A conflict as a question with its two answers: retry on the new tip, or
-    resolve by hand."""
-    branch = messages.item_branch(conflict.item_id)
-    return (f"{conflict.reason}. Retry on the new tip: drop it (git worktree remove --force "
-            f"{tree} && git branch -D {branch}) and answer; or resolve by hand: "
-            f"git -C {tree} rebase {onto}, then git forge reconcile --integrate "
-            f"{conflict.item_id}")
+def conflict_reason(conflict: Conflicted) -> str:
+    """A conflict's ``needsHuman`` reason: what collided, and where its two answers
+    are (recover offers them; nothing here drops any work)."""
+    return (f"{conflict.reason}. Retry it on the new tip or resolve it by hand: "
+            "git forge recover")
 
 
 def _block(state: _Run, item: Item, reason: str, *, needs_human: bool = False,
@@ -547,6 +547,7 @@ def _wind_down(state: _Run) -> None:
         run.supervisor.shutdown()
     except ProcessError as exc:
         run.progress.note(f"shutdown: {exc}")
+    run.save(running_items=())
     while state.worker.outstanding:
         _apply_all(state, state.worker.results(wait=POLL_SECONDS))
     for item in run.store.items():  # running, ended but not settled, or between retries
@@ -581,7 +582,7 @@ def _paused(state: _Run) -> LoopResult:
     for item_id in state.retry:
         run.store.transition(item_id, "pending")
     _commit_bookkeeping(run)
-    run.save(status="paused_human", current_item=None)
+    run.save(status="paused_human", current_item=None, running_items=())
     run.journal.append("loop_paused", itemId=run.state.needs_human_items[-1])
     return loop_result(run.store.items(), run.state, LOOP_PAUSED, "paused_human",
                        "paused for a human decision: run git forge recover")
