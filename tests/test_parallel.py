@@ -257,7 +257,8 @@ def test_sigkill_with_four_agents_running_keeps_every_worktree(twelve: Path, age
     commits = item_commits(twelve)
     assert sorted(commits) == [f"{n:03d}" for n in range(1, 13)]
     assert all(len(paths) == 1 for paths in commits.values())  # none committed twice
-    assert git("worktree", "list", "--porcelain", cwd=twelve).count("worktree ") == 1
+    trees = git("worktree", "list", "--porcelain", cwd=twelve)
+    assert trees.count("worktree ") == 1, trees + done.stdout + done.stderr
 
 
 def test_loop_stop_ends_every_agent_and_keeps_the_worktrees(twelve: Path, agent: Path,
