@@ -4,13 +4,14 @@ next one (never overwritten), a corrupt ledger refused and left as it was."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 
 from git_forge.agents.receipt import Receipt
 from git_forge.errors import StoreError
-from git_forge.loop.receipts import LedgerWriter, ledger_path, read_ledger, record
+from git_forge.loop.receipts import KEEP_RUNS, LedgerWriter, ledger_path, read_ledger, record
 
 PRICED = Receipt(duration_ms=1000, exit_code=0, input_tokens=10, output_tokens=5,
                  cost_usd=0.25)
@@ -37,3 +38,27 @@ def test_a_corrupt_ledger_is_refused_and_left_alone(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="corrupt"):
         writer.record("run-1", "001", PRICED)
     assert ledger_path(tmp_path).read_bytes() == b'{"items": '
+
+
+def test_the_file_is_what_json_dumps_gives_whatever_was_added(tmp_path: Path) -> None:
+    """Texts kept between receipts never drift from the document: after every
+    receipt (own, foreign, old runs dropped) the bytes are json.dumps' own."""
+    rng = random.Random(7)
+    writer = LedgerWriter(tmp_path)
+    names = ["001", "ünï", 'q"uote', "x\\y", "long-" + "é" * 30]
+    for step in range(120):
+        run_id = f"run-{rng.randrange(60)}"
+        item_id = rng.choice(names) + str(rng.randrange(5))
+        receipt = Receipt(duration_ms=rng.randrange(10_000), exit_code=0,
+                          input_tokens=rng.randrange(50),
+                          cost_usd=rng.choice([None, 0.1, 1e-7, 3.25]))
+        if step % 37 == 0:
+            record(tmp_path, run_id, item_id, receipt)  # another writer
+        else:
+            writer.record(run_id, item_id, receipt)
+        raw = ledger_path(tmp_path).read_bytes()
+        expected = json.dumps(json.loads(raw), ensure_ascii=False, separators=(",", ":"))
+        assert raw == (expected + "\n").encode()
+    ledger = read_ledger(tmp_path)
+    assert len(ledger.runs) <= KEEP_RUNS
+    assert sum(totals.attempts for totals in ledger.items.values()) == 120

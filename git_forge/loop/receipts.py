@@ -15,6 +15,7 @@ JSON (attempts, durationMs, tokens, costUsd: ``null`` while no agent reported on
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,15 +85,32 @@ def _add(document: dict[str, Any], run_id: str, item_id: str, receipt: Receipt) 
         del runs[old]
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _member(key: str, value: Any) -> str:
+    """``"key":value`` as a compact object holds it."""
+    return _compact(key) + ":" + _compact(value)
+
+
 class LedgerWriter:
     """The running loop's side of the ledger: it adds every receipt of its run, so
-    it keeps the document it last wrote and parses the file again only when its
-    bytes are not the ones written — each receipt costs one compact encode, not a
-    parse and a conversion of every item the ledger ever summed."""
+    it keeps the document it last wrote, parses the file again only when its bytes
+    are not the ones written, and encodes again only what a receipt changed — an
+    item's totals and its run's. The other members keep their text, in the
+    document's own order, so a receipt costs a join, not an encode of every item
+    the ledger ever summed. The file is compact JSON, byte for byte what
+    ``json.dumps`` gives for it."""
 
     def __init__(self, state_dir: Path) -> None:
         self.path = ledger_path(state_dir)
         self._known: tuple[bytes, Any] | None = None
+        #: The document the texts below belong to (a fresh parse has none yet).
+        self._document: Any = None
+        #: Member texts in the document's order: ``items``' and, per run, its items'.
+        self._items: dict[str, str] | None = None
+        self._run_items: dict[str, dict[str, str]] = {}
 
     def record(self, run_id: str, item_id: str, receipt: Receipt) -> None:
         """Add one agent start's receipt to its item and its run (under the file's
@@ -101,14 +119,50 @@ class LedgerWriter:
 
         def add(current: Any) -> dict[str, Any]:
             document = current if isinstance(current, dict) else {}
+            if document is not self._document:  # read afresh: no text is known
+                self._items, self._run_items = None, {}
             _add(document, run_id, item_id, receipt)
-            return {"schemaVersion": SCHEMA_VERSION, "items": document["items"],
-                    "runs": document["runs"]}
+            # A changed member keeps its place, a new one goes last: as in the dicts.
+            if self._items is not None:
+                self._items[item_id] = _member(item_id, document["items"][item_id])
+            run_texts = self._run_items.get(run_id)
+            if run_texts is not None:
+                run_texts[item_id] = _member(item_id, document["runs"][run_id]["items"][item_id])
+            self._document = {"schemaVersion": SCHEMA_VERSION, "items": document["items"],
+                              "runs": document["runs"]}
+            return self._document
 
         known, self._known = self._known, None  # a failure below must not leave it
-        document = update_json(self.path, add, indent=None, durable=False, known=known,
-                               on_write=written.append)
+        try:
+            document = update_json(self.path, add, durable=False, known=known,
+                                   on_write=written.append, encode=self._encode)
+        except BaseException:
+            self._document = None
+            raise
         self._known = (written[0], document)
+
+    def _encode(self, document: dict[str, Any]) -> bytes:
+        if self._items is None:
+            self._items = {key: _member(key, value) for key, value in document["items"].items()}
+        runs = document["runs"]
+        for gone in [run_id for run_id in self._run_items if run_id not in runs]:
+            del self._run_items[gone]
+        parts = [self._run_text(run_id, entry) for run_id, entry in runs.items()]
+        return ('{"schemaVersion":' + _compact(document["schemaVersion"]) + ',"items":{'
+                + ",".join(self._items.values()) + '},"runs":{' + ",".join(parts)
+                + "}}\n").encode("utf-8")
+
+    def _run_text(self, run_id: str, entry: Any) -> str:
+        """A run's member; its items' texts kept for the next receipt of the run."""
+        if not (isinstance(entry, dict) and list(entry) == ["totals", "items"]
+                and isinstance(entry["items"], dict)):
+            return _member(run_id, entry)  # not as this writer lays it out: encoded whole
+        texts = self._run_items.get(run_id)
+        if texts is None:
+            texts = self._run_items[run_id] = {key: _member(key, value)
+                                               for key, value in entry["items"].items()}
+        return (_compact(run_id) + ':{"totals":' + _compact(entry["totals"]) + ',"items":{'
+                + ",".join(texts.values()) + "}}")
 
 
 def record(state_dir: Path, run_id: str, item_id: str, receipt: Receipt) -> None:
