@@ -15,7 +15,7 @@ with the interpreter's own start-up (``python3 -c pass``) as the unit:
   ``git status --porcelain`` (goal: at most the interpreter plus 1.5x git status).
 
 git-forge runs from an installed copy, as ``pip install .`` lays it out (the package
-in a fresh virtual environment's site-packages, the same console script, the
+in a fresh virtual environment's site-packages, the same launcher, the
 development environment's dependencies reached through a ``.pth`` line), and the
 unit is that environment's interpreter: a development install (``pip install -e``)
 adds an import hook that costs ~60 ms at every start-up and is not what users run.
@@ -63,15 +63,10 @@ print(json.dumps({"feature": record["feature"], "unapplied": unapplied,
 '''
 
 
-#: The console script ``pip install`` writes for ``git-forge``.
-CONSOLE_SCRIPT = """#!{python}
-import re
-import sys
-from git_forge.cli.main import main
-if __name__ == '__main__':
-    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
-    sys.exit(main())
-"""
+#: The launcher ``pip install`` installs as ``git-forge`` (its ``#!python`` line made the
+#: environment's interpreter).
+LAUNCHER = Path(__file__).resolve().parent.parent / "bin" / "git-forge"
+
 
 #: Where the commands run from: the development interpreter and script by default,
 #: an installed copy once ``install_copy`` ran.
@@ -100,7 +95,7 @@ def install_copy(target: Path) -> None:
     subprocess.run([str(python), "-m", "compileall", "-q", str(packages / "git_forge")],
                    check=True)
     script = target / "bin" / "git-forge"
-    script.write_text(CONSOLE_SCRIPT.format(python=python))
+    script.write_text(LAUNCHER.read_text().replace("#!python", f"#!{python}", 1))
     script.chmod(0o755)
     PYTHON, FORGE = [str(python)], [str(script)]
 
