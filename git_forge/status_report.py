@@ -53,7 +53,7 @@ def lock_status(state_dir: Path) -> dict[str, Any]:
 _LIVE_STATES = ("starting", "running")
 
 
-def _parallel(workspace: Workspace, items: list[Item], run_id: str | None) -> dict[str, Any]:
+def _parallel(workspace: Workspace, done: set[str], run_id: str | None) -> dict[str, Any]:
     """``worktrees``: the items' worktrees and ``forge/<id>`` branches, each with its
     state (a git failure leaves the list empty: status reports, it does not stop);
     ``agents``: one entry per agent the live run supervises; ``mergeQueue``: the
@@ -65,7 +65,6 @@ def _parallel(workspace: Workspace, items: list[Item], run_id: str | None) -> di
         trees = item_trees(workspace.root, workspace.state_dir, workspace.backlog_file)
     except ForgeError:
         trees = []
-    done = {item.id for item in items if item.status == "done"}
     where = {tree.item_id: tree.worktree for tree in trees if tree.worktree is not None}
     agents = [{"handle": agent.handle, "itemId": agent.item_id, "startedAt": agent.started_at,
                "outputBytes": agent.output_bytes,
@@ -76,13 +75,35 @@ def _parallel(workspace: Workspace, items: list[Item], run_id: str | None) -> di
                            if tree.item_id in done and not tree.integrated]}
 
 
-def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
-    """The ``status --json`` document."""
-    items = runner.list_items()
-    found, problem = read_loop_state(workspace.state_dir)
-    state = found or RunState()
+#: The status's backlog facts in the state dir's cache (``backlog/cache.py``).
+STATUS_CACHE = "status-backlog.json"
+
+
+def backlog_facts(items: list[Item]) -> str:
+    """What status reports of the item list — the summary, the topology's figures
+    and what a starved backlog waits on, the done items' ids — as JSON text: the
+    embedded runner keeps it between commands while backlog.json is unchanged."""
+    import json
+
     graph = build_graph(items)
     topology = topology_of(graph)
+    return json.dumps({
+        "summary": summarize(items),
+        # starvation is feature-forge's (blocking *roots*); waitingOn names what a
+        # starved backlog really waits on, roots or not.
+        "topology": {**{key: topology[key]
+                        for key in ("maxChainDepth", "selectable", "starvation")},
+                     "waitingOn": waiting_on(graph)},
+        "done": [item.id for item in items if item.status == "done"]})
+
+
+def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
+    """The ``status --json`` document."""
+    import json
+
+    facts = json.loads(runner.derived(workspace.state_dir, STATUS_CACHE, backlog_facts))
+    found, problem = read_loop_state(workspace.state_dir)
+    state = found or RunState()
     lock = lock_status(workspace.state_dir)
     if problem is not None:
         loop_state = "unknown"
@@ -101,7 +122,7 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
         "waitingUntil": state.waiting_until,
     }
     document.update({
-        "backlogSummary": summarize(items),
+        "backlogSummary": facts["summary"],
         "lock": lock,
         "liveness": {
             "loopAlive": lock["alive"],
@@ -110,14 +131,10 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
             "orphans": [{"handle": orphan.handle, "itemId": orphan.item_id}
                         for orphan in orphaned_agents(workspace.state_dir)],
         },
-        # starvation is feature-forge's (blocking *roots*); waitingOn names what a
-        # starved backlog really waits on, roots or not.
-        "topology": {**{key: topology[key]
-                        for key in ("maxChainDepth", "selectable", "starvation")},
-                     "waitingOn": waiting_on(graph)},
+        "topology": facts["topology"],
         "runner": runner.describe(),
         "costs": _costs(workspace.state_dir, state.run_id),
-        **_parallel(workspace, items, state.run_id if lock["alive"] else None),
+        **_parallel(workspace, set(facts["done"]), state.run_id if lock["alive"] else None),
         "error": problem if problem is not None else state.error,
         "statusSchemaVersion": STATUS_SCHEMA_VERSION,
         "projectPath": str(workspace.root),

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from git_forge.backlog.store import BacklogStore
     from git_forge.workspace import Workspace
 
+#: ``backlog list --json``'s output in the state dir's cache (``backlog/cache.py``).
+LIST_CACHE = "backlog-list.json"
 _ID_LIKE = re.compile(r"^[0-9]+$")
 _STATUS_FILTERS = ("pending", "in_progress", "done", "blocked", "needs-human", "deferred")
 
@@ -195,6 +197,15 @@ def run_list(args: argparse.Namespace) -> int:
     if args.status is not None and args.status not in _STATUS_FILTERS:
         raise UsageError(f"unknown status {args.status!r} "
                          f"(expected one of {', '.join(_STATUS_FILTERS)})")
+    if args.json and args.status is None:  # the whole listing: kept while the file is the same
+        from git_forge.backlog.cache import derived_text
+        from git_forge.cli.output import json_text
+
+        workspace = _workspace(args)
+        print(derived_text(workspace.backlog_file, workspace.state_dir, LIST_CACHE,
+                           lambda snapshot: json_text(
+                               [item.to_json() for item in snapshot.items])))
+        return 0
     items = _store(args).items()
     if args.status in ("needs-human", "deferred"):
         items = [item for item in items if kind(item) == args.status]

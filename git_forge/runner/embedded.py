@@ -44,6 +44,12 @@ class EmbeddedRunner(Runner):
         self._seen = _as_runner_error(lambda: self.store.snapshot(self._seen))
         return self._seen.items
 
+    def derived(self, state_dir: Path, name: str, derive: Callable[[list[Item]], str]) -> str:
+        from git_forge.backlog.cache import derived_text
+
+        return _as_runner_error(lambda: derived_text(
+            self.store.path, state_dir, name, lambda snapshot: derive(snapshot.items)))
+
     def _wrote(self, snapshot: Snapshot) -> None:
         self._seen = snapshot
 
