@@ -12,9 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from git_forge.backlog.item import Item
-from git_forge.backlog.model import summarize
-from git_forge.backlog.topology import build_graph, topology_of, waiting_on
 from git_forge.errors import StoreError
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.loop.control import live_agents, loop_lock_path, orphaned_agents
@@ -23,6 +20,10 @@ from git_forge.loop.state import RunState, read_state, state_path
 from git_forge.reconcile.item_trees import item_trees
 from git_forge.runner.base import Runner
 from git_forge.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from git_forge.backlog.item import Item
 
 STATUS_SCHEMA_VERSION = "1"
 
@@ -84,6 +85,9 @@ def backlog_facts(items: list[Item]) -> str:
     and what a starved backlog waits on, the done items' ids — as JSON text: the
     embedded runner keeps it between commands while backlog.json is unchanged."""
     import json
+
+    from git_forge.backlog.model import summarize
+    from git_forge.backlog.topology import build_graph, topology_of, waiting_on
 
     graph = build_graph(items)
     topology = topology_of(graph)

@@ -132,3 +132,34 @@ def test_an_unwritable_cache_changes_nothing_but_speed(repo: Path) -> None:
     (repo / ".forge" / "cache").write_text("a file where the directory would be\n")
     assert outputs(repo) == reference
     assert (repo / ".forge" / "cache").read_text() == "a file where the directory would be\n"
+
+
+def test_a_cached_answer_builds_no_parser_and_reads_no_item(repo: Path) -> None:
+    # Answered from the cache, status and backlog list --json import neither argparse
+    # nor the item rules, the store or the topology: their cost does not grow with
+    # the backlog.
+    import sys
+
+    import waiting
+
+    import git_forge
+
+    outputs(repo)
+    code = (  # without site: the development install's import hook loads modules itself
+        "import io, sys\n"
+        "from git_forge.cli.main import main\n"
+        "sys.stdout = io.StringIO()\n"
+        "code = main(sys.argv[1:])\n"
+        "heavy = {'argparse', 'git_forge.cli.parser', 'git_forge.backlog.model',\n"
+        "         'git_forge.backlog.store', 'git_forge.backlog.topology'}\n"
+        "sys.stdout = sys.__stdout__\n"
+        "print(code, sorted(heavy & set(sys.modules)))\n"
+    )
+    source = str(Path(git_forge.__file__).resolve().parent.parent)
+    site = [path for path in sys.path if path.endswith("site-packages")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, *site])}
+    for command in (["backlog", "list", "--json"], ["status", "--json"]):
+        out = waiting.run([sys.executable, "-S", "-c", code, *command], cwd=repo,
+                          capture_output=True, text=True, env=env)
+        assert out.returncode == 0, out.stderr
+        assert (out.stdout, out.stderr) == ("0 []\n", ""), command

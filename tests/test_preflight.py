@@ -273,12 +273,14 @@ PARSER_SHAPES = [["--js"], ["--back", "x"], ["-h"], ["--"], ["a", "b"], ["--back
                  ["--backlog", "a", "--backlog", "b"], ["-x"], ["--no-colour"]]
 
 
+@pytest.mark.parametrize("command", [["preflight"], ["status"], ["backlog", "list"]])
 @pytest.mark.parametrize("words", QUICK_SHAPES + PARSER_SHAPES)
-def test_the_quick_arguments_are_argparses_or_nothing(words: list[str]) -> None:
+def test_the_quick_arguments_are_argparses_or_nothing(command: list[str],
+                                                      words: list[str]) -> None:
     # The plain shapes are read without a parser, exactly as argparse reads them;
     # every other shape is left to argparse (abbreviations, help, `--`, errors).
+    from git_forge.cli.main import quick_args
     from git_forge.cli.parser import build_parser
-    from git_forge.cli.preflight import quick_args
     from git_forge.errors import UsageError
 
     quick = quick_args(words)
@@ -286,14 +288,14 @@ def test_the_quick_arguments_are_argparses_or_nothing(words: list[str]) -> None:
         assert quick is None
         return
     assert quick is not None
-    parsed = build_parser(prog="git forge", commands=["preflight"]).parse_args(
-        ["preflight", *words])
-    ours = (quick.path, quick.backlog, quick.json, quick.no_color)
+    parser = build_parser(prog="git forge", commands=command[:1])
+    parsed = parser.parse_args([*command, *words])
+    ours = (quick.path, quick.backlog, quick.json, quick.no_color, quick.status)
     assert ours == (parsed.path, parsed.backlog, parsed.json,
-                    getattr(parsed, "no_color", False))
+                    getattr(parsed, "no_color", False), getattr(parsed, "status", None))
     with pytest.raises(UsageError):  # and a second PATH is argparse's error, not ours
-        build_parser(prog="git forge", commands=["preflight"]).parse_args(
-            ["preflight", *words, "p1", "p2"])
+        build_parser(prog="git forge", commands=command[:1]).parse_args(
+            [*command, *words, "p1", "p2"])
 
 
 def test_the_clean_path_builds_no_parser_and_imports_little(project: Path) -> None:

@@ -81,12 +81,12 @@ def _kept(path: str, key: bytes) -> str | None:
             data = handle.read()
     except OSError:
         return None
-    header, _, rest = data.partition(b"\n")
-    found, _, text = rest.partition(b"\n")
-    if header != _MAGIC or found != key or not text.endswith(b"\n"):
+    start = len(_MAGIC) + 1
+    end = data.find(b"\n", start)
+    if not data.startswith(_MAGIC + b"\n") or data[start:end] != key or data[-1:] != b"\n":
         return None  # every complete cache file ends with the newline written after its text
     try:
-        return text[:-1].decode("utf-8")
+        return data[end + 1:-1].decode("utf-8")
     except UnicodeDecodeError:
         return None
 
