@@ -15,7 +15,6 @@ from typing import Any
 from git_forge.errors import StoreError
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.loop.control import live_agents, loop_lock_path, orphaned_agents
-from git_forge.loop.receipts import costs_json, read_ledger
 from git_forge.loop.state import RunState, read_state, state_path
 from git_forge.reconcile.item_trees import item_trees
 from git_forge.runner.base import Runner
@@ -148,9 +147,24 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
     return document
 
 
+def no_costs() -> dict[str, Any]:
+    """``costs`` when there is no ledger at all (no agent has reported yet): what
+    ``costs_json`` gives an empty ledger, without importing the receipts (a test
+    holds the two equal)."""
+    return {"run": None, "runItems": {}, "items": {}}
+
+
 def _costs(state_dir: Path, run_id: str | None) -> dict[str, Any] | None:
     """What the last run and each item cost so far (``loop/receipts.py``); ``None``
     when the ledger cannot be read (status still reports the rest)."""
+    import os
+
+    from git_forge.layout import RECEIPTS_FILE
+
+    if not os.path.lexists(os.path.join(state_dir, RECEIPTS_FILE)):
+        return no_costs()
+    from git_forge.loop.receipts import costs_json, read_ledger
+
     try:
         return costs_json(read_ledger(state_dir), run_id)
     except StoreError:

@@ -173,7 +173,7 @@ def orphaned_agents(state_dir: Path) -> list[OrphanedAgent]:
     (their liveness locks are held; see ``supervisor.liveness``)."""
     from pathlib import Path
 
-    from git_forge.supervisor.paths import ALIVE_SUFFIX
+    from git_forge.layout import ALIVE_SUFFIX
 
     root = Path(state_dir) / PROC_DIR
     try:
