@@ -102,20 +102,6 @@ def install_copy(target: Path) -> None:
     PYTHON, FORGE = [str(python)], [str(script)]
 
 
-def median_ms(argv: list[str], cwd: Path, rounds: int, before=None) -> float:
-    """The median wall time of ``rounds`` runs (after one that warms the caches);
-    ``before()`` runs, untimed, before each."""
-    samples = []
-    for _ in range(rounds + 1):
-        if before is not None:
-            before()
-        started = time.perf_counter()
-        subprocess.run(argv, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples[1:]) * 1000  # the first warms the caches
-
-
 def git(*argv: str, cwd: Path) -> None:
     subprocess.run(["git", *argv], cwd=cwd, env=ENV, check=True, stdout=subprocess.DEVNULL)
 
@@ -164,6 +150,24 @@ def decision_record(root: Path, entries: int = 10_000) -> Path:
     return path
 
 
+def interleaved(runs: dict[str, tuple[list[str], Path, object]], rounds: int
+                ) -> dict[str, float]:
+    """The median wall time (ms) of each run, the runs interleaved round by round —
+    on a shared, loaded machine a ratio means something only between figures taken
+    in the same minutes. ``(argv, cwd, before)``: ``before()`` runs, untimed, first."""
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for round_number in range(rounds + 1):  # the first round warms the caches
+        for name, (argv, cwd, before) in runs.items():
+            if callable(before):
+                before()
+            started = time.perf_counter()
+            subprocess.run(argv, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            if round_number:
+                samples[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) * 1000 for name, values in samples.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -175,47 +179,64 @@ def main() -> None:
         work = Path(tmp)
         if not arguments.editable:
             install_copy(work / "venv")
-        interpreter = median_ms([*PYTHON, "-c", "pass"], work, rounds)
         small = project(work / "small", 100)
-        print(f"python3 -c pass (the unit):                 {interpreter:7.1f} ms")
-        version = median_ms([*forge(), "--version"], small, rounds)
-        print(f"git forge --version:                        {version:7.1f} ms  "
-              f"({version / interpreter:.2f}x; goal <= 2x)")
-        for items in (100, 1_000, 5_000):
-            root = small if items == 100 else project(work / f"p{items}", items)
-            status = median_ms([*forge(), "status"], root, rounds)
-            listing = median_ms([*forge(), "backlog", "list", "--json"], root, rounds)
-            print(f"{items:>5} items: status {status:7.1f} ms ({status / interpreter:.2f}x), "
-                  f"backlog list --json {listing:7.1f} ms ({listing / interpreter:.2f}x)")
-            if items == 5_000:  # the first command after backlog.json changed: no cache
-                def uncached(cache: Path = root / ".forge" / "cache") -> None:
-                    shutil.rmtree(cache, ignore_errors=True)
-
-                status = median_ms([*forge(), "status"], root, rounds, uncached)
-                listing = median_ms([*forge(), "backlog", "list", "--json"], root, rounds,
-                                    uncached)
-                print(f"{items:>5} items, cache removed before each: status {status:7.1f} ms "
-                      f"({status / interpreter:.2f}x), backlog list --json {listing:7.1f} ms "
-                      f"({listing / interpreter:.2f}x)")
+        roots = {100: small, 1_000: project(work / "p1000", 1_000),
+                 5_000: project(work / "p5000", 5_000)}
         record = decision_record(small)
         reference = work / "reference.py"
         reference.write_text(REFERENCE)
-        ours = median_ms([*forge(), "decision", "list", "--backlog-dir", ".forge",
-                          "--unapplied", "--json"], small, rounds)
-        theirs = median_ms([*PYTHON, str(reference), str(record)], small, rounds)
+        clean = project(work / "clean", 10, files=1_000)
+        dirty = project(work / "dirty", 10, files=1_000)
+        for n in range(0, 1_000, 100):
+            (dirty / "src" / f"d{n // 500:03d}" / f"f{n:05d}.txt").write_text("changed\n")
+
+        # A copy of its own: removing the cache there leaves the others' hits alone.
+        changed = work / "p5000-changed"
+        shutil.copytree(roots[5_000], changed, symlinks=True)
+
+        def uncached(cache: Path = changed / ".forge" / "cache") -> None:
+            shutil.rmtree(cache, ignore_errors=True)  # the first command after a change
+
+        runs: dict[str, tuple[list[str], Path, object]] = {
+            "pass": ([*PYTHON, "-c", "pass"], work, None),
+            "version": ([*forge(), "--version"], small, None),
+        }
+        for items, root in roots.items():
+            runs[f"status {items}"] = ([*forge(), "status"], root, None)
+            runs[f"list {items}"] = ([*forge(), "backlog", "list", "--json"], root, None)
+        runs["status 5000 uncached"] = ([*forge(), "status"], changed, uncached)
+        runs["list 5000 uncached"] = ([*forge(), "backlog", "list", "--json"], changed,
+                                      uncached)
+        runs["decision list"] = ([*forge(), "decision", "list", "--backlog-dir", ".forge",
+                                  "--unapplied", "--json"], small, None)
+        runs["reference"] = ([*PYTHON, str(reference), str(record)], small, None)
+        for state, repo in (("clean", clean), ("dirty", dirty)):
+            runs[f"preflight {state}"] = ([*forge(), "preflight"], repo, None)
+            runs[f"git status {state}"] = (["git", "status", "--porcelain"], repo, None)
+        ms = interleaved(runs, rounds)
+
+        unit = ms["pass"]
+        print(f"medians of {rounds} interleaved rounds, wall clock, fresh process each")
+        print(f"python3 -c pass (the unit):                 {unit:7.1f} ms")
+        print(f"git forge --version:                        {ms['version']:7.1f} ms  "
+              f"({ms['version'] / unit:.2f}x; goal <= 2x)")
+        for items in roots:
+            status, listing = ms[f"status {items}"], ms[f"list {items}"]
+            print(f"{items:>5} items: status {status:7.1f} ms ({status / unit:.2f}x), "
+                  f"backlog list --json {listing:7.1f} ms ({listing / unit:.2f}x)")
+        status, listing = ms["status 5000 uncached"], ms["list 5000 uncached"]
+        print(f" 5000 items, cache removed before each: status {status:7.1f} ms "
+              f"({status / unit:.2f}x), backlog list --json {listing:7.1f} ms "
+              f"({listing / unit:.2f}x)")
+        ours, theirs = ms["decision list"], ms["reference"]
         print(f"decision list --unapplied --json, 10,000 entries: {ours:7.1f} ms; "
               f"reference script {theirs:7.1f} ms ({ours / theirs:.2f}x)")
-        repo = project(work / "files", 10, files=1_000)
         for state in ("clean", "dirty"):
-            if state == "dirty":
-                for n in range(0, 1_000, 100):
-                    path = repo / "src" / f"d{n // 500:03d}" / f"f{n:05d}.txt"
-                    path.write_text("changed\n")
-            preflight = median_ms([*forge(), "preflight"], repo, rounds)
-            status = median_ms(["git", "status", "--porcelain"], repo, rounds)
-            bar = interpreter + 1.5 * status
+            preflight, status = ms[f"preflight {state}"], ms[f"git status {state}"]
+            bar = unit + 1.5 * status
             print(f"preflight, 1,000 files, {state}: {preflight:7.1f} ms; git status "
-                  f"{status:6.1f} ms; bar (interpreter + 1.5x git status) {bar:7.1f} ms")
+                  f"{status:6.1f} ms; bar (interpreter + 1.5x git status) {bar:7.1f} ms "
+                  f"({preflight / bar:.2f}x the bar)")
 
 
 if __name__ == "__main__":
