@@ -59,6 +59,11 @@ WORKTREES_DIR = "worktrees"
 #: which names them, so that the pre-launch check's clean path can look for them
 #: without compiling that module's patterns).
 ITEM_BRANCH_PREFIX = "forge/"
+#: The merge conflicts of a parallel run's items, by item: what conflicted, and once
+#: retried, the ref holding the previous attempt (``reconcile.conflicts``).
+CONFLICTS_FILE = "conflicts.json"
+#: ``refs/forge/retried/<id>/<time>``: an item's attempt kept when it is retried.
+RETRIED_REF_PREFIX = "refs/forge/retried/"
 
 #: Configuration files (read by ``config``; named here so that code on a hot path,
 #: completion, can look for them without loading the configuration machinery).

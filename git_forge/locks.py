@@ -31,13 +31,39 @@ def sidecar_lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
 
 
-def _holder_label() -> str:
-    """Who holds a lock, for the message a timed-out waiter prints."""
-    import socket  # only a lock holder needs it; readers (the pre-launch check) do not
+_LABEL_PREFIX: tuple[int, str] | None = None
 
-    started = wire_now()
-    command = " ".join(Path(sys.argv[0]).name.split() + sys.argv[1:3]) if sys.argv else "?"
-    return f"pid {os.getpid()} on {socket.gethostname()} ({command}) since {started}"
+
+def _holder_label() -> str:
+    """Who holds a lock, for the message a timed-out waiter prints. The part that
+    cannot change while this process lives is worked out once per process."""
+    global _LABEL_PREFIX
+    pid = os.getpid()
+    if _LABEL_PREFIX is None or _LABEL_PREFIX[0] != pid:  # a forked child is someone else
+        import socket  # only a lock holder needs it; readers (the pre-launch check) do not
+
+        command = " ".join(Path(sys.argv[0]).name.split() + sys.argv[1:3]) if sys.argv else "?"
+        _LABEL_PREFIX = (pid, f"pid {pid} on {socket.gethostname()} ({command}) since ")
+    return _LABEL_PREFIX[1] + wire_now()
+
+
+def _write_label(fd: int, label: bytes, previous: bytes) -> None:
+    """Put ``label`` in the lock file; truncated only when it is shorter than what
+    the file held (a truncate costs a journal write; labels are mostly the same
+    length)."""
+    os.pwrite(fd, label, 0)
+    if len(label) < len(previous):
+        os.ftruncate(fd, len(label))
+
+
+def _read_all(fd: int) -> bytes:
+    """The lock file's bytes (a label: small), read from the start."""
+    chunks = []
+    offset = 0
+    while chunk := os.pread(fd, 4096, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
 
 
 class FileLock:
@@ -79,7 +105,7 @@ class FileLock:
         # through this module without ever taking a lock.
         import portalocker
 
-        handle = os.fdopen(fd, "r+b")
+        handle = os.fdopen(fd, "r+b", buffering=0)
         try:
             portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
         except (portalocker.LockException, BlockingIOError):
@@ -89,12 +115,8 @@ class FileLock:
             handle.close()
             raise
         try:  # the label only informs a waiter: a full disk must not cost the lock
-            handle.seek(0)
-            self._previous_label = handle.read()
-            handle.seek(0)
-            handle.truncate()
-            handle.write((holder or _holder_label()).encode("utf-8"))
-            handle.flush()
+            self._previous_label = _read_all(fd)
+            _write_label(fd, (holder or _holder_label()).encode("utf-8"), self._previous_label)
         except OSError:
             pass
         self._handle = handle
@@ -125,10 +147,8 @@ class FileLock:
         try:
             if restore_label:
                 with contextlib.suppress(OSError):
-                    handle.seek(0)
-                    handle.truncate()
-                    handle.write(self._previous_label)
-                    handle.flush()
+                    fd = handle.fileno()
+                    _write_label(fd, self._previous_label, _read_all(fd))
             portalocker.unlock(handle)
         finally:
             handle.close()

@@ -22,6 +22,7 @@ from git_forge.jsonfile import write_json
 from git_forge.layout import (
     ARCHIVE_DIR,
     BACKLOG_FILE,
+    CONFLICTS_FILE,
     DECISIONS_FILE,
     EVENTS_FILE,
     LOOP_RUN_FILE,
@@ -38,6 +39,7 @@ from git_forge.workspace import Workspace
 _STATE_PATTERNS: tuple[str, ...] = (
     STATE_FILE, EVENTS_FILE, DECISIONS_FILE, "*.lock", LOOP_RUN_FILE, f"{PROC_DIR}/",
     f"{ARCHIVE_DIR}/", PROMPT_FILES, RECEIPTS_FILE, NOTIFIED_FILE, f"{WORKTREES_DIR}/",
+    CONFLICTS_FILE,
 )
 
 _EXAMPLE_CONFIG = """\

@@ -120,6 +120,7 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
         "iteration": state.iteration,
         "maxIterations": state.max_iterations,
         "currentItem": state.current_item,
+        "runningItems": list(state.running),
         "lastSignal": state.last_signal,
         "startedAt": state.started_at,
         "waitingUntil": state.waiting_until,

@@ -130,6 +130,26 @@ def test_file_lock_is_exclusive_within_a_process(tmp_path: Path) -> None:
     second.release()
 
 
+def test_a_lock_file_holds_exactly_its_holders_label(tmp_path: Path) -> None:
+    """A shorter label replaces a longer one whole; ``restore_label`` puts back the
+    previous bytes exactly, shorter or longer."""
+    path = tmp_path / "l"
+    path.write_bytes(b"a much longer label left by an earlier holder of this lock")
+    lock = FileLock(path)
+    assert lock.try_acquire(holder="short")
+    assert path.read_bytes() == b"short"
+    lock.release(restore_label=True)
+    assert path.read_bytes() == b"a much longer label left by an earlier holder of this lock"
+    assert lock.try_acquire()
+    label = path.read_bytes().decode()
+    assert label.startswith(f"pid {os.getpid()} on ") and " since " in label
+    lock.release()
+    path.write_bytes(b"")
+    assert lock.try_acquire(holder="someone")
+    lock.release(restore_label=True)
+    assert path.read_bytes() == b""
+
+
 def test_update_json_round_trip(tmp_path: Path) -> None:
     target = tmp_path / "f.json"
     update_json(target, lambda doc: {"items": [1]} if doc is None else doc)

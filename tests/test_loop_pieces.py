@@ -59,8 +59,20 @@ def test_state_round_trip_and_key_order(tmp_path: Path) -> None:
     assert list(document) == [
         "status", "iteration", "maxIterations", "currentItem", "lastSignal", "startedAt",
         "updatedAt", "completedItems", "blockedItems", "deferredItems", "needsHumanItems",
-        "baseCommitHash", "runId", "error", "waitingUntil"]
+        "baseCommitHash", "runId", "error", "waitingUntil", "runningItems"]
     assert document["status"] == "running" and document["updatedAt"].endswith("Z")
+    # a serial run sets only currentItem: runningItems is that item; a parallel run sets both
+    assert document["runningItems"] == ["003"] and read_state(tmp_path).running == ("003",)
+    write_state(tmp_path, RunState(status="running", current_item="003",
+                                   running_items=("001", "003")))
+    assert read_state(tmp_path).to_json()["runningItems"] == ["001", "003"]
+    write_state(tmp_path, RunState(status="running", current_item=None, running_items=()))
+    assert read_state(tmp_path).running == ()
+    (tmp_path / "state.json").write_text('{"status": "running", "currentItem": "004", '
+                                         '"runningItems": "bogus"}')
+    assert read_state(tmp_path).running == ("004",)  # tolerant: a wrong type is unknown
+    write_state(tmp_path, RunState(status="running", iteration=2, max_iterations=5,
+                                   current_item="003", run_id="r1"))
     with pytest.raises(ValueError):
         write_state(tmp_path, RunState(status="bogus"))
     assert read_state(tmp_path).to_json()["status"] == "running"

@@ -172,20 +172,17 @@ def test_two_items_on_the_same_line_one_integrates_one_asks(twelve: Path, agent:
     assert items[loser]["needsHuman"] is True
     assert reason.startswith(f"merge conflict in shared.txt with item {winner}: its work is "
                              f"kept on branch forge/{loser}")
-    assert "Retry on the new tip" in reason and "resolve by hand" in reason
-    assert "conflicted with the branch in shared.txt" in items[loser]["notes"]
+    assert "Retry it on the new tip or resolve it by hand: git forge recover" in reason
+    assert "--force" not in reason and "branch -D" not in reason
     # nothing lost: the winner's line is on the branch, the loser's on its branch
     assert f"as item {winner} has it" in (twelve / "shared.txt").read_text()
     assert f"as item {loser} has it" in git("show", f"forge/{loser}:shared.txt", cwd=twelve)
     assert (twelve / ".forge" / "worktrees" / loser).is_dir()
     stop = run_forge("preflight", cwd=twelve)
     assert stop.returncode == 1 and f"git forge reconcile --integrate {loser}" in stop.stderr
-    # retry on the new tip: drop the branch (the reason's command), answer, run again
-    tree = twelve / ".forge" / "worktrees" / loser
-    git("worktree", "remove", "--force", str(tree), cwd=twelve)
-    git("branch", "-D", f"forge/{loser}", cwd=twelve)
-    answered = run_forge("backlog", "answer", loser, "retry on the new tip", cwd=twelve)
-    assert answered.returncode == 0, answered.stderr
+    # retry on the new tip (recover's answer), then run again: it lands
+    answered = run_forge("recover", "--answer", f"{loser}=retry", cwd=twelve)
+    assert answered.returncode == 0, answered.stdout + answered.stderr
     again = run_parallel(twelve, agent, 2, loop_env(tmp_path, FORGE_TEST_MODE="clash"))
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"as item {loser} has it" in (twelve / "shared.txt").read_text()
@@ -260,7 +257,8 @@ def test_sigkill_with_four_agents_running_keeps_every_worktree(twelve: Path, age
     commits = item_commits(twelve)
     assert sorted(commits) == [f"{n:03d}" for n in range(1, 13)]
     assert all(len(paths) == 1 for paths in commits.values())  # none committed twice
-    assert git("worktree", "list", "--porcelain", cwd=twelve).count("worktree ") == 1
+    trees = git("worktree", "list", "--porcelain", cwd=twelve)
+    assert trees.count("worktree ") == 1, trees + done.stdout + done.stderr
 
 
 def test_loop_stop_ends_every_agent_and_keeps_the_worktrees(twelve: Path, agent: Path,
@@ -274,7 +272,12 @@ def test_loop_stop_ends_every_agent_and_keeps_the_worktrees(twelve: Path, agent:
         live = json.loads(run_forge("status", "--json", cwd=twelve).stdout)
         assert [(a["itemId"], a["worktree"]) for a in live["agents"]] == [
             (i, str(twelve / ".forge" / "worktrees" / i)) for i in ("001", "002", "003")]
+        assert live["runningItems"] == ["001", "002", "003"]
+        state = json.loads((twelve / ".forge" / "state.json").read_text())
+        assert state["runningItems"] == ["001", "002", "003"]
+        assert state["currentItem"] in state["runningItems"]
         shown = run_forge("status", cwd=twelve).stdout
+        assert "on items 001, 002, 003" in shown
         assert "agent:    item 002 running since" in shown
         assert "in .forge/worktrees/002" in shown
         assert run_forge("loop", "stop", cwd=twelve).returncode == 0
@@ -284,12 +287,18 @@ def test_loop_stop_ends_every_agent_and_keeps_the_worktrees(twelve: Path, agent:
             loop.kill()
             loop.wait(timeout=30)
     assert loop.returncode == 130, out + err
+    assert json.loads((twelve / ".forge" / "state.json").read_text())["runningItems"] == []
     assert not alive(agent_pids(tmp_path))
     items = backlog(twelve)
     assert [items[i]["status"] for i in ("001", "002", "003")] == ["pending"] * 3
     assert git("status", "--porcelain", cwd=twelve) == ""  # the bookkeeping is committed
     assert run_forge("preflight", cwd=twelve).returncode == 1
     assert "worktrees are kept for git forge reconcile" in err
+    trees = twelve / ".forge" / "worktrees"
+    assert all((trees / i).is_dir() for i in ("001", "002", "003"))
+    # the worktree made ahead for the next item, which never started, is gone
+    assert not (trees / "004").exists()
+    assert git("branch", "--list", "forge/004", cwd=twelve) == ""
 
 
 def test_parallel_one_is_the_serial_loop(twelve: Path, agent: Path, tmp_path: Path) -> None:

@@ -70,6 +70,7 @@ def test_status_reads_state_json(repo: Path) -> None:
         "running", 3, 50, "006", "blocked", "2026-02-01T10:00:00Z"]
     lines = render_status(document)
     assert lines[0] == "loop:     running (iteration 3/50), on item 006"
+    assert document["runningItems"] == ["006"]
     assert lines[1] == ("backlog:  6 items: 1 pending, 1 in progress, 3 blocked "
                         "(1 needs human, 1 deferred), 1 done")
     assert lines[2] == ("topology: max chain depth 3, 0 selectable; starved, waiting on 002 "

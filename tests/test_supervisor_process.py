@@ -23,6 +23,7 @@ from git_forge.loop.process_events import ProcessEventPublisher
 from git_forge.supervisor import liveness
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.entry import Outcome
+from git_forge.supervisor.handles import mint_handle
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest, ManifestStore
 from git_forge.supervisor.paths import ProcPaths
@@ -129,6 +130,21 @@ def test_a_process_runs_to_its_exit(make, root: Path, recorder: Recorder) -> Non
     assert manifest.started_at and manifest.finished_at >= manifest.started_at
     for path in [root, *root.rglob("*")]:  # output may hold secrets: owner-only, everywhere
         assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
+
+
+def test_wait_any_hears_of_whichever_process_ends_first(make) -> None:
+    """The first process to end wakes the waiter, whichever handle it is — not the
+    one a caller happens to look at first."""
+    supervisor = make()
+    slow = run(supervisor, py("import time; time.sleep(30)"))
+    quick = run(supervisor, py("import time; time.sleep(0.3)"))
+    assert supervisor.wait_any([slow, quick], 0) == []
+    assert supervisor.wait_any([slow, quick], WAIT) == [quick]
+    assert supervisor.wait(quick, timeout=0).state == "exited"
+    supervisor.stop(slow, "kill")
+    assert supervisor.wait_any([slow, quick], WAIT) == [slow, quick]
+    stranger = mint_handle()  # not run here: settled, and ``wait`` answers for it
+    assert supervisor.wait_any([stranger], 0) == [stranger]
 
 
 SPLIT_SIGNAL_AGENT = """

@@ -350,3 +350,79 @@ def test_the_launch_blockers_worktree_look_never_imports_pygit2() -> None:
             "print(any(m == 'pygit2' or m.startswith('pygit2.') for m in sys.modules))")
     out = waiting.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def git_tree_of_everything(tree: Path) -> str:
+    """What git itself makes of a worktree's files: ``git add -A && git write-tree``
+    into a throw-away index (the worktree's own index untouched)."""
+    env = {"GIT_INDEX_FILE": str(tree.parent / "scratch.index")}
+    git("read-tree", "HEAD", cwd=tree, env=env)
+    git("add", "-A", cwd=tree, env=env)
+    found = git("write-tree", cwd=tree, env=env).strip()
+    (tree.parent / "scratch.index").unlink()
+    return found
+
+
+def test_retire_keeps_the_commit_and_every_uncommitted_change(repo: Path) -> None:
+    from git_forge.tree.worktrees import retire
+
+    tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
+    commit = agent_commit(tree, {"f.txt": edit_line(3, "mine")}, "[forge] 001: one")
+    (tree / "other.txt").write_text("changed, unstaged\n")
+    (tree / "new.txt").write_text("untracked\n")
+    (tree / "gone.txt").write_text("")
+    (tree / "f.txt").unlink()
+    (tree / "staged.txt").write_text("staged\n")
+    git("add", "staged.txt", cwd=tree)
+    expected = git_tree_of_everything(tree)
+    kept = retire(repo, "forge/001", "refs/forge/retried/001/", tree)
+    assert kept.ref.startswith("refs/forge/retried/001/") and kept.commit == commit
+    assert git("rev-parse", f"{kept.ref}^{{tree}}", cwd=repo).strip() == expected
+    assert git("rev-parse", f"{kept.ref}^1", cwd=repo).strip() == commit
+    assert git("show", f"{kept.ref}^2:staged.txt", cwd=repo) == "staged\n"  # the staging too
+    assert not tree.exists() and "forge/001" not in branch_tips(repo, "forge/")
+    assert len(worktrees(repo)) == 1
+
+
+def test_retire_of_a_clean_worktree_keeps_the_commit_itself(repo: Path) -> None:
+    from git_forge.tree.worktrees import retire
+
+    tree = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main")
+    commit = agent_commit(tree, {"g.txt": "g\n"}, "[forge] 002: two")
+    kept = retire(repo, "forge/002", "refs/forge/retried/002/", tree)
+    assert git("rev-parse", kept.ref, cwd=repo).strip() == commit and kept.saved_paths == ()
+    again = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main")  # a fresh cut
+    assert git("rev-parse", "HEAD", cwd=again).strip() == git("rev-parse", "main",
+                                                              cwd=repo).strip()
+
+
+def test_retire_refuses_a_locked_or_busy_worktree_and_changes_nothing(repo: Path) -> None:
+    from git_forge.tree.worktrees import retire
+
+    tree = add_worktree(repo, tree_dir(repo, "003"), "forge/003", "main")
+    agent_commit(tree, {"f.txt": edit_line(1, "theirs")}, "[forge] 003: three")
+    (tree / "wip.txt").write_text("work in progress\n")
+    git("worktree", "lock", "--reason", "mine", str(tree), cwd=repo)
+    before = snapshot(tree), git("for-each-ref", cwd=repo)
+    with pytest.raises(GitError, match="is locked"):
+        retire(repo, "forge/003", "refs/forge/retried/003/", tree)
+    assert (snapshot(tree), git("for-each-ref", cwd=repo)) == before
+    git("worktree", "unlock", str(tree), cwd=repo)
+    git("checkout", "-q", "--detach", cwd=tree)
+    with pytest.raises(GitError, match="is not on forge/003"):
+        retire(repo, "forge/003", "refs/forge/retried/003/", tree)
+    assert (snapshot(tree), git("for-each-ref", cwd=repo)) == before
+
+
+def test_retire_with_the_worktree_directory_gone_drops_its_registration(repo: Path) -> None:
+    import shutil
+
+    from git_forge.tree.worktrees import retire
+
+    tree = add_worktree(repo, tree_dir(repo, "004"), "forge/004", "main")
+    commit = agent_commit(tree, {"h.txt": "h\n"}, "[forge] 004: four")
+    shutil.rmtree(tree)
+    kept = retire(repo, "forge/004", "refs/forge/retried/004/", tree)
+    assert git("rev-parse", kept.ref, cwd=repo).strip() == commit
+    assert len(worktrees(repo)) == 1 and "forge/004" not in branch_tips(repo, "forge/")
+    add_worktree(repo, tree, "forge/004", "main")  # the place is free for a fresh cut

@@ -201,19 +201,24 @@ class HeldBacklog:
 
     # --- changing ---------------------------------------------------------------------------
 
-    def transition(self, item_id: str, new_status: str, **fields: Any) -> Item:
+    def transition(self, item_id: str, new_status: str, *, durable: bool = True,
+                   **fields: Any) -> Item:
         """Move one item to ``new_status`` (``BacklogStore.transition``'s rules and
-        bookkeeping); the changed item."""
+        bookkeeping); the changed item. ``durable=False`` replaces the file without
+        fsyncs (``atomic_write``): for a change something else already makes
+        recoverable after a power cut."""
         now = wire_now()
         return self._change(
-            item_id, lambda item: model.apply_transition(item, new_status, now=now, **fields))
+            item_id, lambda item: model.apply_transition(item, new_status, now=now, **fields),
+            durable=durable)
 
     def replace(self, item: Item) -> None:
         """Put ``item`` back in the place of the item with its id, as it is (undoing a
         change whose commit failed)."""
         self._change(item.id, lambda _current: item)
 
-    def _change(self, item_id: str, change: Callable[[Item], Item]) -> Item:
+    def _change(self, item_id: str, change: Callable[[Item], Item], *,
+                durable: bool = True) -> Item:
         with locked(self.path):
             remove_stale_temp_files(self.path)
             self.load()  # under the lock: a change made by another writer is read first
@@ -234,7 +239,7 @@ class HeldBacklog:
                     data = self._encode()
                 except UnicodeEncodeError:
                     raise BacklogError(unencodable(self.path)) from None
-                atomic_write(self.path, data)
+                atomic_write(self.path, data, durable=durable)
                 fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
             except BaseException:
                 self._items[position], self._texts[position] = before, None

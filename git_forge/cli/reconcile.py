@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from git_forge.reconcile.attribution import Plan
     from git_forge.reconcile.execution import Action, Decision
     from git_forge.reconcile.merge_queue import Outcome
+    from git_forge.reconcile.service import ReconcileReport
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -163,6 +164,35 @@ def ask_decisions(plan: Plan, *, commit_recovery: bool = False) -> dict[str, Dec
     return decisions
 
 
+def ask_branches(plan: Plan, conflicts: frozenset[str]) -> dict[str, str]:
+    """One question per unintegrated item branch on a terminal: integrate it now
+    (the step ``--integrate`` runs), leave it, or — for a merge conflict — retry it
+    on the new tip. The default is to leave it."""
+    from git_forge.cli import ask
+
+    choices: dict[str, str] = {}
+    for tree in plan.branches:
+        if tree.branch is None:
+            continue
+        options = [("i", "integrate now"), ("l", "leave")]
+        if tree.item_id in conflicts:
+            options.insert(1, ("r", "retry on the new tip"))
+        choice = ask.choose(f"item {tree.item_id} ({tree.branch}):", options, default="leave")
+        choices[tree.item_id] = choice.split(" ")[0]
+    return choices
+
+
+def render_retried(report: ReconcileReport) -> list[str]:
+    lines = []
+    for record in report.retried:
+        kept = f"its attempt is kept at {record.retried_ref}" if record.retried_ref else \
+            "its branch was gone already"
+        lines.append(f"  item {record.item_id}: retried on the new tip — {kept}; back to "
+                     "pending, the next run starts it afresh")
+    lines += [f"  item {item}: landed, done" for item in report.landed]
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     from git_forge.cli import ask
     from git_forge.cli.output import note
@@ -207,24 +237,33 @@ def run(args: argparse.Namespace) -> int:
              if decision.action == "commit"], workspace.root, workspace.backlog_file)
         return decisions
 
-    report = reconcile_tree(workspace, decide, integrate=args.integrate)
+    # On a terminal with nothing decided by flags, the branches are asked about too.
+    dialogue = (not args.json and not acting and live is None and ask.interactive())
+    report = reconcile_tree(workspace, decide, integrate=args.integrate,
+                            choose_branches=ask_branches if dialogue else None)
     if args.json:
         emit_json(report.to_json())
-    elif report.plan.groups or report.plan.branches or report.integrations:
+    elif (report.plan.groups or report.plan.branches or report.integrations
+          or report.retried):
         if report.actions:
             print("Actions:")
             print("\n".join(render_actions(report.actions)))
         if report.integrations:
             print("Integrations:")
             print("\n".join(render_integrations(report.integrations)))
-        if (report.actions or report.integrations) and report.trees_left:
+        if report.retried or report.landed:
+            print("\n".join(render_retried(report)))
+        for line in report.notes:
+            print(f"  note: {line}")
+        if (report.actions or report.integrations or report.retried) and report.trees_left:
             from git_forge.cli.render_trees import render_item_trees
 
             print(f"Items' worktrees and branches still holding work not on "
                   f"{report.plan.onto or 'HEAD'}:")
             print("\n".join(render_item_trees(report.trees_left, report.plan.onto,
                                                workspace.root)))
-        if not report.clean and not report.actions and not report.integrations:
+        if (not report.clean and not report.actions and not report.integrations
+                and not report.retried):
             print("Nothing was changed. Decide with --commit/--stash/--leave GROUP, "
                   "--discard GROUP --confirm-discard or --integrate ITEM.", file=sys.stderr)
     return 0 if report.clean else RECONCILE_TREE_DIRTY

@@ -41,11 +41,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_location(parser)
     parser.add_argument("--answer", action="append", default=[], metavar="ID=TEXT",
                         help="answer a question by its cluster id (c003; c006 for one item) "
-                             "or one item by its id (repeatable)")
+                             "or one item by its id (repeatable); a merge conflict takes "
+                             "retry (on the new tip) or resolve (by hand)")
     parser.add_argument("--defer", action="append", default=[], metavar="ID",
                         help="defer a question (c003) or one item (repeatable)")
     parser.add_argument("--answers", metavar="FILE",
-                        help="a YAML or JSON mapping of id to answer text, defer or cancel")
+                        help="a YAML or JSON mapping of id to answer text, defer or cancel "
+                             "(retry or resolve for a merge conflict)")
     parser.add_argument("--merge", action="append", default=[], metavar="C1,C2",
                         help="treat these clusters (or the clusters of these items) as one "
                              "question (repeatable; never splits)")
@@ -119,7 +121,8 @@ class TerminalAsker:
     def ask(self, questions: list[Question]) -> list[Collected]:
         from git_forge.cli import ask
         from git_forge.credentials import credential_refusal
-        from git_forge.recovery.answers import CANCEL, DEFER, Choice, Collected
+        from git_forge.errors import UsageError
+        from git_forge.recovery.answers import CANCEL, DEFER, Choice, Collected, conflict_choice
 
         if self.cancelled:
             return [Collected(q, q.item_ids, CANCEL) for q in questions]
@@ -130,13 +133,24 @@ class TerminalAsker:
                 print(paint(f"Question {index + 1} of {len(questions)} ({question.id})", "bold"))
                 print(question.text)
                 while True:
-                    reply = ask.text("Your decision (Enter: defer; 'cancel': cancel the run "
+                    reply = ask.text("Your decision (retry / resolve; Enter: defer; 'cancel': "
+                                     "cancel the run early) > " if question.conflict else
+                                     "Your decision (Enter: defer; 'cancel': cancel the run "
                                      "early) > ")
                     if reply is None or reply == "" or reply.lower() == "defer":
                         choice = DEFER
                         break
                     if reply.lower() == "cancel":
                         choice = CANCEL
+                        break
+                    if question.conflict is not None:
+                        try:
+                            choice = conflict_choice(question, Choice("answer", reply),
+                                                     question.item_ids)
+                        except UsageError as problem:
+                            print(paint(problem.message[0].upper() + problem.message[1:]
+                                        + ".", "yellow"))
+                            continue
                         break
                     refusal = credential_refusal(reply, "that answer")
                     if refusal:
@@ -205,6 +219,10 @@ def render_report(report: Report) -> list[str]:
         lines.append("  nothing to recover: no unapplied decision and no blocked item")
     for entry in report.recorded:
         what = (f"answer {entry['answer']!r}" if entry["answer"] is not None else "deferred")
+        if entry.get("choice") == "retry":
+            what = "retry on the new tip"
+        elif entry.get("choice") == "resolve":
+            what = "resolve by hand (deferred until it lands)"
         cluster = f" (cluster {entry['clusterId']})" if entry.get("clusterId") else ""
         lines.append(f"  recorded  {entry['itemId']}: {what}{cluster}")
     for item_id in report.reentry:
@@ -222,6 +240,14 @@ def render_report(report: Report) -> list[str]:
                   " (the runner contract unblocks a plain blocked or deferred item; "
                   "the answer stays in the decision record)"))
         lines.append(f"  applied   {applied.item_id}: {how}")
+    for record in report.retried:
+        kept = (f"its attempt is kept at {record.retried_ref} (git show {record.retried_ref})"
+                if record.retried_ref else "its branch was gone already")
+        lines.append(f"  retried   {record.item_id}: {kept}; its worktree and branch are "
+                     "removed, the next run starts it afresh from the tip")
+    for item_id, commands in report.resolve_by_hand:
+        lines.append(f"  by hand   {item_id}: resolve it in its worktree, then land it:")
+        lines += [f"            {command}" for command in commands]
     if report.degraded:
         lines.append(paint(f"  degraded: {report.degraded['reason']}; answers were NOT threaded "
                            f"into the next prompt (they stay in the decision record)", "yellow"))

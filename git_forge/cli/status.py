@@ -64,7 +64,10 @@ def render_status(document: dict[str, Any]) -> list[str]:
     else:
         if document.get("iteration") is not None and loop != "idle":
             loop += f" (iteration {document['iteration']}/{document.get('maxIterations')})"
-        if document.get("currentItem"):
+        running = document.get("runningItems") or []
+        if len(running) > 1:
+            loop += f", on items {', '.join(running)}"
+        elif document.get("currentItem"):
             loop += f", on item {document['currentItem']}"
         if document.get("waitingUntil"):
             loop += (f", waiting for the agent's usage limit until {document['waitingUntil']}"

@@ -58,8 +58,9 @@ def after_attempt(run: RunContext, taken: Item, result: AgentResult) -> Step | E
     if result.receipt is not None:
         agent.spent = agent.spent.add(result.receipt)
         try:
-            receipts.record(run.workspace.state_dir, run.state.run_id or "", item_id,
-                            result.receipt)
+            if agent.ledger is None:
+                agent.ledger = receipts.LedgerWriter(run.workspace.state_dir)
+            agent.ledger.record(run.state.run_id or "", item_id, result.receipt)
         except ForgeError as exc:  # the receipt stays in the manifest and the journal
             run.progress.note(f"item {item_id}: its receipt could not be added up: "
                               f"{exc.message}")

@@ -12,6 +12,10 @@ from git_forge.agents.receipt import Totals
 from git_forge.loop.breaker import Breaker
 from git_forge.loop.notify import Notifier
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from git_forge.loop.receipts import LedgerWriter
+
 
 def _silent() -> Notifier:
     return Notifier((), Path(), "", Path(), lambda event, why: None)
@@ -29,6 +33,8 @@ class AgentState:
     last_session: tuple[str, str] | None = None
     #: What this run's attempts cost so far.
     spent: Totals = field(default_factory=Totals)
+    #: Adds each attempt's receipt to ``receipts.json`` (made at the first receipt).
+    ledger: LedgerWriter | None = None
 
     def session_for(self, item_id: str, enabled: bool) -> str | None:
         """The session a retry of ``item_id`` resumes: the previous attempt's, only

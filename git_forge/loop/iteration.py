@@ -26,6 +26,7 @@ from git_forge.loop.context import RunContext
 from git_forge.loop.errors import LoopError
 from git_forge.loop.prompt import build_prompt
 from git_forge.loop.signals import Signal
+from git_forge.reconcile.conflicts import conflict_of
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.supervisor.process import PreparedProcess
@@ -89,7 +90,10 @@ def start_agent(run: RunContext, item: Item, number: int, *,
     else:  # the item commits in its worktree; the main checkout's locks are the merges'
         remove_prompt_files(run.workspace.state_dir, item_id)
     if item.status != "in_progress":
-        item = run.store.transition(item_id, "in_progress")
+        # Not fsynced: after a power cut the agent's durable manifest (written before it
+        # starts, naming the item) is what restore reads, and it sets the item back to
+        # pending whether or not this mark survived.
+        item = run.store.transition(item_id, "in_progress", durable=False)
     run.save(iteration=number, current_item=item_id)
     run.journal.append("iteration_start", iteration=number, itemId=item_id)
     run.journal.append("item_selected", itemId=item_id, title=item.title,
@@ -97,7 +101,8 @@ def start_agent(run: RunContext, item: Item, number: int, *,
     run.progress.iteration(number, options.iterations, item)
     prompt_text = options.prompt_file.read_text(encoding="utf-8") if options.prompt_file else None
     prompt = build_prompt(item, project_description=run.store.description(),
-                          prompt_file_text=prompt_text)
+                          prompt_file_text=prompt_text,
+                          conflict=conflict_of(run.workspace.state_dir, item_id))
     run.journal.sync()  # the item's start is on disk before its agent is
     session = run.agent.session_for(item_id, options.resume_sessions)
     attempt = Attempt(options.profile, follow=options.follow, resumed=session)

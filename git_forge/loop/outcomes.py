@@ -18,6 +18,7 @@ from git_forge.loop.context import RunContext, actionable, commit, dirty
 from git_forge.loop.errors import LoopError
 from git_forge.loop.iteration import AgentResult, remove_prompt_files
 from git_forge.reconcile import messages
+from git_forge.reconcile.conflicts import clear_conflict
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.tree.errors import GitError
 from git_forge.tree.porcelain import quote_path
@@ -77,6 +78,7 @@ def _done(run: RunContext, item: Item) -> Outcome:
         run.save(last_signal="blocked", current_item=None)
         run.progress.finished(item, Outcome.BLOCKED.label, reason)
         return Outcome.BLOCKED
+    clear_conflict(run.workspace.state_dir, item.id)  # a retried conflict, done serially
     run.save(last_signal="clean", current_item=None)
     run.progress.finished(item, Outcome.DONE.label, commit_id[:12])
     return Outcome.DONE

@@ -8,13 +8,16 @@ it finishes.
   starts on a tip that holds its dependencies' work.
 * **Each item** gets ``{stateDir}/worktrees/<id>`` on branch ``forge/<id>`` at the
   loop branch's current tip; its agent runs there (``FORGE_WORKTREE`` names it).
-  The supervisor's process quota is N.
+  The supervisor's process quota is N. While every slot is taken, the worktree of
+  the item that would start next is made ahead (``worktree_prep``), so a freed
+  slot starts its agent at once; one never used is removed at the end.
 * **Done**: the worktree's changes are committed there (``[forge] <id>: <title>``,
   exactly its paths, never backlog.json or state files), then the merge queue
   replays that commit onto the tip and fast-forwards the branch (completion
   order: the loop integrates each item the moment it finishes). A conflict
   changes nothing: the item is blocked ``needsHuman`` with the paths and the
-  items it collided with, and its branch and worktree are kept. The worktree
+  items it collided with, its branch and worktree are kept, and the conflict is
+  recorded (``reconcile.conflicts``) for recover's two answers. The worktree
   is removed only once the commit is integrated and the tree clean.
 * **Blocked, needs-human, deferred**: the agent's leftovers are stashed from its
   worktree (``forge: abandoned work from item <id>``, the one stash list), then
@@ -45,9 +48,11 @@ it finishes.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from git_forge.backlog.item import Item
 from git_forge.backlog.model import select_next
@@ -79,7 +84,9 @@ from git_forge.loop.merging import (
 from git_forge.loop.outcomes import Outcome, deferral_reason
 from git_forge.loop.progress import RunningAgent
 from git_forge.loop.summary import LoopResult, loop_result
+from git_forge.loop.worktree_prep import WorktreePreparer
 from git_forge.reconcile import messages
+from git_forge.reconcile.conflicts import clear_conflict, record_conflict
 from git_forge.reconcile.merge_queue import Conflicted, Integrated, Refused, tidy
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
@@ -132,6 +139,8 @@ class _Run:
     ending: Ending | None = None
     #: ``--max-cost`` reached: nothing more starts; the run ends once the rest settle.
     spent: Ending | None = None
+    #: Makes the next item's worktree while the agents run (``worktree_prep``).
+    preparer: WorktreePreparer | None = None
 
     @property
     def root(self) -> Path:
@@ -153,7 +162,8 @@ def run_parallel(run: RunContext) -> LoopResult | None:
     onto = str(run.repo.branch_name)
     worker = MergeWorker(workspace.root, workspace.state_dir, workspace.backlog_file,
                          run.backlog_rel, onto)
-    state = _Run(run, worker, onto, str(run.repo.head_commit_id()), run.state.iteration or 0)
+    state = _Run(run, worker, onto, str(run.repo.head_commit_id()), run.state.iteration or 0,
+                 preparer=WorktreePreparer(workspace.root))
     try:
         _check_ignored(state)
         while True:
@@ -179,6 +189,7 @@ def run_parallel(run: RunContext) -> LoopResult | None:
             break
     finally:
         worker.close()
+        _drop_unused_worktrees(state)
     for item_id in state.retry:  # the budget ran out in the middle of an item's retries
         run.store.transition(item_id, "pending")
     _commit_bookkeeping(run)
@@ -205,6 +216,7 @@ def _start_what_can(state: _Run) -> None:
     selectable items — an item being merged counts as not done yet — while the
     iteration budget lasts."""
     run = state.run
+    started = False
     while len(state.running) < run.options.parallel and state.number < run.options.iterations:
         state.spent = agent_run.over_budget(run)
         if state.spent is not None:  # --max-cost: the running agents finish, nothing starts
@@ -225,10 +237,40 @@ def _start_what_can(state: _Run) -> None:
             continue
         state.number += 1
         handle, attempt = start_agent(run, item, state.number, worktree=tree)
-        started = time.monotonic()
+        started_at = time.monotonic()
         state.running[item.id] = _Agent(run.store.get(item.id), handle, tree, state.number,
-                                        started, attempt, heard_at=started)
+                                        started_at, attempt, heard_at=started_at)
         state.ran.add(item.id)
+        run.save(running_items=tuple(state.running))
+        started = True
+    if started and len(state.running) >= run.options.parallel:
+        _prepare_next(state)
+
+
+def _prepare_next(state: _Run) -> None:
+    """Have the worktree of the item that would start next made while the agents
+    run, so that a freed slot starts it at once (``worktree_prep``)."""
+    run = state.run
+    if state.preparer is None or state.retry or state.number >= run.options.iterations:
+        return
+    items = [i.with_changes(status="in_progress") if i.id in state.merging else i
+             for i in run.store.items()]
+    found = select_next(items)
+    if found is None or state.preparer.asked(found.id):
+        return
+    path = item_worktree(state.state_dir, found.id)
+    if not path.exists():
+        state.preparer.prepare(found.id, path, messages.item_branch(found.id), state.tip)
+
+
+def _drop_unused_worktrees(state: _Run) -> None:
+    """Remove the worktrees made for items that did not start: clean, on a branch the
+    loop's branch contains (``tidy`` keeps any that is not)."""
+    if state.preparer is None:
+        return
+    for made in state.preparer.close():
+        with contextlib.suppress(GitError):
+            tidy(state.root, state.state_dir, made.item_id, state.onto)
 
 
 def _worktree_for(state: _Run, item: Item) -> Path | None:
@@ -237,6 +279,11 @@ def _worktree_for(state: _Run, item: Item) -> Path | None:
     blocked with the reason (``None``)."""
     path = item_worktree(state.state_dir, item.id)
     branch = messages.item_branch(item.id)
+    made = state.preparer.take(item.id) if state.preparer is not None else None
+    if made is not None:
+        state.run.journal.append("worktree_added", itemId=item.id, path=str(made.path),
+                                 branch=branch, commit=made.tip)
+        return made.path
     if path.exists():
         existing = worktree_at(state.root, path)
         if existing is not None and not existing.missing:
@@ -265,14 +312,12 @@ def _look(state: _Run, *, wait: bool) -> list[tuple[_Agent, Manifest]]:
     run = state.run
     ended: list[tuple[_Agent, Manifest]] = []
     idle_limit = run.options.idle_minutes * 60 if run.options.idle_minutes else None
-    for index, agent in enumerate(list(state.running.values())):
-        try:
-            manifest = run.supervisor.wait(agent.handle,
-                                           timeout=POLL_SECONDS if wait and not index else 0)
-            ended.append((agent, manifest))
-        except ProcessError as exc:
-            if exc.code != "wait_timeout":
-                raise
+    running = list(state.running.values())
+    settled = set(run.supervisor.wait_any([agent.handle for agent in running],
+                                          POLL_SECONDS if wait else 0))
+    for agent in running:
+        if agent.handle in settled:
+            ended.append((agent, run.supervisor.wait(agent.handle)))
         heard = agent.output_bytes
         _read(run, agent)
         moment = time.monotonic()
@@ -306,6 +351,7 @@ def _read(run: RunContext, agent: _Agent) -> None:
 
 def _ended(state: _Run, agent: _Agent, manifest: Manifest) -> None:
     run = state.run
+    run.save(current_item=next(iter(state.running), None), running_items=tuple(state.running))
     result = agent_result(run, agent.item, agent.handle, manifest, False, agent.attempt,
                           idle=agent.idle)
     remove_prompt_files(state.state_dir, agent.item.id)
@@ -331,7 +377,6 @@ def _ended(state: _Run, agent: _Agent, manifest: Manifest) -> None:
         _hand_over(state, "leftovers", item, agent.tree)
     else:
         _no_signal(state, item, agent, result)
-    run.save(current_item=next(iter(state.running), None))
 
 
 def _hand_over(state: _Run, kind: Kind, item: Item, tree: Path) -> None:
@@ -423,6 +468,7 @@ def _merged(state: _Run, result: Merged) -> None:
         run.journal.append("item_completed", itemId=item_id, title=result.job.title,
                            commit=commits[-1])
         run.state = replace(run.state, completed_items=(*run.state.completed_items, item_id))
+        clear_conflict(state.state_dir, item_id)  # a retried conflict landed
         if outcome.kept:
             run.progress.note(f"item {item_id}: its worktree is kept: {outcome.kept}")
         run.save(last_signal="clean")
@@ -430,31 +476,27 @@ def _merged(state: _Run, result: Merged) -> None:
     elif isinstance(outcome, Conflicted):
         run.journal.append("merge_conflict", itemId=item_id, paths=list(outcome.paths),
                            collidedWith=list(outcome.collided_with), commit=outcome.commit)
-        note = (f"a previous attempt's commit {outcome.commit[:12]} conflicted with the "
-                f"branch in {', '.join(outcome.paths)}; start from the current tip")
-        _undone(state, item_id, conflict_reason(outcome, state.onto, result.job.tree),
-                needs_human=True, note=note)
+        # the record, not the reason's words, makes it a conflict question for recover
+        record_conflict(state.state_dir, outcome, state.onto, result.job.tree)
+        _undone(state, item_id, conflict_reason(outcome), needs_human=True)
     else:
         assert isinstance(outcome, Refused)
         _undone(state, item_id, f"the agent signalled done, but its commit could not be "
                 f"integrated: {outcome.reason}")
 
 
-def conflict_reason(conflict: Conflicted, onto: str, tree: Path) -> str:
-    """A conflict as a question with its two answers: retry on the new tip, or
-    resolve by hand."""
-    branch = messages.item_branch(conflict.item_id)
-    return (f"{conflict.reason}. Retry on the new tip: drop it (git worktree remove --force "
-            f"{tree} && git branch -D {branch}) and answer; or resolve by hand: "
-            f"git -C {tree} rebase {onto}, then git forge reconcile --integrate "
-            f"{conflict.item_id}")
+def conflict_reason(conflict: Conflicted) -> str:
+    """A conflict's ``needsHuman`` reason: what collided, and where its two answers
+    are (recover offers them; nothing here drops any work)."""
+    return (f"{conflict.reason}. Retry it on the new tip or resolve it by hand: "
+            "git forge recover")
 
 
 def _block(state: _Run, item: Item, reason: str, *, needs_human: bool = False,
            deferred: bool = False, note: str | None = None) -> Outcome:
     """Mark the item blocked (its worktree is the merge thread's to clear or keep)."""
     run = state.run
-    fields = {}
+    fields: dict[str, Any] = {}
     if note is not None:
         fields["notes"] = "\n".join(filter(None, [run.store.get(item.id).notes, note]))
     run.store.transition(item.id, "blocked", blocked_reason=reason, needs_human=needs_human,
@@ -505,6 +547,7 @@ def _wind_down(state: _Run) -> None:
         run.supervisor.shutdown()
     except ProcessError as exc:
         run.progress.note(f"shutdown: {exc}")
+    run.save(running_items=())
     while state.worker.outstanding:
         _apply_all(state, state.worker.results(wait=POLL_SECONDS))
     for item in run.store.items():  # running, ended but not settled, or between retries
@@ -539,7 +582,7 @@ def _paused(state: _Run) -> LoopResult:
     for item_id in state.retry:
         run.store.transition(item_id, "pending")
     _commit_bookkeeping(run)
-    run.save(status="paused_human", current_item=None)
+    run.save(status="paused_human", current_item=None, running_items=())
     run.journal.append("loop_paused", itemId=run.state.needs_human_items[-1])
     return loop_result(run.store.items(), run.state, LOOP_PAUSED, "paused_human",
                        "paused for a human decision: run git forge recover")

@@ -3,13 +3,20 @@
 It carries the item (title, description, acceptance criteria), the backlog's
 project description, the configured prompt file, and — when the operator answered
 the item's question during recovery — that answer under a heading that says it is
-the human's answer. It ends with the signal protocol, so any agent (Claude Code,
-Codex, a script) knows how to report done / blocked / needs-human.
+the human's answer; when the item's previous attempt conflicted with the branch,
+what collided and where that attempt is kept. It ends with the signal protocol,
+so any agent (Claude Code, Codex, a script) knows how to report done / blocked /
+needs-human.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from git_forge.backlog.item import Item
+
+if TYPE_CHECKING:
+    from git_forge.reconcile.conflicts import ConflictRecord
 
 SIGNAL_PROTOCOL = """\
 ## When you stop
@@ -21,10 +28,23 @@ End your output with exactly one of these lines:
 Do not commit; the runner commits your changes for the item."""
 
 
+def conflict_section(conflict: ConflictRecord) -> str:
+    """What the agent of an item whose previous attempt conflicted is told."""
+    kept = (f" The previous attempt is kept at {conflict.retried_ref} (git show "
+            f"{conflict.retried_ref}) for reference." if conflict.retried_ref else "")
+    return ("## Your previous attempt could not be integrated\n"
+            f"Its work was done, but {conflict.describe()}. The branch has moved on: this "
+            "attempt starts from its current tip, which holds that other work. Redo the "
+            "item on top of it, keeping what the other items changed in those paths."
+            + kept)
+
+
 def build_prompt(
-    item: Item, *, project_description: str = "", prompt_file_text: str | None = None
+    item: Item, *, project_description: str = "", prompt_file_text: str | None = None,
+    conflict: ConflictRecord | None = None,
 ) -> str:
-    """The full prompt text for ``item``."""
+    """The full prompt text for ``item`` (``conflict``: its previous attempt's merge
+    conflict, described for this one)."""
     parts: list[str] = []
     if prompt_file_text and prompt_file_text.strip():
         parts.append(prompt_file_text.strip())
@@ -44,6 +64,8 @@ def build_prompt(
     if notes:
         lines += ["", "### Notes", notes]
     parts.append("\n".join(lines))
+    if conflict is not None:
+        parts.append(conflict_section(conflict))
     answer = (item.human_answer or "").strip()
     if answer:
         parts.append(f"## The human's answer to your previous question\n{answer}")

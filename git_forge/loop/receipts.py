@@ -5,7 +5,8 @@ Each receipt itself is kept with its process (the manifest's ``receipt``, the
 journal's ``llm_exited``), but manifests are pruned and journals rotated, so the
 sums live here: ``status``, the loop's summary and recover's questions read one
 small file instead of every manifest ever kept. The loop adds each receipt under
-the file's sidecar lock; a corrupt ledger is refused, never overwritten.
+the file's sidecar lock (``LedgerWriter``: written compact, and parsed again only
+when another writer changed it); a corrupt ledger is refused, never overwritten.
 
 ``{"schemaVersion": "1", "items": {id: Totals}, "runs": {runId: {"totals":
 Totals, "items": {id: Totals}}}}`` — a Totals object is ``agents.receipt.Totals``'
@@ -69,24 +70,51 @@ def _ledger_of(document: Any) -> Ledger:
     return Ledger(_totals_map(document.get("items")), runs)
 
 
-def record(state_dir: Path, run_id: str, item_id: str, receipt: Receipt) -> Ledger:
-    """Add one agent start's receipt to its item and its run; the ledger as it now is."""
+def _add(document: dict[str, Any], run_id: str, item_id: str, receipt: Receipt) -> None:
+    """Add one receipt to its item and its run, in place."""
+    items = document["items"] = _object(document.get("items"))
+    runs = document["runs"] = _object(document.get("runs"))
+    items[item_id] = Totals.from_json(items.get(item_id)).add(receipt).to_json()
+    run = _object(runs.pop(run_id, None))
+    run_items = _object(run.get("items"))
+    run_items[item_id] = Totals.from_json(run_items.get(item_id)).add(receipt).to_json()
+    runs[run_id] = {"totals": Totals.from_json(run.get("totals")).add(receipt).to_json(),
+                    "items": run_items}
+    for old in list(runs)[:-KEEP_RUNS]:
+        del runs[old]
 
-    def add(current: Any) -> dict[str, Any]:
-        document = current if isinstance(current, dict) else {}
-        items = _object(document.get("items"))
-        runs = _object(document.get("runs"))
-        items[item_id] = Totals.from_json(items.get(item_id)).add(receipt).to_json()
-        run = _object(runs.pop(run_id, None))
-        run_items = _object(run.get("items"))
-        run_items[item_id] = Totals.from_json(run_items.get(item_id)).add(receipt).to_json()
-        runs[run_id] = {"totals": Totals.from_json(run.get("totals")).add(receipt).to_json(),
-                        "items": run_items}
-        for old in list(runs)[:-KEEP_RUNS]:
-            del runs[old]
-        return {"schemaVersion": SCHEMA_VERSION, "items": items, "runs": runs}
 
-    return _ledger_of(update_json(ledger_path(state_dir), add, durable=False))
+class LedgerWriter:
+    """The running loop's side of the ledger: it adds every receipt of its run, so
+    it keeps the document it last wrote and parses the file again only when its
+    bytes are not the ones written — each receipt costs one compact encode, not a
+    parse and a conversion of every item the ledger ever summed."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = ledger_path(state_dir)
+        self._known: tuple[bytes, Any] | None = None
+
+    def record(self, run_id: str, item_id: str, receipt: Receipt) -> None:
+        """Add one agent start's receipt to its item and its run (under the file's
+        sidecar lock; a corrupt ledger is refused, never overwritten)."""
+        written: list[bytes] = []
+
+        def add(current: Any) -> dict[str, Any]:
+            document = current if isinstance(current, dict) else {}
+            _add(document, run_id, item_id, receipt)
+            return {"schemaVersion": SCHEMA_VERSION, "items": document["items"],
+                    "runs": document["runs"]}
+
+        known, self._known = self._known, None  # a failure below must not leave it
+        document = update_json(self.path, add, indent=None, durable=False, known=known,
+                               on_write=written.append)
+        self._known = (written[0], document)
+
+
+def record(state_dir: Path, run_id: str, item_id: str, receipt: Receipt) -> None:
+    """Add one agent start's receipt to its item and its run (``LedgerWriter`` for
+    a caller that adds many)."""
+    LedgerWriter(state_dir).record(run_id, item_id, receipt)
 
 
 def _object(value: Any) -> dict[str, Any]:

@@ -11,8 +11,8 @@ the run, its agents end and its locks are released.
 
 from __future__ import annotations
 
+import gc
 import os
-import secrets
 import shutil
 import threading
 from collections.abc import Mapping
@@ -114,6 +114,10 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
                        baseCommitHash=state.base_commit_hash, agent=options.argv(),
                        profile=options.profile.name)
         progress.started(run_id, options.iterations)
+        # What start-up built (modules, the held backlog) lives as long as the run:
+        # out of the collector's sight, each collection walks only what an
+        # iteration allocates.
+        gc.freeze()
         if recorded is not None:
             if options.on_limit == "stop":
                 stamp = wire_stamp(recorded)
@@ -147,7 +151,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
 
 
 def new_run_id() -> str:
-    return f"{compact_stamp()}-{secrets.token_hex(3)}"
+    return f"{compact_stamp()}-{os.urandom(3).hex()}"  # not ``secrets``: ~15 ms to import
 
 
 def _recorded_wait(workspace: Workspace) -> datetime | None:

@@ -54,6 +54,16 @@ class RunState:
     #: While the run waits out an agent's usage limit (and after a run stopped
     #: at one): when it lifts, UTC. A run started before then waits too.
     waiting_until: str | None = None
+    #: Every item whose agent is running (a parallel run has several); ``None``
+    #: when the run set none: then it is ``current_item``'s (``running``).
+    running_items: tuple[str, ...] | None = None
+
+    @property
+    def running(self) -> tuple[str, ...]:
+        """The items whose agents are running: ``runningItems``, else ``currentItem``."""
+        if self.running_items is not None:
+            return self.running_items
+        return (self.current_item,) if self.current_item else ()
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> RunState:
@@ -64,7 +74,7 @@ class RunState:
         """The state.json object, camelCase keys in the file's order."""
         document: dict[str, Any] = {}
         for name, wire, _ in _FIELDS:
-            value = getattr(self, name)
+            value = self.running if name == "running_items" else getattr(self, name)
             document[wire] = list(value) if isinstance(value, tuple) else value
         return document
 
@@ -88,6 +98,10 @@ def _ids(value: object) -> tuple[str, ...]:
     return tuple(map(str, value)) if isinstance(value, list) else ()
 
 
+def _ids_or_none(value: object) -> tuple[str, ...] | None:
+    return tuple(map(str, value)) if isinstance(value, list) else None
+
+
 #: (attribute, state.json key, how a read value becomes the attribute), in file order:
 #: the one place the camelCase names of state.json appear.
 _FIELDS: tuple[tuple[str, str, Callable[[object], Any]], ...] = (
@@ -106,6 +120,7 @@ _FIELDS: tuple[tuple[str, str, Callable[[object], Any]], ...] = (
     ("run_id", "runId", _text),
     ("error", "error", _text),
     ("waiting_until", "waitingUntil", _text),
+    ("running_items", "runningItems", _ids_or_none),
 )
 
 

@@ -54,6 +54,8 @@ class ItemTree(NamedTuple):
     locked: str | None = None
     #: The worktree's directory is gone (git lists it as prunable).
     missing: bool = False
+    #: Its commit conflicted with the loop's branch (an open record in ``conflicts``).
+    conflict: bool = False
 
     @property
     def stranded(self) -> bool:
@@ -77,7 +79,10 @@ class ItemTree(NamedTuple):
             lines.append(f"git forge reconcile --integrate {self.item_id}")
         elif not self.integrated and self.commit is not None:
             lines.append(f"git log -p {target}..{self.commit[:12]}")
-        if self.stranded:
+        if self.conflict and self.branch is not None:  # recover's two answers, no drop
+            lines.append("git forge recover   (retry it on the new tip, its work kept under "
+                         "a ref; or resolve it by hand)")
+        elif self.stranded:
             drop = []
             if self.worktree is not None:
                 drop.append(f"git worktree remove --force {_quoted(self.worktree)}")
@@ -95,7 +100,8 @@ class ItemTree(NamedTuple):
                 "worktree": str(self.worktree) if self.worktree is not None else None,
                 "state": self.state, "integrated": self.integrated,
                 "dirty": [{"path": e.path, "xy": e.xy} for e in self.dirty],
-                "locked": self.locked is not None, "missing": self.missing}
+                "locked": self.locked is not None, "missing": self.missing,
+                "conflict": self.conflict}
 
 
 def _quoted(path: Path) -> str:
@@ -176,6 +182,7 @@ def item_trees(root: Path, state_dir: Path, backlog_file: Path) -> list[ItemTree
     on_branches = (unmerged(root, ITEM_BRANCH_PREFIX, f"refs/heads/{onto}")
                    if onto is not None else set())
     head = _head_commit(root) if onto is None else None
+    conflicts = _open_conflicts(state_dir)
     every = sorted([*found.values(), *extra], key=lambda t: (len(t.item_id), t.item_id))
     result = []
     for entry in every:
@@ -187,8 +194,22 @@ def item_trees(root: Path, state_dir: Path, backlog_file: Path) -> list[ItemTree
             ok = entry.branch not in on_branches or integrated(root, entry.commit, onto)
         else:
             ok = integrated(root, entry.commit, onto)
-        result.append(entry._replace(integrated=ok))
+        result.append(entry._replace(integrated=ok, conflict=entry.item_id in conflicts))
     return result
+
+
+def _open_conflicts(state_dir: Path) -> set[str]:
+    """The items with an open merge conflict (none when the record cannot be read:
+    the listing goes on without it)."""
+    from git_forge.errors import StoreError
+    from git_forge.reconcile.conflicts import conflicts_path, read_conflicts
+
+    if not conflicts_path(state_dir).exists():
+        return set()
+    try:
+        return {item for item, record in read_conflicts(state_dir).items() if record.open}
+    except StoreError:
+        return set()
 
 
 def _head_commit(root: Path) -> str | None:

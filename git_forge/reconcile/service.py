@@ -19,7 +19,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from git_forge.backlog.store import BacklogStore
 from git_forge.reconcile.attribution import Plan, plan
+from git_forge.reconcile.conflicts import ConflictRecord, read_conflicts, retry_refusal
 from git_forge.reconcile.errors import ReconcileError
 from git_forge.reconcile.evidence import gather
 from git_forge.reconcile.execution import Action, Decision, execute
@@ -37,6 +39,10 @@ if TYPE_CHECKING:
 #: Given what attribution found, the decision for each group to act on (a group
 #: left out is left as it is, and reported as nothing).
 Decide = Callable[[Plan], Mapping[str, Decision]]
+#: Given the plan and the items whose branch is an open merge conflict, what to do
+#: with each unintegrated item branch: ``integrate``, ``retry`` (a conflict's
+#: only) or ``leave`` (the default for one left out).
+ChooseBranches = Callable[[Plan, frozenset[str]], Mapping[str, str]]
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,12 @@ class ReconcileReport:
     integrations: tuple[Outcome, ...] = ()
     #: Items' worktrees and branches still holding stranded work afterwards.
     trees_left: tuple[ItemTree, ...] = ()
+    #: Items whose conflict was resolved by hand and landed: now done.
+    landed: tuple[str, ...] = ()
+    #: Conflicts retried on the new tip (their attempts kept under a ref).
+    retried: tuple[ConflictRecord, ...] = ()
+    #: What the operator is told beside (a landing whose bookkeeping stayed uncommitted).
+    notes: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -68,6 +80,11 @@ class ReconcileReport:
                                     for tree in self.plan.branches]
         if self.integrations:
             document["integrations"] = [integration_json(o) for o in self.integrations]
+        if self.landed:
+            document["landed"] = list(self.landed)
+        if self.retried:
+            document["retried"] = [{"itemId": r.item_id, "ref": r.retried_ref,
+                                    "paths": list(r.paths)} for r in self.retried]
         return document
 
 
@@ -85,7 +102,8 @@ def integration_json(outcome: Outcome) -> dict[str, Any]:
 
 def reconcile_tree(workspace: Workspace, decide: Decide, *,
                    recovery_paths: Iterable[str] = (),
-                   integrate: Sequence[str] = ()) -> ReconcileReport:
+                   integrate: Sequence[str] = (),
+                   choose_branches: ChooseBranches | None = None) -> ReconcileReport:
     """Reconcile the stranded work in ``workspace``'s tree as ``decide`` says.
 
     ``recovery_paths``: recover's own backlog change, its own group. ``decide``
@@ -93,7 +111,9 @@ def reconcile_tree(workspace: Workspace, decide: Decide, *,
     for a group that does not exist). ``integrate``: items whose ``forge/<id>``
     branch to integrate onto the branch checked out here, after the decisions;
     an item without such a branch is refused before anything changes. Every
-    failure is a ``ForgeError``.
+    failure is a ``ForgeError``. ``choose_branches``: a dialogue's choices for
+    the unintegrated item branches (integrated with ``integrate``'s; a retried
+    conflict goes back to pending, its bookkeeping committed).
     """
     repo = open_repo(workspace.root)
 
@@ -110,13 +130,122 @@ def reconcile_tree(workspace: Workspace, decide: Decide, *,
                  recovery_paths=recovery_paths, trees=trees, onto=onto)
     _check_integrations(integrate, trees, onto)
     decisions = decide(found)
+    chosen: Mapping[str, str] = {}
+    if choose_branches is not None and found.branches and onto is not None:
+        chosen = choose_branches(found, frozenset(
+            item for item, record in read_conflicts(workspace.state_dir).items()
+            if record.open))
+    retries = [item for item, what in chosen.items() if what == "retry"]
+    _check_retries(workspace, retries)
     actions = execute(repo, found, decisions) if decisions else []
+    integrate = [*integrate, *(item for item, what in chosen.items()
+                               if what == "integrate" and item not in integrate)]
     integrations = tuple(integrate_item(workspace.root, workspace.state_dir, item, str(onto))
                          for item in integrate)
+    retried, retry_notes = retry_items(workspace, retries)
+    landed, notes = land(workspace, [o.item_id for o in integrations
+                                     if isinstance(o, Integrated)])
     # Nothing was stranded a moment ago and nothing was done: no second status read.
-    remaining = stranded_now() if found.groups else []
+    remaining = stranded_now() if found.groups or landed or retried else []
     left = [tree for tree in trees_now() if tree.stranded] if trees else []
-    return ReconcileReport(found, tuple(actions), tuple(remaining), integrations, tuple(left))
+    return ReconcileReport(found, tuple(actions), tuple(remaining), integrations, tuple(left),
+                           landed, retried, retry_notes + notes)
+
+
+def retry_items(workspace: Workspace, item_ids: Sequence[str]
+                ) -> tuple[tuple[ConflictRecord, ...], tuple[str, ...]]:
+    """Retry conflicts on the new tip from reconcile (``conflicts.retry``): each
+    item back to pending, that bookkeeping committed (``[forge] backlog: 003
+    pending (retry on the new tip)``). The records, and the notes."""
+    from git_forge.reconcile.conflicts import retry
+
+    if not item_ids:
+        return (), ()
+    done = tuple(retry(workspace.root, workspace.state_dir, item) for item in item_ids)
+
+    def unblock(store: BacklogStore) -> list[str]:
+        blocked = [item for item in item_ids if store.get(item).status == "blocked"]
+        for item in blocked:
+            store.unblock(item)
+        return blocked
+
+    return done, _bookkeeping(workspace, unblock, "pending (retry on the new tip)")
+
+
+def land(workspace: Workspace, item_ids: Sequence[str]) -> tuple[tuple[str, ...],
+                                                               tuple[str, ...]]:
+    """Items whose recorded merge conflict is over because their branch was just
+    integrated (resolved by hand): each is done and its record gone, and that
+    bookkeeping committed (``[forge] backlog: 003 done``). The landed ids, and the
+    notes."""
+    from git_forge.reconcile.conflicts import clear_conflict
+
+    if not item_ids:
+        return (), ()
+    recorded = read_conflicts(workspace.state_dir)
+    ids = [item for item in item_ids if item in recorded]
+    if not ids:
+        return (), ()
+    notes = _bookkeeping(workspace, lambda store: store.update(
+        lambda items: _done_by_hand(items, ids)), "done")
+    for item in ids:
+        clear_conflict(workspace.state_dir, item)
+    return tuple(ids), notes
+
+
+def _bookkeeping(workspace: Workspace, change: Callable[[BacklogStore], list[str]],
+                 what: str) -> tuple[str, ...]:
+    """Make ``change`` to the backlog (it returns the ids it changed) and commit it
+    as ``[forge] backlog: <ids> <what>`` — unless backlog.json held changes of its
+    own before, which are the operator's: then it is left uncommitted, and the
+    note says so."""
+    from git_forge.locks import locked
+    from git_forge.reconcile.messages import items_settled
+    from git_forge.tree.commit import commit_paths
+
+    backlog_rel = workspace.relative(workspace.backlog_file)
+    was_dirty = any(entry.path == backlog_rel for entry in porcelain(open_repo(workspace.root)))
+    changed = change(BacklogStore(workspace.backlog_file))
+    if not changed:
+        return ()
+    if was_dirty:
+        return (f"{backlog_rel} had changes of its own: item(s) {', '.join(changed)} "
+                f"{what} there, not committed",)
+    with locked(workspace.backlog_file):  # fresh: a fast-forward may have moved the index
+        commit_paths(open_repo(workspace.root), [backlog_rel],
+                     items_settled([(what, changed)]))
+    return ()
+
+
+def _done_by_hand(items: list[Any], ids: Sequence[str]) -> list[str]:
+    """Mark each of ``ids`` done the way the loop does (blocked → pending → in
+    progress → done, the legal steps); the ids changed."""
+    from git_forge.backlog.model import transition_item
+    from git_forge.clock import wire_now
+
+    now = wire_now()
+    steps = {"blocked": ("pending", "in_progress", "done"),
+             "pending": ("in_progress", "done"), "in_progress": ("done",)}
+    changed = []
+    for item in items:
+        if item.id in ids and str(item.status) in steps:
+            for status in steps[str(item.status)]:
+                transition_item(items, item.id, status, now=now)
+            changed.append(item.id)
+    return changed
+
+
+def _check_retries(workspace: Workspace, item_ids: Sequence[str]) -> None:
+    """Refuse a retry its worktree cannot take now, before anything changes."""
+    if not item_ids:
+        return
+    recorded = read_conflicts(workspace.state_dir)
+    for item in item_ids:
+        record = recorded.get(item)
+        why = (f"item {item} has no recorded merge conflict" if record is None
+               else retry_refusal(workspace.root, record))
+        if why is not None:
+            raise ReconcileError(why)
 
 
 def _check_integrations(items: Sequence[str], trees: list[ItemTree], onto: str | None) -> None:

@@ -5,8 +5,10 @@ An id is a question's (cluster's) id (``c003``: answers every member at once;
 independently re-decidable; the cluster's unanswered members are deferred), or
 the id of a topology cluster the operator merged into a bigger question (its
 members only). A value is the answer text, ``defer``, or ``cancel`` (cancel the
-run early: this and every later question is deferred). In a non-interactive run
-an unanswered question is deferred.
+run early: this and every later question is deferred); an item blocked on a merge
+conflict takes ``retry`` (on the new tip) or ``resolve`` (by hand) instead of
+text (``conflict_choice``). In a non-interactive run an unanswered question is
+deferred.
 
 YAML turns an unquoted ``003:`` key into the integer 3; such a key matches the
 item whose id has that numeric value, so a hand-written answers file works
@@ -28,7 +30,7 @@ from git_forge.errors import UsageError, os_error_text
 from git_forge.parsing import load_json, load_yaml
 from git_forge.recovery.questions import Question, match_id
 
-ChoiceKind = Literal["answer", "defer", "cancel"]
+ChoiceKind = Literal["answer", "defer", "cancel", "retry", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class Choice:
 
 DEFER = Choice("defer")
 CANCEL = Choice("cancel")
+#: A merge conflict's two answers: retry on the new tip, resolve by hand.
+RETRY = Choice("retry")
+RESOLVE = Choice("resolve")
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,25 @@ def normalise(choices: dict[str, Choice], questions: Iterable[Question]) -> dict
         for target in names[found]:
             result[target] = choice
     return result
+
+
+def conflict_choice(question: Question, choice: Choice, item_ids: Iterable[str]) -> Choice:
+    """A choice as a merge conflict's question takes it: the words ``retry`` and
+    ``resolve`` (an answer's text, any case) are its two answers; other text is
+    refused, as are those two for any other question (which they do not fit)."""
+    ids = ", ".join(item_ids)
+    if question.conflict is None:
+        if choice.kind in ("retry", "resolve"):
+            raise UsageError(f"{choice.kind} answers a merge conflict, and item {ids} is not "
+                             "blocked on one: give the decision in words")
+        return choice
+    if choice.kind != "answer":
+        return choice
+    word = (choice.text or "").strip().lower()
+    if word in ("retry", "resolve"):
+        return RETRY if word == "retry" else RESOLVE
+    raise UsageError(f"item {ids} is blocked on a merge conflict: answer retry (on the new "
+                     "tip), resolve (by hand), defer or cancel")
 
 
 def resolve(questions: list[Question], choices: dict[str, Choice]) -> Iterator[Collected]:

@@ -25,8 +25,13 @@ from typing import Any, Literal
 
 from git_forge.backlog.item import Item
 from git_forge.errors import UsageError
+from git_forge.reconcile.conflicts import ConflictRecord
 
 QuestionKind = Literal["cluster", "item"]
+
+#: The choices of an ordinary question, and of an item's merge conflict.
+CHOICES = ("answer", "defer", "cancel")
+CONFLICT_CHOICES = ("retry", "resolve", "defer", "cancel")
 
 
 @dataclass(frozen=True)
@@ -46,10 +51,18 @@ class Question:
     parts: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: What each member's agent attempts cost so far, in words (those that reported any).
     spent: tuple[tuple[str, str], ...] = ()
+    #: The item's merge conflict (a question of its own): then the choices are
+    #: retry on the new tip or resolve by hand (``resolve``: the commands).
+    conflict: ConflictRecord | None = None
+    resolve: tuple[str, ...] = ()
 
     @property
     def gated_count(self) -> int:
         return len(self.gated_ids)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return CONFLICT_CHOICES if self.conflict is not None else CHOICES
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +75,9 @@ class Question:
             "itemCount": self.item_count,
             "text": self.text,
             "spent": dict(self.spent),
+            "choices": list(self.choices),
+            **({"conflict": {**self.conflict.to_json(), "resolve": list(self.resolve)}}
+               if self.conflict is not None else {}),
         }
 
 
@@ -199,16 +215,34 @@ def merge_clusters(clusters: list[dict[str, Any]], merges: list[list[str]],
     return sorted(merged, key=lambda cluster: order_key(cluster["memberIds"][0]))
 
 
+def conflict_text(item_id: str, conflict: ConflictRecord, resolve: Sequence[str],
+                  gated_ids: tuple[str, ...], item_count: int) -> str:
+    """A merge conflict's question: what collided, where the work is, the two choices."""
+    lines = [f"Item {item_id}'s work could not be integrated: {conflict.describe()}. It is "
+             f"kept on branch {conflict.branch}, in its worktree {conflict.worktree}.",
+             blast_radius(gated_ids, item_count, subject="It"),
+             "  retry    retry it on the new tip: its attempt is kept under "
+             f"refs/forge/retried/{item_id}/…, its worktree and branch are removed, and the "
+             "next run starts it afresh from the tip, told of the conflict",
+             "  resolve  resolve it by hand in its worktree, then land it:"]
+    lines += [f"             {command}" for command in resolve]
+    return "\n".join(lines)
+
+
 def build_questions(items: list[Item], clusters: list[dict[str, Any]],
-                    *, item_count: int, spent: Mapping[str, str] | None = None
+                    *, item_count: int, spent: Mapping[str, str] | None = None,
+                    conflicts: Mapping[str, tuple[ConflictRecord, Sequence[str]]] | None = None
                     ) -> list[Question]:
     """One question per cluster (a singleton cluster is a per-item question).
 
     ``clusters`` is the topology's clustering of the items to ask about —
     re-entry items are left out of it by the caller, so they are not asked.
     ``spent`` says what an item's agent attempts cost so far; the question says it too.
+    ``conflicts``: items blocked on a merge conflict (each a singleton cluster),
+    with the commands that resolve it by hand.
     """
     spent = spent or {}
+    conflicts = conflicts or {}
     by_id = {item.id: item for item in items}
     questions: list[Question] = []
     for cluster in clusters:
@@ -219,7 +253,11 @@ def build_questions(items: list[Item], clusters: list[dict[str, Any]],
         gated = tuple(cluster["gatedIds"])
         kind: QuestionKind = "cluster" if len(item_ids) > 1 else "item"
         costs = tuple((m, spent[m]) for m in item_ids if m in spent)
-        text = _question_text(kind, item_ids, reasons, needs_human, gated, item_count)
+        conflict, resolve = conflicts.get(item_ids[0], (None, ())) if kind == "item" else \
+            (None, ())
+        text = (conflict_text(item_ids[0], conflict, resolve, gated, item_count)
+                if conflict is not None else
+                _question_text(kind, item_ids, reasons, needs_human, gated, item_count))
         if costs:
             text += "\n" + "\n".join(
                 f"Spent so far{' on ' + m if kind == 'cluster' else ''}: {words}"
@@ -228,5 +266,6 @@ def build_questions(items: list[Item], clusters: list[dict[str, Any]],
             id=cluster["clusterId"], kind=kind, item_ids=item_ids, reasons=reasons,
             gated_ids=gated, item_count=item_count, needs_human=needs_human,
             text=text, parts=tuple(_parts(cluster)), spent=costs,
+            conflict=conflict, resolve=tuple(resolve),
         ))
     return questions

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from git_forge.backlog.item import Item
 from git_forge.backlog.topology import id_key
+from git_forge.reconcile.conflicts import ConflictRecord
 from git_forge.recovery.outcome import (
     FAILURE_EXIT_CODES,
     RECOVER,
@@ -105,6 +106,8 @@ class Clustered:
     reentry: dict[str, dict[str, Any]]
     settled: tuple[str, ...] = ()
     stale: tuple[dict[str, str], ...] = ()
+    #: The blocked items whose merge conflict is open (each its own question).
+    conflicts: dict[str, ConflictRecord] = field(default_factory=dict)
 
     @property
     def reentry_ids(self) -> list[str]:
@@ -125,6 +128,9 @@ class Recorded:
 
     rows: tuple[dict[str, Any], ...]
     answers: dict[str, dict[str, Any]]
+    #: A merge conflict's choice by item (``retry``, ``resolve``), also when a
+    #: deferral that repeats the last one added no entry.
+    chosen: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -165,6 +171,8 @@ class Application:
     requested: tuple[str, ...] = ()
     applied: tuple[Applied, ...] = ()
     degraded: Degraded | None = None
+    #: Conflicts retried on the new tip before their answer was applied.
+    retried: tuple[ConflictRecord, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -262,6 +270,18 @@ class Report:
         return list(self.application.applied) if self.application else []
 
     @property
+    def retried(self) -> list[ConflictRecord]:
+        return list(self.application.retried) if self.application else []
+
+    @property
+    def resolve_by_hand(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The conflicts the operator chose to resolve by hand, with the commands."""
+        chosen = ({item for item, what in self.recording.chosen.items() if what == "resolve"}
+                  if self.recording else set())
+        return [(question.item_ids[0], question.resolve) for question in self.questions
+                if question.conflict is not None and question.item_ids[0] in chosen]
+
+    @property
     def affected(self) -> list[str]:
         return [applied.item_id for applied in self.applied]
 
@@ -336,4 +356,8 @@ class Report:
             "settled": self.settled,
             "stale": self.stale,
             "waitingOn": self.waiting,
+            "retried": [{"itemId": r.item_id, "ref": r.retried_ref, "paths": list(r.paths)}
+                        for r in self.retried],
+            "resolveByHand": [{"itemId": item, "commands": list(commands)}
+                              for item, commands in self.resolve_by_hand],
         }

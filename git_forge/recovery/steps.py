@@ -32,6 +32,14 @@ from git_forge.loop.receipts import spent_so_far
 from git_forge.loop.state import read_state
 from git_forge.reconcile import service
 from git_forge.reconcile.attribution import GroupKind, Plan
+from git_forge.reconcile.conflicts import (
+    RETRY_ANSWER,
+    ConflictRecord,
+    read_conflicts,
+    resolve_commands,
+    retry,
+    retry_refusal,
+)
 from git_forge.reconcile.execution import Decision, TreeAction
 from git_forge.recovery import answers
 from git_forge.recovery.answers import Choice, Collected
@@ -173,12 +181,43 @@ def cluster(ctx: Context, enumerated: Enumerated) -> Clustered:
                 stale.append({"id": item_id, "status": status.get(item_id, "missing")})
             continue
         reentry[item_id] = entry
-    asked = [item.with_changes(status="pending") if item.id in reentry else item
-             for item in enumerated.items]
+    conflicts = _open_conflicts(ctx, status, reentry)
+    asked = [item.with_changes(status="pending") if item.id in reentry or item.id in conflicts
+             else item for item in enumerated.items]
     clusters = cluster_blocked(asked)
+    if conflicts:  # each merge conflict is a question of its own, never clustered
+        graph = build_graph(enumerated.items)
+        clusters = sorted([*clusters, *({"clusterId": "c" + item_id, "memberIds": [item_id],
+                                         "memberReasons": [by_id[item_id].blocked_reason or ""],
+                                         "gatedIds": graph.gated_ids([item_id]),
+                                         "gatedCount": len(graph.gated_ids([item_id]))}
+                                        for item_id in conflicts)],
+                          key=lambda cluster: id_key(cluster["memberIds"][0]))
     if ctx.options.merges:
         clusters = merge_clusters(clusters, ctx.options.merges, id_key)
-    return Clustered(clusters, reentry, tuple(settled), tuple(stale))
+        _refuse_merged_conflicts(clusters, conflicts)
+    return Clustered(clusters, reentry, tuple(settled), tuple(stale), conflicts)
+
+
+def _open_conflicts(ctx: Context, status: dict[str, str],
+                    reentry: dict[str, dict[str, Any]]) -> dict[str, ConflictRecord]:
+    """The blocked items whose merge conflict is open (the loop's record says so)."""
+    try:
+        recorded = read_conflicts(ctx.workspace.state_dir)
+    except ForgeError as exc:
+        raise RecoveryFailed(Step.CLUSTER, FailureKind.READ, exc.message) from exc
+    return {item_id: record for item_id, record in recorded.items()
+            if record.open and status.get(item_id) == "blocked" and item_id not in reentry}
+
+
+def _refuse_merged_conflicts(clusters: list[dict[str, Any]],
+                             conflicts: dict[str, ConflictRecord]) -> None:
+    for cluster in clusters:
+        members = cluster["memberIds"]
+        caught = [m for m in members if m in conflicts]
+        if caught and len(members) > 1:
+            raise UsageError(f"item {caught[0]} is blocked on a merge conflict, a question of "
+                             "its own: it cannot be merged with another")
 
 
 # --- step 3 -------------------------------------------------------------------------------
@@ -189,12 +228,18 @@ def consolidate(ctx: Context, enumerated: Enumerated, clustered: Clustered) -> Q
     items, clusters = enumerated.items, clustered.clusters
     spent = spent_so_far(ctx.workspace.state_dir,
                          [m for cluster in clusters for m in cluster["memberIds"]])
-    questions = build_questions(items, clusters, item_count=len(items), spent=spent)
+    root = ctx.workspace.root
+    conflicts = {item_id: (record, resolve_commands(record, root))
+                 for item_id, record in clustered.conflicts.items()}
+    questions = build_questions(items, clusters, item_count=len(items), spent=spent,
+                                conflicts=conflicts)
     if ctx.asker is not None:
         merges = ctx.asker.merges(questions)
         if merges:
             clusters = merge_clusters(clusters, merges, id_key)
-            questions = build_questions(items, clusters, item_count=len(items), spent=spent)
+            _refuse_merged_conflicts(clusters, clustered.conflicts)
+            questions = build_questions(items, clusters, item_count=len(items), spent=spent,
+                                        conflicts=conflicts)
     return Questions(tuple(questions))
 
 
@@ -207,6 +252,22 @@ def _collect(ctx: Context, questions: list[Question]) -> list[Collected]:
         return ctx.asker.ask(questions)
     choices = answers.normalise(ctx.options.choices, questions)
     return list(answers.resolve(questions, choices))
+
+
+def _as_conflicts_take_them(ctx: Context, collected: list[Collected]) -> list[Collected]:
+    """A merge conflict's question takes ``retry`` or ``resolve`` (``conflict_choice``);
+    a retry its worktree cannot take now (locked, a rebase in progress) is refused
+    here, before anything is recorded."""
+    taken = []
+    for outcome in collected:
+        choice = answers.conflict_choice(outcome.question, outcome.choice, outcome.item_ids)
+        conflict = outcome.question.conflict
+        if choice.kind == "retry" and conflict is not None:
+            why = retry_refusal(ctx.workspace.root, conflict)
+            if why is not None:
+                raise UsageError(why)
+        taken.append(Collected(outcome.question, outcome.item_ids, choice))
+    return taken
 
 
 def _refuse_credentials(collected: list[Collected]) -> None:
@@ -233,6 +294,9 @@ def _new_entries(enumerated: Enumerated,
                 entries.append(decisions.NewDecision(item_id, question, outcome.choice.text,
                                                      outcome.cluster_id))
                 continue
+            if outcome.choice.kind == "retry":  # answered: applied as the retry it is
+                entries.append(decisions.NewDecision(item_id, question, RETRY_ANSWER))
+                continue
             previous = latest.get(item_id)
             if (previous is not None and previous.get("deferred")
                     and previous.get("question") == question):
@@ -244,7 +308,7 @@ def _new_entries(enumerated: Enumerated,
 def record(ctx: Context, enumerated: Enumerated, consolidated: Questions) -> Recorded:
     """Step 4, record at collection: every branch is recorded before anything is
     applied, in one write; the answer entries as written are what step 5 may stamp."""
-    collected = _collect(ctx, list(consolidated.questions))
+    collected = _as_conflicts_take_them(ctx, _collect(ctx, list(consolidated.questions)))
     _refuse_credentials(collected)
     entries = _new_entries(enumerated, collected)
     written: list[dict[str, Any]] = []
@@ -256,10 +320,15 @@ def record(ctx: Context, enumerated: Enumerated, consolidated: Questions) -> Rec
         except ForgeError as exc:
             raise RecoveryFailed(Step.RECORD, FailureKind.RECORD, exc.message) from exc
         written = document["decisions"][-len(entries):]  # appended last, under the lock
+    chosen: dict[str, str] = {item_id: outcome.choice.kind for outcome in collected
+                              if outcome.choice.kind in ("retry", "resolve")
+                              for item_id in outcome.item_ids}
     rows = tuple({"itemId": e.item_id, "answer": e.answer, "deferred": e.answer is None,
-                  **({"clusterId": e.cluster_id} if e.cluster_id else {})} for e in entries)
+                  **({"clusterId": e.cluster_id} if e.cluster_id else {}),
+                  **({"choice": chosen[e.item_id]} if e.item_id in chosen else {})}
+                 for e in entries)
     return Recorded(rows, {entry["itemId"]: entry for entry in written
-                           if entry.get("answer") is not None})
+                           if entry.get("answer") is not None}, chosen)
 
 
 # --- step 5 -------------------------------------------------------------------------------
@@ -332,6 +401,7 @@ def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
     answerable = set(to_apply) if runner.answers_every_kind() else needs_human
     degraded = _degraded(ctx, answerable)
     threaded = answerable if degraded is None else set()
+    retried = _retry_conflicts(ctx, to_apply)
     changes = [Change(item_id, to_apply[item_id]["answer"] if item_id in threaded else None)
                for item_id in sorted(to_apply, key=id_key)]
     requested = tuple(change.item_id for change in changes)
@@ -347,7 +417,8 @@ def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
                     else f"items {', '.join(item_ids)} were applied but their decisions")
             raise RecoveryFailed(Step.APPLY, FailureKind.RECORD,
                                  f"{what} could not be stamped: {exc.message}",
-                                 partial=Application(requested, tuple(applied), degraded)) from exc
+                                 partial=Application(requested, tuple(applied), degraded,
+                                                     retried)) from exc
         applied.extend(Applied(item_id, item_id in needs_human, item_id in threaded)
                        for item_id in item_ids)
 
@@ -357,8 +428,36 @@ def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
     except ChangeFailed as exc:
         raise RecoveryFailed(Step.APPLY, FailureKind.APPLY,
                              f"item {exc.item_id}: {exc.error.message}",
-                             partial=Application(requested, tuple(applied), degraded)) from exc
-    return Application(requested, tuple(applied), degraded)
+                             partial=Application(requested, tuple(applied), degraded,
+                                                 retried)) from exc
+    return Application(requested, tuple(applied), degraded, retried)
+
+
+def _retry_conflicts(ctx: Context, to_apply: dict[str, dict[str, Any]]
+                     ) -> tuple[ConflictRecord, ...]:
+    """Before their answers reach the runner, the conflicts answered ``retry``: each
+    attempt kept under a safety ref, its worktree and branch removed
+    (``conflicts.retry``; again on re-entry, where it finds the work done). A
+    failure stops the pass (failed apply) before the runner is called."""
+    workspace = ctx.workspace
+    wanted = [item_id for item_id, entry in to_apply.items()
+              if entry.get("answer") == RETRY_ANSWER]
+    if not wanted:
+        return ()
+    try:
+        recorded = read_conflicts(workspace.state_dir)
+    except ForgeError as exc:
+        raise RecoveryFailed(Step.APPLY, FailureKind.APPLY, exc.message) from exc
+    retried: list[ConflictRecord] = []
+    for item_id in sorted(wanted, key=id_key):
+        if item_id not in recorded:
+            continue  # no conflict recorded: the answer is applied as any answer
+        try:
+            retried.append(retry(workspace.root, workspace.state_dir, item_id))
+        except ForgeError as exc:
+            raise RecoveryFailed(Step.APPLY, FailureKind.APPLY, exc.message,
+                                 partial=Application(retried=tuple(retried))) from exc
+    return tuple(retried)
 
 
 # --- step 6 -------------------------------------------------------------------------------

@@ -89,8 +89,10 @@ class Entry:
         lifecycle: LifecyclePublisher | None,
         notifications: CompletionNotifier | None,
         release: Callable[[], None],
+        on_done: Callable[[], None] | None = None,
     ) -> None:
         self.handle = manifest.handle
+        self._on_done = on_done
         self.manifest = manifest
         self.store = store
         self.spool = spool
@@ -394,6 +396,8 @@ class Entry:
         finally:
             discard_stop_request(self.paths, self.handle)
             self.done.set()
+            if self._on_done is not None:
+                self._on_done()
         return True
 
     def _record(self, outcome: Outcome) -> bool:

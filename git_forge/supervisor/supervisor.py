@@ -9,6 +9,8 @@ proc stop``) tells a live owner from one that is gone — never by a PID.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -99,6 +101,8 @@ class Supervisor:
         self._closed = False
         self._starts_in_flight = 0
         self._no_starts = threading.Condition(self._lock)
+        #: Notified each time an entry's gate is done (``wait_any``).
+        self._settled = threading.Condition(threading.Lock())
         self._shutdown_started = False
         self._shutdown_done = threading.Event()
         self._shutdown_error: ProcessError | None = None
@@ -164,6 +168,7 @@ class Supervisor:
         entry = Entry(
             manifest=manifest, store=self.store, spool=spool, paths=self.paths, config=config,
             lifecycle=self.lifecycle, notifications=self.notifications, release=released,
+            on_done=self._notify_settled,
         )
         try:
             child = self._spawn(handle, prepared)
@@ -345,6 +350,29 @@ class Supervisor:
         if not entry.wait(timeout):
             raise ProcessError("wait_timeout", f"still {entry.manifest.state}", handle=handle)
         return entry.manifest
+
+    def wait_any(self, handles: Iterable[str], timeout: float) -> list[str]:
+        """Those of ``handles`` whose processes ``wait`` would return at once, waiting
+        up to ``timeout`` seconds for the first: a caller watching several processes
+        hears of each end as it happens, not when it next looks at that one. A handle
+        this supervisor does not run counts as settled (``wait`` answers for it)."""
+        handles = list(handles)
+        deadline = time.monotonic() + max(0.0, timeout)
+        with self._settled:
+            while True:
+                settled = [handle for handle in handles if self._is_settled(handle)]
+                remaining = deadline - time.monotonic()
+                if settled or remaining <= 0:
+                    return settled
+                self._settled.wait(remaining)
+
+    def _is_settled(self, handle: str) -> bool:
+        entry = self._entry(handle)
+        return entry is None or entry.done.is_set()
+
+    def _notify_settled(self) -> None:
+        with self._settled:
+            self._settled.notify_all()
 
     # -- shutdown ----------------------------------------------------------------
     def shutdown(self) -> None:

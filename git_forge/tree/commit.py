@@ -13,7 +13,9 @@ What differs from ``git commit``, on purpose or by libgit2's nature:
 * the commit is not signed, even with ``commit.gpgSign`` set;
 * the blobs are git's own: every regular file is hashed by ``git hash-object``
   (clean filters such as git-lfs, end-of-line conversion, from every config
-  source git reads), links are stored as links, never followed;
+  source git reads) — in-process where no attribute and no ``core.autocrlf`` can
+  apply, since git then stores the bytes as they are (``tree/checkin.py``) —
+  links are stored as links, never followed;
 * a path git-forge cannot commit as git would (a nested repository, a
   submodule whose changes are uncommitted inside it, a special file) is
   refused before anything changes, naming the git command to use.
@@ -21,19 +23,21 @@ What differs from ``git commit``, on purpose or by libgit2's nature:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pygit2
-from pygit2.enums import FileMode, RepositoryState
+from pygit2.enums import RepositoryState
 
 from git_forge.tree.errors import GitError
 from git_forge.tree.identity import author_and_committer
 from git_forge.tree.repo import Repo, git_failures
 from git_forge.tree.worktree import (
+    WorktreeFile,
     normalise_paths,
     previous_mode,
     read_worktree_files,
     refuse,
+    set_entry,
     staged_entry,
     tree_with,
 )
@@ -49,13 +53,18 @@ def clean_message(message: str) -> str:
     return text + "\n"
 
 
-def _set_entries(index: pygit2.Index, entries: list[tuple[str, pygit2.IndexEntry | None]]) -> None:
+def _set_entries(
+    index: pygit2.Index,
+    entries: Sequence[tuple[str, pygit2.IndexEntry | WorktreeFile | None]],
+) -> None:
     """Set (or remove) the stage-0 entries of exactly these paths and write the index."""
     conflicts = index.conflicts
     for path, entry in entries:
         if conflicts is not None and path in conflicts:
             del conflicts[path]
-        if entry is not None:
+        if isinstance(entry, WorktreeFile):
+            set_entry(index, entry)
+        elif entry is not None:
             index.add(entry)
         elif path in index:
             index.remove(path)
@@ -102,11 +111,7 @@ def commit_paths(
     # commit then fails, the old entries go back. The other order could leave a
     # new commit with an index that would revert it on the next `git commit`.
     previous = [(file.path, staged_entry(index, file.path)) for file in files]
-    _set_entries(index, [
-        (file.path, pygit2.IndexEntry(file.path, file.blob_id, FileMode(file.mode))
-         if file.blob_id is not None else None)
-        for file in files
-    ])
+    _set_entries(index, [(file.path, file if file.present else None) for file in files])
     try:
         commit_id = repository.create_commit("HEAD", author, committer, text, tree_id, parents)
     except BaseException:

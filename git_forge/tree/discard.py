@@ -69,13 +69,16 @@ def restore_hint(ref: str) -> list[str]:
     ]
 
 
-def _create_safety_ref(repo: Repo, commit_id: pygit2.Oid) -> str:
-    """``refs/forge/discarded/<timestamp>``, or ``…-N`` if that name is taken.
+def create_safety_ref(repo: Repo, commit_id: pygit2.Oid | str,
+                      prefix: str = SAFETY_REF_PREFIX) -> str:
+    """``<prefix><timestamp>`` (``refs/forge/discarded/…``), or ``…-N`` if that name
+    is taken.
 
     Creation without ``force`` is atomic in libgit2: two discards in the same
     second cannot overwrite each other.
     """
-    base = SAFETY_REF_PREFIX + compact_stamp()
+    commit_id = pygit2.Oid(hex=commit_id) if isinstance(commit_id, str) else commit_id
+    base = prefix + compact_stamp()
     name, number = base, 1
     while True:
         try:
@@ -86,17 +89,18 @@ def _create_safety_ref(repo: Repo, commit_id: pygit2.Oid) -> str:
             name = f"{base}-{number}"
 
 
-def _message(paths: list[str]) -> str:
+def _message(paths: list[str], subject: str) -> str:
     listed = "\n".join(f"  {quote_path(path)}" for path in paths)
     return (
-        "forge: discarded work (safety copy)\n\n"
+        f"{subject}\n\n"
         "The working-tree content of these paths, saved before they were discarded:\n"
         f"{listed}\n"
     )
 
 
 @git_failures("cannot discard")
-def discard_paths(repo: Repo, paths: Iterable[str]) -> SafetyRef:
+def discard_paths(repo: Repo, paths: Iterable[str], *, prefix: str = SAFETY_REF_PREFIX,
+                  subject: str = "forge: discarded work (safety copy)") -> SafetyRef:
     """Save, then discard, the changes of exactly ``paths``; return the safety ref.
 
     Tracked paths return to HEAD (index and working tree); untracked ones are
@@ -104,7 +108,9 @@ def discard_paths(repo: Repo, paths: Iterable[str]) -> SafetyRef:
     (links replaced, never followed). Refuses — changing nothing — when none of
     the paths has a change, and for the paths ``worktree.refusals`` names
     (submodules and nested repositories: their content cannot be saved here).
-    Show the operator ``restore_hint(result.ref)``.
+    Show the operator ``restore_hint(result.ref)``. ``prefix`` and ``subject``:
+    the safety ref's place and its commit's subject (another caller's, such as a
+    retried item's attempt).
     """
     names = normalise_paths(paths)
     changed = dirty_paths(repo)
@@ -143,9 +149,10 @@ def discard_paths(repo: Repo, paths: Iterable[str]) -> SafetyRef:
             )
         )
     commit_id = repository.create_commit(
-        None, author, committer, _message(names), tree_with(repo, head_tree, files), parents
+        None, author, committer, _message(names, subject), tree_with(repo, head_tree, files),
+        parents
     )
-    ref = _create_safety_ref(repo, commit_id)
+    ref = create_safety_ref(repo, commit_id, prefix)
 
     restore_to_head(repo, names)
     left = sorted(dirty_paths(repo) & set(names))

@@ -15,6 +15,7 @@ within one file the last value wins.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 import pygit2
 from pygit2.enums import ConfigLevel
@@ -94,45 +95,62 @@ def _command_line_values() -> list[tuple[str, str | None]]:
     return pairs
 
 
-def _file_values(path: str, key: str) -> list[str | None]:
-    """Every value of ``key`` in the config file at ``path`` (none if it is unreadable);
-    ``None`` for a key written without ``= value``."""
+def _file_values(path: str, keys: set[str]) -> dict[str, list[str | None]]:
+    """Every value of each of ``keys`` in the config file at ``path`` (none if it is
+    unreadable); ``None`` for a key written without ``= value``."""
+    found: dict[str, list[str | None]] = {}
     if not os.path.isfile(path):
-        return []
+        return found
     try:
-        config = pygit2.Config(path)
-        return [entry.value for entry in config if _normalise_key(entry.name) == key]
+        for entry in pygit2.Config(path):
+            name = _normalise_key(entry.name)
+            if name in keys:
+                found.setdefault(name, []).append(entry.value)
     except (pygit2.GitError, OSError):
-        return []
+        return {}
+    return found
+
+
+def config_values(repo: Repo, keys: Iterable[str]) -> dict[str, str | None]:
+    """The value git would use for each of ``keys`` in ``repo`` (None when it is not
+    set), from one pass over the configuration: a commit asks for several keys, and
+    each pass re-reads every file."""
+    wanted = {key: _normalise_key(key) for key in keys}
+    names = set(wanted.values())
+    result: dict[str, str | None] = {}
+    for name, value in reversed(_command_line_values()):
+        normal = _normalise_key(name)
+        if normal in names and normal not in result:
+            result[normal] = "true" if value is None else value
+    pending = names - set(result)
+    if pending:
+        global_file = os.environ.get("GIT_CONFIG_GLOBAL")
+        system_file = os.environ.get("GIT_CONFIG_SYSTEM")
+        skip_system = (os.environ.get("GIT_CONFIG_NOSYSTEM") or "").lower() in _TRUE
+        by_key: dict[str, dict[int, list[str | None]]] = {}
+        for entry in repo.repository.config:
+            normal = _normalise_key(entry.name)
+            if normal not in pending:
+                continue
+            level = entry.level
+            if global_file is not None and level in _GLOBAL_LEVELS:
+                continue
+            if (skip_system or system_file is not None) and level in _SYSTEM_LEVELS:
+                continue
+            by_key.setdefault(normal, {}).setdefault(int(level), []).append(entry.value)
+        if global_file is not None:
+            for normal, values in _file_values(global_file, pending).items():
+                by_key.setdefault(normal, {}).setdefault(
+                    int(ConfigLevel.GLOBAL), []).extend(values)
+        if system_file is not None and not skip_system:
+            for normal, values in _file_values(system_file, pending).items():
+                by_key.setdefault(normal, {}).setdefault(
+                    int(ConfigLevel.SYSTEM), []).extend(values)
+        for normal, by_level in by_key.items():
+            result[normal] = by_level[max(by_level)][-1]
+    return {key: result.get(normal) for key, normal in wanted.items()}
 
 
 def config_value(repo: Repo, key: str) -> str | None:
     """The value git would use for ``key`` in ``repo``, or None when it is not set."""
-    key = _normalise_key(key)
-    for name, value in reversed(_command_line_values()):
-        if _normalise_key(name) == key:
-            return "true" if value is None else value
-    global_file = os.environ.get("GIT_CONFIG_GLOBAL")
-    system_file = os.environ.get("GIT_CONFIG_SYSTEM")
-    skip_system = (os.environ.get("GIT_CONFIG_NOSYSTEM") or "").lower() in _TRUE
-    by_level: dict[int, list[str | None]] = {}
-    for entry in repo.repository.config:
-        if _normalise_key(entry.name) != key:
-            continue
-        level = entry.level
-        if global_file is not None and level in _GLOBAL_LEVELS:
-            continue
-        if (skip_system or system_file is not None) and level in _SYSTEM_LEVELS:
-            continue
-        by_level.setdefault(int(level), []).append(entry.value)
-    if global_file is not None:
-        values = _file_values(global_file, key)
-        if values:
-            by_level.setdefault(int(ConfigLevel.GLOBAL), []).extend(values)
-    if system_file is not None and not skip_system:
-        values = _file_values(system_file, key)
-        if values:
-            by_level.setdefault(int(ConfigLevel.SYSTEM), []).extend(values)
-    if not by_level:
-        return None
-    return by_level[max(by_level)][-1]
+    return config_values(repo, (key,))[key]

@@ -14,7 +14,9 @@ Three rules hold for every path, at any depth:
   when it is tracked, and is refused when it is not.
 * **Content is what git would store and write.** Blobs of regular files are
   hashed by ``git hash-object`` (clean filters, ``working-tree-encoding``,
-  ``core.autocrlf`` from every config source git reads: libgit2 knows fewer),
+  ``core.autocrlf`` from every config source git reads: libgit2 knows fewer) —
+  or in-process when no attribute and no ``core.autocrlf`` can apply
+  (``checkin``), where git stores the bytes as they are,
   and putting a path back is ``git checkout-index --force`` (smudge filters,
   symlinks as symlinks, and a link standing in the way is replaced, never
   written through).
@@ -29,7 +31,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -37,9 +39,11 @@ import pygit2
 from pygit2.enums import FileMode
 
 # pygit2's IndexEntry does not carry the entry's flags; its cffi bindings do.
+from pygit2.errors import check_error
 from pygit2.ffi import C, ffi
 
 from git_forge.errors import os_error_text
+from git_forge.tree.checkin import attributes_only_in_the_index, stored_as_on_disk
 from git_forge.tree.errors import GitError
 from git_forge.tree.gitconfig import config_value
 from git_forge.tree.porcelain import quote_path
@@ -68,6 +72,9 @@ class WorktreeFile:
     path: str
     blob_id: pygit2.Oid | None
     mode: int = FileMode.BLOB
+    #: The file's ``lstat``, taken before its content was read: what ``git add``
+    #: records in the index entry (None when nothing was read from disk).
+    stat: os.stat_result | None = field(default=None, compare=False, repr=False)
 
     @property
     def present(self) -> bool:
@@ -87,6 +94,40 @@ def staged_entry(index: pygit2.Index, path: str) -> pygit2.IndexEntry | None:
         return index[path]
     except KeyError:
         return None
+
+
+def _index_time(nanoseconds: int) -> tuple[int, int]:
+    """An ``lstat`` time as the index's 32-bit seconds and nanoseconds (git truncates
+    the seconds the same way)."""
+    seconds = (nanoseconds // 1_000_000_000) & 0xFFFFFFFF
+    return (seconds - (1 << 32) if seconds >= 1 << 31 else seconds,
+            nanoseconds % 1_000_000_000)
+
+
+def set_entry(index: pygit2.Index, file: WorktreeFile) -> None:
+    """Set the stage-0 entry of a present ``file``, with its stat data when it was
+    read from disk — as ``git add`` records it, so the next ``git status`` sees the
+    file unchanged from its stat instead of hashing it again (and rewriting the
+    index to say so). A file changed since its ``lstat`` no longer matches, and
+    git hashes it as it would any other."""
+    assert file.blob_id is not None
+    info = file.stat
+    if info is None:
+        index.add(pygit2.IndexEntry(file.path, file.blob_id, FileMode(file.mode)))
+        return
+    centry = ffi.new("git_index_entry *")
+    ffi.buffer(ffi.addressof(centry, "id"))[:] = file.blob_id.raw
+    centry.ctime.seconds, centry.ctime.nanoseconds = _index_time(info.st_ctime_ns)
+    centry.mtime.seconds, centry.mtime.nanoseconds = _index_time(info.st_mtime_ns)
+    centry.dev = info.st_dev & 0xFFFFFFFF
+    centry.ino = info.st_ino & 0xFFFFFFFF
+    centry.mode = int(file.mode)
+    centry.uid = info.st_uid & 0xFFFFFFFF
+    centry.gid = info.st_gid & 0xFFFFFFFF
+    centry.file_size = info.st_size & 0xFFFFFFFF
+    path = ffi.new("char[]", os.fsencode(file.path))
+    centry.path = path
+    check_error(C.git_index_add(index._index, centry), io=True)
 
 
 def _extended_flags(index: pygit2.Index, path: str) -> int:
@@ -313,6 +354,14 @@ def _hash_with_git(repo: Repo, paths: list[str]) -> list[pygit2.Oid]:
     return [pygit2.Oid(hex=value) for value in ids]
 
 
+def _blob_of_bytes(repo: Repo, path: str) -> pygit2.Oid:
+    """The file's bytes as they are, stored as a blob: opened without following a
+    final link (the caller's lstat saw a regular file; O_NOFOLLOW closes the race)."""
+    fd = os.open(repo.workdir / path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as stream:
+        return repo.repository.create_blob_fromiobase(stream)
+
+
 def read_worktree_files(
     repo: Repo,
     paths: Iterable[str],
@@ -338,6 +387,7 @@ def read_worktree_files(
     modes = previous_modes or {}
     files: dict[str, WorktreeFile] = {}
     to_hash: list[tuple[str, int]] = []
+    stats: dict[str, os.stat_result] = {}
     repository = repo.repository
     trust_mode: bool | None = None
     for path in names:
@@ -353,7 +403,8 @@ def read_worktree_files(
                 files[path] = WorktreeFile(path, None)
         elif stat.S_ISLNK(info.st_mode):
             target = os.fsencode(os.readlink(repo.workdir / path))
-            files[path] = WorktreeFile(path, repository.create_blob(target), FileMode.LINK)
+            files[path] = WorktreeFile(path, repository.create_blob(target), FileMode.LINK,
+                                       info)
         elif stat.S_ISDIR(info.st_mode):
             if previous == FileMode.COMMIT:
                 head = _submodule_head(repo, path)
@@ -379,18 +430,27 @@ def read_worktree_files(
                     trust_mode = _file_mode_trusted(repo)
                 if not trust_mode:
                     mode = FileMode(previous)
+            stats[path] = info
             if filtered:
                 to_hash.append((path, mode))
                 continue
-            # The bytes as they are: opened without following a final link (the
-            # lstat above saw a regular file; O_NOFOLLOW closes the race).
-            fd = os.open(repo.workdir / path, os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as stream:
-                files[path] = WorktreeFile(path, repository.create_blob_fromiobase(stream), mode)
+            files[path] = WorktreeFile(path, _blob_of_bytes(repo, path), mode, info)
     if to_hash:
-        ids = _hash_with_git(repo, [path for path, _ in to_hash])
+        hashed = [path for path, _ in to_hash]
+        if index is not None:
+            stale = attributes_only_in_the_index(repo, hashed, index)
+            if stale:
+                raise GitError(
+                    f"{_shown(stale[0])} is deleted from the working tree but still in the "
+                    f"index, where git add would read it and git-forge cannot; restore it "
+                    f"(git checkout -- {quote_path(stale[0])}) or stage its removal "
+                    f"(git rm --cached {quote_path(stale[0])}) first")
+        if stored_as_on_disk(repo, hashed, index if index is not None else ()):
+            ids = [_blob_of_bytes(repo, path) for path in hashed]
+        else:
+            ids = _hash_with_git(repo, hashed)
         for (path, mode), blob_id in zip(to_hash, ids, strict=True):
-            files[path] = WorktreeFile(path, blob_id, mode)
+            files[path] = WorktreeFile(path, blob_id, mode, stats[path])
     return [files[path] for path in names]
 
 

@@ -22,6 +22,11 @@ itself does, with the refusals that keep work from being lost:
   with no merge, rebase, cherry-pick, revert or bisect in progress. Ignored
   files are not work, as for ``git worktree remove``, which then does the
   removal (and checks again).
+* ``retire`` keeps a branch's commit — and its worktree's uncommitted work,
+  saved on top as a discard's safety copy is (``tree.discard``, the one place
+  pygit2 is used here, imported only then) — under a new ref, then removes the
+  worktree and the branch; the same refusals apply, except that the commit is
+  kept by that ref instead of the target branch.
 
 Hooks: ``worktree add`` runs git's own (``post-checkout``), as it would for
 the operator; the replay and the fast-forward run none (``commit-tree``,
@@ -545,3 +550,86 @@ def delete_branch(root: Path, branch: str, onto: str,
         raise GitError(f"{branch} is at {commit[:12]}, which is not on {onto}; "
                        "its commits would be lost")
     _run(root, ["update-ref", "-d", f"{HEADS}{branch}", commit])
+
+
+# --- retiring an attempt ---------------------------------------------------------------------
+
+
+class Retired(NamedTuple):
+    """What ``retire`` kept, and what it removed."""
+
+    #: The ref holding the branch's commit (and, on top of it, the worktree's
+    #: uncommitted work when there was any).
+    ref: str
+    #: The branch's commit.
+    commit: str
+    #: The uncommitted paths saved on top of it (the ref's own commit then).
+    saved_paths: tuple[str, ...] = ()
+    #: The worktree removed (``None``: the branch was checked out nowhere).
+    worktree: Path | None = None
+
+
+def retire_refusal(root: Path, branch: str, worktree: Path | None = None,
+                   trees: list[Worktree] | None = None) -> str | None:
+    """Why ``retire`` would refuse ``branch`` (``None``: it would not): no such
+    branch, or its worktree (where it is checked out, or the one at ``worktree``
+    — a rebase there detaches HEAD) is the main one, locked, mid-operation, or
+    on another commit."""
+    if branch not in tips(root, branch):
+        return f"no branch {branch}"
+    listed = trees if trees is not None else worktrees(root)
+    tree = _checked_out(listed, branch)
+    there = worktree_at(root, worktree, listed) if worktree is not None else None
+    for candidate in (tree, there):
+        if candidate is not None and not candidate.missing:
+            why = _holds_work(root, candidate, ask_status=False)
+            if why is not None:
+                return why
+    if there is not None and not there.missing and there.branch != branch:
+        return (f"the worktree {there.path} is not on {branch} "
+                f"({'HEAD detached' if there.branch is None else there.branch}); "
+                f"check {branch} out there first")
+    return None
+
+
+def retire(root: Path, branch: str, ref_prefix: str, worktree: Path | None = None,
+           trees: list[Worktree] | None = None) -> Retired:
+    """Keep ``branch``'s commit under a new ref ``<ref_prefix><timestamp>`` — with
+    every uncommitted change of the worktree it is checked out in saved on top
+    (a commit whose parent is the branch's, as a discard's safety copy is, the
+    staged content too) — then remove that worktree and the branch.
+
+    ``worktree``: where the branch's worktree should be (see ``retire_refusal``).
+    Refuses (``GitError``) what ``retire_refusal`` names, and a path in the
+    worktree whose content cannot be saved (a submodule, a nested repository),
+    before anything changes. Nothing is removed unless it is reachable from the
+    new ref; ``git worktree remove`` (without force) checks the tree once more.
+    """
+    trees = trees if trees is not None else worktrees(root)
+    why = retire_refusal(root, branch, worktree, trees)
+    if why is not None:
+        raise GitError(why)
+    commit = tips(root, branch)[branch]
+    tree = _checked_out(trees, branch)
+    saved: tuple[str, ...] = ()
+    ref: str
+    from git_forge.tree.discard import create_safety_ref, discard_paths
+    from git_forge.tree.repo import open_repo
+
+    dirty = status(root, tree.path) if tree is not None else []
+    if tree is not None and dirty:
+        kept = discard_paths(open_repo(tree.path), [entry.path for entry in dirty],
+                             prefix=ref_prefix,
+                             subject=f"forge: uncommitted work of {branch} (safety copy)")
+        ref, saved = kept.ref, kept.paths
+    else:
+        ref = create_safety_ref(open_repo(root), commit, ref_prefix)
+    if not is_ancestor(root, commit, ref):  # the branch moved meanwhile: keep everything
+        raise GitError(f"{branch} moved while it was being kept at {ref}; nothing removed")
+    # a registration whose directory is gone has no files to lose: it goes too
+    gone = next((t for t in trees if t.branch == branch and t.missing), None)
+    for holder in (tree, gone):
+        if holder is not None:
+            _run(root, ["worktree", "remove", str(holder.path)])
+    _run(root, ["update-ref", "-d", f"{HEADS}{branch}", commit])
+    return Retired(ref, commit, saved, tree.path if tree is not None else None)

@@ -1,0 +1,53 @@
+"""The next item's worktree is made ahead, in its own thread, at the tip it is given;
+anything but a plain creation is left to the start's own path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import git
+
+from git_forge.loop.worktree_prep import WorktreePreparer
+from git_forge.tree.worktrees import add_worktree, worktree_at
+
+
+def test_a_prepared_worktree_is_taken_once_at_its_tip(git_repo: Path) -> None:
+    tip = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    path = git_repo / ".forge" / "worktrees" / "001"
+    preparer = WorktreePreparer(git_repo)
+    preparer.prepare("001", path, "forge/001", tip)
+    preparer.prepare("001", path, "forge/001", tip)  # asked twice: made once
+    assert preparer.asked("001")
+    made = preparer.take("001")
+    assert made is not None and made.path == path and made.tip == tip
+    found = worktree_at(git_repo, path)
+    assert found is not None and not found.missing
+    assert git("rev-parse", "forge/001", cwd=git_repo).strip() == tip
+    assert git("status", "--porcelain", cwd=path) == ""
+    assert preparer.take("001") is None and not preparer.asked("001")
+    assert preparer.take("002") is None  # never asked for
+    assert preparer.close() == []
+
+
+def test_what_it_cannot_make_plainly_is_left_to_the_start(git_repo: Path) -> None:
+    tip = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    git("branch", "forge/002", cwd=git_repo)  # a branch left by a run before
+    taken = git_repo / ".forge" / "worktrees" / "003"
+    add_worktree(git_repo, taken, "forge/003", tip)  # the path exists already
+    preparer = WorktreePreparer(git_repo)
+    preparer.prepare("002", git_repo / ".forge" / "worktrees" / "002", "forge/002", tip)
+    preparer.prepare("003", taken, "forge/003", tip)
+    assert preparer.take("002") is None
+    assert preparer.take("003") is None
+    assert not (git_repo / ".forge" / "worktrees" / "002").exists()
+    assert preparer.close() == []
+
+
+def test_close_hands_back_what_was_never_taken(git_repo: Path) -> None:
+    tip = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    path = git_repo / ".forge" / "worktrees" / "004"
+    preparer = WorktreePreparer(git_repo)
+    preparer.prepare("004", path, "forge/004", tip)
+    left = preparer.close()
+    assert [(made.item_id, made.path) for made in left] == [("004", path)]
+    assert worktree_at(git_repo, path) is not None
