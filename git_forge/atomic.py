@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import tempfile
 from pathlib import Path
 
 from git_forge.errors import StoreError, os_error_text
@@ -77,6 +76,8 @@ def atomic_write(
     that a later durable write, or restore after a crash, supersedes anyway — the
     caller's docstring says which.
     """
+    import tempfile  # with random and shutil, ~5 ms that only a write needs
+
     path = Path(path)
     directory = path.parent
     if mode is None:

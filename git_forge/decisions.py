@@ -15,13 +15,11 @@ order ``_new_entry`` builds them. Timestamps are UTC, second precision, ``Z``.
 from __future__ import annotations
 
 import json
-import socket
-from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from git_forge.clock import wire_now
-from git_forge.credentials import credential_refusal
 from git_forge.errors import ForgeError, StoreError
 from git_forge.jsonfile import read_json, update_json
 from git_forge.layout import DECISIONS_FILE, state_directory
@@ -38,11 +36,15 @@ class DecisionError(ForgeError):
 
 def default_actor() -> str:
     """``git-forge@<host>``: a machine label, never a person's identity."""
+    import socket
+
     return f"git-forge@{socket.gethostname()}"
 
 
-@dataclass(frozen=True)
-class DecisionRecord:
+# NamedTuples rather than dataclasses: ``decision list`` is a small command scripts
+# call often, and ``dataclasses`` (with ``inspect``) costs more to import than
+# reading a record of thousands of entries.
+class DecisionRecord(NamedTuple):
     """The record file of one backlog directory."""
 
     backlog_dir: Path
@@ -67,8 +69,10 @@ def _check_document(path: Path, document: Any) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise StoreError(f"{path} is corrupt (not a JSON object); refusing to touch it")
     decisions = document.get("decisions")
-    if not isinstance(decisions, list) or not all(
-        isinstance(entry, dict) and isinstance(entry.get("itemId"), str) for entry in decisions
+    # Each entry a JSON object with a string itemId, checked by C loops (``map``):
+    # a parsed document holds plain dicts and strs, never subclasses.
+    if not isinstance(decisions, list) or not {dict}.issuperset(map(type, decisions)) or not (
+        {str}.issuperset(map(type, map(dict.get, decisions, repeat("itemId"))))
     ):
         raise StoreError(
             f"{path} is corrupt (\"decisions\" is not a list of entries with an itemId);"
@@ -105,8 +109,7 @@ def _stamp(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-@dataclass(frozen=True)
-class NewDecision:
+class NewDecision(NamedTuple):
     """One entry to append: an answer, or a deferral when ``answer`` is None."""
 
     item_id: str
@@ -146,6 +149,8 @@ def record_all(
 
     A credential-looking answer is refused before anything is written.
     """
+    from git_forge.credentials import credential_refusal  # its patterns: only a write
+
     for entry in entries:
         if not entry.item_id:
             raise DecisionError("an item id may not be empty")

@@ -100,6 +100,28 @@ def _scalar(value: Any) -> str:
     raise _Unsupported
 
 
+#: The exact types of the values an object may hold for ``_flat_object`` to encode it.
+_FLAT = frozenset((str, int, bool, type(None)))
+_STR = frozenset((str,))
+#: One C encoder per line indentation (its item separator holds the indentation).
+_FLAT_ENCODERS: dict[str, Any] = {}
+
+
+def _flat_object(value: dict[Any, Any], newline: str, inner: str) -> str | None:
+    """An object of strings, integers, booleans and nulls under string keys — a
+    decision entry, a summary — encoded by the standard library's C encoder: its
+    compact output with the item separator set to ``,`` and the indentation is the
+    indented text, once the braces get their own lines. ``None`` for any other
+    object (a float, a container, a subclass, a key that is not a string)."""
+    if not _FLAT.issuperset(map(type, value.values())) or not _STR.issuperset(map(type, value)):
+        return None
+    encoder = _FLAT_ENCODERS.get(inner)
+    if encoder is None:
+        encoder = _FLAT_ENCODERS[inner] = json.JSONEncoder(
+            ensure_ascii=False, separators=("," + inner, ": "))
+    return "{" + inner + encoder.encode(value)[1:-1] + newline + "}"
+
+
 def _encode(document: Any, step: str, newline: str = "\n") -> str:
     chunks: list[str] = []
     append = chunks.append
@@ -111,6 +133,10 @@ def _encode(document: Any, step: str, newline: str = "\n") -> str:
                 append("{}")
                 return
             inner = newline + step
+            flat = _flat_object(value, newline, inner)
+            if flat is not None:
+                append(flat)
+                return
             separator = "," + inner
             append("{" + inner)
             first = True

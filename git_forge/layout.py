@@ -41,6 +41,9 @@ PROC_DIR = "proc"
 #: ``proc/<handle>.manifest.json``: named here so completion can list handles
 #: without importing the supervisor.
 MANIFEST_SUFFIX = ".manifest.json"
+#: ``proc/<handle>.alive``, locked by a live member of the process's tree: named here
+#: so ``status`` can see there is none without importing the supervisor.
+ALIVE_SUFFIX = ".alive"
 #: The ``{prompt_file}`` copies of an agent's prompt (``prompt-<id>.md``), removed
 #: when the agent ends; the pattern is ignored so that none is ever committed.
 PROMPT_FILES = "prompt-*.md"

@@ -48,20 +48,30 @@ def _number_too_large(exc: ValueError) -> bool:
 
 
 _CONTAINERS = (dict, list, tuple)  # tuple: YAML's !!pairs
+_CONTAINERS_SET = frozenset(_CONTAINERS)
 
 
 def _check_depth(document: Any, source: str | Path) -> None:
-    """Level by level, without recursion, so any depth is safe to measure."""
+    """Level by level, without recursion, so any depth is safe to measure. Each
+    level's children are gathered and their types taken by C loops (``chain``,
+    ``map``); a level holding no container — most documents' third or fourth —
+    ends the walk without a Python step per value."""
+    from itertools import chain, compress, repeat
+    from operator import is_, is_not
+
     level = [document] if type(document) in _CONTAINERS else []
     for _ in range(MAX_DEPTH):
         if not level:
             return
-        deeper: list[Any] = []
-        extend = deeper.extend
-        for value in level:
-            children = value.values() if type(value) is dict else value
-            extend([child for child in children if type(child) in _CONTAINERS])
-        level = deeper
+        types = list(map(type, level))
+        dicts = compress(level, map(is_, types, repeat(dict)))
+        others = compress(level, map(is_not, types, repeat(dict)))  # lists and tuples
+        children = list(chain(chain.from_iterable(map(dict.values, dicts)),
+                              chain.from_iterable(others)))
+        kinds = list(map(type, children))
+        if _CONTAINERS_SET.isdisjoint(kinds):
+            return
+        level = list(compress(children, map(_CONTAINERS_SET.__contains__, kinds)))
     if level:
         raise DocumentTooComplex(source, TOO_DEEP)
 

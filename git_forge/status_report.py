@@ -12,17 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from git_forge.backlog.item import Item
-from git_forge.backlog.model import summarize
-from git_forge.backlog.topology import build_graph, topology_of, waiting_on
 from git_forge.errors import StoreError
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.loop.control import live_agents, loop_lock_path, orphaned_agents
-from git_forge.loop.receipts import costs_json, read_ledger
 from git_forge.loop.state import RunState, read_state, state_path
 from git_forge.reconcile.item_trees import item_trees
 from git_forge.runner.base import Runner
 from git_forge.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from git_forge.backlog.item import Item
 
 STATUS_SCHEMA_VERSION = "1"
 
@@ -53,7 +53,7 @@ def lock_status(state_dir: Path) -> dict[str, Any]:
 _LIVE_STATES = ("starting", "running")
 
 
-def _parallel(workspace: Workspace, items: list[Item], run_id: str | None) -> dict[str, Any]:
+def _parallel(workspace: Workspace, done: set[str], run_id: str | None) -> dict[str, Any]:
     """``worktrees``: the items' worktrees and ``forge/<id>`` branches, each with its
     state (a git failure leaves the list empty: status reports, it does not stop);
     ``agents``: one entry per agent the live run supervises; ``mergeQueue``: the
@@ -65,7 +65,6 @@ def _parallel(workspace: Workspace, items: list[Item], run_id: str | None) -> di
         trees = item_trees(workspace.root, workspace.state_dir, workspace.backlog_file)
     except ForgeError:
         trees = []
-    done = {item.id for item in items if item.status == "done"}
     where = {tree.item_id: tree.worktree for tree in trees if tree.worktree is not None}
     agents = [{"handle": agent.handle, "itemId": agent.item_id, "startedAt": agent.started_at,
                "outputBytes": agent.output_bytes,
@@ -76,13 +75,38 @@ def _parallel(workspace: Workspace, items: list[Item], run_id: str | None) -> di
                            if tree.item_id in done and not tree.integrated]}
 
 
-def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
-    """The ``status --json`` document."""
-    items = runner.list_items()
-    found, problem = read_loop_state(workspace.state_dir)
-    state = found or RunState()
+#: The status's backlog facts in the state dir's cache (``backlog/cache.py``).
+STATUS_CACHE = "status-backlog.json"
+
+
+def backlog_facts(items: list[Item]) -> str:
+    """What status reports of the item list — the summary, the topology's figures
+    and what a starved backlog waits on, the done items' ids — as JSON text: the
+    embedded runner keeps it between commands while backlog.json is unchanged."""
+    import json
+
+    from git_forge.backlog.model import summarize
+    from git_forge.backlog.topology import build_graph, topology_of, waiting_on
+
     graph = build_graph(items)
     topology = topology_of(graph)
+    return json.dumps({
+        "summary": summarize(items),
+        # starvation is feature-forge's (blocking *roots*); waitingOn names what a
+        # starved backlog really waits on, roots or not.
+        "topology": {**{key: topology[key]
+                        for key in ("maxChainDepth", "selectable", "starvation")},
+                     "waitingOn": waiting_on(graph)},
+        "done": [item.id for item in items if item.status == "done"]})
+
+
+def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
+    """The ``status --json`` document."""
+    import json
+
+    facts = json.loads(runner.derived(workspace.state_dir, STATUS_CACHE, backlog_facts))
+    found, problem = read_loop_state(workspace.state_dir)
+    state = found or RunState()
     lock = lock_status(workspace.state_dir)
     if problem is not None:
         loop_state = "unknown"
@@ -102,7 +126,7 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
         "waitingUntil": state.waiting_until,
     }
     document.update({
-        "backlogSummary": summarize(items),
+        "backlogSummary": facts["summary"],
         "lock": lock,
         "liveness": {
             "loopAlive": lock["alive"],
@@ -111,14 +135,10 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
             "orphans": [{"handle": orphan.handle, "itemId": orphan.item_id}
                         for orphan in orphaned_agents(workspace.state_dir)],
         },
-        # starvation is feature-forge's (blocking *roots*); waitingOn names what a
-        # starved backlog really waits on, roots or not.
-        "topology": {**{key: topology[key]
-                        for key in ("maxChainDepth", "selectable", "starvation")},
-                     "waitingOn": waiting_on(graph)},
+        "topology": facts["topology"],
         "runner": runner.describe(),
         "costs": _costs(workspace.state_dir, state.run_id),
-        **_parallel(workspace, items, state.run_id if lock["alive"] else None),
+        **_parallel(workspace, set(facts["done"]), state.run_id if lock["alive"] else None),
         "error": problem if problem is not None else state.error,
         "statusSchemaVersion": STATUS_SCHEMA_VERSION,
         "projectPath": str(workspace.root),
@@ -128,9 +148,24 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
     return document
 
 
+def no_costs() -> dict[str, Any]:
+    """``costs`` when there is no ledger at all (no agent has reported yet): what
+    ``costs_json`` gives an empty ledger, without importing the receipts (a test
+    holds the two equal)."""
+    return {"run": None, "runItems": {}, "items": {}}
+
+
 def _costs(state_dir: Path, run_id: str | None) -> dict[str, Any] | None:
     """What the last run and each item cost so far (``loop/receipts.py``); ``None``
     when the ledger cannot be read (status still reports the rest)."""
+    import os
+
+    from git_forge.layout import RECEIPTS_FILE
+
+    if not os.path.lexists(os.path.join(state_dir, RECEIPTS_FILE)):
+        return no_costs()
+    from git_forge.loop.receipts import costs_json, read_ledger
+
     try:
         return costs_json(read_ledger(state_dir), run_id)
     except StoreError:

@@ -259,9 +259,11 @@ def _stop(one: Project, loop: subprocess.Popen) -> None:
 def _outside_the_live_run(root: Path) -> dict[str, bytes]:
     """Every file but the live run's own process records (``.forge/proc/``, the
     journal), which its supervisor keeps writing on its own schedule — the spool's
-    timed flushes, the ``running`` manifest saved just after the agent started."""
+    timed flushes, the ``running`` manifest saved just after the agent started —
+    and the read-only commands' derived cache (``.forge/cache/``: not user data)."""
     return {rel: data for rel, data in snapshot(root).items()
-            if not rel.startswith(".forge/proc/") and rel != ".forge/events.ndjson"}
+            if not rel.startswith((".forge/proc/", ".forge/cache/"))
+            and rel != ".forge/events.ndjson"}
 
 
 def test_tree_commands_refuse_beside_a_live_loop_and_change_nothing(project) -> None:

@@ -188,7 +188,15 @@ def test_a_wheel_installs_the_page_where_git_help_forge_finds_it(tmp_path: Path)
     assert install.returncode == 0, install.stderr
     page = prefix / "share" / "man" / "man1" / "git-forge.1"
     assert page.read_bytes() == PAGE.read_bytes()
-    assert (prefix / "bin" / "git-forge").is_file()
+    # The launcher, not a generated console script: nothing but git-forge's own code
+    # (no `re`) is imported before `--version` answers.
+    launcher = prefix / "bin" / "git-forge"
+    assert launcher.read_text().startswith(f"#!{prefix / 'bin'}/python")
+    started = waiting.run([str(launcher), "--version"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}, timeout=60)
+    assert started.stdout == f"git-forge version {__version__}\n", started.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in started.stderr.splitlines()}
+    assert "git_forge.cli.main" in imported and "re" not in imported
     if shutil.which("man") is None:
         pytest.skip("man is not installed: the page is installed, `git help forge` not tried")
     # man derives its search path from PATH (<prefix>/bin -> <prefix>/share/man), and git

@@ -273,12 +273,14 @@ PARSER_SHAPES = [["--js"], ["--back", "x"], ["-h"], ["--"], ["a", "b"], ["--back
                  ["--backlog", "a", "--backlog", "b"], ["-x"], ["--no-colour"]]
 
 
+@pytest.mark.parametrize("command", [["preflight"], ["status"], ["backlog", "list"]])
 @pytest.mark.parametrize("words", QUICK_SHAPES + PARSER_SHAPES)
-def test_the_quick_arguments_are_argparses_or_nothing(words: list[str]) -> None:
+def test_the_quick_arguments_are_argparses_or_nothing(command: list[str],
+                                                      words: list[str]) -> None:
     # The plain shapes are read without a parser, exactly as argparse reads them;
     # every other shape is left to argparse (abbreviations, help, `--`, errors).
+    from git_forge.cli.main import quick_args
     from git_forge.cli.parser import build_parser
-    from git_forge.cli.preflight import quick_args
     from git_forge.errors import UsageError
 
     quick = quick_args(words)
@@ -286,14 +288,14 @@ def test_the_quick_arguments_are_argparses_or_nothing(words: list[str]) -> None:
         assert quick is None
         return
     assert quick is not None
-    parsed = build_parser(prog="git forge", commands=["preflight"]).parse_args(
-        ["preflight", *words])
-    ours = (quick.path, quick.backlog, quick.json, quick.no_color)
+    parser = build_parser(prog="git forge", commands=command[:1])
+    parsed = parser.parse_args([*command, *words])
+    ours = (quick.path, quick.backlog, quick.json, quick.no_color, quick.status)
     assert ours == (parsed.path, parsed.backlog, parsed.json,
-                    getattr(parsed, "no_color", False))
+                    getattr(parsed, "no_color", False), getattr(parsed, "status", None))
     with pytest.raises(UsageError):  # and a second PATH is argparse's error, not ours
-        build_parser(prog="git forge", commands=["preflight"]).parse_args(
-            ["preflight", *words, "p1", "p2"])
+        build_parser(prog="git forge", commands=command[:1]).parse_args(
+            [*command, *words, "p1", "p2"])
 
 
 def test_the_clean_path_builds_no_parser_and_imports_little(project: Path) -> None:
@@ -332,3 +334,49 @@ def test_outside_a_work_tree_the_quick_path_reports_as_every_command(tmp_path: P
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == ("Error: not a git repository (or any of the parent "
                              f"directories): {tmp_path.resolve()}\n")
+
+
+def test_the_stop_text_is_the_same_from_the_git_cli_as_from_pygit2(project: Path) -> None:
+    # The STOP path reads the run's history through git, not pygit2: the message and
+    # the JSON are byte for byte those the pygit2 reading gives, evidence included
+    # (item commits since the run's base, a stash naming an item), and pygit2 is
+    # never imported.
+    from git_forge.cli.preflight import render_stop
+    from git_forge.reconcile.preflight import check
+    from git_forge.reconcile.stop import explain
+    from git_forge.tree.fast_status import porcelain_fast
+    from git_forge.tree.repo import open_repo
+    from git_forge.workspace import locate
+
+    base = git("rev-parse", "HEAD", cwd=project).strip()
+    for item_id, name in (("001", "one.txt"), ("002", "two.txt")):
+        (project / name).write_text(f"{item_id}\n")
+        git("add", name, cwd=project)
+        git("commit", "-qm", f"[forge] {item_id}: work on {name}", cwd=project)
+    (project / "one.txt").write_text("changed by hand\n")
+    git("stash", "push", "-q", "-m", "forge: abandoned work from item 002", cwd=project)
+    prior_run(project, base_commit_hash=base)
+    (project / "one.txt").write_text("001 again\n")
+    (project / "two.txt").write_text("002 again\n")
+    (project / "elsewhere.txt").write_text("x\n")
+
+    workspace = locate(project)
+    result = check(workspace.root, workspace.state_dir, workspace.backlog_file,
+                   porcelain_fast(project))
+    run = result.run or RunState()
+    by_git = explain(workspace.root, workspace.state_dir, workspace.backlog_file,
+                     result.entries, run)
+    by_pygit2 = explain(workspace.root, workspace.state_dir, workspace.backlog_file,
+                        result.entries, run, open_repo(workspace.root))
+    assert by_git == by_pygit2
+    reasons = {entry.path: why for entry, why in by_git.touched}
+    assert reasons["one.txt"].startswith("touched by item 001's commit ")
+    assert reasons["two.txt"].startswith("touched by item 002's commit ")
+    text = "\n".join(render_stop(result, by_git, workspace.root)) + "\n"
+    assert text == "\n".join(render_stop(result, by_pygit2, workspace.root)) + "\n"
+
+    code = ("import sys\nfrom git_forge.cli.main import main\ncode = main(['preflight'])\n"
+            "print(code, 'pygit2' in sys.modules, file=sys.stderr)\n")
+    out = waiting.run([sys.executable, "-c", code], cwd=project, capture_output=True,
+                      text=True)
+    assert out.stdout == "" and out.stderr == text + "1 False\n"

@@ -169,3 +169,16 @@ def test_status_refusals(git_repo: Path, repo: Path) -> None:
         result = run_forge(*args, cwd=git_repo)
         assert result.returncode == 2 and result.stdout == ""
         assert result.stderr.startswith("Error: ") and fragment in result.stderr
+
+
+def test_costs_without_a_ledger_are_what_an_empty_ledger_gives(repo: Path) -> None:
+    # status answers a missing receipts.json without importing the receipts: the
+    # same document an empty ledger gives, for any run.
+    from git_forge.loop.receipts import Ledger, costs_json, ledger_path
+    from git_forge.status_report import no_costs
+
+    for run_id in (None, "20250101T000000Z-abcdef"):
+        assert no_costs() == costs_json(Ledger(), run_id)
+    assert not ledger_path(repo / ".forge").exists()
+    assert status_of(repo)["costs"] == no_costs()
+    assert no_costs() is not no_costs() and no_costs()["items"] is not no_costs()["items"]

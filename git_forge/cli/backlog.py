@@ -4,20 +4,23 @@ outputs), acting on the embedded backlog file; ``topology`` reads the runner's l
 
 from __future__ import annotations
 
-import argparse
-import re
-from typing import TYPE_CHECKING, Any
-
-from git_forge.cli.arguments import add_backlog, add_path
 from git_forge.cli.output import emit_json, paint
 from git_forge.errors import os_error_text
 
+# ``backlog list`` is a quick command (``cli.main.quick_args``): argparse and typing
+# are not imported when its command line needs no parser.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
     from git_forge.backlog.item import Item
     from git_forge.backlog.store import BacklogStore
+    from git_forge.cli.main import QuickArgs
     from git_forge.workspace import Workspace
 
-_ID_LIKE = re.compile(r"^[0-9]+$")
+#: ``backlog list --json``'s output in the state dir's cache (``backlog/cache.py``).
+LIST_CACHE = "backlog-list.json"
 _STATUS_FILTERS = ("pending", "in_progress", "done", "blocked", "needs-human", "deferred")
 
 
@@ -37,6 +40,8 @@ def _item_fields(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from git_forge.cli.arguments import add_backlog, add_path
+
     parser = subparsers.add_parser(
         "backlog", help="list and change backlog items (rauf runner contract)",
         description="Read and change the backlog (backlog.json): items, answers, unblocking.",
@@ -128,13 +133,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _workspace(args: argparse.Namespace) -> Workspace:
+def _workspace(args: argparse.Namespace | QuickArgs) -> Workspace:
     from git_forge.workspace import locate
 
     return locate(args.path, args.backlog)
 
 
-def _store(args: argparse.Namespace) -> BacklogStore:
+def _store(args: argparse.Namespace | QuickArgs) -> BacklogStore:
     from git_forge.backlog.store import BacklogStore
 
     return BacklogStore.in_dir(_workspace(args).backlog_dir)
@@ -147,7 +152,7 @@ def _busy(args: argparse.Namespace) -> str | None:
     return in_progress_refusal(_workspace(args).state_dir)
 
 
-def _live_note(args: argparse.Namespace) -> None:
+def _live_note(args: argparse.Namespace | QuickArgs) -> None:
     """Read-only commands keep working beside a live loop, and say it is live."""
     from git_forge.cli.output import note
     from git_forge.loop.control import live_note
@@ -188,13 +193,23 @@ def _line(item: Item) -> str:
 # --- handlers -------------------------------------------------------------------------------
 
 
-def run_list(args: argparse.Namespace) -> int:
-    from git_forge.backlog.model import kind
+def run_list(args: argparse.Namespace | QuickArgs) -> int:
     from git_forge.errors import UsageError
 
     if args.status is not None and args.status not in _STATUS_FILTERS:
         raise UsageError(f"unknown status {args.status!r} "
                          f"(expected one of {', '.join(_STATUS_FILTERS)})")
+    if args.json and args.status is None:  # the whole listing: kept while the file is the same
+        from git_forge.backlog.cache import derived_text
+        from git_forge.cli.output import json_text, print_json_text
+
+        workspace = _workspace(args)
+        print_json_text(derived_text(workspace.backlog_file, workspace.state_dir, LIST_CACHE,
+                           lambda snapshot: json_text(
+                               [item.to_json() for item in snapshot.items])))
+        return 0
+    from git_forge.backlog.model import kind
+
     items = _store(args).items()
     if args.status in ("needs-human", "deferred"):
         items = [item for item in items if kind(item) == args.status]
@@ -271,7 +286,9 @@ def run_answer(args: argparse.Namespace) -> int:
 
 
 def run_unblock(args: argparse.Namespace) -> int:
-    if args.id is None and _ID_LIKE.match(args.path):
+    import re
+
+    if args.id is None and re.match(r"^[0-9]+$", args.path):
         args.id, args.path = args.path, "."
     result = _store(args).unblock(args.id, busy=_busy(args))
     if args.json:

@@ -18,10 +18,61 @@ from git_forge.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from git_forge.cli.preflight import QuickArgs
+    from git_forge.cli.preflight import Probe
 
 #: What ``git forge --version`` prints (argparse's ``version`` action prints the same).
 VERSION_LINE = f"git-forge version {__version__}"
+
+#: Commands whose plain command lines are read without a parser (``quick_args``):
+#: the words naming them. ``preflight`` runs before every launch; ``status`` and
+#: ``backlog list`` are what scripts and prompts ask most often, and building a
+#: parser costs more than the rest of their answer when the cache has it.
+QUICK_COMMANDS: tuple[tuple[str, ...], ...] = (("preflight",), ("status",), ("backlog", "list"))
+
+
+class QuickArgs:
+    """A quick command's arguments from a plain command line: the attributes argparse
+    would give (``path``, ``backlog``, ``json``, ``no_color``; ``status``, the
+    ``backlog list`` filter, is never given on one), and what ``preflight``'s ``go``
+    found (``probe``)."""
+
+    __slots__ = ("path", "backlog", "json", "no_color", "status", "probe")
+
+    def __init__(self, path: str, backlog: str | None, json: bool, no_color: bool) -> None:
+        self.path, self.backlog, self.json, self.no_color = path, backlog, json, no_color
+        self.status: str | None = None
+        self.probe: Probe | None = None
+
+
+def quick_args(words: list[str]) -> QuickArgs | None:
+    """The arguments after a quick command's name when they take one of the plain
+    shapes — at most one ``PATH``, ``--backlog DIR`` or ``--backlog=DIR``,
+    ``--json``, ``--no-color``, each at most once, no word that begins with ``-``
+    or is empty otherwise — else ``None``: argparse parses everything else (help,
+    abbreviations, ``--``, ``backlog list --status``, every usage error), so its
+    messages stay its own."""
+    path: str | None = None
+    backlog: str | None = None
+    json = no_color = False
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--json" and not json:
+            json = True
+        elif word == "--no-color" and not no_color:
+            no_color = True
+        elif word == "--backlog" and backlog is None and index + 1 < len(words) and (
+                words[index + 1][:1] not in ("-", "")):
+            index += 1
+            backlog = words[index]
+        elif word.startswith("--backlog=") and backlog is None and word[10:11] not in ("-", ""):
+            backlog = word[10:]
+        elif word[:1] not in ("-", "") and path is None:
+            path = word
+        else:
+            return None
+        index += 1
+    return QuickArgs("." if path is None else path, backlog, json, no_color)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,11 +81,15 @@ def main(argv: list[str] | None = None) -> int:
         print(VERSION_LINE)
         return 0
     quick = None
-    if words[:1] == ["preflight"]:  # the pre-launch hook's clean tree prints nothing
-        from git_forge.cli.preflight import go, quick_args
+    for command in QUICK_COMMANDS:
+        if words[:len(command)] == list(command):
+            quick = quick_args(words[len(command):])
+            break
+    if quick is not None and words[0] == "preflight":
+        # the pre-launch hook's clean tree prints nothing
+        from git_forge.cli.preflight import go
 
-        quick = quick_args(words[1:])
-        answer = go(quick) if quick is not None else None
+        answer = go(quick)
         if answer is not None:
             return answer
     from git_forge.cli.output import guarded
@@ -53,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str], quick: QuickArgs | None = None) -> int:
-    """Run the command ``argv`` names; ``quick`` is ``preflight``'s arguments
+    """Run the command ``argv`` names; ``quick`` is a quick command's arguments
     when its plain command line needed no parser."""
     if argv[:1] == ["__complete"]:
         # The completion scripts' fast path: no parser, no core imports (see cli.completion).
@@ -64,10 +119,18 @@ def _dispatch(argv: list[str], quick: QuickArgs | None = None) -> int:
         from git_forge.cli.output import configure_color
 
         if quick is not None:
-            from git_forge.cli.preflight import run as preflight
-
             configure_color(no_color=quick.no_color)
-            return preflight(quick)
+            if argv[0] == "preflight":
+                from git_forge.cli.preflight import run as preflight
+
+                return preflight(quick)
+            if argv[0] == "status":
+                from git_forge.cli.status import run as status
+
+                return status(quick)
+            from git_forge.cli.backlog import run_list
+
+            return run_list(quick)
         from git_forge.cli.parser import build_parser, commands_for
 
         parser = build_parser(prog="git forge", commands=commands_for(argv))

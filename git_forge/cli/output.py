@@ -136,7 +136,19 @@ def json_text(document: Any, *, indent: int | None = 2) -> str:
 
 def emit_json(document: Any, stream: TextIO | None = None) -> None:
     """Print a JSON document the way every ``--json`` output is printed."""
-    print(json_text(document), file=stream or sys.stdout)
+    print_json_text(json_text(document), stream)
+
+
+def print_json_text(text: str, stream: TextIO | None = None) -> None:
+    """Print ``text``, which ``json_text`` returned. It is safe text by construction
+    — JSON escapes every C0 control but the newlines between its lines, and
+    ``json_text`` escapes DEL, C1 and lone surrogates — so the terminal boundary
+    would leave it as it is: it is written past the boundary's scan, which costs
+    more than the rest of a large listing's output."""
+    target = stream or sys.stdout
+    if isinstance(target, SafeStream):
+        target = target.stream
+    target.write(text + "\n")
 
 
 # --- colour ----------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Exit 0: go (silent). Exit 1: STOP — a prior run left stranded work, or the
 tree is dirty without one. This is the hot path of every launch: a clean tree
 is answered before the configuration is even read, and a plain command line
-(``quick_args``) before any parser is built or anything but ``os`` is imported
+(``cli.main.quick_args``) before any parser is built or anything but ``os`` is imported
 (``go``); whatever is not answered there takes the ordinary path (``run``),
 which reuses what the quick one found.
 """
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import argparse
     from pathlib import Path
 
+    from git_forge.cli.main import QuickArgs
     from git_forge.reconcile.preflight import Preflight
     from git_forge.reconcile.stop import StopExplanation
     from git_forge.tree.porcelain import StatusEntry
@@ -131,48 +132,6 @@ def _stop_for(reason: str, json_output: bool) -> int:
     else:
         print(f"STOP: {reason}", file=sys.stderr)
     return PREFLIGHT_STOP
-
-
-class QuickArgs:
-    """``preflight``'s arguments from a plain command line: the attributes argparse
-    would give (``path``, ``backlog``, ``json``, ``no_color``), and what ``go``
-    found (``probe``)."""
-
-    __slots__ = ("path", "backlog", "json", "no_color", "probe")
-
-    def __init__(self, path: str, backlog: str | None, json: bool, no_color: bool) -> None:
-        self.path, self.backlog, self.json, self.no_color = path, backlog, json, no_color
-        self.probe: Probe | None = None
-
-
-def quick_args(words: list[str]) -> QuickArgs | None:
-    """The arguments after ``preflight`` when they take one of the plain shapes —
-    at most one ``PATH``, ``--backlog DIR`` or ``--backlog=DIR``, ``--json``,
-    ``--no-color``, each at most once, no word that begins with ``-`` or is
-    empty otherwise — else ``None``: argparse parses everything else (help,
-    abbreviations, ``--``, every usage error), so its messages stay its own."""
-    path: str | None = None
-    backlog: str | None = None
-    json = no_color = False
-    index = 0
-    while index < len(words):
-        word = words[index]
-        if word == "--json" and not json:
-            json = True
-        elif word == "--no-color" and not no_color:
-            no_color = True
-        elif word == "--backlog" and backlog is None and index + 1 < len(words) and (
-                words[index + 1][:1] not in ("-", "")):
-            index += 1
-            backlog = words[index]
-        elif word.startswith("--backlog=") and backlog is None and word[10:11] not in ("-", ""):
-            backlog = word[10:]
-        elif word[:1] not in ("-", "") and path is None:
-            path = word
-        else:
-            return None
-        index += 1
-    return QuickArgs("." if path is None else path, backlog, json, no_color)
 
 
 if TYPE_CHECKING:

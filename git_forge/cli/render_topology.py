@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from git_forge.backlog.topology import WARN_FANOUT
-
 #: At most this many gated ids are named in a line; the count gives the rest.
 _NAMED_GATED = 5
 
@@ -70,6 +68,8 @@ def render_text(payload: dict[str, Any], *, verbose: bool = False,
 def _warning_detail(payload: dict[str, Any], warning: str, count: int) -> str:
     """Why a warning fired: the measure and the threshold (half the backlog, rounded up)."""
     threshold = (count + 1) // 2
+    from git_forge.backlog.topology import WARN_FANOUT
+
     if warning == WARN_FANOUT:
         widest = max(payload["roots"], key=lambda row: row["gatedCount"])
         return (f"root {widest['id']} gates {widest['gatedCount']} of {count} items "

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
-
-from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json
+
+# ``status`` is a quick command (``cli.main.quick_args``): argparse and typing are
+# not imported when its command line needs no parser.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+    from git_forge.cli.main import QuickArgs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from git_forge.cli.arguments import add_location
+
     parser = subparsers.add_parser(
         "status", help="loop state, backlog summary, topology and lock liveness",
         description="Show the loop's state (state.json), the backlog summary from the "
@@ -21,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace | QuickArgs) -> int:
     from git_forge.runner import runner_for
     from git_forge.status_report import loop_status
     from git_forge.workspace import locate

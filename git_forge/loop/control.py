@@ -18,7 +18,6 @@ While a loop runs, the tree belongs to it: commands that change the tree
 from __future__ import annotations
 
 import os
-from collections import namedtuple
 
 from git_forge.errors import ForgeError
 from git_forge.layout import LOOP_LOCK_FILE, LOOP_RUN_FILE, PROC_DIR, tree_lock_file
@@ -39,14 +38,30 @@ class LoopRunning(ForgeError):
     """A loop holds the tree: the command would strand or mis-commit its work."""
 
 
-class LiveLoop(namedtuple("LiveLoop", ["run_id", "started_at"])):
+class LiveLoop(tuple[str | None, str | None]):
     """The run holding a loop lock: ``(run_id, started_at)``, either ``None`` when
-    the label is not the loop's. A namedtuple rather than a ``typing.NamedTuple``:
-    ``typing`` is not imported on the clean path."""
+    the label is not the loop's. A tuple of two written out rather than a
+    ``NamedTuple`` or a namedtuple: neither ``typing`` nor ``collections`` is
+    imported on the clean path."""
 
     __slots__ = ()
-    run_id: str | None
-    started_at: str | None
+
+    def __new__(cls, run_id: str | None, started_at: str | None) -> LiveLoop:
+        return tuple.__new__(cls, (run_id, started_at))
+
+    def __getnewargs__(self) -> tuple[str | None, str | None]:
+        return (self[0], self[1])
+
+    def __repr__(self) -> str:
+        return f"LiveLoop(run_id={self[0]!r}, started_at={self[1]!r})"
+
+    @property
+    def run_id(self) -> str | None:
+        return self[0]
+
+    @property
+    def started_at(self) -> str | None:
+        return self[1]
 
     @property
     def described(self) -> str:
@@ -162,10 +177,28 @@ def item_of(manifest: Any) -> str | None:
     return item_id if isinstance(item_id, str) else None
 
 
-class OrphanedAgent(namedtuple("OrphanedAgent", ["handle", "item_id"])):
+class OrphanedAgent(tuple[str, str | None]):
+    """An orphaned agent tree: ``(handle, item_id)`` (a tuple written out, as
+    ``LiveLoop`` is)."""
+
     __slots__ = ()
-    handle: str
-    item_id: str | None
+
+    def __new__(cls, handle: str, item_id: str | None) -> OrphanedAgent:
+        return tuple.__new__(cls, (handle, item_id))
+
+    def __getnewargs__(self) -> tuple[str, str | None]:
+        return (self[0], self[1])
+
+    def __repr__(self) -> str:
+        return f"OrphanedAgent(handle={self[0]!r}, item_id={self[1]!r})"
+
+    @property
+    def handle(self) -> str:
+        return self[0]
+
+    @property
+    def item_id(self) -> str | None:
+        return self[1]
 
 
 def orphaned_agents(state_dir: Path) -> list[OrphanedAgent]:
@@ -173,7 +206,7 @@ def orphaned_agents(state_dir: Path) -> list[OrphanedAgent]:
     (their liveness locks are held; see ``supervisor.liveness``)."""
     from pathlib import Path
 
-    from git_forge.supervisor.paths import ALIVE_SUFFIX
+    from git_forge.layout import ALIVE_SUFFIX
 
     root = Path(state_dir) / PROC_DIR
     try:
@@ -196,16 +229,43 @@ def orphaned_agents(state_dir: Path) -> list[OrphanedAgent]:
     return found
 
 
-class LiveAgent(namedtuple("LiveAgent",
-                           ["handle", "item_id", "started_at", "output_bytes", "cwd"])):
-    """An agent the running loop supervises, as its manifest says."""
+class LiveAgent(tuple[str, str | None, str | None, int, str]):
+    """An agent the running loop supervises, as its manifest says: ``(handle,
+    item_id, started_at, output_bytes, cwd)`` (a tuple written out, as ``LiveLoop``
+    is)."""
 
     __slots__ = ()
-    handle: str
-    item_id: str | None
-    started_at: str | None
-    output_bytes: int
-    cwd: str
+
+    def __new__(cls, handle: str, item_id: str | None, started_at: str | None,
+                output_bytes: int, cwd: str) -> LiveAgent:
+        return tuple.__new__(cls, (handle, item_id, started_at, output_bytes, cwd))
+
+    def __getnewargs__(self) -> tuple[str, str | None, str | None, int, str]:
+        return (self[0], self[1], self[2], self[3], self[4])
+
+    def __repr__(self) -> str:
+        return (f"LiveAgent(handle={self[0]!r}, item_id={self[1]!r}, "
+                f"started_at={self[2]!r}, output_bytes={self[3]!r}, cwd={self[4]!r})")
+
+    @property
+    def handle(self) -> str:
+        return self[0]
+
+    @property
+    def item_id(self) -> str | None:
+        return self[1]
+
+    @property
+    def started_at(self) -> str | None:
+        return self[2]
+
+    @property
+    def output_bytes(self) -> int:
+        return self[3]
+
+    @property
+    def cwd(self) -> str:
+        return self[4]
 
 
 def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:

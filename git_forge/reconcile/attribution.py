@@ -33,9 +33,30 @@ from git_forge.reconcile.evidence import Evidence
 from git_forge.reconcile.item_trees import ItemTree
 from git_forge.reconcile.messages import item_of_stash, item_of_subject
 from git_forge.tree.errors import GitError
-from git_forge.tree.history import log_subjects, stash_list
+from git_forge.tree.log_cli import CliHistory, Commit, StashEntry
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
-from git_forge.tree.repo import Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from git_forge.tree.repo import Repo
+
+
+def _log(repo: Repo | CliHistory, base: str) -> list[Commit]:
+    """``base..HEAD`` from an opened repository (pygit2), or from the git CLI when
+    the caller must not import pygit2 (the pre-launch STOP path)."""
+    if isinstance(repo, CliHistory):
+        return repo.log_subjects(base)
+    from git_forge.tree.history import log_subjects
+
+    return log_subjects(repo, base)
+
+
+def _stashes(repo: Repo | CliHistory) -> list[StashEntry]:
+    if isinstance(repo, CliHistory):
+        return repo.stash_list()
+    from git_forge.tree.history import stash_list
+
+    return stash_list(repo)
 
 
 class GroupKind(StrEnum):
@@ -119,20 +140,20 @@ class Plan:
         raise ReconcileError(f"no group {group_id} to reconcile (groups: {known})")
 
 
-def stranded_stashes(repo: Repo) -> list[StrandedStash]:
+def stranded_stashes(repo: Repo | CliHistory) -> list[StrandedStash]:
     """Stash entries whose message names an item (``… from item <id>``)."""
     found = []
-    for entry in stash_list(repo):
+    for entry in _stashes(repo):
         item = item_of_stash(entry.message)
         if item is not None:
             found.append(StrandedStash(entry.ref, item, entry.message, entry.paths))
     return found
 
 
-def _item_paths(repo: Repo, base: str) -> dict[str, tuple[str, str]]:
+def _item_paths(repo: Repo | CliHistory, base: str) -> dict[str, tuple[str, str]]:
     """path → (item id, commit) of the latest item commit since ``base`` touching it."""
     owners: dict[str, tuple[str, str]] = {}
-    for commit in log_subjects(repo, base):
+    for commit in _log(repo, base):
         item = item_of_subject(commit.subject)
         if item is None:
             continue
@@ -169,7 +190,7 @@ def tree_groups(trees: Iterable[ItemTree], taken: set[str]) -> list[Group]:
     return groups
 
 
-def plan(repo: Repo, evidence: Evidence, entries: list[StatusEntry], *,
+def plan(repo: Repo | CliHistory, evidence: Evidence, entries: list[StatusEntry], *,
          recovery_paths: Iterable[str] = (), trees: Iterable[ItemTree] = (),
          onto: str | None = None) -> Plan:
     """Attribute the stranded ``entries`` (the runner's own changes already left out,

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from git_forge.errors import ForgeError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from git_forge.backlog.item import Item
 
 
@@ -69,6 +71,12 @@ class Runner(ABC):
     @abstractmethod
     def list_items(self) -> list[Item]:
         """Every backlog item, as the runner reports them."""
+
+    def derived(self, state_dir: Path, name: str, derive: Callable[[list[Item]], str]) -> str:
+        """``derive(self.list_items())``: text a command computes from the whole item
+        list. The embedded runner keeps it between commands (``backlog/cache.py``),
+        keyed on backlog.json's identity and bytes; here, it is computed each time."""
+        return derive(self.list_items())
 
     @abstractmethod
     def answer(self, item_id: str, text: str) -> dict[str, Any]:

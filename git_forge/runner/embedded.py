@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from git_forge import __version__
-from git_forge.backlog.item import Item
-from git_forge.backlog.store import BacklogStore, Snapshot
 from git_forge.errors import ForgeError
 from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
+
+if TYPE_CHECKING:
+    from git_forge.backlog.item import Item
+    from git_forge.backlog.store import BacklogStore, Snapshot
 
 T = TypeVar("T")
 
@@ -34,15 +36,34 @@ class EmbeddedRunner(Runner):
     kind = "embedded"
 
     def __init__(self, backlog_dir: Path) -> None:
-        self.store = BacklogStore.in_dir(backlog_dir)
+        self.backlog_dir = Path(backlog_dir)
+        self._store: BacklogStore | None = None
         #: What this runner last read or wrote: the next call that finds the file
         #: holding the same bytes uses its document instead of parsing them again
         #: (one recover pass lists, applies and lists again).
         self._seen: Snapshot | None = None
 
+    @property
+    def store(self) -> BacklogStore:
+        """The backlog file's store, made when first needed: a ``status`` answered
+        from the cache (``derived``) never imports the store and the item rules."""
+        if self._store is None:
+            from git_forge.backlog.store import BacklogStore
+
+            self._store = BacklogStore.in_dir(self.backlog_dir)
+        return self._store
+
     def list_items(self) -> list[Item]:
         self._seen = _as_runner_error(lambda: self.store.snapshot(self._seen))
         return self._seen.items
+
+    def derived(self, state_dir: Path, name: str, derive: Callable[[list[Item]], str]) -> str:
+        from git_forge.backlog.cache import derived_text
+        from git_forge.layout import backlog_file
+
+        return _as_runner_error(lambda: derived_text(
+            backlog_file(self.backlog_dir), state_dir, name,
+            lambda snapshot: derive(snapshot.items)))
 
     def _wrote(self, snapshot: Snapshot) -> None:
         self._seen = snapshot

@@ -9,13 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from git_forge.layout import ALIVE_SUFFIX as ALIVE_SUFFIX  # see layout
 from git_forge.layout import MANIFEST_SUFFIX
 from git_forge.supervisor.handles import require_handle
 
 SPOOL_SUFFIX = ".spool"
 STOP_REQUEST_SUFFIX = ".stop.json"
-#: Locked by a live member of the process's tree (see ``liveness``).
-ALIVE_SUFFIX = ".alive"
 #: Present while a process is to be kept whatever its run's age (``retention``).
 KEEP_SUFFIX = ".keep"
 #: Held by the live supervisor for its whole life: proof that an owner is alive.

@@ -22,6 +22,8 @@ Modules and what other layers call (every failure is a ``GitError``):
   stash or discard cannot handle as git would (each with the git command to
   use); ``restore_to_head`` puts paths back as ``git checkout`` does.
 * ``history``     — ``log_subjects(repo, base)``, ``stash_list(repo)``.
+* ``log_cli``     — ``CliHistory(root)``: the same records through the git CLI, no
+  pygit2 import (the pre-launch STOP path's).
 * ``commit``      — ``commit_paths(repo, paths, message) -> commit id``.
 * ``stash``       — ``stash_paths(repo, paths, message) -> stash id``.
 * ``discard``     — ``discard_paths(repo, paths) -> SafetyRef``,

@@ -5,39 +5,13 @@ for attributing stranded work to items (always *candidates*).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import pygit2
 from pygit2.enums import SortMode
 
 from git_forge.tree.errors import GitError
+from git_forge.tree.log_cli import Commit, StashEntry, subject_of
 from git_forge.tree.repo import Repo, git_failures
-
-
-@dataclass(frozen=True)
-class Commit:
-    """One commit of ``base..HEAD``: id, subject (``%s``), and the paths it touched."""
-
-    id: str
-    subject: str
-    paths: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class StashEntry:
-    """One stash: ``stash@{n}``, its commit, its reflog message, and its paths
-    (tracked changes and untracked files it holds)."""
-
-    ref: str
-    commit_id: str
-    message: str
-    paths: tuple[str, ...]
-
-
-def subject_of(message: str) -> str:
-    """git's ``%s``: the first paragraph with its lines joined by spaces."""
-    paragraph = message.strip("\n").split("\n\n", 1)[0]
-    return " ".join(line.strip() for line in paragraph.splitlines())
 
 
 def _diff_paths(old: pygit2.Tree | None, new: pygit2.Tree) -> set[str]:

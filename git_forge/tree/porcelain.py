@@ -8,15 +8,18 @@ and the pre-launch STOP message prints paths exactly as git prints them.
 from __future__ import annotations
 
 import os
-from collections import namedtuple
-from collections.abc import Iterable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 UNTRACKED = "??"
 
 
-# A namedtuple rather than a dataclass: this module is on the pre-launch hot path,
-# and ``dataclasses`` (with ``inspect``) costs more to import than the rest of it.
-class StatusEntry(namedtuple("StatusEntry", ["path", "xy"])):
+# A tuple of two, written out, rather than a dataclass or a namedtuple: this module
+# is on the pre-launch hot path, and ``dataclasses`` (with ``inspect``) or even
+# ``collections`` costs more to import than the rest of it.
+class StatusEntry(tuple[str, str]):
     """One line of ``git status --porcelain -uall --no-renames``: ``(path, xy)``.
 
     ``path`` (str) is the real path relative to the repository root, decoded
@@ -27,8 +30,23 @@ class StatusEntry(namedtuple("StatusEntry", ["path", "xy"])):
     """
 
     __slots__ = ()
-    path: str
-    xy: str
+
+    def __new__(cls, path: str, xy: str) -> StatusEntry:
+        return tuple.__new__(cls, (path, xy))
+
+    def __getnewargs__(self) -> tuple[str, str]:
+        return (self[0], self[1])
+
+    def __repr__(self) -> str:
+        return f"StatusEntry(path={self[0]!r}, xy={self[1]!r})"
+
+    @property
+    def path(self) -> str:
+        return self[0]
+
+    @property
+    def xy(self) -> str:
+        return self[1]
 
     @property
     def untracked(self) -> bool:

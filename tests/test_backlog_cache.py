@@ -1,0 +1,165 @@
+"""The read-only commands' cache of what they derive from backlog.json
+(``backlog/cache.py``): it never changes an output byte — not when it is used,
+not when it is stale, torn, forged or unwritable — and never shows in git."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from builders import blocked, item, write_backlog
+from helpers import git, run_forge
+
+#: The commands whose output the cache may serve, each read as the user sees it.
+COMMANDS = (("status", "--json"), ("status",), ("backlog", "list", "--json"),
+            ("backlog", "list"))
+
+
+@pytest.fixture
+def repo(git_repo: Path) -> Path:
+    write_backlog(git_repo / ".forge", [
+        item("001", "done"),
+        blocked("002", "which db?"),
+        item("003", "blocked", deferred=True, dependsOn=["002"]),
+        item("004", "pending", dependsOn=["003"], title="Ünïcode \u0085 title"),
+        item("005", "pending", dependsOn=["001"]),
+    ])
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "backlog", cwd=git_repo)
+    return git_repo
+
+
+def outputs(repo: Path) -> list[tuple[int, str, str]]:
+    results = [run_forge(*command, cwd=repo) for command in COMMANDS]
+    return [(result.returncode, result.stdout, result.stderr) for result in results]
+
+
+def uncached(repo: Path) -> list[tuple[int, str, str]]:
+    """The outputs with no cache at all (it is removed before every command)."""
+    found = []
+    for command in COMMANDS:
+        shutil.rmtree(repo / ".forge" / "cache", ignore_errors=True)
+        result = run_forge(*command, cwd=repo)
+        found.append((result.returncode, result.stdout, result.stderr))
+    return found
+
+
+def cache_files(repo: Path) -> dict[str, bytes]:
+    directory = repo / ".forge" / "cache"
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+def test_outputs_are_the_same_bytes_with_and_without_the_cache(repo: Path) -> None:
+    reference = uncached(repo)
+    assert all(code == 0 for code, _out, _err in reference)
+    shutil.rmtree(repo / ".forge" / "cache", ignore_errors=True)
+    assert outputs(repo) == reference  # written by this pass
+    written = cache_files(repo)
+    assert set(written) == {".gitignore", "status-backlog.json", "backlog-list.json"}
+    assert outputs(repo) == reference  # used by this one
+    assert cache_files(repo) == written  # a hit rewrites nothing
+    assert git("status", "--porcelain", "--ignored=no", "-uall", cwd=repo) == ""
+
+
+def test_a_changed_backlog_is_never_answered_from_the_cache(repo: Path) -> None:
+    outputs(repo)
+    assert run_forge("backlog", "edit", "005", "--title", "Renamed", cwd=repo).returncode == 0
+    assert outputs(repo) == uncached(repo)
+    assert "Renamed" in outputs(repo)[2][1]
+
+
+def test_same_size_and_times_with_other_bytes_is_a_miss(repo: Path) -> None:
+    """An in-place edit that keeps the inode and the size and puts the modification
+    time back changes the digest (and the change time): the cache is not used."""
+    before = outputs(repo)
+    path = repo / ".forge" / "backlog.json"
+    stat = path.stat()
+    data = path.read_bytes()
+    assert data.count(b"which db?") == 1
+    with open(path, "r+b") as handle:  # in place: same inode, same size
+        handle.write(data.replace(b"which db?", b"which DB?"))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert (path.stat().st_ino, path.stat().st_size) == (stat.st_ino, stat.st_size)
+    changed = outputs(repo)
+    assert "which DB?" in changed[2][1] and changed != before
+    assert changed == uncached(repo)
+
+
+def test_a_forged_key_is_a_miss_and_the_cache_is_rewritten(repo: Path) -> None:
+    """A cache file naming the file's very identity with another digest, a torn
+    file, another version, random bytes: each is ignored, and rewritten."""
+    reference = uncached(repo)
+    stat = (repo / ".forge" / "backlog.json").stat()
+    identity = " ".join(str(value) for value in (stat.st_dev, stat.st_ino, stat.st_size,
+                                                 stat.st_mtime_ns, stat.st_ctime_ns))
+    outputs(repo)
+    good = cache_files(repo)
+    forged = {
+        "other digest": f"git-forge cache 1\n{identity} {'0' * 64}\n[]\n".encode(),
+        "torn": good["backlog-list.json"][:-10],
+        "other version": good["backlog-list.json"].replace(b"cache 1", b"cache 9", 1),
+        "garbage": b"\x00\xff not a cache \n\n\n",
+        "empty": b"",
+    }
+    for what, data in forged.items():
+        for name in ("status-backlog.json", "backlog-list.json"):
+            (repo / ".forge" / "cache" / name).write_bytes(data)
+        assert outputs(repo) == reference, what
+        assert cache_files(repo) == good, what
+
+
+def test_an_invalid_backlog_is_refused_and_never_cached(repo: Path) -> None:
+    outputs(repo)
+    path = repo / ".forge" / "backlog.json"
+    path.write_text(path.read_text().replace('"type": "feature"', '"type": "nonsense"', 1))
+    cached_before = cache_files(repo)
+    for command in (("status",), ("backlog", "list", "--json")):
+        result = run_forge(*command, cwd=repo)
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.startswith("Error: ") and "invalid type" in result.stderr
+    assert cache_files(repo) == cached_before  # nothing cached for those bytes
+    path.write_text("{ torn")
+    result = run_forge("backlog", "list", "--json", cwd=repo)
+    assert result.returncode == 2 and "is corrupt" in result.stderr
+    assert cache_files(repo) == cached_before
+
+
+def test_an_unwritable_cache_changes_nothing_but_speed(repo: Path) -> None:
+    reference = uncached(repo)
+    shutil.rmtree(repo / ".forge" / "cache", ignore_errors=True)
+    (repo / ".forge" / "cache").write_text("a file where the directory would be\n")
+    assert outputs(repo) == reference
+    assert (repo / ".forge" / "cache").read_text() == "a file where the directory would be\n"
+
+
+def test_a_cached_answer_builds_no_parser_and_reads_no_item(repo: Path) -> None:
+    # Answered from the cache, status and backlog list --json import neither argparse
+    # nor the item rules, the store or the topology: their cost does not grow with
+    # the backlog.
+    import sys
+
+    import waiting
+
+    import git_forge
+
+    outputs(repo)
+    code = (  # without site: the development install's import hook loads modules itself
+        "import io, sys\n"
+        "from git_forge.cli.main import main\n"
+        "sys.stdout = io.StringIO()\n"
+        "code = main(sys.argv[1:])\n"
+        "heavy = {'argparse', 'git_forge.cli.parser', 'git_forge.backlog.model',\n"
+        "         'git_forge.backlog.store', 'git_forge.backlog.topology'}\n"
+        "sys.stdout = sys.__stdout__\n"
+        "print(code, sorted(heavy & set(sys.modules)))\n"
+    )
+    source = str(Path(git_forge.__file__).resolve().parent.parent)
+    site = [path for path in sys.path if path.endswith("site-packages")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, *site])}
+    for command in (["backlog", "list", "--json"], ["status", "--json"]):
+        out = waiting.run([sys.executable, "-S", "-c", code, *command], cwd=repo,
+                          capture_output=True, text=True, env=env)
+        assert out.returncode == 0, out.stderr
+        assert (out.stdout, out.stderr) == ("0 []\n", ""), command
