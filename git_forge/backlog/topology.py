@@ -229,7 +229,7 @@ class DependencyGraph:
         return self.ids_of(self.gated_nodes(node for node in known if node is not None))
 
 
-def _ancestor_labels(graph: DependencyGraph, label: list[int]) -> list[frozenset[int]]:
+def _ancestor_labels(graph: DependencyGraph, label: list[int]) -> list[tuple[int, ...]]:
     """Each item's own label and the labels of everything it depends on, directly or not.
 
     One pass, dependencies first. The members of a cycle depend on each other, so they
@@ -243,8 +243,7 @@ def _ancestor_labels(graph: DependencyGraph, label: list[int]) -> list[frozenset
         for node, group in enumerate(component):
             if cyclic[group]:
                 members.setdefault(group, []).append(node)
-    empty: frozenset[int] = frozenset()
-    above = [empty] * len(deps)
+    above: list[tuple[int, ...]] = [()] * len(deps)
     for node in graph.order:
         mine = label[node]
         if has_cycles and cyclic[component[node]]:
@@ -257,28 +256,31 @@ def _ancestor_labels(graph: DependencyGraph, label: list[int]) -> list[frozenset
                     shared.add(label[member])
                 for dep in deps[member]:
                     if component[dep] != group:
-                        shared |= above[dep]
-            frozen = frozenset(shared)
+                        shared.update(above[dep])
+            frozen = tuple(shared)
             for member in members.pop(group):
                 above[member] = frozen
             continue
         node_deps = deps[node]
         if not node_deps:
             if mine >= 0:
-                above[node] = frozenset((mine,))
+                above[node] = (mine,)
             continue
         first = above[node_deps[0]]
         if len(node_deps) > 1:
-            merged = first.union(*[above[dep] for dep in node_deps[1:] if above[dep] is not first])
-            if len(merged) > len(first):
-                first = merged
+            others = [above[dep] for dep in node_deps[1:] if above[dep] is not first]
+            if others:
+                merged = set(first)
+                merged.update(*others)
+                if len(merged) > len(first):
+                    first = tuple(merged)
         if mine >= 0 and mine not in first:
-            first = first.union((mine,))
+            first = (*first, mine)
         above[node] = first
     return above
 
 
-def _hand_out(graph: DependencyGraph, above: list[frozenset[int]], label: list[int],
+def _hand_out(graph: DependencyGraph, above: list[tuple[int, ...]], label: list[int],
               count: int) -> list[list[str]]:
     """Each label's items (``above`` holding it, their own label another), as ids in id order.
 
@@ -795,11 +797,14 @@ def _clusters(graph: DependencyGraph) -> list[dict[str, Any]]:
     blocked = [node for node, state in enumerate(graph.status) if state == "blocked"]
     reason_of = {node: graph.items[node].blocked_reason for node in blocked}
     # reasons repeat, and so do token sets: tokenize each reason once, and keep one
-    # token set of each content, so what is asked per item is asked of few sets
-    tokens_of_reason = {reason: reason_tokens(reason)
-                        for reason in dict.fromkeys(reason_of.values())}
-    kinds = dict.fromkeys(filter(None, tokens_of_reason.values()))  # in the items' order
-    distinct = {tokens: n for n, tokens in enumerate(kinds)}
+    # token set of each content (the first, in the items' order), so what is asked
+    # per item is asked of few sets, and 50,000 reasons do not hold 50,000 sets
+    kinds: dict[frozenset[str], frozenset[str]] = {}
+    tokens_of_reason: dict[str | None, frozenset[str]] = {}
+    for reason in dict.fromkeys(reason_of.values()):
+        tokens = reason_tokens(reason)
+        tokens_of_reason[reason] = kinds.setdefault(tokens, tokens)
+    distinct = {tokens: n for n, tokens in enumerate(filter(None, kinds))}
     labels = _link_token_sets(list(distinct))
     linked: dict[int, list[frozenset[str]]] = {}
     for tokens, n in distinct.items():
