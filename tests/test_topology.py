@@ -956,3 +956,25 @@ def test_the_acyclic_shortcut_finds_what_tarjan_finds() -> None:
             for target in targets:  # successors first: a successor's component is earlier
                 assert component[target] <= component[node]
                 assert component[target] == component[node] or place[target] < place[node]
+
+
+def test_the_collector_is_paused_during_a_graph_and_left_as_it_was() -> None:
+    import gc
+
+    seen: list[bool] = []
+
+    @topology._collector_paused
+    def probe() -> None:
+        seen.append(gc.isenabled())
+        raise BacklogError("refused")
+
+    assert gc.isenabled()
+    with pytest.raises(BacklogError):
+        probe()
+    assert seen == [False] and gc.isenabled()  # resumed, even after an error
+    gc.disable()
+    try:
+        topology_report([item("1"), item("2", "1")], cluster=True)
+        assert not gc.isenabled()  # a caller's pause is not undone
+    finally:
+        gc.enable()
