@@ -618,14 +618,9 @@ def compute_topology(items: Sequence[Item]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- clustering
 
 
-def _is_id_like(token: str) -> bool:
-    """``^(\\d+|[a-z]*\\d+)$`` for an ``[a-z0-9]+`` token: numbers and ids like req12, t7."""
-    head = token.rstrip(_DIGITS)
-    return len(head) < len(token) and (not head or head.isalpha())
-
-
 def reason_tokens(reason: str | None) -> frozenset[str]:
-    """The comparison tokens of a ``blockedReason``: lowercase words, ids and numbers dropped.
+    """The comparison tokens of a ``blockedReason``: lowercase words, ids and numbers
+    (``^(\\d+|[a-z]*\\d+)$``: 42, req12, t7) dropped.
 
     It runs once per blocked reason, so the common case stays in C: ASCII text has its
     separators turned to spaces by one byte translation (the ``re`` split is several
@@ -638,8 +633,9 @@ def reason_tokens(reason: str | None) -> frozenset[str]:
     else:
         words = _TOKEN_SPLIT.split(text)
     kept = frozenset(filter(str.isalpha, words))
+    # a token of letters and digits is id-like when its letters all come first
     mixed = [word for word in filterfalse(str.isdigit, filterfalse(str.isalpha, words))
-             if word and not _is_id_like(word)]
+             if word and not word.rstrip(_DIGITS).isalpha()]
     return kept.union(mixed) if mixed else kept
 
 
