@@ -423,9 +423,12 @@ def test_reason_tokens_drop_numbers_and_ids() -> None:
 
 
 def test_reason_tokens_match_the_spec_regex() -> None:
+    # ASCII text takes a path of its own (a byte translation), the rest the regex split
     rng = random.Random(11)
-    alphabet = "abcXYZ0129 -_.:/éİ\u00df\n"
-    for _ in range(3000):
+    ascii_only = "abcXYZ0129 -_.:/\n\t\x0b\x1c\x7f"
+    mixed = ascii_only + "éİ\u00df\u212a²"
+    for n in range(6000):
+        alphabet = ascii_only if n % 2 else mixed
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
         assert reason_tokens(text) == ref_tokens(text), text
 
@@ -537,6 +540,52 @@ def test_matches_the_spec_on_cyclic_backlogs() -> None:
         items = random_backlog(rng, rng.randint(1, 30), cyclic=True)
         expected = {**ref_topology(items), "clusters": ref_clusters(items)}
         assert topology_report(items, cluster=True) == expected
+
+
+def shaped_backlog(rng: random.Random, size: int, *, later: float, odd_ids: bool) -> list[dict]:
+    """Chains, fans, dependencies on later ids (``later``: how often; a cycle, or just out
+    of id order), self-dependencies, duplicated and missing dependencies, integer and
+    non-numeric ids: the shapes the graph takes shortcuts on."""
+    ids: list = [str(n) for n in range(1, size + 1)]
+    for n in rng.sample(range(size), size // 10 if odd_ids else 0):
+        ids[n] = rng.choice([f"x{n}", f"0{n}", n + 1000])
+    items = []
+    for n, item_id in enumerate(ids):
+        shape = rng.random()
+        if shape < later:
+            deps = [rng.choice(ids)]
+        elif shape < 0.3 and n:
+            deps = [ids[n - 1]]  # a chain
+        elif shape < 0.5 and n:
+            deps = [rng.choice(ids[:n]) for _ in range(rng.randint(1, 4))]
+        else:
+            deps = []
+        if rng.random() < later / 2:
+            deps += [str(item_id), deps[0] if deps else "ext-1"]
+        if rng.random() < 0.1:
+            deps.append(f"ext-{n}")
+        status = rng.choice(["pending", "done", "blocked", "blocked", "in_progress"])
+        entry = {"id": item_id, "status": status, "dependsOn": [
+            dep if rng.random() < 0.9 or not str(dep).isdigit() else int(dep) for dep in deps]}
+        if status == "blocked":
+            entry["blockedReason"] = random_reason(rng, VOCABULARY[:8])
+        items.append(entry)
+    return items
+
+
+def test_matches_the_reference_on_shaped_backlogs() -> None:
+    rng = random.Random(6)
+    for trial in range(60):
+        items = shaped_backlog(rng, rng.randint(1, 250), later=[0, 0.003, 0.05][trial % 3],
+                               odd_ids=trial % 2 == 1)
+        expected = {**ref_topology(items), "clusters": ref_clusters(items)}
+        assert json.dumps(topology_report(items, cluster=True)) == json.dumps(expected), trial
+        graph = build_graph(items)
+        _, ids, _, gated, _ = ref_graph(items)
+        for _ in range(5):
+            asked = rng.sample(ids, rng.randint(0, min(6, len(ids))))
+            union = set().union(*(gated[i] for i in asked)) - set(asked)
+            assert graph.gated_ids(asked) == sorted(union, key=ref_key)
 
 
 def test_output_is_identical_for_every_input_order() -> None:
@@ -876,10 +925,11 @@ def test_ten_thousand_items_five_thousand_blocked_completes() -> None:
 
 def test_the_acyclic_shortcut_finds_what_tarjan_finds() -> None:
     # Kahn's order answers an acyclic graph; a cycle (a self-dependency included) is
-    # left to Tarjan. Either way: the same components, each after its successors.
+    # left to Tarjan. Either way: the same components, each after its successors, and
+    # an order listing each component's members side by side, after its successors'.
     import random
 
-    from git_forge.backlog.topology import _acyclic_order, _strongly_connected, _tarjan
+    from git_forge.backlog.topology import _acyclic_order, _components, _tarjan
 
     rng = random.Random(7)
     for trial in range(60):
@@ -887,11 +937,44 @@ def test_the_acyclic_shortcut_finds_what_tarjan_finds() -> None:
         succ = [sorted({rng.randrange(count) for _ in range(rng.randrange(3))} -
                        (set() if trial % 3 == 0 else set(range(node + 1))))
                 for node in range(count)]
-        component, groups = _strongly_connected(succ)
+        component, order, cyclic = _components(succ)
         expected_component, expected_groups = _tarjan(succ)
-        assert sorted(map(sorted, groups)) == sorted(map(sorted, expected_groups))
+        groups: dict[int, list[int]] = {}
+        for node in order:
+            groups.setdefault(component[node], []).append(node)
+        assert sorted(map(sorted, groups.values())) == sorted(map(sorted, expected_groups))
+        assert sorted(order) == list(range(count))
+        runs = [component[node] for n, node in enumerate(order)
+                if n == 0 or component[order[n - 1]] != component[node]]
+        assert len(runs) == len(set(runs))  # each component's members side by side
+        assert [cyclic[component[group[0]]] for group in expected_groups] == [
+            len(group) > 1 or group[0] in succ[group[0]] for group in expected_groups]
         assert (_acyclic_order(succ) is None) == any(
             len(group) > 1 or group[0] in succ[group[0]] for group in expected_groups)
+        place = {node: n for n, node in enumerate(order)}
         for node, targets in enumerate(succ):
             for target in targets:  # successors first: a successor's component is earlier
                 assert component[target] <= component[node]
+                assert component[target] == component[node] or place[target] < place[node]
+
+
+def test_the_collector_is_paused_during_a_graph_and_left_as_it_was() -> None:
+    import gc
+
+    seen: list[bool] = []
+
+    @topology._collector_paused
+    def probe() -> None:
+        seen.append(gc.isenabled())
+        raise BacklogError("refused")
+
+    assert gc.isenabled()
+    with pytest.raises(BacklogError):
+        probe()
+    assert seen == [False] and gc.isenabled()  # resumed, even after an error
+    gc.disable()
+    try:
+        topology_report([item("1"), item("2", "1")], cluster=True)
+        assert not gc.isenabled()  # a caller's pause is not undone
+    finally:
+        gc.enable()

@@ -8,9 +8,13 @@ chain. Every result is independent of the input order.
 It has to stay fast on large backlogs (10,000 items, 10,000-deep chains), so:
 
 * every graph walk is iterative — a deep chain never meets the recursion limit;
-* a gated set is found when it is asked for, by one walk over dependents from the asked
-  nodes (set unions, no per-item sets kept), so time and memory follow the size of what
-  the output names rather than the square of the backlog's size;
+* the gated sets of all roots (or all clusters) come from two passes over the graph, not
+  a walk per root: each item's set of ancestor labels (shared along a chain), then each
+  label's ids handed out in id order; one question about a few items is one walk over
+  their dependents. Time and memory follow the size of what the output names, rather
+  than the square of the backlog's size;
+* the collector is paused while the graph is built and read: it found nothing to free,
+  and walking the survivors at every allocation threshold cost a third of the time;
 * clustering compares only reason token sets that can reach the Jaccard threshold: identical
   sets are merged first, and the rest are paired through an inverted index (bitset postings)
   probed with each set's rarest tokens only (prefix filtering), so a word every reason
@@ -20,25 +24,57 @@ It has to stay fast on large backlogs (10,000 items, 10,000-deep chains), so:
 
 from __future__ import annotations
 
+import functools
+import gc
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import chain, filterfalse, repeat
+from typing import Any, ParamSpec, TypeVar
 
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import Item
 from git_forge.parsing import DocumentTooComplex, load_json
 
 K = TypeVar("K")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 WARN_FANOUT = "single-root-fanout"
 WARN_DEPTH = "chain-depth"
 
 _TOKEN_SPLIT = re.compile(r"[^a-z0-9]+")
 _DIGITS = "0123456789"
+#: Every ASCII byte but a-z and 0-9 to a space: ``_TOKEN_SPLIT``'s separators, for bytes.
+_ASCII_SEPARATORS = bytes(
+    byte if "0" <= chr(byte) <= "9" or "a" <= chr(byte) <= "z" else 32 for byte in range(256))
 
 
 # --------------------------------------------------------------------------- ids and input
+
+
+def _collector_paused(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` run with the cyclic garbage collector paused, and resumed after it.
+
+    A 100,000-item backlog makes a few hundred thousand lists and sets while as many
+    Items are alive, and every allocation threshold crossed has the collector walk the
+    survivors: that was a third of the topology's time. Nothing here makes a reference
+    cycle, so pausing frees nothing later than it would have been freed. A collector
+    already paused (by a caller, or a nested call) is left as it was.
+    """
+
+    @functools.wraps(fn)
+    def paused(*args: P.args, **kwargs: P.kwargs) -> R:
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused
+
 
 
 def id_key(item_id: object) -> tuple:
@@ -67,6 +103,8 @@ def _in_id_order(ids: list[str]) -> list[str]:
 
 
 _NO_ID = object()
+_NOTHING: frozenset[object] = frozenset()
+_NOT_MISSING = (-1).__ne__
 
 
 def _check_item(index: int, item: object) -> None:
@@ -89,6 +127,7 @@ def _check_item(index: int, item: object) -> None:
         raise BacklogError(f"backlog item {item_id}: blockedReason must be a string")
 
 
+@_collector_paused
 def parse_items(raw: str) -> list[Item]:
     """Parse the runner's list output: a bare array, or an object with an ``items`` array."""
     try:
@@ -129,35 +168,52 @@ class DependencyGraph:
     component: list[int]
     #: Per component: whether it is a cycle (two or more members, or a self-dependency).
     cyclic: list[bool]
+    #: Every item after all it depends on, the members of a cycle side by side.
+    order: list[int]
     #: The status of each item, read once (every question about the graph starts there).
     status: list[str | None]
 
     def __init__(self, ids: list[str], items: list[Item], position: dict[str, int],
                  deps: list[list[int]], dependents: list[list[int]], component: list[int],
-                 cyclic: list[bool], status: list[str | None]) -> None:
+                 cyclic: list[bool], order: list[int], status: list[str | None]) -> None:
         self.ids, self.items, self.position = ids, items, position
         self.deps, self.dependents = deps, dependents
-        self.component, self.cyclic = component, cyclic
+        self.component, self.cyclic, self.order = component, cyclic, order
         self.status = status
 
     def gated_nodes(self, nodes: Iterable[int]) -> list[int]:
         """What ``nodes`` gate together, minus the nodes themselves, in id order.
 
         For one node that is ``gated(node)``: every item transitively depending on it.
-        One breadth-first walk over dependents whose steps are set unions (C loops),
-        so the cost follows the size of the answer, whatever the backlog's size.
+        One breadth-first walk over dependents whose steps are set operations (C loops)
+        sized by the step, never by what was seen before it, so the cost follows the
+        size of the answer, whatever the backlog's size. (Many questions over one graph
+        are answered together by ``gated_by_label``.)
         """
         start = set(nodes)
         seen = set(start)
         frontier = start
         dependents = self.dependents
         while frontier:
-            reached = set().union(*map(dependents.__getitem__, frontier))
-            reached -= seen
-            seen |= reached
-            frontier = reached
+            # ``difference`` walks the smaller side; ``reached -= seen`` would walk all
+            # of ``seen`` at every step, which is quadratic in a deep walk
+            frontier = set().union(*map(dependents.__getitem__, frontier)).difference(seen)
+            seen |= frontier
         seen -= start
         return sorted(seen)
+
+    def gated_by_label(self, label: list[int], count: int) -> list[list[str]]:
+        """For each label ``0 .. count-1`` (``label`` gives each item's, or -1): the ids,
+        in id order, of the items that transitively depend on an item carrying it,
+        less the items carrying it — the ``gated`` sets of many roots, or of many
+        clusters, at once.
+
+        Two passes instead of a walk per label: each item's *ancestor labels* (its own
+        and those of everything it depends on), then each label's list of the items
+        holding it. Work and memory follow the size of the answer (plus the edges); no
+        per-label walk re-reads what another one read.
+        """
+        return _hand_out(self, _ancestor_labels(self, label), label, count)
 
     def ids_of(self, nodes: Iterable[int]) -> list[str]:
         """The ids of ``nodes`` (positions), in the order given."""
@@ -173,6 +229,87 @@ class DependencyGraph:
         return self.ids_of(self.gated_nodes(node for node in known if node is not None))
 
 
+def _ancestor_labels(graph: DependencyGraph, label: list[int]) -> list[tuple[int, ...]]:
+    """Each item's own label and the labels of everything it depends on, directly or not.
+
+    One pass, dependencies first. The members of a cycle depend on each other, so they
+    share one set. An item that adds nothing to its only dependency's set (a chain, a
+    fan-out) shares that set, so a chain holds one set however deep it is.
+    """
+    deps, component, cyclic = graph.deps, graph.component, graph.cyclic
+    has_cycles = True in cyclic
+    members: dict[int, list[int]] = {}
+    if has_cycles:
+        for node, group in enumerate(component):
+            if cyclic[group]:
+                members.setdefault(group, []).append(node)
+    above: list[tuple[int, ...]] = [()] * len(deps)
+    for node in graph.order:
+        mine = label[node]
+        if has_cycles and cyclic[component[node]]:
+            group = component[node]
+            if group not in members:
+                continue  # its set was made with its cycle's first member
+            shared: set[int] = set()
+            for member in members[group]:
+                if label[member] >= 0:
+                    shared.add(label[member])
+                for dep in deps[member]:
+                    if component[dep] != group:
+                        shared.update(above[dep])
+            frozen = tuple(shared)
+            for member in members.pop(group):
+                above[member] = frozen
+            continue
+        node_deps = deps[node]
+        if not node_deps:
+            if mine >= 0:
+                above[node] = (mine,)
+            continue
+        first = above[node_deps[0]]
+        if len(node_deps) > 1:
+            others = [above[dep] for dep in node_deps[1:] if above[dep] is not first]
+            if others:
+                merged = set(first)
+                merged.update(*others)
+                if len(merged) > len(first):
+                    first = tuple(merged)
+        if mine >= 0 and mine not in first:
+            first = (*first, mine)
+        above[node] = first
+    return above
+
+
+def _hand_out(graph: DependencyGraph, above: list[tuple[int, ...]], label: list[int],
+              count: int) -> list[list[str]]:
+    """Each label's items (``above`` holding it, their own label another), as ids in id order.
+
+    One pass in id order hands each item's id to each of its labels' lists. (Grouping
+    items by their set first and merging each label's groups by a sort was measured
+    slower even where a few sets stand for many items: every id is then fetched once
+    per label, far apart in memory, where this fetches it once.)
+    """
+    ids = graph.ids
+    lists: list[list[str]] = [[] for _ in range(count)]
+    appends: list[Callable[[str], object]] = [found.append for found in lists]
+    ignore = _NOTHING.__contains__  # a C no-op standing in for an item's own label
+    for node, labels in enumerate(above):
+        if not labels:
+            continue
+        item_id = ids[node]
+        mine = label[node]
+        if mine < 0:
+            for at in labels:
+                appends[at](item_id)
+        else:
+            keep, appends[mine] = appends[mine], ignore
+            for at in labels:
+                appends[at](item_id)
+            appends[mine] = keep
+    return lists
+
+
+@_collector_paused
 def build_graph(items: Sequence[Item]) -> DependencyGraph:
     """Index ``items`` (the runner's list) into a ``DependencyGraph``."""
     by_id: dict[str, Item] = {}
@@ -180,21 +317,38 @@ def build_graph(items: Sequence[Item]) -> DependencyGraph:
         _check_item(index, item)
         by_id[item.id] = item
     ids = _in_id_order(list(by_id))
-    position = {item_id: node for node, item_id in enumerate(ids)}
-    ordered = [by_id[item_id] for item_id in ids]
+    count = len(ids)
+    position = dict(zip(ids, range(count), strict=True))
+    ordered = list(map(by_id.__getitem__, ids))
+    known = position.get
     deps: list[list[int]] = []
     dependents: list[list[int]] = [[] for _ in ids]
+    forward = True  # every dependency earlier in id order, as backlogs are mostly written
     for node, item in enumerate(ordered):
         # ``raw``, not ``depends_on`` (checked above): this runs for every item of every
-        # graph, and a tuple per item is measurable at 100,000
-        depends_on = item.raw.get("dependsOn") or ()
-        mine = [position[dep] for dep in map(str, depends_on) if dep in position]
+        # graph, and a tuple per item is measurable at 100,000; C loops, not a
+        # comprehension, map its dependencies to positions (-1: not in the backlog)
+        depends_on = item.raw.get("dependsOn")
+        if not depends_on:
+            deps.append([])
+            continue
+        mine = list(filter(_NOT_MISSING, map(known, map(str, depends_on), repeat(-1))))
         deps.append(mine)
-        for dep in mine:
-            dependents[dep].append(node)
-    component, _, cyclic = _components(dependents)
+        if mine:
+            for dep in mine:
+                dependents[dep].append(node)
+            if max(mine) >= node:
+                forward = False
+    if forward:  # then id order is an order, with no cycle: no walk needed to find one
+        order = list(range(count))
+        component = order[::-1]
+        cyclic = [False] * count
+    else:
+        component, order, cyclic = _components(dependents)
+        order.reverse()  # dependencies first
     status = [item.status for item in ordered]
-    return DependencyGraph(ids, ordered, position, deps, dependents, component, cyclic, status)
+    return DependencyGraph(ids, ordered, position, deps, dependents, component, cyclic, order,
+                           status)
 
 
 def _acyclic_order(succ: list[list[int]]) -> list[int] | None:
@@ -202,7 +356,6 @@ def _acyclic_order(succ: list[list[int]]) -> list[int] | None:
     are on a cycle (a self-dependency included). A backlog is almost always acyclic,
     and this is ten times cheaper than Tarjan's walk."""
     from collections import Counter
-    from itertools import chain
 
     incoming = Counter(chain.from_iterable(succ))
     indegree = [incoming.get(node, 0) for node in range(len(succ))]
@@ -213,20 +366,6 @@ def _acyclic_order(succ: list[list[int]]) -> list[int] | None:
             if not indegree[nxt]:
                 order.append(nxt)
     return order if len(order) == len(succ) else None
-
-
-def _strongly_connected(succ: list[list[int]]) -> tuple[list[int], list[list[int]]]:
-    """(component of each node, components with successors first): each node alone
-    in the order ``_acyclic_order`` reversed when there is no cycle, else Tarjan's."""
-    count = len(succ)
-    order = _acyclic_order(succ)
-    if order is not None:
-        order.reverse()
-        component = [0] * count
-        for index, node in enumerate(order):
-            component[node] = index
-        return component, [[node] for node in order]
-    return _tarjan(succ)
 
 
 def _tarjan(succ: list[list[int]]) -> tuple[list[int], list[list[int]]]:
@@ -281,29 +420,40 @@ def _tarjan(succ: list[list[int]]) -> tuple[list[int], list[list[int]]]:
     return component, groups
 
 
-def _components(succ: list[list[int]]) -> tuple[list[int], list[list[int]], list[bool]]:
-    """``_strongly_connected``, and which of its components are dependency cycles.
+def _components(succ: list[list[int]]) -> tuple[list[int], list[int], list[bool]]:
+    """(component of each node, the nodes with successors first and each component's
+    members side by side, which components are dependency cycles).
 
-    The one definition of a cycle: a component of two or more items, or an item that
-    depends on itself. The graph, an add or edit (``cycle_through``) and the loop's
-    summary (``dependency_cycles``) all ask it here.
+    Kahn's order answers an acyclic graph, each node a component of its own; Tarjan's
+    walk the rest. The one definition of a cycle: a component of two or more items, or
+    an item that depends on itself. The graph, an add or edit (``cycle_through``) and
+    the loop's summary (``dependency_cycles``) all ask it here.
     """
-    component, groups = _strongly_connected(succ)
+    count = len(succ)
+    order = _acyclic_order(succ)
+    if order is not None:
+        order.reverse()
+        component = [0] * count
+        for index, node in enumerate(order):
+            component[node] = index
+        return component, order, [False] * count
+    component, groups = _tarjan(succ)
     cyclic = [len(group) > 1 or group[0] in succ[group[0]] for group in groups]
-    return component, groups, cyclic
+    return component, [node for group in groups for node in group], cyclic
 
 
 def _chain_depths(graph: DependencyGraph) -> list[int]:
     """Longest chain (in nodes) ending at each item; items on a cycle count 0 and break it."""
-    count = len(graph.ids)
-    depth = [0] * count
-    # Components were found successors-first over dependents, so their reverse lists
-    # every dependency's component before its dependents'.
-    order = sorted(range(count), key=graph.component.__getitem__, reverse=True)
-    for node in order:
-        if graph.cyclic[graph.component[node]]:
-            continue
-        depth[node] = 1 + max((depth[dep] for dep in graph.deps[node]), default=0)
+    depth = [0] * len(graph.ids)
+    of = depth.__getitem__
+    deps, component, cyclic = graph.deps, graph.component, graph.cyclic
+    has_cycles = True in cyclic
+    for node in graph.order:
+        node_deps = deps[node]
+        if not node_deps:
+            depth[node] = 1
+        elif not (has_cycles and cyclic[component[node]]):
+            depth[node] = 1 + max(map(of, node_deps))
     return depth
 
 
@@ -414,17 +564,21 @@ def is_selectable(status: object, dependencies: Iterable[K], status_of: Mapping[
 def _topology(graph: DependencyGraph) -> dict[str, Any]:
     count = len(graph.ids)
     status = graph.status
-    roots: list[dict[str, Any]] = []
-    for node in range(count):
-        if graph.deps[node]:
-            continue
-        gated = graph.ids_of(graph.gated_nodes([node]))
-        roots.append({"id": graph.ids[node], "gatedCount": len(gated), "gatedIds": gated})
+    root_nodes = [node for node, node_deps in enumerate(graph.deps) if not node_deps]
+    label = [-1] * count
+    for index, node in enumerate(root_nodes):
+        label[node] = index
+    gated_sets = graph.gated_by_label(label, len(root_nodes))
+    roots: list[dict[str, Any]] = [
+        {"id": graph.ids[node], "gatedCount": len(gated), "gatedIds": gated}
+        for node, gated in zip(root_nodes, gated_sets, strict=True)
+    ]
     depths = _chain_depths(graph)
     max_depth = max(depths, default=0)
     status_of = dict(enumerate(status))
-    selectable = sum(
-        1 for node in range(count) if is_selectable(status[node], graph.deps[node], status_of)
+    selectable = sum(  # only a pending item can be: ask the rule about those alone
+        1 for node, state in enumerate(status)
+        if state == "pending" and is_selectable(state, graph.deps[node], status_of)
     )
     pending = status.count("pending")
     threshold = (count + 1) // 2  # ceil(0.5 * itemCount), for fan-out and depth alike
@@ -455,6 +609,7 @@ def _topology(graph: DependencyGraph) -> dict[str, Any]:
     }
 
 
+@_collector_paused
 def compute_topology(items: Sequence[Item]) -> dict[str, Any]:
     """Roots and what each gates, depth, selectable count, starvation and warnings."""
     return _topology(build_graph(items))
@@ -463,18 +618,25 @@ def compute_topology(items: Sequence[Item]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- clustering
 
 
-def _is_id_like(token: str) -> bool:
-    """``^(\\d+|[a-z]*\\d+)$`` for an ``[a-z0-9]+`` token: numbers and ids like req12, t7."""
-    head = token.rstrip(_DIGITS)
-    return len(head) < len(token) and (not head or head.isalpha())
-
-
 def reason_tokens(reason: str | None) -> frozenset[str]:
-    """The comparison tokens of a ``blockedReason``: lowercase words, ids and numbers dropped."""
-    words = set(_TOKEN_SPLIT.split((reason or "").lower()))
-    words.discard("")
-    # a token without a digit is never id-like: the method call spares a function call
-    return frozenset(word for word in words if word.isalpha() or not _is_id_like(word))
+    """The comparison tokens of a ``blockedReason``: lowercase words, ids and numbers
+    (``^(\\d+|[a-z]*\\d+)$``: 42, req12, t7) dropped.
+
+    It runs once per blocked reason, so the common case stays in C: ASCII text has its
+    separators turned to spaces by one byte translation (the ``re`` split is several
+    times slower per character), words of letters alone are kept by a C filter and
+    numbers dropped by another; only a token mixing letters and digits is looked at.
+    """
+    text = (reason or "").lower()
+    if text.isascii():
+        words = text.encode().translate(_ASCII_SEPARATORS).decode().split()
+    else:
+        words = _TOKEN_SPLIT.split(text)
+    kept = frozenset(filter(str.isalpha, words))
+    # a token of letters and digits is id-like when its letters all come first
+    mixed = [word for word in filterfalse(str.isdigit, filterfalse(str.isalpha, words))
+             if word and not word.rstrip(_DIGITS).isalpha()]
+    return kept.union(mixed) if mixed else kept
 
 
 def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
@@ -629,34 +791,39 @@ def _at_least(counter: list[int], value: int, universe: int) -> int:
 
 def _clusters(graph: DependencyGraph) -> list[dict[str, Any]]:
     blocked = [node for node, state in enumerate(graph.status) if state == "blocked"]
-    by_reason: dict[str | None, frozenset[str]] = {}  # reasons repeat: tokenize each once
-    tokens_of: dict[int, frozenset[str]] = {}
-    for node in blocked:
-        reason = graph.items[node].blocked_reason
-        tokens = by_reason.get(reason)
-        if tokens is None:
-            tokens = by_reason[reason] = reason_tokens(reason)
-        tokens_of[node] = tokens
-    distinct: dict[frozenset[str], int] = {}
-    for node in blocked:
-        if tokens_of[node]:
-            distinct.setdefault(tokens_of[node], len(distinct))
+    reason_of = {node: graph.items[node].blocked_reason for node in blocked}
+    # reasons repeat, and so do token sets: tokenize each reason once, and keep one
+    # token set of each content (the first, in the items' order), so what is asked
+    # per item is asked of few sets, and 50,000 reasons do not hold 50,000 sets
+    kinds: dict[frozenset[str], frozenset[str]] = {}
+    tokens_of_reason: dict[str | None, frozenset[str]] = {}
+    for reason in dict.fromkeys(reason_of.values()):
+        tokens = reason_tokens(reason)
+        tokens_of_reason[reason] = kinds.setdefault(tokens, tokens)
+    distinct = {tokens: n for n, tokens in enumerate(filter(None, kinds))}
     labels = _link_token_sets(list(distinct))
-    groups: dict[tuple[str, int], list[int]] = {}
+    linked: dict[int, list[frozenset[str]]] = {}
+    for tokens, n in distinct.items():
+        linked.setdefault(labels[n], []).append(tokens)
+    groups: dict[int, list[int]] = {}  # a linked label, or -1 - node for an item alone
     for node in blocked:  # id order, so every member list comes out in id order
-        tokens = tokens_of[node]
-        key = ("linked", labels[distinct[tokens]]) if tokens else ("alone", node)
-        groups.setdefault(key, []).append(node)
+        tokens = tokens_of_reason[reason_of[node]]
+        groups.setdefault(labels[distinct[tokens]] if tokens else -1 - node, []).append(node)
+    keys = sorted(groups, key=lambda key: groups[key][0])
+    label = [-1] * len(graph.ids)
+    for index, key in enumerate(keys):
+        for node in groups[key]:
+            label[node] = index
     clusters = []
-    for members in sorted(groups.values(), key=lambda group: group[0]):
-        shared = frozenset.intersection(*{tokens_of[m] for m in members})
-        gated = graph.ids_of(graph.gated_nodes(members))
+    for key, gated in zip(keys, graph.gated_by_label(label, len(keys)), strict=True):
+        members = groups[key]
+        shared = frozenset.intersection(*linked[key]) if key >= 0 else frozenset()
         member_ids = [graph.ids[node] for node in members]
         clusters.append(
             {
                 "clusterId": "c" + member_ids[0],
                 "memberIds": member_ids,
-                "memberReasons": [graph.items[node].blocked_reason or "" for node in members],
+                "memberReasons": [reason_of[node] or "" for node in members],
                 "sharedTokens": sorted(shared),
                 "gatedIds": gated,
                 "gatedCount": len(gated),
@@ -665,6 +832,7 @@ def _clusters(graph: DependencyGraph) -> list[dict[str, Any]]:
     return clusters
 
 
+@_collector_paused
 def cluster_blocked(items: Sequence[Item]) -> list[dict[str, Any]]:
     """Group blocked items whose reasons are alike (token-set Jaccard >= 1/2, transitively)."""
     return _clusters(build_graph(items))
@@ -679,6 +847,7 @@ def gated_ids(items: Sequence[Item], item_ids: Iterable[object]) -> list[str]:
     return build_graph(items).gated_ids(item_ids)
 
 
+@_collector_paused
 def topology_report(items: Sequence[Item], *, cluster: bool) -> dict[str, Any]:
     """The ``backlog topology`` payload: the topology, plus ``clusters`` when asked."""
     graph = build_graph(items)
@@ -691,11 +860,13 @@ def topology_report(items: Sequence[Item], *, cluster: bool) -> dict[str, Any]:
 # --------------------------------------------------------------------------- what waits on what
 
 
+@_collector_paused
 def topology_of(graph: DependencyGraph) -> dict[str, Any]:
     """``compute_topology`` over a graph already built (one build for several questions)."""
     return _topology(graph)
 
 
+@_collector_paused
 def waiting_on(graph: DependencyGraph) -> list[dict[str, Any]]:
     """What a starved backlog waits on; empty when something is selectable or nothing
     is pending.

@@ -204,9 +204,12 @@ class Entry:
                     break
                 sink(view[held:held + count])
                 end = held + count
-                cut = buffer.rfind(b"\n", held, end) + 1  # held bytes hold no newline
-                if end - cut > LINE_HOLD_BYTES:
-                    cut = end
+                # Only a newline in the last LINE_HOLD_BYTES can be held back after:
+                # bulk output without one is not scanned to its start (held bytes
+                # hold no newline, so nothing before ``held`` is either).
+                cut = buffer.rfind(b"\n", max(held, end - LINE_HOLD_BYTES - 1), end) + 1
+                if not cut and end > LINE_HOLD_BYTES:
+                    cut = end  # no line end near the end: the whole read goes in
                 if cut:
                     self.spool.append(view[:cut])
                     if cut < end:

@@ -18,9 +18,14 @@ writes the still-retained, not yet written part to the segment files, fsyncs
 them, and atomically replaces ``index.json``. Bytes that were dropped before a
 flush reached them are never written at all. A window smaller than the
 retained spool (the supervisor's default) is spilled to the segment files,
-without fsyncs, by a spiller thread started on the first flood: it writes half
-the window while the drains append into the other half, so reading the pipe
-and writing the page cache overlap instead of taking turns.
+without fsyncs, by the appending thread itself when the window is full: a
+whole window per write, with no hand-off to another thread and back (a spiller
+thread overlapping the two cost 10-20 % more CPU per flooded GiB, in thousands
+of lock hand-offs, for no measurable gain in wall time on two cores). With a
+small window every flooded byte is written once to the page cache, and each
+segment dropped behind it costs an index replace (about a millisecond on ext4,
+which flushes a file renamed over another) and an unlink: that, not Python,
+is what a flood costs beyond reading the pipe.
 
 Segment files are appended to, not atomically replaced: rewriting a segment
 per flush would cost O(window), which the contract forbids. They are the
@@ -423,14 +428,6 @@ class SpoolWriter:
                                f"cannot create the spool: {os_error_text(exc)}") from exc
         self._buffer = RollingBuffer(window_bytes or ceiling + 2 * segment_bytes)
         self._lock = threading.Lock()
-        #: Appenders wait on it for room in the window; the spiller for work.
-        self._room = threading.Condition(self._lock)
-        self._spill_wanted = threading.Condition(self._lock)
-        self._spill_requested = False
-        self._spiller: threading.Thread | None = None
-        self._spiller_stopping = False
-        #: The spiller's failure, raised by the next append (the drain stops the process).
-        self._spill_error: ProcessError | None = None
         #: First byte a write in progress reads from the window: appends keep off it.
         self._pinned: int | None = None
         self._append_lock = threading.Lock()
@@ -472,33 +469,25 @@ class SpoolWriter:
         """Add ``data`` at the end, as one run no other append interleaves with.
         False (and nothing more stored) once the spool is closed.
 
-        Once a quarter of the window is unwritten the spiller thread writes it out
-        while appends go on into the rest; an append waits only when the spiller
-        is a whole window behind. A spill that failed is raised here."""
+        When the window is full of bytes not on disk yet, the appending thread
+        writes them out itself (``_spill``) and goes on: one copy into the page
+        cache per window, no hand-off to another thread and back. A spill that
+        fails raises here (the drain stops the process)."""
         view = memoryview(data)
         with self._append_lock:
             half = max(1, self._buffer.capacity // 2)
             while len(view):
                 piece = view[:half]
-                with self._lock:
-                    while True:
+                while True:
+                    with self._lock:
                         if self._sealed:
                             return False
-                        if self._spill_error is not None:
-                            raise self._spill_error
                         if not self._would_lose_unwritten(len(piece)):
+                            self._buffer.append(piece)
                             break
-                        self._request_spill()
-                        self._room.wait()
-                    self._buffer.append(piece)
-                    if not self._spill_requested and self._unwritten() >= max(1, half // 2):
-                        self._request_spill()
+                    self._spill()
                 view = view[len(piece):]
         return True
-
-    def _unwritten(self) -> int:
-        total = self._buffer.total_bytes
-        return total - max(self._written, self._retained(total))
 
     def _would_lose_unwritten(self, size: int) -> bool:
         """True when appending ``size`` bytes would push retained bytes out of the
@@ -513,46 +502,10 @@ class SpoolWriter:
             kept = min(kept, self._pinned)
         return kept < overwritten_to
 
-    def _request_spill(self) -> None:
-        """Wake the spiller (started on the first flood: a process whose output fits
-        the window never has one). Called under ``_lock``."""
-        self._spill_requested = True
-        if self._spiller is None:
-            self._spiller = threading.Thread(
-                target=self._spill_loop, daemon=True, name=f"spill-{self.directory.name[:6]}"
-            )
-            self._spiller.start()
-        self._spill_wanted.notify()
-
-    def _spill_loop(self) -> None:
-        while True:
-            with self._lock:
-                while not self._spill_requested and not self._spiller_stopping:
-                    self._spill_wanted.wait()
-                if self._spiller_stopping:
-                    return
-                self._spill_requested = False
-            try:
-                self._spill()
-            except ProcessError as exc:
-                with self._lock:
-                    self._spill_error = exc
-                    self._room.notify_all()
-                return
-
-    def _stop_spiller(self) -> None:
-        with self._lock:
-            self._spiller_stopping = True
-            self._spill_wanted.notify()
-            self._room.notify_all()  # a waiting append sees the seal
-            spiller = self._spiller
-        if spiller is not None and spiller is not threading.current_thread():
-            spiller.join()
-
     def _spill(self) -> None:
-        """On the spiller thread: write the retained, unwritten bytes to the segment
-        files — the page cache, no fsync and no durable index — so the window can
-        take more; drop the segments retention no longer keeps.
+        """In the appending thread, its window full: write the retained, unwritten
+        bytes to the segment files — the page cache, no fsync and no durable index —
+        so the window can take more; drop the segments retention no longer keeps.
 
         Under a flood the window fills every few MiB; an fsync and a durable index
         each time would cost more than the output. Durability stays with ``flush``
@@ -634,10 +587,8 @@ class SpoolWriter:
             finally:
                 with self._lock:
                     self._pinned = None
-                    self._room.notify_all()
             with self._lock:
                 self._written = piece_end
-                self._room.notify_all()
             position = piece_end
 
     def _write_sealed(self, position: int, end: int) -> None:
@@ -704,7 +655,6 @@ class SpoolWriter:
         Returns the final, durable extent."""
         with self._lock:
             self._sealed = True
-        self._stop_spiller()
         try:
             extent = self.flush()
         finally:
