@@ -305,3 +305,21 @@ def test_recover_asks_on_a_terminal_and_retries(conflict: Conflict) -> None:
     assert not conflict.tree.exists()
     assert backlog(conflict.root)[conflict.loser]["status"] == "pending"
     assert git("status", "--porcelain", cwd=conflict.root) == ""
+
+
+def test_a_conflict_question_is_never_merged_with_another(conflict: Conflict) -> None:
+    path = conflict.root / ".forge" / "backlog.json"
+    document = json.loads(path.read_text())
+    other = {**document["items"][0], "id": "009", "title": "Needs a key", "status": "blocked",
+             "needsHuman": True, "blockedReason": "needs an API key", "dependsOn": []}
+    document["items"].append(other)
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    plan = json.loads(conflict.run("recover", "--plan", "--json").stdout)
+    ids = sorted(question["id"] for question in plan["questions"])
+    assert len(ids) == 2 and f"c{conflict.loser}" in ids
+    before, refs = conflict.files(), conflict.refs()
+    refused = conflict.run("recover", "--merge", ",".join(ids))
+    assert (refused.returncode, refused.stderr) == (
+        2, f"Error: item {conflict.loser} is blocked on a merge conflict, a question of its "
+           "own: it cannot be merged with another\n")
+    assert conflict.files() == before and conflict.refs() == refs
