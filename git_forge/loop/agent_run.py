@@ -11,7 +11,7 @@ during a wait).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 
 from git_forge.agents.classify import Verdict
@@ -99,7 +99,7 @@ def after_attempt(run: RunContext, taken: Item, result: AgentResult) -> Step | E
     agent.notifier.send(notify.BREAKER, f"{','.join(restored)}:{tripped.signature}",
                         itemIds=restored, signature=tripped.signature,
                         stderr=list(tripped.stderr))
-    run.state = replace(run.state, deferred_items=tuple(
+    run.state = run.state._replace(deferred_items=tuple(
         i for i in run.state.deferred_items if i not in restored))
     return Ending(LOOP_ERROR, "error", message, error=message.splitlines()[0])
 

@@ -10,7 +10,7 @@ reads backlog.json whole under its lock.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from git_forge.backlog.held import HeldBacklog
@@ -63,7 +63,7 @@ class RunContext:
         backlog, the manifests and the journal are what restore reads, never these
         fields."""
         durable = "status" in changes and changes["status"] != self.state.status
-        self.state = write_state(self.workspace.state_dir, replace(self.state, **changes),
+        self.state = write_state(self.workspace.state_dir, self.state._replace(**changes),
                                  durable=durable)
 
 

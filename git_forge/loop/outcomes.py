@@ -8,7 +8,6 @@ without a signal is retried while the item has retries left, then deferred.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from enum import Enum
 from typing import Any
 
@@ -157,11 +156,11 @@ def _block(run: RunContext, item: Item, reason: str, *, needs_human: bool = Fals
     state = run.state
     if needs_human:
         run.journal.append("needs_human", None, itemId=item_id, reason=reason, **extra)
-        run.state = replace(state, needs_human_items=(*state.needs_human_items, item_id))
+        run.state = state._replace(needs_human_items=(*state.needs_human_items, item_id))
     else:
         run.journal.append("item_blocked", None, itemId=item_id, reason=reason, **extra)
-        run.state = (replace(state, deferred_items=(*state.deferred_items, item_id)) if deferred
-                     else replace(state, blocked_items=(*state.blocked_items, item_id)))
+        run.state = (state._replace(deferred_items=(*state.deferred_items, item_id)) if deferred
+                     else state._replace(blocked_items=(*state.blocked_items, item_id)))
     if stashed:
         run.progress.note(f"item {item_id}: its leftover changes were stashed "
                           f"({messages.abandoned_work(item_id)})")
@@ -187,6 +186,6 @@ def _complete(run: RunContext, item: Item) -> str | None:
         _block(run, before, f"the agent signalled done, but the commit failed: {exc.message}")
         return None
     run.journal.append("item_completed", itemId=item_id, title=item.title, commit=commit_id)
-    run.state = replace(run.state, completed_items=(*run.state.completed_items, item_id))
+    run.state = run.state._replace(completed_items=(*run.state.completed_items, item_id))
     return commit_id
 

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -467,7 +467,7 @@ def _merged(state: _Run, result: Merged) -> None:
                            tip=outcome.tip)
         run.journal.append("item_completed", itemId=item_id, title=result.job.title,
                            commit=commits[-1])
-        run.state = replace(run.state, completed_items=(*run.state.completed_items, item_id))
+        run.state = run.state._replace(completed_items=(*run.state.completed_items, item_id))
         clear_conflict(state.state_dir, item_id)  # a retried conflict landed
         if outcome.kept:
             run.progress.note(f"item {item_id}: its worktree is kept: {outcome.kept}")
@@ -505,15 +505,15 @@ def _block(state: _Run, item: Item, reason: str, *, needs_human: bool = False,
     if needs_human:
         outcome = Outcome.NEEDS_HUMAN
         run.journal.append("needs_human", None, itemId=item.id, reason=reason)
-        run.state = replace(current, needs_human_items=(*current.needs_human_items, item.id))
+        run.state = current._replace(needs_human_items=(*current.needs_human_items, item.id))
         if run.options.pause_on_needs_human:
             state.pause = True
     else:
         outcome = Outcome.DEFERRED if deferred else Outcome.BLOCKED
         run.journal.append("item_blocked", None, itemId=item.id, reason=reason)
-        run.state = (replace(current, deferred_items=(*current.deferred_items, item.id))
+        run.state = (current._replace(deferred_items=(*current.deferred_items, item.id))
                      if deferred else
-                     replace(current, blocked_items=(*current.blocked_items, item.id)))
+                     current._replace(blocked_items=(*current.blocked_items, item.id)))
     run.save(last_signal="error" if deferred else outcome.value)
     run.progress.finished(item, outcome.label, reason)
     return outcome

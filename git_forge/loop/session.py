@@ -422,7 +422,7 @@ def _record_error(workspace: Workspace, run_id: str, message: str) -> None:
     if state is None or state.run_id != run_id or state.status == "error":
         return
     try:  # best effort: on a full disk the error itself is what the operator must see
-        write_state(workspace.state_dir, replace(state, status="error", error=message))
+        write_state(workspace.state_dir, state._replace(status="error", error=message))
         Journal(workspace.state_dir / EVENTS_FILE, workspace.root).append("loop_error",
                                                                           error=message)
     except ForgeError:
