@@ -24,16 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import bench_env
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 FORGE = str(BIN / "git-forge") if (BIN / "git-forge").exists() else shutil.which("git-forge")
 GIT_BASH_COMPLETION = Path("/usr/share/bash-completion/completions/git")
-ENV = {
-    **os.environ,
-    "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-}
+ENV = bench_env(PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 REASONS = ("waiting on the database schema decision", "which auth provider should we use",
            "flaky network in the integration test", "needs the design review outcome",
            "licence of the vendored parser unclear")

@@ -35,26 +35,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import resource
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
 
+from timing import bench_env, forge
+
 GOAL_RATIO = 2.0
 WATCHDOG_GOAL_MS = 5.0
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "NO_COLOR": "1",
-}
+ENV = bench_env(NO_COLOR="1")
 AGENT = """#!/bin/sh
 cat >/dev/null
 echo "done by the agent" > "work/item-$FORGE_ITEM_ID.txt"
@@ -71,10 +66,6 @@ while [ "$i" -lt "$1" ]; do
     git commit -q -m "item $i"
 done
 """
-
-
-def forge() -> list[str]:
-    return [str(Path(sys.executable).with_name("git-forge"))]
 
 
 def run(*argv: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import shutil
 import statistics
 import subprocess
@@ -32,23 +31,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import bench_env, forge
+
 GOAL_AT_4 = 3.5
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "NO_COLOR": "1",
-}
+ENV = bench_env(NO_COLOR="1")
 AGENT = """#!/bin/sh
 cat >/dev/null
 sleep "$BENCH_SLEEP"
 echo "done by the agent" > "item-$FORGE_ITEM_ID.txt"
 echo FORGE_DONE
 """
-
-
-def forge() -> list[str]:
-    return [str(Path(sys.executable).with_name("git-forge"))]
 
 
 def run(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> str:

@@ -39,14 +39,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import bench_env, forge
+
 GOAL_S = 2.0
 GOAL_RATIO = 3.0
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "NO_COLOR": "1",
-}
+ENV = bench_env(NO_COLOR="1")
 #: Five phrasings of one cause; {a}..{d} are the cause's own words. Any two share
 #: the cause's four words plus "which"/"the" (Jaccard ≥ 0.5); two causes share at
 #: most the template words (≤ 0.3).
@@ -96,10 +93,6 @@ def item(n: int, items: int, blocked: int, causes: int) -> dict:
         if n % 7 == 0:  # gated by a blocked item
             entry["dependsOn"] = [f"{items - (n % blocked):0{width}d}"]
     return entry
-
-
-def forge() -> list[str]:
-    return [str(Path(sys.executable).with_name("git-forge"))]
 
 
 def git(*args: str, cwd: Path) -> None:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import site
 import statistics
@@ -45,12 +44,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "NO_COLOR": "1",
-}
+from timing import bench_env
+
+ENV = bench_env(NO_COLOR="1")
 REFERENCE = r'''
 import json, sys
 with open(sys.argv[1], encoding="utf-8") as handle:

@@ -20,7 +20,6 @@ Usage: ``python benchmarks/status_bench.py [--rounds N] [--files N]``.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
@@ -29,14 +28,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import bench_env
+
 DIRECTORIES = 1_000
 MODIFIED = 1_000
 UNTRACKED = 1_000
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-}
+ENV = bench_env()
 
 
 def git(*args: str, cwd: Path, input: bytes | None = None) -> None:

@@ -1,10 +1,30 @@
-"""The one timing helper the benchmark scripts share."""
+"""What the benchmark scripts share: the timing helper, the environment their git
+and git-forge processes run in, and where git-forge is."""
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+#: A fixed identity: the scripts' repositories commit, whatever the machine has set.
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+}
+
+
+def bench_env(**extra: str) -> dict[str, str]:
+    """The caller's environment with ``IDENTITY`` and ``extra`` over it."""
+    return {**os.environ, **IDENTITY, **extra}
+
+
+def forge() -> list[str]:
+    """The ``git-forge`` installed beside this interpreter."""
+    return [str(Path(sys.executable).with_name("git-forge"))]
 
 
 def timed(fn: Callable[[], object], repeat: int = 5) -> float:
