@@ -73,6 +73,12 @@ def autocrlf_in_the_repository(root: Path, monkeypatch: pytest.MonkeyPatch) -> N
     git("config", "core.autocrlf", "true", cwd=root)
 
 
+def bare_autocrlf_in_the_repository(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``autocrlf`` written without ``= value``: git reads it as true."""
+    with open(root / ".git" / "config", "a", encoding="utf-8") as config:
+        config.write("[core]\n\tautocrlf\n")
+
+
 Source = Callable[[Path, pytest.MonkeyPatch], None]
 SOURCES: dict[str, Source] = {
     "info/attributes": info_attributes,
@@ -81,6 +87,7 @@ SOURCES: dict[str, Source] = {
     "XDG attributes": xdg_default_attributes,
     "git -c core.autocrlf": autocrlf_from_the_command_line,
     "core.autocrlf in the repository": autocrlf_in_the_repository,
+    "a bare core.autocrlf": bare_autocrlf_in_the_repository,
 }
 
 

@@ -98,7 +98,9 @@ def stored_as_on_disk(
     """
     if os.environ.get("GIT_ATTR_SOURCE"):
         return False
-    found = config_values(repo, ("core.autocrlf", "core.attributesFile", "attr.tree"))
+    # A bare ``autocrlf`` (no ``= value``) is true to git, and so converts.
+    found = config_values(repo, ("core.autocrlf", "core.attributesFile", "attr.tree"),
+                          bare="true")
     autocrlf = found["core.autocrlf"]
     if autocrlf is not None and autocrlf.strip().lower() not in _FALSE:
         return False

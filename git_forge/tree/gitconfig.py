@@ -111,10 +111,14 @@ def _file_values(path: str, keys: set[str]) -> dict[str, list[str | None]]:
     return found
 
 
-def config_values(repo: Repo, keys: Iterable[str]) -> dict[str, str | None]:
+def config_values(
+    repo: Repo, keys: Iterable[str], *, bare: str | None = None
+) -> dict[str, str | None]:
     """The value git would use for each of ``keys`` in ``repo`` (None when it is not
     set), from one pass over the configuration: a commit asks for several keys, and
-    each pass re-reads every file."""
+    each pass re-reads every file. ``bare`` is what a key written in a file without
+    ``= value`` reads as: git reads it as true for a boolean (pass ``"true"``); by
+    default it counts as not set. (``git -c key`` without a value is always true.)"""
     wanted = {key: _normalise_key(key) for key in keys}
     names = set(wanted.values())
     result: dict[str, str | None] = {}
@@ -147,7 +151,8 @@ def config_values(repo: Repo, keys: Iterable[str]) -> dict[str, str | None]:
                 by_key.setdefault(normal, {}).setdefault(
                     int(ConfigLevel.SYSTEM), []).extend(values)
         for normal, by_level in by_key.items():
-            result[normal] = by_level[max(by_level)][-1]
+            value = by_level[max(by_level)][-1]
+            result[normal] = bare if value is None else value
     return {key: result.get(normal) for key, normal in wanted.items()}
 
 
