@@ -112,7 +112,7 @@ def test_any_attribute_source_sends_the_file_to_git(
 ) -> None:
     _setup(git_repo, SOURCES[name], monkeypatch)
     repo = open_repo(git_repo)
-    assert not stored_as_on_disk(repo, [PATH], repo.fresh_index())
+    assert not stored_as_on_disk(repo, [PATH])
     expected = _what_git_add_stores(git_repo, tmp_path / "copy")
     assert expected != CONTENT.encode()  # the source really converts the file
 
@@ -126,7 +126,7 @@ def test_with_nothing_that_converts_the_bytes_are_stored_as_they_are(
     _setup(git_repo, None, monkeypatch)
     write(git_repo, "other/.gitattributes", RULE)  # not above PATH: it does not apply
     repo = open_repo(git_repo)
-    assert stored_as_on_disk(repo, [PATH], repo.fresh_index())
+    assert stored_as_on_disk(repo, [PATH])
     expected = _what_git_add_stores(git_repo, tmp_path / "copy")
     assert expected == CONTENT.encode()
 
@@ -142,7 +142,7 @@ def test_autocrlf_false_keeps_the_fast_path(git_repo: Path, monkeypatch: pytest.
     _setup(git_repo, None, monkeypatch)
     git("config", "core.autocrlf", "false", cwd=git_repo)
     repo = open_repo(git_repo)
-    assert stored_as_on_disk(repo, [PATH], repo.fresh_index())
+    assert stored_as_on_disk(repo, [PATH])
 
 
 def test_a_commit_records_each_files_stat_as_git_add_does(

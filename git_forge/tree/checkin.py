@@ -88,13 +88,12 @@ def attributes_only_in_the_index(
     return found
 
 
-def stored_as_on_disk(
-    repo: Repo, paths: Iterable[str], index_paths: Container[str] = ()
-) -> bool:
+def stored_as_on_disk(repo: Repo, paths: Iterable[str]) -> bool:
     """True when ``git add`` would store every one of ``paths`` byte for byte.
 
-    ``index_paths`` answers ``in`` for the index's paths (a ``pygit2.Index``):
-    git reads a ``.gitattributes`` missing from the work tree from the index.
+    A ``.gitattributes`` in the index but gone from the work tree is not looked
+    for: a caller refuses it first (``attributes_only_in_the_index``), and
+    ``git hash-object`` does not read it either.
     """
     if os.environ.get("GIT_ATTR_SOURCE"):
         return False
@@ -117,6 +116,6 @@ def stored_as_on_disk(
     workdir = os.fspath(repo.workdir)
     for directory in _directories(paths):
         name = f"{directory}/{ATTRIBUTES}" if directory else ATTRIBUTES
-        if _exists(os.path.join(workdir, name)) or name in index_paths:
+        if _exists(os.path.join(workdir, name)):
             return False
     return True

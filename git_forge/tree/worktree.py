@@ -37,9 +37,9 @@ from typing import Literal
 
 import pygit2
 from pygit2.enums import FileMode
+from pygit2.errors import check_error
 
 # pygit2's IndexEntry does not carry the entry's flags; its cffi bindings do.
-from pygit2.errors import check_error
 from pygit2.ffi import C, ffi
 
 from git_forge.errors import os_error_text
@@ -386,8 +386,7 @@ def read_worktree_files(
     names = list(paths)
     modes = previous_modes or {}
     files: dict[str, WorktreeFile] = {}
-    to_hash: list[tuple[str, int]] = []
-    stats: dict[str, os.stat_result] = {}
+    to_hash: list[tuple[str, int, os.stat_result]] = []
     repository = repo.repository
     trust_mode: bool | None = None
     for path in names:
@@ -430,13 +429,12 @@ def read_worktree_files(
                     trust_mode = _file_mode_trusted(repo)
                 if not trust_mode:
                     mode = FileMode(previous)
-            stats[path] = info
             if filtered:
-                to_hash.append((path, mode))
+                to_hash.append((path, mode, info))
                 continue
             files[path] = WorktreeFile(path, _blob_of_bytes(repo, path), mode, info)
     if to_hash:
-        hashed = [path for path, _ in to_hash]
+        hashed = [path for path, _, _ in to_hash]
         if index is not None:
             stale = attributes_only_in_the_index(repo, hashed, index)
             if stale:
@@ -445,12 +443,12 @@ def read_worktree_files(
                     f"index, where git add would read it and git-forge cannot; restore it "
                     f"(git checkout -- {quote_path(stale[0])}) or stage its removal "
                     f"(git rm --cached {quote_path(stale[0])}) first")
-        if stored_as_on_disk(repo, hashed, index if index is not None else ()):
+        if stored_as_on_disk(repo, hashed):
             ids = [_blob_of_bytes(repo, path) for path in hashed]
         else:
             ids = _hash_with_git(repo, hashed)
-        for (path, mode), blob_id in zip(to_hash, ids, strict=True):
-            files[path] = WorktreeFile(path, blob_id, mode, stats[path])
+        for (path, mode, info), blob_id in zip(to_hash, ids, strict=True):
+            files[path] = WorktreeFile(path, blob_id, mode, info)
     return [files[path] for path in names]
 
 
