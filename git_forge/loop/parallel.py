@@ -127,6 +127,8 @@ class _Run:
     #: The loop branch's tip as the merges left it (new worktrees start there).
     tip: str
     number: int
+    #: Makes the next item's worktree while the agents run (``worktree_prep``).
+    preparer: WorktreePreparer
     running: dict[str, _Agent] = field(default_factory=dict)
     retry: list[str] = field(default_factory=list)
     #: Items marked done whose commit the merge thread has not integrated yet (with
@@ -139,8 +141,6 @@ class _Run:
     ending: Ending | None = None
     #: ``--max-cost`` reached: nothing more starts; the run ends once the rest settle.
     spent: Ending | None = None
-    #: Makes the next item's worktree while the agents run (``worktree_prep``).
-    preparer: WorktreePreparer | None = None
 
     @property
     def root(self) -> Path:
@@ -163,7 +163,7 @@ def run_parallel(run: RunContext) -> LoopResult | None:
     worker = MergeWorker(workspace.root, workspace.state_dir, workspace.backlog_file,
                          run.backlog_rel, onto)
     state = _Run(run, worker, onto, str(run.repo.head_commit_id()), run.state.iteration or 0,
-                 preparer=WorktreePreparer(workspace.root))
+                 WorktreePreparer(workspace.root))
     try:
         _check_ignored(state)
         while True:
@@ -224,11 +224,7 @@ def _start_what_can(state: _Run) -> None:
         if state.retry:
             item = run.store.get(state.retry.pop(0))
         else:
-            items = run.store.items()
-            if state.merging:
-                items = [i.with_changes(status="in_progress") if i.id in state.merging else i
-                         for i in items]
-            found = select_next(items)
+            found = _next_item(state)
             if found is None:
                 return
             item = found
@@ -247,15 +243,22 @@ def _start_what_can(state: _Run) -> None:
         _prepare_next(state)
 
 
+def _next_item(state: _Run) -> Item | None:
+    """The item that starts next: the serial rule, an item being merged counted as
+    not done yet."""
+    items = state.run.store.items()
+    if state.merging:
+        items = [i.with_changes(status="in_progress") if i.id in state.merging else i
+                 for i in items]
+    return select_next(items)
+
+
 def _prepare_next(state: _Run) -> None:
     """Have the worktree of the item that would start next made while the agents
     run, so that a freed slot starts it at once (``worktree_prep``)."""
-    run = state.run
-    if state.preparer is None or state.retry or state.number >= run.options.iterations:
+    if state.retry or state.number >= state.run.options.iterations:
         return
-    items = [i.with_changes(status="in_progress") if i.id in state.merging else i
-             for i in run.store.items()]
-    found = select_next(items)
+    found = _next_item(state)
     if found is None or state.preparer.asked(found.id):
         return
     path = item_worktree(state.state_dir, found.id)
@@ -266,8 +269,6 @@ def _prepare_next(state: _Run) -> None:
 def _drop_unused_worktrees(state: _Run) -> None:
     """Remove the worktrees made for items that did not start: clean, on a branch the
     loop's branch contains (``tidy`` keeps any that is not)."""
-    if state.preparer is None:
-        return
     for made in state.preparer.close():
         with contextlib.suppress(GitError):
             tidy(state.root, state.state_dir, made.item_id, state.onto)
@@ -279,25 +280,24 @@ def _worktree_for(state: _Run, item: Item) -> Path | None:
     blocked with the reason (``None``)."""
     path = item_worktree(state.state_dir, item.id)
     branch = messages.item_branch(item.id)
-    made = state.preparer.take(item.id) if state.preparer is not None else None
-    if made is not None:
-        state.run.journal.append("worktree_added", itemId=item.id, path=str(made.path),
-                                 branch=branch, commit=made.tip)
-        return made.path
-    if path.exists():
-        existing = worktree_at(state.root, path)
-        if existing is not None and not existing.missing:
-            return path
-    tip = state.tip
-    try:
-        add_worktree(state.root, path, branch, tip)
-    except GitError:  # its branch, or a registration, left by a run before
-        kept = tidy(state.root, state.state_dir, item.id, state.onto)
-        if kept is not None:
-            _block(state, item, f"its worktree or branch {branch} holds work from before: "
-                   f"{kept}; see git forge reconcile", needs_human=True)
-            return None
-        add_worktree(state.root, path, branch, tip)
+    made = state.preparer.take(item.id)
+    if made is not None:  # made ahead, at the tip it knew then
+        tip = made.tip
+    else:
+        if path.exists():
+            existing = worktree_at(state.root, path)
+            if existing is not None and not existing.missing:
+                return path
+        tip = state.tip
+        try:
+            add_worktree(state.root, path, branch, tip)
+        except GitError:  # its branch, or a registration, left by a run before
+            kept = tidy(state.root, state.state_dir, item.id, state.onto)
+            if kept is not None:
+                _block(state, item, f"its worktree or branch {branch} holds work from before: "
+                       f"{kept}; see git forge reconcile", needs_human=True)
+                return None
+            add_worktree(state.root, path, branch, tip)
     state.run.journal.append("worktree_added", itemId=item.id, path=str(path), branch=branch,
                              commit=tip)
     return path
