@@ -11,7 +11,7 @@ import pytest
 
 from git_forge.agents.receipt import Receipt
 from git_forge.errors import StoreError
-from git_forge.loop.receipts import KEEP_RUNS, LedgerWriter, ledger_path, read_ledger, record
+from git_forge.loop.receipts import KEEP_RUNS, LedgerWriter, ledger_path, read_ledger
 
 PRICED = Receipt(duration_ms=1000, exit_code=0, input_tokens=10, output_tokens=5,
                  cost_usd=0.25)
@@ -20,7 +20,7 @@ PRICED = Receipt(duration_ms=1000, exit_code=0, input_tokens=10, output_tokens=5
 def test_the_writer_sums_and_reads_another_writers_change(tmp_path: Path) -> None:
     writer = LedgerWriter(tmp_path)
     writer.record("run-1", "001", PRICED)
-    record(tmp_path, "run-0", "002", PRICED)  # another writer, between two of ours
+    LedgerWriter(tmp_path).record("run-0", "002", PRICED)  # another writer, between ours
     writer.record("run-1", "001", PRICED)
     ledger = read_ledger(tmp_path)
     assert ledger.item("001").attempts == 2 and ledger.item("001").cost_usd == 0.5
@@ -53,7 +53,7 @@ def test_the_file_is_what_json_dumps_gives_whatever_was_added(tmp_path: Path) ->
                           input_tokens=rng.randrange(50),
                           cost_usd=rng.choice([None, 0.1, 1e-7, 3.25]))
         if step % 37 == 0:
-            record(tmp_path, run_id, item_id, receipt)  # another writer
+            LedgerWriter(tmp_path).record(run_id, item_id, receipt)  # another writer
         else:
             writer.record(run_id, item_id, receipt)
         raw = ledger_path(tmp_path).read_bytes()

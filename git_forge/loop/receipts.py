@@ -105,9 +105,8 @@ class LedgerWriter:
 
     def __init__(self, state_dir: Path) -> None:
         self.path = ledger_path(state_dir)
+        #: The bytes last written and their document, which the texts below belong to.
         self._known: tuple[bytes, Any] | None = None
-        #: The document the texts below belong to (a fresh parse has none yet).
-        self._document: Any = None
         #: Member texts in the document's order: ``items``' and, per run, its items'.
         self._items: dict[str, str] | None = None
         self._run_items: dict[str, dict[str, str]] = {}
@@ -116,10 +115,11 @@ class LedgerWriter:
         """Add one agent start's receipt to its item and its run (under the file's
         sidecar lock; a corrupt ledger is refused, never overwritten)."""
         written: list[bytes] = []
+        known, self._known = self._known, None  # a failure below must not leave it
 
         def add(current: Any) -> dict[str, Any]:
             document = current if isinstance(current, dict) else {}
-            if document is not self._document:  # read afresh: no text is known
+            if known is None or document is not known[1]:  # read afresh: no text is known
                 self._items, self._run_items = None, {}
             _add(document, run_id, item_id, receipt)
             # A changed member keeps its place, a new one goes last: as in the dicts.
@@ -128,17 +128,11 @@ class LedgerWriter:
             run_texts = self._run_items.get(run_id)
             if run_texts is not None:
                 run_texts[item_id] = _member(item_id, document["runs"][run_id]["items"][item_id])
-            self._document = {"schemaVersion": SCHEMA_VERSION, "items": document["items"],
-                              "runs": document["runs"]}
-            return self._document
+            return {"schemaVersion": SCHEMA_VERSION, "items": document["items"],
+                    "runs": document["runs"]}
 
-        known, self._known = self._known, None  # a failure below must not leave it
-        try:
-            document = update_json(self.path, add, durable=False, known=known,
-                                   on_write=written.append, encode=self._encode)
-        except BaseException:
-            self._document = None
-            raise
+        document = update_json(self.path, add, durable=False, known=known,
+                               on_write=written.append, encode=self._encode)
         self._known = (written[0], document)
 
     def _encode(self, document: dict[str, Any]) -> bytes:
@@ -163,12 +157,6 @@ class LedgerWriter:
                                                for key, value in entry["items"].items()}
         return (_compact(run_id) + ':{"totals":' + _compact(entry["totals"]) + ',"items":{'
                 + ",".join(texts.values()) + "}}")
-
-
-def record(state_dir: Path, run_id: str, item_id: str, receipt: Receipt) -> None:
-    """Add one agent start's receipt to its item and its run (``LedgerWriter`` for
-    a caller that adds many)."""
-    LedgerWriter(state_dir).record(run_id, item_id, receipt)
 
 
 def _object(value: Any) -> dict[str, Any]:
