@@ -13,6 +13,7 @@ import pytest
 from builders import backlog_repo
 from helpers import git, run_forge, snapshot
 from templates import Templates
+from tree_helpers import commit_edits, replace_line
 
 from git_forge.layout import item_worktree
 from git_forge.loop.state import RunState, write_state
@@ -45,17 +46,11 @@ def tree_of(project: Path, item: str) -> Path:
 
 
 def finish(tree: Path, edits: dict[str, str], item: str) -> str:
-    for name, text in edits.items():
-        (tree / name).write_text(text)
-    git("add", "-A", cwd=tree)
-    git("commit", "-qm", f"[forge] {item}: item {item}", cwd=tree)
-    return git("rev-parse", "HEAD", cwd=tree).strip()
+    return commit_edits(tree, edits, f"[forge] {item}: item {item}")
 
 
 def line(number: int, text: str) -> str:
-    lines = LINES.splitlines(keepends=True)
-    lines[number - 1] = text + "\n"
-    return "".join(lines)
+    return replace_line(LINES, number, text)
 
 
 def everything(project: Path) -> tuple:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import git, snapshot
 from templates import Templates
+from tree_helpers import commit_edits, replace_line
 
 from git_forge.tree.errors import GitError
 from git_forge.tree.fast_status import may_have_worktrees_or_branches
@@ -48,24 +49,12 @@ def repo(templates: Templates, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     return templates.copy("worktrees-base", build_base, tmp_path / "repo")
 
 
+def edit_line(number: int, text: str) -> str:
+    return replace_line(LINES, number, text)
+
+
 def tree_dir(repo: Path, item: str) -> Path:
     return repo / ".forge" / "worktrees" / item
-
-
-def agent_commit(tree: Path, edits: dict[str, str], subject: str) -> str:
-    """What an agent's finished item is: files changed and committed in its worktree."""
-    for name, text in edits.items():
-        (tree / name).parent.mkdir(parents=True, exist_ok=True)
-        (tree / name).write_text(text)
-    git("add", "-A", cwd=tree)
-    git("commit", "-qm", subject, cwd=tree)
-    return git("rev-parse", "HEAD", cwd=tree).strip()
-
-
-def edit_line(number: int, text: str) -> str:
-    lines = LINES.splitlines(keepends=True)
-    lines[number - 1] = text + "\n"
-    return "".join(lines)
 
 
 def refs(repo: Path) -> str:
@@ -123,8 +112,8 @@ def test_status_of_a_worktree_ignores_the_callers_git_dir(repo: Path,
 def test_integration_is_git_cherry_pick(repo: Path, tmp_path: Path) -> None:
     one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
     two = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main")
-    agent_commit(one, {"f.txt": edit_line(2, "one"), "a/new.txt": "a\n"}, "[forge] 001: One")
-    picked = agent_commit(two, {"f.txt": edit_line(18, "two")}, "[forge] 002: Two")
+    commit_edits(one, {"f.txt": edit_line(2, "one"), "a/new.txt": "a\n"}, "[forge] 001: One")
+    picked = commit_edits(two, {"f.txt": edit_line(18, "two")}, "[forge] 002: Two")
     first = integrate(repo, "forge/001", "main")
     assert first.outcome == "integrated"
     # forge/001 sat on main's tip: a fast-forward to its very commit
@@ -153,11 +142,11 @@ def test_a_series_is_integrated_as_git_rebase_does(repo: Path, tmp_path: Path) -
     two = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main")
     (repo / "f.txt").write_text(edit_line(1, "first"))
     git("commit", "-qam", "main moves on", cwd=repo)
-    agent_commit(two, {"f.txt": edit_line(10, "ten"), "x.txt": "x\n"}, "[forge] 002: add x")
+    commit_edits(two, {"f.txt": edit_line(10, "ten"), "x.txt": "x\n"}, "[forge] 002: add x")
     # the second commit takes back part of the first: a merge with the fork point as
     # base would keep x.txt; a rebase does not
     (two / "x.txt").unlink()
-    agent_commit(two, {"y.txt": "y\n"}, "[forge] 002: x becomes y")
+    commit_edits(two, {"y.txt": "y\n"}, "[forge] 002: x becomes y")
     expected = reference(repo, tmp_path, "forge/002", ["rebase", "-q", "main"])
     done = integrate(repo, "forge/002", "main")
     assert done.outcome == "integrated" and len(done.commits) == 2
@@ -169,8 +158,8 @@ def test_a_series_is_integrated_as_git_rebase_does(repo: Path, tmp_path: Path) -
 def test_a_conflict_changes_nothing_and_names_the_paths(repo: Path, tmp_path: Path) -> None:
     one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
     two = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main")
-    agent_commit(one, {"f.txt": edit_line(5, "one's five"), "g.txt": "one\n"}, "[forge] 001: A")
-    clash = agent_commit(two, {"f.txt": edit_line(5, "two's five"), "g.txt": "two\n",
+    commit_edits(one, {"f.txt": edit_line(5, "one's five"), "g.txt": "one\n"}, "[forge] 001: A")
+    clash = commit_edits(two, {"f.txt": edit_line(5, "two's five"), "g.txt": "two\n",
                                "h.txt": "fine\n"}, "[forge] 002: B")
     integrate(repo, "forge/001", "main")
     before = state(repo)
@@ -190,7 +179,7 @@ def test_a_conflict_changes_nothing_and_names_the_paths(repo: Path, tmp_path: Pa
 
 def test_a_local_change_in_the_way_refuses_before_any_ref_moves(repo: Path) -> None:
     one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
-    agent_commit(one, {"f.txt": edit_line(3, "three")}, "[forge] 001: A")
+    commit_edits(one, {"f.txt": edit_line(3, "three")}, "[forge] 001: A")
     (repo / "f.txt").write_text("the operator's own edit\n")
     before = state(repo)
     with pytest.raises(GitError, match="f.txt"):
@@ -207,7 +196,7 @@ def test_a_local_change_in_the_way_refuses_before_any_ref_moves(repo: Path) -> N
 def test_already_on_the_branch_is_a_no_op(repo: Path) -> None:
     one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
     assert integrate(repo, "forge/001", "main").outcome == "already"  # nothing committed yet
-    change = agent_commit(one, {"f.txt": edit_line(4, "four")}, "[forge] 001: A")
+    change = commit_edits(one, {"f.txt": edit_line(4, "four")}, "[forge] 001: A")
     # the operator picked it by hand: the change is there under another id
     git("cherry-pick", change, cwd=repo)
     assert not git("merge-base", "--is-ancestor", change, "main", cwd=repo, check=False)
@@ -220,9 +209,9 @@ def test_already_on_the_branch_is_a_no_op(repo: Path) -> None:
 def test_merge_commits_are_integrated_by_hand(repo: Path) -> None:
     one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
     git("checkout", "-q", "-b", "side", cwd=one)
-    agent_commit(one, {"s.txt": "s\n"}, "side")
+    commit_edits(one, {"s.txt": "s\n"}, "side")
     git("checkout", "-q", "forge/001", cwd=one)
-    agent_commit(one, {"t.txt": "t\n"}, "t")
+    commit_edits(one, {"t.txt": "t\n"}, "t")
     git("merge", "-q", "--no-edit", "side", cwd=one)
     (repo / "z.txt").write_text("z\n")
     git("add", "z.txt", cwd=repo)
@@ -240,7 +229,7 @@ def test_merge_commits_are_integrated_by_hand(repo: Path) -> None:
 def finished(repo: Path) -> tuple[Path, Path]:
     """An item whose commit is integrated and whose worktree is clean: removable."""
     tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
-    agent_commit(tree, {"done.txt": "done\n"}, "[forge] 001: Done")
+    commit_edits(tree, {"done.txt": "done\n"}, "[forge] 001: Done")
     assert integrate(repo, "forge/001", "main").outcome == "integrated"
     return repo, tree
 
@@ -269,7 +258,7 @@ def test_an_untracked_file_is_never_removed(finished: tuple[Path, Path]) -> None
 
 def test_an_unintegrated_commit_is_never_removed(finished: tuple[Path, Path]) -> None:
     repo, tree = finished
-    agent_commit(tree, {"later.txt": "later\n"}, "[forge] 001: later")
+    commit_edits(tree, {"later.txt": "later\n"}, "[forge] 001: later")
     refused(repo, tree, "not on main")
     before = state(repo)
     git("checkout", "-q", "--detach", cwd=tree)  # the branch is free, still not on main
@@ -316,7 +305,7 @@ def test_a_worktree_whose_directory_is_gone(repo: Path) -> None:
     import shutil
 
     tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
-    agent_commit(tree, {"lost.txt": "x\n"}, "[forge] 001: X")
+    commit_edits(tree, {"lost.txt": "x\n"}, "[forge] 001: X")
     shutil.rmtree(tree)
     listed = worktrees(repo)[1]
     assert listed.missing and listed.prunable
@@ -367,7 +356,7 @@ def test_retire_keeps_the_commit_and_every_uncommitted_change(repo: Path) -> Non
     from git_forge.tree.worktrees import retire
 
     tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
-    commit = agent_commit(tree, {"f.txt": edit_line(3, "mine")}, "[forge] 001: one")
+    commit = commit_edits(tree, {"f.txt": edit_line(3, "mine")}, "[forge] 001: one")
     (tree / "other.txt").write_text("changed, unstaged\n")
     (tree / "new.txt").write_text("untracked\n")
     (tree / "gone.txt").write_text("")
@@ -388,7 +377,7 @@ def test_retire_of_a_clean_worktree_keeps_the_commit_itself(repo: Path) -> None:
     from git_forge.tree.worktrees import retire
 
     tree = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main")
-    commit = agent_commit(tree, {"g.txt": "g\n"}, "[forge] 002: two")
+    commit = commit_edits(tree, {"g.txt": "g\n"}, "[forge] 002: two")
     kept = retire(repo, "forge/002", "refs/forge/retried/002/", tree)
     assert git("rev-parse", kept.ref, cwd=repo).strip() == commit and kept.saved_paths == ()
     again = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main")  # a fresh cut
@@ -400,7 +389,7 @@ def test_retire_refuses_a_locked_or_busy_worktree_and_changes_nothing(repo: Path
     from git_forge.tree.worktrees import retire
 
     tree = add_worktree(repo, tree_dir(repo, "003"), "forge/003", "main")
-    agent_commit(tree, {"f.txt": edit_line(1, "theirs")}, "[forge] 003: three")
+    commit_edits(tree, {"f.txt": edit_line(1, "theirs")}, "[forge] 003: three")
     (tree / "wip.txt").write_text("work in progress\n")
     git("worktree", "lock", "--reason", "mine", str(tree), cwd=repo)
     before = snapshot(tree), git("for-each-ref", cwd=repo)
@@ -420,7 +409,7 @@ def test_retire_with_the_worktree_directory_gone_drops_its_registration(repo: Pa
     from git_forge.tree.worktrees import retire
 
     tree = add_worktree(repo, tree_dir(repo, "004"), "forge/004", "main")
-    commit = agent_commit(tree, {"h.txt": "h\n"}, "[forge] 004: four")
+    commit = commit_edits(tree, {"h.txt": "h\n"}, "[forge] 004: four")
     shutil.rmtree(tree)
     kept = retire(repo, "forge/004", "refs/forge/retried/004/", tree)
     assert git("rev-parse", kept.ref, cwd=repo).strip() == commit

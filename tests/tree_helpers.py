@@ -43,6 +43,24 @@ def git_bytes(*args: str, cwd: Path, env: dict[str, str] | None = None) -> bytes
     return result.stdout
 
 
+def commit_edits(tree: Path, edits: dict[str, str], subject: str) -> str:
+    """What an agent's finished item is: files changed and committed in its worktree;
+    the commit's id."""
+    for name, text in edits.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(text)
+    git_bytes("add", "-A", cwd=tree)
+    git_bytes("commit", "-qm", subject, cwd=tree)
+    return git_bytes("rev-parse", "HEAD", cwd=tree).decode().strip()
+
+
+def replace_line(text: str, number: int, new: str) -> str:
+    """``text`` with its line ``number`` (from 1) replaced by ``new``."""
+    lines = text.splitlines(keepends=True)
+    lines[number - 1] = new + "\n"
+    return "".join(lines)
+
+
 def git_status_z(root: Path) -> bytes:
     return git_bytes("status", "--porcelain", "-z", "-uall", "--no-renames", cwd=root)
 
