@@ -97,6 +97,8 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
             config = replace(config, max_processes=options.parallel)
         supervisor = Supervisor(config, ManifestStore(state_dir / PROC_DIR),
                                 lifecycle=ProcessEventPublisher(journal))
+        if store.select_next() is not None:  # an agent will start: its watchdog boots
+            supervisor.warm_up()             # beside restore and the rest of start-up
         state = RunState(status="starting", iteration=0, max_iterations=options.iterations,
                          started_at=started, run_id=run_id,
                          base_commit_hash=repo.head_commit_id())

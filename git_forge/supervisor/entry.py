@@ -1,8 +1,8 @@
 """One supervised process: drains, watcher, stop machinery and the terminalization gate.
 
-Threads per process: one drain per output stream (stdout, stderr), a waiter
-that notices the leader's exit without reaping it, an optional stdin feeder,
-and the watcher. The watcher owns the timing: deadline, escalation after a
+Threads per process (reused ones, ``workers``): one drain per output stream
+(stdout, stderr), a waiter that notices the leader's exit without reaping it, an
+optional stdin feeder, and the watcher. The watcher owns the timing: deadline, escalation after a
 grace period, stop requests from other processes, periodic spool flushes, and
 the end — when both streams reached EOF and the leader exited, it sweeps
 what is left of the tree, reaps the leader and passes the one-shot gate.
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from git_forge.atomic import write_all
+from git_forge.supervisor import workers
 from git_forge.supervisor.buffer import StreamTail
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.lifecycle import REASONS, ProcessError, State
@@ -123,9 +124,9 @@ class Entry:
         self._abandon = threading.Event()
         self._child: Child | None = None
         self._tree: ProcessTree | None = None
-        self._drains: list[threading.Thread] = []
+        self._drains: list[workers.Task] = []
         self._open_streams = 0
-        self._watcher: threading.Thread | None = None
+        self._watcher: workers.Task | None = None
         self._reaped = False
         self._deadline: float | None = None
         self._stop = StopPlan()
@@ -147,21 +148,14 @@ class Entry:
         self._open_streams = 2
         for name, stream in (("stdout", child.stdout), ("stderr", child.stderr)):
             assert stream is not None
-            thread = threading.Thread(
-                target=self._drain, args=(stream.fileno(), self._sink(name)), daemon=True,
-                name=f"drain-{self.handle[:6]}",
-            )
-            self._drains.append(thread)
-            thread.start()
-        threading.Thread(target=self._wait_leader, daemon=True).start()
+            self._drains.append(workers.start(self._drain, stream.fileno(), self._sink(name),
+                                              name=f"drain-{self.handle[:6]}"))
+        workers.start(self._wait_leader, name=f"wait-{self.handle[:6]}")
         if stdin is not None:
-            threading.Thread(target=self._feed_stdin, args=(child, stdin), daemon=True).start()
+            workers.start(self._feed_stdin, child, stdin, name=f"stdin-{self.handle[:6]}")
 
     def start_watcher(self) -> None:
-        self._watcher = threading.Thread(
-            target=self._watch, daemon=True, name=f"watch-{self.handle[:6]}"
-        )
-        self._watcher.start()
+        self._watcher = workers.start(self._watch, name=f"watch-{self.handle[:6]}")
 
     def _sink(self, stream: str) -> Callable[[memoryview], None]:
         """What each read of ``stream`` also goes to: its tail, and the observer."""
@@ -480,7 +474,7 @@ class Entry:
     def join(self) -> None:
         """Wait for the gate and for the watcher: the process is reaped as well."""
         self.done.wait()
-        if self._watcher is not None and self._watcher is not threading.current_thread():
+        if self._watcher is not None and not self._watcher.running_here:
             self._watcher.join()
 
     @property

@@ -8,6 +8,7 @@ proc stop``) tells a live owner from one that is gone — never by a PID.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterable
@@ -119,6 +120,14 @@ class Supervisor:
             raise ProcessError("supervisor_busy", "another live supervisor owns this process root")
 
     # -- starting ----------------------------------------------------------------
+    def warm_up(self) -> None:
+        """Start what the first ``start`` would otherwise wait for — the watchdog
+        process — so that it boots while the caller finishes its own start-up.
+        A watchdog that cannot start now is left to the first ``start`` to report."""
+        if self._watchdog is not None:
+            with contextlib.suppress(OSError):
+                self._watchdog.start()
+
     def start(
         self,
         owner: Owner | dict[str, Any],

@@ -1,8 +1,11 @@
 """The watchdog process: no agent outlives the supervisor that started it.
 
 This file runs as its own small program (``python -I -S watchdog_process.py FD
-PACKAGE_PARENT``), one per supervisor; it imports the standard library and
-``git_forge.lockprobe`` (which imports nothing else of git-forge). The shape:
+PACKAGE_PARENT``), one per supervisor; it imports only modules built into the
+interpreter (``_socket``, ``_signal``, ``marshal`` for the messages — not
+``socket``, ``signal`` or ``json``, whose imports were most of its start-up),
+``ctypes`` and ``git_forge.lockprobe`` (which imports nothing else of
+git-forge). The shape:
 
     supervisor ──socket── watchdog (child subreaper)
                             ├── agent 1 (session leader) ── its children …
@@ -38,17 +41,20 @@ later run finds them.
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # signal.py is _signal plus enum
+import _socket
 import ctypes
 import errno
 import gc
-import json
+import marshal
 import os
 import select
-import signal
-import socket
 import sys
 import time
-from collections.abc import Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_MESSAGE = 1 << 20
@@ -60,8 +66,8 @@ KILL_BOUND = 10.0
 #: ``git_forge.lockprobe.lock_is_held``, imported by ``main`` once the package is on the path.
 lock_is_held: Callable[[str], bool]
 
-_DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGINT,
-                    signal.SIGTERM, signal.SIGHUP)
+_DEFAULT_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGCHLD, _signal.SIGINT,
+                    _signal.SIGTERM, _signal.SIGHUP)
 
 
 def _set_child_subreaper() -> None:
@@ -69,6 +75,18 @@ def _set_child_subreaper() -> None:
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))
+
+
+def _receive(sock: _socket.socket) -> tuple[bytes, list[int]]:
+    """One message and the descriptors passed with it (``socket.recv_fds``, on the
+    C module: this program imports no ``socket``, ``signal`` or ``json``, whose
+    imports were most of its start-up)."""
+    data, ancillary, _flags, _address = sock.recvmsg(MAX_MESSAGE, _socket.CMSG_LEN(MAX_FDS * 4))
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds.extend(memoryview(payload[:len(payload) - len(payload) % 4]).cast("i"))
+    return data, fds
 
 
 # -- the process table ---------------------------------------------------------------
@@ -200,7 +218,7 @@ class Tree:
 
 # -- the watchdog ----------------------------------------------------------------------
 class Watchdog:
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: _socket.socket) -> None:
         self.sock = sock
         self.me = os.getpid()
         self.trees: dict[int, Tree] = {}
@@ -210,17 +228,17 @@ class Watchdog:
         os.set_blocking(self.read_fd, False)
         os.set_blocking(self.write_fd, False)
         self.stop_requested = False
-        signal.signal(signal.SIGCHLD, lambda *_: None)
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, self._request_stop)
-        signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
+        _signal.signal(_signal.SIGCHLD, lambda *_: None)
+        for signum in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+            _signal.signal(signum, self._request_stop)
+        _signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
 
     def _request_stop(self, *_: object) -> None:
         self.stop_requested = True
 
     def reply(self, message: dict) -> None:
         try:
-            self.sock.send(json.dumps(message).encode())
+            self.sock.send(marshal.dumps(message))
         except OSError:
             pass
 
@@ -355,9 +373,9 @@ class Watchdog:
                 members = tree.members(table, mine, self.me)
                 if tree.term_sent_at is None:
                     tree.term_sent_at = now
-                    _send(members, signal.SIGTERM)
+                    _send(members, _signal.SIGTERM)
                 elif now >= tree.term_sent_at + tree.leftover_grace:
-                    _send(members, signal.SIGKILL)
+                    _send(members, _signal.SIGKILL)
                 due = 0.02
             soonest = due if soonest is None else min(soonest, due)
         return soonest
@@ -369,7 +387,7 @@ class Watchdog:
         self.received.clear()
         grace = max((tree.orphan_grace for tree in self.trees.values()), default=0.0)
         below = _below(_table(), {self.me}) - {self.me}
-        _send(below, signal.SIGTERM)
+        _send(below, _signal.SIGTERM)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
             self.reap()
@@ -382,7 +400,7 @@ class Watchdog:
             below = _below(_table(), {self.me}) - {self.me}
             if not below:
                 return
-            _send(below, signal.SIGKILL)
+            _send(below, _signal.SIGKILL)
             self.wait(0.02)
 
     def serve(self) -> None:
@@ -395,7 +413,7 @@ class Watchdog:
             if not self.wait(soonest):
                 continue
             try:
-                data, fds, _flags, _addr = socket.recv_fds(self.sock, MAX_MESSAGE, MAX_FDS)
+                data, fds = _receive(self.sock)
             except InterruptedError:
                 continue
             except OSError:
@@ -407,8 +425,8 @@ class Watchdog:
                 self.end_everything()
                 return
             try:
-                message = json.loads(data.decode())
-            except ValueError:
+                message = marshal.loads(data)
+            except (EOFError, ValueError, TypeError):
                 message = {}
             op = message.get("op") if isinstance(message, dict) else None
             if op == "spawn":
@@ -433,7 +451,7 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, argv[2])
     global lock_is_held
     from git_forge.lockprobe import lock_is_held
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=fd)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET, 0, fd)
     os.set_inheritable(fd, False)
     os.chdir("/")
     _set_child_subreaper()
