@@ -28,6 +28,7 @@ from git_forge.layout import (
     USER_CONFIG,
     find_root,
     state_directory,
+    user_config_dir,
 )
 from git_forge.parsing import DocumentTooComplex, load_json
 
@@ -66,9 +67,7 @@ def _config_matters(root: Path) -> bool:
     (then the real resolver, ``workspace.locate``, decides)."""
     if (root / FEATURE_FORGE_CONFIG).is_file() or _sets_location(root / REPO_CONFIG):
         return True
-    from platformdirs import user_config_dir  # as config.user_config_path, without config
-
-    return _sets_location(Path(user_config_dir("git-forge")) / USER_CONFIG)
+    return _sets_location(Path(user_config_dir()) / USER_CONFIG)  # config.user_config_path
 
 
 def _directories(start: Path, backlog: str | None, backlog_dir: str | None) -> tuple[Path, Path]:

@@ -28,6 +28,7 @@ from git_forge.layout import (
     RAUF_STATE_DIR,
     REPO_CONFIG,
     USER_CONFIG,
+    user_config_dir,
 )
 from git_forge.parsing import DocumentTooComplex, load_json, load_yaml
 
@@ -259,9 +260,7 @@ def _flatten(label: str, document: Any) -> dict[str, Any]:
 
 def user_config_path() -> Path:
     """``config.yaml`` in the platform's user config dir (``~/.config/git-forge``)."""
-    from platformdirs import user_config_dir
-
-    return Path(user_config_dir("git-forge")) / USER_CONFIG
+    return Path(user_config_dir()) / USER_CONFIG
 
 
 def only_comments(text: str) -> bool:

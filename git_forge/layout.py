@@ -10,6 +10,7 @@ then the backlog directory *is* the state directory.
 from __future__ import annotations
 
 import os
+import sys
 
 from git_forge.errors import ForgeError
 
@@ -193,3 +194,27 @@ def tree_lock_file(root: os.PathLike[str] | str) -> str | None:
     """``tree_lock_path`` as a ``str``, for the pre-launch check's clean path."""
     git_dir = git_dir_path(root)
     return os.path.join(git_dir, TREE_LOCK_FILE) if git_dir is not None else None
+
+
+#: The application's directory name under the user's config dir.
+APP_NAME = "git-forge"
+
+
+def user_config_dir() -> str:
+    """The user config directory platformdirs gives git-forge (``~/.config/git-forge``).
+
+    On Linux, with ``XDG_CONFIG_HOME`` unset, blank or absolute and an absolute
+    ``HOME``, platformdirs' answer (every version this project allows) is computed
+    here: importing platformdirs costs ``status`` a sixth of its run. Anything
+    else — another platform, a relative ``XDG_CONFIG_HOME``, no usable ``HOME`` —
+    asks platformdirs. A test holds the two equal."""
+    environ = os.environ
+    xdg = environ.get("XDG_CONFIG_HOME", "")
+    home = environ.get("HOME", "")
+    if (sys.platform == "linux" and "ANDROID_DATA" not in environ
+            and home.startswith("/") and (not xdg.strip() or xdg.startswith("/"))):
+        base = xdg if xdg.startswith("/") else os.path.expanduser("~/.config")
+        return os.path.join(base, APP_NAME)
+    from platformdirs import user_config_dir as platform_user_config_dir
+
+    return platform_user_config_dir(APP_NAME)

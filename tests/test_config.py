@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -226,3 +229,31 @@ def test_decision_verbs_use_the_effective_state_dir(git_repo: Path) -> None:
     (git_repo / "forge.config.json").write_text("{}")
     assert run_forge(*args, cwd=git_repo).returncode == 0
     assert (backlog / ".rauf" / "forge-decisions.json").is_file()
+
+
+USER_DIR_CASES = [
+    {"HOME": "/home/someone"},
+    {"HOME": "/home/someone/"},
+    {"HOME": "/"},
+    {"HOME": "/home/someone", "XDG_CONFIG_HOME": ""},
+    {"HOME": "/home/someone", "XDG_CONFIG_HOME": "   "},
+    {"HOME": "/home/someone", "XDG_CONFIG_HOME": "/srv/conf"},
+    {"HOME": "/home/someone", "XDG_CONFIG_HOME": "/srv/conf/"},
+    {"HOME": "/home/someone", "XDG_CONFIG_HOME": "relative/conf"},
+    {"HOME": "relative-home"},
+]
+
+
+@pytest.mark.parametrize("environ", USER_DIR_CASES, ids=lambda env: repr(sorted(env.items())))
+def test_the_user_config_dir_is_what_platformdirs_says(environ: dict[str, str]) -> None:
+    """``layout.user_config_dir`` computes the common Linux case without importing
+    platformdirs; every case, computed or not, must be platformdirs' own answer."""
+    probe = ("import json, platformdirs\n"
+             "from git_forge.layout import user_config_dir\n"
+             "print(json.dumps([user_config_dir(), platformdirs.user_config_dir('git-forge')]))\n")
+    env = {"PATH": os.environ.get("PATH", ""), **environ}
+    result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    ours, theirs = json.loads(result.stdout)
+    assert ours == theirs
