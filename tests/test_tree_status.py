@@ -363,3 +363,26 @@ def test_unborn_branch(tmp_path: Path) -> None:
     assert [(e.path, e.xy) for e in assert_matches_git(root)] == [
         ("staged-then-changed.txt", "AM"), ("staged.txt", "A "), ("loose/untracked.txt", "??"),
     ]
+
+
+def test_a_listing_started_meanwhile_is_gits_listing(base_repo: Path, tmp_path: Path) -> None:
+    """``ListingMeanwhile`` (the loop's commit step) answers what ``porcelain``
+    answers, git's own listing, for a random tree; a failing git is a GitError
+    from ``entries``, and a block left without asking still ends git."""
+    from git_forge.tree.git_status import ListingMeanwhile
+
+    root = fresh_copy(base_repo, tmp_path / "repo")
+    random_tree(root, random.Random(7))
+    repo = open_repo(root)
+    with ListingMeanwhile(repo) as listing:
+        entries = listing.entries()
+    assert entries == porcelain(repo) == parse_porcelain_z(git_status_z(root))
+    assert entries  # the random tree is dirty: a listing that came back empty would pass
+
+    with ListingMeanwhile(repo) as unasked:
+        process = unasked._started._process
+    assert process.returncode == 0  # waited for at the block's end, not left running
+
+    shutil.rmtree(root / ".git" / "objects")  # git can no longer read the repository
+    with ListingMeanwhile(repo) as broken, pytest.raises(GitError):
+        broken.entries()

@@ -24,7 +24,7 @@ from git_forge.reconcile.preflight import stranded
 from git_forge.supervisor.supervisor import Supervisor
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.git_status import porcelain
-from git_forge.tree.porcelain import quote_path
+from git_forge.tree.porcelain import StatusEntry, quote_path
 from git_forge.tree.repo import Repo
 from git_forge.tree.worktree import Action, refusals
 from git_forge.workspace import Workspace
@@ -76,14 +76,15 @@ def commit(run: RunContext, paths: list[str], message: str, *,
         return commit_paths(run.repo, paths, message, allow_empty=allow_empty)
 
 
-def dirty(run: RunContext) -> list[str]:
+def dirty(run: RunContext, listed: list[StatusEntry] | None = None) -> list[str]:
     """Changed paths the run may act on: the stranded work the pre-launch check
     sees (one filter: no state files, no crash bookkeeping), less what was
     dirty before the run (``--force``) and what the run had to leave alone —
-    but backlog.json whenever it changed, the run's own bookkeeping."""
+    but backlog.json whenever it changed, the run's own bookkeeping. ``listed``:
+    git's listing when the caller already has it (else it is asked now)."""
     workspace = run.workspace
-    entries = stranded(porcelain(run.repo), workspace.root, workspace.state_dir,
-                       workspace.backlog_file, keep_backlog=True)
+    entries = stranded(porcelain(run.repo) if listed is None else listed, workspace.root,
+                       workspace.state_dir, workspace.backlog_file, keep_backlog=True)
     paths = []
     for entry in entries:
         path = entry.path.rstrip("/")  # a nested repository is listed as "dir/"

@@ -20,6 +20,7 @@ from git_forge.reconcile import messages
 from git_forge.reconcile.conflicts import clear_conflict
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import ListingMeanwhile
 from git_forge.tree.porcelain import quote_path
 from git_forge.tree.stash import stash_paths
 
@@ -177,8 +178,16 @@ def _complete(run: RunContext, item: Item) -> str | None:
     remove_prompt_files(run.workspace.state_dir)
     item_id = item.id
     before = run.store.get(item_id)
-    run.store.transition(item_id, "done")
-    paths = actionable(run, item_id, dirty(run), "commit")
+    # git lists the tree on the other core while the done mark and the journal are
+    # made durable (both before the commit). The listing may predate the mark, so
+    # backlog.json, which the mark changed, is committed whatever git saw.
+    with ListingMeanwhile(run.repo) as listing:
+        run.store.transition(item_id, "done")
+        run.journal.sync()
+        changed = dirty(run, listing.entries())
+    if run.backlog_rel not in changed:
+        changed.append(run.backlog_rel)
+    paths = actionable(run, item_id, changed, "commit")
     try:
         commit_id = commit(run, paths, messages.item_done(item_id, item.title), allow_empty=True)
     except GitError as exc:

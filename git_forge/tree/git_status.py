@@ -18,7 +18,8 @@ from git_forge.tree.fast_status import STATUS_ARGS
 from git_forge.tree.porcelain import StatusEntry, parse_porcelain_z, render_porcelain_line
 from git_forge.tree.repo import Repo
 
-__all__ = ["StatusEntry", "dirty_paths", "porcelain", "render_porcelain_line"]
+__all__ = ["ListingMeanwhile", "StatusEntry", "dirty_paths", "porcelain",
+           "render_porcelain_line"]
 
 
 def porcelain(repo: Repo) -> list[StatusEntry]:
@@ -29,6 +30,25 @@ def porcelain(repo: Repo) -> list[StatusEntry]:
     failure is a ``GitError`` carrying git's message verbatim.
     """
     return parse_porcelain_z(repo.run_git(list(STATUS_ARGS)))
+
+
+class ListingMeanwhile:
+    """``porcelain(repo)`` started now, read by ``entries()`` (a ``with`` block):
+    git lists the tree on the other core while the caller does work whose effect
+    on the listing it accounts for itself (the loop's commit step makes its
+    backlog mark durable meanwhile, and commits backlog.json whatever git saw)."""
+
+    def __init__(self, repo: Repo) -> None:
+        self._started = repo.start_git(list(STATUS_ARGS))
+
+    def entries(self) -> list[StatusEntry]:
+        return parse_porcelain_z(self._started.result())
+
+    def __enter__(self) -> ListingMeanwhile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._started.__exit__(*exc)
 
 
 def dirty_paths(repo: Repo) -> set[str]:

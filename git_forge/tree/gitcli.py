@@ -41,25 +41,74 @@ def git_result(
     """
     import subprocess
 
-    merged: dict[str, str] | None = None
-    if env:
-        merged = {**os.environ}
-        for name, value in env.items():
-            if value is None:
-                merged.pop(name, None)
-            else:
-                merged[name] = value
     try:
         return subprocess.run(
             ["git", *args],
             cwd=cwd,
             input=input,
             capture_output=True,
-            env=merged,
+            env=_merged_env(env),
             check=False,
         )
     except OSError as exc:
         raise GitError(f"cannot run git: {os_error_text(exc)}", exit_code=1) from exc
+
+
+def _merged_env(env: Mapping[str, str | None] | None) -> dict[str, str] | None:
+    """The inherited environment plus ``env`` (a ``None`` value removes that name)."""
+    if not env:
+        return None
+    merged = {**os.environ}
+    for name, value in env.items():
+        if value is None:
+            merged.pop(name, None)
+        else:
+            merged[name] = value
+    return merged
+
+
+class StartedGit:
+    """A git command running while its caller goes on (``start_git``). ``result``
+    waits for it and is ``run_git``'s answer; leaving the ``with`` block without
+    asking still waits for git, so no process outlives the block."""
+
+    def __init__(self, args: Sequence[str], process: subprocess.Popen[bytes]) -> None:
+        self._args = list(args)
+        self._process = process
+        self._output: tuple[bytes, bytes] | None = None
+
+    def result(self) -> bytes:
+        if self._output is None:
+            self._output = self._process.communicate()
+        stdout, stderr = self._output
+        return _checked(self._args, self._process.returncode, stdout, stderr)
+
+    def __enter__(self) -> StartedGit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._output is None:
+            self._output = self._process.communicate()
+
+
+def start_git(
+    args: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str | None] | None = None,
+) -> StartedGit:
+    """Start ``git ARGS`` in ``cwd`` (as ``run_git`` would run it) without waiting:
+    git works on the other core while the caller does what does not change the
+    answer git is computing."""
+    import subprocess
+
+    try:
+        process = subprocess.Popen(["git", *args], cwd=cwd, env=_merged_env(env),
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+    except OSError as exc:
+        raise GitError(f"cannot run git: {os_error_text(exc)}", exit_code=1) from exc
+    return StartedGit(args, process)
 
 
 def failure(args: Sequence[str], result: subprocess.CompletedProcess[bytes]) -> GitError:

@@ -29,7 +29,7 @@ from pygit2.enums import RepositoryOpenFlag
 
 from git_forge.errors import os_error_text
 from git_forge.tree.errors import GitError
-from git_forge.tree.gitcli import LITERAL_PATHSPECS, run_git
+from git_forge.tree.gitcli import LITERAL_PATHSPECS, StartedGit, run_git, start_git
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -146,12 +146,18 @@ class Repo:
     def run_git(self, args: list[str], *, input: bytes | None = None) -> bytes:
         """Run git on this repository (explicit ``GIT_DIR``/``GIT_WORK_TREE``, so
         git acts on the very repository pygit2 opened), literal pathspecs."""
-        env = {
+        return run_git(args, cwd=self.workdir, env=self._git_env(), input=input)
+
+    def start_git(self, args: list[str]) -> StartedGit:
+        """``run_git`` started now and answered by ``result()`` (``gitcli.start_git``)."""
+        return start_git(args, cwd=self.workdir, env=self._git_env())
+
+    def _git_env(self) -> dict[str, str]:
+        return {
             "GIT_DIR": str(self.gitdir),
             "GIT_WORK_TREE": str(self.workdir),
             **LITERAL_PATHSPECS,
         }
-        return run_git(args, cwd=self.workdir, env=env, input=input)
 
 
 def _from_env(name: str) -> str | None:
