@@ -727,3 +727,42 @@ def test_an_observer_sees_each_stream_as_it_is_spooled(make) -> None:
     assert bytes(seen["stdout"]) == expected_out
     assert bytes(seen["stderr"]) == b"".join(b"err %d\n" % n for n in range(200))
     assert len(output(supervisor, handle)) == len(expected_out) + len(seen["stderr"])
+
+
+def test_a_watched_childs_exit_call_comes_once_whenever_it_is_asked_for() -> None:
+    """``when_exited`` before the watchdog's report: called by the report; after
+    it: called at once. Either way exactly once, and a second report changes nothing."""
+    from git_forge.supervisor.watchdog import WatchedChild
+
+    def child() -> WatchedChild:
+        return WatchedChild(12345, None, open("/dev/null", "rb"), open("/dev/null", "rb"))
+
+    early, calls = child(), []
+    early.when_exited(lambda: calls.append("early"))
+    assert calls == [] and not early.reaped
+    early.report(0)
+    early.report(signal.SIGKILL)
+    assert calls == ["early"] and early.wait() == 0
+
+    late = child()
+    late.report(256)  # a raw wait status: exit code 1
+    late.when_exited(lambda: calls.append("late"))
+    assert calls == ["early", "late"] and late.wait() == 1
+    for stream in (early.stdout, early.stderr, late.stdout, late.stderr):
+        stream.close()
+
+
+def test_a_direct_childs_exit_call_leaves_it_unreaped() -> None:
+    """Without the watchdog the exit is seen with WNOWAIT: the call comes once the
+    child ended, and its pid stays reserved until ``wait`` reaps it."""
+    from git_forge.supervisor.watchdog import DirectChild
+
+    child = DirectChild(subprocess.Popen([sys.executable, "-c", "pass"],
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    ended = threading.Event()
+    child.when_exited(ended.set)
+    assert ended.wait(30)
+    assert psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE  # not reaped yet
+    assert child.wait() == 0 and child.reaped
+    child.stdout.close()
+    child.stderr.close()

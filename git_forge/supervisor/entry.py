@@ -1,11 +1,13 @@
 """One supervised process: drains, watcher, stop machinery and the terminalization gate.
 
 Threads per process (reused ones, ``workers``): one drain per output stream
-(stdout, stderr), a waiter that notices the leader's exit without reaping it, an
-optional stdin feeder, and the watcher. The watcher owns the timing: deadline, escalation after a
-grace period, stop requests from other processes, periodic spool flushes, and
-the end — when both streams reached EOF and the leader exited, it sweeps
-what is left of the tree, reaps the leader and passes the one-shot gate.
+(stdout, stderr), an optional stdin feeder, and the watcher. The leader's exit
+comes from the child (``when_exited``): from the watchdog's answer, or for a
+direct child from a waiter that notices it without reaping it. The watcher
+owns the timing: deadline, escalation after a grace period, stop requests
+from other processes, periodic spool flushes, and the end — when both streams
+reached EOF and the leader exited, it sweeps what is left of the tree, reaps
+the leader and passes the one-shot gate.
 
 Drain before wait: the streams are read to EOF before the leader is reaped.
 A grandchild that keeps a pipe open after the leader exited must not hang the
@@ -150,7 +152,7 @@ class Entry:
             assert stream is not None
             self._drains.append(workers.start(self._drain, stream.fileno(), self._sink(name),
                                               name=f"drain-{self.handle[:6]}"))
-        workers.start(self._wait_leader, name=f"wait-{self.handle[:6]}")
+        child.when_exited(self._leader_ended)
         if stdin is not None:
             workers.start(self._feed_stdin, child, stdin, name=f"stdin-{self.handle[:6]}")
 
@@ -225,9 +227,7 @@ class Entry:
         with self._lock:
             return self._open_streams == 0
 
-    def _wait_leader(self) -> None:
-        assert self._child is not None
-        self._child.wait_exit()
+    def _leader_ended(self) -> None:
         self._leader_exited.set()
         self._wake.set()
 

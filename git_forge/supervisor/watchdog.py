@@ -5,10 +5,12 @@ itself, so a ``WatchedChild`` counts as reaped from the moment its exit is known
 
 ``Watchdog`` starts the watchdog process on first use and asks it to start each
 agent; the result is a ``WatchedChild``, which the entry drives exactly like a
-directly spawned ``DirectChild``: both expose the standard streams, ``wait_exit``
-(the leader ended; for a direct child it is not reaped yet, so its process
-group id cannot be reused while the entry still signals it) and ``wait`` (the
-return code, as ``Popen.returncode`` gives it).
+directly spawned ``DirectChild``: both expose the standard streams,
+``when_exited`` (a call once the leader ended; for a direct child it is not
+reaped yet, so its process group id cannot be reused while the entry still
+signals it) and ``wait`` (the return code, as ``Popen.returncode`` gives it).
+A watched child's call comes straight from the watchdog's answer; a direct
+child's from a worker waiting on the kernel.
 
 A child's pid is known only from the kernel (``Popen``) or from the watchdog
 over its socket — never from a file.
@@ -30,10 +32,12 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
+
+from git_forge.supervisor import workers
 
 SCRIPT = Path(__file__).with_name("watchdog_process.py")
 #: The directory holding the ``git_forge`` package, for the watchdog's one import.
@@ -58,7 +62,7 @@ class Child(Protocol):
 
     @property
     def reaped(self) -> bool: ...
-    def wait_exit(self) -> None: ...
+    def when_exited(self, callback: Callable[[], None]) -> None: ...
     def wait(self) -> int: ...
 
 
@@ -78,9 +82,15 @@ class DirectChild:
     def reaped(self) -> bool:
         return self._reaped
 
-    def wait_exit(self) -> None:
-        with contextlib.suppress(ChildProcessError):
-            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+    def when_exited(self, callback: Callable[[], None]) -> None:
+        """``callback()`` once the child exited, from a worker that waits for it
+        without reaping it (``WNOWAIT``)."""
+        def wait_then_call() -> None:
+            with contextlib.suppress(ChildProcessError):
+                os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+            callback()
+
+        workers.start(wait_then_call, name=f"wait-{self.pid}")
 
     def wait(self) -> int:
         code = self.popen.wait()
@@ -99,13 +109,21 @@ class WatchedChild:
         self.stderr = stderr
         self.returncode: int | None = None
         self._exited = threading.Event()
+        self._lock = threading.Lock()
+        self._callback: Callable[[], None] | None = None
 
     @property
     def reaped(self) -> bool:
         return self._exited.is_set()
 
-    def wait_exit(self) -> None:
-        self._exited.wait()
+    def when_exited(self, callback: Callable[[], None]) -> None:
+        """``callback()`` once the watchdog reported the exit: at once if it did,
+        else on the watchdog's reader thread as the report comes in."""
+        with self._lock:
+            if not self._exited.is_set():
+                self._callback = callback
+                return
+        callback()
 
     def wait(self) -> int:
         self._exited.wait()
@@ -113,9 +131,14 @@ class WatchedChild:
         return self.returncode
 
     def report(self, status: int) -> None:
-        if not self._exited.is_set():
+        with self._lock:
+            if self._exited.is_set():
+                return
             self.returncode = os.waitstatus_to_exitcode(status)
             self._exited.set()
+            callback, self._callback = self._callback, None
+        if callback is not None:
+            callback()
 
 
 @dataclass

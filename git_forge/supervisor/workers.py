@@ -1,9 +1,10 @@
 """Daemon threads that are reused from one supervised process to the next.
 
-Every agent start needs five threads (two drains, the leader's waiter, the stdin
-feeder, the watcher). Starting a thread waits until the new thread has run
-(``Thread.start`` blocks on its start handshake): about half a millisecond
-each here, on the path between two agents. A worker left idle by the last
+Every agent start needs up to five threads (two drains, the stdin feeder, the
+watcher, and for a child started without the watchdog the leader's waiter).
+Starting a thread waits until the new thread has run (``Thread.start`` blocks
+on its start handshake): about half a millisecond each here, on the path
+between two agents. A worker left idle by the last
 process takes the next task without that wait; one idle for ``IDLE_SECONDS``
 ends, so a long run holds no more threads than it last used at once.
 
