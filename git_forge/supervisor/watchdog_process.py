@@ -59,6 +59,8 @@ if TYPE_CHECKING:
 PR_SET_CHILD_SUBREAPER = 36
 MAX_MESSAGE = 1 << 20
 MAX_FDS = 8
+#: A descriptor's size in an SCM_RIGHTS payload (a C int).
+_FD_BYTES = 4
 #: How long ending a tree may keep SIGKILLing stragglers that keep forking.
 KILL_BOUND = 10.0
 #: Signals an agent starts with at their defaults (Python ignores SIGPIPE and
@@ -78,14 +80,15 @@ def _set_child_subreaper() -> None:
 
 
 def _receive(sock: _socket.socket) -> tuple[bytes, list[int]]:
-    """One message and the descriptors passed with it (``socket.recv_fds``, on the
-    C module: this program imports no ``socket``, ``signal`` or ``json``, whose
-    imports were most of its start-up)."""
-    data, ancillary, _flags, _address = sock.recvmsg(MAX_MESSAGE, _socket.CMSG_LEN(MAX_FDS * 4))
+    """One message and the descriptors passed with it: ``socket.recv_fds`` on the
+    C module (see the module's docstring for why)."""
+    data, ancillary, _flags, _address = sock.recvmsg(MAX_MESSAGE,
+                                                     _socket.CMSG_LEN(MAX_FDS * _FD_BYTES))
     fds: list[int] = []
     for level, kind, payload in ancillary:
         if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-            fds.extend(memoryview(payload[:len(payload) - len(payload) % 4]).cast("i"))
+            whole = len(payload) - len(payload) % _FD_BYTES
+            fds.extend(memoryview(payload[:whole]).cast("i"))
     return data, fds
 
 

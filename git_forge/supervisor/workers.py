@@ -4,9 +4,9 @@ Every agent start needs up to five threads (two drains, the stdin feeder, the
 watcher, and for a child started without the watchdog the leader's waiter).
 Starting a thread waits until the new thread has run (``Thread.start`` blocks
 on its start handshake): about half a millisecond each here, on the path
-between two agents. A worker left idle by the last
-process takes the next task without that wait; one idle for ``IDLE_SECONDS``
-ends, so a long run holds no more threads than it last used at once.
+between two agents. A worker left idle by the last process takes the next
+task without that wait; one idle for ``IDLE_SECONDS`` ends, so a long run
+holds no more threads than it last used at once.
 
 A task behaves as its own thread would: an exception goes to
 ``threading.excepthook``, and the worker's name is the task's while it runs.

@@ -48,7 +48,7 @@ class ListingMeanwhile:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._started.__exit__(*exc)
+        self._started.wait()
 
 
 def dirty_paths(repo: Repo) -> set[str]:

@@ -77,18 +77,21 @@ class StartedGit:
         self._process = process
         self._output: tuple[bytes, bytes] | None = None
 
-    def result(self) -> bytes:
+    def wait(self) -> tuple[bytes, bytes]:
+        """Wait for git to end: its (stdout, stderr), read once."""
         if self._output is None:
             self._output = self._process.communicate()
-        stdout, stderr = self._output
+        return self._output
+
+    def result(self) -> bytes:
+        stdout, stderr = self.wait()
         return _checked(self._args, self._process.returncode, stdout, stderr)
 
     def __enter__(self) -> StartedGit:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._output is None:
-            self._output = self._process.communicate()
+        self.wait()
 
 
 def start_git(
