@@ -684,6 +684,15 @@ time.sleep(float(sys.argv[1]))
 """
 
 
+def ignores_sigterm(pid: int) -> bool:
+    """True once process ``pid`` has SIGTERM set to SIG_IGN (its SigIgn mask in /proc)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("SigIgn:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
 @pytest.mark.parametrize("how", ["exits", "stopped", "timed_out"])
 def test_a_double_forked_setsid_daemon_never_outlives_its_entry(make, how: str) -> None:
     """The daemon closes its output and leaves the session: only the watchdog,
@@ -695,6 +704,9 @@ def test_a_double_forked_setsid_daemon_never_outlives_its_entry(make, how: str) 
     daemon = int(output(supervisor, handle))
     assert not gone(daemon)
     if how == "stopped":
+        # "killed" needs the daemon to ignore SIGTERM: wait until it does (it is
+        # still starting its interpreter when its pid is printed).
+        wait_for(lambda: ignores_sigterm(daemon), timeout=10, what="the daemon ignoring SIGTERM")
         supervisor.stop(handle, "terminate", 0.3)
     manifest = supervisor.wait(handle, timeout=20)
     # A stop ends in "killed": the daemon ignores SIGTERM, so the tree needed SIGKILL.
