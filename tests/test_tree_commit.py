@@ -222,3 +222,24 @@ def test_a_stale_cached_index_is_never_written_back(busy: Path) -> None:
     git("add", "dir2/x.txt", cwd=busy)  # staged by git, possibly within the same second
     commit_paths(repo, ["a"], "after git staged something")
     assert git("diff", "--cached", "--name-only", "--", "dir2/x.txt", cwd=busy) == "dir2/x.txt\n"
+
+
+@pytest.mark.parametrize("limit", [0, 1 << 20], ids=["streamed", "read-whole"])
+def test_small_and_large_files_store_git_s_own_blob(git_repo: Path, monkeypatch,
+                                                     limit: int) -> None:
+    """A file up to the in-memory limit is read whole, a larger one streamed: both
+    store the blob ``git hash-object`` names, and no temporary file is left."""
+    from git_forge.tree import worktree
+
+    monkeypatch.setattr(worktree, "BLOB_IN_MEMORY_LIMIT", limit)
+    contents = {"empty.txt": b"", "small.txt": b"one line\n",
+                "binary.bin": bytes(range(256)) * 4096}
+    for name, data in contents.items():
+        (git_repo / name).write_bytes(data)
+    commit_paths(open_repo(git_repo), list(contents), "blobs")
+    for name in contents:
+        expected = git("hash-object", name, cwd=git_repo).strip()
+        assert git("rev-parse", f"HEAD:{name}", cwd=git_repo).strip() == expected
+        assert git_bytes("cat-file", "blob", f"HEAD:{name}", cwd=git_repo) == contents[name]
+    objects = git_repo / ".git" / "objects"
+    assert not [p.name for p in objects.iterdir() if p.is_file()]  # no streamed leftovers

@@ -36,10 +36,14 @@ class ListingMeanwhile:
     """``porcelain(repo)`` started now, read by ``entries()`` (a ``with`` block):
     git lists the tree on the other core while the caller does work whose effect
     on the listing it accounts for itself (the loop's commit step makes its
-    backlog mark durable meanwhile, and commits backlog.json whatever git saw)."""
+    backlog mark durable meanwhile, and commits backlog.json whatever git saw).
+
+    git runs with ``--no-optional-locks``: it does not write its refreshed stat
+    cache into the index, which the commit that follows rewrites anyway — and a
+    git the user runs meanwhile never finds the index locked by this listing."""
 
     def __init__(self, repo: Repo) -> None:
-        self._started = repo.start_git(list(STATUS_ARGS))
+        self._started = repo.start_git(["--no-optional-locks", *STATUS_ARGS])
 
     def entries(self) -> list[StatusEntry]:
         return parse_porcelain_z(self._started.result())

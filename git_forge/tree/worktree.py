@@ -354,11 +354,19 @@ def _hash_with_git(repo: Repo, paths: list[str]) -> list[pygit2.Oid]:
     return [pygit2.Oid(hex=value) for value in ids]
 
 
+#: Files up to this size are read whole and stored in one write; larger ones are
+#: streamed. libgit2's stream spools into a temporary file and reads it back before
+#: writing the object, a second inode and a second copy of every byte.
+BLOB_IN_MEMORY_LIMIT = 32 * 1024 * 1024
+
+
 def _blob_of_bytes(repo: Repo, path: str) -> pygit2.Oid:
     """The file's bytes as they are, stored as a blob: opened without following a
     final link (the caller's lstat saw a regular file; O_NOFOLLOW closes the race)."""
     fd = os.open(repo.workdir / path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as stream:
+        if os.fstat(fd).st_size <= BLOB_IN_MEMORY_LIMIT:
+            return repo.repository.create_blob(stream.read())
         return repo.repository.create_blob_fromiobase(stream)
 
 
