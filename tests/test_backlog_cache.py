@@ -151,7 +151,8 @@ def test_a_cached_answer_builds_no_parser_and_reads_no_item(repo: Path) -> None:
         "sys.stdout = io.StringIO()\n"
         "code = main(sys.argv[1:])\n"
         "heavy = {'argparse', 'git_forge.cli.parser', 'git_forge.backlog.model',\n"
-        "         'git_forge.backlog.store', 'git_forge.backlog.topology'}\n"
+        "         'git_forge.backlog.store', 'git_forge.backlog.topology',\n"
+        "         'git_forge.tree.worktrees'}\n"  # no item worktree or branch here
         "sys.stdout = sys.__stdout__\n"
         "print(code, sorted(heavy & set(sys.modules)))\n"
     )

@@ -19,21 +19,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from git_forge.layout import WORKTREES_DIR
 from git_forge.reconcile.messages import ITEM_BRANCH_PREFIX, item_branch, item_of_branch
 from git_forge.tree.fast_status import may_have_worktrees_or_branches
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
-from git_forge.tree.worktrees import (
-    Worktree,
-    branch_tips,
-    integrated,
-    is_ancestor,
-    status,
-    unmerged,
-    worktrees,
-)
+
+if TYPE_CHECKING:
+    from git_forge.tree.worktrees import Worktree
+
+# ``tree.worktrees`` is imported where it is used: a repository with no item
+# worktree or branch (``may_have_worktrees_or_branches``) never needs it, and
+# ``status`` and the pre-launch check read this module on every run.
 
 
 class ItemTree(NamedTuple):
@@ -112,6 +110,8 @@ def _quoted(path: Path) -> str:
 
 def loop_branch(root: Path, trees: list[Worktree] | None = None) -> str | None:
     """The branch checked out where the loop runs (the worktree at ``root``)."""
+    from git_forge.tree.worktrees import worktrees
+
     for tree in trees if trees is not None else worktrees(root):
         if os.path.realpath(tree.path) == os.path.realpath(root):
             return tree.branch
@@ -142,6 +142,7 @@ def tree_changes(root: Path, tree: Path, state_dir: Path,
     """The changes in the item worktree at ``tree``, less the runner's own (its copy
     of the state dir, and of backlog.json when only ``in_progress`` marks differ)."""
     from git_forge.reconcile.preflight import stranded
+    from git_forge.tree.worktrees import status
 
     entries = status(root, tree)
     state_rel, backlog_rel = _relative(state_dir, root), _relative(backlog_file, root)
@@ -156,6 +157,8 @@ def item_trees(root: Path, state_dir: Path, backlog_file: Path) -> list[ItemTree
     detached HEAD there, against that commit)."""
     if not may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX):
         return []
+    from git_forge.tree.worktrees import branch_tips, integrated, is_ancestor, unmerged, worktrees
+
     trees = worktrees(root)
     onto = loop_branch(root, trees)
     tips = {item: commit for name, commit in branch_tips(root, ITEM_BRANCH_PREFIX).items()
