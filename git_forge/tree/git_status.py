@@ -38,12 +38,14 @@ class ListingMeanwhile:
     on the listing it accounts for itself (the loop's commit step makes its
     backlog mark durable meanwhile, and commits backlog.json whatever git saw).
 
-    git runs with ``--no-optional-locks``: it does not write its refreshed stat
-    cache into the index, which the commit that follows rewrites anyway — and a
-    git the user runs meanwhile never finds the index locked by this listing."""
+    Like ``git status`` it refreshes the index's stat cache (its optional lock).
+    ``--no-optional-locks`` would save that index write per iteration, but the
+    commit after it (libgit2) writes back only the paths it commits: a file an
+    agent rewrote unchanged (``sed -i`` over the tree) would then be hashed again
+    by every later iteration's listing, instead of once."""
 
     def __init__(self, repo: Repo) -> None:
-        self._started = repo.start_git(["--no-optional-locks", *STATUS_ARGS])
+        self._started = repo.start_git(list(STATUS_ARGS))
 
     def entries(self) -> list[StatusEntry]:
         return parse_porcelain_z(self._started.result())
