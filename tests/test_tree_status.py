@@ -386,11 +386,12 @@ def test_a_listing_started_meanwhile_is_gits_listing(base_repo: Path, tmp_path: 
     # Like git status, it refreshes a stale stat cache in the index (once: a file
     # rewritten unchanged is not hashed again by every later listing).
     git_bytes("add", "-A", cwd=root)
-    name = git_bytes("ls-files", "-z", cwd=root).split(b"\0")[0].decode()
+    name = os.fsdecode(git_bytes("ls-files", "-z", cwd=root).split(b"\0")[0])
     os.utime(root / name, ns=(1, 1))  # a stale stat: content unchanged
 
-    def cached_mtime() -> bytes:
-        debug = git_bytes("ls-files", "--debug", "--", name, cwd=root)
+    def cached_mtime() -> bytes:  # the name literally: a tricky name may hold a glob
+        debug = git_bytes("ls-files", "--debug", "--", name, cwd=root,
+                          env={"GIT_LITERAL_PATHSPECS": "1"})
         return next(line.split()[1] for line in debug.splitlines()
                     if line.strip().startswith(b"mtime:"))
 
