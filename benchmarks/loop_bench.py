@@ -24,7 +24,9 @@ Also reported, once per size:
   children, counted with ``strace -f -c`` (skipped when strace is missing);
 * the wake-up gap: from the agent's exit (its last ``date``) to the journal's
   ``llm_exited`` (median), i.e. how long the loop takes to notice;
-* the watchdog's cost: the same run with ``supervisor.watchdog: false``.
+* the watchdog's cost: the same run with ``supervisor.watchdog: false``, run beside
+  each timed run and differenced in pairs (the median of each run's difference: two
+  medians of noisy runs, differenced, mostly measure the noise).
 
 Usage: ``python benchmarks/loop_bench.py [--iterations N] [--runs R]
 [--sizes 10,1000,10000] [--big-repo]``. Goals: per iteration within 2x the shell
@@ -157,9 +159,11 @@ def measure(template: Path, work: Path, label: str, n: int, runs: int) -> None:
     prompt.write_bytes(b"## Backlog item 00001: Item 1\n" + b"Write the item's file. " * 20)
     forge_wall, forge_cpu, floor_wall, floor_cpu, start_wall, start_cpu = ([] for _ in range(6))
     plain_wall: list[float] = []
+    plain_cpu: list[float] = []
     gaps: list[float] = []
     for index in range(runs):
-        for what in ("forge", "plain", "floor", "start"):
+        pair = ("forge", "plain") if index % 2 == 0 else ("plain", "forge")  # no order bias
+        for what in (*pair, "floor", "start"):
             root = work / f"{label}-{index}-{what}"
             shutil.copytree(template, root, symlinks=True)
             exits = work / f"{label}-{index}-{what}.exits"
@@ -191,11 +195,14 @@ def measure(template: Path, work: Path, label: str, n: int, runs: int) -> None:
                     gaps += wake_gaps(root, exits)
                 else:
                     plain_wall.append(wall)
+                    plain_cpu.append(cpu)
             shutil.rmtree(root)
     startup_wall, startup_cpu = median(start_wall), median(start_cpu)
     wall = (median(forge_wall) - startup_wall) / n
     cpu = (median(forge_cpu) - startup_cpu) / n
-    plain = (median(plain_wall) - startup_wall) / n
+    watchdog_wall, watchdog_cpu = (
+        median([with_it - without for with_it, without in zip(on, off, strict=True)]) / n
+        for on, off in ((forge_wall, plain_wall), (forge_cpu, plain_cpu)))
     f_wall, f_cpu = median(floor_wall), median(floor_cpu)
     root = work / f"{label}-strace"
     shutil.copytree(template, root, symlinks=True)
@@ -215,8 +222,8 @@ def measure(template: Path, work: Path, label: str, n: int, runs: int) -> None:
         print(f"  durable writes per iteration:        {per_iteration_fsyncs:.1f} fsync/fdatasync")
     if gaps:
         print(f"  agent exit -> loop notices (median): {median(gaps):7.1f} ms")
-    print(f"  the watchdog's cost per iteration:   wall {(wall - plain) * ms:+7.1f} ms "
-          f"(without it: {plain * ms:.1f} ms)")
+    print(f"  the watchdog's cost per iteration:   wall {watchdog_wall * ms:+7.1f} ms, "
+          f"CPU {watchdog_cpu * ms:+7.1f} ms (median of {runs} paired runs)")
 
 
 def main() -> None:
