@@ -51,13 +51,16 @@ def encode_nested(value: Any, depth: int, indent: int = 2) -> str | None:
 
 
 def join_list_in(document: dict[str, Any], key: str, elements: list[bytes],
-                 indent: int = 2) -> bytes | None:
-    """``dumps_indented(document)`` as UTF-8, with ``document[key]`` a list whose
-    elements' texts are ``elements`` (each ``encode_nested(element, 2, indent)`` as
-    UTF-8), or ``None`` when another value of ``document`` is one only
-    ``json.dumps`` can encode. Bytes, because one join of a large list's bytes is a
-    copy, where joining and encoding its text costs many times that. Text that is
-    not valid Unicode raises ``UnicodeEncodeError``, as encoding it would."""
+                 indent: int = 2, end: bytes = b"") -> bytes | None:
+    """``dumps_indented(document)`` as UTF-8 followed by ``end``, with
+    ``document[key]`` a list whose elements' texts are ``elements`` (each
+    ``encode_nested(element, 2, indent)`` as UTF-8), or ``None`` when another value
+    of ``document`` is one only ``json.dumps`` can encode. Bytes, because one join of
+    a large list's bytes is a copy, where joining and encoding its text costs many
+    times that — and one join: the result is the only large buffer made (joining the
+    list, then the document, then adding ``end`` made three, and for a 4 MiB backlog
+    each fresh buffer's page faults cost more than its copy). Text that is not
+    valid Unicode raises ``UnicodeEncodeError``, as encoding it would."""
     step = " " * indent
     inner = ("\n" + step).encode()
     deeper = inner + step.encode()
@@ -75,10 +78,14 @@ def join_list_in(document: dict[str, Any], key: str, elements: list[bytes],
         elif not elements:
             parts.append(b"[]")
         else:
-            parts += (b"[", deeper, (b"," + deeper).join(elements), inner, b"]")
+            listed = [b"," + deeper] * (2 * len(elements) - 1)
+            listed[0::2] = elements  # element, separator, element, …: one flat list
+            parts += (b"[", deeper)
+            parts += listed
+            parts += (inner, b"]")
     if len(parts) == 1:
-        return b"{}"
-    parts.append(b"\n}")
+        return b"{}" + end
+    parts += (b"\n}", end)
     return b"".join(parts)
 
 

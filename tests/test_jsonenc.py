@@ -136,6 +136,8 @@ def test_a_list_joined_from_its_elements_texts_is_the_whole_documents_text(seed:
     except UnicodeEncodeError:
         return
     assert join_list_in(document, "items", elements_bytes) == expected
+    if expected is not None:  # what ``end`` adds is simply after the document
+        assert join_list_in(document, "items", elements_bytes, end=b"\n") == expected + b"\n"
 
 
 def test_what_only_json_dumps_encodes_is_no_element_text() -> None:
@@ -143,3 +145,6 @@ def test_what_only_json_dumps_encodes_is_no_element_text() -> None:
     assert encode_nested({1: "x"}, 2) is None
     assert join_list_in({"items": [], "x": float("inf")}, "items", []) is None
     assert join_list_in({"items": []}, "items", []) == reference({"items": []}).encode()
+    assert join_list_in({}, "items", [], end=b"\n") == b"{}\n"
+    assert join_list_in({"items": []}, "items", [], end=b"\n") == (
+        reference({"items": []}) + "\n").encode()

@@ -259,9 +259,10 @@ class HeldBacklog:
                     break
                 texts[position] = encoded.encode("utf-8")
         else:
-            joined = join_list_in(self._header, "items", texts)  # type: ignore[arg-type]
+            joined = join_list_in(self._header, "items", texts,  # type: ignore[arg-type]
+                                  end=b"\n")
             if joined is not None:
-                return joined + b"\n"
+                return joined
         # a value only json.dumps encodes: the whole document, its way
         document = {key: ([item.to_json() for item in self._items] if key == "items"
                           else value) for key, value in self._header.items()}
