@@ -9,14 +9,20 @@ For each backlog size (10, 1,000 and 10,000 items by default, all independent an
 pending) and, with ``--big-repo``, for a repository of 100,000 files, each run
 starts from a fresh copy and times, in fresh processes:
 
-* ``git forge loop run --iterations N`` — wall time and CPU (the loop and every
-  process under it, from ``RUSAGE_CHILDREN``);
-* the shell loop, N times the same work — wall time and CPU;
+* ``git forge loop run --iterations N`` and ``--iterations 1`` — wall time and CPU
+  (the loop and every process under it, from ``RUSAGE_CHILDREN``);
+* the shell loop, N times and once the same work — wall time and CPU;
 
-and reports medians of ``--runs`` runs (at least 5), per iteration, and their
-ratios. git-forge's start-up (``git forge loop run`` over the same backlog with
-every item done: reading and checking it is start-up too) is measured the same
-way and shown apart; "per iteration" subtracts it.
+and reports, per iteration, the medians over ``--runs`` runs (at least 5) of what
+the N-iteration run took beyond the 1-iteration run of the same run, divided by
+N - 1, and their ratios. Differencing the two cancels everything a run pays once —
+the interpreter and imports, reading and checking the backlog, the watchdog's boot
+(it starts only when an item is selectable), the first iteration's cold caches,
+the summary and shut-down — for git-forge and the floor alike, leaving the cost of
+one more iteration. git-forge's start-up (``git forge loop run`` over the same
+backlog with every item done) is shown apart, and so is the figure an earlier
+version of this benchmark gave: the N-iteration run less that start-up, over N
+(the watchdog's boot and the first iteration's warm-up are in it).
 
 Also reported, once per size:
 
@@ -24,8 +30,8 @@ Also reported, once per size:
   children, counted with ``strace -f -c`` (skipped when strace is missing);
 * the wake-up gap: from the agent's exit (its last ``date``) to the journal's
   ``llm_exited`` (median), i.e. how long the loop takes to notice;
-* the watchdog's cost: the same run with ``supervisor.watchdog: false``, run beside
-  each timed run and differenced in pairs (the median of each run's difference: two
+* the watchdog's cost: the same runs with ``supervisor.watchdog: false``, beside the
+  timed ones and differenced in pairs (the median of each run's difference: two
   medians of noisy runs, differenced, mostly measure the noise).
 
 Usage: ``python benchmarks/loop_bench.py [--iterations N] [--runs R]
@@ -152,64 +158,73 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def one_run(what: str, iterations: int, root: Path, work: Path,
+            env: dict[str, str]) -> tuple[float, float]:
+    """(wall s, CPU s) of one timed run of ``what`` over ``root``, a fresh copy."""
+    if what == "floor":
+        return timed(["/bin/sh", str(work / "floor.sh"), str(iterations), str(work / "agent.sh"),
+                      str(work / "prompt.txt")], root, env)
+    if what == "start":  # nothing selectable: start-up and shut-down alone
+        backlog = root / ".forge" / "backlog.json"  # the same backlog, all done:
+        document = json.loads(backlog.read_text())  # its load is start-up too
+        for entry in document["items"]:
+            entry["status"] = "done"
+        backlog.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        run("git", "commit", "-qam", "all done", cwd=root)
+    elif what == "plain":
+        with open(root / ".forge.yaml", "a", encoding="utf-8") as config:
+            config.write("\nsupervisor:\n  watchdog: false\n")
+        run("git", "commit", "-qam", "no watchdog", cwd=root)
+    return timed(loop_argv(work / "agent.sh", iterations), root, env)
+
+
+def marginal(long: list[tuple[float, float]], short: list[tuple[float, float]],
+             extra: int, part: int) -> list[float]:
+    """Per run, what the long run took beyond the short one of the same run (wall:
+    ``part`` 0, CPU: 1), per iteration of the ``extra`` iterations it did more."""
+    return [(a[part] - b[part]) / extra for a, b in zip(long, short, strict=True)]
+
+
 def measure(template: Path, work: Path, label: str, n: int, runs: int) -> None:
-    agent = work / "agent.sh"
-    floor = work / "floor.sh"
-    prompt = work / "prompt.txt"
-    prompt.write_bytes(b"## Backlog item 00001: Item 1\n" + b"Write the item's file. " * 20)
-    forge_wall, forge_cpu, floor_wall, floor_cpu, start_wall, start_cpu = ([] for _ in range(6))
-    plain_wall: list[float] = []
-    plain_cpu: list[float] = []
+    if n < 2:
+        raise SystemExit("a per-iteration figure needs at least 2 iterations")
+    (work / "prompt.txt").write_bytes(b"## Backlog item 00001: Item 1\n"
+                                      + b"Write the item's file. " * 20)
+    times: dict[tuple[str, int], list[tuple[float, float]]] = {}
     gaps: list[float] = []
     for index in range(runs):
         pair = ("forge", "plain") if index % 2 == 0 else ("plain", "forge")  # no order bias
-        for what in (*pair, "floor", "start"):
-            root = work / f"{label}-{index}-{what}"
-            shutil.copytree(template, root, symlinks=True)
-            exits = work / f"{label}-{index}-{what}.exits"
-            env = {**ENV, "AGENT_EXITS": str(exits)}
-            if what == "floor":
-                wall, cpu = timed(["/bin/sh", str(floor), str(n), str(agent), str(prompt)],
-                                  root, env)
-                floor_wall.append(wall / n)
-                floor_cpu.append(cpu / n)
-            elif what == "start":  # nothing selectable: start-up and shut-down alone
-                backlog = root / ".forge" / "backlog.json"  # the same backlog, all done:
-                document = json.loads(backlog.read_text())  # its load is start-up too
-                for entry in document["items"]:
-                    entry["status"] = "done"
-                backlog.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-                run("git", "commit", "-qam", "all done", cwd=root)
-                wall, cpu = timed(loop_argv(agent, n), root, env)
-                start_wall.append(wall)
-                start_cpu.append(cpu)
-            else:
-                if what == "plain":
-                    with open(root / ".forge.yaml", "a", encoding="utf-8") as config:
-                        config.write("\nsupervisor:\n  watchdog: false\n")
-                    run("git", "commit", "-qam", "no watchdog", cwd=root)
-                wall, cpu = timed(loop_argv(agent, n), root, env)
-                if what == "forge":
-                    forge_wall.append(wall)
-                    forge_cpu.append(cpu)
+        for iterations in (n, 1):
+            for what in (*pair, "floor", *(("start",) if iterations == 1 else ())):
+                root = work / f"{label}-{index}-{what}-{iterations}"
+                shutil.copytree(template, root, symlinks=True)
+                exits = work / f"{label}-{index}-{what}-{iterations}.exits"
+                env = {**ENV, "AGENT_EXITS": str(exits)}
+                times.setdefault((what, iterations), []).append(
+                    one_run(what, iterations, root, work, env))
+                if what == "forge" and iterations == n:
                     gaps += wake_gaps(root, exits)
-                else:
-                    plain_wall.append(wall)
-                    plain_cpu.append(cpu)
-            shutil.rmtree(root)
-    startup_wall, startup_cpu = median(start_wall), median(start_cpu)
-    wall = (median(forge_wall) - startup_wall) / n
-    cpu = (median(forge_cpu) - startup_cpu) / n
+                shutil.rmtree(root)
+    forge_each, floor_each, plain_each = (
+        [marginal(times[what, n], times[what, 1], n - 1, part) for part in (0, 1)]
+        for what in ("forge", "floor", "plain"))
+    wall, cpu = (median(values) for values in forge_each)
+    f_wall, f_cpu = (median(values) for values in floor_each)
     watchdog_wall, watchdog_cpu = (
-        median([with_it - without for with_it, without in zip(on, off, strict=True)]) / n
-        for on, off in ((forge_wall, plain_wall), (forge_cpu, plain_cpu)))
-    f_wall, f_cpu = median(floor_wall), median(floor_cpu)
+        median([on - off for on, off in zip(forge_each[part], plain_each[part], strict=True)])
+        for part in (0, 1))
+    startup_wall, startup_cpu = (median([sample[part] for sample in times["start", 1]])
+                                 for part in (0, 1))
+    amortised_wall, amortised_cpu = ((median([sample[part] for sample in times["forge", n]])
+                                      - startup) / n
+                                     for part, startup in ((0, startup_wall), (1, startup_cpu)))
     root = work / f"{label}-strace"
     shutil.copytree(template, root, symlinks=True)
-    per_iteration_fsyncs = fsyncs(root, agent, n, {**ENV, "AGENT_EXITS": str(work / "x")})
+    per_iteration_fsyncs = fsyncs(root, work / "agent.sh", n,
+                                  {**ENV, "AGENT_EXITS": str(work / "x")})
     shutil.rmtree(root)
     ms = 1000
-    print(f"{label}: {n} iterations, medians of {runs} runs")
+    print(f"{label}: {n} iterations against 1, medians of {runs} runs")
     print(f"  git-forge start-up (nothing to do):  wall {startup_wall * ms:7.1f} ms, "
           f"CPU {startup_cpu * ms:7.1f} ms")
     print(f"  git-forge per iteration:             wall {wall * ms:7.1f} ms, "
@@ -218,12 +233,15 @@ def measure(template: Path, work: Path, label: str, n: int, runs: int) -> None:
           f"CPU {f_cpu * ms:7.1f} ms")
     print(f"  ratio to the floor:                  wall {wall / f_wall:6.2f}x,   "
           f"CPU {cpu / f_cpu:6.2f}x")
+    print(f"{f'  ({n}-iteration run - start-up) / {n}:':<39}wall "
+          f"{amortised_wall * ms:7.1f} ms, CPU {amortised_cpu * ms:7.1f} ms "
+          f"({amortised_wall / f_wall:.2f}x / {amortised_cpu / f_cpu:.2f}x the floor)")
     if per_iteration_fsyncs is not None:
         print(f"  durable writes per iteration:        {per_iteration_fsyncs:.1f} fsync/fdatasync")
     if gaps:
         print(f"  agent exit -> loop notices (median): {median(gaps):7.1f} ms")
     print(f"  the watchdog's cost per iteration:   wall {watchdog_wall * ms:+7.1f} ms, "
-          f"CPU {watchdog_cpu * ms:+7.1f} ms (median of {runs} paired runs)")
+          f"CPU {watchdog_cpu * ms:+7.1f} ms (runs with and without it, side by side)")
 
 
 def main() -> None:
