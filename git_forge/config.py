@@ -59,6 +59,8 @@ class _Key(NamedTuple):
     nullable: bool = False
     minimum: float | None = None
     doc: str = ""
+    #: The largest value (``None``: any); a duration's is what a clock can add to now.
+    maximum: float | None = None
     #: ``""`` is a value of its own (not a missing one): ``stateDir: ""`` is the backlog dir.
     empty_ok: bool = False
     #: The only values a string key may take (``None``: any).
@@ -68,6 +70,11 @@ class _Key(NamedTuple):
 _STR = (str,)
 _INT = (int,)
 _NUMBER = (int, float)
+#: The longest duration a setting or flag may give: far beyond any real run, well
+#: inside what a clock can add to now (``inf`` or ``1e12`` minutes overflow a date).
+MAX_MINUTES = 1_000_000
+MAX_SECONDS = 1_000_000
+_INFINITY = float("inf")
 #: A list of strings (``agentArgs: [--model, opus]``); one string is split like a command line.
 _WORDS = (list, str)
 
@@ -90,16 +97,17 @@ KEYS: dict[str, _Key] = {
     "loop.agentArgs": _Key((), _WORDS, doc="extra flags for the agent (a list, or one line)"),
     "loop.iterations": _Key(50, _INT, minimum=1),
     "loop.retries": _Key(2, _INT, minimum=0),
-    "loop.timeoutMinutes": _Key(30, _NUMBER, minimum=0.01),
+    "loop.timeoutMinutes": _Key(30, _NUMBER, minimum=0.01, maximum=MAX_MINUTES),
     "loop.promptFile": _Key(None, _STR, nullable=True),
     "loop.pauseOnNeedsHuman": _Key(False, (bool,)),
     "loop.idleTimeoutMinutes": _Key(None, _NUMBER, nullable=True, minimum=0.01,
+                                    maximum=MAX_MINUTES,
                                     doc="end an agent silent this long (null: never)"),
     "loop.maxCostUsd": _Key(None, _NUMBER, nullable=True, minimum=0,
                             doc="start no iteration once the run's cost reaches this"),
     "loop.onLimit": _Key("wait", _STR, choices=("wait", "stop"),
                          doc="at a usage limit: wait until it lifts, or stop (exit 4)"),
-    "loop.limitWait": _Key(15, _NUMBER, minimum=0.01,
+    "loop.limitWait": _Key(15, _NUMBER, minimum=0.01, maximum=MAX_MINUTES,
                            doc="minutes to wait at a limit whose end time is not given"),
     "loop.maxConsecutiveFailures": _Key(3, _INT, minimum=1,
                                         doc="identical failures in a row that stop the run"),
@@ -109,12 +117,12 @@ KEYS: dict[str, _Key] = {
                         doc="command run with one JSON event on stdin (no shell)"),
     "loop.parallel": _Key(1, _INT, minimum=1,
                           doc="agents at once, each in a worktree of its own (1: one at a time)"),
-    "recover.lockWaitSeconds": _Key(10, _NUMBER, minimum=0,
+    "recover.lockWaitSeconds": _Key(10, _NUMBER, minimum=0, maximum=MAX_SECONDS,
                                     doc="how long a recover pass waits for another one"),
     "supervisor.maxProcessSpoolBytes": _Key(64 * 1024 * 1024, _INT, minimum=1),
-    "supervisor.graceSeconds": _Key(10, _NUMBER, minimum=0),
+    "supervisor.graceSeconds": _Key(10, _NUMBER, minimum=0, maximum=MAX_SECONDS),
     "supervisor.maxProcesses": _Key(4, _INT, minimum=1),
-    "supervisor.drainTimeoutSeconds": _Key(2, _NUMBER, minimum=0.01,
+    "supervisor.drainTimeoutSeconds": _Key(2, _NUMBER, minimum=0.01, maximum=MAX_SECONDS,
                                            doc="how long an agent's leftovers may finish"),
     "supervisor.keepRuns": _Key(10, _INT, minimum=1,
                                 doc="runs whose processes are kept (older ones are pruned)"),
@@ -224,8 +232,12 @@ def _checked_value(label: str, key: str, value: Any) -> Any:
         if spec.kinds == _STR and isinstance(value, int | float) and not isinstance(value, bool):
             hint = f'; quote it: "{value}"'
         raise ConfigError(f"{label}: {key} must be {expected} (got {json.dumps(value)}{hint})")
+    if isinstance(value, float) and not -_INFINITY < value < _INFINITY:  # inf, -inf, NaN
+        raise ConfigError(f"{label}: {key} must be a finite number (got {value})")
     if spec.minimum is not None and value < spec.minimum:
         raise ConfigError(f"{label}: {key} must be at least {spec.minimum:g} (got {value})")
+    if spec.maximum is not None and value > spec.maximum:
+        raise ConfigError(f"{label}: {key} must be at most {spec.maximum:,.10g} (got {value})")
     return value
 
 

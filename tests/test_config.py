@@ -86,6 +86,13 @@ def test_layers_later_wins(tmp_path: Path, user_config: Path) -> None:
     ("loopRunner: [1, 2]\n", "loopRunner must be a mapping"),
     ("- a\n- b\n", "expected a mapping of settings"),
     ("loop: {iterations: [\n", "is not valid YAML at line"),
+    # numbers no JSON output can hold, durations no clock can add to now
+    ("loop:\n  timeoutMinutes: .nan\n", "loop.timeoutMinutes must be a finite number (got nan)"),
+    ("loop:\n  limitWait: -.inf\n", "loop.limitWait must be a finite number (got -inf)"),
+    ("loop:\n  idleTimeoutMinutes: 2000000\n",
+     "loop.idleTimeoutMinutes must be at most 1,000,000 (got 2000000)"),
+    ("recover:\n  lockWaitSeconds: 1000000.5\n",
+     "recover.lockWaitSeconds must be at most 1,000,000 (got 1000000.5)"),
 ])
 def test_invalid_yaml_names_file_and_key(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / ".forge.yaml"

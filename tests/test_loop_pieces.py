@@ -143,7 +143,17 @@ def test_options_no_run_could_use_are_refused_before_anything_changes(
          "cannot split the agent command line: No closing quotation"),
         (["--agent", "true", "--prompt-file", "missing.md"],
          f"no prompt file at {root / 'missing.md'}"),
-        (["--agent", "true", "--timeout", "0"], "--timeout must be a positive number of minutes"),
+        (["--agent", "true", "--timeout", "0"],
+         "--timeout must be a positive number of minutes, at most 1,000,000 (got 0)"),
+        # a timeout no clock can add to now: these crashed the run after taking the item
+        (["--agent", "true", "--timeout", "inf"],
+         "--timeout must be a positive number of minutes, at most 1,000,000 (got inf)"),
+        (["--agent", "true", "--timeout", "1e12"],
+         "--timeout must be a positive number of minutes, at most 1,000,000 (got 1e+12)"),
+        (["--agent", "true", "--timeout", "nan"],
+         "--timeout must be a positive number of minutes, at most 1,000,000 (got nan)"),
+        (["--agent", "true", "--idle-timeout", "1e400"],
+         "--idle-timeout must be a positive number of minutes, at most 1,000,000 (got inf)"),
     ]:
         refused = run_forge("loop", "run", *flags, cwd=root)
         assert (refused.returncode, refused.stdout, refused.stderr) == (

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from git_forge.agents.profiles import Profile, profile_for
-from git_forge.config import KEYS
+from git_forge.config import KEYS, MAX_MINUTES
 from git_forge.errors import UsageError
 from git_forge.workspace import Workspace
 
@@ -106,19 +106,22 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     prompt_file = _prompt_file(workspace, flags.prompt_file or setting("promptFile"))
     timeout = flags.timeout_minutes if flags.timeout_minutes is not None \
         else setting("timeoutMinutes")
-    if timeout is not None and not timeout > 0:
-        raise UsageError("--timeout must be a positive number of minutes")
+    if timeout is not None and not 0 < timeout <= MAX_MINUTES:  # NaN, inf: neither
+        raise UsageError(f"--timeout must be a positive number of minutes, "
+                         f"at most {MAX_MINUTES:,} (got {timeout:.10g})")
     pause = flags.pause_on_needs_human
 
     def given(flag: Any, name: str) -> Any:
         return flag if flag is not None else setting(name)
 
     idle = given(flags.idle_minutes, "idleTimeoutMinutes")
-    if idle is not None and not idle > 0:
-        raise UsageError("--idle-timeout must be a positive number of minutes")
+    if idle is not None and not 0 < idle <= MAX_MINUTES:
+        raise UsageError(f"--idle-timeout must be a positive number of minutes, "
+                         f"at most {MAX_MINUTES:,} (got {idle:.10g})")
     max_cost = given(flags.max_cost_usd, "maxCostUsd")
-    if max_cost is not None and not max_cost >= 0:
-        raise UsageError("--max-cost must be a number of US dollars, 0 or more")
+    if max_cost is not None and not 0 <= max_cost < float("inf"):
+        raise UsageError(f"--max-cost must be a number of US dollars, 0 or more "
+                         f"(got {max_cost:.10g})")
     on_limit = given(flags.on_limit, "onLimit")
     if on_limit not in ("wait", "stop"):
         raise UsageError(f"--on-limit must be wait or stop (got {on_limit})")
