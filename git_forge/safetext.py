@@ -3,11 +3,14 @@
 Agent output, item titles, blocked reasons, answers, stash messages, commit
 subjects, config values — anything that came from a file, an agent or a user —
 may hold bytes a terminal acts on: an OSC 52 clipboard write, a title change, a
-cursor move, a raw C1 CSI. **Safe text** can be printed on any terminal:
-invalid UTF-8 becomes U+FFFD, control characters other than tab, LF and CR are
-removed (C0, DEL and C1), and terminal escape sequences (CSI, OSC ending at BEL
-or ESC ``\\``, DCS and the other string sequences, two-byte and nF ESC
-sequences) are removed as whole units.
+cursor move, a raw C1 CSI — or a bidirectional override that makes a line show
+in an order other than its own ("Trojan Source"). **Safe text** can be printed on
+any terminal: invalid UTF-8 becomes U+FFFD, control characters other than tab, LF
+and CR are removed (C0, DEL and C1), so are the bidirectional embeddings,
+overrides and isolates (U+202A–U+202E, U+2066–U+2069; the marks LRM, RLM and
+ALM, which reorder nothing around them, stay), and terminal escape sequences
+(CSI, OSC ending at BEL or ESC ``\\``, DCS and the other string sequences,
+two-byte and nF ESC sequences) are removed as whole units.
 
 ``safe_text`` normalizes exactly the bytes read — never cut afterwards —
 except that, unless ``final``, an incomplete UTF-8 character or escape sequence
@@ -30,7 +33,10 @@ _STRING_BODY = re.compile(rb"[^\x07\x1b]*")
 _INTERMEDIATES = re.compile(rb"[\x20-\x2f]*")
 #: ESC ] (OSC), ESC P (DCS), ESC X (SOS), ESC ^ (PM), ESC _ (APC): strings ended by ST or BEL.
 _STRING_INTRODUCERS = frozenset(b"]PX^_")
-_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+#: What safe text removes: C0 but tab, LF and CR; DEL; C1; the bidirectional
+#: embeddings, overrides (U+202A–U+202E) and isolates (U+2066–U+2069).
+BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069"
+_CONTROLS = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 
 
 class SafeText:

@@ -97,9 +97,9 @@ def test_a_forged_key_is_a_miss_and_the_cache_is_rewritten(repo: Path) -> None:
     outputs(repo)
     good = cache_files(repo)
     forged = {
-        "other digest": f"git-forge cache 1\n{identity} {'0' * 64}\n[]\n".encode(),
+        "other digest": f"git-forge cache 2\n{identity} {'0' * 64}\n[]\n".encode(),
         "torn": good["backlog-list.json"][:-10],
-        "other version": good["backlog-list.json"].replace(b"cache 1", b"cache 9", 1),
+        "other version": good["backlog-list.json"].replace(b"cache 2", b"cache 9", 1),
         "garbage": b"\x00\xff not a cache \n\n\n",
         "empty": b"",
     }

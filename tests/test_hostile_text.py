@@ -5,8 +5,9 @@ commit subjects, file names, state.json values, config values, agent output and
 the errors quoting them carry an OSC 52 clipboard write, CSI sequences, a DCS
 string, BEL, a raw C1 CSI and DEL. Through real child processes — piped, and on
 a real pseudo-terminal where git-forge colours and draws its live line — no ESC,
-BEL, C1 or DEL reaches the output except git-forge's own SGR colours and line
-erase; ``--json`` escapes C1 and DEL and still round-trips every byte.
+BEL, C1, DEL or bidirectional override reaches the output except git-forge's own
+SGR colours and line erase; ``--json`` escapes C1, DEL and the overrides and still
+round-trips every byte.
 """
 
 from __future__ import annotations
@@ -28,15 +29,16 @@ from terminal_helpers import on_tty
 from git_forge.safetext import clean
 
 #: A clipboard write, screen clear, a colour git-forge never uses for this, a raw C1
-#: CSI, DEL, BEL and a DCS string.
+#: CSI, DEL, BEL, a DCS string, and a right-to-left override and an isolate that
+#: would show the line in another order than its own.
 HOSTILE = ("x\x1b]52;c;ZXZpbA==\x07 csi\x1b[2J\x1b[H\x1b[35m c1\u009b31m del\x7f bel\x07"
-           " dcs\x1bP1$r\x1b\\ end")
+           " dcs\x1bP1$r\x1b\\ rlo\u202edesrever\u202c iso\u2067x\u2069 end")
 #: A file name that is a terminal attack of its own (git quotes it; git-forge must too,
 #: or at least never print it raw).
 EVIL_NAME = "evil\x1b]0;pwned\x07\u009b.txt"
 #: git-forge's own sequences: its SGR colours and the live line's erase.
 OWN = re.compile(r"\x1b\[(?:0|1|2|31|32|33|36)m|\x1b\[K")
-FORBIDDEN = re.compile("[\x1b\x07\x7f\x80-\x9f]")
+FORBIDDEN = re.compile("[\x1b\x07\x7f\x80-\x9f\u202a-\u202e\u2066-\u2069]")
 
 AGENT = r'''
 import pathlib, re, sys
@@ -164,6 +166,7 @@ def test_json_escapes_c1_and_del_and_round_trips(project: Path) -> None:
         result = forge(project, *args)
         harmless(result)
         assert b"\\u009b" in result.stdout and b"\\u007f" in result.stdout, args
+        assert b"\\u202e" in result.stdout and b"\\u2067" in result.stdout, args
         assert b"\\u001b]52" in result.stdout, args
     for args in (("status", "--json"), ("proc", "list", "--json"), ("reconcile", "--json")):
         json.loads(harmless(forge(project, *args)))

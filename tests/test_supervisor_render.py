@@ -29,6 +29,7 @@ def test_clean_text_passes_through_unchanged(raw: bytes, text: str) -> None:
     (b"cut \xe4\xb8 here", "cut \ufffd here"),
     (b"bell\x07 nul\x00 del\x7f bs\x08", "bell nul del bs"),
     ("c1 \u0085 \u009b31m \u009d".encode(), "c1  31m "),
+    ("bidi \u202eevil\u202c \u2066iso\u2069 \u200fmark".encode(), "bidi evil iso \u200fmark"),
     (b"\x1b[31mred\x1b[0m \x1b[1;38;5;200mbold\x1b[m", "red bold"),
     (b"\x1b[?25l\x1b[2J\x1b[Hcursor", "cursor"),
     (b"title\x1b]0;evil title\x07 done", "title done"),

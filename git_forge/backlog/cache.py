@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 #: The cache directory under the state dir, and what makes git ignore it.
 CACHE_DIR = "cache"
 _IGNORE = b"# git-forge's derived caches: never tracked\n*\n"
-#: The first line of every cache file; a file of another version is a miss.
-_MAGIC = b"git-forge cache 1"
+#: The first line of every cache file; a file of another version is a miss. Version 2:
+#: JSON outputs escape the bidirectional overrides (a version-1 text holds them raw).
+_MAGIC = b"git-forge cache 2"
 
 
 def _key(stat: os.stat_result, raw: bytes) -> bytes:

@@ -33,7 +33,7 @@ import os
 import re
 import sys
 
-from git_forge.safetext import clean
+from git_forge.safetext import BIDI_CONTROLS, clean
 
 # ``typing`` and ``json`` (~5 ms together) stay out of the pre-launch check's clean
 # path, which imports this module and prints nothing.
@@ -105,9 +105,10 @@ def guarded(stream: TextIO | None) -> TextIO | None:
 # --- JSON ------------------------------------------------------------------------------------
 
 #: Characters json.dumps(ensure_ascii=False) leaves raw that a terminal acts on (C1,
-#: DEL) or no encoder can write (lone surrogates). JSON's syntax outside strings is
-#: ASCII, so every match is inside a string, where a ``\\u`` escape means the same.
-_JSON_C1 = re.compile("[\x7f-\x9f]")
+#: DEL, the bidirectional overrides safe text removes) or no encoder can write (lone
+#: surrogates). JSON's syntax outside strings is ASCII, so every match is inside a
+#: string, where a ``\\u`` escape means the same.
+_JSON_C1 = re.compile(f"[\x7f-\x9f{BIDI_CONTROLS}]")
 _SURROGATE = "[\ud800-\udfff]"  # compiled only when met: the range costs ~0.5 ms
 
 
@@ -142,9 +143,9 @@ def emit_json(document: Any, stream: TextIO | None = None) -> None:
 def print_json_text(text: str, stream: TextIO | None = None) -> None:
     """Print ``text``, which ``json_text`` returned. It is safe text by construction
     — JSON escapes every C0 control but the newlines between its lines, and
-    ``json_text`` escapes DEL, C1 and lone surrogates — so the terminal boundary
-    would leave it as it is: it is written past the boundary's scan, which costs
-    more than the rest of a large listing's output."""
+    ``json_text`` escapes DEL, C1, the bidirectional overrides and lone surrogates —
+    so the terminal boundary would leave it as it is: it is written past the
+    boundary's scan, which costs more than the rest of a large listing's output."""
     target = stream or sys.stdout
     if isinstance(target, SafeStream):
         target = target.stream
