@@ -30,7 +30,7 @@ from git_forge.layout import (
     USER_CONFIG,
     user_config_dir,
 )
-from git_forge.parsing import DocumentTooComplex, load_json, load_yaml
+from git_forge.parsing import DocumentTooComplex, load_json, load_yaml, yaml_problem
 
 SOURCE_DEFAULT = "default"
 SOURCE_REPO = REPO_CONFIG
@@ -306,10 +306,7 @@ def _read_yaml(path: Path) -> Any:
     except DocumentTooComplex as exc:
         raise ConfigError(exc.message) from exc
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{path} is not valid YAML{where}: {problem}") from exc
+        raise ConfigError(f"{path} is not valid YAML: {yaml_problem(exc)}") from exc
 
 
 def _feature_forge_layer(path: Path) -> dict[str, Any]:

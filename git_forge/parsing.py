@@ -9,7 +9,8 @@ way) or hold an integer of thousands of digits (Python refuses to convert more
 than 4300 digits). Either is refused here, as ``DocumentTooComplex`` naming the
 source: ``<file>: too deeply nested`` / ``<file>: number too large``. Syntax
 errors are left to each reader (``json.JSONDecodeError``, ``UnicodeDecodeError``,
-``yaml.YAMLError``), which words them for its file.
+``yaml.YAMLError``), which words them for its file (``yaml_problem``: a YAML
+error in one line).
 
 No document git-forge or feature-forge writes nests deeper than a handful of
 levels; ``MAX_DEPTH`` leaves a wide margin and still keeps every walk of a
@@ -105,3 +106,13 @@ def load_yaml(text: str, source: str | Path) -> Any:
         raise
     _check_depth(document, source)
     return document
+
+
+def yaml_problem(exc: Exception) -> str:
+    """A ``yaml.YAMLError`` in one line — ``line N: <problem>`` — for a refusal
+    that names its file: pyyaml's own text runs over several lines, quoting the
+    document."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}: " if mark is not None else ""
+    lines = str(exc).splitlines()
+    return where + (getattr(exc, "problem", None) or (lines[0] if lines else type(exc).__name__))

@@ -108,6 +108,25 @@ def test_a_file_that_cannot_be_read_is_named_in_words(git_repo: Path) -> None:
     assert snapshot(git_repo) == before  # nothing written
 
 
+def test_an_error_quoting_a_line_break_is_still_one_line(git_repo: Path) -> None:
+    """What an error quotes — an id, a parser's message — may hold line breaks; they
+    are shown escaped, so no text can end the error early or forge a second one."""
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    (git_repo / "answers.yaml").write_text(": x\n")
+    before = snapshot(git_repo)
+    for args, line in (
+        (["backlog", "show", "001\nError: a forged second line"],
+         "Error: Item not found: 001\\nError: a forged second line"),
+        (["backlog", "show", "a\rb"], "Error: Item not found: a\\rb"),
+        (["recover", "--answers", "answers.yaml"],  # pyyaml's message runs over 4 lines
+         "Error: answers file answers.yaml is neither JSON nor YAML: line 1: "
+         "expected <block end>, but found ':'"),
+    ):
+        result = run_forge(*args, cwd=git_repo)
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", line + "\n"), args
+    assert snapshot(git_repo) == before
+
+
 def test_os_errors_in_words() -> None:
     import errno
 

@@ -85,7 +85,7 @@ def test_layers_later_wins(tmp_path: Path, user_config: Path) -> None:
     ("loopRunner:\n  stateDir: '  '\n", "loopRunner.stateDir must be a string"),
     ("loopRunner: [1, 2]\n", "loopRunner must be a mapping"),
     ("- a\n- b\n", "expected a mapping of settings"),
-    ("loop: {iterations: [\n", "is not valid YAML at line"),
+    ("loop: {iterations: [\n", "is not valid YAML: line 2: expected the node content"),
     # numbers no JSON output can hold, durations no clock can add to now
     ("loop:\n  timeoutMinutes: .nan\n", "loop.timeoutMinutes must be a finite number (got nan)"),
     ("loop:\n  limitWait: -.inf\n", "loop.limitWait must be a finite number (got -inf)"),

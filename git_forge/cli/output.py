@@ -222,8 +222,17 @@ def paint(text: str, style: str, stream: TextIO | None = None) -> str:
 
 
 def error(message: str) -> None:
-    """The one-line error every refusal prints on stderr."""
-    print(f"Error: {message}", file=sys.stderr)
+    """The one-line error every refusal prints on stderr. One line whatever it
+    quotes: a line break in an id, a path or a parser's message is shown as ``\\n``
+    (or ``\\r``), so no text can end the error early or forge a second one."""
+    print(f"Error: {one_line(message)}", file=sys.stderr)
+
+
+def one_line(text: str) -> str:
+    """``text`` with each line break (CR, LF) written as its escape, ``\\r``/``\\n``."""
+    if "\n" not in text and "\r" not in text:
+        return text
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def note(message: str) -> None:

@@ -27,7 +27,7 @@ import yaml
 
 from git_forge.backlog.topology import id_key
 from git_forge.errors import UsageError, os_error_text
-from git_forge.parsing import load_json, load_yaml
+from git_forge.parsing import load_json, load_yaml, yaml_problem
 from git_forge.recovery.questions import Question, match_id
 
 ChoiceKind = Literal["answer", "defer", "cancel", "retry", "resolve"]
@@ -104,7 +104,8 @@ def load_file(path: Path) -> dict[str, Choice]:
         try:
             document = load_yaml(raw, path)
         except yaml.YAMLError as exc:
-            raise UsageError(f"answers file {path} is neither JSON nor YAML: {exc}") from exc
+            raise UsageError(f"answers file {path} is neither JSON nor YAML: "
+                             f"{yaml_problem(exc)}") from exc
     if document is None:
         return {}
     if not isinstance(document, dict):
