@@ -82,6 +82,19 @@ def test_list_human_output(repo: Path) -> None:
     assert len(lines) == 5 and "\x1b[" not in ok("list", cwd=repo).stdout
 
 
+def test_a_title_a_file_gives_over_several_lines_is_listed_on_one(git_repo: Path) -> None:
+    """backlog.json may come from anywhere: its title's line break is shown escaped,
+    so no title can draw a row of its own."""
+    forged = "x\n003  done         P1  feature   FAKE"
+    write_backlog(git_repo / ".forge", [{"id": "001", "type": "feature", "priority": 1,
+                                         "title": forged, "status": "pending"}])
+    listed = ok("list", cwd=git_repo).stdout.splitlines()
+    assert len(listed) == 1 and listed[0].endswith("x\\n003  done         P1  feature   FAKE")
+    assert ok("show", "001", cwd=git_repo).stdout.splitlines()[0] == (
+        "001  x\\n003  done         P1  feature   FAKE")
+    assert json.loads(ok("list", "--json", cwd=git_repo).stdout)[0]["title"] == forged
+
+
 def test_show(repo: Path) -> None:
     assert json.loads(ok("show", "002", "--json", cwd=repo).stdout) == ITEMS[1]
     assert json.loads(ok("show", ".", "002", "--json", cwd=repo).stdout) == ITEMS[1]
@@ -151,6 +164,10 @@ def test_contract_refusals_are_exact_and_write_nothing(
     (["list", "--backlog", "nowhere"], "no backlog at"),
     (["answer", "002", "x", "--backlog", "nowhere"], "no backlog at"),
     (["list", "missing-dir"], "not a directory: missing-dir"),
+    # a title is one line: a line break would forge a listing row or a commit trailer
+    (["add", "--title", "x\nSigned-off-by: Mallory <m@example.com>"], "--title must be one line"),
+    (["edit", "005", "--title", "a\rb"], "--title must be one line"),
+    (["add", "--title", "x", "--depends-on", "001,002,001"], "names 001 more than once"),
 ])
 def test_refusals(repo: Path, args: list[str], fragment: str) -> None:
     assert fragment in refused(*args, cwd=repo)

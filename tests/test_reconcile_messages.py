@@ -42,6 +42,24 @@ def test_commit_subjects_read_back_through_git(git_repo: Path) -> None:
     assert found == [item for _, _, item in COMMITS], [what for what, _, _ in COMMITS]
 
 
+def test_a_subject_is_one_line_of_safe_text_whatever_it_quotes(git_repo: Path) -> None:
+    """A title or reason with line breaks and escapes (from backlog.json, or an
+    agent) never gives a commit a body, a forged trailer or a terminal sequence."""
+    repo = open_repo(git_repo)
+    title = "Parse\r\nSigned-off-by: Mallory <m@example.com>\n\x1b]0;pwned\x07 it\u202e"
+    for number, message in enumerate((messages.item_done("004", title),
+                                      messages.item_blocked("005", "no\ncredentials\x1b[2J"))):
+        (git_repo / f"g{number}.txt").write_text(f"{number}\n")
+        commit_paths(repo, [f"g{number}.txt"], message)
+    bodies = git("log", "-2", "--format=%B%x00", cwd=git_repo).split("\x00")
+    assert [body.strip("\n") for body in bodies if body.strip("\n")] == [
+        "[forge] 005: blocked — no credentials",
+        "[forge] 004: Parse Signed-off-by: Mallory <m@example.com> it"]
+    assert git("log", "-2", "--format=%(trailers)", cwd=git_repo).strip() == ""
+    assert [messages.item_of_subject(line) for line in
+            git("log", "-2", "--format=%s", cwd=git_repo).splitlines()] == ["005", "004"]
+
+
 def test_stash_messages_read_back_through_git(git_repo: Path) -> None:
     repo = open_repo(git_repo)
     for number, (_, message, _) in enumerate(STASHES):

@@ -4,7 +4,7 @@ outputs), acting on the embedded backlog file; ``topology`` reads the runner's l
 
 from __future__ import annotations
 
-from git_forge.cli.output import emit_json, paint
+from git_forge.cli.output import emit_json, one_line, paint
 from git_forge.errors import os_error_text
 
 # ``backlog list`` is a quick command (``cli.main.quick_args``): argparse and typing
@@ -167,16 +167,29 @@ def _split_ids(value: str) -> list[str]:
 
 
 def _field_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """The fields ``add`` and ``edit`` were given. A title is one line (it is the
+    subject of the item's commit and one row of every listing); a dependency is
+    named once."""
+    from git_forge.errors import UsageError
+
     changes: dict[str, Any] = {}
     for attr, key in (("title", "title"), ("type", "type"), ("priority", "priority"),
                       ("description", "description"), ("notes", "notes")):
         value = getattr(args, attr, None)
         if value is not None:
             changes[key] = value
+    title = changes.get("title")
+    if isinstance(title, str) and ("\n" in title or "\r" in title):
+        raise UsageError("--title must be one line (the description can hold more)")
     if args.ac is not None:
         changes["acceptance_criteria"] = list(args.ac)
     if args.depends_on is not None:
-        changes["depends_on"] = _split_ids(args.depends_on)
+        depends_on = _split_ids(args.depends_on)
+        twice = sorted({dependency for dependency in depends_on
+                        if depends_on.count(dependency) > 1})
+        if twice:
+            raise UsageError(f"--depends-on names {', '.join(twice)} more than once")
+        changes["depends_on"] = depends_on
     return changes
 
 
@@ -187,7 +200,7 @@ def _line(item: Item) -> str:
     style = {"done": "green", "blocked": "red", "needs-human": "yellow", "deferred": "yellow",
              "in_progress": "cyan"}.get(label)
     shown = paint(f"{label:<11}", style) if style else f"{label:<11}"
-    return f"{item.id}  {shown}  P{item.priority}  {item.type or '':<8}  {item.title}"
+    return f"{item.id}  {shown}  P{item.priority}  {item.type or '':<8}  {one_line(item.title)}"
 
 
 # --- handlers -------------------------------------------------------------------------------
@@ -232,7 +245,7 @@ def run_show(args: argparse.Namespace) -> int:
         emit_json(item.to_json())
         return 0
     _live_note(args)
-    print(f"{item.id}  {item.title}")
+    print(f"{item.id}  {one_line(item.title)}")
     rows = [("type", item.type), ("priority", item.priority),
             ("status", kind(item) if kind(item) == item.status
              else f"blocked ({kind(item)})"),

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from git_forge.cli.arguments import add_location
-from git_forge.cli.output import emit_json, is_terminal, json_text, own, paint
+from git_forge.cli.output import emit_json, is_terminal, json_text, one_line, own, paint
 
 if TYPE_CHECKING:
     from git_forge.backlog.item import Item
@@ -177,7 +177,7 @@ class TerminalProgress:
 
     def iteration(self, number: int, max_iterations: int, item: Item) -> None:
         self.number, self.max = number, max_iterations
-        self.item = f"{item.id} {item.title}"
+        self.item = f"{item.id} {one_line(item.title)}"
         if not self.ndjson and not self.live:
             self._write(f"[{number}/{max_iterations}] {self.item}")
 
@@ -241,7 +241,8 @@ class TerminalProgress:
             return
         from git_forge.cli.plain import plain
 
-        rows = [paint(f"  {agent.item.id} {plain(agent.item.title)} — {agent.elapsed:.0f}s, "
+        rows = [paint(f"  {agent.item.id} {one_line(plain(agent.item.title))} — "
+                      f"{agent.elapsed:.0f}s, "
                       f"{_size(agent.output_bytes)}, {_relative(agent.worktree)}", "dim")
                 for agent in running]
         if queued:

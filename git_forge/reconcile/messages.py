@@ -8,7 +8,12 @@ and ``[forge] recover: …`` name none (item ids are three or more digits,
 formats.md). Stash messages name an item as ``… from item <id>``. An item's own
 branch, checked out in its worktree while it runs in parallel, is ``forge/<id>``.
 
-Imports nothing: the loop writes these on every iteration.
+A subject is one line of safe text whatever the title or reason in it holds: a
+line break there would start the message's body (``Signed-off-by:`` and other
+trailers a title could forge), and an escape sequence would reach every terminal
+``git log`` prints it on.
+
+Imports next to nothing: the loop writes these on every iteration.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import re
 
 from git_forge.layout import ITEM_BRANCH_PREFIX
+from git_forge.safetext import clean
 
 _ITEM_SUBJECT = re.compile(r"^\[(?:forge|rauf)\] ([0-9]{3,}):")
 _STASH_ITEM = re.compile(r"from item ([^\s:()]+)")
@@ -24,14 +30,20 @@ _ITEM_BRANCH = re.compile(r"^forge/([0-9]{3,})$")
 
 # --- the loop's commits and stashes ----------------------------------------------------------
 
+def subject_text(text: str) -> str:
+    """``text`` as part of a subject: safe text (``safetext.clean``), each run of
+    whitespace — line breaks included — one space."""
+    return " ".join(clean(text).split())
+
+
 def item_done(item_id: str, title: str) -> str:
     """A done item, committed with its work."""
-    return f"[forge] {item_id}: {title}"
+    return f"[forge] {item_id}: {subject_text(title)}"
 
 
 def item_blocked(item_id: str, reason: str) -> str:
     """A blocked item's bookkeeping commit: the first line of its reason."""
-    return f"[forge] {item_id}: blocked — {reason}"
+    return f"[forge] {item_id}: blocked — {subject_text(reason)}"
 
 
 def backlog_queued(summary: str) -> str:
