@@ -61,7 +61,13 @@ def open_record(backlog_dir: Path | str, state_dir: str) -> DecisionRecord:
     backlog_dir = Path(backlog_dir)
     if not backlog_dir.is_dir():
         raise DecisionError(f"no backlog directory at {backlog_dir}")
-    return DecisionRecord(backlog_dir, state_directory(backlog_dir, state_dir) / DECISIONS_FILE)
+    state = state_directory(backlog_dir, state_dir)
+    try:  # a name in the backlog dir, or "" (the dir itself): never a way out of it
+        state.resolve().relative_to(backlog_dir.resolve())
+    except ValueError:
+        raise DecisionError(f"the state dir {state} is outside the backlog dir "
+                            f"{backlog_dir}") from None
+    return DecisionRecord(backlog_dir, state / DECISIONS_FILE)
 
 
 def _check_document(path: Path, document: Any) -> dict[str, Any]:

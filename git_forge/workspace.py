@@ -66,5 +66,25 @@ def locate(
         backlog_dir = root / backlog_dir
     # Collapse "."/".." without resolving symlinks, so messages show the path given.
     backlog_dir = Path(os.path.normpath(backlog_dir))
-    return Workspace(root, backlog_dir, state_directory(backlog_dir, config.state_dir), config)
+    state_dir = state_directory(backlog_dir, config.state_dir)
+    if need_work_tree:
+        _refuse_outside(root, backlog_dir, "backlog dir")
+        _refuse_outside(root, state_dir, "state dir")
+    return Workspace(root, backlog_dir, state_dir, config)
+
+
+def _refuse_outside(root: Path, directory: Path, what: str) -> None:
+    """A backlog or state dir is a directory of the work tree's own: never its root
+    (the ignore rules ``init`` writes there — ``*.lock``, ``.*.tmp`` — would then
+    hide every lock file of the project), never inside ``.git``, never outside the
+    work tree (the loop commits backlog.json with the work). Symlinks are followed."""
+    try:
+        inside = directory.resolve().relative_to(root.resolve())
+    except ValueError:
+        raise ConfigError(f"the {what} {directory} is outside the work tree {root}") from None
+    if not inside.parts:
+        raise ConfigError(f"the {what} {directory} is the work tree's root: it needs a "
+                          "directory of its own (the default is .forge)")
+    if inside.parts[0] == ".git":
+        raise ConfigError(f"the {what} {directory} is inside .git")
 

@@ -254,6 +254,23 @@ def test_missing_backlog_dir_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "nope").exists()
 
 
+def test_a_state_dir_out_of_the_backlog_dir_or_a_missing_config_is_refused(
+        backlog: Path, tmp_path: Path) -> None:
+    """A state dir name leads into the backlog dir, never out of it; a config named
+    with ``--config`` must exist (a mistyped one would move the record elsewhere)."""
+    d = str(backlog)
+    entry = ["--item", "4", "--question", "Q", "--answer", "A"]
+    escaping = refused("record", "--backlog-dir", d, "--state-dir", "../../escape", *entry,
+                       cwd=tmp_path)
+    assert "is outside the backlog dir" in escaping.stderr
+    missing = refused("record", "--backlog-dir", d, "--config", str(tmp_path / "nope.json"),
+                      *entry, cwd=tmp_path)
+    assert f"no config file at {tmp_path / 'nope.json'}" in missing.stderr
+    assert list(tmp_path.rglob("*")) == [backlog.parent, backlog]  # nothing written anywhere
+    ok("record", "--backlog-dir", d, "--state-dir", "nested/state", *entry, cwd=tmp_path)
+    assert (backlog / "nested" / "state" / "forge-decisions.json").is_file()
+
+
 @pytest.mark.parametrize("content", [b"{not json", b"[]", b"null", b'{"decisions": 3}',
                                      b'{"decisions": [{"question": "no id"}]}', b"\xff\xfe"])
 def test_corrupt_record_is_refused_by_every_verb(

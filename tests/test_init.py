@@ -102,6 +102,36 @@ def test_init_refuses_without_a_work_tree(tmp_path: Path) -> None:
     assert snapshot(tmp_path, skip_git=False) == before  # nothing written, not even in git
 
 
+def test_a_backlog_dir_that_is_not_one_of_the_work_trees_own_is_refused(
+        git_repo: Path, tmp_path: Path) -> None:
+    """The root (init's ``*.lock`` rule would hide every lock file of the project),
+    ``.git``, or a directory outside the work tree (the loop commits backlog.json):
+    refused by init and by every command, before anything is written."""
+    (git_repo / ".gitignore").write_text("node_modules/\n")
+    (tmp_path / "elsewhere").mkdir()
+    (git_repo / "away").symlink_to(tmp_path / "elsewhere")
+    before = snapshot(git_repo, skip_git=False), snapshot(tmp_path / "elsewhere")
+    root = git_repo.resolve()
+    for backlog, message in (
+        ("", f"the backlog dir {root} is the work tree's root: it needs a directory of "
+             "its own (the default is .forge)"),
+        (".", f"the backlog dir {root} is the work tree's root"),
+        (".git", f"the backlog dir {root / '.git'} is inside .git"),
+        (".git/forge", f"the backlog dir {root / '.git' / 'forge'} is inside .git"),
+        ("../outside", "is outside the work tree"),
+        (str(tmp_path / "elsewhere"), "is outside the work tree"),
+        ("away", f"the backlog dir {root / 'away'} is outside the work tree"),
+    ):
+        for args in (["init"], ["backlog", "add", "--title", "x"], ["status"]):
+            result = run_forge(*args, "--backlog", backlog, cwd=git_repo)
+            assert result.returncode == 2 and result.stdout == "", (args, backlog)
+            assert result.stderr.startswith("Error: ") and message in result.stderr, (
+                args, backlog, result.stderr)
+            assert len(result.stderr.splitlines()) == 1
+    assert (snapshot(git_repo, skip_git=False), snapshot(tmp_path / "elsewhere")) == before
+    assert not (git_repo.parent / "outside").exists()
+
+
 def test_init_from_a_subdirectory_prints_commands_that_work_there(git_repo: Path) -> None:
     sub = git_repo / "src" / "deep"
     sub.mkdir(parents=True)

@@ -19,8 +19,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-dir", metavar="NAME",
                         help="state dir name; an empty NAME is the backlog dir itself "
                              "(default: loopRunner.stateDir, else .forge)")
-    parser.add_argument("--config", default="./forge.config.json", metavar="PATH",
-                        help="a feature-forge forge.config.json whose loopRunner.stateDir applies")
+    parser.add_argument("--config", metavar="PATH",
+                        help="a feature-forge forge.config.json whose loopRunner.stateDir "
+                             "applies (default: ./forge.config.json, when there is one)")
     parser.add_argument("--json", action="store_true", help="print the document as JSON")
 
 
@@ -63,11 +64,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _open(args: argparse.Namespace) -> DecisionRecord:
+    """The record ``--backlog-dir`` and the state dir name the flags, the config
+    named by ``--config`` (which must then exist: a mistyped one would put the
+    decisions in another state dir, silently), ./forge.config.json or the effective
+    configuration give."""
     from git_forge import decisions
     from git_forge.config import decision_state_dir, feature_forge_state_dir, load_config
+    from git_forge.decisions import DecisionError
+    from git_forge.layout import FEATURE_FORGE_CONFIG
     from git_forge.workspace import find_root
 
-    config_path = Path(args.config)
+    if args.config is not None and not Path(args.config).is_file():
+        raise DecisionError(f"no config file at {args.config}")  # named, so it must be there
+    config_path = Path(args.config if args.config is not None else FEATURE_FORGE_CONFIG)
     effective = None
     if args.state_dir is None and feature_forge_state_dir(config_path) is None:
         effective = load_config(find_root(Path.cwd()))
