@@ -210,6 +210,23 @@ def test_unknown_ids_and_bad_answers_files_are_usage_errors(after_run: Path,
     assert code == 0 and report["outcome"] == "resolved"
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["--answer", "c003=Use SQLite", "--defer", "c003"],
+     "two decisions for c003: --answer c003='Use SQLite' and --defer c003"),
+    (["--answer", "006=yes", "--answer", "006=no"],
+     "two decisions for 006: --answer 006='yes' and --answer 006='no'"),
+    (["--merge", ","], "--merge takes two or more cluster or item ids, C1,C2 (got ',')"),
+    (["--merge", "c003"], "--merge takes two or more cluster or item ids, C1,C2 (got 'c003')"),
+])
+def test_contradictory_or_empty_choices_are_refused_and_change_nothing(
+        after_run: Path, args: list[str], message: str) -> None:
+    """One id, one decision: a choice that would be dropped by its order is refused."""
+    before = snapshot(after_run, skip_git=False)
+    result = recover(after_run, "--non-interactive", *args)
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", f"Error: {message}\n")
+    assert snapshot(after_run, skip_git=False) == before
+
+
 def test_corrupt_record_is_a_failed_read(after_run: Path) -> None:
     record = after_run / ".forge" / "forge-decisions.json"
     record.write_text("{corrupt")

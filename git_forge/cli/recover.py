@@ -188,7 +188,15 @@ def _choices(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _merges(args: argparse.Namespace) -> list[list[str]]:
-    return [[part.strip() for part in spec.split(",") if part.strip()] for spec in args.merge]
+    """Each ``--merge C1,C2``: the clusters it makes one question of (two or more)."""
+    from git_forge.errors import UsageError
+
+    merges = [[part.strip() for part in spec.split(",") if part.strip()] for spec in args.merge]
+    for spec, names in zip(args.merge, merges, strict=True):
+        if len(names) < 2:
+            raise UsageError(f"--merge takes two or more cluster or item ids, C1,C2 "
+                             f"(got {spec!r})")
+    return merges
 
 
 def render_plan_text(document: dict[str, Any]) -> list[str]:

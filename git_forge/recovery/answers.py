@@ -74,20 +74,35 @@ def _choice_from_value(key: str, value: object, source: str) -> Choice:
 
 
 def parse_flags(answers: Iterable[str], defers: Iterable[str]) -> dict[str, Choice]:
-    """``--answer ID=TEXT`` and ``--defer ID`` flags as choices (later flags win)."""
+    """``--answer ID=TEXT`` and ``--defer ID`` flags as choices. One id, one
+    decision: two different ones for the same id (an answer and a deferral, or two
+    answers) are refused, never settled by their order — one of them would be
+    dropped without a word. (The flags do replace an answers file's choice.)"""
     choices: dict[str, Choice] = {}
+
+    def decide(key: str, choice: Choice) -> None:
+        if choices.get(key, choice) != choice:
+            raise UsageError(f"two decisions for {key}: {_flag(key, choices[key])} and "
+                             f"{_flag(key, choice)}")
+        choices[key] = choice
+
     for flag in answers:
         key, sep, text = flag.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--answer takes ID=TEXT, got {flag!r}")
         if not text.strip():
             raise UsageError(f"--answer {key.strip()}= needs an answer text")
-        choices[key.strip()] = Choice("answer", text.strip())
+        decide(key.strip(), Choice("answer", text.strip()))
     for key in defers:
         if not key.strip():
             raise UsageError("--defer takes an item or cluster id")
-        choices[key.strip()] = DEFER
+        decide(key.strip(), DEFER)
     return choices
+
+
+def _flag(key: str, choice: Choice) -> str:
+    """The flag that gave ``choice``, as the operator typed it (near enough)."""
+    return f"--defer {key}" if choice == DEFER else f"--answer {key}={choice.text!r}"
 
 
 def load_file(path: Path) -> dict[str, Choice]:
