@@ -163,10 +163,14 @@ class FileLock:
 
 @contextlib.contextmanager
 def locked(path: Path | str, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
-    """Hold the sidecar lock of ``path`` for a whole read-modify-write cycle."""
+    """Hold the sidecar lock of ``path`` for a whole read-modify-write cycle. A cycle
+    that raises — a refusal, most often — puts back the label the lock file held,
+    so that a refused command leaves even the lock file's bytes as they were."""
     lock = FileLock(sidecar_lock_path(Path(path)))
     lock.acquire(timeout=timeout)
     try:
         yield
-    finally:
-        lock.release()
+    except BaseException:
+        lock.release(restore_label=True)
+        raise
+    lock.release()

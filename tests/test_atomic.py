@@ -80,8 +80,12 @@ def test_corrupt_file_is_refused_and_untouched(tmp_path: Path) -> None:
 
 
 def test_mutate_failure_writes_nothing(tmp_path: Path) -> None:
+    """Not the file, and not its lock file either: a refused change leaves the label
+    the lock file held (a holder's label stays only after a change was made)."""
     target = tmp_path / "f.json"
     target.write_text('{"a": 1}\n')
+    lock_file = sidecar_lock_path(target)
+    lock_file.write_bytes(b"pid 1 on elsewhere (git-forge backlog) since then")
 
     def boom(doc: dict) -> dict:
         doc["a"] = 2
@@ -91,6 +95,9 @@ def test_mutate_failure_writes_nothing(tmp_path: Path) -> None:
         update_json(target, boom)
     assert target.read_text() == '{"a": 1}\n'
     assert read_json(target) == {"a": 1}
+    assert lock_file.read_bytes() == b"pid 1 on elsewhere (git-forge backlog) since then"
+    update_json(target, lambda doc: {"a": 3})
+    assert lock_file.read_bytes().startswith(f"pid {os.getpid()} on ".encode())
 
 
 def test_lock_is_a_sidecar_and_a_waiter_names_the_holder(tmp_path: Path) -> None:

@@ -222,8 +222,11 @@ def test_refusals_leave_the_record_byte_identical(
     ok("record", "--backlog-dir", d, "--item", "4", "--question", "Q", "--answer", "A",
        cwd=tmp_path)
     before = record_path(backlog).read_bytes()
+    lock = record_path(backlog).with_name("forge-decisions.json.lock")
+    label = lock.read_bytes()
     refused(args[0], "--backlog-dir", d, *args[1:], cwd=tmp_path)
     assert record_path(backlog).read_bytes() == before
+    assert lock.read_bytes() == label  # not even the lock file's label changed
 
 
 def test_refusals_on_a_fresh_backlog_create_nothing(backlog: Path, tmp_path: Path) -> None:
