@@ -75,6 +75,27 @@ def test_an_unknown_command_names_the_most_similar_one_as_git_does(tmp_path: Pat
     assert several[2:] == ["The most similar commands are", "\treconcile", "\trecover"]
 
 
+def test_an_unknown_option_is_named_and_points_at_the_help_that_lists_the_options(
+        tmp_path: Path) -> None:
+    """Before a command, an unknown option is named (not "a command is required", and
+    ``--version`` does not hide it); after one, the error points at that command's
+    help."""
+    for args, line in (
+        (["--bogus"], "Error: unknown option: --bogus (see 'git forge -h')"),
+        (["--bogus", "--version"], "Error: unknown option: --bogus (see 'git forge -h')"),
+        (["--no-color", "--bogus", "status"],
+         "Error: unknown option: --bogus (see 'git forge -h')"),
+        (["backlog", "list", "--bogus"],
+         "Error: unrecognized arguments: --bogus (see 'git forge backlog list -h')"),
+        (["backlog", "--bogus", "list"],
+         "Error: unrecognized arguments: --bogus (see 'git forge backlog list -h')"),
+        (["proc", "list", "extra"],
+         "Error: unrecognized arguments: extra (see 'git forge proc list -h')"),
+    ):
+        result = run_forge(*args, cwd=tmp_path)
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", line + "\n"), args
+
+
 def test_help_prints_the_overview_or_a_commands_help(tmp_path: Path) -> None:
     overview = run_forge("help", cwd=tmp_path)
     assert overview.returncode == 0 and overview.stderr == ""

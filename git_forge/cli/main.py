@@ -131,13 +131,13 @@ def _dispatch(argv: list[str], quick: QuickArgs | None = None) -> int:
             from git_forge.cli.backlog import run_list
 
             return run_list(quick)
-        from git_forge.cli.parser import build_parser, commands_for
+        from git_forge.cli.parser import build_parser, commands_for, parse_command_line
 
         parser = build_parser(prog="git forge", commands=commands_for(argv))
         if not argv:  # like `git` alone: the overview, and a non-zero status
             parser.print_help()
             return EXIT_ERROR
-        args = parser.parse_args(argv)
+        args = parse_command_line(parser, argv)
         configure_color(no_color=getattr(args, "no_color", False))
         return int(args.func(args))
     except ForgeError as exc:

@@ -109,6 +109,35 @@ def command_parser(root: argparse.ArgumentParser, words: Sequence[str]
     return parser
 
 
+#: The options ``git forge`` itself takes before a command.
+GLOBAL_OPTIONS = frozenset({"-h", "--help", "--version", "--no-color"})
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]
+                       ) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, with git's words for what it does not know: an
+    unknown option before the command is named (argparse would ask for a command, or
+    let ``--version`` win), and an argument a command does not take points at that
+    command's help, not the overview's."""
+    for word in argv:
+        if not word.startswith("-"):
+            break
+        if word not in GLOBAL_OPTIONS:
+            raise UsageError(f"unknown option: {word} (see '{parser.prog} -h')")
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        named = parser
+        for word in argv:
+            sub = _subparsers(named)
+            if sub is None or word not in sub.choices:
+                if not word.startswith("-") or sub is None:
+                    break
+                continue
+            named = sub.choices[word]
+        raise UsageError(f"unrecognized arguments: {' '.join(unknown)} (see '{named.prog} -h')")
+    return args
+
+
 def build_parser(
     prog: str = "git-forge", commands: Sequence[str] = COMMAND_MODULES
 ) -> argparse.ArgumentParser:
