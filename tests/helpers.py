@@ -170,6 +170,11 @@ class PtySession:
         self.wait_reading()
         os.write(self.fd, b"\x03")
 
+    def end_input(self) -> None:
+        """Ctrl-D at the start of a line: the child reads end of input."""
+        self.wait_reading()
+        os.write(self.fd, b"\x04")
+
     def finish(self, timeout: float = 60) -> int:
         """Read to the end of the output and return the exit code; a child still
         running after ``timeout`` is killed and the test fails."""

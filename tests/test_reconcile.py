@@ -186,6 +186,29 @@ def test_interactive_discard_is_confirmed_twice(project: Path) -> None:
     assert git("for-each-ref", "refs/forge/discarded", cwd=project).strip()
 
 
+@pytest.mark.parametrize(("cancel", "at"), [
+    ("interrupt", "item-001:"), ("end_input", "item-002:"),
+    ("interrupt", "Discard exactly these paths?"), ("end_input", "Discard exactly these paths?")])
+def test_ctrl_c_or_end_of_input_at_a_prompt_cancels_and_says_so(
+        project: Path, cancel: str, at: str) -> None:
+    """Every prompt comes before any action: cancelling at one (even after earlier
+    answers) does nothing, says so, and exits 130 — never a prompt's default."""
+    dirty(project)
+    before = snapshot(project, skip_git=False)
+    session = PtySession("reconcile", cwd=project)
+    session.expect("item-001:")
+    if at != "item-001:":
+        session.send("c")
+        session.expect("item-002:")
+    if at == "Discard exactly these paths?":
+        session.send("d")
+        session.expect(at)
+    getattr(session, cancel)()
+    assert session.finish() == 130, session.text
+    assert "cancelled: the tree is left as it is" in session.text
+    assert snapshot(project, skip_git=False) == before
+
+
 def test_interactive_discard_declined_leaves_the_group(project: Path) -> None:
     dirty(project)
     session = PtySession("reconcile", cwd=project)

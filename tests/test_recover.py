@@ -444,6 +444,47 @@ def test_ctrl_c_cancels_early_and_is_recorded(after_run: Path) -> None:
         ("003", True), ("004", True), ("006", True)]
 
 
+@pytest.mark.parametrize("cancel", ["interrupt", "end_input"])
+def test_ctrl_c_or_end_of_input_at_a_question_asks_nothing_more(
+        after_run: Path, cancel: str) -> None:
+    """Cancel-early, then nothing more is asked: the tree — recover's own backlog
+    change and the stranded file — is left as it is (end of input never takes a
+    prompt's default, and recover's is to commit)."""
+    (after_run / "stray.txt").write_text("scratch\n")
+    head = git("rev-parse", "HEAD", cwd=after_run).strip()
+    session = PtySession("recover", cwd=after_run)
+    session.expect("Merge questions that share a cause?")
+    session.send("")
+    session.expect("Your decision")
+    session.send("Use SQLite")
+    session.expect("Question 2 of 2 (c006)")
+    session.expect("Your decision")
+    getattr(session, cancel)()
+    code = session.finish()
+    assert code == 4, session.text  # blocked: the stranded work is still there
+    assert "outcome: blocked" in session.text
+    assert "cancelled: this and the remaining questions are recorded as deferred" in session.text
+    assert "cancelled: the tree is left as it is" in session.text
+    assert "(default: commit)" not in session.text and "unattributed:" not in session.text
+    assert git("rev-parse", "HEAD", cwd=after_run).strip() == head  # nothing committed
+    assert (after_run / "stray.txt").read_text() == "scratch\n"
+    record = json.loads((after_run / ".forge" / "forge-decisions.json").read_text())
+    assert [(e["itemId"], e["answer"]) for e in record["decisions"]] == [
+        ("003", "Use SQLite"), ("004", "Use SQLite"), ("006", None)]
+
+
+def test_end_of_input_at_the_merge_prompt_defers_everything(after_run: Path) -> None:
+    session = PtySession("recover", cwd=after_run)
+    session.expect("Merge questions that share a cause?")
+    session.end_input()
+    assert session.finish() == 3, session.text
+    assert "cancelled: every question is recorded as deferred" in session.text
+    assert "Your decision" not in session.text
+    record = json.loads((after_run / ".forge" / "forge-decisions.json").read_text())
+    assert [(e["itemId"], e["deferred"]) for e in record["decisions"]] == [
+        ("003", True), ("004", True), ("006", True)]
+
+
 def test_credential_typed_at_the_prompt_is_asked_again(after_run: Path) -> None:
     session = PtySession("recover", cwd=after_run)
     session.expect("Merge questions that share a cause?")

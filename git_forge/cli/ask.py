@@ -1,9 +1,11 @@
 """Asking the operator on a terminal: one question at a time, safe defaults.
 
 Used by ``reconcile`` and ``recover`` when stdin and stdout are a TTY. Input is
-read line by line from stdin; an empty line takes the default; end of input is
-the safe answer (leave / defer). Ctrl-C is left to the caller, which treats it
-as cancel-early and still records what it must.
+read line by line from stdin; an empty line takes the default. Ctrl-C is left to
+the caller, which treats it as cancel-early and still records what it must — and
+end of input (Ctrl-D) is the same: ``InputClosed`` is a ``KeyboardInterrupt``. An
+operator who closed the input can answer nothing more, so taking each prompt's
+default instead (recover's is to commit its backlog change) would act for them.
 """
 
 from __future__ import annotations
@@ -19,13 +21,17 @@ def interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def _read(prompt: str) -> str | None:
+class InputClosed(KeyboardInterrupt):
+    """End of input at a prompt: the dialogue is cancelled, as by Ctrl-C."""
+
+
+def _read(prompt: str) -> str:
     try:
         # On a terminal ``input`` writes its prompt past sys.stdout (and so past
         # the boundary): the prompt is made safe here.
         return input(terminal_text(prompt))
     except EOFError:
-        return None
+        raise InputClosed from None
 
 
 def choose(prompt: str, options: Sequence[tuple[str, str]], default: str) -> str:
@@ -35,10 +41,7 @@ def choose(prompt: str, options: Sequence[tuple[str, str]], default: str) -> str
         for key, label in options
     )
     while True:
-        answer = _read(f"{prompt} {labels} (default: {default}) ")
-        if answer is None:
-            return default
-        answer = answer.strip().lower()
+        answer = _read(f"{prompt} {labels} (default: {default}) ").strip().lower()
         if not answer:
             return default
         for key, label in options:
@@ -49,11 +52,9 @@ def choose(prompt: str, options: Sequence[tuple[str, str]], default: str) -> str
 
 def confirm(prompt: str) -> bool:
     """A yes/no question whose default is no."""
-    answer = _read(f"{prompt} [y/N] ")
-    return answer is not None and answer.strip().lower() in ("y", "yes")
+    return _read(f"{prompt} [y/N] ").strip().lower() in ("y", "yes")
 
 
-def text(prompt: str) -> str | None:
-    """Free text; ``None`` at end of input."""
-    answer = _read(prompt)
-    return None if answer is None else answer.strip()
+def text(prompt: str) -> str:
+    """Free text, stripped."""
+    return _read(prompt).strip()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
-from git_forge.exit_codes import RECONCILE_TREE_DIRTY
+from git_forge.exit_codes import EXIT_INTERRUPTED, RECONCILE_TREE_DIRTY
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -141,6 +141,11 @@ def render_integrations(outcomes: Iterable[Outcome]) -> list[str]:
     return lines
 
 
+class _Cancelled(Exception):
+    """The operator cancelled at a prompt (Ctrl-C, end of input): every prompt comes
+    before any action, so nothing was done."""
+
+
 def ask_decisions(plan: Plan, *, commit_recovery: bool = False) -> dict[str, Decision]:
     """One question per group on a terminal; discard is confirmed a second time.
     The default is always to leave the work, except recover's own backlog change."""
@@ -231,7 +236,10 @@ def run(args: argparse.Namespace) -> int:
             print("\n".join(render_plan(plan, workspace.root)))
         if (plan.groups and not decisions and not args.json and ask.interactive()
                 and live is None):
-            decisions = ask_decisions(plan)
+            try:
+                decisions = ask_decisions(plan)
+            except KeyboardInterrupt:  # Ctrl-C, or end of input (``ask.InputClosed``)
+                raise _Cancelled from None
         refuse_corrupt_backlog_commit(
             [(group_id, plan.group(group_id).paths) for group_id, decision in decisions.items()
              if decision.action == "commit"], workspace.root, workspace.backlog_file)
@@ -239,8 +247,18 @@ def run(args: argparse.Namespace) -> int:
 
     # On a terminal with nothing decided by flags, the branches are asked about too.
     dialogue = (not args.json and not acting and live is None and ask.interactive())
-    report = reconcile_tree(workspace, decide, integrate=args.integrate,
-                            choose_branches=ask_branches if dialogue else None)
+    def branches(plan: Plan, conflicts: frozenset[str]) -> dict[str, str]:
+        try:
+            return ask_branches(plan, conflicts)
+        except KeyboardInterrupt:
+            raise _Cancelled from None
+
+    try:
+        report = reconcile_tree(workspace, decide, integrate=args.integrate,
+                                choose_branches=branches if dialogue else None)
+    except _Cancelled:  # every prompt comes before any action: nothing was done
+        print("\ncancelled: the tree is left as it is", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if args.json:
         emit_json(report.to_json())
     elif (report.plan.groups or report.plan.branches or report.integrations

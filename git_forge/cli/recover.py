@@ -66,8 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 class TerminalAsker:
     """The interactive dialogue: merges, one question at a time, the tree.
 
-    Ctrl-C at any question is cancel-early: every question not yet answered is
-    recorded as a deferral, and the answers already given are applied."""
+    Ctrl-C or end of input at any question is cancel-early (so is the answer
+    ``cancel``): every question not yet answered is recorded as a deferral, the
+    answers already given are applied, and the tree is left as it is — nothing more
+    is asked."""
 
     def __init__(self) -> None:
         self.cancelled = False
@@ -137,7 +139,7 @@ class TerminalAsker:
                                      "cancel the run early) > " if question.conflict else
                                      "Your decision (Enter: defer; 'cancel': cancel the run "
                                      "early) > ")
-                    if reply is None or reply == "" or reply.lower() == "defer":
+                    if reply == "" or reply.lower() == "defer":
                         choice = DEFER
                         break
                     if reply.lower() == "cancel":
@@ -164,6 +166,7 @@ class TerminalAsker:
             collected.append(Collected(question, question.item_ids, choice))
             if choice.kind == "cancel":
                 collected += [Collected(q, q.item_ids, CANCEL) for q in questions[index + 1:]]
+                self.cancelled = True
                 break
         return collected
 
@@ -172,6 +175,9 @@ class TerminalAsker:
 
         print()
         print("\n".join(render_plan(plan)))
+        if self.cancelled:  # the run was cancelled early: nothing more is asked
+            print("cancelled: the tree is left as it is")
+            return {}
         try:
             return ask_decisions(plan, commit_recovery=True)
         except KeyboardInterrupt:
