@@ -473,6 +473,33 @@ def test_ctrl_c_or_end_of_input_at_a_question_asks_nothing_more(
         ("003", "Use SQLite"), ("004", "Use SQLite"), ("006", None)]
 
 
+def test_an_item_answered_from_another_terminal_meanwhile_is_skipped_not_failed(
+        after_run: Path) -> None:
+    """The operator takes minutes over a question; another terminal answers one of
+    its items meanwhile. That item's recorded answer is stale (as the next pass would
+    find it): skipped and reported, the rest applied — the pass does not fail."""
+    session = PtySession("recover", cwd=after_run)
+    session.expect("Merge questions that share a cause?")
+    session.send("")
+    session.expect("Your decision")
+    answered = run_forge("backlog", "answer", "003", "Use Postgres", cwd=after_run)
+    assert answered.returncode == 0, answered.stderr
+    session.send("Use SQLite")
+    session.expect("Question 2 of 2 (c006)")
+    session.expect("Your decision")
+    session.send("")  # defer
+    session.expect("recovery:")
+    session.send("")  # commit recover's own change
+    code = session.finish()
+    assert "FAILED" not in session.text and code == 0, session.text  # resolved
+    assert "skipped   003: its recorded answer was not applied — the item is pending" in (
+        session.text)
+    items = items_of(after_run)
+    assert (items["003"]["humanAnswer"], items["004"]["humanAnswer"]) == (
+        "Use Postgres", "Use SQLite")
+    assert items["004"]["status"] == "pending"
+
+
 def test_end_of_input_at_the_merge_prompt_defers_everything(after_run: Path) -> None:
     session = PtySession("recover", cwd=after_run)
     session.expect("Merge questions that share a cause?")

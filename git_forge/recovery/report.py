@@ -173,6 +173,9 @@ class Application:
     degraded: Degraded | None = None
     #: Conflicts retried on the new tip before their answer was applied.
     retried: tuple[ConflictRecord, ...] = ()
+    #: Answers not applied because their item stopped being blocked while the pass
+    #: asked (answered from another terminal, say): as step 2's stale ones.
+    stale: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -259,7 +262,8 @@ class Report:
 
     @property
     def stale(self) -> list[dict[str, str]]:
-        return list(self.clustered.stale) if self.clustered else []
+        return ([*self.clustered.stale] if self.clustered else []) + (
+            [*self.application.stale] if self.application else [])
 
     @property
     def recorded(self) -> list[dict[str, Any]]:

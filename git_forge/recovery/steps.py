@@ -391,6 +391,11 @@ def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
     to_apply.update(recorded.answers)
     if not to_apply:
         return Application()
+    stale = _no_longer_blocked(ctx, to_apply) if ctx.asker is not None else ()
+    for row in stale:
+        del to_apply[row["id"]]
+    if not to_apply:
+        return Application(stale=stale)
     runner, actor = ctx.runner, ctx.options.actor
     by_id = {item.id: item for item in enumerated.items}
     needs_human = {item_id for item_id in to_apply
@@ -418,7 +423,7 @@ def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
             raise RecoveryFailed(Step.APPLY, FailureKind.RECORD,
                                  f"{what} could not be stamped: {exc.message}",
                                  partial=Application(requested, tuple(applied), degraded,
-                                                     retried)) from exc
+                                                     retried, stale)) from exc
         applied.extend(Applied(item_id, item_id in needs_human, item_id in threaded)
                        for item_id in item_ids)
 
@@ -429,8 +434,21 @@ def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
         raise RecoveryFailed(Step.APPLY, FailureKind.APPLY,
                              f"item {exc.item_id}: {exc.error.message}",
                              partial=Application(requested, tuple(applied), degraded,
-                                                 retried)) from exc
-    return Application(requested, tuple(applied), degraded, retried)
+                                                 retried, stale)) from exc
+    return Application(requested, tuple(applied), degraded, retried, stale)
+
+
+def _no_longer_blocked(ctx: Context, to_apply: dict[str, dict[str, Any]]
+                       ) -> tuple[dict[str, str], ...]:
+    """The items of ``to_apply`` that are not blocked now: an interactive pass asks
+    for minutes, and another terminal may answer or unblock one meanwhile. Their
+    answers are stale, as step 2 finds them (left unapplied in the record, reported,
+    never forced on the item). A scripted pass goes from step 1 to here in moments
+    and reads the runner's list no more than the contract's sequence says."""
+    status = _status_of(_list(ctx.runner, Step.APPLY))
+    return tuple({"id": item_id, "status": status.get(item_id, "missing")}
+                 for item_id in sorted(to_apply, key=id_key)
+                 if status.get(item_id) != "blocked")
 
 
 def _retry_conflicts(ctx: Context, to_apply: dict[str, dict[str, Any]]
