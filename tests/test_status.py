@@ -109,6 +109,19 @@ def test_a_dead_loop_is_said_to_be_dead(repo: Path) -> None:
     assert lines[0] == ("loop:     not running (last run r1 ended without shutting down; "
                         "lock free)")
     assert not any("running" in line and "lock:" in line for line in lines)
+    # ... and what comes of what it left: its item, and the tree preflight looks at
+    assert lines[1] == ("next:     009 in progress when it died: the next loop run puts it "
+                        "back to pending; git forge preflight shows what it left in the tree")
+
+
+def test_a_stopped_run_names_the_item_it_was_on_not_one_it_is_on(repo: Path) -> None:
+    """A stopped run's state keeps its last item (reconcile attributes what it left
+    to it); status says it *was* on it, as the run is over."""
+    write_state(repo / ".forge", RunState(status="stopped", iteration=1, max_iterations=50,
+                                          current_item="001", run_id="r2"))
+    lines = render_status(status_of(repo))
+    assert lines[0] == "loop:     stopped (iteration 1/50), was on item 001"
+    assert not any(line.startswith("next:") for line in lines)
 
 
 @pytest.mark.parametrize("content", [b"{torn", b"null", b"[1]"])

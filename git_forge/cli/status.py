@@ -65,10 +65,11 @@ def render_status(document: dict[str, Any]) -> list[str]:
         if document.get("iteration") is not None and loop != "idle":
             loop += f" (iteration {document['iteration']}/{document.get('maxIterations')})"
         running = document.get("runningItems") or []
+        was = "on" if liveness["loopAlive"] else "was on"  # a stopped run's last item
         if len(running) > 1:
-            loop += f", on items {', '.join(running)}"
+            loop += f", {was} items {', '.join(running)}"
         elif document.get("currentItem"):
-            loop += f", on item {document['currentItem']}"
+            loop += f", {was} item {document['currentItem']}"
         if document.get("waitingUntil"):
             loop += (f", waiting for the agent's usage limit until {document['waitingUntil']}"
                      if liveness["loopAlive"] else
@@ -80,8 +81,16 @@ def render_status(document: dict[str, Any]) -> list[str]:
              f"{topology['selectable']} selectable")
     if topology.get("starvation"):
         shape += f"; starved, waiting on {waiting_text(topology.get('waitingOn') or [])}"
-    rows = [("loop", loop), ("backlog", backlog), ("topology", shape), ("lock", lock_line),
-            ("runner", document["runner"])]
+    rows = [("loop", loop)]
+    if liveness["endedWithoutShutdown"]:  # what a killed run leaves, and who puts it right
+        left = document.get("runningItems") or (
+            [document["currentItem"]] if document.get("currentItem") else [])
+        rows.append(("next", (f"{', '.join(left)} in progress when it died: the next loop run "
+                              f"puts {'it' if len(left) == 1 else 'them'} back to pending; "
+                              if left else "")
+                     + "git forge preflight shows what it left in the tree"))
+    rows += [("backlog", backlog), ("topology", shape), ("lock", lock_line),
+             ("runner", document["runner"])]
     costs = document.get("costs") or {}
     if costs.get("run"):
         from git_forge.agents.receipt import Totals
