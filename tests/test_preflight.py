@@ -216,11 +216,11 @@ def test_only_in_progress_marks() -> None:
 def _whole_tree_output(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """What the whole command tree prints for ``argv`` (help on stdout, usage errors
     as ``UsageError``), in-process."""
-    from git_forge.cli.parser import build_parser
+    from git_forge.cli.parser import build_parser, parse_command_line
     from git_forge.errors import UsageError
 
     try:
-        build_parser(prog="git forge").parse_args(argv)
+        parse_command_line(build_parser(prog="git forge"), argv)
     except SystemExit as exc:
         return int(exc.code or 0), capsys.readouterr().out
     except UsageError as exc:
