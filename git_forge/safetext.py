@@ -33,10 +33,27 @@ _STRING_BODY = re.compile(rb"[^\x07\x1b]*")
 _INTERMEDIATES = re.compile(rb"[\x20-\x2f]*")
 #: ESC ] (OSC), ESC P (DCS), ESC X (SOS), ESC ^ (PM), ESC _ (APC): strings ended by ST or BEL.
 _STRING_INTRODUCERS = frozenset(b"]PX^_")
-#: What safe text removes: C0 but tab, LF and CR; DEL; C1; the bidirectional
-#: embeddings, overrides (U+202A–U+202E) and isolates (U+2066–U+2069).
+#: What safe text removes: C0 but tab, LF and CR; DEL; C1 ...
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+#: ... and the bidirectional embeddings, overrides (U+202A–U+202E) and isolates
+#: (U+2066–U+2069), matched by ``bidi_controls()``.
 BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069"
-_CONTROLS = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
+_bidi: re.Pattern[str] | None = None
+
+
+def bidi_controls() -> re.Pattern[str]:
+    """The bidirectional controls, compiled when first needed: a regex class beyond
+    U+00FF costs milliseconds to compile, and only text that is not ASCII can hold
+    them — most commands never see any."""
+    global _bidi
+    if _bidi is None:
+        _bidi = re.compile(f"[{BIDI_CONTROLS}]")
+    return _bidi
+
+
+def _without_controls(text: str) -> str:
+    text = _CONTROLS.sub("", text)
+    return text if text.isascii() else bidi_controls().sub("", text)
 
 
 class SafeText:
@@ -110,7 +127,7 @@ def safe_text(data: bytes, *, final: bool) -> SafeText:
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         pieces.append(decoder.decode(tail, final=False))
         consumed -= len(decoder.getstate()[0])
-    text = _CONTROLS.sub("", "".join(pieces))
+    text = _without_controls("".join(pieces))
     raw = data[:consumed]
     return SafeText(text, consumed, text.encode("utf-8") != raw)
 
@@ -119,7 +136,8 @@ def clean(text: str) -> str:
     """``text`` as safe text. A character that stood for an undecodable byte (a
     surrogate escape, as in a command-line argument that is not UTF-8) or any other
     lone surrogate becomes U+FFFD, as invalid UTF-8 does in ``safe_text``."""
-    if _CONTROLS.search(text) is None and (text.isascii() or _encodable(text)):
+    if _CONTROLS.search(text) is None and (text.isascii() or (
+            _encodable(text) and bidi_controls().search(text) is None)):
         return text  # the common case: nothing to do
     if not (text.isascii() or _encodable(text)):
         text = re.sub("[\ud800-\udfff]", "\ufffd", text)  # compiled only when met (~0.5 ms)

@@ -68,23 +68,26 @@ def locate(
     backlog_dir = Path(os.path.normpath(backlog_dir))
     state_dir = state_directory(backlog_dir, config.state_dir)
     if need_work_tree:
-        _refuse_outside(root, backlog_dir, "backlog dir")
-        _refuse_outside(root, state_dir, "state dir")
+        real_root = os.path.realpath(root)
+        _refuse_outside(real_root, root, backlog_dir, "backlog dir")
+        if state_dir != backlog_dir:
+            _refuse_outside(real_root, root, state_dir, "state dir")
     return Workspace(root, backlog_dir, state_dir, config)
 
 
-def _refuse_outside(root: Path, directory: Path, what: str) -> None:
+def _refuse_outside(real_root: str, root: Path, directory: Path, what: str) -> None:
     """A backlog or state dir is a directory of the work tree's own: never its root
     (the ignore rules ``init`` writes there — ``*.lock``, ``.*.tmp`` — would then
     hide every lock file of the project), never inside ``.git``, never outside the
-    work tree (the loop commits backlog.json with the work). Symlinks are followed."""
-    try:
-        inside = directory.resolve().relative_to(root.resolve())
-    except ValueError:
-        raise ConfigError(f"the {what} {directory} is outside the work tree {root}") from None
-    if not inside.parts:
+    work tree (the loop commits backlog.json with the work). Symlinks are followed
+    (``real_root``: the root's real path)."""
+    inside = os.path.relpath(os.path.realpath(directory), real_root)
+    first = inside.split(os.sep, 1)[0]
+    if first == os.pardir:
+        raise ConfigError(f"the {what} {directory} is outside the work tree {root}")
+    if first == os.curdir:
         raise ConfigError(f"the {what} {directory} is the work tree's root: it needs a "
                           "directory of its own (the default is .forge)")
-    if inside.parts[0] == ".git":
+    if first == ".git":
         raise ConfigError(f"the {what} {directory} is inside .git")
 

@@ -33,7 +33,7 @@ import os
 import re
 import sys
 
-from git_forge.safetext import BIDI_CONTROLS, clean
+from git_forge.safetext import bidi_controls, clean
 
 # ``typing`` and ``json`` (~5 ms together) stay out of the pre-launch check's clean
 # path, which imports this module and prints nothing.
@@ -108,7 +108,7 @@ def guarded(stream: TextIO | None) -> TextIO | None:
 #: DEL, the bidirectional overrides safe text removes) or no encoder can write (lone
 #: surrogates). JSON's syntax outside strings is ASCII, so every match is inside a
 #: string, where a ``\\u`` escape means the same.
-_JSON_C1 = re.compile(f"[\x7f-\x9f{BIDI_CONTROLS}]")
+_JSON_C1 = re.compile("[\x7f-\x9f]")  # the overrides: ``safetext.bidi_controls``
 _SURROGATE = "[\ud800-\udfff]"  # compiled only when met: the range costs ~0.5 ms
 
 
@@ -128,6 +128,7 @@ def json_text(document: Any, *, indent: int | None = 2) -> str:
         text = dumps_indented(document, indent)
     text = _JSON_C1.sub(_escape, text)
     if not text.isascii():
+        text = bidi_controls().sub(_escape, text)
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
