@@ -4,9 +4,9 @@ that fills up. For tests only; needs ``unshare -rm`` (a user and mount namespace
 Usage: full_disk.py DIR SIZE TRIGGER COPY_TO -- ARGV...
 Mounts a tmpfs of SIZE over DIR (in a new mount namespace), starts ARGV, prints
 its pid, and — if the file TRIGGER appears (outside the tmpfs) — runs
-``git-forge loop stop`` inside the same namespace. When ARGV ends, copies what
-the tmpfs holds to COPY_TO (the tmpfs goes with the namespace). Exits with
-ARGV's status; its stderr is passed through.
+``git-forge loop stop`` inside the same namespace (its output is not passed on).
+When ARGV ends, copies what the tmpfs holds to COPY_TO (the tmpfs goes with the
+namespace). Exits with ARGV's status; its stderr is passed through.
 """
 
 from __future__ import annotations
@@ -29,7 +29,11 @@ def main() -> int:
     while child.poll() is None and time.monotonic() < deadline:
         if os.path.exists(trigger):
             os.unlink(trigger)
-            subprocess.run([argv[0], "loop", "stop"], check=False, timeout=60)
+            # Its own words are not the run's: the run may have ended on its own
+            # already (its agent's output could not be recorded), and then this
+            # says "no loop is running". The run's stderr is what is passed through.
+            subprocess.run([argv[0], "loop", "stop"], check=False, timeout=60,
+                           capture_output=True)
         time.sleep(0.05)
     if child.poll() is None:
         child.kill()
