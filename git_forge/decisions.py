@@ -15,6 +15,7 @@ order ``_new_entry`` builds them. Timestamps are UTC, second precision, ``Z``.
 from __future__ import annotations
 
 import json
+import os
 from itertools import repeat
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -62,11 +63,12 @@ def open_record(backlog_dir: Path | str, state_dir: str) -> DecisionRecord:
     if not backlog_dir.is_dir():
         raise DecisionError(f"no backlog directory at {backlog_dir}")
     state = state_directory(backlog_dir, state_dir)
-    try:  # a name in the backlog dir, or "" (the dir itself): never a way out of it
-        state.resolve().relative_to(backlog_dir.resolve())
-    except ValueError:
-        raise DecisionError(f"the state dir {state} is outside the backlog dir "
-                            f"{backlog_dir}") from None
+    # A name in the backlog dir, or "" (the dir itself): never a way out of it. Read
+    # as written (a state dir that is a symlink is the operator's layout, as
+    # ``workspace.locate`` takes it).
+    if os.path.relpath(os.path.normpath(state), os.path.normpath(backlog_dir)).split(
+            os.sep, 1)[0] == os.pardir:
+        raise DecisionError(f"the state dir {state} is outside the backlog dir {backlog_dir}")
     return DecisionRecord(backlog_dir, state / DECISIONS_FILE)
 
 

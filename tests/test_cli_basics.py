@@ -94,6 +94,9 @@ def test_an_unknown_option_is_named_and_points_at_the_help_that_lists_the_option
     ):
         result = run_forge(*args, cwd=tmp_path)
         assert (result.returncode, result.stdout, result.stderr) == (2, "", line + "\n"), args
+    # a unique prefix of a global option is still that option, as argparse takes it
+    assert run_forge("--vers", cwd=tmp_path).stdout.startswith("git-forge version ")
+    assert run_forge("--no-col", "help", cwd=tmp_path).returncode == 0
 
 
 def test_help_prints_the_overview_or_a_commands_help(tmp_path: Path) -> None:

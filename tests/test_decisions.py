@@ -272,6 +272,11 @@ def test_a_state_dir_out_of_the_backlog_dir_or_a_missing_config_is_refused(
     assert list(tmp_path.rglob("*")) == [backlog.parent, backlog]  # nothing written anywhere
     ok("record", "--backlog-dir", d, "--state-dir", "nested/state", *entry, cwd=tmp_path)
     assert (backlog / "nested" / "state" / "forge-decisions.json").is_file()
+    # a state dir that is a symlink is the operator's layout: read as it is written
+    (tmp_path / "elsewhere").mkdir()
+    (backlog / ".linked").symlink_to(tmp_path / "elsewhere")
+    ok("record", "--backlog-dir", d, "--state-dir", ".linked", *entry, cwd=tmp_path)
+    assert (tmp_path / "elsewhere" / "forge-decisions.json").is_file()
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"[]", b"null", b'{"decisions": 3}',

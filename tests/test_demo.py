@@ -49,8 +49,11 @@ def test_demo_on_a_terminal_asks_the_question(tmp_path: Path) -> None:
                                                ).read_text()
 
 
+@pytest.mark.parametrize("cancel", ["interrupt", "end_input"])
 @pytest.mark.parametrize("prompt", ["merge", "question", "tree"])
-def test_ctrl_c_at_any_prompt_stops_the_demo_the_same_way(tmp_path: Path, prompt: str) -> None:
+def test_ctrl_c_at_any_prompt_stops_the_demo_the_same_way(tmp_path: Path, prompt: str,
+                                                          cancel: str) -> None:
+    """Ctrl-C, or end of input (Ctrl-D), at any of recover's prompts."""
     root = tmp_path / "demo"
     session = PtySession("demo", str(root), cwd=tmp_path)
     session.expect("Merge questions that share a cause?")
@@ -62,15 +65,15 @@ def test_ctrl_c_at_any_prompt_stops_the_demo_the_same_way(tmp_path: Path, prompt
             session.expect("Your decision")
             session.send("")
             session.expect("recovery:")
-    session.interrupt()
+    getattr(session, cancel)()
     assert session.finish() == 130, session.text
     text = session.text
-    after = text[text.rindex("^C"):]
+    after = text[text.rindex("cancelled: "):]
     # the same ending wherever Ctrl-C was typed: no further question, no further step
     assert "5. The loop resumes" not in text and "Your decision" not in after
     assert "recovery:" not in after
     assert after.rstrip().splitlines()[-2:] == [
-        f"\x1b[1mdemo stopped (Ctrl-C)\x1b[0m: the repository stays as it is at {root}",
+        f"\x1b[1mdemo stopped\x1b[0m: the repository stays as it is at {root}",
         f"  cd {root} && git forge status    # where it stands; git forge recover goes on"]
     # what recover's cancel-early promises: every question recorded, none lost
     record = json.loads((root / ".forge" / "forge-decisions.json").read_text())

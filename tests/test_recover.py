@@ -215,16 +215,22 @@ def test_unknown_ids_and_bad_answers_files_are_usage_errors(after_run: Path,
      "two decisions for c003: --answer c003='Use SQLite' and --defer c003"),
     (["--answer", "006=yes", "--answer", "006=no"],
      "two decisions for 006: --answer 006='yes' and --answer 006='no'"),
+    (["--answer", "6=yes do it", "--defer", "006"],  # one item, written two ways
+     "two decisions for 006 (given as 6 and 006)"),
     (["--merge", ","], "--merge takes two or more cluster or item ids, C1,C2 (got ',')"),
     (["--merge", "c003"], "--merge takes two or more cluster or item ids, C1,C2 (got 'c003')"),
 ])
 def test_contradictory_or_empty_choices_are_refused_and_change_nothing(
         after_run: Path, args: list[str], message: str) -> None:
-    """One id, one decision: a choice that would be dropped by its order is refused."""
+    """One id, one decision: a choice that would be dropped by its order is refused.
+    (Ids written two ways are told apart against the questions, read under recover's
+    lock: its lock file may be created then, empty, and is never removed.)"""
     before = snapshot(after_run, skip_git=False)
     result = recover(after_run, "--non-interactive", *args)
     assert (result.returncode, result.stdout, result.stderr) == (2, "", f"Error: {message}\n")
-    assert snapshot(after_run, skip_git=False) == before
+    after = snapshot(after_run, skip_git=False)
+    assert after.pop(".forge/recover.lock", b"") == b""
+    assert after == before
 
 
 def test_corrupt_record_is_a_failed_read(after_run: Path) -> None:
@@ -498,6 +504,31 @@ def test_an_item_answered_from_another_terminal_meanwhile_is_skipped_not_failed(
     assert (items["003"]["humanAnswer"], items["004"]["humanAnswer"]) == (
         "Use Postgres", "Use SQLite")
     assert items["004"]["status"] == "pending"
+
+
+def test_when_every_answer_went_stale_the_outcome_reads_the_list_as_it_is_now(
+        after_run: Path) -> None:
+    """Every question answered from another terminal meanwhile: nothing is applied,
+    and the outcome is judged on the runner's list as the pass read it last — all
+    pending — not on the list it started from."""
+    session = PtySession("recover", cwd=after_run)
+    session.expect("Merge questions that share a cause?")
+    session.send("")
+    session.expect("Your decision")
+    for item_id, answer in (("003", "Use Postgres"), ("004", "Use Postgres"), ("006", "x")):
+        result = run_forge("backlog", "answer", item_id, answer, cwd=after_run)
+        assert result.returncode == 0, result.stderr
+    session.send("Use SQLite")
+    session.expect("Question 2 of 2 (c006)")
+    session.expect("Your decision")
+    session.send("yes do it")
+    session.expect("item-006:")
+    session.send("")  # leave the other terminal's backlog change
+    code = session.finish()
+    for item_id in ("003", "004", "006"):
+        assert f"skipped   {item_id}: its recorded answer was not applied" in session.text
+    assert "outcome: needs-human" not in session.text and code != 3, session.text
+    assert "waiting on 003" not in session.text
 
 
 def test_end_of_input_at_the_merge_prompt_defers_everything(after_run: Path) -> None:

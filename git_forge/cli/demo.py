@@ -97,7 +97,7 @@ class TerminalScreen:
     def stopped(self, directory: Path) -> None:
         root = shlex.quote(str(directory))
         print()
-        print(paint("demo stopped (Ctrl-C)", "bold")
+        print(paint("demo stopped", "bold")  # by Ctrl-C, or Ctrl-D at a prompt
               + f": the repository stays as it is at {root}")
         print(f"  cd {root} && git forge status    # where it stands; git forge recover goes on")
 
@@ -111,7 +111,7 @@ def _demo_asker() -> DemoAsker:
         interrupted = False
 
         def tree(self, plan: Plan) -> dict[str, Decision]:
-            if self.interrupted:
+            if self.interrupted or self.input_closed:
                 print("\n   the tree is left as it is")
                 return {}
             return super().tree(plan)

@@ -120,9 +120,11 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]
     let ``--version`` win), and an argument a command does not take points at that
     command's help, not the overview's."""
     for word in argv:
-        if not word.startswith("-"):
+        if not word.startswith("-") or word == "--":
             break
-        if word not in GLOBAL_OPTIONS:
+        # a unique prefix of a long option is that option, as argparse takes it
+        if word not in GLOBAL_OPTIONS and not (word.startswith("--") and len(
+                [name for name in GLOBAL_OPTIONS if name.startswith(word)]) == 1):
             raise UsageError(f"unknown option: {word} (see '{parser.prog} -h')")
     args, unknown = parser.parse_known_args(argv)
     if unknown:

@@ -73,11 +73,19 @@ class TerminalAsker:
 
     def __init__(self) -> None:
         self.cancelled = False
+        #: The operator closed the input (Ctrl-D): no prompt can be answered any more.
+        self.input_closed = False
+
+    def _stopped(self, stop: KeyboardInterrupt) -> None:
+        from git_forge.cli.ask import InputClosed
+
+        self.input_closed = self.input_closed or isinstance(stop, InputClosed)
 
     def merges(self, questions: list[Question]) -> list[list[str]]:
         try:
             return self._merges(questions)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
+            self._stopped(stop)
             print("\ncancelled: every question is recorded as deferred")
             self.cancelled = True
             return []
@@ -160,7 +168,8 @@ class TerminalAsker:
                         continue
                     choice = Choice("answer", reply)
                     break
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as stop:
+                self._stopped(stop)
                 print("\ncancelled: this and the remaining questions are recorded as deferred")
                 choice = CANCEL
             collected.append(Collected(question, question.item_ids, choice))
@@ -180,7 +189,8 @@ class TerminalAsker:
             return {}
         try:
             return ask_decisions(plan, commit_recovery=True)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
+            self._stopped(stop)
             print("\ncancelled: the tree is left as it is")
             return {}
 

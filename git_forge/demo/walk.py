@@ -54,9 +54,11 @@ class ClosingProgress(Progress, Protocol):
 
 class DemoAsker(Asker, Protocol):
     """recover's dialogue, told when Ctrl-C was typed at one of its prompts so that
-    it asks nothing more (recover itself goes on to the tree question)."""
+    it asks nothing more (recover itself goes on to the tree question); and it says
+    when the input was closed at one (Ctrl-D), which stops the demo the same way."""
 
     interrupted: bool
+    input_closed: bool
 
 
 class Screen(Protocol):
@@ -120,7 +122,7 @@ def _walk(directory: Path, screen: Screen, asker: DemoAsker | None) -> int:
                              {"c003": Choice("answer", SCRIPTED_ANSWER)})
     report = _recover(workspace, runner_for(workspace), options, asker)
     screen.report(report)
-    if asker is not None and asker.interrupted:
+    if asker is not None and (asker.interrupted or asker.input_closed):
         raise Interrupted
     if report.failure is not None:
         return report.exit_code

@@ -143,12 +143,19 @@ def _names(questions: Iterable[Question]) -> dict[str, tuple[str, ...]]:
 
 
 def normalise(choices: dict[str, Choice], questions: Iterable[Question]) -> dict[str, Choice]:
-    """Map every choice to the question or item ids it names; an unknown id is refused."""
+    """Map every choice to the question or item ids it names; an unknown id is refused,
+    and so are two different choices for one id written two ways (``6`` and ``006``)."""
     questions = list(questions)
     names = _names(questions)
     result: dict[str, Choice] = {}
+    given: dict[str, tuple[str, Choice]] = {}
     for key, choice in choices.items():
         found = match_id(key, names)
+        if found is not None and given.get(found, (key, choice))[1] != choice:
+            raise UsageError(f"two decisions for {found} (given as {given[found][0]} and "
+                             f"{key})")
+        if found is not None:
+            given[found] = (key, choice)
         if found is None:
             if not questions:
                 raise UsageError(f"no open question for {key} (nothing is blocked)")

@@ -176,6 +176,8 @@ class Application:
     #: Answers not applied because their item stopped being blocked while the pass
     #: asked (answered from another terminal, say): as step 2's stale ones.
     stale: tuple[dict[str, str], ...] = ()
+    #: The runner's list as read to find them (``None``: not read): newer than step 1's.
+    seen: list[Item] | None = None
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from git_forge import decisions
@@ -391,11 +391,12 @@ def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
     to_apply.update(recorded.answers)
     if not to_apply:
         return Application()
-    stale = _no_longer_blocked(ctx, to_apply) if ctx.asker is not None else ()
+    seen = _list(ctx.runner, Step.APPLY) if ctx.asker is not None else None
+    stale = _no_longer_blocked(seen, to_apply) if seen is not None else ()
     for row in stale:
         del to_apply[row["id"]]
     if not to_apply:
-        return Application(stale=stale)
+        return Application(stale=stale, seen=seen)
     runner, actor = ctx.runner, ctx.options.actor
     by_id = {item.id: item for item in enumerated.items}
     needs_human = {item_id for item_id in to_apply
@@ -406,7 +407,12 @@ def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
     answerable = set(to_apply) if runner.answers_every_kind() else needs_human
     degraded = _degraded(ctx, answerable)
     threaded = answerable if degraded is None else set()
-    retried = _retry_conflicts(ctx, to_apply)
+    try:
+        retried = _retry_conflicts(ctx, to_apply)
+    except RecoveryFailed as exc:  # the stale ones found first stay in its report
+        partial = exc.partial if isinstance(exc.partial, Application) else Application()
+        exc.partial = replace(partial, stale=stale, seen=seen)
+        raise
     changes = [Change(item_id, to_apply[item_id]["answer"] if item_id in threaded else None)
                for item_id in sorted(to_apply, key=id_key)]
     requested = tuple(change.item_id for change in changes)
@@ -423,7 +429,7 @@ def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
             raise RecoveryFailed(Step.APPLY, FailureKind.RECORD,
                                  f"{what} could not be stamped: {exc.message}",
                                  partial=Application(requested, tuple(applied), degraded,
-                                                     retried, stale)) from exc
+                                                     retried, stale, seen)) from exc
         applied.extend(Applied(item_id, item_id in needs_human, item_id in threaded)
                        for item_id in item_ids)
 
@@ -434,18 +440,19 @@ def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
         raise RecoveryFailed(Step.APPLY, FailureKind.APPLY,
                              f"item {exc.item_id}: {exc.error.message}",
                              partial=Application(requested, tuple(applied), degraded,
-                                                 retried, stale)) from exc
-    return Application(requested, tuple(applied), degraded, retried, stale)
+                                                 retried, stale, seen)) from exc
+    return Application(requested, tuple(applied), degraded, retried, stale, seen)
 
 
-def _no_longer_blocked(ctx: Context, to_apply: dict[str, dict[str, Any]]
+def _no_longer_blocked(items: list[Item], to_apply: dict[str, dict[str, Any]]
                        ) -> tuple[dict[str, str], ...]:
-    """The items of ``to_apply`` that are not blocked now: an interactive pass asks
-    for minutes, and another terminal may answer or unblock one meanwhile. Their
-    answers are stale, as step 2 finds them (left unapplied in the record, reported,
-    never forced on the item). A scripted pass goes from step 1 to here in moments
-    and reads the runner's list no more than the contract's sequence says."""
-    status = _status_of(_list(ctx.runner, Step.APPLY))
+    """The items of ``to_apply`` that are not blocked on ``items``, the runner's list
+    read again: an interactive pass asks for minutes, and another terminal may answer
+    or unblock one meanwhile. Their answers are stale, as step 2 finds them (left
+    unapplied in the record, reported, never forced on the item). A scripted pass goes
+    from step 1 to here in moments and reads the runner's list no more than the
+    contract's sequence says."""
+    status = _status_of(items)
     return tuple({"id": item_id, "status": status.get(item_id, "missing")}
                  for item_id in sorted(to_apply, key=id_key)
                  if status.get(item_id) != "blocked")
@@ -542,7 +549,8 @@ def reconcile_tree(ctx: Context, application: Application,
 def gate(ctx: Context, enumerated: Enumerated, application: Application,
          proof: Proof | None, tree: TreeResult) -> Gated:
     """Step 7: the three evaluations behind ``resolved``, then the outcome ladder over
-    the latest list (the proof's re-read, or step 1's when nothing was applied)."""
+    the latest list (the proof's re-read, else step 5's when it read one, else step
+    1's)."""
     unapplied_after = {entry["itemId"] for entry in _unapplied(ctx.rec, Step.GATE)}
     affected = tuple(applied.item_id for applied in application.applied)
     verdict = Gate(
@@ -555,7 +563,8 @@ def gate(ctx: Context, enumerated: Enumerated, application: Application,
         run_state = read_state(ctx.workspace.state_dir)
     except ForgeError:
         run_state = None
-    items = proof.items if proof is not None else enumerated.items
+    items = (proof.items if proof is not None else
+             application.seen if application.seen is not None else enumerated.items)
     graph = build_graph(items)
     waiting = waiting_on(graph)
     return Gated(verdict, select_outcome(verdict, items, topology_of(graph), run_state,
