@@ -128,13 +128,11 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]
             raise UsageError(f"unknown option: {word} (see '{parser.prog} -h')")
     args, unknown = parser.parse_known_args(argv)
     if unknown:
-        named = parser
-        for word in argv:
+        named = parser  # the deepest command the words before the first other one name
+        for word in (word for word in argv if not word.startswith("-")):
             sub = _subparsers(named)
             if sub is None or word not in sub.choices:
-                if not word.startswith("-") or sub is None:
-                    break
-                continue
+                break
             named = sub.choices[word]
         raise UsageError(f"unrecognized arguments: {' '.join(unknown)} (see '{named.prog} -h')")
     return args

@@ -83,8 +83,7 @@ def render_status(document: dict[str, Any]) -> list[str]:
         shape += f"; starved, waiting on {waiting_text(topology.get('waitingOn') or [])}"
     rows = [("loop", loop)]
     if liveness["endedWithoutShutdown"]:  # what a killed run leaves, and who puts it right
-        left = document.get("runningItems") or (
-            [document["currentItem"]] if document.get("currentItem") else [])
+        left = document.get("runningItems") or []  # currentItem's when the run set none
         rows.append(("next", (f"{', '.join(left)} in progress when it died: the next loop run "
                               f"puts {'it' if len(left) == 1 else 'them'} back to pending; "
                               if left else "")

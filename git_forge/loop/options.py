@@ -90,6 +90,14 @@ def _words(value: Any, what: str) -> tuple[str, ...]:
     return tuple(str(word) for word in value)
 
 
+def _refuse_minutes(minutes: float | None, flag: str) -> None:
+    """A duration no run could use: not positive, NaN, or more than a clock can add
+    to now (``inf``, ``1e12``)."""
+    if minutes is not None and not 0 < minutes <= MAX_MINUTES:  # NaN, inf: neither
+        raise UsageError(f"{flag} must be a positive number of minutes, "
+                         f"at most {MAX_MINUTES:,} (got {minutes:.10g})")
+
+
 def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     """The run's options: each flag given, else its ``loop.*`` setting. A value no
     run could use (an agent line that cannot be split, a missing prompt file, a
@@ -106,18 +114,14 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     prompt_file = _prompt_file(workspace, flags.prompt_file or setting("promptFile"))
     timeout = flags.timeout_minutes if flags.timeout_minutes is not None \
         else setting("timeoutMinutes")
-    if timeout is not None and not 0 < timeout <= MAX_MINUTES:  # NaN, inf: neither
-        raise UsageError(f"--timeout must be a positive number of minutes, "
-                         f"at most {MAX_MINUTES:,} (got {timeout:.10g})")
+    _refuse_minutes(timeout, "--timeout")
     pause = flags.pause_on_needs_human
 
     def given(flag: Any, name: str) -> Any:
         return flag if flag is not None else setting(name)
 
     idle = given(flags.idle_minutes, "idleTimeoutMinutes")
-    if idle is not None and not 0 < idle <= MAX_MINUTES:
-        raise UsageError(f"--idle-timeout must be a positive number of minutes, "
-                         f"at most {MAX_MINUTES:,} (got {idle:.10g})")
+    _refuse_minutes(idle, "--idle-timeout")
     max_cost = given(flags.max_cost_usd, "maxCostUsd")
     if max_cost is not None and not 0 <= max_cost < float("inf"):
         raise UsageError(f"--max-cost must be a number of US dollars, 0 or more "
