@@ -18,6 +18,8 @@ from git_forge.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import NoReturn
+
     from git_forge.cli.preflight import Probe
 
 #: What ``git forge --version`` prints (argparse's ``version`` action prints the same).
@@ -75,7 +77,10 @@ def quick_args(words: list[str]) -> QuickArgs | None:
     return QuickArgs("." if path is None else path, backlog, json, no_color)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
+    """The command ``argv`` (default: the process's arguments) names, run: its exit
+    code. ``exit_at_once`` is the launchers': the pre-launch check's clean answer
+    then ends the process on the spot (``_exit_at_once``)."""
     words = sys.argv[1:] if argv is None else argv
     if words == ["--version"]:  # the one command that needs neither a parser nor a guard
         print(VERSION_LINE)
@@ -90,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         from git_forge.cli.preflight import go
 
         answer = go(quick)
+        if answer == 0 and exit_at_once:
+            _exit_at_once()
         if answer is not None:
             return answer
     from git_forge.cli.output import guarded
@@ -105,6 +112,20 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     finally:
         sys.stdout, sys.stderr = streams
+
+
+def _exit_at_once() -> NoReturn:
+    """End the process now, exit 0, without the interpreter's finalization (a few
+    ms of tearing down modules: more than the rest of the clean pre-launch check,
+    ``git status`` aside). Only for an answer that opened nothing, started no thread
+    and registered nothing to run at exit, whose git has ended: the clean
+    pre-launch check. What the streams hold is flushed first."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
 
 
 def _dispatch(argv: list[str], quick: QuickArgs | None = None) -> int:

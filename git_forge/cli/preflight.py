@@ -4,8 +4,9 @@ Exit 0: go (silent). Exit 1: STOP — a prior run left stranded work, or the
 tree is dirty without one. This is the hot path of every launch: a clean tree
 is answered before the configuration is even read, and a plain command line
 (``cli.main.quick_args``) before any parser is built or anything but ``os`` is imported
-(``go``); whatever is not answered there takes the ordinary path (``run``),
-which reuses what the quick one found.
+(``go``) — from a launcher, the process then ends on the spot (``cli.main``'s
+``exit_at_once``); whatever is not answered there takes the ordinary path
+(``run``), which reuses what the quick one found.
 """
 
 from __future__ import annotations
@@ -144,24 +145,39 @@ if TYPE_CHECKING:
 
 def probe(path: str) -> Probe:
     """The checks that need no configuration, in their order: a live loop owning
-    the tree, a HEAD no commit can go onto, then the tree's status."""
+    the tree, a HEAD no commit can go onto, then the tree's status.
+
+    git's status is started first, as soon as the tree's top is known, and the
+    other checks run while git works on the other core (``fast_status.start_status``):
+    its answer is dropped when one of them stops the launch. Started before the
+    live-loop check, it may run beside a live loop, so it never takes git's optional
+    index lock (``--no-optional-locks``): that lock would make the loop's own
+    ``git add`` or ``git commit`` fail.
+    """
     from git_forge.layout import ITEM_BRANCH_PREFIX, work_tree_top
-    from git_forge.loop.control import running_message, tree_owner
-    from git_forge.tree.fast_status import (
-        head_problem,
-        may_have_worktrees_or_branches,
-        porcelain_fast,
-    )
+    from git_forge.tree.fast_status import start_status
 
     root = work_tree_top(path)
-    owner = tree_owner(root)
-    if owner is not None:
-        return root, running_message(owner), [], False
-    problem = head_problem(root)  # refused exactly as loop run refuses it
+    started = start_status(root)
+    try:
+        from git_forge.loop.control import running_message, tree_owner
+        from git_forge.tree.fast_status import (
+            head_problem,
+            may_have_worktrees_or_branches,
+            status_entries,
+        )
+
+        owner = tree_owner(root)
+        problem = (running_message(owner) if owner is not None
+                   else head_problem(root))  # refused exactly as loop run refuses it
+        trees = problem is None and may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX)
+    except BaseException:
+        started.reap()
+        raise
     if problem is not None:
+        started.reap()
         return root, problem, [], False
-    entries = porcelain_fast(root)
-    return root, None, entries, may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX)
+    return root, None, status_entries(started), trees
 
 
 def go(args: QuickArgs) -> int | None:
