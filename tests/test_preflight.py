@@ -382,25 +382,27 @@ def test_the_stop_text_is_the_same_from_the_git_cli_as_from_pygit2(project: Path
     assert out.stdout == "" and out.stderr == text + "1 False\n"
 
 
-def test_the_launchers_clean_answer_ends_the_process_at_once(project: Path) -> None:
-    # The launchers pass exit_at_once: a clean tree's answer ends the process without
-    # the interpreter's finalization (what is buffered flushed first, nothing run at
-    # exit); any other answer, and main() called without it, returns as ever.
+@pytest.mark.parametrize("command", [["preflight"], ["status"], ["backlog", "list", "--json"]])
+def test_a_launchers_quick_answer_ends_the_process_at_once(project: Path,
+                                                           command: list[str]) -> None:
+    # The launchers pass exit_at_once: a quick command's success ends the process
+    # without the interpreter's finalization — what is buffered flushed first (all of
+    # the answer), nothing run at exit; a failure, and main() called without it,
+    # return as ever.
     code = ("import atexit, sys\n"
             "atexit.register(lambda: print('finalized'))\n"
             "print('buffered', end='')\n"
             "from git_forge.cli.main import main\n"
-            "sys.exit(main(['preflight'], exit_at_once=sys.argv[1] == 'at-once'))\n")
+            "sys.exit(main(sys.argv[2:], exit_at_once=sys.argv[1] == 'at-once'))\n")
+    answer = run_forge(*command, cwd=project)
+    assert answer.returncode == 0 and (answer.stdout != "") == (command != ["preflight"])
     for how, ending in (("at-once", ""), ("returns", "finalized\n")):
-        out = waiting.run([sys.executable, "-c", code, how], cwd=project,
+        out = waiting.run([sys.executable, "-c", code, how, *command], cwd=project,
                           capture_output=True, text=True)
-        assert (out.returncode, out.stdout, out.stderr) == (0, "buffered" + ending, "")
-    (project / "new.txt").write_text("x\n")
-    dirty = waiting.run([sys.executable, "-c", code, "at-once"], cwd=project,
-                        capture_output=True, text=True)
-    assert (dirty.returncode, dirty.stdout) == (1, "bufferedfinalized\n")
-    assert dirty.stderr.startswith("Error: the working tree has uncommitted changes")
-    launcher = run_forge("preflight", cwd=project)  # the launcher itself: the same answer
-    assert (launcher.returncode, launcher.stdout) == (1, "")
-    (project / "new.txt").unlink()
-    assert run_forge("preflight", cwd=project).returncode == 0
+        assert (out.returncode, out.stdout, out.stderr) == (
+            0, "buffered" + answer.stdout + ending, "")
+    failing = [*command, str(project.parent)]  # not a work tree
+    refused = waiting.run([sys.executable, "-c", code, "at-once", *failing], cwd=project,
+                          capture_output=True, text=True)
+    assert (refused.returncode, refused.stdout) == (2, "bufferedfinalized\n")
+    assert refused.stderr.startswith("Error: ")

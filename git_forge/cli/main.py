@@ -79,8 +79,9 @@ def quick_args(words: list[str]) -> QuickArgs | None:
 
 def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
     """The command ``argv`` (default: the process's arguments) names, run: its exit
-    code. ``exit_at_once`` is the launchers': the pre-launch check's clean answer
-    then ends the process on the spot (``_exit_at_once``)."""
+    code. ``exit_at_once`` is the launchers': a quick command's success (the
+    pre-launch check's clean answer, ``status``, ``backlog list``) then ends the
+    process on the spot (``_exit_at_once``)."""
     words = sys.argv[1:] if argv is None else argv
     if words == ["--version"]:  # the one command that needs neither a parser nor a guard
         print(VERSION_LINE)
@@ -104,7 +105,12 @@ def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = guarded(sys.stdout), guarded(sys.stderr)
     try:
-        return _dispatch(words) if quick is None else _dispatch(words, quick)
+        if quick is None:
+            return _dispatch(words)
+        code = _dispatch(words, quick)
+        if code == 0 and exit_at_once:
+            _exit_at_once()
+        return code
     except Exception:  # a bug: its traceback still passes the terminal boundary
         import traceback
 
@@ -117,12 +123,14 @@ def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
 def _exit_at_once() -> NoReturn:
     """End the process now, exit 0, without the interpreter's finalization (a few
     ms of tearing down modules: more than the rest of the clean pre-launch check,
-    ``git status`` aside). Only for an answer that opened nothing, started no thread
-    and registered nothing to run at exit, whose git has ended: the clean
-    pre-launch check. What the streams hold is flushed first."""
+    ``git status`` aside). Only for a command that leaves nothing open, started no
+    thread, registered nothing to run at exit and whose children have ended: the
+    quick commands. What the streams hold is flushed first; a reader that went away
+    meanwhile (``| head``) is no error, as on the ordinary path."""
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:  # a closed standard stream
+                stream.flush()
         except (OSError, ValueError):
             pass
     os._exit(0)
