@@ -1,16 +1,24 @@
 """Taking and holding locks: the sidecar lock of a file about to be replaced, and
 long-lived locks (the loop lock).
 
-``locked`` takes an exclusive portalocker lock on a *sidecar* ``<file>.lock``,
-never on the file being replaced (``os.replace`` swaps the inode out from under
-such a lock and writers lose records). The holder writes who it is into the
-lock file so a waiter that times out can say who holds it. Asking whether a
-lock is held, without taking it, is ``lockprobe``'s job.
+``locked`` takes an exclusive lock on a *sidecar* ``<file>.lock``, never on
+the file being replaced (``os.replace`` swaps the inode out from under such a
+lock and writers lose records). The holder writes who it is into the lock file
+so a waiter that times out can say who holds it. Asking whether a lock is held,
+without taking it, is ``lockprobe``'s job.
+
+The locks are portalocker's — on POSIX, portalocker's default locker is
+``fcntl.flock`` — taken with ``fcntl.flock`` itself: the same lock, so a tool
+locking the same file through portalocker (feature-forge, a runner) and
+git-forge exclude each other (``tests/test_atomic.py``), without
+``import portalocker``, which reads package metadata and costs ~100 ms, more
+than most commands that lock.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import sys
 import time
@@ -100,15 +108,10 @@ class FileLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             raise StoreError(f"cannot lock {self.path}: {os_error_text(exc)}") from exc
-        # Imported here, not at the top: ``import portalocker`` costs ~20 ms (it
-        # reads its own package metadata), and the pre-launch hot path reads JSON
-        # through this module without ever taking a lock.
-        import portalocker
-
         handle = os.fdopen(fd, "r+b", buffering=0)
         try:
-            portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
-        except (portalocker.LockException, BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
             handle.close()
             return False
         except BaseException:
@@ -141,15 +144,13 @@ class FileLock:
         that not even the lock file's bytes differ afterwards."""
         if self._handle is None:
             return
-        import portalocker  # already imported by ``try_acquire``
-
         handle, self._handle = self._handle, None
         try:
             if restore_label:
                 with contextlib.suppress(OSError):
                     fd = handle.fileno()
                     _write_label(fd, self._previous_label, _read_all(fd))
-            portalocker.unlock(handle)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         finally:
             handle.close()
 

@@ -128,6 +128,51 @@ def test_lock_is_a_sidecar_and_a_waiter_names_the_holder(tmp_path: Path) -> None
         pass
 
 
+PORTALOCKER_TAKES = """\
+import sys, portalocker
+handle = open(sys.argv[1], "a+b")
+try:
+    portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
+except portalocker.AlreadyLocked:
+    print("refused", flush=True)
+else:
+    print("taken", flush=True)
+    if sys.argv[2:] == ["hold"]:
+        sys.stdin.read()
+"""
+
+
+def test_the_locks_are_portalockers_and_taken_without_importing_it(tmp_path: Path) -> None:
+    # What another tool locks through portalocker (feature-forge, a runner), git-forge
+    # cannot take, and the other way round: the one flock, both ways.
+    path = tmp_path / "backlog.json.lock"
+    holder = subprocess.Popen([sys.executable, "-c", PORTALOCKER_TAKES, str(path), "hold"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert waiting.readline(holder).strip() == "taken"
+        assert lock_is_held(path)
+        assert not FileLock(path).try_acquire()
+    finally:
+        holder.kill()
+        waiting.wait_process(holder)
+    lock = FileLock(path)
+    assert lock.try_acquire()
+
+    def portalocker_says() -> str:
+        return waiting.run([sys.executable, "-c", PORTALOCKER_TAKES, str(path)],
+                           capture_output=True, text=True, check=True).stdout
+
+    assert portalocker_says() == "refused\n"
+    lock.release()
+    assert portalocker_says() == "taken\n"
+
+    code = ("import sys\nfrom git_forge.locks import locked\n"
+            "with locked(sys.argv[1]):\n    pass\nprint('portalocker' in sys.modules)")
+    out = waiting.run([sys.executable, "-c", code, str(tmp_path / "f.json")],
+                      capture_output=True, text=True, check=True)
+    assert out.stdout == "False\n"
+
+
 def test_file_lock_is_exclusive_within_a_process(tmp_path: Path) -> None:
     first, second = FileLock(tmp_path / "l"), FileLock(tmp_path / "l")
     assert first.try_acquire()
