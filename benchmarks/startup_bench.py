@@ -14,7 +14,9 @@ with the interpreter's own start-up (``python3 -c pass``) as the unit:
   record, keep each item's latest entry, the unapplied ones, sorted as strings,
   print them) — the floor any Python implementation of the verb pays;
 * ``git forge preflight`` on a clean and on a dirty 1,000-file repository, against
-  ``git status --porcelain`` (goal: at most the interpreter plus 1.5x git status).
+  ``git status --porcelain`` (goal: at most the interpreter plus 1.5x git status);
+* ``git forge backlog add`` on a backlog of 100 items (one more each round), the
+  small command that takes a lock (no goal: shown so that a lock's cost is seen).
 
 git-forge runs from an installed copy, as ``pip install .`` lays it out (the package
 in a fresh virtual environment's site-packages, the same launcher, the
@@ -186,6 +188,7 @@ def main() -> None:
         for n in range(0, 1_000, 100):
             (dirty / "src" / f"d{n // 500:03d}" / f"f{n:05d}.txt").write_text("changed\n")
 
+        adds = project(work / "adds", 100)  # its own: an add changes the backlog
         # A copy of its own: removing the cache there leaves the others' hits alone.
         changed = work / "p5000-changed"
         shutil.copytree(roots[5_000], changed, symlinks=True)
@@ -206,6 +209,7 @@ def main() -> None:
         runs["decision list"] = ([*forge(), "decision", "list", "--backlog-dir", ".forge",
                                   "--unapplied", "--json"], small, None)
         runs["reference"] = ([*PYTHON, str(reference), str(record)], small, None)
+        runs["add"] = ([*forge(), "backlog", "add", "--title", "One more"], adds, None)
         for state, repo in (("clean", clean), ("dirty", dirty)):
             runs[f"preflight {state}"] = ([*forge(), "preflight"], repo, None)
             runs[f"git status {state}"] = (["git", "status", "--porcelain"], repo, None)
@@ -227,6 +231,7 @@ def main() -> None:
         ours, theirs = ms["decision list"], ms["reference"]
         print(f"decision list --unapplied --json, 10,000 entries: {ours:7.1f} ms; "
               f"reference script {theirs:7.1f} ms ({ours / theirs:.2f}x)")
+        print(f"backlog add, 100 items:           {ms['add']:7.1f} ms ({ms['add'] / unit:.2f}x)")
         for state in ("clean", "dirty"):
             preflight, status = ms[f"preflight {state}"], ms[f"git status {state}"]
             bar = unit + 1.5 * status

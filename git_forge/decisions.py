@@ -37,9 +37,9 @@ class DecisionError(ForgeError):
 
 def default_actor() -> str:
     """``git-forge@<host>``: a machine label, never a person's identity."""
-    import socket
+    from git_forge.locks import host_name
 
-    return f"git-forge@{socket.gethostname()}"
+    return f"git-forge@{host_name()}"
 
 
 # NamedTuples rather than dataclasses: ``decision list`` is a small command scripts

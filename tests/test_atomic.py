@@ -173,6 +173,14 @@ def test_the_locks_are_portalockers_and_taken_without_importing_it(tmp_path: Pat
     assert out.stdout == "False\n"
 
 
+def test_the_host_a_label_names_is_the_sockets_host_name() -> None:
+    import socket
+
+    from git_forge.locks import host_name
+
+    assert host_name() == socket.gethostname()
+
+
 def test_file_lock_is_exclusive_within_a_process(tmp_path: Path) -> None:
     first, second = FileLock(tmp_path / "l"), FileLock(tmp_path / "l")
     assert first.try_acquire()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -96,11 +95,23 @@ class Snapshot(NamedTuple):
         return _items_of(self.document)
 
 
-@dataclass(frozen=True)
 class BacklogStore:
-    """The ``backlog.json`` at ``path``."""
+    """The ``backlog.json`` at ``path``. A plain class rather than a dataclass:
+    every backlog command makes one, and ``import dataclasses`` costs it ~10 ms."""
 
-    path: Path
+    __slots__ = ("path",)
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"BacklogStore(path={self.path!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BacklogStore) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
 
     @classmethod
     def in_dir(cls, backlog_dir: Path | str) -> BacklogStore:
