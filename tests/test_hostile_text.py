@@ -283,7 +283,7 @@ def test_a_live_loop_on_a_terminal_and_ndjson(project: Path, tmp_path: Path) -> 
 def test_a_traceback_passes_the_boundary_too(tmp_path: Path) -> None:
     """The last resort: a bug's traceback quoting hostile text is printed safely."""
     code = ("import sys\nfrom git_forge.cli import main as m\n"
-            "def boom(*args):\n    raise RuntimeError(" + repr(HOSTILE) + ")\n"
+            "def boom(*args, **kwargs):\n    raise RuntimeError(" + repr(HOSTILE) + ")\n"
             "m._dispatch = boom\nsys.exit(m.main(['status']))\n")
     result = waiting.run([sys.executable, "-c", code], capture_output=True)
     assert result.returncode == 1

@@ -382,13 +382,16 @@ def test_the_stop_text_is_the_same_from_the_git_cli_as_from_pygit2(project: Path
     assert out.stdout == "" and out.stderr == text + "1 False\n"
 
 
-@pytest.mark.parametrize("command", [["preflight"], ["status"], ["backlog", "list", "--json"]])
-def test_a_launchers_quick_answer_ends_the_process_at_once(project: Path,
-                                                           command: list[str]) -> None:
-    # The launchers pass exit_at_once: a quick command's success ends the process
-    # without the interpreter's finalization — what is buffered flushed first (all of
-    # the answer), nothing run at exit; a failure, and main() called without it,
-    # return as ever.
+@pytest.mark.parametrize("command", [
+    ["preflight"], ["status"], ["backlog", "list", "--json"],  # quick command lines
+    ["backlog", "list", "--status", "pending"], ["backlog", "show", "001"],  # parsed, read-only
+])
+def test_a_launchers_read_only_answer_ends_the_process_at_once(project: Path,
+                                                               command: list[str]) -> None:
+    # The launchers pass exit_at_once: the success of a command that only reads ends
+    # the process without the interpreter's finalization — what is buffered flushed
+    # first (all of the answer), nothing run at exit; a failure, and main() called
+    # without it, return as ever.
     code = ("import atexit, sys\n"
             "atexit.register(lambda: print('finalized'))\n"
             "print('buffered', end='')\n"
@@ -406,3 +409,20 @@ def test_a_launchers_quick_answer_ends_the_process_at_once(project: Path,
                           capture_output=True, text=True)
     assert (refused.returncode, refused.stdout) == (2, "bufferedfinalized\n")
     assert refused.stderr.startswith("Error: ")
+
+
+def test_a_command_that_writes_or_leaves_a_thread_finalizes_as_ever(project: Path) -> None:
+    code = ("import atexit, sys, threading\n"
+            "atexit.register(lambda: print('finalized'))\n"
+            "if sys.argv[1] == 'thread':\n"
+            "    threading.Thread(target=lambda: (__import__('time').sleep(0.2),\n"
+            "                                     print('thread ended'))).start()\n"
+            "from git_forge.cli.main import main\n"
+            "sys.exit(main(sys.argv[2:], exit_at_once=True))\n")
+    added = waiting.run([sys.executable, "-c", code, "-", "backlog", "add", "--title", "x"],
+                        cwd=project, capture_output=True, text=True)
+    assert added.returncode == 0 and added.stdout.endswith("finalized\n")
+    waited = waiting.run([sys.executable, "-c", code, "thread", "status"], cwd=project,
+                         capture_output=True, text=True)
+    assert waited.returncode == 0
+    assert waited.stdout.endswith("thread ended\nfinalized\n")

@@ -57,14 +57,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="only items with status S (pending, in_progress, done, blocked, "
                           "needs-human, deferred)")
     _json_flag(lst, "a bare array of item objects")
-    lst.set_defaults(func=run_list)
+    lst.set_defaults(func=run_list, read_only=True)
 
     show = verbs.add_parser("show", help="show one item", description="Show one item.")
     add_path(show)
     show.add_argument("id", metavar="ID", help="item id")
     add_backlog(show)
     _json_flag(show, "the item")
-    show.set_defaults(func=run_show)
+    show.set_defaults(func=run_show, read_only=True)
 
     add = verbs.add_parser("add", help="add an item",
                            description="Add a pending item with the next id; prints the id.")
@@ -127,7 +127,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--items-stdin", action="store_true",
                         help="read the item list from standard input")
     _json_flag(topology, "the topology payload")
-    topology.set_defaults(func=run_topology)
+    topology.set_defaults(func=run_topology, read_only=True)
 
 
 # --- helpers --------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(lst)
     lst.add_argument("--unapplied", action="store_true",
                      help="only the latest entry per item whose appliedAt is null")
-    lst.set_defaults(func=run_list)
+    lst.set_defaults(func=run_list, read_only=True)
 
     app = verbs.add_parser("apply", help="stamp an item's latest decision as applied",
                            description="Stamp appliedAt/appliedBy on the item's latest entry.")

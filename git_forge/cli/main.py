@@ -18,8 +18,6 @@ from git_forge.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import NoReturn
-
     from git_forge.cli.preflight import Probe
 
 #: What ``git forge --version`` prints (argparse's ``version`` action prints the same).
@@ -79,9 +77,10 @@ def quick_args(words: list[str]) -> QuickArgs | None:
 
 def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
     """The command ``argv`` (default: the process's arguments) names, run: its exit
-    code. ``exit_at_once`` is the launchers': a quick command's success (the
-    pre-launch check's clean answer, ``status``, ``backlog list``) then ends the
-    process on the spot (``_exit_at_once``)."""
+    code. ``exit_at_once`` is the launchers': the success of a command that only
+    reads — a quick command (the pre-launch check's clean answer, ``status``,
+    ``backlog list``) or one whose parser says ``read_only`` — then ends the process
+    on the spot (``_exit_at_once``)."""
     words = sys.argv[1:] if argv is None else argv
     if words == ["--version"]:  # the one command that needs neither a parser nor a guard
         print(VERSION_LINE)
@@ -105,12 +104,7 @@ def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = guarded(sys.stdout), guarded(sys.stderr)
     try:
-        if quick is None:
-            return _dispatch(words)
-        code = _dispatch(words, quick)
-        if code == 0 and exit_at_once:
-            _exit_at_once()
-        return code
+        return _dispatch(words, quick, exit_at_once=exit_at_once)
     except Exception:  # a bug: its traceback still passes the terminal boundary
         import traceback
 
@@ -120,13 +114,17 @@ def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
         sys.stdout, sys.stderr = streams
 
 
-def _exit_at_once() -> NoReturn:
-    """End the process now, exit 0, without the interpreter's finalization (a few
-    ms of tearing down modules: more than the rest of the clean pre-launch check,
-    ``git status`` aside). Only for a command that leaves nothing open, started no
-    thread, registered nothing to run at exit and whose children have ended: the
-    quick commands. What the streams hold is flushed first; a reader that went away
-    meanwhile (``| head``) is no error, as on the ordinary path."""
+def _exit_at_once() -> None:
+    """End the process now, exit 0, without the interpreter's finalization: a few ms
+    of tearing down modules (more than the rest of the clean pre-launch check, ``git
+    status`` aside), and tens of ms freeing a large backlog's objects. Only after a
+    command that only reads, whose files are closed and whose children have ended;
+    while another thread lives this returns, and the interpreter waits for it as
+    ever. What the streams hold is flushed first; a reader that went away meanwhile
+    (``| head``) is no error, as on the ordinary path."""
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        return
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:  # a closed standard stream
@@ -136,9 +134,25 @@ def _exit_at_once() -> NoReturn:
     os._exit(0)
 
 
-def _dispatch(argv: list[str], quick: QuickArgs | None = None) -> int:
+def _run_quick(command: str, quick: QuickArgs) -> int:
+    """A quick command (``QUICK_COMMANDS``) run from its plain command line."""
+    if command == "preflight":
+        from git_forge.cli.preflight import run as preflight
+
+        return preflight(quick)
+    if command == "status":
+        from git_forge.cli.status import run as status
+
+        return status(quick)
+    from git_forge.cli.backlog import run_list
+
+    return run_list(quick)
+
+
+def _dispatch(argv: list[str], quick: QuickArgs | None = None, *,
+              exit_at_once: bool = False) -> int:
     """Run the command ``argv`` names; ``quick`` is a quick command's arguments
-    when its plain command line needed no parser."""
+    when its plain command line needed no parser; ``exit_at_once``: ``main``'s."""
     if argv[:1] == ["__complete"]:
         # The completion scripts' fast path: no parser, no core imports (see cli.completion).
         from git_forge.cli.completion import complete_values
@@ -149,17 +163,10 @@ def _dispatch(argv: list[str], quick: QuickArgs | None = None) -> int:
 
         if quick is not None:
             configure_color(no_color=quick.no_color)
-            if argv[0] == "preflight":
-                from git_forge.cli.preflight import run as preflight
-
-                return preflight(quick)
-            if argv[0] == "status":
-                from git_forge.cli.status import run as status
-
-                return status(quick)
-            from git_forge.cli.backlog import run_list
-
-            return run_list(quick)
+            code = _run_quick(argv[0], quick)
+            if code == 0 and exit_at_once:
+                _exit_at_once()
+            return code
         from git_forge.cli.parser import build_parser, commands_for, parse_command_line
 
         parser = build_parser(prog="git forge", commands=commands_for(argv))
@@ -168,7 +175,10 @@ def _dispatch(argv: list[str], quick: QuickArgs | None = None) -> int:
             return EXIT_ERROR
         args = parse_command_line(parser, argv)
         configure_color(no_color=getattr(args, "no_color", False))
-        return int(args.func(args))
+        code = int(args.func(args))
+        if code == 0 and exit_at_once and getattr(args, "read_only", False):
+            _exit_at_once()
+        return code
     except ForgeError as exc:
         from git_forge.cli.output import error
         from git_forge.cli.plain import plain

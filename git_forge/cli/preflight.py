@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_location(parser)
     parser.add_argument("--json", action="store_true",
                         help='print {"status": "ok"|"stop", "run": …, "paths": […]}')
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, read_only=True)
 
 
 def _items(ids: list[str]) -> str:

@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_location(parser)
     parser.add_argument("--json", action="store_true", help="print the status document")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, read_only=True)
 
 
 def run(args: argparse.Namespace | QuickArgs) -> int:
