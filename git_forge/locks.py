@@ -18,6 +18,7 @@ than most commands that lock.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import sys
@@ -116,9 +117,11 @@ class FileLock:
         handle = os.fdopen(fd, "r+b", buffering=0)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        except OSError as exc:
             handle.close()
-            return False
+            if exc.errno in (errno.EAGAIN, errno.EACCES):  # someone holds it
+                return False
+            raise StoreError(f"cannot lock {self.path}: {os_error_text(exc)}") from exc
         except BaseException:
             handle.close()
             raise

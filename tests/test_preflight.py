@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -397,18 +398,51 @@ def test_a_launchers_read_only_answer_ends_the_process_at_once(project: Path,
             "print('buffered', end='')\n"
             "from git_forge.cli.main import main\n"
             "sys.exit(main(sys.argv[2:], exit_at_once=sys.argv[1] == 'at-once'))\n")
+    env = {name: value for name, value in os.environ.items()  # stdout block-buffered,
+           if name != "PYTHONUNBUFFERED"}                     # as a user's is
     answer = run_forge(*command, cwd=project)
     assert answer.returncode == 0 and (answer.stdout != "") == (command != ["preflight"])
     for how, ending in (("at-once", ""), ("returns", "finalized\n")):
         out = waiting.run([sys.executable, "-c", code, how, *command], cwd=project,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
         assert (out.returncode, out.stdout, out.stderr) == (
             0, "buffered" + answer.stdout + ending, "")
     failing = [*command, str(project.parent)]  # not a work tree
     refused = waiting.run([sys.executable, "-c", code, "at-once", *failing], cwd=project,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     assert (refused.returncode, refused.stdout) == (2, "bufferedfinalized\n")
     assert refused.stderr.startswith("Error: ")
+    # An answer that cannot be written (a full disk) is not a success that ends at
+    # once: the interpreter's last flush reports it, exit non-zero, as without it.
+    if command != ["preflight"] and Path("/dev/full").exists():  # preflight prints nothing
+        with open("/dev/full", "w") as full:
+            lost = waiting.run([sys.executable, "-c", code, "at-once", *command],
+                               cwd=project, stdout=full, stderr=subprocess.PIPE, text=True,
+                               env=env)
+        assert lost.returncode != 0 and "No space left on device" in lost.stderr
+
+
+def test_the_launchers_end_a_read_only_answer_at_once(project: Path, tmp_path: Path) -> None:
+    # The installed launcher and ``python -m git_forge`` both pass exit_at_once: run
+    # with a site hook that prints at exit, a read-only answer never reaches it.
+    import git_forge
+
+    source = Path(git_forge.__file__).resolve().parent.parent
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import atexit\natexit.register(lambda: print('finalized'))\n")
+    env = {**os.environ, "PYTHONPATH": f"{hook}{os.pathsep}{source}"}
+    launchers = ([sys.executable, str(source / "bin" / "git-forge")],
+                 [sys.executable, "-m", "git_forge"])
+    for launcher in launchers:
+        read = waiting.run([*launcher, "status"], cwd=project, capture_output=True,
+                           text=True, env=env)
+        assert read.returncode == 0 and read.stdout.startswith("loop:")
+        assert "finalized" not in read.stdout, launcher
+        wrote = waiting.run([*launcher, "backlog", "add", "--title", "x"], cwd=project,
+                            capture_output=True, text=True, env=env)
+        assert wrote.returncode == 0 and wrote.stdout.endswith("finalized\n"), launcher
 
 
 def test_a_command_that_writes_or_leaves_a_thread_finalizes_as_ever(project: Path) -> None:

@@ -75,3 +75,12 @@ def test_the_older_runner_prefix_and_other_subjects() -> None:
     assert messages.item_of_subject("[forge] 02: too short for an item id") is None
     assert messages.item_of_subject("fix: [forge] 003: not at the start") is None
     assert messages.item_of_stash("WIP on main: 1234567 something") is None
+
+
+def test_a_parallel_runs_bookkeeping_subject_lists_ids_in_id_order() -> None:
+    # Items settle in whatever order their agents end; the subject reads in id order.
+    assert messages.items_settled([
+        ("done", ["001", "002", "004", "003", "010", "9"]), ("needs a human", []),
+        ("blocked", ["012", "011"]),
+    ]) == "[forge] backlog: 001, 002, 003, 004, 9, 010 done; 011, 012 blocked"
+    assert messages.items_settled([("done", [])]) == "[forge] backlog: update the backlog"

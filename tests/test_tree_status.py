@@ -404,35 +404,3 @@ def test_a_listing_started_meanwhile_is_gits_listing(base_repo: Path, tmp_path: 
     shutil.rmtree(root / ".git" / "objects")  # git can no longer read the repository
     with ListingMeanwhile(repo) as broken, pytest.raises(GitError):
         broken.entries()
-
-
-def test_the_pre_launch_status_is_gits_listing_and_takes_no_index_lock(
-        base_repo: Path, tmp_path: Path) -> None:
-    """``start_status`` (the pre-launch check's git, started before its other
-    checks) answers what ``porcelain_fast`` answers, git's own listing; it never
-    refreshes the index (``--no-optional-locks``: it may run beside a live loop's
-    git), so the index's bytes stay as they were; and ``reap`` ends a git whose
-    answer is no longer wanted."""
-    from git_forge.tree.fast_status import start_status, status_entries
-
-    root = fresh_copy(base_repo, tmp_path / "repo")
-    random_tree(root, random.Random(11))
-    assert status_entries(start_status(root)) == porcelain_fast(root) == parse_porcelain_z(
-        git_status_z(root))
-
-    git_bytes("add", "-A", cwd=root)
-    name = os.fsdecode(git_bytes("ls-files", "-z", cwd=root).split(b"\0")[0])
-    os.utime(root / name, ns=(1, 1))  # a stale stat: content unchanged
-    index = (root / ".git" / "index").read_bytes()
-    assert status_entries(start_status(root)) == parse_porcelain_z(
-        git_status_z(root, "--no-optional-locks"))
-    assert (root / ".git" / "index").read_bytes() == index
-    porcelain_fast(root)  # the ordinary listing does refresh it: the check above can fail
-    assert (root / ".git" / "index").read_bytes() != index
-
-    started = start_status(root)
-    started.reap()
-    with pytest.raises(ChildProcessError):  # already waited for: no process left behind
-        os.waitpid(started._pid, os.WNOHANG)
-    with pytest.raises(GitError, match="not a git repository"):
-        status_entries(start_status(tmp_path))

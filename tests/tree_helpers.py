@@ -61,9 +61,8 @@ def replace_line(text: str, number: int, new: str) -> str:
     return "".join(lines)
 
 
-def git_status_z(root: Path, *options: str) -> bytes:
-    """git's listing; ``options`` are git's own, before the command."""
-    return git_bytes(*options, "status", "--porcelain", "-z", "-uall", "--no-renames", cwd=root)
+def git_status_z(root: Path) -> bytes:
+    return git_bytes("status", "--porcelain", "-z", "-uall", "--no-renames", cwd=root)
 
 
 def git_status_lines(root: Path) -> list[str]:

@@ -108,7 +108,9 @@ class BacklogStore:
         return f"BacklogStore(path={self.path!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, BacklogStore) and other.path == self.path
+        if not isinstance(other, BacklogStore):
+            return NotImplemented
+        return other.path == self.path
 
     def __hash__(self) -> int:
         return hash(self.path)

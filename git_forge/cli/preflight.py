@@ -145,39 +145,24 @@ if TYPE_CHECKING:
 
 def probe(path: str) -> Probe:
     """The checks that need no configuration, in their order: a live loop owning
-    the tree, a HEAD no commit can go onto, then the tree's status.
-
-    git's status is started first, as soon as the tree's top is known, and the
-    other checks run while git works on the other core (``fast_status.start_status``):
-    its answer is dropped when one of them stops the launch. Started before the
-    live-loop check, it may run beside a live loop, so it never takes git's optional
-    index lock (``--no-optional-locks``): that lock would make the loop's own
-    ``git add`` or ``git commit`` fail.
-    """
+    the tree, a HEAD no commit can go onto, then the tree's status."""
     from git_forge.layout import ITEM_BRANCH_PREFIX, work_tree_top
-    from git_forge.tree.fast_status import start_status
+    from git_forge.loop.control import running_message, tree_owner
+    from git_forge.tree.fast_status import (
+        head_problem,
+        may_have_worktrees_or_branches,
+        porcelain_fast,
+    )
 
     root = work_tree_top(path)
-    started = start_status(root)
-    try:
-        from git_forge.loop.control import running_message, tree_owner
-        from git_forge.tree.fast_status import (
-            head_problem,
-            may_have_worktrees_or_branches,
-            status_entries,
-        )
-
-        owner = tree_owner(root)
-        problem = (running_message(owner) if owner is not None
-                   else head_problem(root))  # refused exactly as loop run refuses it
-        trees = problem is None and may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX)
-    except BaseException:
-        started.reap()
-        raise
+    owner = tree_owner(root)
+    if owner is not None:
+        return root, running_message(owner), [], False
+    problem = head_problem(root)  # refused exactly as loop run refuses it
     if problem is not None:
-        started.reap()
         return root, problem, [], False
-    return root, None, status_entries(started), trees
+    entries = porcelain_fast(root)
+    return root, None, entries, may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX)
 
 
 def go(args: QuickArgs) -> int | None:

@@ -54,8 +54,11 @@ def backlog_queued(summary: str) -> str:
 def items_settled(settled: list[tuple[str, list[str]]]) -> str:
     """The backlog bookkeeping of a parallel run, committed once items have settled:
     ``[forge] backlog: 001, 003 done; 002 needs a human`` (each done item's work is
-    its own commit already). ``settled``: (what, ids) pairs, empty ones left out."""
-    parts = [f"{', '.join(ids)} {what}" for what, ids in settled if ids]
+    its own commit already). ``settled``: (what, ids) pairs, empty ones left out;
+    each group's ids in id order, whatever order the items settled in."""
+    from git_forge.backlog.topology import id_key
+
+    parts = [f"{', '.join(sorted(ids, key=id_key))} {what}" for what, ids in settled if ids]
     return backlog_queued("; ".join(parts) or "update the backlog")
 
 

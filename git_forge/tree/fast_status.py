@@ -20,9 +20,7 @@ it). Checking only for emptiness with ``-unormal`` measured no faster, so
 git honours ``GIT_DIR`` / ``GIT_WORK_TREE`` / ``GIT_INDEX_FILE`` itself, the
 way the operator's own ``git status`` would. Like ``git status``, it may
 refresh the index's stat cache (an optional lock; skipped if the index is
-locked) — except the pre-launch check's (``start_status``), which is started
-before that check knows whether a loop owns the tree, and so never takes the
-lock a live loop's ``git add`` or ``git commit`` would then fail on.
+locked).
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from __future__ import annotations
 import os
 
 from git_forge.tree.errors import GitError
-from git_forge.tree.gitcli import SpawnedGit, capture_git, spawn_git
+from git_forge.tree.gitcli import capture_git
 from git_forge.tree.porcelain import StatusEntry, parse_porcelain_z
 
 STATUS_ARGS = ("status", "--porcelain", "-z", "-uall", "--no-renames")
@@ -44,21 +42,6 @@ def porcelain_fast(repo_root: str | os.PathLike[str]) -> list[StatusEntry]:
     Raises ``GitError`` with git's message outside a repository.
     """
     return parse_porcelain_z(capture_git(STATUS_ARGS, repo_root=repo_root))
-
-
-def start_status(repo_root: str | os.PathLike[str]) -> SpawnedGit:
-    """``porcelain_fast``'s git started now, for the pre-launch check: the caller
-    makes the checks that do not change git's answer while git works, then reads it
-    with ``status_entries`` (or drops it with ``reap``). The same output as
-    ``porcelain_fast``; the one difference is that this git never refreshes the
-    index's stat cache (``--no-optional-locks``), so it may run beside a live loop's
-    git."""
-    return spawn_git(("--no-optional-locks", *STATUS_ARGS), repo_root=repo_root)
-
-
-def status_entries(started: SpawnedGit) -> list[StatusEntry]:
-    """The entries of a ``start_status`` once git has ended (``porcelain_fast``'s)."""
-    return parse_porcelain_z(started.output())
 
 
 def is_clean(repo_root: str | os.PathLike[str]) -> bool:

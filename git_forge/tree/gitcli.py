@@ -138,59 +138,7 @@ def run_git(
 
 def capture_git(args: Sequence[str], *, repo_root: str | os.PathLike[str]) -> bytes:
     """``run_git(args, cwd=repo_root)`` for the pre-launch hot path: the same
-    result and the same errors, without importing ``subprocess`` (``spawn_git``)."""
-    return spawn_git(args, repo_root=repo_root).output()
-
-
-class SpawnedGit:
-    """A git command ``spawn_git`` started: ``output`` waits for it and is
-    ``capture_git``'s answer. Whoever spawns one calls ``output`` (or ``reap``),
-    so no git outlives its caller."""
-
-    def __init__(self, args: Sequence[str], pid: int, out_read: int, err_read: int) -> None:
-        self._args = args
-        self._pid = pid
-        self._fds = (out_read, err_read)
-
-    def output(self) -> bytes:
-        """git's stdout once it has ended, or ``GitError`` with its stderr verbatim."""
-        import select
-
-        chunks: dict[int, list[bytes]] = {fd: [] for fd in self._fds}
-        poller = select.poll()
-        for fd in chunks:
-            poller.register(fd, select.POLLIN)
-        try:
-            reading = len(chunks)
-            while reading:
-                for fd, _event in poller.poll():
-                    data = os.read(fd, 1 << 20)
-                    if data:
-                        chunks[fd].append(data)
-                    else:
-                        poller.unregister(fd)
-                        reading -= 1
-        finally:
-            status = self._close_and_wait()
-        out_read, err_read = self._fds
-        return _checked(self._args, os.waitstatus_to_exitcode(status),
-                        b"".join(chunks[out_read]), b"".join(chunks[err_read]))
-
-    def reap(self) -> None:
-        """Wait for git without its answer (the caller no longer needs it): the pipes
-        are closed first, so a git still writing ends on SIGPIPE."""
-        self._close_and_wait()
-
-    def _close_and_wait(self) -> int:
-        for fd in self._fds:
-            os.close(fd)
-        return os.waitpid(self._pid, 0)[1]
-
-
-def spawn_git(args: Sequence[str], *, repo_root: str | os.PathLike[str]) -> SpawnedGit:
-    """Start ``git ARGS`` as ``run_git(args, cwd=repo_root)`` would run it, without
-    importing ``subprocess`` and without waiting: git works on the other core while
-    the caller goes on.
+    result and the same errors, without importing ``subprocess``.
 
     git is started with ``os.posix_spawnp`` as ``git -C ROOT ARGS`` (git
     changes into ``ROOT`` before it reads anything, ``GIT_DIR`` included, as a
@@ -200,6 +148,7 @@ def spawn_git(args: Sequence[str], *, repo_root: str | os.PathLike[str]) -> Spaw
     never inherited (PEP 446).
     """
     import _signal  # type: ignore[import-not-found]  # the builtin ``signal`` wraps (~1 ms less)
+    import select
 
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
@@ -215,7 +164,26 @@ def spawn_git(args: Sequence[str], *, repo_root: str | os.PathLike[str]) -> Spaw
     finally:
         os.close(out_write)
         os.close(err_write)
-    return SpawnedGit(args, pid, out_read, err_read)
+    chunks: dict[int, list[bytes]] = {out_read: [], err_read: []}
+    poller = select.poll()
+    for fd in chunks:
+        poller.register(fd, select.POLLIN)
+    try:
+        reading = len(chunks)
+        while reading:
+            for fd, _event in poller.poll():
+                data = os.read(fd, 1 << 20)
+                if data:
+                    chunks[fd].append(data)
+                else:
+                    poller.unregister(fd)
+                    reading -= 1
+    finally:
+        os.close(out_read)
+        os.close(err_read)
+        _pid, status = os.waitpid(pid, 0)
+    stdout, stderr = b"".join(chunks[out_read]), b"".join(chunks[err_read])
+    return _checked(args, os.waitstatus_to_exitcode(status), stdout, stderr)
 
 
 def _checked(args: Sequence[str], returncode: int, stdout: bytes, stderr: bytes) -> bytes:
