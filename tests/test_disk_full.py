@@ -135,3 +135,23 @@ def test_a_stop_still_works_on_a_full_disk(full, how: str) -> None:
     lines = stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(
         "Error: no space left on device while writing "), stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+@pytest.mark.parametrize("command", [("status",), ("backlog", "show", "001"),
+                                     ("backlog", "list", "--status", "pending"),
+                                     ("config", "--json")])
+def test_an_answer_that_cannot_be_written_is_one_clear_error(tmp_path: Path,
+                                                             command: tuple[str, ...]) -> None:
+    # stdout on a full disk: one Error line and exit 2, not the interpreter's
+    # "Exception ignored" traceback at exit (rc 120). stdout block-buffered, as a
+    # user's is when it is a file.
+    from builders import backlog_repo
+
+    repo = backlog_repo(tmp_path / "repo", "One", "Two")
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    with open("/dev/full", "w") as device:
+        result = waiting.run([*forge_argv(), *command], cwd=repo, stdout=device,
+                             stderr=subprocess.PIPE, text=True, env=env)
+    assert (result.returncode, result.stderr) == (
+        2, "Error: cannot write the output: no space left on device\n")

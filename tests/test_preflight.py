@@ -413,13 +413,14 @@ def test_a_launchers_read_only_answer_ends_the_process_at_once(project: Path,
     assert (refused.returncode, refused.stdout) == (2, "bufferedfinalized\n")
     assert refused.stderr.startswith("Error: ")
     # An answer that cannot be written (a full disk) is not a success that ends at
-    # once: the interpreter's last flush reports it, exit non-zero, as without it.
+    # once: it is the command's error, one line, exit 2.
     if command != ["preflight"] and Path("/dev/full").exists():  # preflight prints nothing
         with open("/dev/full", "w") as full:
             lost = waiting.run([sys.executable, "-c", code, "at-once", *command],
                                cwd=project, stdout=full, stderr=subprocess.PIPE, text=True,
                                env=env)
-        assert lost.returncode != 0 and "No space left on device" in lost.stderr
+        assert (lost.returncode, lost.stderr) == (
+            2, "Error: cannot write the output: no space left on device\n")
 
 
 def test_the_launchers_end_a_read_only_answer_at_once(project: Path, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import os
 import sys
 
 from git_forge import __version__
-from git_forge.errors import ForgeError
+from git_forge.errors import ForgeError, os_error_text
 from git_forge.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 
 TYPE_CHECKING = False
@@ -138,6 +138,30 @@ def _exit_at_once() -> None:
     os._exit(0)
 
 
+def _written(code: int) -> int:
+    """``code``, once the command's answer has left stdout's buffer. An answer that
+    cannot be written (a full disk) is the command's error, one ``Error:`` line and
+    exit 2, rather than the interpreter's complaint at exit: what stays buffered is
+    dropped, so that its last flush cannot fail a second time. A reader that went
+    away (``| head``) is left to ``_dispatch``, as when it leaves mid-answer."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        _stdout_to_devnull()
+        raise ForgeError(f"cannot write the output: {os_error_text(exc)}") from None
+    return code
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout's descriptor at /dev/null: what is still buffered for a reader
+    that went away, or a disk that is full, then flushes quietly at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def _run_quick(command: str, quick: QuickArgs) -> int:
     """A quick command (``QUICK_COMMANDS``) run from its plain command line."""
     if command == "preflight":
@@ -167,7 +191,7 @@ def _dispatch(argv: list[str], quick: QuickArgs | None = None, *,
 
         if quick is not None:
             configure_color(no_color=quick.no_color)
-            code = _run_quick(argv[0], quick)
+            code = _written(_run_quick(argv[0], quick))
             if code == 0 and exit_at_once:
                 _exit_at_once()
             return code
@@ -179,7 +203,7 @@ def _dispatch(argv: list[str], quick: QuickArgs | None = None, *,
             return EXIT_ERROR
         args = parse_command_line(parser, argv)
         configure_color(no_color=getattr(args, "no_color", False))
-        code = int(args.func(args))
+        code = _written(int(args.func(args)))
         if code == 0 and exit_at_once and getattr(args, "read_only", False):
             _exit_at_once()
         return code
@@ -195,13 +219,10 @@ def _dispatch(argv: list[str], quick: QuickArgs | None = None, *,
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`git forge backlog list | head`): not an error.
-        # Point stdout at /dev/null so the interpreter's final flush stays quiet.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _stdout_to_devnull()
         return 0
     except OSError as exc:
         from git_forge.cli.output import error
-        from git_forge.errors import os_error_text
 
         error(f"{exc.filename}: {os_error_text(exc)}" if exc.filename else os_error_text(exc))
         return EXIT_USAGE
