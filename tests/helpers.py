@@ -38,6 +38,12 @@ def forge_argv() -> list[str]:
     return [found] if found else [sys.executable, "-m", "git_forge"]
 
 
+def block_buffered_env() -> dict[str, str]:
+    """This environment without ``PYTHONUNBUFFERED``: a child's stdout is then
+    block-buffered when it is not a terminal, as a user's is."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+
+
 def run_forge(
     *args: str,
     cwd: Path | str | None = None,

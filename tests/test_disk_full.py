@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import waiting
-from helpers import forge_argv, git, run_forge
+from helpers import block_buffered_env, forge_argv, git, run_forge
 
 HELPER = str(Path(__file__).with_name("full_disk.py"))
 AGENT = r'''
@@ -149,7 +149,7 @@ def test_an_answer_that_cannot_be_written_is_one_clear_error(tmp_path: Path,
     from builders import backlog_repo
 
     repo = backlog_repo(tmp_path / "repo", "One", "Two")
-    env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    env = block_buffered_env()
     with open("/dev/full", "w") as device:
         result = waiting.run([*forge_argv(), *command], cwd=repo, stdout=device,
                              stderr=subprocess.PIPE, text=True, env=env)

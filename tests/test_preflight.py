@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import waiting
 from builders import backlog_repo
-from helpers import git, run_forge
+from helpers import block_buffered_env, git, run_forge
 from templates import Templates
 
 from git_forge.loop.state import RunState, write_state
@@ -398,8 +398,7 @@ def test_a_launchers_read_only_answer_ends_the_process_at_once(project: Path,
             "print('buffered', end='')\n"
             "from git_forge.cli.main import main\n"
             "sys.exit(main(sys.argv[2:], exit_at_once=sys.argv[1] == 'at-once'))\n")
-    env = {name: value for name, value in os.environ.items()  # stdout block-buffered,
-           if name != "PYTHONUNBUFFERED"}                     # as a user's is
+    env = block_buffered_env()
     answer = run_forge(*command, cwd=project)
     assert answer.returncode == 0 and (answer.stdout != "") == (command != ["preflight"])
     for how, ending in (("at-once", ""), ("returns", "finalized\n")):

@@ -120,10 +120,10 @@ def _exit_at_once() -> None:
     status`` aside), and tens of ms freeing a large backlog's objects. Only after a
     command that only reads, whose files are closed and whose children have ended;
     while another thread lives this returns, and the interpreter waits for it as
-    ever. What the streams hold is flushed first: a reader that went away meanwhile
-    (``| head``) is no error, as on the ordinary path; any other failure to write
-    the answer (a full disk) returns too, and the interpreter's own last flush
-    reports it as it always has."""
+    ever. The answer itself has left stdout's buffer already (``_written``); what
+    the streams still hold is flushed here: a reader that went away (``| head``) is
+    no error, as on the ordinary path, and any other failure to write returns, for
+    the interpreter's own last flush to report."""
     threading = sys.modules.get("threading")
     if threading is not None and threading.active_count() > 1:
         return
