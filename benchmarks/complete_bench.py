@@ -24,11 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import bench_env
+from timing import bench_env, forge
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-FORGE = str(BIN / "git-forge") if (BIN / "git-forge").exists() else shutil.which("git-forge")
+FORGE = forge()[0] if (BIN / "git-forge").exists() else shutil.which("git-forge")
 GIT_BASH_COMPLETION = Path("/usr/share/bash-completion/completions/git")
 ENV = bench_env(PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 REASONS = ("waiting on the database schema decision", "which auth provider should we use",

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from status_bench import ENV, build_repository, git
+from timing import forge
 
 GOAL = 1.5
 STATE = {"schemaVersion": "1", "status": "stopped", "runId": "20250101T000000Z-bench0",
@@ -40,7 +41,7 @@ STATE = {"schemaVersion": "1", "status": "stopped", "runId": "20250101T000000Z-b
 
 
 def forge_bin() -> str:
-    return str(Path(sys.executable).with_name("git-forge"))
+    return forge()[0]
 
 
 def add_backlog(repo: Path) -> None:

@@ -9,6 +9,8 @@ with the interpreter's own start-up (``python3 -c pass``) as the unit:
   interpreter) — answered from the state dir's cache after the first run, as every
   run but the first after a change to backlog.json is; at 5,000 items also with the
   cache removed before each run (the first run after a change);
+* ``git forge status`` on 1,000 items after a ``loop run`` of 10 agents (its state,
+  journal, receipts and processes' records are read too);
 * ``git forge decision list --unapplied --json`` on a record of 10,000 entries,
   against a reference: a minimal Python script doing the same work (read the
   record, keep each item's latest entry, the unapplied ones, sorted as strings,
@@ -46,6 +48,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import timing
 from timing import bench_env
 
 ENV = bench_env(NO_COLOR="1")
@@ -71,11 +74,11 @@ LAUNCHER = Path(__file__).resolve().parent.parent / "bin" / "git-forge"
 #: Where the commands run from: the development interpreter and script by default,
 #: an installed copy once ``install_copy`` ran.
 PYTHON = [sys.executable]
-FORGE = [str(Path(sys.executable).with_name("git-forge"))]
+FORGE: list[str] = []
 
 
 def forge() -> list[str]:
-    return FORGE
+    return FORGE or timing.forge()
 
 
 def install_copy(target: Path) -> None:
@@ -126,6 +129,18 @@ def project(root: Path, items: int, files: int = 0) -> Path:
     backlog.write_text(json.dumps(document, indent=2) + "\n")
     git("add", "-A", cwd=root)
     git("commit", "-qm", "init", cwd=root)
+    return root
+
+
+def after_a_run(root: Path, agent: Path) -> Path:
+    """A 1,000-item project where ``loop run`` ended 10 agents: state.json, the
+    journal, the receipts ledger and 10 processes' records are there, as after any
+    run — what ``status`` reads then, beyond a fresh backlog."""
+    project(root, 1_000)
+    agent.write_text("#!/bin/sh\ncat >/dev/null\necho FORGE_DONE\n")
+    agent.chmod(0o755)
+    subprocess.run([*forge(), "loop", "run", "--agent", str(agent), "--iterations", "10"],
+                   cwd=root, env=ENV, check=True, stdout=subprocess.DEVNULL)
     return root
 
 
@@ -189,6 +204,7 @@ def main() -> None:
             (dirty / "src" / f"d{n // 500:03d}" / f"f{n:05d}.txt").write_text("changed\n")
 
         adds = project(work / "adds", 100)  # its own: an add changes the backlog
+        ran = after_a_run(work / "ran", work / "agent.sh")
         # A copy of its own: removing the cache there leaves the others' hits alone.
         changed = work / "p5000-changed"
         shutil.copytree(roots[5_000], changed, symlinks=True)
@@ -203,6 +219,7 @@ def main() -> None:
         for items, root in roots.items():
             runs[f"status {items}"] = ([*forge(), "status"], root, None)
             runs[f"list {items}"] = ([*forge(), "backlog", "list", "--json"], root, None)
+        runs["status after a run"] = ([*forge(), "status"], ran, None)
         runs["status 5000 uncached"] = ([*forge(), "status"], changed, uncached)
         runs["list 5000 uncached"] = ([*forge(), "backlog", "list", "--json"], changed,
                                       uncached)
@@ -224,6 +241,9 @@ def main() -> None:
             status, listing = ms[f"status {items}"], ms[f"list {items}"]
             print(f"{items:>5} items: status {status:7.1f} ms ({status / unit:.2f}x), "
                   f"backlog list --json {listing:7.1f} ms ({listing / unit:.2f}x)")
+        status = ms["status after a run"]
+        print(f" 1000 items, after a run of 10 agents: status {status:7.1f} ms "
+              f"({status / unit:.2f}x)")
         status, listing = ms["status 5000 uncached"], ms["list 5000 uncached"]
         print(f" 5000 items, cache removed before each: status {status:7.1f} ms "
               f"({status / unit:.2f}x), backlog list --json {listing:7.1f} ms "

@@ -503,6 +503,57 @@ def test_output_beyond_the_ceiling_keeps_the_last_window(make) -> None:
     assert rendered.next_cursor == total and rendered.output.endswith("199999\n")
 
 
+ESCAPE = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        open(sys.argv[1] + ".tmp", "w").write(str(os.getpid()))
+        os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+        time.sleep(60)
+    os._exit(0)
+os.wait()
+"""
+
+
+def test_an_ended_tree_leaves_no_liveness_file_but_an_escaped_member_keeps_it(
+        make, root: Path, tmp_path: Path) -> None:
+    """Every finished agent's file made each later status probe it. Under the
+    watchdog "exited" means the whole tree is gone, a double-forked daemon
+    included, so the file goes; without it a member that escaped the sweep (a new
+    session, reparented) still holds the lock, and its file is what finds it."""
+    supervisor = make()
+    ended = run(supervisor, py("print('done')"))
+    supervisor.wait(ended, timeout=WAIT)
+    assert not (root / f"{ended}.alive").exists()
+    assert (root / f"{ended}.manifest.json").exists()
+    supervisor.shutdown()  # one supervisor owns a process root at a time
+
+    for watched in (True, False):
+        pid_file = tmp_path / f"daemon-{watched}.pid"
+        supervisor = make(watchdog=watched)
+        handle = run(supervisor, [*py(ESCAPE), str(pid_file)])
+        assert supervisor.wait(handle, timeout=WAIT).state == "exited"
+        supervisor.shutdown()
+        wait_for(pid_file.exists, timeout=10)
+        daemon = int(pid_file.read_text())
+        try:
+            if watched:
+                assert gone(daemon)
+                assert not (root / f"{handle}.alive").exists()
+                continue
+            assert liveness.tree_alive(root / f"{handle}.alive") is True
+            psutil.Process(daemon).kill()
+            wait_for(lambda: gone(daemon), timeout=10)  # noqa: B023 — used at once
+            assert liveness.tree_alive(root / f"{handle}.alive") is False
+        finally:
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(daemon).kill()
+
+
 # -- restore -------------------------------------------------------------------------
 def _owner(tmp_path: Path, root: Path, mode: str, code: str) -> tuple[subprocess.Popen, str]:
     journal_path = tmp_path / "state" / "events.ndjson"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +30,16 @@ SCHEMA_VERSION = "1"
 KEEP_RUNS = 50
 
 
-@dataclass(frozen=True)
 class Ledger:
-    items: dict[str, Totals] = field(default_factory=dict)
-    #: runId → (the run's totals, its items' totals), oldest first.
-    runs: dict[str, tuple[Totals, dict[str, Totals]]] = field(default_factory=dict)
+    """The ledger as read (a plain class: no ``import dataclasses`` on status's path)."""
+
+    __slots__ = ("items", "runs")
+
+    def __init__(self, items: dict[str, Totals] | None = None,
+                 runs: dict[str, tuple[Totals, dict[str, Totals]]] | None = None) -> None:
+        self.items: dict[str, Totals] = {} if items is None else items
+        #: runId → (the run's totals, its items' totals), oldest first.
+        self.runs: dict[str, tuple[Totals, dict[str, Totals]]] = {} if runs is None else runs
 
     def item(self, item_id: str) -> Totals:
         return self.items.get(item_id, Totals())

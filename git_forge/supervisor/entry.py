@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from git_forge.atomic import write_all
-from git_forge.supervisor import workers
+from git_forge.supervisor import liveness, workers
 from git_forge.supervisor.buffer import StreamTail
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.lifecycle import REASONS, ProcessError, State
@@ -392,6 +392,8 @@ class Entry:
                 )
         finally:
             discard_stop_request(self.paths, self.handle)
+            if persisted:  # its end is on record: the liveness file has told all it can
+                _forget_liveness(self.paths, self.handle)
             self.done.set()
             if self._on_done is not None:
                 self._on_done()
@@ -483,3 +485,13 @@ class Entry:
         config = self.config
         drains = 2 * config.drain_timeout_seconds + 2 * LEFTOVER_GRACE_SECONDS
         return config.grace_seconds + drains + 5
+
+
+def _forget_liveness(paths: ProcPaths, handle: str) -> None:
+    """Remove a terminal process's liveness file once no member of its tree holds it.
+
+    Left behind, every finished agent's file made each later ``status`` (and each
+    orphan scan) import the supervisor and probe it. A tree member that escaped the
+    sweep still holds the lock, so the file stays and the orphan is still found."""
+    with contextlib.suppress(OSError):
+        liveness.forget(paths.alive(handle))
