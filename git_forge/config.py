@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from git_forge.errors import ForgeError, os_error_text
 from git_forge.layout import (
@@ -31,6 +30,11 @@ from git_forge.layout import (
     user_config_dir,
 )
 from git_forge.parsing import DocumentTooComplex, load_json, load_yaml, yaml_problem
+from git_forge.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SOURCE_DEFAULT = "default"
 SOURCE_REPO = REPO_CONFIG

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import json
 from json.encoder import encode_basestring
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _int_repr = int.__repr__
 _float_repr = float.__repr__

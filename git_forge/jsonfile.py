@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 from git_forge.atomic import atomic_write, remove_stale_temp_files
 from git_forge.errors import StoreError, os_error_text
@@ -19,7 +18,11 @@ from git_forge.jsonenc import dumps_indented
 from git_forge.locks import DEFAULT_LOCK_TIMEOUT, locked
 from git_forge.parsing import DocumentTooComplex, load_json
 
-T = TypeVar("T")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 
 def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:

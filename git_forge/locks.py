@@ -25,11 +25,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from git_forge.clock import wire_now
 from git_forge.errors import StoreError, os_error_text
 from git_forge.lockprobe import read_lock_holder
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: How long a read-modify-write waits for a sidecar lock before naming the holder.
 DEFAULT_LOCK_TIMEOUT = 30.0

@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from git_forge.errors import ForgeError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Containers inside containers, the top level being depth 1.
 MAX_DEPTH = 100

@@ -10,7 +10,6 @@ when something already looks wrong.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from git_forge.errors import StoreError
 from git_forge.lockprobe import lock_is_held, read_lock_holder
@@ -22,6 +21,8 @@ from git_forge.workspace import Workspace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from git_forge.backlog.item import Item
 
 STATUS_SCHEMA_VERSION = "1"

@@ -11,10 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from git_forge.config import Config, ConfigError, load_config
 from git_forge.layout import backlog_file, find_root, state_directory, work_tree_root
+from git_forge.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 # A NamedTuple rather than a dataclass: the pre-launch check resolves a workspace

@@ -152,7 +152,8 @@ def test_a_cached_answer_builds_no_parser_and_reads_no_item(repo: Path) -> None:
         "code = main(sys.argv[1:])\n"
         "heavy = {'argparse', 'git_forge.cli.parser', 'git_forge.backlog.model',\n"
         "         'git_forge.backlog.store', 'git_forge.backlog.topology',\n"
-        "         'git_forge.tree.worktrees'}\n"  # no item worktree or branch here
+        "         'git_forge.tree.worktrees',\n"  # no item worktree or branch here
+        "         'typing', 'dataclasses', 'datetime'}\n"  # ~25 ms of a start-up
         "sys.stdout = sys.__stdout__\n"
         "print(code, sorted(heavy & set(sys.modules)))\n"
     )
@@ -164,3 +165,19 @@ def test_a_cached_answer_builds_no_parser_and_reads_no_item(repo: Path) -> None:
                           capture_output=True, text=True, env=env)
         assert out.returncode == 0, out.stderr
         assert (out.stdout, out.stderr) == ("0 []\n", ""), command
+    # After a run too: its state, journal, receipts and processes' records are read,
+    # and an agent that ended left no liveness file for status to probe.
+    agent = repo.parent / "agent.sh"
+    agent.write_text("#!/bin/sh\ncat >/dev/null\necho FORGE_DONE\n")
+    agent.chmod(0o755)
+    ran = run_forge("loop", "run", "--agent", str(agent), "--iterations", "1", cwd=repo)
+    assert ran.returncode == 5, ran.stderr  # 005 done; the blocked ones remain
+    assert (repo / ".forge" / "receipts.json").exists()
+    proc = sorted(path.name for path in (repo / ".forge" / "proc").iterdir())
+    assert any(name.endswith(".manifest.json") for name in proc)
+    assert not any(name.endswith(".alive") for name in proc), proc
+    outputs(repo)
+    out = waiting.run([sys.executable, "-S", "-c", code.replace(
+        "'typing',", "'typing', 'git_forge.supervisor.liveness',"), "status", "--json"],
+        cwd=repo, capture_output=True, text=True, env=env)
+    assert (out.stdout, out.stderr) == ("0 []\n", "")

@@ -10,7 +10,12 @@ run, and ``import dataclasses`` (it imports ``inspect``) costs it ~12 ms."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+
+from git_forge.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Receipt(NamedTuple):

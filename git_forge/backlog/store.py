@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
@@ -28,6 +28,7 @@ from git_forge.credentials import credential_refusal
 from git_forge.errors import StoreError, os_error_text
 from git_forge.jsonfile import update_json
 from git_forge.parsing import DocumentTooComplex, load_json
+from git_forge.records import NamedTuple
 
 T = TypeVar("T")
 

@@ -6,7 +6,9 @@ Rendering only: ``git_forge.backlog.topology`` computes the payloads these read.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: At most this many gated ids are named in a line; the count gives the rest.
 _NAMED_GATED = 5

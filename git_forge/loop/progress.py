@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from git_forge.records import NamedTuple
 
 if TYPE_CHECKING:
     from git_forge.backlog.item import Item

@@ -18,12 +18,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from git_forge.agents.receipt import Receipt, Totals
 from git_forge.errors import StoreError
 from git_forge.jsonfile import read_json, update_json
 from git_forge.layout import RECEIPTS_FILE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = "1"
 #: Runs kept in the ledger (the oldest go first); items are kept for good.

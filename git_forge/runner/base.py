@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from git_forge.errors import ForgeError
+from git_forge.records import NamedTuple
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
     from git_forge.backlog.item import Item
 

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from git_forge import __version__
 from git_forge.errors import ForgeError
 from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
     from git_forge.backlog.item import Item
     from git_forge.backlog.store import BacklogStore, Snapshot
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 
 def _as_runner_error(call: Callable[[], T]) -> T:
