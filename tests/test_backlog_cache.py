@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import zlib
 from pathlib import Path
 
 import pytest
@@ -94,10 +95,11 @@ def test_a_forged_key_is_a_miss_and_the_cache_is_rewritten(repo: Path) -> None:
     stat = (repo / ".forge" / "backlog.json").stat()
     identity = " ".join(str(value) for value in (stat.st_dev, stat.st_ino, stat.st_size,
                                                  stat.st_mtime_ns, stat.st_ctime_ns))
+    other = zlib.crc32((repo / ".forge" / "backlog.json").read_bytes()) ^ 1
     outputs(repo)
     good = cache_files(repo)
     forged = {
-        "other digest": f"git-forge cache 2\n{identity} {'0' * 64}\n[]\n".encode(),
+        "other digest": f"git-forge cache 2\n{identity} {other:08x}\n[]\n".encode(),
         "torn": good["backlog-list.json"][:-10],
         "other version": good["backlog-list.json"].replace(b"cache 2", b"cache 9", 1),
         "garbage": b"\x00\xff not a cache \n\n\n",
