@@ -22,16 +22,28 @@ if TYPE_CHECKING:
 else:
     from collections import namedtuple
 
-    #: What ``collections.namedtuple`` makes itself; a class body never replaces it.
-    _MADE = frozenset({"__module__", "__qualname__", "__annotations__", "__dict__",
-                       "__weakref__", "__slots__", "__new__", "__init__", "__getnewargs__",
-                       "_make", "_replace", "_asdict", "_fields", "_field_defaults"})
+    #: What ``collections.namedtuple`` makes itself: a class body that defines one is
+    #: refused, as ``typing`` refuses it.
+    _PROHIBITED = frozenset({"__new__", "__init__", "__slots__", "__getnewargs__", "_fields",
+                             "_field_defaults", "_make", "_replace", "_asdict", "_source"})
+    #: Set from the class body's own values, not copied over.
+    _OWN = frozenset({"__module__", "__qualname__", "__annotations__"})
 
     class _RecordMeta(type):
         def __new__(mcls, name, bases, namespace):
             if not bases:  # NamedTuple itself
                 return super().__new__(mcls, name, bases, namespace)
-            annotations = namespace.get("__annotations__", {})
+            if bases != (NamedTuple,):
+                raise TypeError(f"{name}: a record has no base but NamedTuple")
+            if "__annotations__" not in namespace:
+                # No plain annotations to read (a body without fields, or lazily
+                # evaluated ones, PEP 649): typing builds it, whatever it costs.
+                import types
+                import typing
+
+                return types.new_class(name, (typing.NamedTuple,), {},
+                                       lambda body: body.update(namespace))
+            annotations = namespace["__annotations__"]
             fields = list(annotations)
             defaulted = [field in namespace for field in fields]
             if defaulted != sorted(defaulted):  # every field with a default comes last
@@ -43,7 +55,9 @@ else:
             record.__qualname__ = namespace.get("__qualname__", name)
             record.__annotations__ = dict(annotations)
             for key, value in namespace.items():
-                if key in annotations or key in _MADE:
+                if key in _PROHIBITED:
+                    raise AttributeError(f"{name}: cannot overwrite NamedTuple attribute {key}")
+                if key in annotations or key in _OWN:
                     continue
                 if key == "__doc__" and value is None:
                     continue

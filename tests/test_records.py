@@ -66,6 +66,32 @@ def test_a_field_without_a_default_after_one_with_it_is_refused() -> None:
             second: int  # type: ignore[misc]
 
 
+def test_what_typing_refuses_is_refused() -> None:
+    with pytest.raises(AttributeError, match="_replace"):
+        class Clobbers(NamedTuple):  # noqa: F841
+            x: int
+
+            def _replace(self, **changes: object) -> Clobbers:  # type: ignore[override]
+                return self
+
+    with pytest.raises(TypeError, match="no base but NamedTuple"):
+        class Mixed(NamedTuple, int):  # type: ignore[misc]  # noqa: F841
+            x: int
+
+
+def test_a_body_without_fields_or_without_the_future_import() -> None:
+    class Empty(NamedTuple):
+        """Nothing in it."""
+
+    assert Empty() == () and Empty._fields == () and Empty.__doc__ == "Nothing in it."
+    namespace: dict[str, object] = {}
+    exec("from git_forge.records import NamedTuple\n"  # evaluated annotations
+         "class P(NamedTuple):\n    x: int\n    y: 'int' = 2\n"
+         "    def total(self):\n        return self.x + self.y\n", namespace)
+    made = namespace["P"](1)  # type: ignore[operator]
+    assert made == (1, 2) and made.total() == 3 and made._fields == ("x", "y")
+
+
 def test_importing_it_imports_no_typing() -> None:
     out = subprocess.run(
         [sys.executable, "-c", "import sys, git_forge.records\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import stat
 import subprocess
@@ -552,6 +553,19 @@ def test_an_ended_tree_leaves_no_liveness_file_but_an_escaped_member_keeps_it(
         finally:
             with contextlib.suppress(psutil.Error):
                 psutil.Process(daemon).kill()
+
+
+def test_forget_removes_a_liveness_file_only_when_nothing_holds_it(tmp_path: Path) -> None:
+    path = tmp_path / "handle.alive"
+    fd = liveness.hold(path)  # an exclusive flock, as a live tree holds it
+    try:
+        liveness.forget(path)
+        assert path.exists() and liveness.tree_alive(path) is True
+    finally:
+        os.close(fd)
+    liveness.forget(path)
+    assert not path.exists() and liveness.tree_alive(path) is None
+    liveness.forget(path)  # already gone: nothing to do
 
 
 # -- restore -------------------------------------------------------------------------

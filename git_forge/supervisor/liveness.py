@@ -53,10 +53,26 @@ def tree_alive(path: Path) -> bool | None:
 
 def forget(path: Path) -> None:
     """Remove a liveness file whose tree is gone (a held one is left alone: removing
-    it would hide a live tree from every later probe)."""
-    if tree_alive(path) is False:
+    it would hide a live tree from every later probe).
+
+    Removed only on proof: a shared lock taken on the file itself, held while it
+    is unlinked. A file that cannot be opened or locked for another reason than a
+    holder (out of descriptors, say) is kept — ``lock_is_held`` reads those as
+    "not held", which is right for a probe and wrong for a deletion."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:  # held by a member of the tree, or no way to tell: kept
+        os.close(fd)
+        return
+    try:
         with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+            os.unlink(path)
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
