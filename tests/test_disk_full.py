@@ -138,7 +138,7 @@ def test_a_stop_still_works_on_a_full_disk(full, how: str) -> None:
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
-@pytest.mark.parametrize("command", [("status",), ("backlog", "show", "001"),
+@pytest.mark.parametrize("command", [("--version",), ("status",), ("backlog", "show", "001"),
                                      ("backlog", "list", "--status", "pending"),
                                      ("config", "--json")])
 def test_an_answer_that_cannot_be_written_is_one_clear_error(tmp_path: Path,
@@ -155,3 +155,24 @@ def test_an_answer_that_cannot_be_written_is_one_clear_error(tmp_path: Path,
                              stderr=subprocess.PIPE, text=True, env=env)
     assert (result.returncode, result.stderr) == (
         2, "Error: cannot write the output: no space left on device\n")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+def test_version_that_cannot_be_written_is_one_clear_error_buffered_or_not(
+        tmp_path: Path) -> None:
+    # Unbuffered, the write itself fails (not the flush after it); a reader that
+    # went away before reading is no error.
+    for env in (block_buffered_env(), {**block_buffered_env(), "PYTHONUNBUFFERED": "1"}):
+        with open("/dev/full", "w") as device:
+            result = waiting.run([*forge_argv(), "--version"], cwd=tmp_path, stdout=device,
+                                 stderr=subprocess.PIPE, text=True, env=env)
+        assert (result.returncode, result.stderr) == (
+            2, "Error: cannot write the output: no space left on device\n")
+        reader, writer = os.pipe()
+        os.close(reader)
+        try:
+            result = waiting.run([*forge_argv(), "--version"], cwd=tmp_path, stdout=writer,
+                                 stderr=subprocess.PIPE, text=True, env=env)
+        finally:
+            os.close(writer)
+        assert (result.returncode, result.stderr) == (0, "")

@@ -83,8 +83,19 @@ def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
     on the spot (``_exit_at_once``)."""
     words = sys.argv[1:] if argv is None else argv
     if words == ["--version"]:  # the one command that needs neither a parser nor a guard
-        print(VERSION_LINE)
-        return 0
+        try:
+            sys.stdout.write(VERSION_LINE + "\n")  # unbuffered, the write itself fails
+            return _written(0)
+        except BrokenPipeError:  # a reader that went away: no error, as on every path
+            _stdout_to_devnull()
+            return 0
+        except OSError as exc:  # the text is git-forge's own: no guard needed
+            _stdout_to_devnull()
+            sys.stderr.write(f"Error: {_unwritable(exc)}\n")
+            return EXIT_USAGE
+        except ForgeError as exc:
+            sys.stderr.write(f"Error: {exc}\n")
+            return exc.exit_code
     quick = None
     for command in QUICK_COMMANDS:
         if words[:len(command)] == list(command):
@@ -150,8 +161,12 @@ def _written(code: int) -> int:
         raise
     except OSError as exc:
         _stdout_to_devnull()
-        raise ForgeError(f"cannot write the output: {os_error_text(exc)}") from None
+        raise ForgeError(_unwritable(exc)) from None
     return code
+
+
+def _unwritable(exc: OSError) -> str:
+    return f"cannot write the output: {os_error_text(exc)}"
 
 
 def _stdout_to_devnull() -> None:
