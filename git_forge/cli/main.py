@@ -83,19 +83,16 @@ def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
     on the spot (``_exit_at_once``)."""
     words = sys.argv[1:] if argv is None else argv
     if words == ["--version"]:  # the one command that needs neither a parser nor a guard
-        try:
-            sys.stdout.write(VERSION_LINE + "\n")  # unbuffered, the write itself fails
-            return _written(0)
+        try:  # unbuffered, the write itself fails; buffered, the flush
+            sys.stdout.write(VERSION_LINE + "\n")
+            sys.stdout.flush()
         except BrokenPipeError:  # a reader that went away: no error, as on every path
             _stdout_to_devnull()
-            return 0
         except OSError as exc:  # the text is git-forge's own: no guard needed
             _stdout_to_devnull()
             sys.stderr.write(f"Error: {_unwritable(exc)}\n")
             return EXIT_USAGE
-        except ForgeError as exc:
-            sys.stderr.write(f"Error: {exc}\n")
-            return exc.exit_code
+        return 0
     quick = None
     for command in QUICK_COMMANDS:
         if words[:len(command)] == list(command):
