@@ -12,6 +12,11 @@ starts from a fresh copy and times, in fresh processes:
 * ``git forge loop run --iterations N`` and ``--iterations 1`` — wall time and CPU
   (the loop and every process under it, from ``RUSAGE_CHILDREN``);
 * the shell loop, N times and once the same work — wall time and CPU;
+* the same shell loop with the backlog's bookkeeping added: before ``git add -A``
+  it marks one pending item done in backlog.json (``awk`` into a new file, renamed
+  over it), so each commit carries the backlog as git-forge's do. A backlog file
+  committed per item costs what git charges to hash and store it, for any loop:
+  this is the floor for "the same work" at a size where that cost shows;
 
 and reports, per iteration, the medians over ``--runs`` runs (at least 5) of what
 the N-iteration run took beyond the 1-iteration run of the same run, divided by
@@ -70,6 +75,21 @@ i=0
 while [ "$i" -lt "$1" ]; do
     i=$((i + 1))
     FORGE_ITEM_ID="$i" "$2" < "$3" > /dev/null
+    git add -A
+    git commit -q -m "item $i"
+done
+"""
+#: The floor plus the bookkeeping every runner with a backlog file does per item (and
+#: git-forge does): mark the item done in backlog.json and commit that with the work.
+#: POSIX awk rewrites the file into a new one renamed over it, as a careful script would.
+FLOOR_BOOKS = """#!/bin/sh
+i=0
+while [ "$i" -lt "$1" ]; do
+    i=$((i + 1))
+    FORGE_ITEM_ID="$i" "$2" < "$3" > /dev/null
+    awk '!done && sub(/"status": "pending"/, "\\"status\\": \\"done\\"") { done = 1 } { print }' \
+        .forge/backlog.json > .forge/backlog.json.new
+    mv .forge/backlog.json.new .forge/backlog.json
     git add -A
     git commit -q -m "item $i"
 done
@@ -161,9 +181,9 @@ def median(values: list[float]) -> float:
 def one_run(what: str, iterations: int, root: Path, work: Path,
             env: dict[str, str]) -> tuple[float, float]:
     """(wall s, CPU s) of one timed run of ``what`` over ``root``, a fresh copy."""
-    if what == "floor":
-        return timed(["/bin/sh", str(work / "floor.sh"), str(iterations), str(work / "agent.sh"),
-                      str(work / "prompt.txt")], root, env)
+    if what in ("floor", "books"):
+        return timed(["/bin/sh", str(work / f"{what}.sh"), str(iterations),
+                      str(work / "agent.sh"), str(work / "prompt.txt")], root, env)
     if what == "start":  # nothing selectable: start-up and shut-down alone
         backlog = root / ".forge" / "backlog.json"  # the same backlog, all done:
         document = json.loads(backlog.read_text())  # its load is start-up too
@@ -195,7 +215,7 @@ def measure(template: Path, work: Path, label: str, n: int, runs: int) -> None:
     for index in range(runs):
         pair = ("forge", "plain") if index % 2 == 0 else ("plain", "forge")  # no order bias
         for iterations in (n, 1):
-            for what in (*pair, "floor", *(("start",) if iterations == 1 else ())):
+            for what in (*pair, "floor", "books", *(("start",) if iterations == 1 else ())):
                 root = work / f"{label}-{index}-{what}-{iterations}"
                 shutil.copytree(template, root, symlinks=True)
                 exits = work / f"{label}-{index}-{what}-{iterations}.exits"
@@ -205,11 +225,12 @@ def measure(template: Path, work: Path, label: str, n: int, runs: int) -> None:
                 if what == "forge" and iterations == n:
                     gaps += wake_gaps(root, exits)
                 shutil.rmtree(root)
-    forge_each, floor_each, plain_each = (
+    forge_each, floor_each, books_each, plain_each = (
         [marginal(times[what, n], times[what, 1], n - 1, part) for part in (0, 1)]
-        for what in ("forge", "floor", "plain"))
+        for what in ("forge", "floor", "books", "plain"))
     wall, cpu = (median(values) for values in forge_each)
     f_wall, f_cpu = (median(values) for values in floor_each)
+    b_wall, b_cpu = (median(values) for values in books_each)
     watchdog_wall, watchdog_cpu = (
         median([on - off for on, off in zip(forge_each[part], plain_each[part], strict=True)])
         for part in (0, 1))
@@ -233,6 +254,8 @@ def measure(template: Path, work: Path, label: str, n: int, runs: int) -> None:
           f"CPU {f_cpu * ms:7.1f} ms")
     print(f"  ratio to the floor:                  wall {wall / f_wall:6.2f}x,   "
           f"CPU {cpu / f_cpu:6.2f}x")
+    print(f"  shell loop + backlog bookkeeping:    wall {b_wall * ms:7.1f} ms, "
+          f"CPU {b_cpu * ms:7.1f} ms ({wall / b_wall:.2f}x / {cpu / b_cpu:.2f}x of it)")
     print(f"{f'  ({n}-iteration run - start-up) / {n}:':<39}wall "
           f"{amortised_wall * ms:7.1f} ms, CPU {amortised_cpu * ms:7.1f} ms "
           f"({amortised_wall / f_wall:.2f}x / {amortised_cpu / f_cpu:.2f}x the floor)")
@@ -261,6 +284,7 @@ def main() -> None:
         (work / "agent.sh").write_text(AGENT)
         (work / "agent.sh").chmod(0o755)
         (work / "floor.sh").write_text(FLOOR)
+        (work / "books.sh").write_text(FLOOR_BOOKS)
         for label, items, files in cases:
             template = work / f"template-{items}-{files}"
             build(template, items, files)

@@ -320,6 +320,15 @@ def test_the_clean_path_builds_no_parser_and_imports_little(project: Path) -> No
     dirty = run_forge("preflight", "--no-color", cwd=project)
     assert dirty.returncode == 1 and dirty.stderr.startswith("Error: the working tree has")
     assert "  ?? new.txt" in dirty.stderr.splitlines()
+    # The STOP report is a quick path too: no parser, no pygit2, no typing.
+    stop = code.replace("'pathlib', 'typing', 'json', 'pygit2',\n"
+                        "         'git_forge.cli.output', 'git_forge.config', "
+                        "'git_forge.workspace'}",
+                        "'typing', 'dataclasses', 'datetime', 'pygit2'}")
+    assert stop != code
+    out = waiting.run([sys.executable, "-S", "-c", stop], cwd=project, capture_output=True,
+                      text=True, env={**os.environ, "PYTHONPATH": source})
+    assert out.stdout == "1 []\n" and "  ?? new.txt" in out.stderr.splitlines()
 
 
 def test_the_clean_answer_in_json_is_the_one_json_helper_prints(project: Path) -> None:

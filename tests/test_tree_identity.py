@@ -10,7 +10,7 @@ import pytest
 from helpers import git
 
 from git_forge.tree.errors import GitError
-from git_forge.tree.identity import parse_git_date, signature
+from git_forge.tree.identity import author_and_committer, parse_git_date, signature
 from git_forge.tree.repo import open_repo
 
 IDENTITY_VARS = [
@@ -75,6 +75,27 @@ def test_config_levels_and_role_keys(git_repo: Path, no_env_identity: None) -> N
     assert ours(git_repo, "author")[:2] == ("Local Name", "author-key@example.invalid")
     assert ours(git_repo, "committer")[:2] == ("Committer Key", "tester@example.invalid")
     assert_same_identity(git_repo)
+
+
+def test_both_roles_at_once_are_each_as_git_decides(
+    git_repo: Path, no_env_identity: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``author_and_committer`` reads the configuration once for both roles: each
+    still gets its own keys, and a role given whole by the environment keeps it."""
+    git("config", "author.name", "Author Key", cwd=git_repo)
+    git("config", "committer.email", "committer-key@example.invalid", cwd=git_repo)
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Env Committer")
+    author, committer = author_and_committer(open_repo(git_repo))
+    assert (author.name, author.email) == ("Author Key", "tester@example.invalid")
+    assert (committer.name, committer.email) == ("Env Committer",
+                                                 "committer-key@example.invalid")
+    for role, sig in (("author", author), ("committer", committer)):
+        assert git_ident(git_repo, role)[:2] == (sig.name, sig.email)
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Env Author")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "env-author@example.invalid")
+    author, committer = author_and_committer(open_repo(git_repo))
+    assert (author.name, author.email) == ("Env Author", "env-author@example.invalid")
+    assert committer.email == "committer-key@example.invalid"
 
 
 def test_git_config_global_is_honoured(

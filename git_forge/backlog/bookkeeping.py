@@ -10,9 +10,11 @@ restore resets the item to pending).
 
 from __future__ import annotations
 
-from typing import Any
-
 from git_forge.parsing import DocumentTooComplex, load_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _items_by_id(document: Any) -> dict[str, dict[str, Any]] | None:

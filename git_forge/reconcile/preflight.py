@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
 
 from git_forge.backlog.bookkeeping import only_in_progress_marks
 from git_forge.errors import StoreError
@@ -32,11 +31,14 @@ from git_forge.records import NamedTuple
 from git_forge.tree.fast_status import head_blob, porcelain_fast
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Literal
+
     from git_forge.loop.state import RunState
     from git_forge.reconcile.item_trees import ItemTree
 
-Verdict = Literal["ok", "stop", "dirty"]
+    Verdict = Literal["ok", "stop", "dirty"]
 
 
 # A NamedTuple rather than a dataclass: ``dataclasses`` (with ``inspect``) costs

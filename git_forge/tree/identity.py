@@ -103,13 +103,32 @@ def signature(repo: Repo, role: Role) -> pygit2.Signature:
     Raises ``GitError`` naming the missing part and the two ``git config``
     commands when no name or no email is configured anywhere.
     """
+    return _signatures(repo, (role,))[0]
+
+
+def author_and_committer(repo: Repo) -> tuple[pygit2.Signature, pygit2.Signature]:
+    """Both signatures of a new commit; fails before anything is written."""
+    author, committer = _signatures(repo, ("author", "committer"))
+    return author, committer
+
+
+def _signatures(repo: Repo, roles: tuple[Role, ...]) -> list[pygit2.Signature]:
+    """The signature of each of ``roles``, from one pass over the configuration at
+    most (each pass reads every config file, and a commit needs both roles)."""
+    env = os.environ
+    given = {role: (env.get(f"GIT_{role.upper()}_NAME"), env.get(f"GIT_{role.upper()}_EMAIL"))
+             for role in roles}
+    keys = [key for role in roles if not all(given[role])
+            for key in (f"{role}.name", "user.name", f"{role}.email", "user.email")]
+    found = config_values(repo, keys) if keys else {}  # read only when it is needed
+    return [_signature(role, *given[role], found) for role in roles]
+
+
+def _signature(role: Role, name: str | None, mail: str | None,
+               found: dict[str, str | None]) -> pygit2.Signature:
     env = os.environ
     upper = role.upper()
-    name = env.get(f"GIT_{upper}_NAME")
-    mail = env.get(f"GIT_{upper}_EMAIL")
-    if not name or not mail:  # the configuration is read only when it is needed
-        found = config_values(repo, (f"{role}.name", "user.name", f"{role}.email",
-                                     "user.email"))
+    if not name or not mail:
         name = _first(name, found[f"{role}.name"], found["user.name"])
         mail = _first(mail, found[f"{role}.email"], found["user.email"], env.get("EMAIL"))
     missing = [part for part, value in (("name", name), ("email", mail)) if not value]
@@ -127,8 +146,3 @@ def signature(repo: Repo, role: Role) -> pygit2.Signature:
         seconds = int(time.time())
         offset = _local_offset_minutes(seconds)
     return pygit2.Signature(name, mail, seconds, offset)
-
-
-def author_and_committer(repo: Repo) -> tuple[pygit2.Signature, pygit2.Signature]:
-    """Both signatures of a new commit; fails before anything is written."""
-    return signature(repo, "author"), signature(repo, "committer")
