@@ -395,6 +395,7 @@ def test_the_stop_text_is_the_same_from_the_git_cli_as_from_pygit2(project: Path
 @pytest.mark.parametrize("command", [
     ["preflight"], ["status"], ["backlog", "list", "--json"],  # quick command lines
     ["backlog", "list", "--status", "pending"], ["backlog", "show", "001"],  # parsed, read-only
+    ["recover", "--plan"],  # read-only by an option
 ])
 def test_a_launchers_read_only_answer_ends_the_process_at_once(project: Path,
                                                                command: list[str]) -> None:
@@ -429,6 +430,22 @@ def test_a_launchers_read_only_answer_ends_the_process_at_once(project: Path,
                                env=env)
         assert (lost.returncode, lost.stderr) == (
             2, "Error: cannot write the output: no space left on device\n")
+
+
+def test_recover_without_plan_is_not_read_only_and_finalizes(project: Path) -> None:
+    # recover writes (its decisions, the backlog, a commit): its success returns, and
+    # the interpreter finalizes as ever — only --plan ends at once.
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('finalized'))\n"
+            "from git_forge.cli.main import main\n"
+            "sys.exit(main(sys.argv[1:], exit_at_once=True))\n")
+    out = waiting.run([sys.executable, "-c", code, "recover", "--non-interactive"],
+                      cwd=project, capture_output=True, text=True, env=block_buffered_env())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.endswith("finalized\n")
+    planned = waiting.run([sys.executable, "-c", code, "recover", "--plan"],
+                          cwd=project, capture_output=True, text=True, env=block_buffered_env())
+    assert planned.returncode == 0 and not planned.stdout.endswith("finalized\n")
 
 
 def test_the_launchers_end_a_read_only_answer_at_once(project: Path, tmp_path: Path) -> None:

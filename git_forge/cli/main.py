@@ -18,6 +18,8 @@ from git_forge.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+
     from git_forge.cli.preflight import Probe
 
 #: What ``git forge --version`` prints (argparse's ``version`` action prints the same).
@@ -122,6 +124,14 @@ def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
         sys.stdout, sys.stderr = streams
 
 
+def _only_read(args: argparse.Namespace) -> bool:
+    """Whether the parsed command only reads: its parser's ``read_only`` default, a
+    flag or, for a command one of whose options makes it read-only (``recover
+    --plan``), a function of the parsed arguments."""
+    read_only = getattr(args, "read_only", False)
+    return bool(read_only(args) if callable(read_only) else read_only)
+
+
 def _exit_at_once() -> None:
     """End the process now, exit 0, without the interpreter's finalization: a few ms
     of tearing down modules (more than the rest of the clean pre-launch check, ``git
@@ -216,7 +226,7 @@ def _dispatch(argv: list[str], quick: QuickArgs | None = None, *,
         args = parse_command_line(parser, argv)
         configure_color(no_color=getattr(args, "no_color", False))
         code = _written(int(args.func(args)))
-        if code == 0 and exit_at_once and getattr(args, "read_only", False):
+        if code == 0 and exit_at_once and _only_read(args):
             _exit_at_once()
         return code
     except ForgeError as exc:

@@ -60,7 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--actor", metavar="LABEL",
                         help="recordedBy/appliedBy label (default git-forge@<host>)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.set_defaults(func=run)
+    # Only --plan only reads: it alone may end the process at once (``cli.main``).
+    parser.set_defaults(func=run, read_only=_plans)
 
 
 class TerminalAsker:
@@ -320,6 +321,10 @@ def render_report(report: Report) -> list[str]:
         lines.append(f"  outcome: {outcome.name}{detail}")
     lines += ["", "NEXT-STEPS", f"  {report.next}"]
     return lines
+
+
+def _plans(args: argparse.Namespace) -> bool:
+    return bool(args.plan)
 
 
 def run(args: argparse.Namespace) -> int:
