@@ -101,8 +101,11 @@ def backlog_facts(items: list[Item]) -> str:
         "done": [item.id for item in items if item.status == "done"]})
 
 
-def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
-    """The ``status --json`` document."""
+def loop_status(workspace: Workspace, runner: Runner, *,
+                item_costs: bool = True) -> dict[str, Any]:
+    """The ``status --json`` document. Without ``item_costs`` its ``costs`` hold the
+    last run's totals alone (``{"run": …}``): all a text status shows, without a
+    pass over every item the ledger ever summed."""
     import json
 
     facts = json.loads(runner.derived(workspace.state_dir, STATUS_CACHE, backlog_facts))
@@ -138,7 +141,7 @@ def loop_status(workspace: Workspace, runner: Runner) -> dict[str, Any]:
         },
         "topology": facts["topology"],
         "runner": runner.describe(),
-        "costs": _costs(workspace.state_dir, state.run_id),
+        "costs": _costs(workspace.state_dir, state.run_id, item_costs),
         **_parallel(workspace, set(facts["done"]), state.run_id if lock["alive"] else None),
         "error": problem if problem is not None else state.error,
         "statusSchemaVersion": STATUS_SCHEMA_VERSION,
@@ -156,18 +159,21 @@ def no_costs() -> dict[str, Any]:
     return {"run": None, "runItems": {}, "items": {}}
 
 
-def _costs(state_dir: Path, run_id: str | None) -> dict[str, Any] | None:
-    """What the last run and each item cost so far (``loop/receipts.py``); ``None``
-    when the ledger cannot be read (status still reports the rest)."""
+def _costs(state_dir: Path, run_id: str | None, items: bool) -> dict[str, Any] | None:
+    """What the last run and (with ``items``) each item cost so far
+    (``loop/receipts.py``); ``None`` when the ledger cannot be read (status still
+    reports the rest)."""
     import os
 
     from git_forge.layout import RECEIPTS_FILE
 
     if not os.path.lexists(os.path.join(state_dir, RECEIPTS_FILE)):
-        return no_costs()
-    from git_forge.loop.receipts import costs_json, read_ledger
+        return no_costs() if items else {"run": None}
+    from git_forge.loop.receipts import costs_json, read_ledger, run_costs_json
 
     try:
+        if not items:
+            return {"run": run_costs_json(state_dir, run_id)}
         return costs_json(read_ledger(state_dir), run_id)
     except StoreError:
         return None

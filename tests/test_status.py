@@ -195,3 +195,42 @@ def test_costs_without_a_ledger_are_what_an_empty_ledger_gives(repo: Path) -> No
     assert not ledger_path(repo / ".forge").exists()
     assert status_of(repo)["costs"] == no_costs()
     assert no_costs() is not no_costs() and no_costs()["items"] is not no_costs()["items"]
+
+
+def test_the_text_status_reads_the_last_runs_costs_alone(repo: Path) -> None:
+    # A ledger keeps every item it ever summed; the text status shows the last run's
+    # totals only, read without a Totals per item — the same figures as --json's.
+    from git_forge.agents.receipt import Receipt
+    from git_forge.loop.receipts import (
+        LedgerWriter,
+        costs_json,
+        ledger_path,
+        read_ledger,
+        run_costs_json,
+    )
+
+    state_dir = repo / ".forge"
+    writer = LedgerWriter(state_dir)
+    for n in range(300):  # an older run's items
+        writer.record("run-old", f"{n:03d}", Receipt(duration_ms=5, input_tokens=10))
+    writer.record("run-last", "005", Receipt(duration_ms=7, input_tokens=1500,
+                                             output_tokens=20, cost_usd=0.25))
+    writer.record("run-last", "005", Receipt(duration_ms=3, cost_usd=0.5))
+    write_state(state_dir, RunState(status="iterations_complete", run_id="run-last"))
+    ledger = read_ledger(state_dir)
+    for run_id in ("run-last", "run-old", "no-such-run", None):
+        assert run_costs_json(state_dir, run_id) == costs_json(ledger, run_id)["run"], run_id
+    workspace = locate(repo)
+    text = loop_status(workspace, runner_for(workspace), item_costs=False)
+    full = status_of(repo)
+    assert text["costs"] == {"run": full["costs"]["run"]} and len(full["costs"]["items"]) == 300
+    assert {key: value for key, value in text.items() if key != "costs"} == {
+        key: value for key, value in full.items() if key != "costs"}
+    shown = run_forge("status", cwd=repo)
+    assert shown.returncode == 0
+    assert "spent:    2 attempts, 1.5k tokens in / 20 out, $0.75 in the last run" in \
+        shown.stdout.splitlines()
+    assert render_status(text) == render_status(full)
+    ledger_path(state_dir).write_text("{ torn")  # unreadable: the rest is still reported
+    assert loop_status(workspace, runner_for(workspace), item_costs=False)["costs"] is None
+    assert run_forge("status", cwd=repo).returncode == 0

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace | QuickArgs) -> int:
     from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
-    document = loop_status(workspace, runner_for(workspace))
+    document = loop_status(workspace, runner_for(workspace), item_costs=args.json)
     if args.json:
         emit_json(document)
     else:

@@ -170,6 +170,18 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def run_costs_json(state_dir: Path, run_id: str | None) -> dict[str, Any] | None:
+    """``costs_json``'s ``run`` alone, read from the ledger without a ``Totals`` for
+    each item it ever summed (items are kept for good: a long-lived project's ledger
+    holds thousands, which the text of ``status`` never shows); a ``StoreError`` when
+    it is corrupt."""
+    document = read_json(ledger_path(state_dir), default=None)
+    runs = document.get("runs") if isinstance(document, dict) else None
+    entry = runs.get(run_id or "") if isinstance(runs, dict) else None
+    totals = Totals.from_json(entry.get("totals") if isinstance(entry, dict) else None)
+    return totals.to_json() if totals.attempts else None
+
+
 def costs_json(ledger: Ledger, run_id: str | None) -> dict[str, Any]:
     """``status --json``'s ``costs``: the run's totals and each item's so far."""
     run, run_items = ledger.run(run_id)
