@@ -62,3 +62,29 @@ def test_the_file_is_what_json_dumps_gives_whatever_was_added(tmp_path: Path) ->
     ledger = read_ledger(tmp_path)
     assert len(ledger.runs) <= KEEP_RUNS
     assert sum(totals.attempts for totals in ledger.items.values()) == 120
+
+
+def test_one_runs_readers_agree_with_the_whole_ledger(tmp_path: Path) -> None:
+    # What a run's summary, a text status and recover read — one run, a few items —
+    # is read without building every item's totals, and agrees with the whole read.
+    from git_forge.loop.receipts import check_ledger, run_totals, spent_so_far
+
+    check_ledger(tmp_path)  # no ledger yet: nothing to refuse
+    assert run_totals(tmp_path, "run-1") == (read_ledger(tmp_path).run("run-1"))
+    writer = LedgerWriter(tmp_path)
+    for n in range(40):
+        writer.record(f"run-{n % 3}", f"{n % 7:03d}", PRICED if n % 2 else Receipt())
+    ledger = read_ledger(tmp_path)
+    for run_id in ("run-0", "run-1", "run-2", "run-9", None):
+        assert run_totals(tmp_path, run_id) == ledger.run(run_id), run_id
+    ids = ["000", "003", "006", "nope"]
+    assert spent_so_far(tmp_path, ids) == {
+        item_id: ledger.item(item_id).describe() for item_id in ids
+        if ledger.item(item_id).cost_usd is not None}
+    ledger_path(tmp_path).write_bytes(b'{"runs": ')
+    with pytest.raises(StoreError, match="corrupt"):
+        check_ledger(tmp_path)
+    with pytest.raises(StoreError, match="corrupt"):
+        run_totals(tmp_path, "run-1")
+    assert spent_so_far(tmp_path, ids) == {}
+    assert ledger_path(tmp_path).read_bytes() == b'{"runs": '

@@ -66,6 +66,25 @@ def read_ledger(state_dir: Path) -> Ledger:
     return _ledger_of(read_json(ledger_path(state_dir), default=None))
 
 
+def check_ledger(state_dir: Path) -> None:
+    """A ``StoreError`` when the ledger is corrupt (a run refuses it before any work:
+    it is never rewritten); nothing is built from what it holds."""
+    read_json(ledger_path(state_dir), default=None)
+
+
+def run_totals(state_dir: Path, run_id: str | None) -> tuple[Totals, dict[str, Totals]]:
+    """One run's totals and its items' (``Ledger.run``), read without a ``Totals`` for
+    every item the ledger ever summed: items are kept for good, so a long-lived
+    project's ledger holds thousands that a run's summary never shows. A
+    ``StoreError`` when the ledger is corrupt."""
+    document = read_json(ledger_path(state_dir), default=None)
+    runs = document.get("runs") if isinstance(document, dict) else None
+    entry = runs.get(run_id or "") if isinstance(runs, dict) else None
+    if not isinstance(entry, dict):
+        return Totals(), {}
+    return Totals.from_json(entry.get("totals")), _totals_map(entry.get("items"))
+
+
 def _ledger_of(document: Any) -> Ledger:
     if not isinstance(document, dict):
         return Ledger()
@@ -171,14 +190,9 @@ def _object(value: Any) -> dict[str, Any]:
 
 
 def run_costs_json(state_dir: Path, run_id: str | None) -> dict[str, Any] | None:
-    """``costs_json``'s ``run`` alone, read from the ledger without a ``Totals`` for
-    each item it ever summed (items are kept for good: a long-lived project's ledger
-    holds thousands, which the text of ``status`` never shows); a ``StoreError`` when
-    it is corrupt."""
-    document = read_json(ledger_path(state_dir), default=None)
-    runs = document.get("runs") if isinstance(document, dict) else None
-    entry = runs.get(run_id or "") if isinstance(runs, dict) else None
-    totals = Totals.from_json(entry.get("totals") if isinstance(entry, dict) else None)
+    """``costs_json``'s ``run`` alone (``run_totals``: what the text of ``status``
+    shows); a ``StoreError`` when the ledger is corrupt."""
+    totals = run_totals(state_dir, run_id)[0]
     return totals.to_json() if totals.attempts else None
 
 
@@ -200,8 +214,11 @@ def spent_so_far(state_dir: Path, item_ids: Iterable[str]) -> dict[str, str]:
     in / 4.1k out, $0.42``), for those whose agents reported any; a ledger that
     cannot be read tells nothing."""
     try:
-        ledger = read_ledger(state_dir)
+        document = read_json(ledger_path(state_dir), default=None)
     except StoreError:
         return {}
+    items = document.get("items") if isinstance(document, dict) else None
+    if not isinstance(items, dict):
+        return {}
     return {item_id: totals.describe() for item_id in item_ids
-            if reported(totals := ledger.item(item_id))}
+            if reported(totals := Totals.from_json(items.get(item_id)))}

@@ -78,7 +78,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     author_and_committer(repo)  # no identity is a clear error before any work
     store = HeldBacklog(BacklogStore.in_dir(workspace.backlog_dir))
     store.load()  # read and validated once; re-read only when another writer changes it
-    receipts.read_ledger(state_dir)  # a corrupt ledger is refused before any work, never rewritten
+    receipts.check_ledger(state_dir)  # a corrupt ledger is refused before any work
     state_dir.mkdir(parents=True, exist_ok=True)
 
     recorded = _recorded_wait(workspace)
@@ -405,10 +405,9 @@ def _result(run: RunContext, code: int, status: str, message: str = "") -> LoopR
 def _costs(run: RunContext) -> dict[str, Any] | None:
     """This run's totals and its items' (``receipts.costs_json``), when it ran any."""
     try:
-        ledger = receipts.read_ledger(run.workspace.state_dir)
+        totals, items = receipts.run_totals(run.workspace.state_dir, run.state.run_id)
     except ForgeError:
         return None
-    totals, items = ledger.run(run.state.run_id)
     if not totals.attempts:
         return None
     return {"run": totals.to_json(),
