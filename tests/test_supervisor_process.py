@@ -148,6 +148,39 @@ def test_wait_any_hears_of_whichever_process_ends_first(make) -> None:
     assert supervisor.wait_any([stranger], 0) == [stranger]
 
 
+def test_wait_ended_answers_before_the_end_is_recorded(make, root: Path) -> None:
+    """A caller learns that a tree has ended — what it did to the files around it is
+    final — while the supervisor is still making its end durable (here held up at
+    its terminal manifest), and ``wait`` answers only once that is done."""
+    recording = threading.Event()
+    release = threading.Event()
+
+    class HeldAtTheEnd(ManifestStore):
+        def save(self, manifest: Manifest) -> None:
+            if manifest.terminal and not manifest.completion_published:
+                recording.set()
+                assert release.wait(WAIT)
+            super().save(manifest)
+
+    supervisor = make(HeldAtTheEnd(root))
+    slow = run(supervisor, py("import time; time.sleep(30)"))
+    assert not supervisor.wait_ended(slow, 0.05)
+    quick = run(supervisor, py("print('made')"))
+    try:
+        assert supervisor.wait_ended(quick, WAIT)
+        assert recording.wait(WAIT)
+        with pytest.raises(ProcessError, match="still"):
+            supervisor.wait(quick, timeout=0)  # not recorded yet
+    finally:
+        release.set()
+    manifest = supervisor.wait(quick, timeout=WAIT)
+    assert manifest.state == "exited" and output(supervisor, quick) == b"made\n"
+    assert supervisor.wait_ended(quick, 0) and not supervisor.wait_ended(slow, 0)
+    supervisor.stop(slow, "kill")
+    assert supervisor.wait_ended(slow, WAIT)
+    assert supervisor.wait_ended(mint_handle(), 0)  # not run here: nothing to wait for
+
+
 SPLIT_SIGNAL_AGENT = """
 import os, sys, time
 os.write(1, b"working\\nFORGE_")         # half of the signal line

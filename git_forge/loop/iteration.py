@@ -31,6 +31,8 @@ from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.supervisor.process import PreparedProcess
 from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import ListingMeanwhile
+from git_forge.tree.porcelain import StatusEntry
 
 #: An agent's last error line is cut to this many characters in a reason.
 ERROR_LINE_LIMIT = 200
@@ -60,13 +62,17 @@ class AgentResult:
     idle: bool = False
     #: The last lines of its stderr (for the circuit breaker's message).
     stderr_lines: tuple[str, ...] = ()
+    #: git's listing of the tree, taken as soon as the agent's tree ended (``None``:
+    #: not taken; whoever needs one lists the tree then).
+    listed: list[StatusEntry] | None = None
 
 
 def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
     """One agent start for ``item`` (iteration ``number``), until it ends or a stop."""
     handle, attempt = start_agent(run, item, number)
-    manifest, stopped, idle = _wait(run, handle, attempt)
-    return agent_result(run, item, handle, manifest, stopped, attempt, idle=idle)
+    manifest, stopped, idle, listed = _wait(run, handle, attempt)
+    return agent_result(run, item, handle, manifest, stopped, attempt, idle=idle,
+                        listed=listed)
 
 
 def start_agent(run: RunContext, item: Item, number: int, *,
@@ -118,12 +124,13 @@ def start_agent(run: RunContext, item: Item, number: int, *,
 
 
 def agent_result(run: RunContext, item: Item, handle: str, manifest: Manifest,
-                 stopped: bool, attempt: Attempt, *, idle: bool = False) -> AgentResult:
+                 stopped: bool, attempt: Attempt, *, idle: bool = False,
+                 listed: list[StatusEntry] | None = None) -> AgentResult:
     """What the ended (or stopped) agent came to; its signal is journaled."""
     failure = run.supervisor.storage_error(handle)
     if failure is not None:  # its output could not be recorded: the run cannot go on
         raise LoopError(str(failure.cause), exit_code=LOOP_ERROR)
-    result = _result_of(run, handle, manifest, stopped, idle, attempt)
+    result = _result_of(run, handle, manifest, stopped, idle, attempt, listed)
     if not stopped:
         signal = result.signal
         fields = {"reason": signal.reason} if signal.reason is not None else {}
@@ -166,59 +173,80 @@ def _prepare(run: RunContext, item: Item, prompt: str, number: int,
                            receipt=attempt.make_receipt)
 
 
-def _wait(run: RunContext, handle: str, attempt: Attempt) -> tuple[Manifest, bool, bool]:
+def _wait(run: RunContext, handle: str, attempt: Attempt
+          ) -> tuple[Manifest, bool, bool, list[StatusEntry] | None]:
     """Wait for the agent, following its output (a structured agent's text, else
     the output itself) and ending it when it stays silent past ``--idle-timeout``;
-    ``(manifest, stopped, idle)``."""
+    ``(manifest, stopped, idle, listed)``. As soon as its tree has ended, git lists
+    the tree on the other core while the supervisor records the end (durably: its
+    spool, its manifest), so the listing its outcome acts on is ready with it."""
     started = time.monotonic()
     cursor = 0
     idle_limit = run.options.idle_minutes * 60 if run.options.idle_minutes else None
     heard, heard_at, idle = -1, started, False
     structured = attempt.reader is not None
-    while True:
-        try:
-            manifest = run.supervisor.wait(handle, timeout=POLL_SECONDS)
-            done = True
-        except ProcessError as exc:
-            if exc.code != "wait_timeout":
-                raise
-            manifest, done = run.supervisor.snapshot(handle), False
-        now = time.monotonic()
-        if structured:
-            total = run.supervisor.output_bytes(handle)
-            text = attempt.take_followed()
-            if text:
-                run.progress.output(text + "\n")
-            run.progress.tick(now - started, total)
-        else:
+    listing: ListingMeanwhile | None = None
+    try:
+        while True:
+            if listing is None and run.supervisor.wait_ended(handle, POLL_SECONDS):
+                listing = ListingMeanwhile(run.repo)
             try:
-                rendered = run.supervisor.render(handle, cursor, 32 * 1024)
+                manifest = run.supervisor.wait(handle, timeout=POLL_SECONDS if listing else 0)
+                done = True
             except ProcessError as exc:
-                if exc.code != "cursor_ahead":
+                if exc.code != "wait_timeout":
                     raise
-                # The spool lost bytes it had shown (it could not write them: a full
-                # disk). Nothing more can be followed; the storage error ends the run.
-                rendered = None
-            total = heard
-            if rendered is not None:
-                if rendered.output:
-                    run.progress.output(rendered.output)
-                cursor = rendered.next_cursor
-                total = rendered.total_bytes
+                manifest, done = run.supervisor.snapshot(handle), False
+            now = time.monotonic()
+            if structured:
+                total = run.supervisor.output_bytes(handle)
+                text = attempt.take_followed()
+                if text:
+                    run.progress.output(text + "\n")
                 run.progress.tick(now - started, total)
-        if total != heard:
-            heard, heard_at = total, now
-        if done:
-            return manifest, False, idle
-        if run.stop():
-            return manifest, True, idle
-        if idle_limit is not None and not idle and now - heard_at >= idle_limit:
-            idle = True  # silent too long: end its tree, then the usual retry or deferral
-            run.supervisor.stop(handle, "terminate")
+            else:
+                try:
+                    rendered = run.supervisor.render(handle, cursor, 32 * 1024)
+                except ProcessError as exc:
+                    if exc.code != "cursor_ahead":
+                        raise
+                    # The spool lost bytes it had shown (it could not write them: a full
+                    # disk). Nothing more can be followed; the storage error ends the run.
+                    rendered = None
+                total = heard
+                if rendered is not None:
+                    if rendered.output:
+                        run.progress.output(rendered.output)
+                    cursor = rendered.next_cursor
+                    total = rendered.total_bytes
+                    run.progress.tick(now - started, total)
+            if total != heard:
+                heard, heard_at = total, now
+            if done:
+                return manifest, False, idle, _listed(listing)
+            if run.stop():
+                return manifest, True, idle, None
+            if idle_limit is not None and not idle and now - heard_at >= idle_limit:
+                idle = True  # silent too long: end its tree, then the usual retry or deferral
+                run.supervisor.stop(handle, "terminate")
+    finally:
+        if listing is not None:
+            listing.close()  # git has exited before anything else touches the repository
+
+
+def _listed(listing: ListingMeanwhile | None) -> list[StatusEntry] | None:
+    """The listing's entries; ``None`` when git failed (the outcome lists again, and
+    reports that failure as its own)."""
+    if listing is None:
+        return None
+    try:
+        return listing.entries()
+    except GitError:
+        return None
 
 
 def _result_of(run: RunContext, handle: str, manifest: Manifest, stopped: bool, idle: bool,
-               attempt: Attempt) -> AgentResult:
+               attempt: Attempt, listed: list[StatusEntry] | None = None) -> AgentResult:
     """The result as the manifest and the agent's output tell it. The signal is read
     from the end of the agent's *stdout* on its own (stderr written around or after
     it can neither split the signal line nor push it out of view), or from a
@@ -242,7 +270,7 @@ def _result_of(run: RunContext, handle: str, manifest: Manifest, stopped: bool, 
     return AgentResult(handle=handle, signal=signal, exit_code=exit_code, state=manifest.state,
                        timed_out=timed_out, what_happened=why, stopped=stopped,
                        verdict=verdict, receipt=receipt, idle=idle,
-                       stderr_lines=tuple(lines))
+                       stderr_lines=tuple(lines), listed=listed)
 
 
 def _trim(line: str | None) -> str | None:

@@ -21,7 +21,7 @@ from git_forge.reconcile.conflicts import clear_conflict
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.tree.errors import GitError
 from git_forge.tree.git_status import ListingMeanwhile
-from git_forge.tree.porcelain import quote_path
+from git_forge.tree.porcelain import StatusEntry, quote_path
 from git_forge.tree.stash import stash_paths
 
 
@@ -48,10 +48,10 @@ def settle(run: RunContext, item: Item, result: AgentResult) -> Outcome:
         return Outcome.STOPPED
     signal = result.signal
     if signal.kind == "done":
-        return _done(run, item)
+        return _done(run, item, result.listed)
     if signal.kind in ("blocked", "needs_human"):
         outcome = _blocked(run, item, signal.reason or "no reason given",
-                           needs_human=signal.kind == "needs_human")
+                           needs_human=signal.kind == "needs_human", listed=result.listed)
     else:
         outcome = _no_signal(run, item, result)
     if outcome in _WAITING:
@@ -71,8 +71,8 @@ def _keep_output(run: RunContext, item: Item, handle: str) -> None:
         run.progress.note(f"item {item.id}: its output could not be marked to keep: {exc}")
 
 
-def _done(run: RunContext, item: Item) -> Outcome:
-    commit_id = _complete(run, item)
+def _done(run: RunContext, item: Item, listed: list[StatusEntry] | None) -> Outcome:
+    commit_id = _complete(run, item, listed)
     if commit_id is None:  # the commit failed: _complete blocked the item instead
         reason = str(run.store.get(item.id).blocked_reason)
         run.save(last_signal="blocked", current_item=None)
@@ -84,9 +84,10 @@ def _done(run: RunContext, item: Item) -> Outcome:
     return Outcome.DONE
 
 
-def _blocked(run: RunContext, item: Item, reason: str, *, needs_human: bool) -> Outcome:
+def _blocked(run: RunContext, item: Item, reason: str, *, needs_human: bool,
+             listed: list[StatusEntry] | None) -> Outcome:
     outcome = Outcome.NEEDS_HUMAN if needs_human else Outcome.BLOCKED
-    _block(run, item, reason, needs_human=needs_human)
+    _block(run, item, reason, needs_human=needs_human, listed=listed)
     run.save(last_signal=outcome.value, current_item=None)
     run.progress.finished(item, outcome.label, reason)
     return outcome
@@ -104,7 +105,7 @@ def _no_signal(run: RunContext, item: Item, result: AgentResult) -> Outcome:
                               f"{why}; no signal; attempt {attempts} of {retries + 1}")
         return Outcome.RETRY
     reason = deferral_reason(why, attempts)
-    _block(run, item, reason, deferred=True)
+    _block(run, item, reason, deferred=True, listed=result.listed)
     run.save(last_signal="error", current_item=None)
     run.progress.finished(item, Outcome.DEFERRED.label, reason)
     return Outcome.DEFERRED
@@ -115,7 +116,7 @@ def deferral_reason(what: str, attempts: int) -> str:
 
 
 def _block(run: RunContext, item: Item, reason: str, *, needs_human: bool = False,
-           deferred: bool = False) -> None:
+           deferred: bool = False, listed: list[StatusEntry] | None = None) -> None:
     """Stash the agent's leftovers, mark the item blocked, commit that alone.
 
     A leftover git-forge cannot stash as git would (a submodule's own changes,
@@ -125,7 +126,7 @@ def _block(run: RunContext, item: Item, reason: str, *, needs_human: bool = Fals
     """
     remove_prompt_files(run.workspace.state_dir)
     item_id = item.id
-    leftovers = [p for p in dirty(run) if p != run.backlog_rel]
+    leftovers = [p for p in dirty(run, listed) if p != run.backlog_rel]
     stashable = actionable(run, item_id, leftovers, "stash")
     stashed = False
     if stashable:
@@ -140,8 +141,8 @@ def _block(run: RunContext, item: Item, reason: str, *, needs_human: bool = Fals
     left = [path for path in leftovers if path in run.kept_back]
     fields: dict[str, Any] = {}
     if left:
-        listed = ", ".join(quote_path(path) for path in left)
-        note = f"left in the tree, not stashed: {listed} (see git forge reconcile)"
+        named = ", ".join(quote_path(path) for path in left)
+        note = f"left in the tree, not stashed: {named} (see git forge reconcile)"
         fields["notes"] = "\n".join(filter(None, [run.store.get(item_id).notes, note]))
     run.store.transition(item_id, "blocked", blocked_reason=reason, needs_human=needs_human,
                          deferred=deferred, **fields)
@@ -167,7 +168,7 @@ def _block(run: RunContext, item: Item, reason: str, *, needs_human: bool = Fals
                           f"({messages.abandoned_work(item_id)})")
 
 
-def _complete(run: RunContext, item: Item) -> str | None:
+def _complete(run: RunContext, item: Item, listed: list[StatusEntry] | None) -> str | None:
     """Mark the item done and commit it with its work; the commit id.
 
     A changed path git-forge cannot commit as git would stays in the tree (see
@@ -178,13 +179,19 @@ def _complete(run: RunContext, item: Item) -> str | None:
     remove_prompt_files(run.workspace.state_dir)
     item_id = item.id
     before = run.store.get(item_id)
-    # git lists the tree on the other core while the done mark and the journal are
-    # made durable (both before the commit). The listing may predate the mark, so
-    # backlog.json, which the mark changed, is committed whatever git saw.
-    with ListingMeanwhile(run.repo) as listing:
+    # The listing predates the done mark: taken as the agent's tree ended (``listed``),
+    # or by git on the other core while the mark and the journal are made durable
+    # (both before the commit). So backlog.json, which the mark changed, is committed
+    # whatever git saw.
+    if listed is None:
+        with ListingMeanwhile(run.repo) as listing:
+            run.store.transition(item_id, "done")
+            run.journal.sync()
+            listed = listing.entries()
+    else:
         run.store.transition(item_id, "done")
         run.journal.sync()
-        changed = dirty(run, listing.entries())
+    changed = dirty(run, listed)
     if run.backlog_rel not in changed:
         changed.append(run.backlog_rel)
     paths = actionable(run, item_id, changed, "commit")

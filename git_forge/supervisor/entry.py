@@ -78,8 +78,11 @@ class Outcome:
 
 
 class Entry:
-    """The live record of one process. ``exited`` is set once its terminal
-    manifest is durable; ``done`` once release, publication and notification ran."""
+    """The live record of one process. ``ended`` is set once the supervisor is done
+    with its tree — reaped, swept, its output drained — and only its own bookkeeping
+    is left (a caller may look at what the process left meanwhile), or at the latest
+    with ``done``; ``exited`` once its terminal manifest is durable; ``done`` once
+    release, publication and notification ran."""
 
     def __init__(
         self,
@@ -104,6 +107,7 @@ class Entry:
         self.lifecycle = lifecycle
         self.notifications = notifications
         self._release = release
+        self.ended = threading.Event()
         self.exited = threading.Event()
         self.done = threading.Event()
         #: Failures inside the gate (a save, a publication); the outcome stands.
@@ -377,6 +381,8 @@ class Entry:
             if self._gate_taken:
                 return False
             self._gate_taken = True
+        if self.reaped:  # not a gate forced past a live process
+            self.ended.set()
         persisted = False
         try:
             persisted = self._record(outcome)
@@ -395,6 +401,7 @@ class Entry:
             if persisted:  # its end is on record: the liveness file has told all it can
                 _forget_liveness(self.paths, self.handle)
             self.done.set()
+            self.ended.set()
             if self._on_done is not None:
                 self._on_done()
         return True

@@ -360,6 +360,13 @@ class Supervisor:
             raise ProcessError("wait_timeout", f"still {entry.manifest.state}", handle=handle)
         return entry.manifest
 
+    def wait_ended(self, handle: str, timeout: float) -> bool:
+        """Whether ``handle``'s tree has ended (``Entry.ended``), waiting up to
+        ``timeout`` seconds: what the process did is final from then on, while its
+        end is still being recorded. A handle this supervisor does not run has."""
+        entry = self._entry(handle)
+        return entry is None or entry.ended.wait(max(0.0, timeout))
+
     def wait_any(self, handles: Iterable[str], timeout: float) -> list[str]:
         """Those of ``handles`` whose processes ``wait`` would return at once, waiting
         up to ``timeout`` seconds for the first: a caller watching several processes

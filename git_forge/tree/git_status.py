@@ -53,8 +53,12 @@ class ListingMeanwhile:
     def __enter__(self) -> ListingMeanwhile:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def close(self) -> None:
+        """Wait for git to exit (its optional index lock released), if it has not."""
         self._started.wait()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def dirty_paths(repo: Repo) -> set[str]:
