@@ -104,6 +104,13 @@ class PtySession:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # pragma: no cover - the child process
             try:
+                # What a terminal's session gives: Ctrl-C interrupts, whatever the test
+                # runner ignores (one started as a background job without job control
+                # inherits an ignored SIGINT and SIGQUIT, and so would the child).
+                import signal
+
+                for number in (signal.SIGINT, signal.SIGQUIT):
+                    signal.signal(number, signal.SIG_DFL)
                 os.chdir(cwd)
                 argv = forge_argv() + list(args)
                 os.execvpe(argv[0], argv, {**os.environ, **(env or {})})
