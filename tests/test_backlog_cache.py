@@ -216,8 +216,10 @@ def test_a_settled_file_is_answered_on_its_identity_without_a_read(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A backlog changed just before it was read is checked byte by byte every time;
-    once it was read after going unchanged for SETTLED_NS, its identity alone
-    answers — until any change, which gives it a new change time."""
+    once a read that found the kept bytes comes after a cache file written SETTLED_NS
+    after the change, its identity alone answers — until any change, which gives it
+    a new change time. Every time compared is the file system's: a local clock far
+    ahead of it settles nothing."""
     import time
 
     import waiting
@@ -228,19 +230,28 @@ def test_a_settled_file_is_answered_on_its_identity_without_a_read(
     read_rest = cache._read_rest
     monkeypatch.setattr(cache, "_read_rest", lambda fd: reads.append(fd) or read_rest(fd))
     monkeypatch.setattr(cache, "SETTLED_NS", 10**9)  # the test waits this out, not 3 s
+    real_time_ns = time.time_ns
+    monkeypatch.setattr(time, "time_ns", lambda: real_time_ns() + 3600 * 10**9)  # ahead
     path = repo / ".forge" / "backlog.json"
     path.write_bytes(path.read_bytes())  # changed now: not settled
     kept = repo / ".forge" / "cache" / "test.txt"
+
+    def flag() -> bytes:
+        return kept.read_bytes().split(b"\n")[1][-1:]
+
     calls: list[int] = []
     assert _derived(repo, calls) == "5 items" and calls == [5] and len(reads) == 1
-    assert kept.read_bytes().split(b"\n")[1].endswith(b" 0")
+    assert flag() == b"0"
     assert _derived(repo, calls) == "5 items" and calls == [5] and len(reads) == 2
+    assert flag() == b"0"  # the local clock is an hour ahead: nothing settles on it
     changed = path.stat().st_ctime_ns
-    waiting.wait_for(lambda: time.time_ns() > changed + 10**9 + 10**8, 10,
+    waiting.wait_for(lambda: real_time_ns() > changed + 10**9 + 10**8, 10,
                      what="the backlog to settle")
-    assert _derived(repo, calls) == "5 items" and len(reads) == 3  # read, found settled
-    assert kept.read_bytes().split(b"\n")[1].endswith(b" 1")
-    assert _derived(repo, calls) == "5 items" and calls == [5] and len(reads) == 3  # no read
+    # The cache file was last written just after the change: this read cannot prove
+    # the file settled; it writes the cache again, and the next read can.
+    assert _derived(repo, calls) == "5 items" and len(reads) == 3 and flag() == b"0"
+    assert _derived(repo, calls) == "5 items" and len(reads) == 4 and flag() == b"1"
+    assert _derived(repo, calls) == "5 items" and calls == [5] and len(reads) == 4  # no read
     # Any change is a new identity: in place, same size, the modification time put back.
     stat = path.stat()
     data = path.read_bytes()
@@ -249,8 +260,8 @@ def test_a_settled_file_is_answered_on_its_identity_without_a_read(
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert (path.stat().st_ino, path.stat().st_size, path.stat().st_mtime_ns) == (
         stat.st_ino, stat.st_size, stat.st_mtime_ns)
-    assert _derived(repo, calls) == "5 items" and calls == [5, 5] and len(reads) == 4
-    assert kept.read_bytes().split(b"\n")[1].endswith(b" 0")  # changed just now
+    assert _derived(repo, calls) == "5 items" and calls == [5, 5] and len(reads) == 5
+    assert flag() == b"0"  # changed just now
 
 
 def test_a_settled_entry_still_refuses_a_backlog_that_cannot_be_read(
@@ -262,7 +273,9 @@ def test_a_settled_entry_still_refuses_a_backlog_that_cannot_be_read(
     monkeypatch.setattr(cache, "SETTLED_NS", -10**12)  # every read is settled
     calls: list[int] = []
     assert _derived(repo, calls) == "5 items"
-    assert _derived(repo, calls) == "5 items" and calls == [5]
+    assert _derived(repo, calls) == "5 items" and calls == [5]  # found settled
+    kept = repo / ".forge" / "cache" / "test.txt"
+    assert kept.read_bytes().split(b"\n")[1].endswith(b" 1")
     path = repo / ".forge" / "backlog.json"
     path.unlink()
     with pytest.raises(BacklogError, match="backlog.json"):

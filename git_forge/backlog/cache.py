@@ -17,12 +17,15 @@ rules that make it unable to change an output byte:
   adversary — whoever can write backlog.json can write its cache too — so it is
   CRC-32, not a cryptographic digest: BLAKE2b cost 3.8 ms of a 5,000-item
   ``status``, CRC-32 0.9 ms;
-* a file that had gone unchanged for a while (``SETTLED_NS``) when it was read
-  cannot change again without a new change time, so its kept text is used on its
-  identity alone, without reading it — git's own rule for its index, where an
-  entry is trusted by its stat data unless the file changed too close to the
-  moment it was recorded ("racy git"). Reading and checksumming a 5,000-item
-  backlog was the one cost of ``status`` that grew with the backlog;
+* a file that a read found holding the kept bytes, when it had gone unchanged for
+  a while (``SETTLED_NS``) before the cache file was written, cannot change again
+  without a new change time, so from then on its kept text is used on its identity
+  alone, without reading it — git's own rule for its index, where an entry is
+  trusted by its stat data unless the file changed too close to the moment the
+  index was written ("racy git"), both times set by the same file system. Reading
+  and checksumming a 5,000-item backlog was the one cost of ``status`` that grew
+  with the backlog. (A settled file that opens but then fails to read is answered
+  from its kept text, as git trusts an index entry without reading its file.);
 * it is written only after the bytes passed every check the store makes, so
   using it skips the checks only for bytes that passed them; an invalid or
   corrupt backlog is never cached and is refused as the store refuses it;
@@ -52,12 +55,11 @@ CACHE_DIR = "cache"
 _IGNORE = b"# git-forge's derived caches: never tracked\n*\n"
 #: The first line of every cache file; a file of another version is a miss. Version 2:
 #: JSON outputs escape the bidirectional overrides (a version-1 text holds them raw).
-#: Version 3: the key says whether the file had settled when it was read.
+#: Version 3: the key says whether the file was found settled.
 _MAGIC = b"git-forge cache 3"
-#: How long backlog.json must have gone unchanged (by its change time) before the
-#: moment it was read for its identity alone to prove it unchanged since: far more
-#: than any file system's timestamp tick (two seconds on FAT), as git's racy-entry
-#: rule requires a file older than the index it is recorded in.
+#: How long backlog.json must have gone unchanged (by its change time) before a read
+#: that found its bytes the kept ones, for its identity alone to prove it unchanged
+#: since: far more than any file system's timestamp tick (two seconds on FAT).
 SETTLED_NS = 3_000_000_000
 
 
@@ -73,23 +75,31 @@ def _key(identity: bytes, raw: bytes) -> bytes:
     return identity + f" {crc32(raw):08x}".encode("ascii")
 
 
-def _settled(stat: os.stat_result, read_at_ns: int) -> bool:
-    """Whether the file read at ``read_at_ns`` had been left alone long enough that
-    any later change gets a later change time — which every write and every
-    ``utime`` sets to the clock, and no writer can set back — so a later ``stat``
-    that finds the same identity finds the same bytes. A file changed within a tick
-    of being read could change again within that tick, same size, same times: such
-    a file's bytes are checked every time, until a read finds it settled."""
-    return stat.st_ctime_ns < read_at_ns - SETTLED_NS
-
-
 class _Kept:
-    """A cache file's key and text: ``identity``, the checksum line and ``settled``."""
+    """A cache file: its key (``identity``, then the checksum), whether its backlog was
+    found settled, its text, and when and on which file system it was written."""
 
-    __slots__ = ("identity", "key", "settled", "text")
+    __slots__ = ("identity", "key", "settled", "text", "written_ns", "device")
 
-    def __init__(self, identity: bytes, key: bytes, settled: bool, text: str) -> None:
+    def __init__(self, identity: bytes, key: bytes, settled: bool, text: str,
+                 stat: os.stat_result) -> None:
         self.identity, self.key, self.settled, self.text = identity, key, settled, text
+        self.written_ns, self.device = stat.st_mtime_ns, stat.st_dev
+
+
+def _settled(backlog: os.stat_result, kept: _Kept) -> bool:
+    """Whether a read that found the kept bytes proves the backlog settled: it had
+    gone unchanged for ``SETTLED_NS`` before the cache file was written, so before
+    this read. Then any later change gives it a later change time — which every
+    write and every ``utime`` sets, and no writer can set back — and a later
+    ``stat`` that finds the same identity finds the same bytes. git's rule for its
+    index ("racy git"), and like git's it compares two times the same file system
+    set (the cache file's and the backlog's), never the local clock: a file server's
+    clock may be seconds away from it. A file changed within a tick of being read
+    could change again within that tick, same size, same times: its bytes are
+    checked every time until it has settled."""
+    return (backlog.st_dev == kept.device
+            and backlog.st_ctime_ns < kept.written_ns - SETTLED_NS)
 
 
 def _read_rest(fd: int) -> bytes:
@@ -105,6 +115,7 @@ def _kept(path: str) -> _Kept | None:
     try:
         with open(path, "rb") as handle:
             data = handle.read()
+            stat = os.fstat(handle.fileno())
     except OSError:
         return None
     start = len(_MAGIC) + 1
@@ -119,7 +130,7 @@ def _kept(path: str) -> _Kept | None:
         text = data[end + 1:-1].decode("utf-8")
     except UnicodeDecodeError:
         return None
-    return _Kept(identity, key, flag == b"1", text)
+    return _Kept(identity, key, flag == b"1", text, stat)
 
 
 def _keep(directory: str, path: str, key: bytes, settled: bool, text: str) -> None:
@@ -147,11 +158,9 @@ def derived_text(backlog_file: Path, state_dir: Path, name: str,
     refusal, exactly as ``BacklogStore.snapshot()`` raises it.
 
     The file is opened (so an unreadable one is refused as ever) and its identity
-    taken; a kept text whose file had settled when it was read is used on that
-    identity alone, without reading a byte: what makes the start-up of ``status``
-    flat in backlog size. Otherwise the bytes are read and their checksum compared."""
-    import time
-
+    taken; a kept text whose file was found settled is used on that identity alone,
+    without reading a byte: what makes the start-up of ``status`` flat in backlog
+    size. Otherwise the bytes are read and their checksum compared."""
     directory = os.path.join(os.fspath(state_dir), CACHE_DIR)
     path = os.path.join(directory, name)
     kept = _kept(path)
@@ -162,7 +171,6 @@ def derived_text(backlog_file: Path, state_dir: Path, name: str,
             identity = _identity(stat)
             if kept is not None and kept.settled and kept.identity == identity:
                 return kept.text
-            read_at = time.time_ns()
             raw = _read_rest(fd)
         finally:
             os.close(fd)
@@ -172,14 +180,15 @@ def derived_text(backlog_file: Path, state_dir: Path, name: str,
         raise BacklogStore(backlog_file).unreadable(exc) from (
             None if isinstance(exc, FileNotFoundError) else exc)
     key = _key(identity, raw)
-    settled = _settled(stat, read_at)
     if kept is not None and kept.key == key:
-        if settled and os.path.isdir(state_dir):  # settled since: the next reads no byte
-            _keep(directory, path, key, settled, kept.text)
+        if os.path.isdir(state_dir):
+            # Found settled: the next answer reads no byte. Not yet: written again, so
+            # that a later read has a later time of this file system's to prove it by.
+            _keep(directory, path, key, _settled(stat, kept), kept.text)
         return kept.text
     from git_forge.backlog.store import BacklogStore, Snapshot
 
     text = derive(Snapshot(raw, BacklogStore(backlog_file).validated(raw)))
     if os.path.isdir(state_dir):
-        _keep(directory, path, key, settled, text)
+        _keep(directory, path, key, False, text)
     return text
