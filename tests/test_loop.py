@@ -38,6 +38,22 @@ for name, content in step.get("files", {}).items():
     path.write_text(content)
 for name in step.get("delete", []):
     pathlib.Path(name).unlink()
+if step.get("late_file"):  # a child that writes a file only as the sweep ends it
+    import subprocess
+    ready = log / f"{item}-child-ready"
+    subprocess.Popen([sys.executable, "-c", (
+        "import pathlib, signal, sys, time\n"
+        "def end(*_):\n"
+        "    time.sleep(0.3)\n"  # within the sweep's grace: long after the agent's exit
+        f"    pathlib.Path({step['late_file']!r}).write_text('written as it was ended\\n')\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, end)\n"
+        f"pathlib.Path({str(ready)!r}).touch()\n"
+        "while True: time.sleep(0.05)\n")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
 print("working on", item, flush=True)
 if step.get("sleep"):
     (log / f"{item}-running").write_text(str(os.getpid()))
@@ -173,6 +189,26 @@ def test_dependent_items_run_to_completion_one_commit_each(loop: Loop) -> None:
     selected = next(e for e in events if e["type"] == "item_selected")
     assert (selected["itemId"], selected["title"], selected["priority"]) == (
         "001", "Base module", 2)
+
+
+@pytest.mark.parametrize("watchdog", [True, False])
+def test_what_the_tree_writes_as_it_is_ended_is_committed_with_its_item(
+    loop: Loop, watchdog: bool
+) -> None:
+    # The tree is listed once the supervisor is done with it — its leftovers swept —
+    # not at the agent's own exit: a child that writes a file as it is terminated has
+    # that file committed with the item's work, and nothing is left in the tree.
+    if not watchdog:
+        with open(loop.root / ".forge.yaml", "a", encoding="utf-8") as config:
+            config.write("\nsupervisor:\n  watchdog: false\n")
+        git("commit", "-qam", "no watchdog", cwd=loop.root)
+    loop.plan({"001": {"signal": "FORGE_DONE", "files": {"base.py": "base\n"},
+                       "late_file": "late.txt"}})
+    result = loop.run("--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    assert (loop.root / "late.txt").read_text() == "written as it was ended\n"
+    assert sorted(loop.files_of("HEAD")) == [".forge/backlog.json", "base.py", "late.txt"]
+    assert git("status", "--porcelain", cwd=loop.root) == ""
 
 
 def test_needs_human_and_blocked_continue_and_end_with_exit_5(loop: Loop) -> None:

@@ -186,12 +186,14 @@ def _wait(run: RunContext, handle: str, attempt: Attempt
     heard, heard_at, idle = -1, started, False
     structured = attempt.reader is not None
     listing: ListingMeanwhile | None = None
+    ended = False
     try:
         while True:
-            if listing is None and run.supervisor.wait_ended(handle, POLL_SECONDS):
-                listing = ListingMeanwhile(run.repo)
+            if not ended and run.supervisor.wait_ended(handle, POLL_SECONDS):
+                ended = True
+                listing = _start_listing(run)
             try:
-                manifest = run.supervisor.wait(handle, timeout=POLL_SECONDS if listing else 0)
+                manifest = run.supervisor.wait(handle, timeout=POLL_SECONDS if ended else 0)
                 done = True
             except ProcessError as exc:
                 if exc.code != "wait_timeout":
@@ -232,6 +234,15 @@ def _wait(run: RunContext, handle: str, attempt: Attempt
     finally:
         if listing is not None:
             listing.close()  # git has exited before anything else touches the repository
+
+
+def _start_listing(run: RunContext) -> ListingMeanwhile | None:
+    """git listing the tree, started; ``None`` when git cannot be started (the
+    outcome that needs a listing asks again, and reports that failure as its own)."""
+    try:
+        return ListingMeanwhile(run.repo)
+    except GitError:
+        return None
 
 
 def _listed(listing: ListingMeanwhile | None) -> list[StatusEntry] | None:
