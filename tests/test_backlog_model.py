@@ -35,6 +35,8 @@ def doc(*items: Item | dict, **top) -> dict:
     (item("12"), 'items[0]: invalid item id "12" (expected a string of 3 or more digits)'),
     (item("abc"), 'items[0]: invalid item id "abc"'),
     ({**item("001"), "id": 1}, "items[0]: invalid item id 1"),
+    (item("001\n"), "items[0]: invalid item id"),  # "$" would match before the newline
+    (item("001", dependsOn=["002\n"]), "item 001: dependsOn: invalid item id"),
     (item("001", status="open"),
      'item 001: invalid status "open" (expected one of pending, in_progress, done, blocked)'),
     (item("001", priority=0), "item 001: invalid priority 0 (expected an integer from 1 to 4)"),

@@ -84,3 +84,11 @@ def test_a_parallel_runs_bookkeeping_subject_lists_ids_in_id_order() -> None:
         ("blocked", ["012", "011"]),
     ]) == "[forge] backlog: 001, 002, 003, 004, 9, 010 done; 011, 012 blocked"
     assert messages.items_settled([("done", [])]) == "[forge] backlog: update the backlog"
+
+
+def test_an_item_branch_is_forge_slash_an_id_and_nothing_after() -> None:
+    from git_forge.reconcile.messages import item_branch, item_of_branch
+
+    assert item_of_branch(item_branch("001")) == "001"
+    for other in ("forge/001\n", "forge/01", "forge/001x", "forge/", "main", "xforge/001"):
+        assert item_of_branch(other) is None, other

@@ -34,7 +34,8 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 #: Item ids are strings of three or more digits ("001"); they are never renumbered.
-ID_PATTERN = re.compile(r"^[0-9]{3,}$")
+#: ``\Z``, not ``$``: ``$`` also matches before a final newline, and "001\n" is no id.
+ID_PATTERN = re.compile(r"^[0-9]{3,}\Z")
 MIN_ID_WIDTH = 3
 
 #: Fields an operator may set on an existing item with ``backlog edit``.

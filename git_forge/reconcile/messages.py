@@ -25,7 +25,7 @@ from git_forge.safetext import clean
 
 _ITEM_SUBJECT = re.compile(r"^\[(?:forge|rauf)\] ([0-9]{3,}):")
 _STASH_ITEM = re.compile(r"from item ([^\s:()]+)")
-_ITEM_BRANCH = re.compile(r"^forge/([0-9]{3,})$")
+_ITEM_BRANCH = re.compile(r"^forge/([0-9]{3,})\Z")  # \Z: "$" would allow a final newline
 
 
 # --- the loop's commits and stashes ----------------------------------------------------------
