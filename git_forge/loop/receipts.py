@@ -78,8 +78,12 @@ def run_totals(state_dir: Path, run_id: str | None) -> tuple[Totals, dict[str, T
     project's ledger holds thousands that a run's summary never shows. A
     ``StoreError`` when the ledger is corrupt."""
     document = read_json(ledger_path(state_dir), default=None)
-    runs = document.get("runs") if isinstance(document, dict) else None
-    entry = runs.get(run_id or "") if isinstance(runs, dict) else None
+    return _run_of(_object(_object(document).get("runs")).get(run_id or ""))
+
+
+def _run_of(entry: Any) -> tuple[Totals, dict[str, Totals]]:
+    """A run's member of the ledger: its totals and its items' (none for what is not
+    an object)."""
     if not isinstance(entry, dict):
         return Totals(), {}
     return Totals.from_json(entry.get("totals")), _totals_map(entry.get("items"))
@@ -92,8 +96,7 @@ def _ledger_of(document: Any) -> Ledger:
     found = document.get("runs")
     for run_id, entry in (found.items() if isinstance(found, dict) else ()):
         if isinstance(entry, dict):
-            runs[str(run_id)] = (Totals.from_json(entry.get("totals")),
-                                 _totals_map(entry.get("items")))
+            runs[str(run_id)] = _run_of(entry)
     return Ledger(_totals_map(document.get("items")), runs)
 
 
@@ -217,8 +220,6 @@ def spent_so_far(state_dir: Path, item_ids: Iterable[str]) -> dict[str, str]:
         document = read_json(ledger_path(state_dir), default=None)
     except StoreError:
         return {}
-    items = document.get("items") if isinstance(document, dict) else None
-    if not isinstance(items, dict):
-        return {}
+    items = _object(_object(document).get("items"))
     return {item_id: totals.describe() for item_id in item_ids
             if reported(totals := Totals.from_json(items.get(item_id)))}
