@@ -813,6 +813,35 @@ def test_a_double_forked_setsid_daemon_never_outlives_its_entry(make, how: str) 
     wait_for(lambda: gone(daemon), timeout=5)
 
 
+PARENT_OF_A_SLEEPER = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+print(child.pid, flush=True)
+time.sleep(30)
+"""
+
+
+@pytest.mark.parametrize("watched", [True, False])
+def test_only_an_uncontained_tree_is_scanned_for_its_descendants(make, watched: bool) -> None:
+    """Remembering an agent's descendants means reading every process on the
+    machine, once a second per agent. Below the watchdog nothing can escape (it is
+    the subreaper and ends the tree), so that scan is for a direct child alone."""
+    supervisor = make(watchdog=watched)
+    handle = run(supervisor, py(PARENT_OF_A_SLEEPER))
+    wait_for(lambda: output(supervisor, handle).endswith(b"\n"), timeout=10)
+    grandchild = int(output(supervisor, handle))
+    tree = supervisor.entry(handle)._tree  # what the entry remembered of the tree
+    assert tree is not None
+    if watched:
+        time.sleep(1.5)  # past the scan's period: a scan would have found it
+        assert grandchild not in tree._known
+    else:
+        wait_for(lambda: grandchild in tree._known, timeout=10, what="the scan finding it")
+    supervisor.stop(handle, "terminate", 0.3)
+    assert supervisor.wait(handle, timeout=WAIT).state in ("terminated", "killed")
+    wait_for(lambda: gone(grandchild), timeout=10)
+
+
 def test_an_observer_sees_each_stream_as_it_is_spooled(make) -> None:
     seen: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
     lock = threading.Lock()

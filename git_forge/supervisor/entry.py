@@ -305,6 +305,9 @@ class Entry:
 
     def _watch_until_exit(self) -> Outcome:
         config = self.config
+        # A contained child's descendants cannot escape the watchdog: no scan of
+        # every process on the machine per second to remember them.
+        contained = self._child is not None and self._child.contained
         next_request_check = 0.0
         next_refresh = 0.0
         exit_seen: float | None = None
@@ -325,7 +328,7 @@ class Entry:
             if self._stop.due(now):
                 self._escalate()
             if not self._leader_exited.is_set():
-                if now >= next_refresh:
+                if now >= next_refresh and not contained:
                     next_refresh = now + DESCENDANT_REFRESH_SECONDS
                     with self._lock:
                         if not self._reaped and self._tree is not None:

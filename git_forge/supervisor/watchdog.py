@@ -59,6 +59,9 @@ class Child(Protocol):
     stdin: IO[bytes] | None
     stdout: IO[bytes]
     stderr: IO[bytes]
+    #: Every process the child starts stays below a subreaper that ends it with the
+    #: child (the watchdog): the entry need not track its descendants itself.
+    contained: bool
 
     @property
     def reaped(self) -> bool: ...
@@ -68,6 +71,8 @@ class Child(Protocol):
 
 class DirectChild:
     """A child of this process (``Popen``): exit seen with ``WNOWAIT``, reaped by ``wait``."""
+
+    contained = False  # a daemon that leaves its group escapes to init
 
     def __init__(self, popen: subprocess.Popen) -> None:
         self.popen = popen
@@ -100,6 +105,8 @@ class DirectChild:
 
 class WatchedChild:
     """A guard (and its agent) started by the watchdog, which reaps it and reports."""
+
+    contained = True  # the watchdog is their subreaper and ends what is left of the tree
 
     def __init__(self, pid: int, stdin: IO[bytes] | None, stdout: IO[bytes],
                  stderr: IO[bytes]) -> None:
