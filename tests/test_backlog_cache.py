@@ -202,6 +202,37 @@ def test_a_cached_answer_builds_no_parser_and_reads_no_item(repo: Path) -> None:
     assert (out.stdout, out.stderr) == ("0 []\n", "")
 
 
+def test_the_first_answer_after_a_change_imports_only_what_reading_needs(repo: Path) -> None:
+    # Beside a live loop (which rewrites backlog.json every iteration) status is
+    # mostly this path: the backlog read, checked and derived, the cache written.
+    # Writing the cache imports no tempfile (with random and shutil), and reading
+    # the backlog compiles no credential patterns (only a write is checked for them).
+    import sys
+
+    import waiting
+
+    import git_forge
+
+    code = (
+        "import io, sys\n"
+        "from git_forge.cli.main import main\n"
+        "sys.stdout = io.StringIO()\n"
+        "code = main(sys.argv[1:])\n"
+        "heavy = {'tempfile', 'random', 'shutil', 'git_forge.credentials'}\n"
+        "sys.stdout = sys.__stdout__\n"
+        "print(code, sorted(heavy & set(sys.modules)), 'git_forge.backlog.store' in sys.modules)\n"
+    )
+    source = str(Path(git_forge.__file__).resolve().parent.parent)
+    site = [path for path in sys.path if path.endswith("site-packages")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, *site])}
+    for command in (["status"], ["backlog", "list", "--json"]):
+        shutil.rmtree(repo / ".forge" / "cache", ignore_errors=True)
+        out = waiting.run([sys.executable, "-S", "-c", code, *command], cwd=repo,
+                          capture_output=True, text=True, env=env)
+        assert (out.stdout, out.stderr) == ("0 [] True\n", ""), command
+        assert cache_files(repo), command  # derived, and kept for the next answer
+
+
 def _derived(repo: Path, calls: list[int]) -> str:
     from git_forge.backlog.cache import derived_text
 

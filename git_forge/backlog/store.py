@@ -24,7 +24,6 @@ from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import Item
 from git_forge.clock import wire_now
-from git_forge.credentials import credential_refusal
 from git_forge.errors import StoreError, os_error_text
 from git_forge.jsonfile import update_json
 from git_forge.parsing import DocumentTooComplex, load_json
@@ -64,6 +63,9 @@ def _refuse_invalid(path: Path, document: Any) -> dict[str, Any]:
 
 
 def _refuse_credential(text: str) -> None:
+    # Only a write asks: its patterns cost every reader of the backlog ~3 ms to compile.
+    from git_forge.credentials import credential_refusal
+
     refusal = credential_refusal(text)
     if refusal:
         raise BacklogError(refusal)
