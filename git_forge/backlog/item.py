@@ -21,7 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from operator import attrgetter
-from typing import Any
+
+TYPE_CHECKING = False  # typing only for the checker: status reads this module
+if TYPE_CHECKING:
+    from typing import Any
+
+    _Fields = Mapping[str, Any]
+else:
+    _Fields = Mapping
 
 #: snake_case attribute → its name in backlog.json (formats.md, "Item").
 WIRE_NAMES: Mapping[str, str] = {
@@ -100,7 +107,7 @@ def _read_only(slot: str, doc: str) -> Any:
     return property(attrgetter(slot), doc=doc)
 
 
-class Item(Mapping[str, Any]):
+class Item(_Fields):
     """One backlog item (see the module docstring); immutable.
 
     ``id`` and ``status`` are read from the object once, when the Item is made:

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import Item
 from git_forge.backlog.topology import cycle_through, id_key, is_selectable
 from git_forge.clock import parse_stamp
+
+TYPE_CHECKING = False  # typing only for the checker: status reads this module
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = "1"
 

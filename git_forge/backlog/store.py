@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
 
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
@@ -29,7 +28,11 @@ from git_forge.jsonfile import update_json
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.records import NamedTuple
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing only for the checker: status reads this module
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 #: The bytes of each backlog file last found valid (per path, this process): a
 #: reader that finds the very same bytes again skips the checks, whose cost grows

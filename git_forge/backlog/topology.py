@@ -30,15 +30,18 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, filterfalse, repeat
-from typing import Any, ParamSpec, TypeVar
 
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import Item
 from git_forge.parsing import DocumentTooComplex, load_json
 
-K = TypeVar("K")
-P = ParamSpec("P")
-R = TypeVar("R")
+TYPE_CHECKING = False  # typing only for the checker: status reads this module
+if TYPE_CHECKING:
+    from typing import Any, ParamSpec, TypeVar
+
+    K = TypeVar("K")
+    P = ParamSpec("P")
+    R = TypeVar("R")
 
 WARN_FANOUT = "single-root-fanout"
 WARN_DEPTH = "chain-depth"
