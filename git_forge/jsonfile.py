@@ -67,15 +67,28 @@ def read_json(path: Path | str, *, default: Any = _MISSING) -> Any:
     ``default`` is returned when the file does not exist; without it a missing
     file is a ``StoreError`` too.
     """
+    found = read_json_bytes(path)
+    if found is not None:
+        return found[1]
+    if default is not _MISSING:
+        return default
+    raise StoreError(f"{path} does not exist")
+
+
+def read_json_bytes(path: Path | str) -> tuple[bytes, Any] | None:
+    """The file's bytes and their document (``None`` when there is no file), for a
+    later ``read_known``; refused as ``read_json`` refuses."""
     path = Path(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        if default is not _MISSING:
-            return default
-        raise StoreError(f"{path} does not exist") from None
+        return None
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {os_error_text(exc)}") from exc
+    return raw, _parsed(path, raw)
+
+
+def _parsed(path: Path, raw: bytes) -> Any:
     try:
         return load_json(raw.decode("utf-8"), path)
     except DocumentTooComplex as exc:
@@ -86,10 +99,10 @@ def read_json(path: Path | str, *, default: Any = _MISSING) -> Any:
         ) from exc
 
 
-def _read_known(path: Path, known: tuple[bytes, Any]) -> Any:
+def read_known(path: Path | str, known: tuple[bytes, Any]) -> Any:
     """``read_json(path, default=None)``, but ``known``'s document for ``known``'s bytes."""
     try:
-        raw = path.read_bytes()
+        raw = Path(path).read_bytes()
     except OSError:
         return read_json(path, default=None)  # its own refusal or its default
     return known[1] if raw == known[0] else read_json(path, default=None)
@@ -122,7 +135,7 @@ def update_json(
     path = Path(path)
     with locked(path, timeout=timeout):
         remove_stale_temp_files(path)
-        current = _read_known(path, known) if known is not None else read_json(
+        current = read_known(path, known) if known is not None else read_json(
             path, default=None)
         if current is None and path.exists():
             raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")

@@ -207,6 +207,7 @@ def test_the_text_status_reads_the_last_runs_costs_alone(repo: Path) -> None:
         ledger_path,
         read_ledger,
         run_costs_json,
+        run_path,
     )
 
     state_dir = repo / ".forge"
@@ -231,6 +232,11 @@ def test_the_text_status_reads_the_last_runs_costs_alone(repo: Path) -> None:
     assert "spent:    2 attempts, 1.5k tokens in / 20 out, $0.75 in the last run" in \
         shown.stdout.splitlines()
     assert render_status(text) == render_status(full)
-    ledger_path(state_dir).write_text("{ torn")  # unreadable: the rest is still reported
+    # The last run's figures come from its own file: a torn history is --json's to report.
+    ledger_path(state_dir).write_text("{ torn")
+    assert loop_status(workspace, runner_for(workspace), item_costs=False)["costs"] == \
+        text["costs"]
+    assert status_of(repo)["costs"] is None  # unreadable: the rest is still reported
+    run_path(state_dir).write_text("{ torn")
     assert loop_status(workspace, runner_for(workspace), item_costs=False)["costs"] is None
     assert run_forge("status", cwd=repo).returncode == 0

@@ -1,16 +1,35 @@
-"""The receipts ledger, ``{stateDir}/receipts.json``: what each item and each run
-has cost so far, summed from the receipt of every agent start (retries included).
+"""The receipts ledger: what each item and each run has cost so far, summed from the
+receipt of every agent start (retries included).
 
 Each receipt itself is kept with its process (the manifest's ``receipt``, the
 journal's ``llm_exited``), but manifests are pruned and journals rotated, so the
-sums live here: ``status``, the loop's summary and recover's questions read one
-small file instead of every manifest ever kept. The loop adds each receipt under
-the file's sidecar lock (``LedgerWriter``: written compact, and parsed again only
-when another writer changed it); a corrupt ledger is refused, never overwritten.
+sums live here: ``status``, the loop's summary and recover's questions read these
+files instead of every manifest ever kept. Two files, so that what a receipt
+costs to add does not grow with the project's history:
 
-``{"schemaVersion": "1", "items": {id: Totals}, "runs": {runId: {"totals":
-Totals, "items": {id: Totals}}}}`` — a Totals object is ``agents.receipt.Totals``'
-JSON (attempts, durationMs, tokens, costUsd: ``null`` while no agent reported one).
+* ``{stateDir}/receipts.json`` — every run before the current one, summed:
+  ``{"schemaVersion": "1", "items": {id: Totals}, "runs": {runId: {"totals":
+  Totals, "items": {id: Totals}}}}`` (the last ``KEEP_RUNS`` runs; items for good).
+  Written only when a run is folded into it, durably.
+* ``{stateDir}/receipts-run.json`` — one run's sums, added to at every receipt
+  (``LedgerWriter``, under the file's sidecar lock; its size is the run's):
+  ``{"schemaVersion": "1", "runId": …, "folded": false, "totals": Totals, "items":
+  {id: Totals}}``.
+
+A Totals object is ``agents.receipt.Totals``' JSON (attempts, durationMs, tokens,
+costUsd: ``null`` while no agent reported one). Both files are compact JSON, byte
+for byte what ``json.dumps`` gives for them.
+
+**Folding** (``fold_runs``, at a run's start, under the loop lock): the run file's
+run is added to receipts.json, durably, and only then marked ``folded``. A run
+already listed in receipts.json is never added again, so a fold cut short by a
+crash between the two writes is finished by the next one, and a reader that finds
+a run in both files counts it once. Readers read the run file first: a fold
+between their two reads leaves the run in receipts.json, where they find it.
+
+Only a loop holding the loop lock writes the run file, and a run's receipts come
+from that run alone, so the run a writer finds there is its own or an earlier,
+ended one. A corrupt file is refused, never overwritten.
 """
 
 from __future__ import annotations
@@ -20,9 +39,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from git_forge.agents.receipt import Receipt, Totals
+from git_forge.atomic import remove_stale_temp_files
 from git_forge.errors import StoreError
-from git_forge.jsonfile import read_json, update_json
-from git_forge.layout import RECEIPTS_FILE
+from git_forge.jsonfile import read_json, read_json_bytes, read_known, update_json, write_json
+from git_forge.layout import RECEIPTS_FILE, RUN_RECEIPTS_FILE
+from git_forge.locks import locked
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,38 +76,83 @@ def ledger_path(state_dir: Path) -> Path:
     return Path(state_dir) / RECEIPTS_FILE
 
 
+def run_path(state_dir: Path) -> Path:
+    return Path(state_dir) / RUN_RECEIPTS_FILE
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _totals_map(value: Any) -> dict[str, Totals]:
     if not isinstance(value, dict):
         return {}
     return {str(key): Totals.from_json(entry) for key, entry in value.items()}
 
 
-def read_ledger(state_dir: Path) -> Ledger:
-    """The ledger (empty when there is none yet); a ``StoreError`` when it is corrupt."""
-    return _ledger_of(read_json(ledger_path(state_dir), default=None))
-
-
-def check_ledger(state_dir: Path) -> None:
-    """A ``StoreError`` when the ledger is corrupt (a run refuses it before any work:
-    it is never rewritten); nothing is built from what it holds."""
-    read_json(ledger_path(state_dir), default=None)
-
-
-def run_totals(state_dir: Path, run_id: str | None) -> tuple[Totals, dict[str, Totals]]:
-    """One run's totals and its items' (``Ledger.run``), read without a ``Totals`` for
-    every item the ledger ever summed: items are kept for good, so a long-lived
-    project's ledger holds thousands that a run's summary never shows. A
-    ``StoreError`` when the ledger is corrupt."""
-    document = read_json(ledger_path(state_dir), default=None)
-    return _run_of(_object(_object(document).get("runs")).get(run_id or ""))
-
-
 def _run_of(entry: Any) -> tuple[Totals, dict[str, Totals]]:
-    """A run's member of the ledger: its totals and its items' (none for what is not
-    an object)."""
+    """A run's sums — a member of receipts.json's ``runs`` or the run file: its
+    totals and its items' (none for what is not an object)."""
     if not isinstance(entry, dict):
         return Totals(), {}
     return Totals.from_json(entry.get("totals")), _totals_map(entry.get("items"))
+
+
+def _read_run_file(state_dir: Path) -> dict[str, Any] | None:
+    """The run file's document (``None`` when there is none); a ``StoreError`` when it
+    does not parse or is not a run's sums."""
+    path = run_path(state_dir)
+    document = read_json(path, default=None)
+    if document is None:
+        if path.exists():
+            raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")
+        return None
+    if not (isinstance(document, dict) and isinstance(document.get("runId"), str)):
+        raise StoreError(f"{path} is corrupt (not a run's receipts); refusing to touch it")
+    return document
+
+
+def _unfolded(run: dict[str, Any] | None, runs: dict[str, Any]) -> dict[str, Any] | None:
+    """The run file's run when receipts.json does not hold it yet (``runs``: its runs)."""
+    if run is None or run.get("folded") is True or run["runId"] in runs:
+        return None
+    return run
+
+
+def read_ledger(state_dir: Path) -> Ledger:
+    """Every run's sums, the current one's included (empty when there are none); a
+    ``StoreError`` when a file is corrupt."""
+    run = _read_run_file(state_dir)  # first: see the module
+    document = read_json(ledger_path(state_dir), default=None)
+    ledger = _ledger_of(document)
+    current = _unfolded(run, ledger.runs)
+    if current is not None:
+        totals, items = _run_of(current)
+        for item_id, each in items.items():
+            ledger.items[item_id] = ledger.item(item_id).merge(each)
+        ledger.runs[current["runId"]] = (totals, items)
+        for old in list(ledger.runs)[:-KEEP_RUNS]:
+            del ledger.runs[old]
+    return ledger
+
+
+def check_ledger(state_dir: Path) -> tuple[bytes, Any] | None:
+    """A ``StoreError`` when either file is corrupt (a run refuses it before any work:
+    it is never rewritten). Returns receipts.json's bytes and document, for the run
+    start's ``fold_runs``: the history is parsed once per run."""
+    _read_run_file(state_dir)
+    return read_json_bytes(ledger_path(state_dir))
+
+
+def run_totals(state_dir: Path, run_id: str | None) -> tuple[Totals, dict[str, Totals]]:
+    """One run's totals and its items' (``Ledger.run``). The current or last run's
+    come from the run file alone, whatever the project's history; an earlier run's
+    from receipts.json. A ``StoreError`` when a file read is corrupt."""
+    run = _read_run_file(state_dir)
+    if run is not None and run["runId"] == run_id:
+        return _run_of(run)
+    document = read_json(ledger_path(state_dir), default=None)
+    return _run_of(_object(_object(document).get("runs")).get(run_id or ""))
 
 
 def _ledger_of(document: Any) -> Ledger:
@@ -100,18 +166,42 @@ def _ledger_of(document: Any) -> Ledger:
     return Ledger(_totals_map(document.get("items")), runs)
 
 
-def _add(document: dict[str, Any], run_id: str, item_id: str, receipt: Receipt) -> None:
-    """Add one receipt to its item and its run, in place."""
-    items = document["items"] = _object(document.get("items"))
-    runs = document["runs"] = _object(document.get("runs"))
-    items[item_id] = Totals.from_json(items.get(item_id)).add(receipt).to_json()
-    run = _object(runs.pop(run_id, None))
-    run_items = _object(run.get("items"))
-    run_items[item_id] = Totals.from_json(run_items.get(item_id)).add(receipt).to_json()
-    runs[run_id] = {"totals": Totals.from_json(run.get("totals")).add(receipt).to_json(),
-                    "items": run_items}
-    for old in list(runs)[:-KEEP_RUNS]:
-        del runs[old]
+def fold_runs(state_dir: Path, known: tuple[bytes, Any] | None = None) -> None:
+    """Sum the run file's run into receipts.json, once (see the module): at a run's
+    start, so that the new run's file holds the new run alone. ``known``: what
+    ``check_ledger`` read, used while receipts.json still holds those bytes."""
+    ledger_file, run_file = ledger_path(state_dir), run_path(state_dir)
+    with locked(ledger_file), locked(run_file):  # always in this order
+        remove_stale_temp_files(run_file)
+        run = _read_run_file(state_dir)
+        if run is None or run.get("folded") is True:
+            return
+        remove_stale_temp_files(ledger_file)
+        document = (read_known(ledger_file, known) if known is not None
+                    else read_json(ledger_file, default=None))
+        if document is None and ledger_file.exists():
+            raise StoreError(f"{ledger_file} is corrupt (it holds JSON null); refusing to "
+                             "touch it")
+        document = _object(document)
+        runs = _object(document.get("runs"))
+        if _unfolded(run, runs) is not None:
+            totals, run_items = _run_of(run)
+            items = _object(document.get("items"))
+            for item_id, each in run_items.items():
+                items[item_id] = Totals.from_json(items.get(item_id)).merge(each).to_json()
+            runs[run["runId"]] = {"totals": totals.to_json(),
+                                  "items": {key: each.to_json()
+                                            for key, each in run_items.items()}}
+            for old in list(runs)[:-KEEP_RUNS]:
+                del runs[old]
+            # Durable before the mark below: a mark never outlives the sums it vouches for.
+            write_json(ledger_file, {"schemaVersion": SCHEMA_VERSION, "items": items,
+                                     "runs": runs}, indent=None)
+        write_json(run_file, {**run, "folded": True}, indent=None, durable=False)
+
+
+class _AnotherRun(Exception):
+    """The run file holds an earlier run that was not folded yet."""
 
 
 def _compact(value: Any) -> str:
@@ -124,77 +214,79 @@ def _member(key: str, value: Any) -> str:
 
 
 class LedgerWriter:
-    """The running loop's side of the ledger: it adds every receipt of its run, so
-    it keeps the document it last wrote, parses the file again only when its bytes
-    are not the ones written, and encodes again only what a receipt changed — an
-    item's totals and its run's. The other members keep their text, in the
-    document's own order, so a receipt costs a join, not an encode of every item
-    the ledger ever summed. The file is compact JSON, byte for byte what
-    ``json.dumps`` gives for it."""
+    """The running loop's side of the ledger: it adds every receipt of its run to the
+    run file. It keeps the document it last wrote, parses the file again only when
+    its bytes are not the ones written, and encodes again only what a receipt
+    changed — an item's totals and the run's; the other items keep their text, in
+    the document's own order, so a receipt costs a join, not an encode of every
+    item the run summed."""
 
     def __init__(self, state_dir: Path) -> None:
-        self.path = ledger_path(state_dir)
+        self.state_dir = Path(state_dir)
+        self.path = run_path(state_dir)
         #: The bytes last written and their document, which the texts below belong to.
         self._known: tuple[bytes, Any] | None = None
-        #: Member texts in the document's order: ``items``' and, per run, its items'.
+        #: The run's item members' texts, in the document's order.
         self._items: dict[str, str] | None = None
-        self._run_items: dict[str, dict[str, str]] = {}
 
     def record(self, run_id: str, item_id: str, receipt: Receipt) -> None:
         """Add one agent start's receipt to its item and its run (under the file's
-        sidecar lock; a corrupt ledger is refused, never overwritten)."""
+        sidecar lock; a corrupt file is refused, never overwritten). A run file of an
+        earlier run is folded first, as a run's start does."""
+        try:
+            self._record(run_id, item_id, receipt)
+        except _AnotherRun:
+            fold_runs(self.state_dir)
+            self._record(run_id, item_id, receipt)
+
+    def _record(self, run_id: str, item_id: str, receipt: Receipt) -> None:
         written: list[bytes] = []
         known, self._known = self._known, None  # a failure below must not leave it
 
         def add(current: Any) -> dict[str, Any]:
-            document = current if isinstance(current, dict) else {}
-            if known is None or document is not known[1]:  # read afresh: no text is known
-                self._items, self._run_items = None, {}
-            _add(document, run_id, item_id, receipt)
-            # A changed member keeps its place, a new one goes last: as in the dicts.
-            if self._items is not None:
-                self._items[item_id] = _member(item_id, document["items"][item_id])
-            run_texts = self._run_items.get(run_id)
-            if run_texts is not None:
-                run_texts[item_id] = _member(item_id, document["runs"][run_id]["items"][item_id])
-            return {"schemaVersion": SCHEMA_VERSION, "items": document["items"],
-                    "runs": document["runs"]}
+            run = self._run_to_add_to(current, run_id)
+            if known is None or run is not known[1]:  # read afresh: no text is known
+                self._items = None
+            items = _object(run.get("items"))
+            items[item_id] = Totals.from_json(items.get(item_id)).add(receipt).to_json()
+            if self._items is not None:  # a changed member keeps its place, a new one goes last
+                self._items[item_id] = _member(item_id, items[item_id])
+            return {"schemaVersion": SCHEMA_VERSION, "runId": run_id, "folded": False,
+                    "totals": Totals.from_json(run.get("totals")).add(receipt).to_json(),
+                    "items": items}
 
         document = update_json(self.path, add, durable=False, known=known,
                                on_write=written.append, encode=self._encode)
         self._known = (written[0], document)
 
+    def _run_to_add_to(self, current: Any, run_id: str) -> dict[str, Any]:
+        """The run's sums so far: the file's when it is this run's, else none yet."""
+        if current is None:
+            return {}
+        if not (isinstance(current, dict) and isinstance(current.get("runId"), str)):
+            raise StoreError(f"{self.path} is corrupt (not a run's receipts); refusing to "
+                             "touch it")
+        if current["runId"] != run_id:
+            if current.get("folded") is not True:
+                raise _AnotherRun
+            return {}
+        if current.get("folded") is True:  # never while its run records: see the module
+            raise StoreError(f"run {run_id}'s receipts in {self.path} were summed into "
+                             f"{RECEIPTS_FILE} while it ran; this one is not added")
+        return current
+
     def _encode(self, document: dict[str, Any]) -> bytes:
         if self._items is None:
             self._items = {key: _member(key, value) for key, value in document["items"].items()}
-        runs = document["runs"]
-        for gone in [run_id for run_id in self._run_items if run_id not in runs]:
-            del self._run_items[gone]
-        parts = [self._run_text(run_id, entry) for run_id, entry in runs.items()]
-        return ('{"schemaVersion":' + _compact(document["schemaVersion"]) + ',"items":{'
-                + ",".join(self._items.values()) + '},"runs":{' + ",".join(parts)
+        return ('{"schemaVersion":' + _compact(document["schemaVersion"]) + ',"runId":'
+                + _compact(document["runId"]) + ',"folded":false,"totals":'
+                + _compact(document["totals"]) + ',"items":{' + ",".join(self._items.values())
                 + "}}\n").encode("utf-8")
-
-    def _run_text(self, run_id: str, entry: Any) -> str:
-        """A run's member; its items' texts kept for the next receipt of the run."""
-        if not (isinstance(entry, dict) and list(entry) == ["totals", "items"]
-                and isinstance(entry["items"], dict)):
-            return _member(run_id, entry)  # not as this writer lays it out: encoded whole
-        texts = self._run_items.get(run_id)
-        if texts is None:
-            texts = self._run_items[run_id] = {key: _member(key, value)
-                                               for key, value in entry["items"].items()}
-        return (_compact(run_id) + ':{"totals":' + _compact(entry["totals"]) + ',"items":{'
-                + ",".join(texts.values()) + "}}")
-
-
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def run_costs_json(state_dir: Path, run_id: str | None) -> dict[str, Any] | None:
     """``costs_json``'s ``run`` alone (``run_totals``: what the text of ``status``
-    shows); a ``StoreError`` when the ledger is corrupt."""
+    shows); a ``StoreError`` when a file is corrupt."""
     totals = run_totals(state_dir, run_id)[0]
     return totals.to_json() if totals.attempts else None
 
@@ -217,9 +309,15 @@ def spent_so_far(state_dir: Path, item_ids: Iterable[str]) -> dict[str, str]:
     in / 4.1k out, $0.42``), for those whose agents reported any; a ledger that
     cannot be read tells nothing."""
     try:
-        document = read_json(ledger_path(state_dir), default=None)
+        run = _read_run_file(state_dir)
+        document = _object(read_json(ledger_path(state_dir), default=None))
     except StoreError:
         return {}
-    items = _object(_object(document).get("items"))
-    return {item_id: totals.describe() for item_id in item_ids
-            if reported(totals := Totals.from_json(items.get(item_id)))}
+    items = _object(document.get("items"))
+    current = _object(_object(_unfolded(run, _object(document.get("runs")))).get("items"))
+    spent = {}
+    for item_id in item_ids:
+        totals = Totals.from_json(items.get(item_id)).merge(Totals.from_json(current.get(item_id)))
+        if reported(totals):
+            spent[item_id] = totals.describe()
+    return spent

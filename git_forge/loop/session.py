@@ -78,7 +78,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     author_and_committer(repo)  # no identity is a clear error before any work
     store = HeldBacklog(BacklogStore.in_dir(workspace.backlog_dir))
     store.load()  # read and validated once; re-read only when another writer changes it
-    receipts.check_ledger(state_dir)  # a corrupt ledger is refused before any work
+    history = receipts.check_ledger(state_dir)  # a corrupt ledger: refused before any work
     state_dir.mkdir(parents=True, exist_ok=True)
 
     recorded = _recorded_wait(workspace)
@@ -88,6 +88,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     journal: Journal | None = None
     try:
         _refuse_beside_live_work(workspace, own_lock=True)
+        receipts.fold_runs(state_dir, history)  # the last run's sums in: ours start anew
         control.arm_stop_token(state_dir, run_id)
         journal = _Journal(state_dir / EVENTS_FILE, workspace.root, progress)
         journal.rotate(state_dir / ARCHIVE_DIR)
