@@ -1,7 +1,7 @@
 """Benchmark: what the receipts ledger costs as a project's history grows.
 
 A project's ledger keeps every item ever summed (``receipts.json``); a run sums its
-own receipts in ``receipts-run.json``, folded into the ledger when the next run
+own receipts in ``run/receipts.json``, folded into the ledger when the next run
 starts. For histories of 2,000, 20,000 and 100,000 items (ten earlier runs), each
 in a fresh state dir, this times — medians of ``--rounds`` rounds:
 

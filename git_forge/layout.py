@@ -51,9 +51,12 @@ PROMPT_FILES = "prompt-*.md"
 ARCHIVE_DIR = "archive"
 #: What each item and run has cost so far (the sums of the agents' receipts).
 RECEIPTS_FILE = "receipts.json"
-#: The current (or last) run's sums, folded into ``RECEIPTS_FILE`` when the next run
-#: starts: a receipt rewrites one run's sums, not the project's whole history.
-RUN_RECEIPTS_FILE = "receipts-run.json"
+#: The current (or last) run's own files, in a directory that ignores itself (its own
+#: ``.gitignore``), so that no project's ignore rules need to know of them.
+RUN_DIR = "run"
+#: In ``RUN_DIR``: the run's sums, folded into ``RECEIPTS_FILE`` when the next run
+#: starts — a receipt rewrites one run's sums, not the project's whole history.
+RUN_RECEIPTS_FILE = "receipts.json"
 #: The notifications a run sent, so that a restarted run does not send them again.
 NOTIFIED_FILE = "notified.json"
 #: ``worktrees/<id>``: the linked worktree an item's agent works in when the loop

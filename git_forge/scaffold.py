@@ -30,7 +30,6 @@ from git_forge.layout import (
     PROC_DIR,
     PROMPT_FILES,
     RECEIPTS_FILE,
-    RUN_RECEIPTS_FILE,
     STATE_FILE,
     WORKTREES_DIR,
 )
@@ -39,8 +38,8 @@ from git_forge.workspace import Workspace
 #: State files that live in the state dir (formats.md), as ignore patterns.
 _STATE_PATTERNS: tuple[str, ...] = (
     STATE_FILE, EVENTS_FILE, DECISIONS_FILE, "*.lock", LOOP_RUN_FILE, f"{PROC_DIR}/",
-    f"{ARCHIVE_DIR}/", PROMPT_FILES, RECEIPTS_FILE, RUN_RECEIPTS_FILE, NOTIFIED_FILE,
-    f"{WORKTREES_DIR}/", CONFLICTS_FILE,
+    f"{ARCHIVE_DIR}/", PROMPT_FILES, RECEIPTS_FILE, NOTIFIED_FILE, f"{WORKTREES_DIR}/",
+    CONFLICTS_FILE,
 )
 
 _EXAMPLE_CONFIG = """\

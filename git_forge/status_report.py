@@ -165,10 +165,10 @@ def _costs(state_dir: Path, run_id: str | None, items: bool) -> dict[str, Any] |
     reports the rest)."""
     import os
 
-    from git_forge.layout import RECEIPTS_FILE, RUN_RECEIPTS_FILE
+    from git_forge.layout import RECEIPTS_FILE, RUN_DIR, RUN_RECEIPTS_FILE
 
-    if not any(os.path.lexists(os.path.join(state_dir, name))
-               for name in (RECEIPTS_FILE, RUN_RECEIPTS_FILE)):
+    if not any(os.path.lexists(os.path.join(state_dir, *name))
+               for name in ((RECEIPTS_FILE,), (RUN_DIR, RUN_RECEIPTS_FILE))):
         return no_costs() if items else {"run": None}
     from git_forge.loop.receipts import costs_json, read_ledger, run_costs_json
 

@@ -560,7 +560,8 @@ def test_a_corrupt_receipts_ledger_is_refused_never_overwritten(project: Project
     assert snapshot(project.root) == before and not project.fakes.starts("001")
     assert json.loads(project.forge("status", "--json").stdout)["costs"] is None
     # With an earlier run's sums to fold into it, the fold refuses it, before any step.
-    (project.root / ".forge" / "receipts-run.json").write_text(
+    (project.root / ".forge" / "run").mkdir()
+    (project.root / ".forge" / "run" / "receipts.json").write_text(
         '{"schemaVersion":"1","runId":"20250101T000000Z-abcdef","folded":false,'
         '"totals":{"attempts":1},"items":{"001":{"attempts":1}}}\n')
     before = snapshot(project.root)

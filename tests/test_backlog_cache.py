@@ -191,7 +191,7 @@ def test_a_cached_answer_builds_no_parser_and_reads_no_item(repo: Path) -> None:
     agent.chmod(0o755)
     ran = run_forge("loop", "run", "--agent", str(agent), "--iterations", "1", cwd=repo)
     assert ran.returncode == 5, ran.stderr  # 005 done; the blocked ones remain
-    assert (repo / ".forge" / "receipts-run.json").exists()
+    assert (repo / ".forge" / "run" / "receipts.json").exists()
     proc = sorted(path.name for path in (repo / ".forge" / "proc").iterdir())
     assert any(name.endswith(".manifest.json") for name in proc)
     assert not any(name.endswith(".alive") for name in proc), proc

@@ -180,7 +180,8 @@ def test_a_fold_killed_at_any_instant_counts_every_receipt_once(tmp_path: Path) 
         assert json.loads(run_path(tmp_path).read_bytes())["folded"] is True
         assert json.loads(ledger_path(tmp_path).read_bytes())["runs"][f"run-{attempt}"][
             "totals"]["attempts"] == attempt
-        assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
+        assert not [name for directory in (tmp_path, run_path(tmp_path).parent)
+                    for name in os.listdir(directory) if name.endswith(".tmp")]
     assert "killed" in outcomes  # at least one kill landed inside the fold
 
 
@@ -279,6 +280,11 @@ def test_a_run_records_through_the_loop_and_the_next_run_folds_it(tmp_path: Path
         assert sum(totals.attempts for totals in read_ledger(state).items.values()) == done
         assert run_totals(state, run_id)[0].attempts == iterations
     assert list(json.loads(ledger_path(state).read_bytes())["runs"]) != []  # the first run
-    assert git("status", "--porcelain", cwd=repo).strip() == ""  # both files are ignored
+    # Both files are ignored — the run's by its directory's own rules, which no
+    # project's .gitignore (one written before that directory existed) needs to know.
+    assert "run/" not in (state / ".gitignore").read_text()
+    assert git("status", "--porcelain", "--ignored", cwd=repo).splitlines().count(
+        "!! .forge/run/") == 1
+    assert git("status", "--porcelain", cwd=repo).strip() == ""
     shown = run_forge("status", "--json", cwd=repo)
     assert json.loads(shown.stdout)["costs"]["run"]["attempts"] == 1

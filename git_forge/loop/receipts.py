@@ -11,8 +11,9 @@ costs to add does not grow with the project's history:
   ``{"schemaVersion": "1", "items": {id: Totals}, "runs": {runId: {"totals":
   Totals, "items": {id: Totals}}}}`` (the last ``KEEP_RUNS`` runs; items for good).
   Written only when a run is folded into it, durably.
-* ``{stateDir}/receipts-run.json`` — one run's sums, added to at every receipt
-  (``LedgerWriter``, under the file's sidecar lock; its size is the run's):
+* ``{stateDir}/run/receipts.json`` — one run's sums, added to at every receipt
+  (``LedgerWriter``, under the file's sidecar lock; its size is the run's), in the
+  run's own directory, which ignores itself (its ``.gitignore``: ``*``):
   ``{"schemaVersion": "1", "runId": …, "folded": false, "totals": Totals, "items":
   {id: Totals}}``.
 
@@ -39,10 +40,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from git_forge.agents.receipt import Receipt, Totals
-from git_forge.atomic import remove_stale_temp_files
+from git_forge.atomic import atomic_write, remove_stale_temp_files, write_failure
 from git_forge.errors import StoreError
+from git_forge.exit_codes import EXIT_ERROR
 from git_forge.jsonfile import read_json, read_json_bytes, read_known, update_json, write_json
-from git_forge.layout import RECEIPTS_FILE, RUN_RECEIPTS_FILE
+from git_forge.layout import RECEIPTS_FILE, RUN_DIR, RUN_RECEIPTS_FILE
 from git_forge.locks import locked
 
 TYPE_CHECKING = False
@@ -77,7 +79,24 @@ def ledger_path(state_dir: Path) -> Path:
 
 
 def run_path(state_dir: Path) -> Path:
-    return Path(state_dir) / RUN_RECEIPTS_FILE
+    return Path(state_dir) / RUN_DIR / RUN_RECEIPTS_FILE
+
+
+#: The run directory's ignore rules: nothing in it is ever tracked.
+_IGNORE = b"# git-forge's files of the current or last run: never tracked\n*\n"
+
+
+def _make_run_dir(state_dir: Path) -> None:
+    """The run's directory and its ignore rules, before its first file: a project
+    whose ignore rules predate it must not see that file as untracked."""
+    directory = Path(state_dir) / RUN_DIR
+    try:
+        directory.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise StoreError(write_failure(directory, exc), exit_code=EXIT_ERROR) from exc
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        atomic_write(ignore, _IGNORE)
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -171,6 +190,8 @@ def fold_runs(state_dir: Path, known: tuple[bytes, Any] | None = None) -> None:
     start, so that the new run's file holds the new run alone. ``known``: what
     ``check_ledger`` read, used while receipts.json still holds those bytes."""
     ledger_file, run_file = ledger_path(state_dir), run_path(state_dir)
+    if not run_file.exists():  # no run summed yet (only a run, under the loop lock, makes one)
+        return
     with locked(ledger_file), locked(run_file):  # always in this order
         remove_stale_temp_files(run_file)
         run = _read_run_file(state_dir)
@@ -240,6 +261,8 @@ class LedgerWriter:
             self._record(run_id, item_id, receipt)
 
     def _record(self, run_id: str, item_id: str, receipt: Receipt) -> None:
+        if self._known is None:
+            _make_run_dir(self.state_dir)
         written: list[bytes] = []
         known, self._known = self._known, None  # a failure below must not leave it
 
