@@ -842,6 +842,28 @@ def test_only_an_uncontained_tree_is_scanned_for_its_descendants(make, watched: 
     wait_for(lambda: gone(grandchild), timeout=10)
 
 
+@pytest.mark.parametrize("settle", [0.0, 1.5])
+def test_a_tree_whose_watchdog_dies_is_ended_whole(make, settle: float) -> None:
+    """SIGKILL the watchdog (the OOM killer, say): the tree it contained is orphaned,
+    and nothing of it — the agent, a child in its group, a child in a session of
+    its own — outlives the entry, however soon after the start it happens."""
+    supervisor = make(grace_seconds=0.3)
+    handle = run(supervisor, py(TREE))
+    pids = tree_pids(supervisor, handle)
+    time.sleep(settle)
+    watchdog = supervisor._watchdog._process  # the one way to kill it from outside
+    assert watchdog is not None
+    os.kill(watchdog.pid, signal.SIGKILL)
+    assert supervisor.wait(handle, timeout=WAIT).state in ("killed", "exited")
+    try:
+        for pid in pids:
+            wait_for(lambda pid=pid: gone(pid), timeout=10, what=f"process {pid} ending")
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_an_observer_sees_each_stream_as_it_is_spooled(make) -> None:
     seen: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
     lock = threading.Lock()

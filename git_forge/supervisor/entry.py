@@ -311,7 +311,7 @@ class Entry:
         next_request_check = 0.0
         next_refresh = 0.0
         exit_seen: float | None = None
-        swept = False
+        swept = orphans_ended = False
         while True:
             self._wake.wait(TICK_SECONDS)
             self._wake.clear()
@@ -334,6 +334,9 @@ class Entry:
                         if not self._reaped and self._tree is not None:
                             self._tree.refresh()
                 continue
+            if not orphans_ended and self._child is not None and self._child.orphaned:
+                self._end_orphaned_tree()
+                orphans_ended = True
             if self._drains_finished():
                 break
             if exit_seen is None:
@@ -349,6 +352,15 @@ class Entry:
         for thread in self._drains:
             thread.join()
         return self._reap()
+
+    def _end_orphaned_tree(self) -> None:
+        """The watchdog died under a live tree: the leader was never reaped, so its
+        group is still its own. Its descendants are remembered now (the watchdog no
+        longer catches one that leaves the group), and all of it is killed."""
+        assert self._tree is not None
+        with self._lock:
+            self._tree.refresh()
+            self.teardown_errors.extend(self._tree.signal(signal.SIGKILL, leader_unreaped=True))
 
     def _sweep_leftovers(self) -> None:
         assert self._tree is not None

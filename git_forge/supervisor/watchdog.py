@@ -62,6 +62,9 @@ class Child(Protocol):
     #: Every process the child starts stays below a subreaper that ends it with the
     #: child (the watchdog): the entry need not track its descendants itself.
     contained: bool
+    #: The subreaper ended while the child ran: its report of the exit is not one,
+    #: and what was left of the tree lives on below init, for the entry to end.
+    orphaned: bool
 
     @property
     def reaped(self) -> bool: ...
@@ -73,6 +76,7 @@ class DirectChild:
     """A child of this process (``Popen``): exit seen with ``WNOWAIT``, reaped by ``wait``."""
 
     contained = False  # a daemon that leaves its group escapes to init
+    orphaned = False
 
     def __init__(self, popen: subprocess.Popen) -> None:
         self.popen = popen
@@ -115,6 +119,7 @@ class WatchedChild:
         self.stdout = stdout
         self.stderr = stderr
         self.returncode: int | None = None
+        self.orphaned = False
         self._exited = threading.Event()
         self._lock = threading.Lock()
         self._callback: Callable[[], None] | None = None
@@ -241,13 +246,15 @@ class Watchdog:
             request.answered.set()
 
     def _lost(self) -> None:
-        """The watchdog ended: its guards end their trees (parent-death signal), so
-        every child still running is reported killed, and the next start restarts it."""
+        """The watchdog ended (killed, say, by the OOM killer): every child it still
+        ran is reported killed and ``orphaned`` — it may live on, below init, and its
+        entry ends its tree — and the next start restarts the watchdog."""
         with self._state:
             children, self._children = self._children, {}
             requests, self._requests = self._requests, {}
             self._socket = None
         for child in children.values():
+            child.orphaned = True
             child.report(signal.SIGKILL)  # a raw wait status: killed by SIGKILL
         for request in requests.values():
             request.failure = {"errno": 0, "where": "watchdog"}
