@@ -2,7 +2,7 @@
 
 Before a process starts, the supervisor creates ``proc/<handle>.alive`` and
 takes an exclusive ``flock`` on it; the locked descriptor is inherited by the
-child (through the watchdog's guard) and by every descendant that does not
+child (through the watchdog, which keeps no copy) and by every descendant that does not
 close it, and the supervisor closes its own copy. The lock is therefore held
 exactly while some member of the tree is alive, whatever happened to the
 supervisor. Nothing here reads a PID from a file: a probe asks the kernel

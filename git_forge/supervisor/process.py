@@ -81,9 +81,9 @@ class PreparedProcess:
               orphan_grace: float = 2.0, marker: str = "") -> Child:
         """Spawn the command (once): own session, stdin/stdout/stderr pipes.
 
-        With a ``watchdog`` the command runs under a guard that ends its tree if
-        this process dies (see ``watchdog_process``); without one it is a direct
-        child. ``alive`` (the locked liveness file: descriptor and path) is
+        With a ``watchdog`` the watchdog starts the command (its subreaper, which
+        ends its tree if this process dies: see ``watchdog_process``); without one
+        it is a direct child. ``alive`` (the locked liveness file: descriptor and path) is
         inherited either way, and its descriptor is consumed: closed here as soon
         as the child (or the watchdog) holds the lock, whether or not the start
         succeeded, so that this process never holds it while the tree is gone.

@@ -108,7 +108,7 @@ class DirectChild:
 
 
 class WatchedChild:
-    """A guard (and its agent) started by the watchdog, which reaps it and reports."""
+    """An agent started by the watchdog, which reaps it and reports its exit."""
 
     contained = True  # the watchdog is their subreaper and ends what is left of the tree
 
@@ -270,7 +270,7 @@ class Watchdog:
         alive_fd: int, alive_path: str, linger: float, leftover_grace: float,
         orphan_grace: float, marker: str = "",
     ) -> WatchedChild:
-        """Start ``argv`` under a guard; raises ``OSError`` as ``Popen`` would for a
+        """Start ``argv`` through the watchdog; raises ``OSError`` as ``Popen`` would for a
         command or directory that cannot be used, ``WatchdogError`` otherwise.
 
         ``alive_fd`` is consumed: closed as soon as it is sent (or the start failed).

@@ -35,8 +35,9 @@ git-forge). The shape:
 Each agent inherits its liveness-lock descriptor (``proc/<handle>.alive``,
 flock-ed by the supervisor before the start); the watchdog keeps no copy, so
 the lock is held exactly as long as some member of the tree lives. If the
-watchdog itself is killed, its agents are orphans — and that lock is how a
-later run finds them.
+watchdog itself is killed, its agents are orphans: while the supervisor lives,
+each one's entry ends its tree at once; after, that lock is how a later run
+finds them.
 """
 
 from __future__ import annotations
