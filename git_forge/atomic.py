@@ -83,6 +83,22 @@ def _create_temp(directory: Path, name: str) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, f"no unused temp file name for {name} in {directory}")
 
 
+def make_durable(path: Path | str) -> None:
+    """Make a file that is already in place durable, with its name: for a writer
+    that finds the replace of one killed before its fsyncs (``atomic_write``'s
+    own, after the rename)."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fsync_directory(path.parent)
+    except OSError as exc:
+        raise StoreError(write_failure(path, exc), exit_code=EXIT_ERROR) from exc
+
+
 def atomic_write(
     path: Path | str, data: bytes, *, mode: int | None = None, durable: bool = True
 ) -> None:

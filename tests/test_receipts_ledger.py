@@ -41,7 +41,7 @@ def compact(path: Path) -> bytes:
 
 
 def test_a_run_is_summed_in_its_file_and_folded_once_when_the_next_run_starts(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     writer = LedgerWriter(tmp_path)
     writer.record("run-1", "001", PRICED)
     writer.record("run-1", "001", PRICED)
@@ -59,12 +59,22 @@ def test_a_run_is_summed_in_its_file_and_folded_once_when_the_next_run_starts(
     assert (after.items, after.runs) == (during.items, during.runs)
     fold_runs(tmp_path)  # nothing left to fold: nothing written
     assert ledger_path(tmp_path).read_bytes() == ledger_bytes
-    # A fold cut short after the ledger's write, before the mark: counted once, and
-    # the next fold only marks it.
+    # A fold cut short after the ledger's replace, before the mark: counted once, and
+    # the next fold makes that ledger durable (its replace may have been killed before
+    # its fsyncs), then only marks it.
     document = json.loads(run_path(tmp_path).read_bytes())
     run_path(tmp_path).write_text(json.dumps({**document, "folded": False}))
     assert read_ledger(tmp_path).items == during.items
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
     fold_runs(tmp_path)
+    assert synced == [str(ledger_path(tmp_path)), str(tmp_path)]  # before the mark
     assert ledger_path(tmp_path).read_bytes() == ledger_bytes
     assert json.loads(run_path(tmp_path).read_bytes())["folded"] is True
 
@@ -188,7 +198,8 @@ def test_a_fold_killed_at_any_instant_counts_every_receipt_once(tmp_path: Path) 
 def test_corrupt_files_are_refused_and_left_alone(tmp_path: Path) -> None:
     writer = LedgerWriter(tmp_path)
     writer.record("run-1", "001", PRICED)
-    for torn in (b'{"runId": ', b"[1, 2]\n", b"null\n"):
+    for torn in (b'{"runId": ', b"[1, 2]\n", b"null\n", b'{"runId": "run-1", "items": [1]}',
+                 b'{"runId": "run-1", "totals": 3}'):
         run_path(tmp_path).write_bytes(torn)
         for refused in (lambda: writer.record("run-1", "001", PRICED),
                         lambda: fold_runs(tmp_path), lambda: check_ledger(tmp_path),
@@ -200,14 +211,18 @@ def test_corrupt_files_are_refused_and_left_alone(tmp_path: Path) -> None:
 
     run_path(tmp_path).unlink()
     LedgerWriter(tmp_path).record("run-2", "001", PRICED)
-    ledger_path(tmp_path).write_bytes(b'{"items": ')
     before = run_path(tmp_path).read_bytes()
-    for refused in (lambda: fold_runs(tmp_path), lambda: check_ledger(tmp_path),
-                    lambda: read_ledger(tmp_path), lambda: run_totals(tmp_path, "run-1")):
-        with pytest.raises(StoreError, match="corrupt"):
-            refused()
-    assert ledger_path(tmp_path).read_bytes() == b'{"items": '
-    assert run_path(tmp_path).read_bytes() == before  # not marked folded either
+    for torn in (b'{"items": ', b"[1, 2]\n", b'"hello"\n', b"null\n"):
+        ledger_path(tmp_path).write_bytes(torn)
+        for refused in (lambda: fold_runs(tmp_path), lambda: check_ledger(tmp_path),
+                        lambda: read_ledger(tmp_path)):
+            with pytest.raises(StoreError, match="corrupt"):
+                refused()
+        assert ledger_path(tmp_path).read_bytes() == torn
+        assert run_path(tmp_path).read_bytes() == before  # not marked folded either
+    ledger_path(tmp_path).write_bytes(b'{"items": ')
+    with pytest.raises(StoreError, match="corrupt"):
+        run_totals(tmp_path, "run-1")
     assert run_totals(tmp_path, "run-2")[0].attempts == 1  # the run's own file answers
 
 

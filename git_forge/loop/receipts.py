@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from git_forge.agents.receipt import Receipt, Totals
-from git_forge.atomic import atomic_write, remove_stale_temp_files, write_failure
+from git_forge.atomic import atomic_write, make_durable, remove_stale_temp_files, write_failure
 from git_forge.errors import StoreError
 from git_forge.exit_codes import EXIT_ERROR
 from git_forge.jsonfile import read_json, read_json_bytes, read_known, update_json, write_json
@@ -126,8 +126,31 @@ def _read_run_file(state_dir: Path) -> dict[str, Any] | None:
         if path.exists():
             raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")
         return None
-    if not (isinstance(document, dict) and isinstance(document.get("runId"), str)):
-        raise StoreError(f"{path} is corrupt (not a run's receipts); refusing to touch it")
+    if not _is_run(document):
+        raise _not_a_run(path)
+    return document
+
+
+def _is_run(document: Any) -> bool:
+    """The run file's shape: a run id, and its sums as objects when there are any."""
+    return (isinstance(document, dict) and isinstance(document.get("runId"), str)
+            and isinstance(document.get("totals", {}), dict)
+            and isinstance(document.get("items", {}), dict))
+
+
+def _not_a_run(path: Path) -> StoreError:
+    return StoreError(f"{path} is corrupt (not a run's receipts); refusing to touch it")
+
+
+def _ledger_document(document: Any, path: Path) -> dict[str, Any]:
+    """receipts.json's document (an empty one when there is no file); a
+    ``StoreError`` when it is not a ledger — refused, never overwritten."""
+    if document is None:
+        if path.exists():
+            raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")
+        return {}
+    if not isinstance(document, dict):
+        raise StoreError(f"{path} is corrupt (not a receipts ledger); refusing to touch it")
     return document
 
 
@@ -142,8 +165,8 @@ def read_ledger(state_dir: Path) -> Ledger:
     """Every run's sums, the current one's included (empty when there are none); a
     ``StoreError`` when a file is corrupt."""
     run = _read_run_file(state_dir)  # first: see the module
-    document = read_json(ledger_path(state_dir), default=None)
-    ledger = _ledger_of(document)
+    path = ledger_path(state_dir)
+    ledger = _ledger_of(_ledger_document(read_json(path, default=None), path))
     current = _unfolded(run, ledger.runs)
     if current is not None:
         totals, items = _run_of(current)
@@ -160,7 +183,10 @@ def check_ledger(state_dir: Path) -> tuple[bytes, Any] | None:
     it is never rewritten). Returns receipts.json's bytes and document, for the run
     start's ``fold_runs``: the history is parsed once per run."""
     _read_run_file(state_dir)
-    return read_json_bytes(ledger_path(state_dir))
+    path = ledger_path(state_dir)
+    found = read_json_bytes(path)
+    _ledger_document(None if found is None else found[1], path)
+    return found
 
 
 def run_totals(state_dir: Path, run_id: str | None) -> tuple[Totals, dict[str, Totals]]:
@@ -198,14 +224,12 @@ def fold_runs(state_dir: Path, known: tuple[bytes, Any] | None = None) -> None:
         if run is None or run.get("folded") is True:
             return
         remove_stale_temp_files(ledger_file)
-        document = (read_known(ledger_file, known) if known is not None
-                    else read_json(ledger_file, default=None))
-        if document is None and ledger_file.exists():
-            raise StoreError(f"{ledger_file} is corrupt (it holds JSON null); refusing to "
-                             "touch it")
-        document = _object(document)
+        document = _ledger_document(read_known(ledger_file, known) if known is not None
+                                    else read_json(ledger_file, default=None), ledger_file)
         runs = _object(document.get("runs"))
-        if _unfolded(run, runs) is not None:
+        if _unfolded(run, runs) is None:  # a fold cut short after its ledger's replace:
+            make_durable(ledger_file)      # maybe before that replace's fsyncs
+        else:
             totals, run_items = _run_of(run)
             items = _object(document.get("items"))
             for item_id, each in run_items.items():
@@ -286,9 +310,8 @@ class LedgerWriter:
         """The run's sums so far: the file's when it is this run's, else none yet."""
         if current is None:
             return {}
-        if not (isinstance(current, dict) and isinstance(current.get("runId"), str)):
-            raise StoreError(f"{self.path} is corrupt (not a run's receipts); refusing to "
-                             "touch it")
+        if not _is_run(current):
+            raise _not_a_run(self.path)
         if current["runId"] != run_id:
             if current.get("folded") is not True:
                 raise _AnotherRun
