@@ -282,7 +282,11 @@ class LedgerWriter:
             self._record(run_id, item_id, receipt)
         except _AnotherRun:
             fold_runs(self.state_dir)
-            self._record(run_id, item_id, receipt)
+            try:
+                self._record(run_id, item_id, receipt)
+            except _AnotherRun:  # another writer, which the loop lock rules out
+                raise StoreError(f"{self.path} holds another run's receipts again after "
+                                 "they were folded; this one is not added") from None
 
     def _record(self, run_id: str, item_id: str, receipt: Receipt) -> None:
         if self._known is None:
@@ -302,7 +306,9 @@ class LedgerWriter:
                     "totals": Totals.from_json(run.get("totals")).add(receipt).to_json(),
                     "items": items}
 
-        document = update_json(self.path, add, durable=False, known=known,
+        # The run's first write is durable: a file a power cut left empty would be
+        # refused at every later start. The others need not be (see README, Files).
+        document = update_json(self.path, add, durable=known is None, known=known,
                                on_write=written.append, encode=self._encode)
         self._known = (written[0], document)
 
