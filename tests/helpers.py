@@ -213,3 +213,16 @@ class PtySession:
     @property
     def text(self) -> str:
         return self.transcript.decode("utf-8", "replace")
+
+
+def record_fsyncs(monkeypatch: Any) -> list[str]:
+    """The paths this process fsyncs from now on (the test's end undoes it), in order."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    return synced

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import waiting
+from helpers import record_fsyncs
 
 from git_forge.atomic import atomic_write, write_all
 from git_forge.errors import StoreError
@@ -259,14 +260,7 @@ def test_update_json_round_trip(tmp_path: Path) -> None:
 def test_a_durable_write_fsyncs_the_file_and_the_directory(tmp_path: Path, monkeypatch) -> None:
     """Durable: fsync the data, rename, fsync the directory. Not durable: the same
     atomic rename without either fsync (the writer's crash still leaves old or new)."""
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def counting_fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", counting_fsync)
+    synced = record_fsyncs(monkeypatch)
     target = tmp_path / "state.json"
     atomic_write(target, b"one\n")
     assert len(synced) == 2 and synced[1] == str(tmp_path)

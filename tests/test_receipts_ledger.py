@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import git, run_forge
+from helpers import git, record_fsyncs, run_forge
 
 from git_forge.agents.receipt import Receipt
 from git_forge.errors import StoreError
@@ -65,14 +65,7 @@ def test_a_run_is_summed_in_its_file_and_folded_once_when_the_next_run_starts(
     document = json.loads(run_path(tmp_path).read_bytes())
     run_path(tmp_path).write_text(json.dumps({**document, "folded": False}))
     assert read_ledger(tmp_path).items == during.items
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def counting_fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", counting_fsync)
+    synced = record_fsyncs(monkeypatch)
     fold_runs(tmp_path)
     assert synced == [str(ledger_path(tmp_path)), str(tmp_path)]  # before the mark
     assert ledger_path(tmp_path).read_bytes() == ledger_bytes
