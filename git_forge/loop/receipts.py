@@ -95,8 +95,8 @@ def _make_run_dir(state_dir: Path) -> None:
     except OSError as exc:
         raise StoreError(write_failure(directory, exc), exit_code=EXIT_ERROR) from exc
     ignore = directory / ".gitignore"
-    if not ignore.exists():
-        atomic_write(ignore, _IGNORE)
+    if not ignore.exists():  # not durable: a power cut costs at most an untracked file
+        atomic_write(ignore, _IGNORE, durable=False)
 
 
 def _object(value: Any) -> dict[str, Any]:
