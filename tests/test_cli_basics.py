@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 from pathlib import Path
@@ -170,3 +171,33 @@ def test_os_errors_in_words() -> None:
     # an errno without words of ours: the system's, lower-cased, never "[Errno …]"
     assert os_error_text(OSError(errno.EBUSY, "Device or resource busy")) == (
         "device or resource busy")
+
+
+def test_a_command_named_first_gets_the_same_parser_built_alone() -> None:
+    """Building only the named command's parser (no other command module is
+    imported) must change nothing a user can see: the same help, for the command and
+    each of its sub-commands, and the same parse."""
+    from git_forge.cli.parser import (
+        COMMAND_MODULES,
+        WHOLE_TREE_COMMANDS,
+        build_parser,
+        command_parser,
+        commands_for,
+    )
+
+    whole = build_parser(prog="git forge")
+    for name in COMMAND_MODULES:
+        argv = [name, "--no-color"]
+        if name in WHOLE_TREE_COMMANDS:
+            assert commands_for(argv) == COMMAND_MODULES
+            continue
+        assert commands_for(argv) == (name,)
+        alone = build_parser(prog="git forge", commands=(name,))
+        pending = [[name]]
+        while pending:
+            words = pending.pop()
+            ours, theirs = command_parser(alone, words), command_parser(whole, words)
+            assert ours.format_help() == theirs.format_help(), words
+            for action in ours._actions:
+                if isinstance(action, argparse._SubParsersAction):
+                    pending += [[*words, word] for word in action.choices]

@@ -35,16 +35,15 @@ COMMAND_MODULES: tuple[str, ...] = (
     "help",
 )
 
-#: Commands on a hot path, whose parser ``main`` builds alone when the command
-#: line starts with their name: ``preflight`` runs before every loop launch
-#: (the pre-launch hook) and must cost about what ``git status`` costs, and the
-#: small data commands scripts and prompts call often (``status``, ``backlog``,
-#: ``decision``, ``version``), while importing every command module to build the
-#: whole tree costs ~30 ms. The parser built is the very subparser the whole tree
-#: has (same ``prog``, so the same help and the same usage errors). ``--version``
+#: The commands that read the whole tree (a command's help, the completion scripts).
+#: Every other one, named first on the command line, gets its parser built alone:
+#: importing every command module to build the whole tree costs ~30 ms, which
+#: ``preflight`` (before every launch, which must cost about what ``git status``
+#: costs), the small data commands scripts and prompts call often, and ``loop run``
+#: itself need not pay. The parser built is the very subparser the whole tree has
+#: (same ``prog``, so the same help and the same usage errors). ``--version``
 #: alone needs no command at all.
-HOT_COMMANDS: frozenset[str] = frozenset({"preflight", "status", "backlog", "decision",
-                                          "version"})
+WHOLE_TREE_COMMANDS: frozenset[str] = frozenset({"help", "completion"})
 
 
 class UnknownCommand(UsageError):
@@ -177,9 +176,10 @@ def _accept_no_color(subparsers: argparse._SubParsersAction) -> None:
 
 
 def commands_for(argv: Sequence[str]) -> Sequence[str]:
-    """Only a hot command's own parser when the command line names it first."""
+    """Only a command's own parser when the command line names it first (but for
+    the commands that read the whole tree)."""
     if list(argv) == ["--version"]:
         return ()
-    if argv and argv[0] in HOT_COMMANDS:
+    if argv and argv[0] in COMMAND_MODULES and argv[0] not in WHOLE_TREE_COMMANDS:
         return (argv[0],)
     return COMMAND_MODULES
