@@ -12,10 +12,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from git_forge.atomic import atomic_write, remove_stale_temp_files
 from git_forge.errors import StoreError, os_error_text
-from git_forge.jsonenc import dumps_indented
-from git_forge.locks import DEFAULT_LOCK_TIMEOUT, locked
 from git_forge.parsing import DocumentTooComplex, load_json
 
 TYPE_CHECKING = False
@@ -31,6 +28,8 @@ def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:
     if indent is None:
         text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
     else:
+        from git_forge.jsonenc import dumps_indented
+
         text = dumps_indented(document, indent)  # json.dumps(indent=…)'s bytes, faster
     return (text + "\n").encode("utf-8")
 
@@ -54,6 +53,8 @@ def write_json(
         data = encode(document) if encode is not None else dumps_json(document, indent=indent)
     except UnicodeEncodeError as exc:
         raise StoreError(unencodable(path)) from exc
+    from git_forge.atomic import atomic_write  # a reader (status) imports no writer
+
     atomic_write(path, data, mode=mode, durable=durable)
     return data
 
@@ -114,13 +115,14 @@ def update_json(
     *,
     indent: int | None = 2,
     mode: int | None = None,
-    timeout: float = DEFAULT_LOCK_TIMEOUT,
+    timeout: float | None = None,
     durable: bool = True,
     on_write: Callable[[bytes], None] | None = None,
     known: tuple[bytes, Any] | None = None,
     encode: Callable[[Any], bytes] | None = None,
 ) -> T:
-    """Read-modify-write ``path`` under its sidecar lock (``durable``: see
+    """Read-modify-write ``path`` under its sidecar lock (``timeout``: the lock's,
+    ``locks.DEFAULT_LOCK_TIMEOUT`` when ``None``; ``durable``: see
     ``atomic.atomic_write``; ``on_write`` is handed the bytes written, still under
     the lock; ``known``: bytes the caller read before and the document it parsed
     from them — when the file still holds exactly those bytes, ``mutate`` is handed
@@ -133,7 +135,10 @@ def update_json(
     refused before ``mutate`` runs.
     """
     path = Path(path)
-    with locked(path, timeout=timeout):
+    from git_forge.atomic import remove_stale_temp_files
+    from git_forge.locks import DEFAULT_LOCK_TIMEOUT, locked
+
+    with locked(path, timeout=DEFAULT_LOCK_TIMEOUT if timeout is None else timeout):
         remove_stale_temp_files(path)
         current = read_known(path, known) if known is not None else read_json(
             path, default=None)
