@@ -83,6 +83,21 @@ def _create_temp(directory: Path, name: str) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, f"no unused temp file name for {name} in {directory}")
 
 
+def make_ignored_dir(directory: Path | str, rules: bytes) -> None:
+    """``directory`` (its parent exists), holding a ``.gitignore`` of ``rules`` that
+    ignore everything in it, itself included: git-forge's own directories that no
+    project's ignore rules need to know of. The rules are not written durably: a
+    power cut costs at most files shown untracked."""
+    directory = Path(directory)
+    try:
+        directory.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise StoreError(write_failure(directory, exc), exit_code=EXIT_ERROR) from exc
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        atomic_write(ignore, rules, durable=False)
+
+
 def make_durable(path: Path | str) -> None:
     """Make a file that is already in place durable, with its name: for a writer
     that finds the replace of one killed before its fsyncs (``atomic_write``'s

@@ -135,15 +135,11 @@ def _kept(path: str) -> _Kept | None:
 
 def _keep(directory: str, path: str, key: bytes, settled: bool, text: str) -> None:
     """Write the cache file; any failure leaves the cache unwritten, nothing else."""
-    from git_forge.atomic import atomic_write
+    from git_forge.atomic import atomic_write, make_ignored_dir
     from git_forge.errors import StoreError
 
     try:
-        if not os.path.isdir(directory):
-            os.mkdir(directory)
-        ignore = os.path.join(directory, ".gitignore")
-        if not os.path.exists(ignore):
-            atomic_write(ignore, _IGNORE, durable=False)
+        make_ignored_dir(directory, _IGNORE)
         atomic_write(path, _MAGIC + b"\n" + key + (b" 1\n" if settled else b" 0\n")
                      + text.encode("utf-8") + b"\n", durable=False)
     except (OSError, StoreError, UnicodeEncodeError):

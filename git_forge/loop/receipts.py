@@ -40,9 +40,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from git_forge.agents.receipt import Receipt, Totals
-from git_forge.atomic import atomic_write, make_durable, remove_stale_temp_files, write_failure
+from git_forge.atomic import make_durable, make_ignored_dir, remove_stale_temp_files
 from git_forge.errors import StoreError
-from git_forge.exit_codes import EXIT_ERROR
 from git_forge.jsonfile import read_json, read_json_bytes, read_known, update_json, write_json
 from git_forge.layout import RECEIPTS_FILE, RUN_DIR, RUN_RECEIPTS_FILE
 from git_forge.locks import locked
@@ -86,19 +85,6 @@ def run_path(state_dir: Path) -> Path:
 _IGNORE = b"# git-forge's files of the current or last run: never tracked\n*\n"
 
 
-def _make_run_dir(state_dir: Path) -> None:
-    """The run's directory and its ignore rules, before its first file: a project
-    whose ignore rules predate it must not see that file as untracked."""
-    directory = Path(state_dir) / RUN_DIR
-    try:
-        directory.mkdir(exist_ok=True)
-    except OSError as exc:
-        raise StoreError(write_failure(directory, exc), exit_code=EXIT_ERROR) from exc
-    ignore = directory / ".gitignore"
-    if not ignore.exists():  # not durable: a power cut costs at most an untracked file
-        atomic_write(ignore, _IGNORE, durable=False)
-
-
 def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -121,13 +107,17 @@ def _read_run_file(state_dir: Path) -> dict[str, Any] | None:
     """The run file's document (``None`` when there is none); a ``StoreError`` when it
     does not parse or is not a run's sums."""
     path = run_path(state_dir)
-    document = read_json(path, default=None)
-    if document is None:
-        if path.exists():
-            raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")
-        return None
-    if not _is_run(document):
+    document = _present(read_json(path, default=None), path)
+    if document is not None and not _is_run(document):
         raise _not_a_run(path)
+    return document
+
+
+def _present(document: Any, path: Path) -> Any:
+    """A document read with ``default=None``: ``None`` when there is no file, a
+    ``StoreError`` when the file holds JSON null."""
+    if document is None and path.exists():
+        raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")
     return document
 
 
@@ -145,37 +135,48 @@ def _not_a_run(path: Path) -> StoreError:
 def _ledger_document(document: Any, path: Path) -> dict[str, Any]:
     """receipts.json's document (an empty one when there is no file); a
     ``StoreError`` when it is not a ledger — refused, never overwritten."""
+    document = _present(document, path)
     if document is None:
-        if path.exists():
-            raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")
         return {}
     if not isinstance(document, dict):
         raise StoreError(f"{path} is corrupt (not a receipts ledger); refusing to touch it")
     return document
 
 
-def _unfolded(run: dict[str, Any] | None, runs: dict[str, Any]) -> dict[str, Any] | None:
-    """The run file's run when receipts.json does not hold it yet (``runs``: its runs)."""
+def _add_run(document: dict[str, Any], run: dict[str, Any] | None) -> bool:
+    """Add the run file's ``run`` to receipts.json's ``document``, in place — its items'
+    sums to theirs, itself as the latest run, the oldest dropped beyond ``KEEP_RUNS``
+    — unless there is none to add: no run, one marked folded, or one the document
+    already holds (once, whenever a fold is cut short). Whether it was added."""
+    runs = document["runs"] = _object(document.get("runs"))
     if run is None or run.get("folded") is True or run["runId"] in runs:
-        return None
-    return run
+        return False
+    totals, run_items = _run_of(run)
+    items = document["items"] = _object(document.get("items"))
+    for item_id, each in run_items.items():
+        items[item_id] = Totals.from_json(items.get(item_id)).merge(each).to_json()
+    runs[run["runId"]] = {"totals": totals.to_json(),
+                          "items": {key: each.to_json() for key, each in run_items.items()}}
+    for old in list(runs)[:-KEEP_RUNS]:
+        del runs[old]
+    return True
+
+
+def _with_current_run(state_dir: Path) -> dict[str, Any]:
+    """receipts.json's document with the run file's run added when it was not folded
+    in yet: what every reader of the whole ledger sees. The run file is read first
+    (see the module)."""
+    run = _read_run_file(state_dir)
+    path = ledger_path(state_dir)
+    document = _ledger_document(read_json(path, default=None), path)
+    _add_run(document, run)
+    return document
 
 
 def read_ledger(state_dir: Path) -> Ledger:
     """Every run's sums, the current one's included (empty when there are none); a
     ``StoreError`` when a file is corrupt."""
-    run = _read_run_file(state_dir)  # first: see the module
-    path = ledger_path(state_dir)
-    ledger = _ledger_of(_ledger_document(read_json(path, default=None), path))
-    current = _unfolded(run, ledger.runs)
-    if current is not None:
-        totals, items = _run_of(current)
-        for item_id, each in items.items():
-            ledger.items[item_id] = ledger.item(item_id).merge(each)
-        ledger.runs[current["runId"]] = (totals, items)
-        for old in list(ledger.runs)[:-KEEP_RUNS]:
-            del ledger.runs[old]
-    return ledger
+    return _ledger_of(_with_current_run(state_dir))
 
 
 def check_ledger(state_dir: Path) -> tuple[bytes, Any] | None:
@@ -226,22 +227,13 @@ def fold_runs(state_dir: Path, known: tuple[bytes, Any] | None = None) -> None:
         remove_stale_temp_files(ledger_file)
         document = _ledger_document(read_known(ledger_file, known) if known is not None
                                     else read_json(ledger_file, default=None), ledger_file)
-        runs = _object(document.get("runs"))
-        if _unfolded(run, runs) is None:  # a fold cut short after its ledger's replace:
-            make_durable(ledger_file)      # maybe before that replace's fsyncs
-        else:
-            totals, run_items = _run_of(run)
-            items = _object(document.get("items"))
-            for item_id, each in run_items.items():
-                items[item_id] = Totals.from_json(items.get(item_id)).merge(each).to_json()
-            runs[run["runId"]] = {"totals": totals.to_json(),
-                                  "items": {key: each.to_json()
-                                            for key, each in run_items.items()}}
-            for old in list(runs)[:-KEEP_RUNS]:
-                del runs[old]
+        if _add_run(document, run):
             # Durable before the mark below: a mark never outlives the sums it vouches for.
-            write_json(ledger_file, {"schemaVersion": SCHEMA_VERSION, "items": items,
-                                     "runs": runs}, indent=None)
+            write_json(ledger_file, {"schemaVersion": SCHEMA_VERSION,
+                                     "items": document["items"], "runs": document["runs"]},
+                       indent=None)
+        else:  # a fold cut short after its ledger's replace, maybe before its fsyncs
+            make_durable(ledger_file)
         write_json(run_file, {**run, "folded": True}, indent=None, durable=False)
 
 
@@ -289,8 +281,8 @@ class LedgerWriter:
                                  "they were folded; this one is not added") from None
 
     def _record(self, run_id: str, item_id: str, receipt: Receipt) -> None:
-        if self._known is None:
-            _make_run_dir(self.state_dir)
+        if self._known is None:  # before its first file: no project's rules know of it
+            make_ignored_dir(self.path.parent, _IGNORE)
         written: list[bytes] = []
         known, self._known = self._known, None  # a failure below must not leave it
 
@@ -361,15 +353,8 @@ def spent_so_far(state_dir: Path, item_ids: Iterable[str]) -> dict[str, str]:
     in / 4.1k out, $0.42``), for those whose agents reported any; a ledger that
     cannot be read tells nothing."""
     try:
-        run = _read_run_file(state_dir)
-        document = _object(read_json(ledger_path(state_dir), default=None))
+        items = _object(_with_current_run(state_dir).get("items"))
     except StoreError:
         return {}
-    items = _object(document.get("items"))
-    current = _object(_object(_unfolded(run, _object(document.get("runs")))).get("items"))
-    spent = {}
-    for item_id in item_ids:
-        totals = Totals.from_json(items.get(item_id)).merge(Totals.from_json(current.get(item_id)))
-        if reported(totals):
-            spent[item_id] = totals.describe()
-    return spent
+    return {item_id: totals.describe() for item_id in item_ids
+            if reported(totals := Totals.from_json(items.get(item_id)))}
