@@ -196,8 +196,12 @@ def test_a_cached_answer_builds_no_parser_and_reads_no_item(repo: Path) -> None:
     assert any(name.endswith(".manifest.json") for name in proc)
     assert not any(name.endswith(".alive") for name in proc), proc
     outputs(repo)
+    # The ledger is read, and its writers' modules are not imported (the cache, which
+    # the run's last change to backlog.json left unsettled, is written: that imports
+    # the atomic writer).
     out = waiting.run([sys.executable, "-S", "-c", code.replace(
-        "'typing',", "'typing', 'git_forge.supervisor.liveness',"), "status", "--json"],
+        "'typing',", "'typing', 'git_forge.supervisor.liveness', 'git_forge.locks',"),
+        "status", "--json"],
         cwd=repo, capture_output=True, text=True, env=env)
     assert (out.stdout, out.stderr) == ("0 []\n", "")
 

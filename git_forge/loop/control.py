@@ -271,12 +271,13 @@ class LiveAgent(tuple[str, str | None, str | None, int, str]):
 def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:
     """The agents of run ``run_id`` whose manifests say they run (``status`` shows one
     line each; a parallel run has several)."""
-    import contextlib
     from pathlib import Path
 
     root = Path(state_dir) / PROC_DIR
     if run_id is None or not root.is_dir():
         return []
+    import contextlib
+
     from git_forge.supervisor.manifest import ManifestStore
 
     store = ManifestStore(root)
