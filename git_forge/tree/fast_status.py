@@ -29,7 +29,10 @@ import os
 
 from git_forge.tree.errors import GitError
 from git_forge.tree.gitcli import capture_git
-from git_forge.tree.porcelain import StatusEntry, parse_porcelain_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from git_forge.tree.porcelain import StatusEntry
 
 STATUS_ARGS = ("status", "--porcelain", "-z", "-uall", "--no-renames")
 
@@ -41,7 +44,12 @@ def porcelain_fast(repo_root: str | os.PathLike[str]) -> list[StatusEntry]:
     repository from there, as it would for ``git -C repo_root status``).
     Raises ``GitError`` with git's message outside a repository.
     """
-    return parse_porcelain_z(capture_git(STATUS_ARGS, repo_root=repo_root))
+    listed = capture_git(STATUS_ARGS, repo_root=repo_root)
+    if not listed:  # the clean tree: the pre-launch check's hot path imports no parser
+        return []
+    from git_forge.tree.porcelain import parse_porcelain_z
+
+    return parse_porcelain_z(listed)
 
 
 def is_clean(repo_root: str | os.PathLike[str]) -> bool:
