@@ -18,13 +18,16 @@ import json
 import os
 from itertools import repeat
 from pathlib import Path
-from typing import Any
 
 from git_forge.clock import wire_now
 from git_forge.errors import ForgeError, StoreError
 from git_forge.jsonfile import read_json, update_json
 from git_forge.layout import DECISIONS_FILE, state_directory
 from git_forge.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = "1"
 #: The record may hold operator text; only its owner reads it.

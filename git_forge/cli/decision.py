@@ -3,13 +3,17 @@ feature-forge's ``forge-session.py decision-record|decision-list|decision-apply`
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from git_forge.cli.output import emit_json
 
+# ``decision list`` is a quick command (``cli.main.quick_decision_list_args``):
+# argparse and typing are not imported when its command line needs no parser.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+
+    from git_forge.cli.main import QuickDecisionListArgs
     from git_forge.decisions import DecisionRecord
 
 
@@ -63,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     app.set_defaults(func=run_apply)
 
 
-def _open(args: argparse.Namespace) -> DecisionRecord:
+def _open(args: argparse.Namespace | QuickDecisionListArgs) -> DecisionRecord:
     """The record ``--backlog-dir`` and the state dir name the flags, the config
     named by ``--config`` (which must then exist: a mistyped one would put the
     decisions in another state dir, silently), ./forge.config.json or the effective
@@ -100,7 +104,7 @@ def run_record(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_list(args: argparse.Namespace) -> int:
+def run_list(args: argparse.Namespace | QuickDecisionListArgs) -> int:
     from git_forge import decisions
 
     rec = _open(args)

@@ -25,11 +25,13 @@ if TYPE_CHECKING:
 #: What ``git forge --version`` prints (argparse's ``version`` action prints the same).
 VERSION_LINE = f"git-forge version {__version__}"
 
-#: Commands whose plain command lines are read without a parser (``quick_args``):
-#: the words naming them. ``preflight`` runs before every launch; ``status`` and
-#: ``backlog list`` are what scripts and prompts ask most often, and building a
-#: parser costs more than the rest of their answer when the cache has it.
-QUICK_COMMANDS: tuple[tuple[str, ...], ...] = (("preflight",), ("status",), ("backlog", "list"))
+#: Commands whose plain command lines are read without a parser (``quick_args``,
+#: ``quick_decision_list_args``): the words naming them. ``preflight`` runs before every
+#: launch; ``status``, ``backlog list`` and ``decision list`` are what scripts, prompts
+#: and the recovery procedure ask most often, and building a parser (argparse, with
+#: ``gettext``, ``locale`` and ``shutil``) costs more than the rest of their answer.
+QUICK_COMMANDS: tuple[tuple[str, ...], ...] = (
+    ("preflight",), ("status",), ("backlog", "list"), ("decision", "list"))
 
 
 class QuickArgs:
@@ -46,43 +48,84 @@ class QuickArgs:
         self.probe: Probe | None = None
 
 
-def quick_args(words: list[str]) -> QuickArgs | None:
-    """The arguments after a quick command's name when they take one of the plain
-    shapes — at most one ``PATH``, ``--backlog DIR`` or ``--backlog=DIR``,
-    ``--json``, ``--no-color``, each at most once, no word that begins with ``-``
-    or is empty otherwise — else ``None``: argparse parses everything else (help,
-    abbreviations, ``--``, ``backlog list --status``, every usage error), so its
-    messages stay its own."""
-    path: str | None = None
-    backlog: str | None = None
-    json = no_color = False
+class QuickDecisionListArgs:
+    """``decision list``'s arguments from a plain command line, as argparse gives them."""
+
+    __slots__ = ("backlog_dir", "state_dir", "config", "json", "unapplied", "no_color")
+
+    def __init__(self, backlog_dir: str, state_dir: str | None, config: str | None,
+                 json: bool, unapplied: bool, no_color: bool) -> None:
+        self.backlog_dir, self.state_dir, self.config = backlog_dir, state_dir, config
+        self.json, self.unapplied, self.no_color = json, unapplied, no_color
+
+
+def plain_words(words: list[str], valued: tuple[str, ...], flags: tuple[str, ...], *,
+                positional: bool) -> tuple[dict[str, str], set[str], str | None] | None:
+    """``words`` read as a plain command line — each of the ``valued`` options at most
+    once, as ``--name VALUE`` or ``--name=VALUE``, each of the ``flags`` at most once,
+    and (when ``positional``) at most one word that is not an option — as (values,
+    flags given, the positional word); else ``None``. A value is never empty and never
+    begins with ``-``. Anything else (help, abbreviations, ``--``, a repeat, an empty
+    word, every usage error) is argparse's to read, so its messages stay its own."""
+    values: dict[str, str] = {}
+    given: set[str] = set()
+    word_given: str | None = None
     index = 0
     while index < len(words):
         word = words[index]
-        if word == "--json" and not json:
-            json = True
-        elif word == "--no-color" and not no_color:
-            no_color = True
-        elif word == "--backlog" and backlog is None and index + 1 < len(words) and (
-                words[index + 1][:1] not in ("-", "")):
-            index += 1
-            backlog = words[index]
-        elif word.startswith("--backlog=") and backlog is None and word[10:11] not in ("-", ""):
-            backlog = word[10:]
-        elif word[:1] not in ("-", "") and path is None:
-            path = word
+        name, equals, value = word.partition("=")
+        if word in flags and word not in given:
+            given.add(word)
+        elif name in valued and name not in values:
+            if not equals:
+                if index + 1 >= len(words):
+                    return None
+                index += 1
+                value = words[index]
+            if value[:1] in ("-", ""):
+                return None
+            values[name] = value
+        elif positional and word[:1] not in ("-", "") and word_given is None:
+            word_given = word
         else:
             return None
         index += 1
-    return QuickArgs("." if path is None else path, backlog, json, no_color)
+    return values, given, word_given
+
+
+def quick_args(words: list[str]) -> QuickArgs | None:
+    """The arguments after a location-taking quick command's name (``preflight``,
+    ``status``, ``backlog list``) when they take one of the plain shapes
+    (``plain_words``): at most one ``PATH``, ``--backlog DIR``, ``--json``,
+    ``--no-color``; else ``None``."""
+    found = plain_words(words, ("--backlog",), ("--json", "--no-color"), positional=True)
+    if found is None:
+        return None
+    values, given, path = found
+    return QuickArgs("." if path is None else path, values.get("--backlog"),
+                     "--json" in given, "--no-color" in given)
+
+
+def quick_decision_list_args(words: list[str]) -> QuickDecisionListArgs | None:
+    """``decision list``'s arguments when they take a plain shape (``plain_words``)
+    and name the required ``--backlog-dir``; else ``None``. An empty ``--state-dir ""``
+    (the backlog dir itself) is legal, and argparse's to read."""
+    found = plain_words(words, ("--backlog-dir", "--state-dir", "--config"),
+                        ("--json", "--unapplied", "--no-color"), positional=False)
+    if found is None or "--backlog-dir" not in found[0]:
+        return None
+    values, given, _ = found
+    return QuickDecisionListArgs(values["--backlog-dir"], values.get("--state-dir"),
+                                 values.get("--config"), "--json" in given,
+                                 "--unapplied" in given, "--no-color" in given)
 
 
 def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
     """The command ``argv`` (default: the process's arguments) names, run: its exit
     code. ``exit_at_once`` is the launchers': the success of a command that only
     reads — a quick command (the pre-launch check's clean answer, ``status``,
-    ``backlog list``) or one whose parser says ``read_only`` — then ends the process
-    on the spot (``_exit_at_once``)."""
+    ``backlog list``, ``decision list``) or one whose parser says ``read_only`` —
+    then ends the process on the spot (``_exit_at_once``)."""
     words = sys.argv[1:] if argv is None else argv
     if words == ["--version"]:  # the one command that needs neither a parser nor a guard
         try:  # unbuffered, the write itself fails; buffered, the flush
@@ -95,12 +138,14 @@ def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
             sys.stderr.write(f"Error: {_unwritable(exc)}\n")
             return EXIT_USAGE
         return 0
-    quick = None
+    quick: QuickArgs | QuickDecisionListArgs | None = None
     for command in QUICK_COMMANDS:
         if words[:len(command)] == list(command):
-            quick = quick_args(words[len(command):])
+            rest = words[len(command):]
+            quick = (quick_decision_list_args(rest) if command == ("decision", "list")
+                     else quick_args(rest))
             break
-    if quick is not None and words[0] == "preflight":
+    if isinstance(quick, QuickArgs) and words[0] == "preflight":
         # the pre-launch hook's clean tree prints nothing
         from git_forge.cli.preflight import go
 
@@ -184,8 +229,12 @@ def _stdout_to_devnull() -> None:
     os.close(devnull)
 
 
-def _run_quick(command: str, quick: QuickArgs) -> int:
+def _run_quick(command: str, quick: QuickArgs | QuickDecisionListArgs) -> int:
     """A quick command (``QUICK_COMMANDS``) run from its plain command line."""
+    if isinstance(quick, QuickDecisionListArgs):
+        from git_forge.cli.decision import run_list as decision_list
+
+        return decision_list(quick)
     if command == "preflight":
         from git_forge.cli.preflight import run as preflight
 
@@ -199,8 +248,8 @@ def _run_quick(command: str, quick: QuickArgs) -> int:
     return run_list(quick)
 
 
-def _dispatch(argv: list[str], quick: QuickArgs | None = None, *,
-              exit_at_once: bool = False) -> int:
+def _dispatch(argv: list[str], quick: QuickArgs | QuickDecisionListArgs | None = None,
+              *, exit_at_once: bool = False) -> int:
     """Run the command ``argv`` names; ``quick`` is a quick command's arguments
     when its plain command line needed no parser; ``exit_at_once``: ``main``'s."""
     if argv[:1] == ["__complete"]:
