@@ -19,6 +19,7 @@ the standard library's own.
 from __future__ import annotations
 
 import json
+from itertools import chain
 from json.encoder import encode_basestring
 
 TYPE_CHECKING = False
@@ -113,8 +114,21 @@ def _scalar(value: Any) -> str:
 #: The exact types of the values an object may hold for ``_flat_object`` to encode it.
 _FLAT = frozenset((str, int, bool, type(None)))
 _STR = frozenset((str,))
+_DICT = frozenset((dict,))
 #: One C encoder per line indentation (its item separator holds the indentation).
-_FLAT_ENCODERS: dict[str, Any] = {}
+_FLAT_ENCODERS: dict[str, json.JSONEncoder] = {}
+
+
+def _flat_encoder(indentation: str) -> json.JSONEncoder:
+    """The standard library's encoder (its C one, where built) of flat objects whose
+    members start lines indented as ``indentation`` (a newline and spaces): compact
+    text whose item separator is ``,`` and that indentation. Flat objects hold no
+    container, so no cycle to check for."""
+    encoder = _FLAT_ENCODERS.get(indentation)
+    if encoder is None:
+        encoder = _FLAT_ENCODERS[indentation] = json.JSONEncoder(
+            ensure_ascii=False, check_circular=False, separators=("," + indentation, ": "))
+    return encoder
 
 
 def _flat_object(value: dict[Any, Any], newline: str, inner: str) -> str | None:
@@ -125,11 +139,26 @@ def _flat_object(value: dict[Any, Any], newline: str, inner: str) -> str | None:
     object (a float, a container, a subclass, a key that is not a string)."""
     if not _FLAT.issuperset(map(type, value.values())) or not _STR.issuperset(map(type, value)):
         return None
-    encoder = _FLAT_ENCODERS.get(inner)
-    if encoder is None:
-        encoder = _FLAT_ENCODERS[inner] = json.JSONEncoder(
-            ensure_ascii=False, separators=("," + inner, ": "))
-    return "{" + inner + encoder.encode(value)[1:-1] + newline + "}"
+    return "{" + inner + _flat_encoder(inner).encode(value)[1:-1] + newline + "}"
+
+
+def _flat_objects(value: list[Any] | tuple[Any, ...], newline: str, inner: str,
+                  deeper: str) -> str | None:
+    """A list of non-empty flat objects (see ``_flat_object``) — a decision
+    record's entries, the unapplied ones ``decision list`` prints — in one call of
+    the C encoder, the item separator set to ``,`` and the objects' indentation. Its
+    text is the indented one once each boundary between two objects, ``},`` + that
+    separator's indentation + ``{``, takes the list's indentation: JSON escapes every
+    newline inside a string, and a flat object's member never ends with ``}`` nor
+    begins with ``{``, so that sequence is met at those boundaries alone. ``None``
+    for any other list."""
+    if not _DICT.issuperset(map(type, value)) or not all(value) or \
+            not _FLAT.issuperset(map(type, chain.from_iterable(map(dict.values, value)))) or \
+            not _STR.issuperset(map(type, chain.from_iterable(value))):
+        return None
+    body = _flat_encoder(deeper).encode(value)[2:-2].replace(
+        "}," + deeper + "{", inner + "}," + inner + "{" + deeper)
+    return "[" + inner + "{" + deeper + body + inner + "}" + newline + "]"
 
 
 def _encode(document: Any, step: str, newline: str = "\n") -> str:
@@ -176,6 +205,11 @@ def _encode(document: Any, step: str, newline: str = "\n") -> str:
             if len(strings) == len(value):  # a list of strings: one join
                 append("[" + inner + separator.join(strings) + newline + "]")
                 return
+            if not strings:
+                flat = _flat_objects(value, newline, inner, inner + step)
+                if flat is not None:
+                    append(flat)
+                    return
             append("[" + inner)
             first = True
             for item in value:

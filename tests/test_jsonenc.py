@@ -148,3 +148,46 @@ def test_what_only_json_dumps_encodes_is_no_element_text() -> None:
     assert join_list_in({}, "items", [], end=b"\n") == b"{}\n"
     assert join_list_in({"items": []}, "items", [], end=b"\n") == (
         reference({"items": []}) + "\n").encode()
+
+
+#: Strings that look like the text between two objects of a list, or like its ends.
+LOOKALIKES = ["},\n  {", "},\n      {", "}, {", "},{", "[{", "}]", "{", "}", "\n", ",\n",
+              "\\n", "\u2028", ""]
+
+
+def flat_object(rng: random.Random) -> dict[str, Any]:
+    """A non-empty object of strings, integers, booleans and nulls."""
+    def value() -> Any:
+        roll = rng.randrange(6)
+        if roll == 0:
+            return rng.choice(LOOKALIKES)
+        if roll == 1:
+            return None
+        if roll == 2:
+            return rng.random() < 0.5
+        if roll == 3:
+            return rng.randrange(-10**6, 10**6)
+        return random_string(rng)
+    return {rng.choice(LOOKALIKES + [random_string(rng)]) + str(n): value()
+            for n in range(rng.randrange(1, 6))}
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_lists_of_flat_objects_encode_exactly_like_json_dumps(seed: int) -> None:
+    """A list whose elements are all non-empty flat objects (a decision record's
+    entries) is encoded in one call of the C encoder; strings that look like the
+    boundary between two of them, a list that holds one other value (an empty
+    object, a float, a nested list, a str subclass), a tuple and every depth and
+    indentation give json.dumps' own text."""
+    rng = random.Random(seed)
+    others: list[Any] = [{}, 1.5, [], ["a"], {"a": {}}, {"a": [1]}, {"a": 0.5}, "text",
+                         None, {"a": type("Text", (str,), {})("x")}, {1: "int key"}]
+    for _ in range(20):
+        flat = [flat_object(rng) for _ in range(rng.randrange(1, 8))]
+        mixed = list(flat)
+        mixed.insert(rng.randrange(len(mixed) + 1), rng.choice(others))
+        for listed in (flat, tuple(flat), mixed):
+            for document in (listed, {"unapplied": listed, "count": len(listed)},
+                             [{"deeper": [listed]}]):
+                for indent in (2, 4, 0, 1):
+                    assert dumps_indented(document, indent) == reference(document, indent)
