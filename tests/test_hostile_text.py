@@ -176,6 +176,23 @@ def test_json_escapes_c1_and_del_and_round_trips(project: Path) -> None:
     assert any(HOSTILE in reason for q in plan["questions"] for reason in q["reasons"])
 
 
+def test_json_that_is_all_ascii_escapes_del_too(project: Path) -> None:
+    """An answer whose hostile text is all ASCII (ESC sequences, BEL, DEL; no C1, no
+    override) takes the output's ASCII path: DEL is escaped there as well, ESC and
+    BEL by JSON itself, and every byte round-trips."""
+    ascii_hostile = "x\x1b]52;c;ZXZpbA==\x07 csi\x1b[2J del\x7f\x7f end"
+    recorded = forge(project, "decision", "record", "--backlog-dir", ".forge", "--item",
+                     "003", "--question", "q", "--answer", ascii_hostile)
+    assert recorded.returncode == 0, recorded.stderr
+    for args in (("--unapplied", "--json"), ("--json",)):
+        result = forge(project, "decision", "list", "--backlog-dir", ".forge", *args)
+        harmless(result)
+        assert result.stdout.isascii() and result.stdout.count(b"\\u007f") >= 2, args
+        document = json.loads(result.stdout)
+        entries = document["unapplied" if args[0] == "--unapplied" else "decisions"]
+        assert entries[-1]["answer"] == ascii_hostile
+
+
 def test_status_with_a_hostile_state_file(project: Path) -> None:
     _edit_json(project / ".forge" / "state.json",
                lambda doc: doc.update(error=f"error {HOSTILE}", currentItem=f"0{HOSTILE}"))

@@ -126,8 +126,11 @@ def json_text(document: Any, *, indent: int | None = 2) -> str:
         from git_forge.jsonenc import dumps_indented
 
         text = dumps_indented(document, indent)
-    text = _JSON_C1.sub(_escape, text)
-    if not text.isascii():
+    if text.isascii():  # DEL is the one such character in ASCII: no scan of the rest
+        if "\x7f" in text:
+            text = text.replace("\x7f", "\\u007f")
+    else:
+        text = _JSON_C1.sub(_escape, text)
         text = bidi_controls().sub(_escape, text)
         try:
             text.encode("utf-8")
