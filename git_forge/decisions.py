@@ -17,12 +17,14 @@ from __future__ import annotations
 import json
 import os
 from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 
 from git_forge.clock import wire_now
 from git_forge.errors import ForgeError, StoreError
 from git_forge.jsonfile import read_json, update_json
 from git_forge.layout import DECISIONS_FILE, state_directory
+from git_forge.parsing import DocumentTooComplex, check_depth
 from git_forge.records import NamedTuple
 
 TYPE_CHECKING = False
@@ -192,9 +194,10 @@ def record_all(
     return update_json(rec.path, append, mode=RECORD_MODE)
 
 
-def load(rec: DecisionRecord) -> dict[str, Any] | None:
-    """The whole document, or ``None`` when nothing was ever recorded."""
-    document = read_json(rec.path, default=None)
+def load(rec: DecisionRecord, *, limit_depth: bool = True) -> dict[str, Any] | None:
+    """The whole document, or ``None`` when nothing was ever recorded
+    (``limit_depth``: see ``parsing.load_json``)."""
+    document = read_json(rec.path, default=None, limit_depth=limit_depth)
     if document is None:
         if rec.path.exists():
             raise StoreError(f"{rec.path} is corrupt (it holds JSON null); refusing to touch it")
@@ -203,11 +206,8 @@ def load(rec: DecisionRecord) -> dict[str, Any] | None:
 
 
 def latest_entries(decisions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The latest entry per item (stored order is chronological)."""
-    latest: dict[str, dict[str, Any]] = {}
-    for entry in decisions:
-        latest[entry["itemId"]] = entry
-    return latest
+    """The latest entry per item (stored order is chronological: a later key wins)."""
+    return dict(zip(map(itemgetter("itemId"), decisions), decisions, strict=True))
 
 
 def unapplied_entries(decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -224,12 +224,20 @@ def list_view(rec: DecisionRecord) -> dict[str, Any]:
 
 
 def unapplied_view(rec: DecisionRecord) -> dict[str, Any]:
-    """``decision list --unapplied``: ``{feature, unapplied, count}``."""
-    document = load(rec)
+    """``decision list --unapplied``: ``{feature, unapplied, count}``. Of a record
+    of thousands of entries it walks only the latest ones it returns: their depth
+    is checked, not that of every entry before them, which nothing here walks (the
+    record's shape is checked whole, as for every reader)."""
+    document = load(rec, limit_depth=False)
     if document is None:
         return {"feature": rec.feature, "unapplied": [], "count": 0}
     pending = unapplied_entries(document["decisions"])
-    return {"feature": document.get("feature"), "unapplied": pending, "count": len(pending)}
+    view = {"feature": document.get("feature"), "unapplied": pending, "count": len(pending)}
+    try:
+        check_depth(view, rec.path)
+    except DocumentTooComplex as exc:  # worded as every reader of the file words it
+        raise StoreError(exc.message) from exc
+    return view
 
 
 def apply(rec: DecisionRecord, item_id: str, *, actor: str | None = None) -> dict[str, Any]:

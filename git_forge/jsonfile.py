@@ -62,13 +62,13 @@ def write_json(
 _MISSING: Any = object()
 
 
-def read_json(path: Path | str, *, default: Any = _MISSING) -> Any:
+def read_json(path: Path | str, *, default: Any = _MISSING, limit_depth: bool = True) -> Any:
     """Parse a JSON file; a file that exists but does not parse is a ``StoreError``.
 
     ``default`` is returned when the file does not exist; without it a missing
-    file is a ``StoreError`` too.
+    file is a ``StoreError`` too. ``limit_depth``: see ``parsing.load_json``.
     """
-    found = read_json_bytes(path)
+    found = read_json_bytes(path, limit_depth=limit_depth)
     if found is not None:
         return found[1]
     if default is not _MISSING:
@@ -76,7 +76,8 @@ def read_json(path: Path | str, *, default: Any = _MISSING) -> Any:
     raise StoreError(f"{path} does not exist")
 
 
-def read_json_bytes(path: Path | str) -> tuple[bytes, Any] | None:
+def read_json_bytes(path: Path | str, *, limit_depth: bool = True
+                    ) -> tuple[bytes, Any] | None:
     """The file's bytes and their document (``None`` when there is no file), for a
     later ``read_known``; refused as ``read_json`` refuses."""
     path = Path(path)
@@ -86,12 +87,12 @@ def read_json_bytes(path: Path | str) -> tuple[bytes, Any] | None:
         return None
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {os_error_text(exc)}") from exc
-    return raw, _parsed(path, raw)
+    return raw, _parsed(path, raw, limit_depth)
 
 
-def _parsed(path: Path, raw: bytes) -> Any:
+def _parsed(path: Path, raw: bytes, limit_depth: bool = True) -> Any:
     try:
-        return load_json(raw.decode("utf-8"), path)
+        return load_json(raw.decode("utf-8"), path, limit_depth=limit_depth)
     except DocumentTooComplex as exc:
         raise StoreError(exc.message) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -55,11 +55,12 @@ _CONTAINERS = (dict, list, tuple)  # tuple: YAML's !!pairs
 _CONTAINERS_SET = frozenset(_CONTAINERS)
 
 
-def _check_depth(document: Any, source: str | Path) -> None:
-    """Level by level, without recursion, so any depth is safe to measure. Each
-    level's children are gathered and their types taken by C loops (``chain``,
-    ``map``); a level holding no container — most documents' third or fourth —
-    ends the walk without a Python step per value."""
+def check_depth(document: Any, source: str | Path) -> None:
+    """Refuse ``document`` (``DocumentTooComplex`` naming ``source``) when it nests
+    deeper than ``MAX_DEPTH``. Level by level, without recursion, so any depth is
+    safe to measure. Each level's children are gathered and their types taken by C
+    loops (``chain``, ``map``); a level holding no container — most documents' third
+    or fourth — ends the walk without a Python step per value."""
     from itertools import chain, compress, repeat
     from operator import is_, is_not
 
@@ -80,8 +81,13 @@ def _check_depth(document: Any, source: str | Path) -> None:
         raise DocumentTooComplex(source, TOO_DEEP)
 
 
-def load_json(data: str | bytes, source: str | Path) -> Any:
-    """``json.loads(data)``, refusing a document too deep or a number too large."""
+def load_json(data: str | bytes, source: str | Path, *, limit_depth: bool = True) -> Any:
+    """``json.loads(data)``, refusing a document too deep or a number too large.
+    ``limit_depth=False``: for a reader that walks only a part of the document it
+    picks out without recursion (``decision list --unapplied`` prints an item's
+    latest entry, never the ones before), which checks that part (``check_depth``)
+    before anything walks it. A document too deep for the parser itself is refused
+    all the same."""
     try:
         document = json.loads(data)
     except RecursionError:
@@ -91,7 +97,8 @@ def load_json(data: str | bytes, source: str | Path) -> Any:
                 _number_too_large(exc):
             raise DocumentTooComplex(source, TOO_LARGE) from None
         raise
-    _check_depth(document, source)
+    if limit_depth:
+        check_depth(document, source)
     return document
 
 
@@ -107,7 +114,7 @@ def load_yaml(text: str, source: str | Path) -> Any:
         if _number_too_large(exc):
             raise DocumentTooComplex(source, TOO_LARGE) from None
         raise
-    _check_depth(document, source)
+    check_depth(document, source)
     return document
 
 

@@ -108,6 +108,51 @@ def test_decision_record(project: Path) -> None:
                 "--answer", "a")
 
 
+def _entry(item: str, n: int, applied: bool = False, **extra: object) -> dict[str, object]:
+    stamp = "2026-11-01T10:00:00Z"
+    return {"itemId": item, "question": f"Question {n}?", "answer": f"answer {n}",
+            "deferred": False, "decidedAt": stamp, "recordedBy": "test@host",
+            "appliedAt": stamp if applied else None,
+            "appliedBy": "test@host" if applied else None, **extra}
+
+
+def test_unapplied_walks_only_the_entries_it_prints(project: Path) -> None:
+    """``decision list --unapplied`` checks the depth of the entries it prints: a
+    superseded or applied entry nested past the limit is never walked, so the
+    answer is the one the record without it gives; a deep entry it would print is
+    refused in one line, as the whole record is by every reader that walks it all
+    (``decision list``, ``decision record``)."""
+    deep: object = "bottom"
+    for _ in range(MAX_DEPTH + 5):
+        deep = {"down": [deep]}
+    record = project / ".forge" / "forge-decisions.json"
+    args = ("decision", "list", "--backlog-dir", ".forge", "--unapplied", "--json")
+
+    def write(entries: list[dict[str, object]]) -> None:
+        record.write_text(json.dumps({"schemaVersion": "1", "feature": ".forge",
+                                      "createdAt": "2026-11-01T10:00:00Z",
+                                      "decisions": entries}, indent=2) + "\n")
+
+    latest = [_entry("001", 3), _entry("002", 4, applied=True), _entry("003", 5)]
+    write(latest)
+    plain = run_forge(*args, cwd=project)
+    assert plain.returncode == 0, plain.stderr
+    assert [entry["itemId"] for entry in json.loads(plain.stdout)["unapplied"]] == \
+        ["001", "003"]
+    write([_entry("001", 1, note=deep), _entry("003", 2, note=deep), *latest[:1],
+           _entry("002", 4, applied=True, note=deep), *latest[2:]])
+    answered = run_forge(*args, cwd=project)
+    assert (answered.returncode, answered.stdout, answered.stderr) == (0, plain.stdout, "")
+    refused(project, "too deeply nested", "forge-decisions.json", "decision", "list",
+            "--backlog-dir", ".forge")
+    refused(project, "too deeply nested", "forge-decisions.json", "decision", "record",
+            "--backlog-dir", ".forge", "--item", "004", "--question", "q", "--answer", "a")
+    write([*latest, _entry("001", 6, note=deep)])
+    refused(project, "too deeply nested", "forge-decisions.json", *args)
+    write([*latest[:2], _entry("003", 6, note=[deep])])  # without --json too
+    refused(project, "too deeply nested", "forge-decisions.json", *args[:-1])
+
+
 def test_a_deep_journal_line_is_skipped_like_any_bad_line(project: Path) -> None:
     events = project / ".forge" / "events.ndjson"
     events.write_text(DEEP_ARRAY + "\n" + json.dumps(
