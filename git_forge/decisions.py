@@ -223,16 +223,21 @@ def list_view(rec: DecisionRecord) -> dict[str, Any]:
     return document if document is not None else {"decisions": []}
 
 
-def unapplied_view(rec: DecisionRecord) -> dict[str, Any]:
+def unapplied_view(rec: DecisionRecord, *, writing: bool = False) -> dict[str, Any]:
     """``decision list --unapplied``: ``{feature, unapplied, count}``. Of a record
     of thousands of entries it walks only the latest ones it returns: their depth
     is checked, not that of every entry before them, which nothing here walks (the
-    record's shape is checked whole, as for every reader)."""
-    document = load(rec, limit_depth=False)
+    record's shape is checked whole, as for every reader). ``writing``: the caller
+    appends to the record later (``recover``), so the whole record is checked now,
+    as that write will check it — a record it could not write is refused before
+    any question is asked."""
+    document = load(rec, limit_depth=writing)
     if document is None:
         return {"feature": rec.feature, "unapplied": [], "count": 0}
     pending = unapplied_entries(document["decisions"])
     view = {"feature": document.get("feature"), "unapplied": pending, "count": len(pending)}
+    if writing:
+        return view
     try:
         check_depth(view, rec.path)
     except DocumentTooComplex as exc:  # worded as every reader of the file words it

@@ -12,6 +12,7 @@ import pytest
 from helpers import git, run_forge, snapshot
 from templates import Templates
 
+from git_forge.exit_codes import RECOVER_FAILED_READ
 from git_forge.parsing import MAX_DEPTH, DocumentTooComplex, load_json, load_yaml
 
 DEPTH = 100_000
@@ -147,6 +148,12 @@ def test_unapplied_walks_only_the_entries_it_prints(project: Path) -> None:
             "--backlog-dir", ".forge")
     refused(project, "too deeply nested", "forge-decisions.json", "decision", "record",
             "--backlog-dir", ".forge", "--item", "004", "--question", "q", "--answer", "a")
+    before = files(project)  # recover appends to the record later: it checks it all first
+    plan = run_forge("recover", "--plan", cwd=project)
+    assert plan.returncode == RECOVER_FAILED_READ, plan.stderr
+    assert plan.stderr.count("\n") == 1 and plan.stderr.startswith("Error: ")
+    assert plan.stderr.endswith("forge-decisions.json: too deeply nested\n")
+    assert files(project) == before
     write([*latest, _entry("001", 6, note=deep)])
     refused(project, "too deeply nested", "forge-decisions.json", *args)
     write([*latest[:2], _entry("003", 6, note=[deep])])  # without --json too

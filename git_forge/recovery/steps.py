@@ -139,7 +139,7 @@ def _list(runner: Runner, step: Step) -> list[Item]:
 
 def _unapplied(rec: decisions.DecisionRecord, step: Step) -> list[dict[str, Any]]:
     try:
-        return list(decisions.unapplied_view(rec)["unapplied"])
+        return list(decisions.unapplied_view(rec, writing=True)["unapplied"])
     except ForgeError as exc:
         raise RecoveryFailed(step, FailureKind.READ, exc.message) from exc
 
