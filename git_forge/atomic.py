@@ -19,6 +19,7 @@ from pathlib import Path
 
 from git_forge.errors import StoreError, os_error_text
 from git_forge.exit_codes import EXIT_ERROR
+from git_forge.owned import make_dir
 
 
 def write_failure(what: Path | str, exc: OSError) -> str:
@@ -90,7 +91,7 @@ def make_ignored_dir(directory: Path | str, rules: bytes) -> None:
     power cut costs at most files shown untracked."""
     directory = Path(directory)
     try:
-        directory.mkdir(exist_ok=True)
+        make_dir(directory)  # never a link: the rules would be written where it points
     except OSError as exc:
         raise StoreError(write_failure(directory, exc), exit_code=EXIT_ERROR) from exc
     ignore = directory / ".gitignore"

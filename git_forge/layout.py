@@ -57,6 +57,9 @@ RUN_DIR = "run"
 #: In ``RUN_DIR``: the run's sums, folded into ``RECEIPTS_FILE`` when the next run
 #: starts — a receipt rewrites one run's sums, not the project's whole history.
 RUN_RECEIPTS_FILE = "receipts.json"
+#: What read-only commands derived from backlog.json (``backlog.cache``), in a
+#: directory that ignores itself as ``RUN_DIR`` does.
+CACHE_DIR = "cache"
 #: The notifications a run sent, so that a restarted run does not send them again.
 NOTIFIED_FILE = "notified.json"
 #: ``worktrees/<id>``: the linked worktree an item's agent works in when the loop

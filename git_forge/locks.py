@@ -29,6 +29,7 @@ from pathlib import Path
 from git_forge.clock import wire_now
 from git_forge.errors import StoreError, os_error_text
 from git_forge.lockprobe import read_lock_holder
+from git_forge.owned import open_own
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -113,8 +114,8 @@ class FileLock:
     def _try_once(self, holder: str | None) -> bool:
         if self._handle is not None:
             return True
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:  # never through a link: the label would be written where it points
+            fd = open_own(self.path, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             raise StoreError(f"cannot lock {self.path}: {os_error_text(exc)}") from exc
         handle = os.fdopen(fd, "r+b", buffering=0)

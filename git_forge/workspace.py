@@ -14,6 +14,7 @@ from pathlib import Path
 
 from git_forge.config import Config, ConfigError, load_config
 from git_forge.layout import backlog_file, find_root, state_directory, work_tree_root
+from git_forge.owned import refuse_links
 from git_forge.records import NamedTuple
 
 TYPE_CHECKING = False
@@ -76,6 +77,8 @@ def locate(
         _refuse_outside(real_root, root, backlog_dir, "backlog dir")
         if state_dir != backlog_dir:
             _refuse_outside(real_root, root, state_dir, "state dir")
+        # Before any command writes: a link where git-forge keeps its own files.
+        refuse_links(os.fspath(root), os.fspath(backlog_dir), os.fspath(state_dir))
     return Workspace(root, backlog_dir, state_dir, config)
 
 

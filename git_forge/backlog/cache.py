@@ -43,6 +43,8 @@ from __future__ import annotations
 
 import os
 
+from git_forge.layout import CACHE_DIR
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -50,8 +52,7 @@ if TYPE_CHECKING:
 
     from git_forge.backlog.store import Snapshot
 
-#: The cache directory under the state dir, and what makes git ignore it.
-CACHE_DIR = "cache"
+#: What makes git ignore the cache directory (``layout.CACHE_DIR``).
 _IGNORE = b"# git-forge's derived caches: never tracked\n*\n"
 #: The first line of every cache file; a file of another version is a miss. Version 2:
 #: JSON outputs escape the bidirectional overrides (a version-1 text holds them raw).

@@ -40,6 +40,7 @@ from git_forge.clock import compact_precise_stamp, precise_now
 from git_forge.errors import StoreError, os_error_text
 from git_forge.exit_codes import EXIT_ERROR
 from git_forge.locks import locked
+from git_forge.owned import make_dir, open_own
 from git_forge.parsing import DocumentTooComplex, load_json
 
 SCHEMA_VERSION = "1"
@@ -118,8 +119,7 @@ class Journal:
             ids = {str(event.get("eventId")) for line in _complete_lines(raw)
                    if (event := _parse(line)) is not None}
             try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                             0o600)
+                fd = open_own(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             except OSError as exc:
                 raise StoreError(write_failure(self.path, exc), exit_code=EXIT_ERROR) from exc
             self._owned = _Owned(fd, _complete_line_count(raw), ids, len(raw), created=not raw)
@@ -235,7 +235,7 @@ class Journal:
         with locked(self.path):
             if not self.path.exists():
                 return None
-            archive.mkdir(parents=True, exist_ok=True)
+            make_dir(archive)
             stamp = compact_precise_stamp()
             target = archive / f"{self.path.stem}-{stamp}{self.path.suffix}"
             counter = 1
@@ -260,13 +260,17 @@ class Journal:
 
     def _truncate(self, size: int) -> None:
         try:
-            os.truncate(self.path, size)
+            fd = open_own(self.path, os.O_WRONLY)
+            try:
+                os.ftruncate(fd, size)
+            finally:
+                os.close(fd)
         except OSError as exc:
             raise StoreError(f"cannot repair {self.path}: {os_error_text(exc)}") from exc
 
     def _write_line(self, data: bytes, *, created: bool) -> None:
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = open_own(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
                 write_all(fd, data)
                 os.fsync(fd)

@@ -85,6 +85,7 @@ from git_forge.loop.outcomes import Outcome, deferral_reason
 from git_forge.loop.progress import RunningAgent
 from git_forge.loop.summary import LoopResult, loop_result
 from git_forge.loop.worktree_prep import WorktreePreparer
+from git_forge.owned import make_dir
 from git_forge.reconcile import messages
 from git_forge.reconcile.conflicts import clear_conflict, record_conflict
 from git_forge.reconcile.merge_queue import Conflicted, Integrated, Refused, tidy
@@ -202,7 +203,7 @@ def _check_ignored(state: _Run) -> None:
     from git_forge.tree.worktrees import is_ignored
 
     holder = item_worktree(state.state_dir, "000").parent
-    holder.mkdir(parents=True, exist_ok=True)  # a pattern for directories matches only one
+    make_dir(holder)  # a pattern for directories matches only one
     if not is_ignored(state.root, holder):
         state.run.progress.note(f"{state.run.workspace.relative(holder)}/ is not ignored by "
                                 "git: run git forge init to add the rule")

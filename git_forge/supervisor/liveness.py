@@ -30,7 +30,7 @@ from git_forge.supervisor.paths import ALIVE_SUFFIX, FILE_MODE, ProcPaths
 def hold(path: Path) -> int:
     """Create ``path`` and lock it; the caller passes the descriptor on and closes it."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
     except OSError as exc:
         raise ProcessError("process_setup_failed",
                            f"cannot create {path.name}: {os_error_text(exc)}") from exc

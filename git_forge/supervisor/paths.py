@@ -11,6 +11,7 @@ from pathlib import Path
 
 from git_forge.layout import ALIVE_SUFFIX as ALIVE_SUFFIX  # see layout
 from git_forge.layout import MANIFEST_SUFFIX
+from git_forge.owned import make_dir
 from git_forge.supervisor.handles import require_handle
 
 SPOOL_SUFFIX = ".spool"
@@ -56,4 +57,4 @@ class ProcPaths:
         return self.root / SETTLED_FILE
 
     def ensure_root(self) -> None:
-        self.root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        make_dir(self.root, DIR_MODE)

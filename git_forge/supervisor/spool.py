@@ -325,7 +325,8 @@ class SegmentFiles:
 
     def _open(self, segment: int, start: int) -> int:
         path = self.directory / segment_name(segment)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, FILE_MODE)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     FILE_MODE)
         if os.fstat(fd).st_size != start - segment:
             os.close(fd)
             raise ProcessError("spool_corrupt", f"{path} does not end where the spool does")

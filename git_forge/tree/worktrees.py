@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
+from git_forge.owned import make_dir, refuse_link
 from git_forge.records import NamedTuple
 from git_forge.tree.errors import GitError
 from git_forge.tree.fast_status import STATUS_ARGS
@@ -123,8 +124,11 @@ def worktree_at(root: Path, path: Path, trees: list[Worktree] | None = None) -> 
 def add_worktree(root: Path, directory: Path, branch: str, start: str) -> Path:
     """``git worktree add DIRECTORY -b BRANCH START``: a new branch at ``start``
     checked out in a new linked worktree (its path is returned). git refuses an
-    existing branch or a directory that is not empty; nothing is created then."""
-    directory.parent.mkdir(parents=True, exist_ok=True)
+    existing branch or a directory that is not empty; nothing is created then. A
+    link at ``directory`` or its parent is refused (``owned.LinkRefused``): git would
+    check the worktree out where it points."""
+    make_dir(directory.parent)
+    refuse_link(directory)
     _run(root, ["worktree", "add", "--quiet", "-b", branch, str(directory), start])
     return directory
 
