@@ -32,7 +32,7 @@ def doc(*items: Item | dict, **top) -> dict:
 
 
 @pytest.mark.parametrize(("bad", "message"), [
-    (item("12"), 'items[0]: invalid item id "12" (expected a string of 3 or more digits)'),
+    (item("12"), 'items[0]: invalid item id "12" (expected a string of 3 to 64 digits)'),
     (item("abc"), 'items[0]: invalid item id "abc"'),
     ({**item("001"), "id": 1}, "items[0]: invalid item id 1"),
     (item("001\n"), "items[0]: invalid item id"),  # "$" would match before the newline

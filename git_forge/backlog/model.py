@@ -36,10 +36,14 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "done": frozenset({"pending"}),
 }
 
-#: Item ids are strings of three or more digits ("001"); they are never renumbered.
+#: Item ids are strings of 3 to 64 digits ("001"); they are never renumbered. The
+#: bound is there because an id names files and refs (the item's worktree, its
+#: ``forge/<id>`` branch, its prompt file): an unbounded one would be refused by the
+#: file system (``file name too long``) in the middle of a run, not here.
 #: ``\Z``, not ``$``: ``$`` also matches before a final newline, and "001\n" is no id.
-ID_PATTERN = re.compile(r"^[0-9]{3,}\Z")
 MIN_ID_WIDTH = 3
+MAX_ID_WIDTH = 64
+ID_PATTERN = re.compile(rf"^[0-9]{{{MIN_ID_WIDTH},{MAX_ID_WIDTH}}}\Z")
 
 #: Fields an operator may set on an existing item with ``backlog edit``.
 EDITABLE_FIELDS: tuple[str, ...] = (
@@ -72,7 +76,8 @@ def _is_iso8601(value: str) -> bool:
 def id_problem(item_id: Any) -> str | None:
     """Why ``item_id`` is not a valid item id, or ``None``."""
     if not isinstance(item_id, str) or not ID_PATTERN.match(item_id):
-        return f"invalid item id {_describe(item_id)} (expected a string of 3 or more digits)"
+        return (f"invalid item id {_describe(item_id)} (expected a string of "
+                f"{MIN_ID_WIDTH} to {MAX_ID_WIDTH} digits)")
     return None
 
 

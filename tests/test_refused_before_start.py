@@ -1,0 +1,122 @@
+"""Refused before anything starts: what a run, a pre-launch check or a recover pass
+cannot go through with is found before it takes an item, records an answer or says
+"go" — one line ``Error: …``, exit 2, every file byte for byte as it was — never
+half-way through, with items left ``in_progress``. And what git can create,
+git-forge can put back.
+
+Real repositories, the real ``git forge`` console script, an agent that is a
+script first on PATH (it logs every start: a refused run starts none).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from builders import backlog_repo, item, set_items
+from helpers import git, run_forge, snapshot
+from templates import Templates
+
+#: The agent, found on PATH as ``forge-test-agent``: it logs its start and writes a
+#: file of its own; with ``FORGE_TEST_CLASH`` set, every item also rewrites the first
+#: line of shared.txt its own way (items run side by side then conflict).
+AGENT = r'''#!{python}
+import json, os
+item = os.environ["FORGE_ITEM_ID"]
+with open(os.environ["FORGE_TEST_LOG"], "a") as log:
+    log.write(json.dumps({{"item": item, "cwd": os.getcwd()}}) + "\n")
+if os.environ.get("FORGE_TEST_CLASH"):
+    lines = open("shared.txt").read().splitlines(keepends=True)
+    lines[0] = f"line one, as item {{item[:8]}} has it\n"
+    open("shared.txt", "w").write("".join(lines))
+open(f"item-{{item[:8]}}.txt", "w").write("work\n")
+print("FORGE_DONE")
+'''
+
+
+class Project:
+    """A repository with a committed backlog, and the agent first on PATH."""
+
+    def __init__(self, root: Path, tmp: Path) -> None:
+        self.root = root
+        self.log = tmp / "agents.ndjson"
+        bin_dir = tmp / "bin"
+        bin_dir.mkdir()
+        agent = bin_dir / "forge-test-agent"
+        agent.write_text(AGENT.format(python=sys.executable))
+        agent.chmod(0o755)
+        self.env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+                    "FORGE_TEST_LOG": str(self.log)}
+
+    def forge(self, *args: str):
+        return run_forge(*args, cwd=self.root, env=self.env, timeout=120)
+
+    def loop(self, *args: str):
+        return self.forge("loop", "run", "--agent", "forge-test-agent", *args)
+
+    def commit_items(self, items: list[dict]) -> None:
+        set_items(self.root / ".forge" / "backlog.json", items)
+        git("add", "-A", cwd=self.root)
+        git("commit", "-qm", "items", cwd=self.root)
+
+    def items(self) -> dict[str, dict]:
+        document = json.loads((self.root / ".forge" / "backlog.json").read_text())
+        return {entry["id"]: entry for entry in document["items"]}
+
+    def started(self) -> list[str]:
+        """The items whose agent started."""
+        if not self.log.exists():
+            return []
+        return [json.loads(line)["item"] for line in self.log.read_text().splitlines()]
+
+    def refs(self) -> str:
+        return git("for-each-ref", "--format=%(refname) %(objectname)", cwd=self.root)
+
+
+def build_project(root: Path) -> None:
+    backlog_repo(root, "First", "Second")
+    (root / "shared.txt").write_text("line one\nline two\n")
+    git("add", "shared.txt", cwd=root)
+    git("commit", "-qm", "shared", cwd=root)
+
+
+@pytest.fixture
+def project(templates: Templates, tmp_path: Path) -> Project:
+    return Project(templates.copy("refused-two-items", build_project, tmp_path / "repo"),
+                   tmp_path)
+
+
+def assert_refused(result, *words: str) -> None:
+    """Exit 2, nothing on stdout, one line ``Error: …`` holding ``words`` on stderr."""
+    assert (result.returncode, result.stdout) == (2, ""), result.stdout + result.stderr
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+    for word in words:
+        assert word in result.stderr, result.stderr
+
+
+# --- an item id too long for a file name ------------------------------------------------------
+
+
+def test_an_id_too_long_to_name_a_file_is_refused_before_a_parallel_run_takes_an_item(
+        project: Project) -> None:
+    long_id = "1" * 300  # a worktree .forge/worktrees/<id> cannot be made: file name too long
+    project.commit_items([item(long_id), item("002")])
+    before, refs = snapshot(project.root), project.refs()
+    refused = project.loop("--parallel", "2")
+    assert_refused(refused, "backlog.json is invalid", f'invalid item id "{long_id}"',
+                   "(expected a string of 3 to 64 digits)")
+    assert snapshot(project.root) == before and project.refs() == refs
+    assert project.started() == []
+    assert not (project.root / ".forge" / "worktrees").exists()
+    # an id at the bound names its worktree, branch and files: the run goes through
+    longest = "9" * 64
+    project.commit_items([item(longest, title="Longest"), item("002", title="Short")])
+    ran = project.loop("--parallel", "2")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert sorted(project.started()) == sorted([longest, "002"])
+    assert {entry["status"] for entry in project.items().values()} == {"done"}
+    assert f"[forge] {longest}: Longest" in git("log", "--format=%s", cwd=project.root)
+    assert git("status", "--porcelain", cwd=project.root) == ""
