@@ -69,14 +69,31 @@ _TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _TEMP_ATTEMPTS = 100
 
 
+#: The longest file name the file systems git-forge runs on take, in bytes (NAME_MAX).
+NAME_MAX = 255
+
+
+def temp_name(name: str, tail: str) -> str:
+    """``.<name><tail>``: the name of a temp file beside ``name``, with ``name`` cut
+    short (in bytes, as the file system counts them) so that the whole is never
+    longer than ``NAME_MAX`` — git creates a file whose own name is 255 bytes, and
+    a temp file beside it must be creatable too. A cut inside a character is
+    harmless: the bytes are kept as they are (surrogate escapes)."""
+    room = NAME_MAX - 1 - len(os.fsencode(tail))
+    encoded = os.fsencode(name)
+    if len(encoded) > room:
+        name = os.fsdecode(encoded[:room])
+    return f".{name}{tail}"
+
+
 def _create_temp(directory: Path, name: str) -> tuple[int, str]:
-    """A new file ``.<name>.<8 random letters>.tmp`` in ``directory``, opened for
-    writing, mode 0600: what ``tempfile.mkstemp`` makes, without importing
-    ``tempfile`` (with ``random`` and ``shutil``, ~5 ms that every command that
-    writes a file would pay at start-up)."""
+    """A new file ``.<name>.<8 random letters>.tmp`` in ``directory`` (``name`` cut
+    short: ``temp_name``), opened for writing, mode 0600: what ``tempfile.mkstemp``
+    makes, without importing ``tempfile`` (with ``random`` and ``shutil``, ~5 ms that
+    every command that writes a file would pay at start-up)."""
     for _ in range(_TEMP_ATTEMPTS):
         letters = "".join(_TEMP_LETTERS[byte % len(_TEMP_LETTERS)] for byte in os.urandom(8))
-        candidate = os.path.join(directory, f".{name}.{letters}.tmp")
+        candidate = os.path.join(directory, temp_name(name, f".{letters}.tmp"))
         try:
             return os.open(candidate, _TEMP_FLAGS, 0o600), candidate
         except FileExistsError:
@@ -166,6 +183,6 @@ def remove_stale_temp_files(path: Path) -> None:
     """Temp files ``atomic_write`` left for ``path`` when its writer was killed
     mid-write. Only a lock holder writes temp files for a locked file, so under
     the lock every one of them is stale."""
-    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+    for stale in path.parent.glob(temp_name(path.name, ".????????.tmp")):
         with contextlib.suppress(FileNotFoundError):
             stale.unlink()

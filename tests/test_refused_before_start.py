@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from pathlib import Path
 
 import pytest
-from builders import backlog_repo, item, set_items
+from builders import backlog_repo, init_repository, item, set_items
 from helpers import git, run_forge, snapshot
 from templates import Templates
 
@@ -120,3 +121,47 @@ def test_an_id_too_long_to_name_a_file_is_refused_before_a_parallel_run_takes_an
     assert {entry["status"] for entry in project.items().values()} == {"done"}
     assert f"[forge] {longest}: Longest" in git("log", "--format=%s", cwd=project.root)
     assert git("status", "--porcelain", cwd=project.root) == ""
+
+
+# --- a name git creates, put back by restore ---------------------------------------------------
+
+
+def test_a_discarded_file_with_a_255_byte_name_is_restored_as_git_would(tmp_path: Path) -> None:
+    root = init_repository(tmp_path / "repo")
+    assert run_forge("init", cwd=root).returncode == 0
+    plain = "a" * 251 + ".txt"
+    accented = "é" * 126 + "xyz"  # 255 bytes: a temp name's cut falls inside a character
+    tracked = "t" * 255
+    link = "l" * 255
+    for name in (plain, accented, tracked, link):
+        assert len(name.encode()) == 255
+    (root / tracked).write_text("as committed\n")
+    git("add", "-A", cwd=root)
+    git("commit", "-qm", "forge and a long name", cwd=root)
+    (root / plain).write_bytes(b"plain\x00bytes\n")
+    (root / accented).write_text("run me\n")
+    (root / accented).chmod(0o755)
+    (root / tracked).write_text("changed since\n")
+    os.symlink(plain, root / link)
+    names = sorted(os.listdir(root))
+    wanted = {name: os.lstat(root / name) for name in (plain, accented, tracked, link)}
+    contents = {name: (root / name).read_bytes() for name in (plain, accented, tracked)}
+
+    discarded = run_forge("reconcile", "--discard", "unattributed", "--confirm-discard",
+                          "--json", cwd=root)
+    assert discarded.returncode == 0, discarded.stdout + discarded.stderr
+    (ref,) = git("for-each-ref", "--format=%(refname)", "refs/forge/discarded",
+                 cwd=root).split()
+    assert git("status", "--porcelain", cwd=root) == ""
+
+    restored = run_forge("reconcile", "--restore", ref, cwd=root)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert sorted(os.listdir(root)) == names  # every one back, no temp file left
+    for name, was in wanted.items():
+        now = os.lstat(root / name)
+        assert stat.S_IFMT(now.st_mode) == stat.S_IFMT(was.st_mode), name
+        assert now.st_mode & 0o111 == was.st_mode & 0o111, name
+    assert os.readlink(root / link) == plain
+    for name, data in contents.items():
+        assert (root / name).read_bytes() == data
+        assert git("cat-file", "blob", f"{ref}:{name}", cwd=root).encode() == data  # git's copy

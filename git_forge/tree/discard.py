@@ -27,7 +27,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import FileMode
 
-from git_forge.atomic import atomic_write, default_file_mode, fsync_directory
+from git_forge.atomic import atomic_write, default_file_mode, fsync_directory, temp_name
 from git_forge.clock import compact_stamp
 from git_forge.tree.errors import GitError
 from git_forge.tree.git_status import dirty_paths
@@ -320,7 +320,7 @@ def _write(repo: Repo, path: str, target: tuple[pygit2.Oid, int]) -> None:
             os.rmdir(directory)  # emptied by the removals (checked by _in_the_way)
     full.parent.mkdir(parents=True, exist_ok=True)
     if mode == FileMode.LINK:
-        temporary = full.with_name(f".{full.name}.forge-restore")
+        temporary = full.with_name(temp_name(full.name, ".forge-restore"))
         if os.path.lexists(temporary):
             temporary.unlink()
         os.symlink(os.fsdecode(data), temporary)
