@@ -101,6 +101,19 @@ def _parsed(path: Path, raw: bytes, limit_depth: bool = True) -> Any:
         ) from exc
 
 
+def read_document(path: Path | str) -> Any:
+    """``path``'s document (``None`` when there is no file), refused as ``update_json``
+    refuses it: a file that does not parse, or one that holds JSON null (no document
+    to update). For a check made before the writes that will need the file."""
+    return _not_null(read_json(path, default=None), Path(path))
+
+
+def _not_null(document: Any, path: Path) -> Any:
+    if document is None and path.exists():
+        raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")
+    return document
+
+
 def read_known(path: Path | str, known: tuple[bytes, Any]) -> Any:
     """``read_json(path, default=None)``, but ``known``'s document for ``known``'s bytes."""
     try:
@@ -141,10 +154,8 @@ def update_json(
 
     with locked(path, timeout=DEFAULT_LOCK_TIMEOUT if timeout is None else timeout):
         remove_stale_temp_files(path)
-        current = read_known(path, known) if known is not None else read_json(
-            path, default=None)
-        if current is None and path.exists():
-            raise StoreError(f"{path} is corrupt (it holds JSON null); refusing to touch it")
+        current = _not_null(read_known(path, known) if known is not None else read_json(
+            path, default=None), path)
         document = mutate(current)
         data = write_json(path, document, indent=indent, mode=mode, durable=durable,
                           encode=encode)

@@ -165,3 +165,29 @@ def test_a_discarded_file_with_a_255_byte_name_is_restored_as_git_would(tmp_path
     for name, data in contents.items():
         assert (root / name).read_bytes() == data
         assert git("cat-file", "blob", f"{ref}:{name}", cwd=root).encode() == data  # git's copy
+
+
+# --- state files a run will need ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [
+    "{not json\n", "null\n", "[]\n", '{"conflicts": {"002": "not a record"}}\n',
+], ids=["not-json", "null", "not-an-object", "entry-not-a-record"])
+def test_a_corrupt_conflicts_record_is_refused_before_any_item_is_taken(
+        project: Project, content: str) -> None:
+    (project.root / ".forge" / "conflicts.json").write_text(content)
+    before, refs = snapshot(project.root), project.refs()
+    project.env["FORGE_TEST_CLASH"] = "1"  # the run's first conflict would write the record
+    refused = project.loop("--parallel", "2")
+    assert_refused(refused, "conflicts.json is corrupt", "refusing to touch it")
+    assert snapshot(project.root) == before and project.refs() == refs
+    assert project.started() == []
+
+
+def test_a_corrupt_notification_record_is_refused_when_a_notifier_is_set(
+        project: Project) -> None:
+    (project.root / ".forge" / "notified.json").write_text("{not json\n")
+    before = snapshot(project.root)
+    refused = project.loop("--notify", "true")
+    assert_refused(refused, "notified.json is corrupt")
+    assert snapshot(project.root) == before and project.started() == []

@@ -23,7 +23,7 @@ from typing import Any
 
 from git_forge.clock import wire_now
 from git_forge.errors import ForgeError
-from git_forge.jsonfile import update_json
+from git_forge.jsonfile import read_document, update_json
 from git_forge.layout import NOTIFIED_FILE
 
 #: How long a notifier may run before it is killed (and counted as failed).
@@ -36,6 +36,13 @@ PAUSED = "paused_human"
 BREAKER = "circuit_breaker"
 WAITING = "waiting_for_decision"
 STOPPED = "stopped"
+
+
+def check_record(state_dir: Path) -> None:
+    """A ``StoreError`` when notified.json is one the notifier could not update (it
+    does not parse, or holds JSON null): a run with a notifier refuses it before any
+    work, instead of failing every notification it sends."""
+    read_document(Path(state_dir) / NOTIFIED_FILE)
 
 
 class Notifier:

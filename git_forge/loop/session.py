@@ -47,6 +47,7 @@ from git_forge.loop.progress import NullProgress, Progress
 from git_forge.loop.state import RunState, read_state, write_state
 from git_forge.loop.summary import LoopResult, final_message, final_status, loop_result
 from git_forge.reconcile import messages
+from git_forge.reconcile.conflicts import read_conflicts
 from git_forge.reconcile.preflight import check
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.lifecycle import ProcessError
@@ -78,7 +79,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     author_and_committer(repo)  # no identity is a clear error before any work
     store = HeldBacklog(BacklogStore.in_dir(workspace.backlog_dir))
     store.load()  # read and validated once; re-read only when another writer changes it
-    history = receipts.check_ledger(state_dir)  # a corrupt ledger: refused before any work
+    history = _refuse_corrupt_state(state_dir, options)
     state_dir.mkdir(parents=True, exist_ok=True)
 
     recorded = _recorded_wait(workspace)
@@ -213,6 +214,21 @@ def _refuse_beside_live_work(workspace: Workspace, *, own_lock: bool = False) ->
     orphans = control.orphaned_agents(workspace.state_dir)
     if orphans:
         raise LoopError(control.orphan_message(orphans[0]), exit_code=LOOP_REFUSED)
+
+
+def _refuse_corrupt_state(state_dir: Path, options: LoopOptions) -> tuple[bytes, Any] | None:
+    """Every state file the run will write to is read and checked now, before any
+    item is taken: one found corrupt in the middle of the run (at a parallel item's
+    first conflict, at the first receipt) would end it with items half done. A
+    corrupt one is refused, as a corrupt backlog is, and never rewritten. (state.json
+    is the run's own, rewritten whole at its start; the journal and the supervisor's
+    records are read as evidence, which tolerates a torn or unreadable entry.)
+    Returns what ``receipts.check_ledger`` read, for the run start's fold."""
+    history = receipts.check_ledger(state_dir)
+    read_conflicts(state_dir)
+    if options.notify:
+        notify.check_record(state_dir)
+    return history
 
 
 def _take_loop_locks(workspace: Workspace, holder: str) -> list[FileLock]:

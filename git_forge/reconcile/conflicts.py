@@ -33,7 +33,7 @@ from typing import Any
 
 from git_forge.clock import wire_now
 from git_forge.errors import StoreError
-from git_forge.jsonfile import read_json, update_json
+from git_forge.jsonfile import read_document, update_json
 from git_forge.layout import CONFLICTS_FILE, RETRIED_REF_PREFIX
 from git_forge.reconcile.errors import ReconcileError
 from git_forge.reconcile.merge_queue import Conflicted
@@ -108,6 +108,8 @@ def conflicts_path(state_dir: Path) -> Path:
 
 
 def _records(document: Any, path: Path) -> dict[str, ConflictRecord]:
+    """The records of a parsed conflicts.json (none when there is no file). An entry
+    that is not a record makes the whole file corrupt: a rewrite would drop it."""
     if document is None:
         return {}
     if not isinstance(document, dict) or not isinstance(document.get("conflicts"), dict):
@@ -115,16 +117,19 @@ def _records(document: Any, path: Path) -> dict[str, ConflictRecord]:
     found = {}
     for item_id, entry in document["conflicts"].items():
         record = ConflictRecord.from_json(entry)
-        if record is not None:
-            found[str(item_id)] = record
+        if record is None:
+            raise StoreError(f"{path} is corrupt (the entry of item {item_id} is not a "
+                             "conflict record); refusing to touch it")
+        found[str(item_id)] = record
     return found
 
 
 def read_conflicts(state_dir: Path) -> dict[str, ConflictRecord]:
-    """Every recorded conflict by item id (none when the file is missing); a corrupt
-    file is a ``StoreError``."""
+    """Every recorded conflict by item id (none when the file is missing); a file
+    the next write would refuse (corrupt, JSON null, an entry that is not a record)
+    is a ``StoreError``: a run checks it before it takes an item."""
     path = conflicts_path(state_dir)
-    return _records(read_json(path, default=None), path)
+    return _records(read_document(path), path)
 
 
 def conflict_of(state_dir: Path, item_id: str) -> ConflictRecord | None:
