@@ -236,6 +236,12 @@ def _checked_value(label: str, key: str, value: Any) -> Any:
         if spec.kinds == _STR and isinstance(value, int | float) and not isinstance(value, bool):
             hint = f'; quote it: "{value}"'
         raise ConfigError(f"{label}: {key} must be {expected} (got {json.dumps(value)}{hint})")
+    words = value if isinstance(value, list) else [value] if isinstance(value, str) else []
+    if any("\0" in word for word in words):
+        # No argument, path or command line can hold one: found at load, not when
+        # the agent fails to start after an item was taken.
+        raise ConfigError(f"{label}: {key} holds a NUL character, which no command line "
+                          "or path can hold")
     if isinstance(value, float) and not -_INFINITY < value < _INFINITY:  # inf, -inf, NaN
         raise ConfigError(f"{label}: {key} must be a finite number (got {value})")
     if spec.minimum is not None and value < spec.minimum:

@@ -191,3 +191,39 @@ def test_a_corrupt_notification_record_is_refused_when_a_notifier_is_set(
     refused = project.loop("--notify", "true")
     assert_refused(refused, "notified.json is corrupt")
     assert snapshot(project.root) == before and project.started() == []
+
+
+# --- config values, checked at load -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "setting"), [
+    ("loop.agentArgs", 'loop: {agentArgs: ["--x\\0y"]}'),
+    ("loop.agentArgs", 'loop: {agentArgs: "--model op\\0us"}'),
+    ("loop.agent", 'loop: {agent: "forge-test-agent\\0"}'),
+    ("loop.notify", 'loop: {notify: "true\\0"}'),
+    ("loop.promptFile", 'loop: {promptFile: "prompt\\0.md"}'),
+    ("backlog", 'backlog: ".forge\\0x"'),
+    ("loopRunner.stateDir", 'loopRunner: {stateDir: "st\\0ate"}'),
+])
+def test_a_nul_in_a_config_value_is_refused_at_load(project: Project, key: str,
+                                                    setting: str) -> None:
+    (project.root / ".forge.yaml").write_text(setting + "\n")  # YAML's escape: a real NUL
+    git("add", ".forge.yaml", cwd=project.root)
+    git("commit", "-qm", "config", cwd=project.root)
+    before = snapshot(project.root)
+    run = ["loop", "run"] if key == "loop.agent" else ["loop", "run", "--agent",
+                                                        "forge-test-agent"]
+    for args in (run, ["status"]):
+        refused = project.forge(*args)
+        assert_refused(refused, f".forge.yaml: {key} holds a NUL character")
+    assert snapshot(project.root) == before and project.started() == []
+    assert {entry["status"] for entry in project.items().values()} == {"pending"}
+
+
+def test_a_nul_in_feature_forge_s_config_is_refused_at_load(project: Project) -> None:
+    (project.root / "forge.config.json").write_text(
+        json.dumps({"loopRunner": {"stateDir": ".rauf\u0000"}}) + "\n")
+    before = snapshot(project.root)
+    refused = project.loop()
+    assert_refused(refused, "forge.config.json: loopRunner.stateDir holds a NUL character")
+    assert snapshot(project.root) == before and project.started() == []
