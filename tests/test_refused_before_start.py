@@ -227,3 +227,31 @@ def test_a_nul_in_feature_forge_s_config_is_refused_at_load(project: Project) ->
     refused = project.loop()
     assert_refused(refused, "forge.config.json: loopRunner.stateDir holds a NUL character")
     assert snapshot(project.root) == before and project.started() == []
+
+
+# --- the same arguments, the same answer ---------------------------------------------------------
+
+
+#: Locations every command refuses (exit 2), as ``status`` words it.
+REFUSED_LOCATIONS = [
+    ["no-such-dir"], ["README.md"], ["--backlog", "../outside"], ["--backlog", ".git"],
+    ["--backlog", "."], ["--backlog=/"], ["no-such-dir", "--json"],
+    ["--backlog", "../outside", "--json"],
+]
+
+
+def test_preflight_answers_a_location_as_status_answers_it(project: Project) -> None:
+    before = snapshot(project.root)
+    for args in REFUSED_LOCATIONS:  # a clean tree, and yet no "go"
+        status = project.forge("status", *args)
+        assert_refused(status)
+        preflight = project.forge("preflight", *args)
+        assert (preflight.returncode, preflight.stdout, preflight.stderr) == (
+            2, "", status.stderr), args
+    assert snapshot(project.root) == before
+    for args in ([], ["."], [".forge"], ["--backlog", ".forge"]):  # these still go
+        clean = project.forge("preflight", *args)
+        assert (clean.returncode, clean.stdout, clean.stderr) == (0, "", ""), args
+    (project.root / "new.txt").write_text("x\n")
+    dirty = project.forge("preflight", "--backlog", ".forge")
+    assert dirty.returncode == 1 and "  ?? new.txt" in dirty.stderr.splitlines()

@@ -165,11 +165,23 @@ def probe(path: str) -> Probe:
     return root, None, entries, may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX)
 
 
+def _names_a_location(args: argparse.Namespace | QuickArgs) -> bool:
+    """The command line names a backlog dir, or a ``PATH`` that is no directory: it is
+    resolved (and refused) as every command resolves it, before any verdict — a clean
+    tree does not make ``--backlog ../outside`` an answer of 0 where ``status`` says 2."""
+    import os
+
+    return args.backlog is not None or not os.path.isdir(args.path)
+
+
 def go(args: QuickArgs) -> int | None:
     """0 when the launch may go and there is nothing to print — the clean tree,
     answered without the terminal boundary, the parser or the configuration;
     else ``None`` (``args.probe`` keeps what was found, for ``run``). A failure
-    is not answered here: ``run`` meets it again and reports it."""
+    is not answered here: ``run`` meets it again and reports it, and so is a
+    location to resolve (``_names_a_location``)."""
+    if _names_a_location(args):
+        return None
     try:
         args.probe = probe(args.path)
     except KeyboardInterrupt:
@@ -181,6 +193,9 @@ def go(args: QuickArgs) -> int | None:
 
 
 def run(args: argparse.Namespace | QuickArgs) -> int:
+    from git_forge.workspace import locate
+
+    workspace = locate(args.path, args.backlog) if _names_a_location(args) else None
     found = getattr(args, "probe", None)
     _root, reason, entries, trees = found if found is not None else probe(args.path)
     if reason is not None:
@@ -193,9 +208,8 @@ def run(args: argparse.Namespace | QuickArgs) -> int:
 
     from git_forge.loop.control import launch_blocker
     from git_forge.reconcile.preflight import check
-    from git_forge.workspace import locate
 
-    workspace = locate(args.path, args.backlog)
+    workspace = workspace or locate(args.path, args.backlog)
     blocker = launch_blocker(workspace.state_dir, workspace.root)
     if blocker is not None:
         return _stop_for(blocker, args.json)
