@@ -20,6 +20,7 @@ import pytest
 from builders import backlog_repo, init_repository, item, set_items
 from helpers import git, run_forge, snapshot
 from templates import Templates
+from test_conflicts import Conflict, build_conflict
 
 #: The agent, found on PATH as ``forge-test-agent``: it logs its start and writes a
 #: file of its own; with ``FORGE_TEST_CLASH`` set, every item also rewrites the first
@@ -255,3 +256,30 @@ def test_preflight_answers_a_location_as_status_answers_it(project: Project) -> 
     (project.root / "new.txt").write_text("x\n")
     dirty = project.forge("preflight", "--backlog", ".forge")
     assert dirty.returncode == 1 and "  ?? new.txt" in dirty.stderr.splitlines()
+
+
+# --- recover: an answer its apply cannot carry out is not recorded ------------------------------
+
+
+@pytest.fixture
+def conflict(templates: Templates, tmp_path: Path) -> Conflict:
+    root = templates.copy("parallel-conflict", build_conflict, tmp_path / "repo")
+    git("worktree", "repair", *map(str, (root / ".forge" / "worktrees").iterdir()), cwd=root)
+    found = Conflict(root, tmp_path / "agents.ndjson")
+    git("update-index", "-q", "--refresh", cwd=found.tree)
+    return found
+
+
+def test_a_retry_whose_worktree_holds_a_nested_repository_is_refused_unrecorded(
+        conflict: Conflict) -> None:
+    nested = conflict.tree / "nested"
+    init_repository(nested)  # its own repository: no ref of ours can keep its content
+    before, refs = conflict.files(), conflict.refs()
+    inside = snapshot(nested, skip_git=False)
+    refused = conflict.run("recover", "--answer", f"{conflict.loser}=retry")
+    assert_refused(refused, f"item {conflict.loser} cannot be retried",
+                   "nested/ is a nested git repository")
+    assert conflict.files() == before and conflict.refs() == refs
+    assert not (conflict.root / ".forge" / "forge-decisions.json").exists()
+    assert snapshot(nested, skip_git=False) == inside
+    assert git("branch", "--list", conflict.branch, cwd=conflict.root).strip()

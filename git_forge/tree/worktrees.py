@@ -579,7 +579,8 @@ def retire_refusal(root: Path, branch: str, worktree: Path | None = None,
     """Why ``retire`` would refuse ``branch`` (``None``: it would not): no such
     branch, or its worktree (where it is checked out, or the one at ``worktree``
     — a rebase there detaches HEAD) is the main one, locked, mid-operation, or
-    on another commit."""
+    on another commit, or holds uncommitted work that cannot be kept (``_unkept``).
+    A caller asks before it records anything: ``retire`` itself refuses no more."""
     if branch not in tips(root, branch):
         return f"no branch {branch}"
     listed = trees if trees is not None else worktrees(root)
@@ -594,7 +595,23 @@ def retire_refusal(root: Path, branch: str, worktree: Path | None = None,
         return (f"the worktree {there.path} is not on {branch} "
                 f"({'HEAD detached' if there.branch is None else there.branch}); "
                 f"check {branch} out there first")
-    return None
+    return _unkept(root, tree) if tree is not None else None
+
+
+def _unkept(root: Path, tree: Worktree) -> str | None:
+    """Why the uncommitted work in ``tree`` cannot be saved under a ref before the
+    worktree goes (a nested repository, a submodule's own changes: what a discard
+    refuses, ``worktree.refusals``), or ``None``."""
+    dirty = status(root, tree.path)
+    if not dirty:
+        return None
+    from git_forge.tree.repo import open_repo
+    from git_forge.tree.worktree import refusals
+
+    found = refusals(open_repo(tree.path), [entry.path for entry in dirty], "discard")
+    if not found:
+        return None
+    return f"the work in the worktree {tree.path} cannot be kept: {found[0][1]}"
 
 
 def retire(root: Path, branch: str, ref_prefix: str, worktree: Path | None = None,
