@@ -7,7 +7,12 @@ file may nest thousands of levels deep (the parsers recurse and fail with a
 ``RecursionError``; code that walks a merely deep document later fails the same
 way) or hold an integer of thousands of digits (Python refuses to convert more
 than 4300 digits). Either is refused here, as ``DocumentTooComplex`` naming the
-source: ``<file>: too deeply nested`` / ``<file>: number too large``. Syntax
+source: ``<file>: too deeply nested`` / ``<file>: number too large``. So is a YAML
+anchor or alias (``<file>: line N: YAML anchors and aliases are not allowed``):
+nine lines of aliases, each naming the one above nine times ("billion laughs"),
+expand to hundreds of millions of values — minutes of work and gigabytes before
+any check could see them — and no file git-forge reads needs one. The loader
+stops at the first anchor, before the parser reads further. Syntax
 errors are left to each reader (``json.JSONDecodeError``, ``UnicodeDecodeError``,
 ``yaml.YAMLError``), which words them for its file (``yaml_problem``: a YAML
 error in one line).
@@ -38,8 +43,8 @@ TOO_LARGE = "number too large"
 
 
 class DocumentTooComplex(ForgeError):
-    """A document nested deeper than ``MAX_DEPTH`` or holding a number too large
-    to convert: a refusal (exit 2) that names the source."""
+    """A document nested deeper than ``MAX_DEPTH``, holding a number too large to
+    convert, or a YAML anchor or alias: a refusal (exit 2) that names the source."""
 
     def __init__(self, source: str | Path, problem: str) -> None:
         super().__init__(f"{source}: {problem}")
@@ -102,18 +107,56 @@ def load_json(data: str | bytes, source: str | Path, *, limit_depth: bool = True
     return document
 
 
-def load_yaml(text: str, source: str | Path) -> Any:
-    """``yaml.safe_load(text)``, refusing a document too deep or a number too large."""
-    import yaml  # ~10 ms; only YAML readers need it
+#: Why a YAML document with an anchor or an alias is refused.
+NO_ALIASES = "YAML anchors and aliases are not allowed"
 
+
+class _AliasFound(Exception):
+    """An anchor or alias in the event stream, at ``line`` (1-based)."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+_loader: type | None = None
+
+
+def _safe_loader() -> type:
+    """pyyaml's ``SafeLoader`` (what ``yaml.safe_load`` uses) stopping at the first
+    node that has an anchor or is an alias — every node passes ``compose_node``."""
+    global _loader
+    if _loader is None:
+        import yaml  # ~10 ms; only YAML readers need it
+
+        class Loader(yaml.SafeLoader):
+            def compose_node(self, parent: Any, index: Any) -> Any:
+                event = self.peek_event()
+                if isinstance(event, yaml.AliasEvent) or \
+                        getattr(event, "anchor", None) is not None:
+                    raise _AliasFound(event.start_mark.line + 1)
+                return super().compose_node(parent, index)
+
+        _loader = Loader
+    return _loader
+
+
+def load_yaml(text: str, source: str | Path) -> Any:
+    """``yaml.safe_load(text)``, refusing an anchor or alias, a document too deep
+    or a number too large."""
+    loader = _safe_loader()(text)
     try:
-        document = yaml.safe_load(text)
+        document = loader.get_single_data()
+    except _AliasFound as found:
+        raise DocumentTooComplex(source, f"line {found.line}: {NO_ALIASES}") from None
     except RecursionError:
         raise DocumentTooComplex(source, TOO_DEEP) from None
     except ValueError as exc:
         if _number_too_large(exc):
             raise DocumentTooComplex(source, TOO_LARGE) from None
         raise
+    finally:
+        loader.dispose()
     check_depth(document, source)
     return document
 
