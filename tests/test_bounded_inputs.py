@@ -1,18 +1,155 @@
-"""Hostile input never costs git-forge more than a bounded share: a YAML
-document built to explode (a "billion laughs" alias bomb in ``.forge.yaml``, the
-user config or an answers file) is refused at its first anchor — one ``Error:``
-line, exit 2, files unchanged, in well under a second where expanding it took
-minutes.
+"""Hostile input never costs git-forge more than a bounded share: a helper that
+prints without end (a ``--notify`` command, an external runner, an agent's
+``--version``, a hook git runs) is read to its end but only the tail that becomes
+a message is kept; a YAML document built to explode (a "billion laughs" alias
+bomb in ``.forge.yaml``, the user config or an answers file) is refused at its
+first anchor — one ``Error:`` line, exit 2, files unchanged, in well under a
+second where expanding it took minutes.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+import waiting
 from builders import backlog_repo
-from helpers import git, run_forge, snapshot
+from helpers import forge_argv, git, run_forge, snapshot
+
+from git_forge.capture import TAIL_BYTES
+
+#: What a flood is: 200 MiB, written in 1 MiB chunks, then one last line.
+FLOOD_MIB = 200
+#: The peak resident memory, in KiB, a process reading a flood may reach.
+MEMORY_BOUND_KIB = 100 * 1024
+#: The flood's writer: ``flood.py STREAM LAST_LINE EXIT`` (stdin is read first, and dropped).
+FLOOD = textwrap.dedent(f'''
+    import sys
+    stream = getattr(sys, sys.argv[1]).buffer
+    if not sys.stdin.isatty():
+        sys.stdin.read()
+    chunk = b"x" * 1023 + b"\\n"
+    block = chunk * 1024
+    for _ in range({FLOOD_MIB}):
+        stream.write(block)
+    stream.write(sys.argv[2].encode() + b"\\n")
+    stream.flush()
+    sys.exit(int(sys.argv[3]))
+''')
+
+
+def flood_script(directory: Path) -> Path:
+    script = directory / "flood.py"
+    script.write_text(FLOOD)
+    return script
+
+
+def peak_rss_kib(code: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run ``code`` in a fresh interpreter: its own peak resident memory (KiB) and
+    what it printed. The peak is the kernel's high-water mark of the interpreter's
+    memory (``VmHWM``): ``ru_maxrss`` would start from the forking test process's."""
+    wrapped = (code + "\nfrom pathlib import Path\n"
+               "print(next(line.split()[1] for line in\n"
+               "           Path('/proc/self/status').read_text().splitlines()\n"
+               "           if line.startswith('VmHWM:')))\n")
+    result = waiting.run([sys.executable, "-c", wrapped], cwd=cwd, stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    *printed, peak = result.stdout.splitlines()
+    return int(peak), "\n".join(printed)
+
+
+# --- a helper's output: read to its end, its message's tail kept ---------------------------
+
+
+def test_a_notifier_flooding_stderr_leaves_the_loop_small(tmp_path: Path) -> None:
+    # 200 MiB on the notifier's stderr took the loop to ~440 MB (communicate kept it all).
+    root = backlog_repo(tmp_path / "repo", "First")
+    agent = tmp_path / "agent.py"
+    agent.write_text("print('FORGE_NEEDS_HUMAN: which port?', flush=True)\n")
+    notifier = f"{sys.executable} {flood_script(tmp_path)} stderr 'the last word' 4"
+    wrapper = ("import resource, subprocess, sys\n"
+               "code = subprocess.run(sys.argv[1:], stdout=sys.stderr).returncode\n"
+               "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    result = waiting.run(
+        [sys.executable, "-c", wrapper, *forge_argv(), "loop", "run", "--agent",
+         f"{sys.executable} {agent}", "--notify", notifier, "--pause-on-needs-human"],
+        cwd=root, capture_output=True, text=True, timeout=120)
+    code, peak = map(int, result.stdout.split())
+    assert code == 3, result.stderr  # paused for a human, as without the flood
+    assert peak < MEMORY_BOUND_KIB, f"peak RSS {peak} KiB"
+    events = [json.loads(line) for line in
+              (root / ".forge" / "events.ndjson").read_text().splitlines()]
+    failed = [event for event in events if event["type"] == "notify_failed"]
+    assert [(event["event"], event["error"]) for event in failed] == [
+        ("paused_human", f"{sys.executable} exited 4: the last word")]
+
+
+def test_an_external_runner_flooding_stderr_is_quoted_by_its_tail(tmp_path: Path) -> None:
+    script = flood_script(tmp_path)
+    peak, printed = peak_rss_kib(textwrap.dedent(f'''
+        import sys
+        from pathlib import Path
+        from git_forge.runner.base import RunnerError
+        from git_forge.runner.external import ExternalRunner
+        runner = ExternalRunner(bin=sys.executable, root=Path("."), backlog_dir=".forge",
+                                list_command="", version_command="", answer_command="",
+                                unblock_command="")
+        try:
+            runner.run([sys.executable, {str(script)!r}, "stderr", "runner gave up", "3"])
+        except RunnerError as exc:
+            print(exc.exit_status, len(exc.stderr), exc.stderr.splitlines()[-1])
+    '''), cwd=tmp_path)
+    assert peak < MEMORY_BOUND_KIB, f"peak RSS {peak} KiB"
+    status, kept, last = printed.split(" ", 2)
+    assert (status, last) == ("3", "runner gave up")
+    assert int(kept) <= TAIL_BYTES
+
+
+def test_an_agent_flooding_its_version_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    script = flood_script(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text(f"#!/bin/sh\nexec {sys.executable} {script} stdout 'v9 (flood)' 0\n")
+    claude.chmod(0o755)
+    peak, printed = peak_rss_kib(
+        "from git_forge.agents.profiles import PROFILES, describe\n"
+        "print(describe(PROFILES['claude'])['version'])\n",
+        cwd=tmp_path, env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    assert peak < MEMORY_BOUND_KIB, f"peak RSS {peak} KiB"
+    # the first line of the tail kept (no real version runs to 64 KiB)
+    assert printed == "x" * 1023
+
+
+def test_git_flooding_stderr_fails_with_the_tail_of_it(git_repo: Path) -> None:
+    # A hook or a filter git runs may print without end; git's stderr only becomes the
+    # GitError's message. git's stdout is data and stays whole.
+    script = flood_script(git_repo.parent)
+    git("config", "alias.flood", f"!{sys.executable} {script} stderr 'hook: refused' 1",
+        cwd=git_repo)
+    peak, printed = peak_rss_kib(textwrap.dedent('''
+        from git_forge.tree.errors import GitError
+        from git_forge.tree.gitcli import capture_git, run_git
+        for call in (lambda: run_git(["flood"], cwd="."),
+                     lambda: capture_git(["flood"], repo_root=".")):
+            try:
+                call()
+            except GitError as exc:
+                print(exc.exit_code, len(exc.message), exc.message.splitlines()[-1])
+    '''), cwd=git_repo)
+    assert peak < MEMORY_BOUND_KIB, f"peak RSS {peak} KiB"
+    for line in printed.splitlines():
+        code, kept, last = line.split(" ", 2)
+        assert (code, last) == ("1", "hook: refused")
+        assert int(kept) <= TAIL_BYTES
+    assert len(printed.splitlines()) == 2
+
 
 # --- YAML built to explode: refused at its first anchor -------------------------------------
 

@@ -322,15 +322,18 @@ def test_fast_path_reports_git_errors_verbatim(tmp_path: Path) -> None:
 def test_the_hot_path_spawn_reads_both_streams_as_subprocess_does(git_repo: Path) -> None:
     # capture_git (posix_spawn, no subprocess import) must give run_git's result: git's
     # stdout whole while stderr fills too (neither pipe may stall git), and a failure's
-    # stderr verbatim as the GitError, exit code 1.
+    # stderr as the GitError, exit code 1 — its last TAIL_BYTES (a message, bounded).
+    from git_forge.capture import TAIL_BYTES
     from git_forge.tree.gitcli import capture_git, run_git
 
     noisy = ("-c", "alias.noisy=!f() { head -c 300000 /dev/zero | tr '\\0' e >&2; "
              "head -c 400000 /dev/zero | tr '\\0' o; exit ${1:-0}; }; f", "noisy")
     assert capture_git(noisy, repo_root=git_repo) == b"o" * 400_000
-    with pytest.raises(GitError) as caught:
-        capture_git((*noisy, "3"), repo_root=git_repo)
-    assert (caught.value.message, caught.value.exit_code) == ("e" * 300_000, 1)
+    for run in (lambda: capture_git((*noisy, "3"), repo_root=git_repo),
+                lambda: run_git((*noisy, "3"), cwd=git_repo)):
+        with pytest.raises(GitError) as caught:
+            run()
+        assert (caught.value.message, caught.value.exit_code) == ("e" * TAIL_BYTES, 1)
     nested = git_repo / "a" / "b"
     nested.mkdir(parents=True)
     args = ("rev-parse", "--show-prefix", "--git-dir")
@@ -380,7 +383,7 @@ def test_a_listing_started_meanwhile_is_gits_listing(base_repo: Path, tmp_path: 
     assert entries  # the random tree is dirty: a listing that came back empty would pass
 
     with ListingMeanwhile(repo) as unasked:
-        process = unasked._started._process
+        process = unasked._started._helper.process
     assert process.returncode == 0  # waited for at the block's end, not left running
 
     # Like git status, it refreshes a stale stat cache in the index (once: a file

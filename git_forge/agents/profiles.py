@@ -11,10 +11,10 @@ session on a retry and how to read its stream.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from git_forge import capture
 from git_forge.agents.streams import ClaudeStream, CodexStream, StreamReader, TextSink
 
 
@@ -82,11 +82,10 @@ def describe(profile: Profile, timeout: float = 10.0) -> dict[str, object]:
     version = None
     if path is not None:
         try:
-            result = subprocess.run([path, "--version"], capture_output=True, text=True,
-                                    timeout=timeout, stdin=subprocess.DEVNULL)
-            lines = (result.stdout or result.stderr).strip().splitlines()
+            result = capture.run([path, "--version"], timeout=timeout)
+            lines = (result.stdout or result.stderr).decode().strip().splitlines()
             version = lines[0].strip() if lines else None
-        except (OSError, subprocess.TimeoutExpired, UnicodeDecodeError):
+        except (OSError, capture.HelperTimeout, UnicodeDecodeError):
             version = None
     reports = ("tokens and cost" if profile.name == "claude" else "tokens (no cost)")
     return {"name": profile.name, "binary": profile.binary, "path": path, "version": version,

@@ -12,15 +12,12 @@ start, exits non-zero, outlives its deadline) is written to the journal as
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from git_forge import capture
 from git_forge.clock import wire_now
 from git_forge.errors import ForgeError
 from git_forge.jsonfile import read_document, update_json
@@ -101,21 +98,16 @@ class _AlreadySent(Exception):
 
 def _run(argv: list[str], payload: bytes, cwd: Path) -> str | None:
     """Run the notifier once, in its own process group (the whole group is killed
-    past the deadline); why it failed, or ``None``."""
+    past the deadline); why it failed — its stderr's last line — or ``None``. Only
+    the tail of what it prints is kept (``capture``)."""
     try:
-        child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, cwd=cwd, start_new_session=True)
+        finished = capture.run(argv, cwd=cwd, input=payload, timeout=NOTIFY_TIMEOUT,
+                               new_session=True)
     except OSError as exc:
         return f"{argv[0]}: {exc.strerror or exc}"
-    try:
-        _, stderr = child.communicate(payload, timeout=NOTIFY_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(OSError):
-            os.killpg(child.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.communicate(timeout=1)
+    except capture.HelperTimeout:
         return f"{argv[0]} did not finish within {NOTIFY_TIMEOUT:g} s"
-    if child.returncode != 0:
-        lines = stderr.decode("utf-8", "replace").strip().splitlines()
-        return f"{argv[0]} exited {child.returncode}" + (f": {lines[-1]}" if lines else "")
+    if finished.returncode != 0:
+        lines = finished.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"{argv[0]} exited {finished.returncode}" + (f": {lines[-1]}" if lines else "")
     return None

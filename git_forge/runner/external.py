@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from git_forge import capture
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import Item
 from git_forge.backlog.topology import parse_items
@@ -127,12 +128,12 @@ class ExternalRunner(Runner):
 
     def run(self, argv: list[str]) -> str:
         """Run ``argv`` (no shell, cwd = repository root); its stdout, or a
-        ``RunnerError`` quoting the runner when it fails."""
+        ``RunnerError`` quoting the runner when it fails (of its stderr, only the
+        tail is kept: ``capture``)."""
         shown = shlex.join(argv)
         try:
-            proc = subprocess.run(argv, cwd=self.root, stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=self.timeout, check=False)
-        except subprocess.TimeoutExpired as exc:
+            proc = capture.run(argv, cwd=self.root, timeout=self.timeout, keep_stdout=True)
+        except capture.HelperTimeout as exc:
             raise RunnerError(f"`{shown}` did not finish within {self.timeout:g}s",
                               argv=argv) from exc
         except OSError as exc:

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import os
 
+from git_forge import capture
 from git_forge.errors import os_error_text
 from git_forge.tree.errors import GitError
 
 # ``subprocess`` (with ``threading``, ``selectors``, ``signal``) and ``collections.abc``
 # cost ~10 ms to import: the pre-launch hot path spawns git through ``capture_git``
 # with ``os.posix_spawnp`` alone, and the rest import them when they run.
+#
+# git's stdout is data and kept whole; its stderr only ever becomes a message (a
+# ``GitError``), so only its last ``capture.TAIL_BYTES`` are kept: a hook or a filter
+# git runs may print without end.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import subprocess
     from collections.abc import Mapping, Sequence
 
 #: Pathspecs built from real file names must never be read as globs or magic
@@ -31,27 +35,16 @@ def git_result(
     cwd: str | os.PathLike[str],
     env: Mapping[str, str | None] | None = None,
     input: bytes | None = None,
-) -> subprocess.CompletedProcess[bytes]:
+) -> capture.Finished:
     """Run ``git ARGS`` in ``cwd`` and return the finished process, whatever its exit.
 
     For the commands whose exit code is an answer (``merge-tree``: 1 means
     conflicts; ``merge-base --is-ancestor``: 1 means no). ``env`` adds to the
     inherited environment; a ``None`` value removes that variable (a command
-    meant for another work tree must not inherit ``GIT_DIR``).
+    meant for another work tree must not inherit ``GIT_DIR``). Without ``input``
+    git's stdin is empty.
     """
-    import subprocess
-
-    try:
-        return subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            input=input,
-            capture_output=True,
-            env=_merged_env(env),
-            check=False,
-        )
-    except OSError as exc:
-        raise GitError(f"cannot run git: {os_error_text(exc)}", exit_code=1) from exc
+    return start_git(args, cwd=cwd, env=env, input=input).wait()
 
 
 def _merged_env(env: Mapping[str, str | None] | None) -> dict[str, str] | None:
@@ -72,20 +65,20 @@ class StartedGit:
     waits for it and is ``run_git``'s answer; leaving the ``with`` block without
     asking still waits for git, so no process outlives the block."""
 
-    def __init__(self, args: Sequence[str], process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, args: Sequence[str], helper: capture.Helper) -> None:
         self._args = list(args)
-        self._process = process
-        self._output: tuple[bytes, bytes] | None = None
+        self._helper = helper
+        self._finished: capture.Finished | None = None
 
-    def wait(self) -> tuple[bytes, bytes]:
-        """Wait for git to end: its (stdout, stderr), read once."""
-        if self._output is None:
-            self._output = self._process.communicate()
-        return self._output
+    def wait(self) -> capture.Finished:
+        """Wait for git to end: the finished process, read once."""
+        if self._finished is None:
+            self._finished = self._helper.finish()
+        return self._finished
 
     def result(self) -> bytes:
-        stdout, stderr = self.wait()
-        return _checked(self._args, self._process.returncode, stdout, stderr)
+        finished = self.wait()
+        return _checked(self._args, finished.returncode, finished.stdout, finished.stderr)
 
     def __enter__(self) -> StartedGit:
         return self
@@ -99,22 +92,20 @@ def start_git(
     *,
     cwd: str | os.PathLike[str],
     env: Mapping[str, str | None] | None = None,
+    input: bytes | None = None,
 ) -> StartedGit:
     """Start ``git ARGS`` in ``cwd`` (as ``run_git`` would run it) without waiting:
     git works on the other core while the caller does what does not change the
     answer git is computing."""
-    import subprocess
-
     try:
-        process = subprocess.Popen(["git", *args], cwd=cwd, env=_merged_env(env),
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE)
+        helper = capture.start(["git", *args], cwd=cwd, env=_merged_env(env), input=input,
+                               keep_stdout=True)
     except OSError as exc:
         raise GitError(f"cannot run git: {os_error_text(exc)}", exit_code=1) from exc
-    return StartedGit(args, process)
+    return StartedGit(args, helper)
 
 
-def failure(args: Sequence[str], result: subprocess.CompletedProcess[bytes]) -> GitError:
+def failure(args: Sequence[str], result: capture.Finished) -> GitError:
     """git's stderr verbatim as a ``GitError`` (exit code 1)."""
     return _failure(args, result.returncode, result.stderr)
 
@@ -142,13 +133,12 @@ def capture_git(args: Sequence[str], *, repo_root: str | os.PathLike[str]) -> by
 
     git is started with ``os.posix_spawnp`` as ``git -C ROOT ARGS`` (git
     changes into ``ROOT`` before it reads anything, ``GIT_DIR`` included, as a
-    ``cwd`` would), stdout and stderr on two pipes read together (neither can
-    fill and stall git), stdin inherited, SIGPIPE and SIGXFSZ back to their
-    defaults as ``subprocess`` restores them. Python's own descriptors are
-    never inherited (PEP 446).
+    ``cwd`` would), stdout and stderr on two pipes read together by
+    ``capture.read_output`` (neither can fill and stall git), stdin inherited,
+    SIGPIPE and SIGXFSZ back to their defaults as ``subprocess`` restores them.
+    Python's own descriptors are never inherited (PEP 446).
     """
     import _signal  # type: ignore[import-not-found]  # the builtin ``signal`` wraps (~1 ms less)
-    import select
 
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
@@ -164,25 +154,10 @@ def capture_git(args: Sequence[str], *, repo_root: str | os.PathLike[str]) -> by
     finally:
         os.close(out_write)
         os.close(err_write)
-    chunks: dict[int, list[bytes]] = {out_read: [], err_read: []}
-    poller = select.poll()
-    for fd in chunks:
-        poller.register(fd, select.POLLIN)
     try:
-        reading = len(chunks)
-        while reading:
-            for fd, _event in poller.poll():
-                data = os.read(fd, 1 << 20)
-                if data:
-                    chunks[fd].append(data)
-                else:
-                    poller.unregister(fd)
-                    reading -= 1
+        stdout, stderr = capture.read_output(out_read, err_read, keep_stdout=True)
     finally:
-        os.close(out_read)
-        os.close(err_read)
         _pid, status = os.waitpid(pid, 0)
-    stdout, stderr = b"".join(chunks[out_read]), b"".join(chunks[err_read])
     return _checked(args, os.waitstatus_to_exitcode(status), stdout, stderr)
 
 
@@ -203,14 +178,10 @@ def config_entries(pattern: str) -> list[tuple[str, str | None]]:
     (the last value of a key wins): ``(key, value)``, ``None`` for a key given
     without a value (``-c color.ui``). Nothing set, or git not runnable, is ``[]``:
     callers ask for optional settings (colour) and fall back to their default."""
-    import subprocess
-
     try:
-        result = subprocess.run(
-            ["git", "config", "--get-regexp", pattern],
-            stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+        result = capture.run(["git", "config", "--get-regexp", pattern], timeout=10,
+                             keep_stdout=True)
+    except (OSError, capture.HelperTimeout):
         return []
     entries: list[tuple[str, str | None]] = []
     for line in result.stdout.decode("utf-8", "replace").splitlines():
