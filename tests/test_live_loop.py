@@ -391,8 +391,8 @@ def test_an_orphan_is_reported_refused_over_and_ended_by_proc_stop(project) -> N
         refused = one.run_loop()
         assert refused.returncode == 2
         assert refused.stderr == (
-            f"Error: an agent of an earlier run is still running (handle {handle}, item 001); "
-            f"stop it with git forge proc stop {handle}\n")
+            f"Error: an agent of an earlier run is still running (item 001, pid {agent}, "
+            f"handle {handle}); stop it with git forge proc stop {handle}\n")
         assert "an agent of an earlier run" in one.forge("preflight").stderr
 
         stopped = one.forge("proc", "stop", handle, "--grace", "0.3")

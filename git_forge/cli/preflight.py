@@ -145,9 +145,10 @@ if TYPE_CHECKING:
 
 def probe(path: str) -> Probe:
     """The checks that need no configuration, in their order: a live loop owning
-    the tree, a HEAD no commit can go onto, then the tree's status."""
+    the tree or an agent of its last run still alive, a HEAD no commit can go onto,
+    then the tree's status."""
     from git_forge.layout import ITEM_BRANCH_PREFIX, work_tree_top
-    from git_forge.loop.control import running_message, tree_owner
+    from git_forge.loop.control import launch_blocker
     from git_forge.tree.fast_status import (
         head_problem,
         may_have_worktrees_or_branches,
@@ -155,9 +156,9 @@ def probe(path: str) -> Probe:
     )
 
     root = work_tree_top(path)
-    owner = tree_owner(root)
-    if owner is not None:
-        return root, running_message(owner), [], False
+    blocker = launch_blocker(None, root)
+    if blocker is not None:
+        return root, blocker, [], False
     problem = head_problem(root)  # refused exactly as loop run refuses it
     if problem is not None:
         return root, problem, [], False

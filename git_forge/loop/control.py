@@ -20,7 +20,13 @@ from __future__ import annotations
 import os
 
 from git_forge.errors import ForgeError
-from git_forge.layout import LOOP_LOCK_FILE, LOOP_RUN_FILE, PROC_DIR, tree_lock_file
+from git_forge.layout import (
+    ALIVE_SUFFIX,
+    LOOP_LOCK_FILE,
+    LOOP_RUN_FILE,
+    PROC_DIR,
+    tree_lock_file,
+)
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 
 # The pre-launch check's clean path asks ``tree_owner``: ``pathlib``, ``typing``,
@@ -83,6 +89,32 @@ def run_token_path(state_dir: Path) -> Path:
 def holder_label(run_id: str, started_at: str, pid: int) -> str:
     """What the loop writes into its lock; ``live_loop`` reads it back."""
     return f"run {run_id} started {started_at} (pid {pid})"
+
+
+#: In the tree lock's label, before the run's state dir (relative to the work tree,
+#: its bytes in hex: any name fits on the one line).
+STATE_DIR_MARK = " stateDirHex "
+
+
+def tree_holder_label(holder: str, root: Path, state_dir: Path) -> str:
+    """What the loop writes into the tree lock: ``holder`` and its state dir, which
+    the label keeps after the loop is gone — so that the pre-launch check finds that
+    run's agents without reading the configuration (``recorded_state_dir``)."""
+    relative = os.path.relpath(os.path.realpath(state_dir), os.path.realpath(root))
+    return holder + STATE_DIR_MARK + os.fsencode(relative).hex()
+
+
+def recorded_state_dir(root: Path | str) -> str | None:
+    """The state dir of the last loop that owned the work tree at ``root``, as its
+    tree lock's label names it; ``None`` when no label names one."""
+    path = tree_lock_file(root)
+    label = read_lock_holder(path) if path is not None else ""
+    _, mark, encoded = label.rpartition(STATE_DIR_MARK)
+    try:
+        relative = os.fsdecode(bytes.fromhex(encoded)) if mark else ""
+    except ValueError:
+        return None
+    return os.path.join(root, relative) if relative else None
 
 
 def _holding(path: Path | str | None) -> LiveLoop | None:
@@ -177,20 +209,21 @@ def item_of(manifest: Any) -> str | None:
     return item_id if isinstance(item_id, str) else None
 
 
-class OrphanedAgent(tuple[str, str | None]):
-    """An orphaned agent tree: ``(handle, item_id)`` (a tuple written out, as
-    ``LiveLoop`` is)."""
+class OrphanedAgent(tuple[str, str | None, tuple[int, ...]]):
+    """An orphaned agent tree: ``(handle, item_id, pids)`` — ``pids`` are the
+    processes holding its liveness lock, as the kernel lists them (a tuple written
+    out, as ``LiveLoop`` is)."""
 
     __slots__ = ()
 
-    def __new__(cls, handle: str, item_id: str | None) -> OrphanedAgent:
-        return tuple.__new__(cls, (handle, item_id))
+    def __new__(cls, handle: str, item_id: str | None, pids: tuple[int, ...]) -> OrphanedAgent:
+        return tuple.__new__(cls, (handle, item_id, pids))
 
-    def __getnewargs__(self) -> tuple[str, str | None]:
-        return (self[0], self[1])
+    def __getnewargs__(self) -> tuple[str, str | None, tuple[int, ...]]:
+        return (self[0], self[1], self[2])
 
     def __repr__(self) -> str:
-        return f"OrphanedAgent(handle={self[0]!r}, item_id={self[1]!r})"
+        return f"OrphanedAgent(handle={self[0]!r}, item_id={self[1]!r}, pids={self[2]!r})"
 
     @property
     def handle(self) -> str:
@@ -200,32 +233,52 @@ class OrphanedAgent(tuple[str, str | None]):
     def item_id(self) -> str | None:
         return self[1]
 
+    @property
+    def pids(self) -> tuple[int, ...]:
+        return self[2]
 
-def orphaned_agents(state_dir: Path) -> list[OrphanedAgent]:
-    """Agent trees of an earlier run still alive with no loop supervising them
-    (their liveness locks are held; see ``supervisor.liveness``)."""
+
+def _any_tree_alive(proc_root: str) -> bool:
+    """Whether some agent tree under ``proc_root`` holds its liveness lock — asked
+    with ``lockprobe`` alone, so that the common answer (none) imports nothing."""
+    try:
+        names = os.listdir(proc_root)
+    except OSError:
+        return False
+    return any(lock_is_held(os.path.join(proc_root, name))
+               for name in names if name.endswith(ALIVE_SUFFIX))
+
+
+def orphaned_agent(state_dir: Path | str, handle: str, item_id: str | None) -> OrphanedAgent:
+    """The orphan ``handle`` with the processes that hold its liveness lock now."""
     from pathlib import Path
 
-    from git_forge.layout import ALIVE_SUFFIX
+    from git_forge.supervisor.liveness import holders
+    from git_forge.supervisor.paths import ProcPaths
 
-    root = Path(state_dir) / PROC_DIR
-    try:
-        if not any(name.endswith(ALIVE_SUFFIX) for name in os.listdir(root)):
-            return []  # the common case, answered without importing the supervisor
-    except OSError:
-        return []
+    alive = ProcPaths(Path(state_dir) / PROC_DIR).alive(handle)
+    return OrphanedAgent(handle, item_id, tuple(sorted(holders(alive))))
+
+
+def orphaned_agents(state_dir: Path | str) -> list[OrphanedAgent]:
+    """Agent trees of an earlier run still alive with no loop supervising them
+    (their liveness locks are held; see ``supervisor.liveness``)."""
+    if not _any_tree_alive(os.path.join(state_dir, PROC_DIR)):
+        return []  # the common case, answered without importing the supervisor
     from contextlib import suppress
+    from pathlib import Path
 
     from git_forge.supervisor.liveness import orphans
     from git_forge.supervisor.manifest import ManifestStore
     from git_forge.supervisor.paths import ProcPaths
 
+    root = Path(state_dir) / PROC_DIR
     found = []
     for orphan in orphans(ProcPaths(root)):
         item_id = None
         with suppress(ForgeError):
             item_id = item_of(ManifestStore(root).load(orphan.handle))
-        found.append(OrphanedAgent(orphan.handle, item_id))
+        found.append(orphaned_agent(state_dir, orphan.handle, item_id))
     return found
 
 
@@ -292,15 +345,31 @@ def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:
 
 
 def orphan_message(orphan: OrphanedAgent) -> str:
-    return (f"an agent of an earlier run is still running (handle {orphan.handle}, item "
-            f"{orphan.item_id or 'unknown'}); stop it with git forge proc stop {orphan.handle}")
+    pids = ", ".join(map(str, orphan.pids)) or "unknown"
+    return (f"an agent of an earlier run is still running (item {orphan.item_id or 'unknown'}, "
+            f"pid {pids}, handle {orphan.handle}); stop it with "
+            f"git forge proc stop {orphan.handle}")
 
 
-def launch_blocker(state_dir: Path, root: Path) -> str | None:
+def orphan_blocker(state_dir: Path | str | None, root: Path | str) -> str | None:
+    """Why no launch may start while an agent of an earlier run lives: it would be a
+    second agent writing into the tree. Asked of ``state_dir`` and of the state dir
+    the last loop in this work tree ran with (``recorded_state_dir``), which is all
+    a caller that has not read the configuration (``state_dir`` ``None``) can ask."""
+    recorded = recorded_state_dir(root)
+    places = (os.path.realpath(d) for d in (state_dir, recorded) if d is not None)
+    for directory in dict.fromkeys(places):
+        orphans = orphaned_agents(directory)
+        if orphans:
+            return orphan_message(orphans[0])
+    return None
+
+
+def launch_blocker(state_dir: Path | None, root: Path | str) -> str | None:
     """Why no launch may start now, whatever the tree holds: a live loop owns the
-    backlog or the tree, or an agent of an earlier run still lives."""
-    live = tree_owner(root) or live_loop(state_dir)
+    tree or the backlog, or an agent of an earlier run still lives. Cheap while
+    neither is so (the pre-launch check's clean path asks it, with no ``state_dir``)."""
+    live = tree_owner(root) or (live_loop(state_dir) if state_dir is not None else None)
     if live is not None:
         return running_message(live)
-    orphans = orphaned_agents(state_dir)
-    return orphan_message(orphans[0]) if orphans else None
+    return orphan_blocker(state_dir, root)

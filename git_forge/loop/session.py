@@ -207,13 +207,10 @@ def _refuse_beside_live_work(workspace: Workspace, *, own_lock: bool = False) ->
     """Refuse to start while another loop runs on this backlog or owns this work
     tree, or while an agent of an earlier run still lives (it would be a second
     agent writing into the tree)."""
-    if not own_lock:
-        live = control.live_loop(workspace.state_dir) or control.tree_owner(workspace.root)
-        if live is not None:
-            raise LoopError(control.running_message(live), exit_code=LOOP_REFUSED)
-    orphans = control.orphaned_agents(workspace.state_dir)
-    if orphans:
-        raise LoopError(control.orphan_message(orphans[0]), exit_code=LOOP_REFUSED)
+    blocker = (control.orphan_blocker if own_lock else control.launch_blocker)(
+        workspace.state_dir, workspace.root)
+    if blocker is not None:
+        raise LoopError(blocker, exit_code=LOOP_REFUSED)
 
 
 def _refuse_corrupt_state(state_dir: Path, options: LoopOptions) -> tuple[bytes, Any] | None:
@@ -232,15 +229,17 @@ def _refuse_corrupt_state(state_dir: Path, options: LoopOptions) -> tuple[bytes,
 
 
 def _take_loop_locks(workspace: Workspace, holder: str) -> list[FileLock]:
-    """The backlog's loop lock, then the work tree's (held for the whole run)."""
-    paths = [control.loop_lock_path(workspace.state_dir)]
+    """The backlog's loop lock, then the work tree's (held for the whole run; its
+    label also names the run's state dir, where its agents' liveness locks are)."""
+    labelled = [(control.loop_lock_path(workspace.state_dir), holder)]
     tree_lock = tree_lock_path(workspace.root)
     if tree_lock is not None:
-        paths.append(tree_lock)
+        labelled.append((tree_lock, control.tree_holder_label(
+            holder, workspace.root, workspace.state_dir)))
     taken: list[FileLock] = []
-    for path in paths:
+    for path, label in labelled:
         lock = FileLock(path)
-        if not lock.try_acquire(holder=holder, patience=LOCK_PATIENCE):
+        if not lock.try_acquire(holder=label, patience=LOCK_PATIENCE):
             for held in reversed(taken):
                 held.release()
             _refuse_beside_live_work(workspace)  # names the run that won the race
@@ -287,8 +286,9 @@ def _restore(run: RunContext) -> None:
     report = run.supervisor.restore()
     if report.orphans:  # appeared since the check at start: never start beside one
         orphan = report.orphans[0]
-        raise LoopError(control.orphan_message(
-            control.OrphanedAgent(orphan.handle, control.item_of(orphan))), exit_code=LOOP_REFUSED)
+        raise LoopError(control.orphan_message(control.orphaned_agent(
+            run.workspace.state_dir, orphan.handle, control.item_of(orphan))),
+            exit_code=LOOP_REFUSED)
     lost = {owner: m.handle for m in report.reconciled if (owner := control.item_of(m))}
     for error in report.errors:
         run.progress.note(f"restore: process {error.handle}: {error.error}")
