@@ -19,7 +19,7 @@ from git_forge.recovery.steps import (
     RecoverOptions,
     RecoveryFailed,
     apply,
-    backlog_dirty_before,
+    backlog_before,
     cluster,
     consolidate,
     enumerate_items,
@@ -94,13 +94,13 @@ def test_a_record_unreadable_at_the_gate_fails_step_7_after_the_tree_was_reconci
     context: Context
 ) -> None:
     enumerated = enumerate_items(context)
-    dirty_before = backlog_dirty_before(context)
+    before = backlog_before(context, enumerated)
     clustered = cluster(context, enumerated)
     recorded = record(context, enumerated, consolidate(context, enumerated, clustered))
     application = apply(context, enumerated, clustered, recorded)
     proof = prove(context, application)
     assert [row["id"] for row in proof.movers] == ["001"] and proof.non_movers == ()
-    tree = reconcile_tree(context, application, dirty_before)
+    tree = reconcile_tree(context, application, before)
     assert tree.clean and [a["group"] for a in tree.document["actions"]] == ["recovery"]
     context.rec.path.write_text("{corrupt")
     with pytest.raises(RecoveryFailed) as caught:

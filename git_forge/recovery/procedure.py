@@ -30,7 +30,7 @@ from git_forge.recovery.steps import (
     RecoverOptions,
     RecoveryFailed,
     apply,
-    backlog_dirty_before,
+    backlog_before,
     cluster,
     consolidate,
     enumerate_items,
@@ -121,7 +121,7 @@ def _steps(ctx: Context) -> Iterator[StepResult]:
     reconciled on every pass."""
     enumerated = enumerate_items(ctx)
     yield enumerated
-    backlog_was_dirty = backlog_dirty_before(ctx)  # before this pass writes to it
+    backlog = backlog_before(ctx, enumerated)  # before this pass writes to it
     application = Application()
     proof: Proof | None = None
     if not enumerated.nothing_to_recover:
@@ -136,6 +136,6 @@ def _steps(ctx: Context) -> Iterator[StepResult]:
         if application.requested:
             proof = prove(ctx, application)
             yield proof
-    tree = reconcile_tree(ctx, application, backlog_was_dirty)
+    tree = reconcile_tree(ctx, application, backlog)
     yield tree
     yield gate(ctx, enumerated, application, proof, tree)

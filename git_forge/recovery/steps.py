@@ -510,22 +510,50 @@ def prove(ctx: Context, application: Application) -> Proof:
 # --- step 7 -------------------------------------------------------------------------------
 
 
-def backlog_dirty_before(ctx: Context) -> bool:
-    """Whether backlog.json already had uncommitted changes before this pass: then
-    they are the operator's (or a run's) to decide, never swept into recover's commit."""
-    from git_forge.tree.fast_status import porcelain_fast
+@dataclass(frozen=True)
+class BacklogBefore:
+    """backlog.json as a pass finds it, before it writes to it."""
+
+    #: Changed other than by recover: the operator's (or a run's) to decide, never
+    #: swept into recover's commit.
+    dirty: bool = False
+    #: The items whose answers an earlier pass applied and was killed before it
+    #: committed them: recover's own change, committed with this pass's.
+    leftover: tuple[str, ...] = ()
+
+
+def backlog_before(ctx: Context, enumerated: Enumerated) -> BacklogBefore:
+    """What backlog.json holds that HEAD does not, as this pass starts: nothing,
+    the answers of an interrupted pass (``bookkeeping.only_applied_answers``, over
+    each item's latest answer that is stamped applied or that the runner's list
+    shows it holds), or anything else."""
+    from git_forge.backlog.bookkeeping import only_applied_answers
+    from git_forge.tree.fast_status import head_blob, porcelain_fast
 
     workspace = ctx.workspace
     backlog_rel = workspace.relative(workspace.backlog_file)
     try:
-        return any(entry.path == backlog_rel for entry in porcelain_fast(workspace.root))
-    except ForgeError:
-        return False
+        if not any(entry.path == backlog_rel for entry in porcelain_fast(workspace.root)):
+            return BacklogBefore()
+        head = head_blob(workspace.root, backlog_rel)
+        document = decisions.load(ctx.rec)
+        work = workspace.backlog_file.read_bytes()
+    except (ForgeError, OSError):
+        return BacklogBefore(dirty=True)
+    held = {item.id: item.human_answer for item in enumerated.items}
+    latest = decisions.latest_entries(document["decisions"]) if document else {}
+    answers = {item_id: entry["answer"] for item_id, entry in latest.items()
+               if isinstance(entry.get("answer"), str)
+               and (entry.get("appliedAt") is not None or held.get(item_id) == entry["answer"])}
+    leftover = only_applied_answers(head, work, answers) if head is not None and answers else []
+    return BacklogBefore(leftover=tuple(leftover)) if leftover else BacklogBefore(dirty=True)
 
 
 def reconcile_tree(ctx: Context, application: Application,
-                   backlog_was_dirty: bool) -> TreeResult:
-    """Step 7, first: reconcile the tree. A git failure is reported; we go on."""
+                   backlog: BacklogBefore) -> TreeResult:
+    """Step 7, first: reconcile the tree. recover's own backlog change — this pass's
+    answers, and those an interrupted pass left — is its own group; a git failure
+    is reported, and we go on."""
     workspace, options, asker = ctx.workspace, ctx.options, ctx.asker
     notes: list[str] = []
 
@@ -538,8 +566,12 @@ def reconcile_tree(ctx: Context, application: Application,
 
     try:
         backlog_rel = workspace.relative(workspace.backlog_file)
-        recovery = {backlog_rel} if application.applied and not backlog_was_dirty else set()
-        report = service.reconcile_tree(workspace, decide, recovery_paths=recovery)
+        ours = (application.applied or backlog.leftover) and not backlog.dirty
+        if backlog.leftover:
+            notes.append(f"{backlog_rel} held the applied answers of an interrupted recover "
+                         f"pass (items {', '.join(backlog.leftover)}): recover's own change")
+        report = service.reconcile_tree(workspace, decide,
+                                        recovery_paths={backlog_rel} if ours else set())
         return TreeResult(report.to_json(), tuple(notes), report.clean)
     except ForgeError as exc:
         notes.append(f"tree reconciliation skipped: {exc.message}")
