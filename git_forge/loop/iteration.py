@@ -117,6 +117,10 @@ def start_agent(run: RunContext, item: Item, number: int, *,
                                       {"item_id": item_id, "iteration": number},
                                       _prepare(run, item, prompt, number, attempt, worktree))
     except ProcessError as exc:
+        # No agent works on the item: it goes back to pending before the run ends.
+        if run.store.get(item_id).status == "in_progress":
+            run.store.transition(item_id, "pending")
+        run.save(current_item=None)
         if exc.code == "process_setup_failed":  # its manifest or spool cannot be written
             raise LoopError(str(exc.cause), exit_code=LOOP_ERROR) from exc
         raise

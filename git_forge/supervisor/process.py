@@ -67,6 +67,10 @@ class PreparedProcess:
             raise ProcessError("invalid_arguments", "argv must be a non-empty list of strings")
         if not all(isinstance(arg, str) for arg in self.argv) or not self.argv[0]:
             raise ProcessError("invalid_arguments", "argv must be a non-empty list of strings")
+        # The one check before any start: no exec can pass a NUL, and the watchdog,
+        # shared by every agent of the run, must never be handed one.
+        if any("\0" in arg for arg in self.argv):
+            raise ProcessError("invalid_arguments", "an argument holds a NUL character")
         if self.timeout is not None and not self.timeout > 0:
             raise ProcessError("invalid_arguments", "a timeout must be positive")
         if self.stdin is not None and not isinstance(self.stdin, bytes):

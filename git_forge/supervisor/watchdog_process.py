@@ -287,6 +287,10 @@ class Watchdog:
             self.reply({"op": "failed", "id": spec["id"], "errno": exc.errno or errno.EINVAL,
                         "where": where})
             return
+        except (ValueError, TypeError):  # a NUL or a non-string: this start fails, not us
+            self.reply({"op": "failed", "id": spec["id"], "errno": errno.EINVAL,
+                        "where": "arguments"})
+            return
         finally:
             os.chdir("/")
         self.trees[pid] = Tree(pid, spec, inode)
