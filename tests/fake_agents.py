@@ -77,7 +77,9 @@ if "stream-json" in argv and "--verbose" not in argv:
     sys.stderr.write("Error: When using --print, --output-format=stream-json requires "
                      "--verbose\n")
     sys.exit(1)
-resumed = argv[argv.index("--resume") + 1] if "--resume" in argv else None
+# commander.js: ``--resume ID`` or ``--resume=ID`` (the value after ``=`` whatever it is)
+resumed = next((arg.split("=", 1)[1] for arg in argv if arg.startswith("--resume=")),
+               argv[argv.index("--resume") + 1] if "--resume" in argv else None)
 session = step.get("session") or f"sess-{{item}}-{{attempt}}"  # a resumed session's id changes
 do = step.get("do", "done")
 if do == "silent_then_done":

@@ -263,7 +263,7 @@ def test_a_usage_limit_is_waited_out_then_the_same_item_resumes(project: Project
     second = project.events("llm_spawned")[1]
     assert _stamp(second["timestamp"]) >= _stamp(wait["until"])
     starts = project.fakes.starts("001")
-    assert starts[1]["argv"][-2:] == ["--resume", "sess-001-0"]
+    assert starts[1]["argv"][-1] == "--resume=sess-001-0"
     assert project.events("llm_exited")[1]["receipt"]["resumed"] == "sess-001-0"
     assert project.state()["waitingUntil"] is None
 
@@ -406,7 +406,8 @@ def test_resume_sessions_off_starts_every_retry_afresh(project: Project) -> None
     git("commit", "-q", "-m", "config", cwd=project.root)
     project.fakes.plan({"001": [{"do": "is_error"}, {"do": "done"}]})
     assert project.run("--agent", "claude", "--iterations", "2").returncode == 0
-    assert all("--resume" not in start["argv"] for start in project.fakes.starts("001"))
+    assert not any(arg.startswith("--resume") for start in project.fakes.starts("001")
+                   for arg in start["argv"])
 
 
 # --- notify -----------------------------------------------------------------------------------

@@ -157,7 +157,7 @@ def test_profiles_and_resume_argv() -> None:
     assert claude.argv(["claude"], ["--model", "opus"]) == [
         "claude", "-p", "--output-format", "stream-json", "--verbose", "--model", "opus"]
     assert claude.argv(["claude"], ["--model", "opus"], session="s1") == [
-        "claude", "-p", "--output-format", "stream-json", "--verbose", "--resume", "s1",
+        "claude", "-p", "--output-format", "stream-json", "--verbose", "--resume=s1",
         "--model", "opus"]
     assert codex.argv(["codex"], ["--full-auto"]) == [
         "codex", "exec", "--json", "--full-auto", "-"]

@@ -6,6 +6,13 @@ extra flags (``loop.agentArgs`` / ``--agent-arg``) go before the prompt's ``-``
 (Codex) or at the end (Claude). Any other command line is the generic profile:
 run as given, its plain output read as today. A profile says how to resume a
 session on a retry and how to read its stream.
+
+A session id comes from the agent's stream, so it is untrusted: only one of the
+shape ``streams.session_problem`` accepts is ever resumed (never one that starts
+with ``-``), and where the CLI allows it, it is one token with its option
+(``--resume=ID``: commander.js reads the value after ``=`` whatever it looks
+like). Codex takes the thread id as a positional (``exec resume ID``), which a
+validated id cannot turn into an option.
 """
 
 from __future__ import annotations
@@ -15,7 +22,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from git_forge import capture
-from git_forge.agents.streams import ClaudeStream, CodexStream, StreamReader, TextSink
+from git_forge.agents.streams import (
+    ClaudeStream,
+    CodexStream,
+    StreamReader,
+    TextSink,
+    session_problem,
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +61,9 @@ class Profile:
             return [*command, *extra]
         base = list(self.base)
         if session and self.resume is not None:
+            problem = session_problem(session)
+            if problem is not None:  # the readers never keep one: a caller's mistake
+                raise ValueError(f"refusing to resume {problem}")
             at = self.resume_at or len(base)
             base = [*base[:at], *self.resume(session), *base[at:]]
         return [*base, *extra, *self.tail]
@@ -56,7 +72,7 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     "claude": Profile(
         "claude", "claude", ("claude", "-p", "--output-format", "stream-json", "--verbose"),
-        ClaudeStream, resume=lambda session: ("--resume", session), structured=True),
+        ClaudeStream, resume=lambda session: (f"--resume={session}",), structured=True),
     # ``codex exec [flags] -`` → ``codex exec resume <thread> [flags] -``
     "codex": Profile(
         "codex", "codex", ("codex", "exec", "--json"), CodexStream, tail=("-",),

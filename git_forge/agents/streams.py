@@ -7,11 +7,16 @@ what failed — never the transcript, so its memory is flat in the transcript's
 size. Lines are only parsed as JSON when their event type is one of the few it
 reads (a substring test first): the bulk of a transcript, message and tool
 events, costs a ``find`` each. Unknown fields and event types are ignored.
+
+A stream is untrusted text. A session id goes on the retry's command line, so only
+one of a conservative shape is kept (``session_problem``); one that is not is
+noted in ``Facts.refused``, for the loop to say so.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +46,48 @@ class Facts:
     cached_tokens: int | None = None
     cost_usd: float | None = None
     duration_ms: int | None = None
+    #: What the stream reported that is not kept, by its receipt name
+    #: (``sessionId``), and why.
+    refused: dict[str, str] = field(default_factory=dict)
+
+    def session(self, value: Any) -> None:
+        """A session id the stream reported: kept when it may go on a command line."""
+        if not isinstance(value, str) or not value:
+            return
+        problem = session_problem(value)
+        if problem is None:
+            self.session_id = value
+            self.refused.pop("sessionId", None)
+        else:
+            self.session_id = None
+            self.refused["sessionId"] = f"{problem}: a retry starts a fresh session"
+
+
+#: A session id that may go on a command line: letters, digits, ``-_.:``, not
+#: starting with ``-`` (it would be read as an option), at most 128 characters.
+SESSION_LIMIT = 128
+_SESSION = re.compile(r"[A-Za-z0-9_.:][A-Za-z0-9_.:-]*")
+
+
+def session_problem(session: str) -> str | None:
+    """Why ``session`` may not be put on an agent's command line, or ``None``.
+    Claude's ids are UUIDs and Codex's thread ids too; anything else came from a
+    stream that lies, and an id of ``--dangerously-skip-permissions`` must never
+    become that flag."""
+    if len(session) > SESSION_LIMIT:
+        return f"a session id of {len(session):,} characters (at most {SESSION_LIMIT})"
+    if session.startswith("-"):
+        return f"a session id starting with '-' ({_shown(session)})"
+    if not _SESSION.fullmatch(session):
+        return (f"a session id holding characters other than letters, digits, "
+                f"'-', '_', '.', ':' ({_shown(session)})")
+    return None
+
+
+def _shown(value: Any) -> str:
+    """A reported value as a note quotes it: its repr, at most 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _json_line(line: bytes) -> dict[str, Any] | None:
@@ -183,9 +230,9 @@ class ClaudeStream(_JsonLines):
     def event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         facts = self.facts
-        session = _text(event.get("session_id"))
+        session = event.get("session_id")
         if session:
-            facts.session_id = session
+            facts.session(session)
             if kind == "system":
                 self.forget(b"system")  # the init line: the result says the session again
         if kind == "assistant":
@@ -238,7 +285,7 @@ class CodexStream(_JsonLines):
         kind = event.get("type")
         facts = self.facts
         if kind == "thread.started":
-            facts.session_id = _text(event.get("thread_id")) or facts.session_id
+            facts.session(event.get("thread_id"))
         elif kind == "turn.completed":
             facts.completed_turn = True
             facts.turns = (facts.turns or 0) + 1

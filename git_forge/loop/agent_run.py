@@ -55,6 +55,10 @@ def after_attempt(run: RunContext, taken: Item, result: AgentResult) -> Step | E
     """Act on what ``result`` was beyond its signal (see the module)."""
     agent = run.agent
     item_id = taken.id
+    if result.refused:  # a lying stream: what it said is unknown, and the journal says so
+        run.journal.append("agent_report_refused", itemId=item_id, refused=result.refused)
+        for name, why in result.refused.items():
+            run.progress.note(f"item {item_id}: the agent's {name}: {why}")
     if result.receipt is not None:
         agent.spent = agent.spent.add(result.receipt)
         try:

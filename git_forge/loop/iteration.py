@@ -65,6 +65,8 @@ class AgentResult:
     #: git's listing of the tree, taken as soon as the agent's tree ended (``None``:
     #: not taken; whoever needs one lists the tree then).
     listed: list[StatusEntry] | None = None
+    #: What its stream reported that was not kept, and why (``Facts.refused``).
+    refused: dict[str, str] = field(default_factory=dict)
 
 
 def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
@@ -285,7 +287,8 @@ def _result_of(run: RunContext, handle: str, manifest: Manifest, stopped: bool, 
     return AgentResult(handle=handle, signal=signal, exit_code=exit_code, state=manifest.state,
                        timed_out=timed_out, what_happened=why, stopped=stopped,
                        verdict=verdict, receipt=receipt, idle=idle,
-                       stderr_lines=tuple(lines), listed=listed)
+                       stderr_lines=tuple(lines), listed=listed,
+                       refused=dict(attempt.facts().refused))
 
 
 def _trim(line: str | None) -> str | None:
