@@ -13,7 +13,8 @@ It handles exactly the types git-forge documents are made of — ``dict`` with
 and ``None``, each by its exact type — and hands anything else (a subclass, a
 non-string key, NaN or infinity, a cycle or a nesting too deep to recurse) to
 ``json.dumps`` for the whole document, so the output, or the error, is always
-the standard library's own.
+the standard library's own. NaN and the infinities are that error
+(``allow_nan=False``): ``NaN`` and ``Infinity`` are not JSON.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def dumps_indented(document: Any, indent: int = 2) -> str:
     try:
         return _encode(document, " " * indent)
     except (_Unsupported, RecursionError):
-        return json.dumps(document, indent=indent, ensure_ascii=False)
+        return json.dumps(document, indent=indent, ensure_ascii=False, allow_nan=False)
 
 
 def encode_nested(value: Any, depth: int, indent: int = 2) -> str | None:
@@ -127,7 +128,8 @@ def _flat_encoder(indentation: str) -> json.JSONEncoder:
     encoder = _FLAT_ENCODERS.get(indentation)
     if encoder is None:
         encoder = _FLAT_ENCODERS[indentation] = json.JSONEncoder(
-            ensure_ascii=False, check_circular=False, separators=("," + indentation, ": "))
+            ensure_ascii=False, check_circular=False, allow_nan=False,
+            separators=("," + indentation, ": "))
     return encoder
 
 

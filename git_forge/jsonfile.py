@@ -24,9 +24,10 @@ if TYPE_CHECKING:
 
 def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:
     """Serialize the way every git-forge file is written: UTF-8, not ASCII-escaped,
-    a trailing newline; ``indent=None`` gives compact JSON."""
+    a trailing newline; ``indent=None`` gives compact JSON. NaN and the infinities
+    are refused (``ValueError``): they are not JSON, and no reader should meet them."""
     if indent is None:
-        text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     else:
         from git_forge.jsonenc import dumps_indented
 
@@ -53,6 +54,8 @@ def write_json(
         data = encode(document) if encode is not None else dumps_json(document, indent=indent)
     except UnicodeEncodeError as exc:
         raise StoreError(unencodable(path)) from exc
+    except ValueError as exc:  # NaN or an infinity: json.dumps would write what is not JSON
+        raise StoreError(f"refusing to write {path}: {exc}") from exc
     from git_forge.atomic import atomic_write  # a reader (status) imports no writer
 
     atomic_write(path, data, mode=mode, durable=durable)

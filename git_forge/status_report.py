@@ -98,7 +98,7 @@ def backlog_facts(items: list[Item]) -> str:
         "topology": {**{key: topology[key]
                         for key in ("maxChainDepth", "selectable", "starvation")},
                      "waitingOn": waiting_on(graph)},
-        "done": [item.id for item in items if item.status == "done"]})
+        "done": [item.id for item in items if item.status == "done"]}, allow_nan=False)
 
 
 def loop_status(workspace: Workspace, runner: Runner, *,

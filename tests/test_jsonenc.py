@@ -73,13 +73,20 @@ def test_edge_documents(document: Any) -> None:
 
 @pytest.mark.parametrize("document", [
     {7: "int key", 2.5: "float key", True: "bool key", None: "null key"},
-    [float("nan"), float("inf"), -float("inf")],
     OrderedDict([("b", 1), ("a", 2)]),
     {"enum": IntEnum("Level", "LOW HIGH").HIGH},
     [type("Text", (str,), {})("a str subclass")],
 ])
 def test_what_it_leaves_to_json_dumps_comes_out_the_same(document: Any) -> None:
     assert dumps_indented(document) == reference(document)
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+def test_nan_and_the_infinities_are_refused_not_written(number: float) -> None:
+    for document in ([number], {"cost": number, "flat": "object"}, [{"a": [number]}]):
+        with pytest.raises(ValueError, match="not JSON compliant"):
+            dumps_indented(document)
+        assert encode_nested(document, 1) is None
 
 
 def test_deep_nesting_and_cycles_give_json_dumps_own_result() -> None:

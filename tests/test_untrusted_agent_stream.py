@@ -7,6 +7,8 @@ streams; each start records its argv. Real repositories, real processes."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -14,13 +16,20 @@ from pathlib import Path
 
 import pytest
 import waiting
+from agent_streams import claude_init, claude_result, codex_thread, codex_turn_completed
 from fake_agents import FakeAgents
 from helpers import git
 from templates import Templates
 from test_agent_loop import Project, build_backlog
 
 from git_forge.agents.profiles import PROFILES
-from git_forge.agents.streams import session_problem
+from git_forge.agents.receipt import Receipt, Totals
+from git_forge.agents.streams import ClaudeStream, CodexStream, session_problem
+from git_forge.cli.output import json_text
+from git_forge.errors import StoreError
+from git_forge.jsonenc import dumps_indented
+from git_forge.jsonfile import dumps_json, write_json
+from git_forge.loop.journal import Journal
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import ManifestStore
@@ -156,6 +165,10 @@ def test_an_argument_holding_nul_is_refused_before_anything_starts(
     assert (after.state, after.result.exit_code) == ("exited", 0)  # the watchdog serves on
 
 
+def _feed(reader: ClaudeStream | CodexStream, *lines: str) -> None:
+    reader.feed(("\n".join(lines) + "\n").encode())
+
+
 def test_an_agent_that_cannot_start_leaves_its_item_pending(project: Project) -> None:
     # One argument beyond what exec takes (128 KiB): the start fails, the item is not taken.
     _configure(project, f"loop:\n  agentArgs: [{'x' * 200 * 1024}]\n")
@@ -165,3 +178,110 @@ def test_an_agent_that_cannot_start_leaves_its_item_pending(project: Project) ->
     assert "Traceback" not in result.stderr
     assert project.items()["001"]["status"] == "pending"
     _no_item_in_progress(project)
+
+
+# --- numbers from agents ------------------------------------------------------------------
+
+
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: valid syntax, but no number JSON can mean
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def strict_json(text: str | bytes) -> object:
+    """``json.loads`` refusing what Python accepts but JSON is not: NaN, infinities."""
+    return json.loads(text, parse_constant=_not_json, parse_float=_finite)
+
+
+def test_a_cost_or_count_that_is_not_one_is_unknown_and_said_so() -> None:
+    reader = ClaudeStream()
+    _feed(reader, claude_init("s"), claude_result("s", "FORGE_DONE", usage={
+        "input_tokens": -1, "output_tokens": 10, "cache_read_input_tokens": 2.5})
+        .replace('"total_cost_usd":0.0123', '"total_cost_usd":1e999'))
+    facts = reader.finish()
+    assert (facts.cost_usd, facts.input_tokens, facts.output_tokens, facts.cached_tokens) == (
+        None, None, 10, None)
+    assert set(facts.refused) == {"costUsd", "tokens.input", "tokens.cached"}
+    assert "inf is not a cost: recorded as unknown" in facts.refused["costUsd"]
+    codex = CodexStream()
+    _feed(codex, codex_thread("th"), codex_turn_completed(5, 1, 7),
+          codex_turn_completed(-9, 1, 7), codex_turn_completed(5, 1, 7))
+    facts = codex.finish()
+    assert (facts.input_tokens, facts.output_tokens) == (None, 21)  # one lie: no sum
+    for cost in (float("nan"), float("inf"), -float("inf"), -0.5, 1e300):
+        assert Receipt.from_json({"costUsd": cost}).cost_usd is None
+        assert Totals.from_json({"costUsd": cost}).cost_usd is None
+
+
+@pytest.mark.parametrize("cost", [float("inf"), float("nan"), -float("inf")])
+def test_a_cost_that_is_not_a_number_never_reaches_a_json_output(
+        project: Project, cost: float) -> None:
+    project.fakes.plan({"001": {"do": "done", "cost": cost,
+                                "tokens": {"input_tokens": -5, "output_tokens": 7}}})
+    for run in range(2):  # the second run sums the first into receipts.json
+        result = project.run("--agent", "claude", "--iterations", "1", "--ndjson")
+        assert result.returncode == 0, result.stderr
+        for line in result.stdout.splitlines():
+            strict_json(line)
+        if run == 0:
+            refused = project.events("agent_report_refused")[0]["refused"]
+            assert set(refused) == {"costUsd", "tokens.input"}
+            assert "recorded as unknown" in refused["costUsd"]
+    state = project.root / ".forge"
+    for line in (state / "events.ndjson").read_text().splitlines():
+        strict_json(line)
+    manifests = list((state / "proc").glob("*.manifest.json"))
+    for document in (state / "receipts.json", state / "run" / "receipts.json",
+                     state / "state.json", *manifests):
+        strict_json(document.read_bytes())
+    status = project.forge("status", "--json")
+    assert status.returncode == 0, status.stderr
+    costs = strict_json(status.stdout)["costs"]  # type: ignore[index]
+    assert costs["items"]["001"]["costUsd"] is None
+    assert costs["items"]["001"]["tokens"]["input"] == 0
+
+
+def test_a_negative_cost_never_lifts_max_cost(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "done", "cost": -5.0}, "002": {"do": "done", "cost": 1.0},
+                        "003": {"do": "done", "cost": 0.0}})
+    result = project.run("--agent", "claude", "--max-cost", "1", "--json")
+    assert result.returncode == 4, result.stderr
+    assert "reaching --max-cost $1.00" in strict_json(result.stdout)["message"]  # type: ignore[index]
+    assert not project.fakes.starts("003")
+    assert project.items()["003"]["status"] == "pending"
+
+
+def test_a_ledger_holding_infinity_is_read_as_unknown(project: Project) -> None:
+    ledger = {"schemaVersion": "1", "items": {"001": {
+        "attempts": 1, "durationMs": 5, "tokens": {"input": -3, "output": 1, "cached": 0},
+        "costUsd": float("inf")}}, "runs": {}}
+    (project.root / ".forge" / "receipts.json").write_text(json.dumps(ledger))
+    status = project.forge("status", "--json")
+    assert status.returncode == 0, status.stderr
+    item = strict_json(status.stdout)["costs"]["items"]["001"]  # type: ignore[index]
+    assert item["costUsd"] is None and item["tokens"]["input"] == 0
+
+
+def test_every_json_writer_refuses_what_is_not_a_number(tmp_path: Path) -> None:
+    for value in (float("nan"), float("inf"), -float("inf")):
+        document = {"costUsd": value, "flat": [{"a": 1}]}
+        for encode in (dumps_indented, json_text, lambda d: dumps_json(d, indent=None),
+                       lambda d: json_text(d, indent=None)):
+            with pytest.raises(ValueError):
+                encode(document)
+        target = tmp_path / "doc.json"
+        target.write_bytes(b"{}\n")
+        with pytest.raises(StoreError, match="refusing to write"):
+            write_json(target, document)
+        assert target.read_bytes() == b"{}\n"
+        journal = Journal(tmp_path / "events.ndjson", tmp_path)
+        with pytest.raises(ValueError):
+            journal.append("x", costUsd=value)
+        assert not (tmp_path / "events.ndjson").exists() or \
+            (tmp_path / "events.ndjson").read_bytes() == b""

@@ -17,6 +17,31 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+#: The largest cost in USD one figure may hold (an attempt's, or a sum of them). An
+#: agent's stream is untrusted: ``1e999`` parses as infinity, a negative cost would
+#: lift ``--max-cost``, and two costs near the float maximum sum to infinity, which
+#: no JSON writer may write. Anything outside ``0 ..`` this is not a cost.
+MAX_COST_USD = 1e9
+#: The largest count (tokens, turns, milliseconds) one figure may hold: what a JSON
+#: reader in any language still reads exactly.
+MAX_COUNT = 2**53
+
+
+def cost_of(value: Any) -> float | None:
+    """``value`` as a cost in USD, or ``None`` (unknown) when it is not one: not a
+    number, negative, NaN, infinite or beyond ``MAX_COST_USD``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 <= value <= MAX_COST_USD else None  # NaN compares false
+
+
+def count_of(value: Any) -> int | None:
+    """``value`` as a count, or ``None`` (unknown) when it is not one: not an
+    integer, negative or beyond ``MAX_COUNT``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_COUNT else None
+
 
 class Receipt(NamedTuple):
     duration_ms: int | None = None
@@ -42,27 +67,24 @@ class Receipt(NamedTuple):
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> Receipt:
-        """Tolerant: a missing or odd field is unknown (``None``), never an error."""
+        """Tolerant: a missing or odd field is unknown (``None``), never an error —
+        a figure that is not a cost or a count (``cost_of``, ``count_of``) too."""
         found = document.get("tokens")
         tokens: dict[str, Any] = found if isinstance(found, dict) else {}
-
-        def number(value: Any, kind: type) -> Any:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                return None
-            return kind(value)
+        code = document.get("exitCode")
 
         def text(value: Any) -> str | None:
             return value if isinstance(value, str) else None
 
-        return cls(duration_ms=number(document.get("durationMs"), int),
-                   exit_code=number(document.get("exitCode"), int),
+        return cls(duration_ms=count_of(document.get("durationMs")),
+                   exit_code=code if type(code) is int else None,
                    session_id=text(document.get("sessionId")),
                    resumed=text(document.get("resumed")),
-                   turns=number(document.get("turns"), int),
-                   input_tokens=number(tokens.get("input"), int),
-                   output_tokens=number(tokens.get("output"), int),
-                   cached_tokens=number(tokens.get("cached"), int),
-                   cost_usd=number(document.get("costUsd"), float))
+                   turns=count_of(document.get("turns")),
+                   input_tokens=count_of(tokens.get("input")),
+                   output_tokens=count_of(tokens.get("output")),
+                   cached_tokens=count_of(tokens.get("cached")),
+                   cost_usd=cost_of(document.get("costUsd")))
 
 
 class Totals(NamedTuple):
@@ -110,15 +132,11 @@ class Totals(NamedTuple):
         tokens: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
 
         def count(value: Any) -> int:
-            return value if isinstance(value, int) and not isinstance(value, bool) \
-                and value >= 0 else 0
+            return count_of(value) or 0
 
-        cost = document.get("costUsd")
         return cls(count(document.get("attempts")), count(document.get("durationMs")),
                    count(tokens.get("input")), count(tokens.get("output")),
-                   count(tokens.get("cached")),
-                   float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool)
-                   else None)
+                   count(tokens.get("cached")), cost_of(document.get("costUsd")))
 
     def to_json(self) -> dict[str, Any]:
         return {"attempts": self.attempts, "durationMs": self.duration_ms,

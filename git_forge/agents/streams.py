@@ -9,8 +9,9 @@ reads (a substring test first): the bulk of a transcript, message and tool
 events, costs a ``find`` each. Unknown fields and event types are ignored.
 
 A stream is untrusted text. A session id goes on the retry's command line, so only
-one of a conservative shape is kept (``session_problem``); one that is not is
-noted in ``Facts.refused``, for the loop to say so.
+one of a conservative shape is kept (``session_problem``); a cost or a count that
+is not one (``1e999``, ``NaN``, a negative) is unknown. Either is noted in
+``Facts.refused``, for the loop to say so.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from git_forge.agents.receipt import cost_of, count_of
 
 #: Called with assistant text as it streams (``loop run --follow`` shows it).
 TextSink = Callable[[str], None]
@@ -46,8 +49,8 @@ class Facts:
     cached_tokens: int | None = None
     cost_usd: float | None = None
     duration_ms: int | None = None
-    #: What the stream reported that is not kept, by its receipt name
-    #: (``sessionId``), and why.
+    #: What the stream reported that is not kept, by its receipt name (``sessionId``,
+    #: ``costUsd``, ``tokens.input``…), and why.
     refused: dict[str, str] = field(default_factory=dict)
 
     def session(self, value: Any) -> None:
@@ -61,6 +64,20 @@ class Facts:
         else:
             self.session_id = None
             self.refused["sessionId"] = f"{problem}: a retry starts a fresh session"
+
+    def cost(self, value: Any) -> float | None:
+        """A reported cost in USD, or ``None`` (unknown, noted) when it is not one."""
+        cost = cost_of(value)
+        if cost is None and value is not None:
+            self.refused["costUsd"] = f"{_shown(value)} is not a cost: recorded as unknown"
+        return cost
+
+    def count(self, name: str, value: Any) -> int | None:
+        """A reported count, or ``None`` (unknown, noted) when it is not one."""
+        count = count_of(value)
+        if count is None and value is not None:
+            self.refused[name] = f"{_shown(value)} is not a count: recorded as unknown"
+        return count
 
 
 #: A session id that may go on a command line: letters, digits, ``-_.:``, not
@@ -96,10 +113,6 @@ def _json_line(line: bytes) -> dict[str, Any] | None:
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _text(value: Any) -> str | None:
@@ -248,18 +261,18 @@ class ClaudeStream(_JsonLines):
             facts.result = event
             facts.completed_turn = event.get("is_error") is not True
             facts.final_text = _text(event.get("result")) or ""
-            facts.turns = _int(event.get("num_turns"))
-            facts.duration_ms = _int(event.get("duration_ms"))
-            cost = event.get("total_cost_usd")
-            if isinstance(cost, int | float) and not isinstance(cost, bool):
-                facts.cost_usd = float(cost)
+            facts.turns = facts.count("turns", event.get("num_turns"))
+            facts.duration_ms = facts.count("durationMs", event.get("duration_ms"))
+            facts.cost_usd = facts.cost(event.get("total_cost_usd"))
             usage = event.get("usage")
             if isinstance(usage, dict):
-                facts.input_tokens = _int(usage.get("input_tokens"))
-                facts.output_tokens = _int(usage.get("output_tokens"))
-                cached = [_int(usage.get(key)) for key in
+                facts.input_tokens = facts.count("tokens.input", usage.get("input_tokens"))
+                facts.output_tokens = facts.count("tokens.output", usage.get("output_tokens"))
+                cached = [facts.count("tokens.cached", usage.get(key)) for key in
                           ("cache_read_input_tokens", "cache_creation_input_tokens")]
-                if any(value is not None for value in cached):
+                if "tokens.cached" in facts.refused:
+                    facts.cached_tokens = None
+                elif any(value is not None for value in cached):
                     facts.cached_tokens = sum(value or 0 for value in cached)
 
 
@@ -291,11 +304,14 @@ class CodexStream(_JsonLines):
             facts.turns = (facts.turns or 0) + 1
             usage = event.get("usage")
             if isinstance(usage, dict):
-                for name, key in (("input_tokens", "input_tokens"),
-                                  ("output_tokens", "output_tokens"),
-                                  ("cached_tokens", "cached_input_tokens")):
-                    value = _int(usage.get(key))
-                    if value is not None:
+                for name, key, wire in (("input_tokens", "input_tokens", "tokens.input"),
+                                        ("output_tokens", "output_tokens", "tokens.output"),
+                                        ("cached_tokens", "cached_input_tokens",
+                                         "tokens.cached")):
+                    value = facts.count(wire, usage.get(key))
+                    if wire in facts.refused:  # one turn's unknown: the sum is unknown
+                        setattr(facts, name, None)
+                    elif value is not None:
                         setattr(facts, name, (getattr(facts, name) or 0) + value)
         elif kind in ("turn.failed", "error"):
             if kind == "turn.failed":

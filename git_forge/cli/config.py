@@ -39,4 +39,4 @@ def run(args: argparse.Namespace) -> int:
 def _show(value: object) -> str:
     if isinstance(value, str):
         return value
-    return json.dumps(value)
+    return json.dumps(value, allow_nan=False)

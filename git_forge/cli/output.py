@@ -121,7 +121,7 @@ def json_text(document: Any, *, indent: int | None = 2) -> str:
     if indent is None:
         import json
 
-        text = json.dumps(document, ensure_ascii=False)
+        text = json.dumps(document, ensure_ascii=False, allow_nan=False)
     else:  # the standard library's own bytes, from its C escaper rather than its generators
         from git_forge.jsonenc import dumps_indented
 

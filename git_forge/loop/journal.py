@@ -47,6 +47,12 @@ SCHEMA_VERSION = "1"
 _RESERVED = ("seq", "schemaVersion", "eventId", "type", "timestamp", "projectPath")
 
 
+def _line(event: dict[str, Any]) -> bytes:
+    """One event's line: compact JSON, and never ``NaN`` or ``Infinity`` (not JSON)."""
+    return (json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            + "\n").encode("utf-8")
+
+
 def _complete_lines(raw: bytes) -> list[bytes]:
     """The newline-terminated lines of ``raw`` (a torn last line is left out)."""
     end = raw.rfind(b"\n")
@@ -158,8 +164,7 @@ class Journal:
         if event_id is not None and event_id in owned.ids:
             return None
         event = build(owned.seq, event_id or str(uuid.uuid4()))
-        data = (json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
-                ).encode("utf-8")
+        data = _line(event)
         try:
             write_all(owned.fd, data)
         except OSError as exc:
@@ -213,8 +218,7 @@ class Journal:
             if event_id is not None and _journaled(raw, event_id):
                 return None
             event = build(_complete_line_count(raw), event_id or str(uuid.uuid4()))
-            line = json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
-            self._write_line(line.encode("utf-8"), created=not raw)
+            self._write_line(_line(event), created=not raw)
             return event
 
     def read(self) -> list[dict[str, Any]]:

@@ -67,8 +67,8 @@ class Notifier:
             return False
         document = {"event": event, "runId": self.run_id, "project": str(self.project),
                     "timestamp": wire_now(), **fields}
-        why = _run(self.argv, json.dumps(document, ensure_ascii=False).encode() + b"\n",
-                   self.project)
+        text = json.dumps(document, ensure_ascii=False, allow_nan=False)
+        why = _run(self.argv, text.encode() + b"\n", self.project)
         if why is not None:
             self.failed(event, why)
         return True

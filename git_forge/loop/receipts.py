@@ -246,7 +246,7 @@ class _AnotherRun(Exception):
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _member(key: str, value: Any) -> str:
