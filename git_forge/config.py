@@ -113,6 +113,8 @@ KEYS: dict[str, _Key] = {
                          doc="at a usage limit: wait until it lifts, or stop (exit 4)"),
     "loop.limitWait": _Key(15, _NUMBER, minimum=0.01, maximum=MAX_MINUTES,
                            doc="minutes to wait at a limit whose end time is not given"),
+    "loop.limitWaitMax": _Key(7 * 24 * 60, _NUMBER, minimum=0.01, maximum=MAX_MINUTES,
+                              doc="the longest wait at a usage limit, in minutes"),
     "loop.maxConsecutiveFailures": _Key(3, _INT, minimum=1,
                                         doc="identical failures in a row that stop the run"),
     "loop.resumeSessions": _Key(True, (bool,),

@@ -12,6 +12,7 @@ import math
 import os
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from agent_streams import claude_init, claude_result, codex_thread, codex_turn_c
 from fake_agents import FakeAgents
 from helpers import git
 from templates import Templates
-from test_agent_loop import Project, build_backlog
+from test_agent_loop import Project, _stamp, build_backlog
 
 from git_forge.agents.profiles import PROFILES
 from git_forge.agents.receipt import Receipt, Totals
@@ -178,6 +179,95 @@ def test_an_agent_that_cannot_start_leaves_its_item_pending(project: Project) ->
     assert "Traceback" not in result.stderr
     assert project.items()["001"]["status"] == "pending"
     _no_item_in_progress(project)
+
+
+# --- limits that lie ----------------------------------------------------------------------
+
+
+def test_a_limit_still_reported_after_its_reset_is_a_failure_then_a_deferral(
+        project: Project) -> None:
+    project.fakes.plan({"001": {"do": "rejected", "resets_in": -3600},
+                        "002": {"do": "done"}})
+    deadline = waiting.Deadline(30)
+    result = project.run("--agent", "claude", "--retries", "1", "--iterations", "3",
+                         "--max-consecutive-failures", "5")
+    assert result.returncode == 0, result.stderr
+    assert not deadline.passed and "Traceback" not in result.stderr
+    assert len(project.fakes.starts("001")) == 3  # waited out once, then two failures
+    assert len(project.events("usage_limit_wait")) == 1
+    item = project.items()["001"]
+    assert item["deferred"]
+    assert item["blockedReason"].startswith("exit 1: usage limit reported after its reset")
+    assert project.items()["002"]["status"] == "done"
+    _no_item_in_progress(project)
+
+
+def test_a_limit_that_keeps_being_reported_after_its_reset_trips_the_breaker(
+        project: Project) -> None:
+    project.fakes.plan({"001": {"do": "rejected", "resets_in": -3600}})
+    deadline = waiting.Deadline(30)
+    result = project.run("--agent", "claude", "--iterations", "50")
+    assert result.returncode == 1, result.stderr
+    assert not deadline.passed
+    assert "(exit 1: usage limit reported after its reset)" in result.stderr
+    assert len(project.fakes.starts("001")) == 4  # once waited out, three alike in a row
+    assert project.items()["001"]["status"] == "pending"
+    _no_item_in_progress(project)
+
+
+@pytest.mark.parametrize(("agent", "message"), [
+    ("claude", "You've hit your limit · try again at 9999-12-31 23:59"),
+    ("codex", "You've hit your usage limit. Try again in 99999999999 days."),
+    ("codex", "You've hit your usage limit. Try again at 9999-12-31T23:59:59-12:00."),
+])
+def test_a_limit_time_no_clock_can_reach_is_waited_at_most_the_ceiling(
+        project: Project, agent: str, message: str) -> None:
+    _configure(project, "loop:\n  limitWaitMax: 0.02\n")
+    project.fakes.plan({"001": [{"do": "limit_text", "message": message}, {"do": "done"}]})
+    deadline = waiting.Deadline(30)
+    result = project.run("--agent", agent, "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    assert not deadline.passed and "Traceback" not in result.stderr
+    wait = project.events("usage_limit_wait")[0]
+    assert "waiting at most loop.limitWaitMax, 0.02 min" in wait["reason"]
+    spawned = project.events("llm_spawned")
+    assert _stamp(wait["until"]) - _stamp(spawned[0]["timestamp"]) < timedelta(seconds=30)
+    assert project.items()["001"]["status"] == "done"
+    assert project.state()["waitingUntil"] is None
+
+
+def test_on_limit_stop_records_a_time_within_the_ceiling(project: Project) -> None:
+    message = "You've hit your limit · try again at 9999-12-31 23:59"
+    project.fakes.plan({"001": {"do": "limit_text", "message": message}})
+    for _ in range(2):  # the second run reads what the first recorded
+        result = project.run("--agent", "claude", "--on-limit", "stop")
+        assert result.returncode == 4, result.stderr
+        assert "Traceback" not in result.stderr
+    until = _stamp(project.state()["waitingUntil"])
+    assert until - datetime.now(UTC) <= timedelta(days=7)
+    assert len(project.fakes.starts("001")) == 1
+    _no_item_in_progress(project)
+
+
+@pytest.mark.parametrize("recorded", [
+    "9999-12-31T23:59:59Z", "9999-12-31T23:59:59-12:00", "2126-01-01T00:00:00Z", "not a time",
+    "2026-13-45T99:99:99Z"])
+def test_a_recorded_wait_no_run_could_have_written_is_discarded(
+        project: Project, recorded: str) -> None:
+    project.fakes.plan({"001": {"do": "done"}, "002": {"do": "done"}})
+    assert project.run("--agent", "claude", "--iterations", "1").returncode == 0
+    state_file = project.root / ".forge" / "state.json"
+    state = json.loads(state_file.read_text())
+    state_file.write_text(json.dumps({**state, "waitingUntil": recorded}, indent=2))
+    deadline = waiting.Deadline(30)
+    result = project.run("--agent", "claude", "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    assert not deadline.passed and "Traceback" not in result.stderr
+    discarded = project.events("usage_limit_discarded")[0]
+    assert f"waitingUntil {recorded!r}" in discarded["reason"]
+    assert not project.events("usage_limit_wait")
+    assert project.items()["002"]["status"] == "done"
+    assert project.state()["waitingUntil"] is None
 
 
 # --- numbers from agents ------------------------------------------------------------------

@@ -10,7 +10,10 @@ Forms seen from Claude Code and Codex (tolerant of the wording around them):
 
 A clock time means its next occurrence after ``now``. Everything is returned in
 UTC. ``None`` means the text holds no time (the caller waits a configured default
-and says so).
+and says so). The text is the agent's, so it may lie: a time further ahead than
+``LATEST`` (``try again at 9999-12-31 23:59``, ``in 99999999999 days``) is read as
+that far, never as a date no clock can add a margin to; the loop clamps its waits
+further (``loop.limitWaitMax``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,13 @@ _DURATION = re.compile(r"(?:try again|retry|available again)\s+in\s+(?P<span>[^.
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*(d|days?|h|hrs?|hours?|m|mins?|minutes?|s|secs?|seconds?)\b",
                    re.IGNORECASE)
 _UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+#: The furthest ahead a limit's end is read: no usage limit lasts a year.
+LATEST = timedelta(days=366)
+
+
+def _believable(moment: datetime, now: datetime) -> datetime:
+    """``moment`` (an end the agent gave), at most ``LATEST`` ahead of ``now``."""
+    return min(moment, now + LATEST)
 
 
 def _zone(name: str | None) -> tzinfo | None:
@@ -60,7 +70,7 @@ def reset_time(text: str, now: datetime | None = None) -> datetime | None:
     now = now or datetime.now(UTC)
     match = _EPOCH.search(text)
     if match:
-        return datetime.fromtimestamp(int(match.group(1)), UTC)
+        return _believable(datetime.fromtimestamp(int(match.group(1)), UTC), now)
     match = _DATE_TIME.search(text)
     if match:
         stamp = match.group("stamp").replace(" ", "T").replace("Z", "+00:00")
@@ -69,16 +79,19 @@ def reset_time(text: str, now: datetime | None = None) -> datetime | None:
         except ValueError:
             moment = None
         if moment is not None:
-            if moment.tzinfo is None:
-                moment = moment.astimezone()
-            return moment.astimezone(UTC)
+            try:
+                if moment.tzinfo is None:
+                    moment = moment.astimezone()
+                return _believable(moment.astimezone(UTC), now)
+            except OverflowError:  # beyond year 9999 once in UTC
+                return now + LATEST
     match = _DURATION.search(text)
     if match:
         seconds = 0.0
         for amount, unit in _PART.findall(match.group("span")):
             seconds += float(amount) * _UNIT_SECONDS[unit[0].lower()]
         if seconds > 0:
-            return now + timedelta(seconds=seconds)
+            return now + timedelta(seconds=min(seconds, LATEST.total_seconds()))
     match = _CLOCK.search(text)
     if match:
         hour, minute = int(match.group("hour")), int(match.group("minute") or 0)

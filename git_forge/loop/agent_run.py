@@ -111,7 +111,8 @@ def after_attempt(run: RunContext, taken: Item, result: AgentResult) -> Step | E
 def _limit(run: RunContext, item_id: str, result: AgentResult) -> Step | Ending:
     """A limit with a time it lifts: wait it out and retry, or stop (``--on-limit stop``)."""
     options = run.options
-    until, reason = limits_wait.until_of(result.verdict, options.limit_wait_minutes)
+    until, reason = limits_wait.until_of(result.verdict, options.limit_wait_minutes,
+                                         options.limit_wait_max_minutes)
     _back_to_pending(run, item_id)
     if options.on_limit == "stop":
         stamp = wire_stamp(until)

@@ -31,6 +31,8 @@ class AgentState:
     notifier: Notifier = field(default_factory=_silent)
     #: ``(item id, session id)`` of the last attempt: what a retry of it resumes.
     last_session: tuple[str, str] | None = None
+    #: Attempts in a row that met a limit whose announced end had passed.
+    limits_after_reset: int = 0
     #: What this run's attempts cost so far.
     spent: Totals = field(default_factory=Totals)
     #: Adds each attempt's receipt to ``receipts.json`` (made at the first receipt).

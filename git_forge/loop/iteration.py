@@ -21,6 +21,7 @@ from git_forge.atomic import atomic_write
 from git_forge.backlog.item import Item
 from git_forge.exit_codes import LOOP_ERROR, LOOP_REFUSED
 from git_forge.layout import PROMPT_FILES
+from git_forge.loop import limits_wait
 from git_forge.loop.attempt import Attempt, stderr_lines
 from git_forge.loop.context import RunContext
 from git_forge.loop.errors import LoopError
@@ -274,6 +275,7 @@ def _result_of(run: RunContext, handle: str, manifest: Manifest, stopped: bool, 
     stdout = run.supervisor.tail(handle, "stdout")
     stderr = run.supervisor.tail(handle, "stderr")
     signal, verdict = attempt.read(stdout, stderr, exit_code, stopped or timed_out or idle)
+    verdict = limits_wait.after_its_reset(run, verdict)
     failure = verdict.kind if verdict.verdict is Verdict.FAILED and verdict.kind else None
     lines = stderr_lines(stderr)
     why = what_happened(exit_code, manifest.state, timed_out, run.options.timeout_minutes,

@@ -8,13 +8,21 @@ margin — on the run's stop event, so Ctrl-C and ``loop stop`` end the wait at
 once — then retries the same item. A run started while a recorded wait is still
 ahead waits too. A limit whose time did not parse waits ``loop.limitWait``
 minutes, and says so; ``--on-limit stop`` ends the run instead (exit 4).
+
+What the agent says may lie. No wait is longer than ``loop.limitWaitMax`` (a
+week): a later end is waited that long, and said so; a recorded ``waitingUntil``
+that no run could have written (beyond that, or not a time) is discarded with a
+journal note, never a crash of every later run. A limit reported again once its
+own announced end has passed is not a wait any more: waited out once (the
+agent's clock and ours may differ), then a failed attempt — retried, deferred,
+counted by the circuit breaker — never an agent restarted every second.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from git_forge.agents.classify import Classified
+from git_forge.agents.classify import Classified, Verdict
 from git_forge.clock import parse_stamp, wire_stamp
 from git_forge.loop import notify
 from git_forge.loop.context import RunContext
@@ -26,34 +34,67 @@ MARGIN_MIN, MARGIN_MAX, MARGIN_SHARE = 1.0, 60.0, 0.02
 WAKE_SECONDS = 1.0
 
 
-def until_of(verdict: Classified, default_minutes: float,
+#: The failure a limit is once it is reported again after its announced end.
+AFTER_ITS_RESET = "usage limit reported after its reset"
+
+
+def until_of(verdict: Classified, default_minutes: float, max_minutes: float,
              now: datetime | None = None) -> tuple[datetime, str]:
-    """When the limit lifts, and the words that say so (and whether it was a guess)."""
+    """When the limit lifts, at most ``max_minutes`` ahead, and the words that say
+    so (and whether it was a guess, or a time not believed)."""
     now = now or datetime.now(UTC)
     said = verdict.message or verdict.kind or "usage limit"
+    latest = now + timedelta(minutes=max_minutes)
+    if verdict.reset_at is not None and verdict.reset_at > latest:
+        return latest, (f"{said} (it says {wire_stamp(verdict.reset_at)}: waiting at most "
+                        f"loop.limitWaitMax, {max_minutes:g} min)")
     if verdict.reset_at is not None and verdict.reset_at > now:
         return verdict.reset_at, said
     if verdict.reset_at is not None:  # already past: try again after the margin
         return now, said
-    return (now + timedelta(minutes=default_minutes),
-            f"{said} (no time given: waiting loop.limitWait, {default_minutes:g} min)")
+    minutes = min(default_minutes, max_minutes)
+    return (now + timedelta(minutes=minutes),
+            f"{said} (no time given: waiting loop.limitWait, {minutes:g} min)")
+
+
+def after_its_reset(run: RunContext, verdict: Classified,
+                    now: datetime | None = None) -> Classified:
+    """``verdict`` as the loop acts on it: a limit whose announced end has already
+    passed is waited out once; reported so again, it is a failed attempt (see the
+    module). Consecutive attempts count, across items."""
+    agent = run.agent
+    lifted = (verdict.verdict is Verdict.LIMIT_WAIT and verdict.reset_at is not None
+              and verdict.reset_at <= (now or datetime.now(UTC)))
+    if not lifted:
+        agent.limits_after_reset = 0
+        return verdict
+    agent.limits_after_reset += 1
+    if agent.limits_after_reset == 1:
+        return verdict
+    return Classified(Verdict.FAILED, AFTER_ITS_RESET, message=verdict.message)
 
 
 def margin(seconds: float) -> float:
     return min(MARGIN_MAX, max(MARGIN_MIN, seconds * MARGIN_SHARE))
 
 
-def recorded_wait(value: str | None, now: datetime | None = None) -> datetime | None:
-    """A ``waitingUntil`` an earlier run recorded, when it is still ahead."""
+def recorded_wait(value: str | None, max_minutes: float,
+                  now: datetime | None = None) -> tuple[datetime | None, str | None]:
+    """A ``waitingUntil`` an earlier run recorded, when it is still ahead; or why it
+    is discarded: not a time, or further ahead than any wait (``max_minutes``)."""
     if not value:
-        return None
+        return None, None
+    now = now or datetime.now(UTC)
     try:
         until = parse_stamp(value)
-    except ValueError:
-        return None
-    if until.tzinfo is None:
-        until = until.replace(tzinfo=UTC)
-    return until if until > (now or datetime.now(UTC)) else None
+        if until.tzinfo is None:
+            until = until.replace(tzinfo=UTC)
+        if until - now > timedelta(minutes=max_minutes):
+            return None, (f"it is further ahead than loop.limitWaitMax "
+                          f"({max_minutes:g} min)")
+    except (ValueError, OverflowError):
+        return None, "it is not a time"
+    return (until if until > now else None), None
 
 
 def wait_out(run: RunContext, until: datetime, reason: str, item_id: str | None,

@@ -38,6 +38,8 @@ class LoopOptions:
     on_limit: str = _default("onLimit")
     #: Minutes to wait at a limit whose end the agent did not say.
     limit_wait_minutes: float = _default("limitWait")
+    #: The longest wait at a limit, in minutes: a later end is not believed.
+    limit_wait_max_minutes: float = _default("limitWaitMax")
     max_consecutive_failures: int = _default("maxConsecutiveFailures")
     resume_sessions: bool = _default("resumeSessions")
     #: The notifier's argv (``loop.notify`` / ``--notify``), split once.
@@ -151,6 +153,7 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         max_cost_usd=max_cost,
         on_limit=on_limit,
         limit_wait_minutes=setting("limitWait"),
+        limit_wait_max_minutes=setting("limitWaitMax"),
         max_consecutive_failures=failures,
         resume_sessions=bool(setting("resumeSessions")),
         notify=_words(given(flags.notify, "notify"), "the notify command line"),

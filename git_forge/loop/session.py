@@ -82,7 +82,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     history = _refuse_corrupt_state(state_dir, options)
     state_dir.mkdir(parents=True, exist_ok=True)
 
-    recorded = _recorded_wait(workspace)
+    recorded, discarded = _recorded_wait(workspace, options.limit_wait_max_minutes)
     run_id, started = new_run_id(), wire_now()
     locks = _take_loop_locks(workspace, control.holder_label(run_id, started, os.getpid()))
     supervisor = None
@@ -118,6 +118,9 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
                        baseCommitHash=state.base_commit_hash, agent=options.argv(),
                        profile=options.profile.name)
         progress.started(run_id, options.iterations)
+        if discarded is not None:
+            journal.append("usage_limit_discarded", reason=discarded)
+            progress.note(discarded)
         # What start-up built (modules, the held backlog) lives as long as the run:
         # out of the collector's sight, each collection walks only what an
         # iteration allocates.
@@ -158,14 +161,21 @@ def new_run_id() -> str:
     return f"{compact_stamp()}-{os.urandom(3).hex()}"  # not ``secrets``: ~15 ms to import
 
 
-def _recorded_wait(workspace: Workspace) -> datetime | None:
+def _recorded_wait(workspace: Workspace, max_minutes: float
+                   ) -> tuple[datetime | None, str | None]:
     """A usage limit an earlier run was waiting out (state.json's ``waitingUntil``),
-    while it is still ahead: this run waits for it before its first iteration."""
+    while it is still ahead: this run waits for it before its first iteration. Or
+    why one that no run could have written is discarded (the new state drops it)."""
     try:
         previous = read_state(workspace.state_dir)
     except ForgeError:
-        return None
-    return limits_wait.recorded_wait(previous.waiting_until if previous else None)
+        return None, None
+    value = previous.waiting_until if previous else None
+    until, why = limits_wait.recorded_wait(value, max_minutes)
+    if why is None:
+        return until, None
+    shown = value if value is None or len(value) <= 40 else value[:39] + "…"
+    return None, f"discarded the recorded usage limit wait (waitingUntil {shown!r}): {why}"
 
 
 def _agent_state(options: LoopOptions, state_dir: Path, run_id: str, root: Path,
