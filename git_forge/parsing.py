@@ -12,7 +12,10 @@ anchor or alias (``<file>: line N: YAML anchors and aliases are not allowed``):
 nine lines of aliases, each naming the one above nine times ("billion laughs"),
 expand to hundreds of millions of values — minutes of work and gigabytes before
 any check could see them — and no file git-forge reads needs one. The loader
-stops at the first anchor, before the parser reads further. Syntax
+stops at the first anchor, before the parser reads further. So is, for a JSON
+reader that asks (``finite=True``: the backlog, which no writer may write back
+with one), a number JSON has no text for — ``NaN``, ``Infinity``, ``1e999`` —
+which Python's parser accepts. Syntax
 errors are left to each reader (``json.JSONDecodeError``, ``UnicodeDecodeError``,
 ``yaml.YAMLError``), which words them for its file (``yaml_problem``: a YAML
 error in one line).
@@ -28,6 +31,7 @@ on a usual one.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from git_forge.errors import ForgeError
@@ -40,6 +44,22 @@ if TYPE_CHECKING:
 MAX_DEPTH = 100
 TOO_DEEP = "too deeply nested"
 TOO_LARGE = "number too large"
+NOT_FINITE = "a number that is not finite (NaN or an infinity: not JSON)"
+
+
+class _NotFinite(ValueError):
+    """``NaN``, ``Infinity`` or a float beyond the largest, met by the parser."""
+
+
+def _refuse_constant(name: str) -> float:
+    raise _NotFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: valid syntax, read as an infinity
+        raise _NotFinite(text)
+    return value
 
 
 class DocumentTooComplex(ForgeError):
@@ -86,17 +106,21 @@ def check_depth(document: Any, source: str | Path) -> None:
         raise DocumentTooComplex(source, TOO_DEEP)
 
 
-def load_json(data: str | bytes, source: str | Path, *, limit_depth: bool = True) -> Any:
+def load_json(data: str | bytes, source: str | Path, *, limit_depth: bool = True,
+              finite: bool = False) -> Any:
     """``json.loads(data)``, refusing a document too deep or a number too large.
     ``limit_depth=False``: for a reader that walks only a part of the document it
     picks out without recursion (``decision list --unapplied`` prints an item's
     latest entry, never the ones before), which checks that part (``check_depth``)
     before anything walks it. A document too deep for the parser itself is refused
-    all the same."""
+    all the same. ``finite``: a number that is not finite is refused too."""
     try:
-        document = json.loads(data)
+        document = (json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+                    if finite else json.loads(data))
     except RecursionError:
         raise DocumentTooComplex(source, TOO_DEEP) from None
+    except _NotFinite:
+        raise DocumentTooComplex(source, NOT_FINITE) from None
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are the reader's
         if not isinstance(exc, json.JSONDecodeError | UnicodeDecodeError) and \
                 _number_too_large(exc):

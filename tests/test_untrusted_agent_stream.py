@@ -19,7 +19,7 @@ import pytest
 import waiting
 from agent_streams import claude_init, claude_result, codex_thread, codex_turn_completed
 from fake_agents import FakeAgents
-from helpers import git
+from helpers import git, snapshot
 from templates import Templates
 from test_agent_loop import Project, _stamp, build_backlog
 
@@ -356,6 +356,23 @@ def test_a_ledger_holding_infinity_is_read_as_unknown(project: Project) -> None:
     assert status.returncode == 0, status.stderr
     item = strict_json(status.stdout)["costs"]["items"]["001"]  # type: ignore[index]
     assert item["costUsd"] is None and item["tokens"]["input"] == 0
+
+
+def test_a_backlog_holding_a_number_json_has_no_text_for_is_refused(project: Project) -> None:
+    backlog = project.root / ".forge" / "backlog.json"
+    document = json.loads(backlog.read_text())
+    document["items"][0]["estimate"] = 0.5
+    backlog.write_text(json.dumps(document, indent=2).replace("0.5", "1e999"))
+    git("commit", "-q", "-m", "a backlog from a clone", ".forge/backlog.json", cwd=project.root)
+    before = snapshot(project.root)
+    for command in (("loop", "run", "--agent", "claude"), ("backlog", "list", "--json"),
+                    ("status", "--json")):
+        result = project.forge(*command)
+        assert result.returncode == 2, (command, result.stderr)
+        assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1
+        assert "not finite" in result.stderr
+    assert snapshot(project.root) == before
+    assert not project.fakes.starts("001")
 
 
 def test_every_json_writer_refuses_what_is_not_a_number(tmp_path: Path) -> None:

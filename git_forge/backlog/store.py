@@ -150,7 +150,7 @@ class BacklogStore:
         if _VALIDATED.get(self.path) == raw:  # these very bytes passed every check before
             return json.loads(raw)
         try:
-            return load_json(raw.decode("utf-8"), self.path)
+            return load_json(raw.decode("utf-8"), self.path, finite=True)
         except DocumentTooComplex as exc:
             raise BacklogError(exc.message) from exc
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
