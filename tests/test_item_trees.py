@@ -146,6 +146,27 @@ def test_integrate_refuses_an_unknown_item_and_changes_nothing(project: Path) ->
     assert everything(project) == before
 
 
+def test_a_refused_integration_keeps_the_worktree_its_branch_and_ignored_files(
+        project: Path) -> None:
+    tree = tree_of(project, "002")
+    commit = finish(tree, {"shared.txt": line(4, "two says four")}, "002")
+    with (project / ".git" / "info" / "exclude").open("a") as exclude:
+        exclude.write("*.log\n")
+    (tree / "build.log").write_text("the agent's build output: ignored, not committed\n")
+    # the operator's own change to the path the item's commit touches: in the way
+    (project / "shared.txt").write_text(line(4, "the operator's own four"))
+    before = everything(project)
+    assert "build.log" in before[2][str(tree)]
+    result = run_forge("reconcile", "--integrate", "002", "--json", cwd=project)
+    integration = json.loads(result.stdout)["integrations"][0]
+    assert result.returncode == 6, result.stderr  # forge/002 is still not on main
+    assert integration["outcome"] == "refused" and "shared.txt" in integration["reason"]
+    assert (tree / "build.log").is_file()
+    assert everything(project) == before
+    assert git("rev-parse", "forge/002", cwd=project).strip() == commit
+    assert "item-002" not in git("stash", "list", cwd=project)
+
+
 def test_a_conflict_is_named_and_nothing_is_lost(project: Path) -> None:
     one, two = tree_of(project, "001"), tree_of(project, "002")
     finish(one, {"shared.txt": line(4, "one says four")}, "001")

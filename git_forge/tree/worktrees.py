@@ -371,11 +371,12 @@ def integrate(root: Path, branch: str, onto: str, *, dry_run: bool = False,
     integrated by hand. ``dry_run`` computes the outcome and changes no ref.
     ``trees``: the worktree listing, when the caller has one in hand.
 
-    ``tidy``: once integrated, ``branch`` and the worktree it is checked out in
-    are removed instead of moved — every one of their commits was just
-    replayed onto ``onto`` — when nothing else can be lost there (the worktree
-    clean, untracked files included, unlocked, no operation in progress);
-    otherwise the branch is moved and both are kept (``kept`` says why).
+    ``tidy``: once integrated — the fast-forward done, so that its refusal
+    removes nothing — ``branch`` and the worktree it is checked out in are
+    removed instead of moved (every one of their commits was just replayed onto
+    ``onto``) when nothing else can be lost there (the worktree clean, untracked
+    files included, unlocked, no operation in progress); otherwise the branch is
+    moved and both are kept (``kept`` says why).
     """
     found = _refs(root, (onto, branch))
     if onto not in found:
@@ -396,15 +397,19 @@ def integrate(root: Path, branch: str, onto: str, *, dry_run: bool = False,
         return result
     message = reflog or f"integrate {branch}: fast-forward"
     trees = trees if trees is not None else worktrees(root)
-    # With tidy, the item's worktree goes first (nothing else is in it, or it stays):
-    # a crash after it leaves the branch, with every commit, for the next look.
-    kept = _remove_tree(root, trees, branch) if tidy else "not asked to remove it"
-    drop = [f"delete {HEADS}{branch} {head}"] if kept is None else []
-    _fast_forward(root, trees, onto, tip, new_tip, message, also=drop)
-    result = result._replace(removed=kept is None, kept=kept if tidy else None)
-    if kept is not None and new_tip != head:
+    # The fast-forward first: it is what may refuse (a local change in the way), and a
+    # refusal must find the branch and its worktree, ignored files and all, as they
+    # were. A crash after it leaves both integrated, for the next look to tidy.
+    _fast_forward(root, trees, onto, tip, new_tip, message)
+    kept = None
+    if tidy:
+        kept = _remove_tree(root, trees, branch)
+        if kept is None:  # the worktree is gone: the branch goes too, unless it moved
+            kept = _drop_branch(root, branch, head, message)
+            return result._replace(removed=kept is None, kept=kept)
+    if new_tip != head:
         _follow(root, trees, branch, head, new_tip, message)
-    return result
+    return result._replace(kept=kept)
 
 
 def _remove_tree(root: Path, trees: list[Worktree], branch: str) -> str | None:
@@ -420,6 +425,16 @@ def _remove_tree(root: Path, trees: list[Worktree], branch: str) -> str | None:
         _run(root, ["worktree", "remove", str(tree.path)])
     except GitError as exc:  # said in our words, naming the paths
         return _holds_work(root, tree) or exc.message
+    return None
+
+
+def _drop_branch(root: Path, branch: str, head: str, message: str) -> str | None:
+    """Delete ``branch`` if it is still at ``head`` (every commit of it just integrated);
+    else why it stays (it moved meanwhile: nothing is deleted then)."""
+    try:
+        _run(root, ["update-ref", "-m", message, "-d", f"{HEADS}{branch}", head])
+    except GitError as exc:
+        return exc.message
     return None
 
 
@@ -451,11 +466,10 @@ def _checked_out(trees: Iterable[Worktree], branch: str) -> Worktree | None:
 
 
 def _fast_forward(root: Path, trees: list[Worktree], onto: str, tip: str, new_tip: str,
-                  message: str, also: Iterable[str] = ()) -> None:
+                  message: str) -> None:
     """Move ``onto`` from ``tip`` to its descendant ``new_tip``; where it is checked
     out, first its index and files (``read-tree -m -u``: a two-tree merge, which
-    refuses when a local change would be overwritten). ``also``: more
-    ``update-ref --stdin`` commands, in the same all-or-nothing transaction."""
+    refuses when a local change would be overwritten)."""
     tree = _checked_out(trees, onto)
     if tree is not None:
         try:
@@ -463,10 +477,8 @@ def _fast_forward(root: Path, trees: list[Worktree], onto: str, tip: str, new_ti
         except GitError:  # perhaps only a stale stat cache: refreshed, as git merge does
             _refresh(root, tree.path)
             _in_tree(root, tree.path, ["read-tree", "-m", "-u", tip, new_tip])
-    commands = [f"update {HEADS}{onto} {new_tip} {tip}", *also]
     try:
-        _run(root, ["update-ref", "-m", message, "--stdin"],
-             input="".join(f"{command}\n" for command in commands).encode())
+        _run(root, ["update-ref", "-m", message, f"{HEADS}{onto}", new_tip, tip])
     except GitError:
         if tree is not None:  # the branch moved under us: put the files back
             _in_tree(root, tree.path, ["read-tree", "-m", "-u", new_tip, tip])
