@@ -18,9 +18,9 @@ it). Checking only for emptiness with ``-unormal`` measured no faster, so
 ``is_clean`` runs the very same command and the two can never disagree.
 
 git honours ``GIT_DIR`` / ``GIT_WORK_TREE`` / ``GIT_INDEX_FILE`` itself, the
-way the operator's own ``git status`` would. Like ``git status``, it may
-refresh the index's stat cache (an optional lock; skipped if the index is
-locked).
+way the operator's own ``git status`` would. Unlike a plain ``git status`` it
+never writes the index's refreshed stat cache back (optional locks are off,
+``gitcli.GIT``): it runs beside a loop whose commits need that lock.
 """
 
 from __future__ import annotations

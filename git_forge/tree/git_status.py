@@ -38,11 +38,11 @@ class ListingMeanwhile:
     on the listing it accounts for itself (the loop's commit step makes its
     backlog mark durable meanwhile, and commits backlog.json whatever git saw).
 
-    Like ``git status`` it refreshes the index's stat cache (its optional lock).
-    ``--no-optional-locks`` would save that index write per iteration, but the
-    commit after it (libgit2) writes back only the paths it commits: a file an
-    agent rewrote unchanged (``sed -i`` over the tree) would then be hashed again
-    by every later iteration's listing, instead of once."""
+    Like every git read here it leaves the index alone (optional locks off,
+    ``gitcli.GIT``): in a parallel run the loop's own commits and fast-forwards
+    need the lock meanwhile. The price: a file rewritten unchanged (``sed -i``
+    over the tree) is hashed again by each listing until something writes the
+    index (20,000 such files: ~0.2 s a listing instead of ~0.06 s)."""
 
     def __init__(self, repo: Repo) -> None:
         self._started = repo.start_git(list(STATUS_ARGS))
@@ -54,7 +54,7 @@ class ListingMeanwhile:
         return self
 
     def close(self) -> None:
-        """Wait for git to exit (its optional index lock released), if it has not."""
+        """Wait for git to exit, if it has not."""
         self._started.wait()
 
     def __exit__(self, *exc: object) -> None:

@@ -2,7 +2,7 @@
 
 Each caller says in a comment why it goes through git. This module must not
 import pygit2: the pre-launch hot path (``fast_status``) uses it and pays for
-every import.
+every import. Every git it starts runs with optional locks off (``GIT``).
 """
 
 from __future__ import annotations
@@ -27,6 +27,15 @@ if TYPE_CHECKING:
 #: Pathspecs built from real file names must never be read as globs or magic
 #: (``*.txt``, ``:x``, ``[ab].txt`` are ordinary names here).
 LITERAL_PATHSPECS = {"GIT_LITERAL_PATHSPECS": "1"}
+
+#: How every git command here starts: with git's optional locks off. A ``git status``
+#: otherwise holds the index's lock while it walks the tree (to write back a refreshed
+#: stat cache), and a commit, ``read-tree`` or ``update-index`` meanwhile — the loop's,
+#: in the main checkout or an item's worktree — fails on ``index.lock``: a read must
+#: never make a run fail. Commands that write still take the locks they need; git
+#: passes the setting on to the git processes it starts (hooks, ``worktree remove``'s
+#: own ``status``).
+GIT = ("git", "--no-optional-locks")
 
 
 def git_result(
@@ -98,7 +107,7 @@ def start_git(
     git works on the other core while the caller does what does not change the
     answer git is computing."""
     try:
-        helper = capture.start(["git", *args], cwd=cwd, env=_merged_env(env), input=input,
+        helper = capture.start([*GIT, *args], cwd=cwd, env=_merged_env(env), input=input,
                                keep_stdout=True)
     except OSError as exc:
         raise GitError(f"cannot run git: {os_error_text(exc)}", exit_code=1) from exc
@@ -131,7 +140,7 @@ def capture_git(args: Sequence[str], *, repo_root: str | os.PathLike[str]) -> by
     """``run_git(args, cwd=repo_root)`` for the pre-launch hot path: the same
     result and the same errors, without importing ``subprocess``.
 
-    git is started with ``os.posix_spawnp`` as ``git -C ROOT ARGS`` (git
+    git is started with ``os.posix_spawnp`` as ``GIT -C ROOT ARGS`` (git
     changes into ``ROOT`` before it reads anything, ``GIT_DIR`` included, as a
     ``cwd`` would), stdout and stderr on two pipes read together by
     ``capture.read_output`` (neither can fill and stall git), stdin inherited,
@@ -143,7 +152,7 @@ def capture_git(args: Sequence[str], *, repo_root: str | os.PathLike[str]) -> by
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
     try:
-        pid = os.posix_spawnp("git", ["git", "-C", os.fspath(repo_root), *args], os.environ,
+        pid = os.posix_spawnp("git", [*GIT, "-C", os.fspath(repo_root), *args], os.environ,
                               file_actions=[(os.POSIX_SPAWN_DUP2, out_write, 1),
                                             (os.POSIX_SPAWN_DUP2, err_write, 2)],
                               setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
@@ -179,7 +188,7 @@ def config_entries(pattern: str) -> list[tuple[str, str | None]]:
     without a value (``-c color.ui``). Nothing set, or git not runnable, is ``[]``:
     callers ask for optional settings (colour) and fall back to their default."""
     try:
-        result = capture.run(["git", "config", "--get-regexp", pattern], timeout=10,
+        result = capture.run([*GIT, "config", "--get-regexp", pattern], timeout=10,
                              keep_stdout=True)
     except (OSError, capture.HelperTimeout):
         return []
