@@ -43,6 +43,8 @@ class RunContext:
     supervisor: Supervisor
     state: RunState
     stop: Callable[[], bool]
+    #: The branch the run started on (``None``: a detached HEAD, with ``--force``).
+    branch: str | None = None
     preexisting: frozenset[str] = frozenset()
     attempts: dict[str, int] = field(default_factory=dict)
     #: Paths the run could not commit or stash as git would (path → why): left in

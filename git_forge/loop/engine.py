@@ -1,12 +1,14 @@
 """The embedded loop: pick a ready item, run the agent on it, act on its signal.
 
-The loop is three parts, and this module is the name callers import it by:
-``session`` (one run: the refusals before it, the locks, the journal, the
-supervisor and its restore, the iterations, the end), ``iteration`` (one agent
-start, until an ``AgentResult``) and ``outcomes`` (what that result means for the
-item: done, blocked, needs-human, deferred, retry). ``options`` builds what a
-run is asked to do, ``summary`` how it ends, ``errors`` the errors that carry its
-exit codes (``exit_codes.LOOP_*``).
+This module is the name callers import the loop by. A run is ``session`` (the
+refusals before it, the locks, the journal, the supervisor and its restore, the
+end) around one engine, ``slots`` (up to N agents at once — one for a serial
+run — each attempt through ``iteration``: one agent start, until an
+``AgentResult``), with ``outcomes`` (what that result means for the item: done,
+blocked, needs-human, deferred, retry) and ``places`` (where the agents run —
+the main checkout or each item's worktree — and the git work there).
+``options`` builds what a run is asked to do, ``summary`` how it ends,
+``errors`` the errors that carry its exit codes (``exit_codes.LOOP_*``).
 
 Rendering is not done here: the caller passes a ``Progress`` whose hooks it
 implements (a live line on a terminal, plain lines, or the journal as NDJSON).

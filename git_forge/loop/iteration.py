@@ -1,9 +1,8 @@
-"""One iteration: take the item, start the agent on its prompt, wait for it while
-following its output, and read what it came to as an ``AgentResult``.
+"""One attempt: take the item, start the agent on its prompt (``start_agent``), and
+once it ended read what it came to as an ``AgentResult`` (``agent_result``).
 
-Nothing here decides what the result means for the item (that is
-``outcomes``): an iteration ends when the agent has ended, or when a stop
-request ended the wait, and the only failures it raises itself are the ones
+Watching the agent meanwhile is the engine's (``slots``), and what the result
+means for the item is ``outcomes``'. The only failures raised here are the ones
 after which no run can go on (a stale git lock before the item is taken, an
 agent whose output cannot be recorded).
 """
@@ -11,7 +10,6 @@ agent whose output cannot be recorded).
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,13 +30,10 @@ from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.supervisor.process import PreparedProcess
 from git_forge.tree.errors import GitError
-from git_forge.tree.git_status import ListingMeanwhile
 from git_forge.tree.porcelain import StatusEntry
 
 #: An agent's last error line is cut to this many characters in a reason.
 ERROR_LINE_LIMIT = 200
-#: How often the loop looks for a stop request while an agent runs.
-POLL_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -68,14 +63,6 @@ class AgentResult:
     listed: list[StatusEntry] | None = None
     #: What its stream reported that was not kept, and why (``Facts.refused``).
     refused: dict[str, str] = field(default_factory=dict)
-
-
-def run_iteration(run: RunContext, item: Item, number: int) -> AgentResult:
-    """One agent start for ``item`` (iteration ``number``), until it ends or a stop."""
-    handle, attempt = start_agent(run, item, number)
-    manifest, stopped, idle, listed = _wait(run, handle, attempt)
-    return agent_result(run, item, handle, manifest, stopped, attempt, idle=idle,
-                        listed=listed)
 
 
 def start_agent(run: RunContext, item: Item, number: int, *,
@@ -178,89 +165,6 @@ def _prepare(run: RunContext, item: Item, prompt: str, number: int,
                            timeout=timeout,
                            observe=attempt.observe if attempt.reader is not None else None,
                            receipt=attempt.make_receipt)
-
-
-def _wait(run: RunContext, handle: str, attempt: Attempt
-          ) -> tuple[Manifest, bool, bool, list[StatusEntry] | None]:
-    """Wait for the agent, following its output (a structured agent's text, else
-    the output itself) and ending it when it stays silent past ``--idle-timeout``;
-    ``(manifest, stopped, idle, listed)``. As soon as its tree has ended, git lists
-    the tree on the other core while the supervisor records the end (durably: its
-    spool, its manifest), so the listing its outcome acts on is ready with it."""
-    started = time.monotonic()
-    cursor = 0
-    idle_limit = run.options.idle_minutes * 60 if run.options.idle_minutes else None
-    heard, heard_at, idle = -1, started, False
-    structured = attempt.reader is not None
-    listing: ListingMeanwhile | None = None
-    ended = False
-    try:
-        while True:
-            if not ended and run.supervisor.wait_ended(handle, POLL_SECONDS):
-                ended = True
-                listing = _start_listing(run)
-            try:
-                manifest = run.supervisor.wait(handle, timeout=POLL_SECONDS if ended else 0)
-                done = True
-            except ProcessError as exc:
-                if exc.code != "wait_timeout":
-                    raise
-                manifest, done = run.supervisor.snapshot(handle), False
-            now = time.monotonic()
-            if structured:
-                total = run.supervisor.output_bytes(handle)
-                text = attempt.take_followed()
-                if text:
-                    run.progress.output(text + "\n")
-                run.progress.tick(now - started, total)
-            else:
-                try:
-                    rendered = run.supervisor.render(handle, cursor, 32 * 1024)
-                except ProcessError as exc:
-                    if exc.code != "cursor_ahead":
-                        raise
-                    # The spool lost bytes it had shown (it could not write them: a full
-                    # disk). Nothing more can be followed; the storage error ends the run.
-                    rendered = None
-                total = heard
-                if rendered is not None:
-                    if rendered.output:
-                        run.progress.output(rendered.output)
-                    cursor = rendered.next_cursor
-                    total = rendered.total_bytes
-                    run.progress.tick(now - started, total)
-            if total != heard:
-                heard, heard_at = total, now
-            if done:
-                return manifest, False, idle, _listed(listing)
-            if run.stop():
-                return manifest, True, idle, None
-            if idle_limit is not None and not idle and now - heard_at >= idle_limit:
-                idle = True  # silent too long: end its tree, then the usual retry or deferral
-                run.supervisor.stop(handle, "terminate")
-    finally:
-        if listing is not None:
-            listing.close()  # git has exited before anything else touches the repository
-
-
-def _start_listing(run: RunContext) -> ListingMeanwhile | None:
-    """git listing the tree, started; ``None`` when git cannot be started (the
-    outcome that needs a listing asks again, and reports that failure as its own)."""
-    try:
-        return ListingMeanwhile(run.repo)
-    except GitError:
-        return None
-
-
-def _listed(listing: ListingMeanwhile | None) -> list[StatusEntry] | None:
-    """The listing's entries; ``None`` when git failed (the outcome lists again, and
-    reports that failure as its own)."""
-    if listing is None:
-        return None
-    try:
-        return listing.entries()
-    except GitError:
-        return None
 
 
 def _result_of(run: RunContext, handle: str, manifest: Manifest, stopped: bool, idle: bool,

@@ -1,28 +1,37 @@
 """What an agent's result means for its item, and the bookkeeping each outcome does.
 
-The runner keeps the tree clean on its own account: a done item is committed
-with its work; a blocked, needs-human or deferred outcome stashes the agent's
-leftovers (only those paths) and commits the backlog change alone. An attempt
-without a signal is retried while the item has retries left, then deferred.
+Written once, for every place an agent runs (``places``): the place does the git
+work — in the main checkout at once, in an item's worktree on the merge thread —
+and this module decides what it means for the item, the backlog, the journal,
+the run's state and the progress.
+
+* **done**: the item is marked done and its work handed to the place, which lands
+  it on the loop's branch (``Landed``: the item's commit is there) or cannot
+  (``NotLanded``: the item goes back to what it was and is blocked with the reason:
+  an item is never left done without its work on the branch);
+* **blocked, needs-human**: the agent's leftovers are cleared by the place (stashed,
+  as exact paths), the item is marked blocked and that is recorded;
+* **no signal**: retried while the item has retries left, then deferred (blocked).
 """
 
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from git_forge.backlog.item import Item
 from git_forge.exit_codes import LOOP_ERROR
-from git_forge.loop.context import RunContext, actionable, commit, dirty
+from git_forge.loop.context import RunContext
 from git_forge.loop.errors import LoopError
-from git_forge.loop.iteration import AgentResult, remove_prompt_files
+from git_forge.loop.iteration import AgentResult
 from git_forge.reconcile import messages
 from git_forge.reconcile.conflicts import clear_conflict
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.tree.errors import GitError
-from git_forge.tree.git_status import ListingMeanwhile
-from git_forge.tree.porcelain import StatusEntry, quote_path
-from git_forge.tree.stash import stash_paths
+from git_forge.tree.porcelain import quote_path
+
+if TYPE_CHECKING:
+    from git_forge.loop.places import Landing, Place
 
 
 class Outcome(Enum):
@@ -33,7 +42,8 @@ class Outcome(Enum):
     NEEDS_HUMAN = "needs_human"
     DEFERRED = "deferred"
     RETRY = "retry"
-    STOPPED = "stopped"
+    #: Done, its work handed to the merge thread: the outcome comes with its landing.
+    LANDING = "landing"
 
     @property
     def label(self) -> str:
@@ -41,59 +51,59 @@ class Outcome(Enum):
         return self.value.replace("_", "-")
 
 
-def settle(run: RunContext, item: Item, result: AgentResult) -> Outcome:
-    """Act on ``result`` for ``item``: its bookkeeping, commit or stash, and what
-    the progress is told. A stopped result settles nothing (the session ends the run)."""
-    if result.stopped:
-        return Outcome.STOPPED
+def settle(run: RunContext, place: Place, item: Item, result: AgentResult) -> Outcome:
+    """Act on ``result`` for ``item``: its bookkeeping, the place's git work, and
+    what the progress is told."""
     signal = result.signal
     if signal.kind == "done":
-        return _done(run, item, result.listed)
+        return done(run, place, item, result)
     if signal.kind in ("blocked", "needs_human"):
-        outcome = _blocked(run, item, signal.reason or "no reason given",
-                           needs_human=signal.kind == "needs_human", listed=result.listed)
-    else:
-        outcome = _no_signal(run, item, result)
-    if outcome in _WAITING:
-        _keep_output(run, item, result.handle)
-    return outcome
+        return block(run, place, item, signal.reason or "no reason given",
+                     needs_human=signal.kind == "needs_human", result=result)
+    return no_signal(run, place, item, result)
 
 
-#: Outcomes that leave the item waiting on a human: its last attempt's output is
-#: what they will read, so ``proc prune`` keeps it whatever the run's age.
-_WAITING = frozenset({Outcome.BLOCKED, Outcome.NEEDS_HUMAN, Outcome.DEFERRED})
-
-
-def _keep_output(run: RunContext, item: Item, handle: str) -> None:
+def done(run: RunContext, place: Place, item: Item, result: AgentResult) -> Outcome:
+    """Mark the item done and have its work landed on the loop's branch."""
+    before = run.store.get(item.id)
+    run.store.transition(item.id, "done")  # done first: the commit carries the mark
+    run.journal.sync()
     try:
-        run.supervisor.keep(handle)
-    except ProcessError as exc:  # the item is settled; losing the mark only lets a prune have it
-        run.progress.note(f"item {item.id}: its output could not be marked to keep: {exc}")
+        landing = place.land(item, result.listed)
+    except BaseException:
+        run.store.replace(before)  # never left done without its commit
+        raise
+    if landing is None:
+        return Outcome.LANDING
+    return landed(run, place, before, landing, result.handle)
 
 
-def _done(run: RunContext, item: Item, listed: list[StatusEntry] | None) -> Outcome:
-    commit_id = _complete(run, item, listed)
-    if commit_id is None:  # the commit failed: _complete blocked the item instead
-        reason = str(run.store.get(item.id).blocked_reason)
-        run.save(last_signal="blocked", current_item=None)
-        run.progress.finished(item, Outcome.BLOCKED.label, reason)
-        return Outcome.BLOCKED
-    clear_conflict(run.workspace.state_dir, item.id)  # a retried conflict, done serially
-    run.save(last_signal="clean", current_item=None)
-    run.progress.finished(item, Outcome.DONE.label, commit_id[:12])
+def landed(run: RunContext, place: Place, before: Item, landing: Landing,
+           handle: str | None) -> Outcome:
+    """What landing a done item's work came to: done, or blocked with the reason
+    (the item put back as it was ``before`` its done mark)."""
+    from git_forge.loop.places import NotLanded
+
+    item_id = before.id
+    if isinstance(landing, NotLanded):
+        run.store.replace(before)
+        return block(run, place, before, landing.reason, needs_human=landing.needs_human,
+                     clear=not landing.cleared, handle=handle)
+    if landing.integrated is not None:
+        run.journal.append("item_integrated", itemId=item_id,
+                           commits=list(landing.integrated.commits), tip=landing.integrated.tip)
+    run.journal.append("item_completed", itemId=item_id, title=before.title,
+                       commit=landing.commit)
+    run.state = run.state._replace(completed_items=(*run.state.completed_items, item_id))
+    clear_conflict(run.workspace.state_dir, item_id)  # a retried conflict landed
+    if landing.integrated is not None and landing.integrated.kept:
+        run.progress.note(f"item {item_id}: its worktree is kept: {landing.integrated.kept}")
+    _settled(run, item_id, "clean")
+    run.progress.finished(run.store.get(item_id), Outcome.DONE.label, landing.commit[:12])
     return Outcome.DONE
 
 
-def _blocked(run: RunContext, item: Item, reason: str, *, needs_human: bool,
-             listed: list[StatusEntry] | None) -> Outcome:
-    outcome = Outcome.NEEDS_HUMAN if needs_human else Outcome.BLOCKED
-    _block(run, item, reason, needs_human=needs_human, listed=listed)
-    run.save(last_signal=outcome.value, current_item=None)
-    run.progress.finished(item, outcome.label, reason)
-    return outcome
-
-
-def _no_signal(run: RunContext, item: Item, result: AgentResult) -> Outcome:
+def no_signal(run: RunContext, place: Place, item: Item, result: AgentResult) -> Outcome:
     """Retry while attempts are left (the item stays in progress), then defer it."""
     item_id = item.id
     retries = run.options.retries
@@ -103,42 +113,32 @@ def _no_signal(run: RunContext, item: Item, result: AgentResult) -> Outcome:
         run.save(last_signal="error")
         run.progress.finished(item, Outcome.RETRY.label,
                               f"{why}; no signal; attempt {attempts} of {retries + 1}")
+        place.contain(item)
         return Outcome.RETRY
-    reason = deferral_reason(why, attempts)
-    _block(run, item, reason, deferred=True, listed=result.listed)
-    run.save(last_signal="error", current_item=None)
-    run.progress.finished(item, Outcome.DEFERRED.label, reason)
-    return Outcome.DEFERRED
+    return block(run, place, item, deferral_reason(why, attempts), deferred=True,
+                 result=result)
 
 
 def deferral_reason(what: str, attempts: int) -> str:
     return f"{what} — deferred after {attempts} attempt" + ("s" if attempts != 1 else "")
 
 
-def _block(run: RunContext, item: Item, reason: str, *, needs_human: bool = False,
-           deferred: bool = False, listed: list[StatusEntry] | None = None) -> None:
-    """Stash the agent's leftovers, mark the item blocked, commit that alone.
+def block(run: RunContext, place: Place, item: Item, reason: str, *, needs_human: bool = False,
+          deferred: bool = False, result: AgentResult | None = None, clear: bool = True,
+          handle: str | None = None) -> Outcome:
+    """The agent's leftovers cleared by the place, the item marked blocked (needing
+    a human, or deferred) and that recorded.
 
     A leftover git-forge cannot stash as git would (a submodule's own changes,
-    a nested repository, …) stays in the tree, named in the item's notes and
-    the journal; the item keeps the agent's reason and the run goes on. Only a
-    failed bookkeeping commit ends the run (the repository refuses commits).
+    a nested repository, …) stays where it is, named in the item's notes and
+    the journal; the item keeps its reason and the run goes on. Only a failed
+    bookkeeping commit ends the run (the repository refuses commits).
     """
-    remove_prompt_files(run.workspace.state_dir)
     item_id = item.id
-    leftovers = [p for p in dirty(run, listed) if p != run.backlog_rel]
-    stashable = actionable(run, item_id, leftovers, "stash")
+    left: list[str] = []
     stashed = False
-    if stashable:
-        try:
-            stash_paths(run.repo, stashable, messages.abandoned_work(item_id))
-            stashed = True
-        except GitError as exc:
-            for path in stashable:
-                run.kept_back[path] = f"the stash failed: {exc.message}"
-            run.progress.note(f"item {item_id}: its leftover changes could not be stashed "
-                              f"and stay in the tree: {exc.message}")
-    left = [path for path in leftovers if path in run.kept_back]
+    if clear:
+        left, stashed = place.clear(item, result.listed if result is not None else None)
     fields: dict[str, Any] = {}
     if left:
         named = ", ".join(quote_path(path) for path in left)
@@ -148,8 +148,7 @@ def _block(run: RunContext, item: Item, reason: str, *, needs_human: bool = Fals
                          deferred=deferred, **fields)
     subject = reason.splitlines()[0] if reason else "no reason given"
     try:
-        commit(run, [run.backlog_rel], messages.item_blocked(item_id, subject),
-               allow_empty=True)
+        place.record(messages.item_blocked(item_id, subject))
     except GitError as exc:
         run.journal.append("item_blocked", itemId=item_id, reason=reason)
         raise LoopError(f"item {item_id} is blocked, but its bookkeeping commit failed: "
@@ -157,51 +156,36 @@ def _block(run: RunContext, item: Item, reason: str, *, needs_human: bool = Fals
     extra = {"leftInTree": left} if left else {}
     state = run.state
     if needs_human:
+        outcome = Outcome.NEEDS_HUMAN
         run.journal.append("needs_human", None, itemId=item_id, reason=reason, **extra)
         run.state = state._replace(needs_human_items=(*state.needs_human_items, item_id))
     else:
+        outcome = Outcome.DEFERRED if deferred else Outcome.BLOCKED
         run.journal.append("item_blocked", None, itemId=item_id, reason=reason, **extra)
         run.state = (state._replace(deferred_items=(*state.deferred_items, item_id)) if deferred
                      else state._replace(blocked_items=(*state.blocked_items, item_id)))
     if stashed:
         run.progress.note(f"item {item_id}: its leftover changes were stashed "
                           f"({messages.abandoned_work(item_id)})")
+    _settled(run, item_id, "error" if deferred else outcome.value)
+    run.progress.finished(item, outcome.label, reason)
+    handle = handle if handle is not None else result.handle if result is not None else None
+    if handle is not None:
+        _keep_output(run, item, handle)
+    return outcome
 
 
-def _complete(run: RunContext, item: Item, listed: list[StatusEntry] | None) -> str | None:
-    """Mark the item done and commit it with its work; the commit id.
+def _settled(run: RunContext, item_id: str, last_signal: str) -> None:
+    """The run's state after an item settled: its last signal, and the item no
+    longer the current one."""
+    current = run.state.current_item
+    run.save(last_signal=last_signal, current_item=None if current == item_id else current)
 
-    A changed path git-forge cannot commit as git would stays in the tree (see
-    ``actionable``). If the commit itself fails, the item is never left done
-    without one: its entry goes back to what it was and it is blocked with the
-    reason (``None`` is returned).
-    """
-    remove_prompt_files(run.workspace.state_dir)
-    item_id = item.id
-    before = run.store.get(item_id)
-    # The listing predates the done mark: taken as the agent's tree ended (``listed``),
-    # or by git on the other core while the mark and the journal are made durable
-    # (both before the commit). So backlog.json, which the mark changed, is committed
-    # whatever git saw.
-    if listed is None:
-        with ListingMeanwhile(run.repo) as listing:
-            run.store.transition(item_id, "done")
-            run.journal.sync()
-            listed = listing.entries()
-    else:
-        run.store.transition(item_id, "done")
-        run.journal.sync()
-    changed = dirty(run, listed)
-    if run.backlog_rel not in changed:
-        changed.append(run.backlog_rel)
-    paths = actionable(run, item_id, changed, "commit")
+
+def _keep_output(run: RunContext, item: Item, handle: str) -> None:
+    """A blocked item waits on a human: its last attempt's output is what they will
+    read, so ``proc prune`` keeps it whatever the run's age."""
     try:
-        commit_id = commit(run, paths, messages.item_done(item_id, item.title), allow_empty=True)
-    except GitError as exc:
-        run.store.replace(before)  # never left done without its commit
-        _block(run, before, f"the agent signalled done, but the commit failed: {exc.message}")
-        return None
-    run.journal.append("item_completed", itemId=item_id, title=item.title, commit=commit_id)
-    run.state = run.state._replace(completed_items=(*run.state.completed_items, item_id))
-    return commit_id
-
+        run.supervisor.keep(handle)
+    except ProcessError as exc:  # the item is settled; losing the mark only lets a prune have it
+        run.progress.note(f"item {item.id}: its output could not be marked to keep: {exc}")

@@ -5,8 +5,10 @@ agent, an agent that cannot start, a detached or unborn HEAD, the pre-launch
 check) → the loop locks → the stop token, the journal rotated and the
 supervisor restored (a process a crashed run left ``running`` becomes
 ``lost_on_restore`` and its item goes back to pending) → the backlog's queued
-changes committed → iterate → end (status, exit code, summary). Whatever ends
-the run, its agents end and its locks are released.
+changes committed → the engine (``slots``) runs the items where the agents run
+(``places``: the main checkout for one agent, each item's worktree for more) →
+end (status, exit code, summary). Whatever ends the run, its agents end and its
+locks are released.
 """
 
 from __future__ import annotations
@@ -23,27 +25,26 @@ from typing import Any
 
 from git_forge.backlog.bookkeeping import describe_changes
 from git_forge.backlog.held import HeldBacklog
-from git_forge.backlog.item import Item
 from git_forge.backlog.store import BacklogStore
 from git_forge.clock import compact_stamp, wire_now, wire_stamp
 from git_forge.errors import ForgeError
-from git_forge.exit_codes import LOOP_LIMIT, LOOP_PAUSED, LOOP_REFUSED, LOOP_STOPPED
+from git_forge.exit_codes import LOOP_LIMIT, LOOP_REFUSED
 from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR, tree_lock_path
 from git_forge.locks import FileLock
-from git_forge.loop import agent_run, control, limits_wait, notify, receipts
-from git_forge.loop.agent_run import Ending, Step
+from git_forge.loop import control, limits_wait, notify, receipts
+from git_forge.loop.agent_run import Ending
 from git_forge.loop.agent_state import AgentState
 from git_forge.loop.breaker import Breaker
 from git_forge.loop.context import RunContext, commit, dirty
 from git_forge.loop.errors import LoopError, LoopRefused
-from git_forge.loop.iteration import remove_prompt_files, run_iteration
+from git_forge.loop.iteration import remove_prompt_files
 from git_forge.loop.journal import Journal
 from git_forge.loop.notify import Notifier
 from git_forge.loop.options import LoopOptions
-from git_forge.loop.outcomes import Outcome, settle
-from git_forge.loop.parallel import run_parallel
+from git_forge.loop.places import MainCheckout, Worktrees
 from git_forge.loop.process_events import ProcessEventPublisher
 from git_forge.loop.progress import NullProgress, Progress
+from git_forge.loop.slots import Engine, costs
 from git_forge.loop.state import RunState, read_state, write_state
 from git_forge.loop.summary import LoopResult, final_message, final_status, loop_result
 from git_forge.reconcile import messages
@@ -106,7 +107,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
                          base_commit_hash=repo.head_commit_id())
         run = RunContext(workspace, options, progress, repo, store, journal, supervisor, state,
                          stop=lambda: stop_event.is_set() or control.stop_requested(state_dir),
-                         preexisting=preexisting,
+                         branch=repo.branch_name, preexisting=preexisting,
                          agent=_agent_state(options, state_dir, run_id, workspace.root,
                                             journal, stop_event))
         run.save()
@@ -125,17 +126,13 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
         # out of the collector's sight, each collection walks only what an
         # iteration allocates.
         gc.freeze()
-        if recorded is not None:
-            if options.on_limit == "stop":
-                stamp = wire_stamp(recorded)
-                run.save(waiting_until=stamp)
-                return _ended(run, Ending(LOOP_LIMIT, "stopped", (
-                    f"stopped: the agent's usage limit an earlier run met lifts at {stamp}: "
-                    "come back then")))
-            if not limits_wait.wait_out(run, recorded, "a usage limit an earlier run recorded",
-                                        None, "recorded"):
-                return _stopped(run)
-        return _loop(run)
+        # Where the agents run is the one thing the number of them decides.
+        place = (Worktrees(run, options.parallel) if options.parallel > 1 else
+                 MainCheckout(run))
+        try:
+            return _iterate(Engine(run, place), recorded)
+        finally:
+            place.close()
     except ForgeError as exc:
         if supervisor is not None and state_dir.joinpath("state.json").exists():
             _record_error(workspace, run_id, exc.message)
@@ -336,50 +333,21 @@ def _commit_queued_backlog(run: RunContext) -> None:
 # --- the iterations and the end --------------------------------------------------------------
 
 
-def _loop(run: RunContext) -> LoopResult:
-    if run.options.parallel > 1:
-        return run_parallel(run) or _end(run)
-    retry: Item | None = None
-    taken: Item | None = None  # the item as it was when first taken (before its retries)
-    number = run.state.iteration or 0
-    while number < run.options.iterations:
-        if run.stop():
-            return _stopped(run)
-        item = retry or run.store.select_next()
-        if item is None:
-            break
-        over = agent_run.over_budget(run)
-        if over is not None:
-            return _ended(run, over, retry)
-        taken = taken if retry is not None and taken is not None else item
-        number += 1
-        result = run_iteration(run, item, number)
-        step = agent_run.after_attempt(run, taken, result)
-        if step is Step.STOPPED:
-            return _stopped(run)
-        if step is Step.RETRY:  # a usage limit waited out: this attempt does not count
-            number -= 1
-            run.save(iteration=number)
-            retry = run.store.get(item.id)
-            continue
-        if isinstance(step, Ending):
-            return _ended(run, step)
-        outcome = settle(run, item, result)
-        if outcome is Outcome.STOPPED:
-            return _stopped(run)
-        retry = run.store.get(item.id) if outcome is Outcome.RETRY else None
-        if outcome is Outcome.NEEDS_HUMAN and run.options.pause_on_needs_human:
-            run.save(status="paused_human")
-            run.journal.append("loop_paused", itemId=item.id)
-            reason = run.store.get(item.id).blocked_reason
-            run.agent.notifier.send(notify.PAUSED, f"{item.id}:{reason}", itemId=item.id,
-                                    reason=reason)
-            return _result(run, LOOP_PAUSED, "paused_human",
-                           "paused for a human decision: run git forge recover")
-    if retry is not None:  # the budget ran out in the middle of an item's retries
-        run.store.transition(retry.id, "pending")
-        run.save(current_item=None)
-    return _end(run)
+def _iterate(engine: Engine, recorded: datetime | None) -> LoopResult:
+    """The run's items through the engine, after the usage limit an earlier run
+    recorded (``recorded``), while it is still ahead: waited out, or the run ends."""
+    run = engine.run
+    if recorded is not None:
+        if run.options.on_limit == "stop":
+            stamp = wire_stamp(recorded)
+            run.save(waiting_until=stamp)
+            return engine.ended(Ending(LOOP_LIMIT, "stopped", (
+                f"stopped: the agent's usage limit an earlier run met lifts at {stamp}: "
+                "come back then")))
+        if not limits_wait.wait_out(run, recorded, "a usage limit an earlier run recorded",
+                                    None, "recorded"):
+            return engine.stopped()
+    return engine.go() or _end(run)
 
 
 def _end(run: RunContext) -> LoopResult:
@@ -391,54 +359,12 @@ def _end(run: RunContext) -> LoopResult:
                        completed=len(run.state.completed_items))
     items = run.store.items()
     ended = loop_result(items, run.state, code, status, final_message(items, code),
-                        _costs(run))
+                        costs(run))
     if ended.waiting:
         ids = [entry["id"] for entry in ended.waiting]
         run.agent.notifier.send(notify.WAITING, ",".join(ids), itemIds=ids,
                                 items=ended.waiting)
     return ended
-
-
-def _ended(run: RunContext, ending: Ending, retry: Item | None = None) -> LoopResult:
-    """The run ends at a limit or at the circuit breaker (``agent_run.Ending``)."""
-    if retry is not None and run.store.get(retry.id).status == "in_progress":
-        run.store.transition(retry.id, "pending")
-    remove_prompt_files(run.workspace.state_dir)
-    agent_run.record_ending(run, ending)
-    return _result(run, ending.code, ending.status, ending.message)
-
-
-def _stopped(run: RunContext) -> LoopResult:
-    """A stop request or signal: every agent tree ends, the item goes back to pending."""
-    try:
-        run.supervisor.shutdown()
-    except ProcessError as exc:
-        run.progress.note(f"shutdown: {exc}")
-    current = run.state.current_item
-    if current:
-        if run.store.get(current).status == "in_progress":
-            run.store.transition(current, "pending")
-    run.save(status="stopped")
-    run.journal.append("loop_cancelled", itemId=current)
-    run.agent.notifier.send(notify.STOPPED, run.state.run_id or "", itemId=current)
-    return _result(run, LOOP_STOPPED, "stopped",
-                   "stopped; any work the agent left is in the tree for git forge reconcile")
-
-
-def _result(run: RunContext, code: int, status: str, message: str = "") -> LoopResult:
-    return loop_result(run.store.items(), run.state, code, status, message, _costs(run))
-
-
-def _costs(run: RunContext) -> dict[str, Any] | None:
-    """This run's totals and its items' (``receipts.costs_json``), when it ran any."""
-    try:
-        totals, items = receipts.run_totals(run.workspace.state_dir, run.state.run_id)
-    except ForgeError:
-        return None
-    if not totals.attempts:
-        return None
-    return {"run": totals.to_json(),
-            "items": {item_id: each.to_json() for item_id, each in items.items()}}
 
 
 def _record_error(workspace: Workspace, run_id: str, message: str) -> None:

@@ -1,0 +1,456 @@
+"""Where an item's agent runs, and the git work of its outcome there: a value the
+engine (``slots``) is given, never a second loop.
+
+* ``MainCheckout`` — one agent at a time, in the main checkout (a serial run,
+  ``--parallel 1``). A done item is one commit of its work and its backlog mark
+  on the loop's branch; a blocked item's leftovers are stashed and its mark
+  committed alone (``[forge] <id> blocked: …``). All of it happens at once.
+* ``Worktrees`` — N agents at once, each in a linked worktree of its own
+  (``{stateDir}/worktrees/<id>`` on branch ``forge/<id>``, made at the loop
+  branch's tip as the item starts; the next one made ahead while every slot is
+  taken).
+  The git work of an ended agent is the merge thread's (``merging``), in the order
+  the agents ended: a done item's work committed there and integrated onto the
+  loop's branch, a blocked item's leftovers stashed from its worktree, and the
+  containment check (``containment``) of the main checkout.
+  Its results come back through ``results``. The items' statuses are committed
+  once, as the run ends, stops or pauses (``[forge] backlog: 001, 003 done; …``),
+  so each item is one commit on the branch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from git_forge.backlog.item import Item
+from git_forge.exit_codes import LOOP_REFUSED
+from git_forge.layout import item_worktree
+from git_forge.loop.containment import Escape
+from git_forge.loop.context import RunContext, actionable, commit, dirty
+from git_forge.loop.errors import LoopError
+from git_forge.loop.merging import (
+    CommitFailed,
+    Crashed,
+    Job,
+    Kind,
+    Merged,
+    MergeWorker,
+    Noted,
+    Seen,
+)
+from git_forge.loop.worktree_prep import WorktreePreparer
+from git_forge.owned import make_dir
+from git_forge.reconcile import messages
+from git_forge.reconcile.conflicts import record_conflict
+from git_forge.reconcile.merge_queue import Conflicted, Integrated, tidy
+from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import ListingMeanwhile
+from git_forge.tree.porcelain import StatusEntry
+from git_forge.tree.stash import stash_paths
+from git_forge.tree.worktrees import add_worktree, is_ignored, worktree_at
+
+
+@dataclass(frozen=True)
+class Landed:
+    """A done item's work is on the loop's branch: ``commit`` is its last commit
+    there; ``integrated``: how the merge queue put it there (items in worktrees)."""
+
+    item_id: str
+    commit: str
+    integrated: Integrated | None = None
+
+
+@dataclass(frozen=True)
+class NotLanded:
+    """A done item's work did not reach the loop's branch, and why. ``cleared``: the
+    place has dealt with what it left (kept in its worktree); else the outcome
+    clears it as a blocked item's."""
+
+    item_id: str
+    reason: str
+    needs_human: bool = False
+    cleared: bool = False
+
+
+Landing = Landed | NotLanded
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something the operator is told about an item (a path left, a stash made)."""
+
+    item_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Escaped:
+    """An agent wrote outside its worktree; ``item_id`` is the item whose git work
+    found it (``own``: the escape is that item's own agent's)."""
+
+    item_id: str
+    escape: Escape
+
+    @property
+    def own(self) -> bool:
+        return self.escape.item_id == self.item_id
+
+
+#: What a place's git work came to, for the engine to act on.
+Event = Landing | Note | Escaped
+#: The item that would start next, once a slot is free (``None``: none would).
+Coming = Callable[[], Item | None]
+
+
+class Unavailable(Exception):
+    """The item cannot run where the place would put it; the reason blocks it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Place(Protocol):
+    """Where agents run, and the git work of their outcomes there."""
+
+    #: How many agents run at once.
+    slots: int
+    #: A stopped run's last words: where the agents' work is.
+    stopped: str
+    #: Where the agents' work stays when the run stops (the end of a sentence).
+    kept: str
+
+    def take(self, item: Item) -> Path | None:
+        """Where ``item``'s agent runs: a worktree, or ``None`` for the main checkout."""
+        ...
+
+    def ahead(self, coming: Coming) -> None:
+        """Every slot is taken: prepare where the item that would start next runs, while
+        the agents work (``coming`` names it, asked only by a place that prepares)."""
+        ...
+
+    def began(self, item_id: str) -> None:
+        """An attempt of ``item_id``'s agent is about to start."""
+        ...
+
+    def ended(self, item_id: str) -> None:
+        """That attempt ended."""
+        ...
+
+    def listing(self) -> ListingMeanwhile | None:
+        """git listing the tree an agent ended in, started now, when the outcome needs it."""
+        ...
+
+    def land(self, item: Item, listed: list[StatusEntry] | None) -> Landing | None:
+        """Put done ``item``'s work on the loop's branch (``None``: under way)."""
+        ...
+
+    def clear(self, item: Item, listed: list[StatusEntry] | None) -> tuple[list[str], bool]:
+        """A blocked item's leftovers out of the way: the paths left where they were
+        (they cannot be stashed as git would), and whether a stash was made."""
+        ...
+
+    def contain(self, item: Item) -> None:
+        """``item``'s attempt ended with no outcome yet (a retry follows): check where
+        it wrote all the same."""
+        ...
+
+    def record(self, message: str) -> None:
+        """The backlog's change for one outcome, recorded (``message``: its commit)."""
+        ...
+
+    @property
+    def outstanding(self) -> int:
+        """Git work under way."""
+        ...
+
+    def events(self, wait: float = 0.0) -> list[Event]:
+        """What the git work under way came to since the last call."""
+        ...
+
+    def finish(self) -> None:
+        """The run ends, stops or pauses: what is left to record, recorded."""
+        ...
+
+    def close(self) -> None:
+        """No more work: what is under way is finished first."""
+        ...
+
+
+# --- the main checkout --------------------------------------------------------------------
+
+
+class MainCheckout:
+    """One agent at a time, in the main checkout; every outcome's git work at once."""
+
+    slots = 1
+    stopped = "stopped; any work the agent left is in the tree for git forge reconcile"
+    kept = "the agent's work is left in the tree"
+
+    def __init__(self, run: RunContext) -> None:
+        self.run = run
+
+    def take(self, item: Item) -> Path | None:
+        return None
+
+    def ahead(self, coming: Coming) -> None:
+        return None
+
+    def began(self, item_id: str) -> None:
+        return None
+
+    def ended(self, item_id: str) -> None:
+        return None
+
+    def listing(self) -> ListingMeanwhile | None:
+        """git lists the tree on the other core while the supervisor records the end
+        (``None`` when git cannot start: the outcome lists again, and reports that)."""
+        try:
+            return ListingMeanwhile(self.run.repo)
+        except GitError:
+            return None
+
+    def land(self, item: Item, listed: list[StatusEntry] | None) -> Landing:
+        """One commit of the item's work and its done mark. A changed path git-forge
+        cannot commit as git would stays in the tree (see ``actionable``)."""
+        run = self.run
+        changed = dirty(run, listed)
+        if run.backlog_rel not in changed:  # the listing may predate the done mark
+            changed.append(run.backlog_rel)
+        paths = actionable(run, item.id, changed, "commit")
+        try:
+            made = commit(run, paths, messages.item_done(item.id, item.title), allow_empty=True)
+        except GitError as exc:
+            return NotLanded(item.id, "the agent signalled done, but the commit failed: "
+                             f"{exc.message}")
+        return Landed(item.id, made)
+
+    def clear(self, item: Item, listed: list[StatusEntry] | None) -> tuple[list[str], bool]:
+        """The leftovers stashed (only those paths, ``forge: abandoned work from item
+        <id>``); what cannot be stashed as git would stays, kept back for the run."""
+        run = self.run
+        item_id = item.id
+        leftovers = [path for path in dirty(run, listed) if path != run.backlog_rel]
+        stashable = actionable(run, item_id, leftovers, "stash")
+        stashed = False
+        if stashable:
+            try:
+                stash_paths(run.repo, stashable, messages.abandoned_work(item_id))
+                stashed = True
+            except GitError as exc:
+                for path in stashable:
+                    run.kept_back[path] = f"the stash failed: {exc.message}"
+                run.progress.note(f"item {item_id}: its leftover changes could not be "
+                                  f"stashed and stay in the tree: {exc.message}")
+        return [path for path in leftovers if path in run.kept_back], stashed
+
+    def contain(self, item: Item) -> None:
+        return None
+
+    def record(self, message: str) -> None:
+        commit(self.run, [self.run.backlog_rel], message, allow_empty=True)
+
+    @property
+    def outstanding(self) -> int:
+        return 0
+
+    def events(self, wait: float = 0.0) -> list[Event]:
+        return []
+
+    def finish(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+# --- linked worktrees ---------------------------------------------------------------------
+
+
+class Worktrees:
+    """N agents at once, each in its item's worktree; the git work on the merge thread."""
+
+    stopped = "stopped; the agents' worktrees are kept for git forge reconcile"
+    kept = "the agents' worktrees are kept"
+
+    def __init__(self, run: RunContext, slots: int) -> None:
+        if run.branch is None or run.repo.is_unborn:
+            raise LoopError("--parallel needs a branch with a commit to integrate onto; check "
+                            "one out first", exit_code=LOOP_REFUSED)
+        self.run, self.slots, self.onto = run, slots, run.branch
+        workspace = run.workspace
+        self.root, self.state_dir = workspace.root, workspace.state_dir
+        #: Each item's worktree, from its start until its git work is handed over.
+        self.trees: dict[str, Path] = {}
+        #: The loop branch's tip as the merges left it (new worktrees start there).
+        self.tip = str(run.repo.head_commit_id())
+        #: The items whose agents run, and those that ran since the last git work.
+        self.running: set[str] = set()
+        self.ran: set[str] = set()
+        self._check_ignored()
+        self.worker = MergeWorker(workspace.root, workspace.state_dir, workspace.backlog_file,
+                                  run.backlog_rel, self.onto)
+        self.preparer = WorktreePreparer(workspace.root)
+
+    def _check_ignored(self) -> None:
+        """The worktrees live in the state dir, which git must ignore (``git forge init``
+        writes the rule); say so once when it does not."""
+        holder = item_worktree(self.state_dir, "000").parent
+        make_dir(holder)  # a pattern for directories matches only one
+        if not is_ignored(self.root, holder):
+            self.run.progress.note(f"{self.run.workspace.relative(holder)}/ is not ignored "
+                                   "by git: run git forge init to add the rule")
+
+    # --- where an agent runs -------------------------------------------------------------
+
+    def take(self, item: Item) -> Path:
+        """The item's worktree: the one it has (a retry's), else a new one at the tip.
+        What a run before left is cleared when nothing is in it; otherwise the item
+        cannot run (``Unavailable``)."""
+        known = self.trees.get(item.id)
+        if known is not None:
+            return known
+        path = item_worktree(self.state_dir, item.id)
+        branch = messages.item_branch(item.id)
+        made = self.preparer.take(item.id)
+        if made is not None:  # made ahead, at the tip it knew then
+            tip = made.tip
+        else:
+            if path.exists():
+                existing = worktree_at(self.root, path)
+                if existing is not None and not existing.missing:
+                    self.trees[item.id] = path
+                    return path
+            tip = self.tip
+            try:
+                add_worktree(self.root, path, branch, tip)
+            except GitError:  # its branch, or a registration, left by a run before
+                kept = tidy(self.root, self.state_dir, item.id, self.onto)
+                if kept is not None:
+                    raise Unavailable(f"its worktree or branch {branch} holds work from "
+                                      f"before: {kept}; see git forge reconcile") from None
+                add_worktree(self.root, path, branch, tip)
+        self.run.journal.append("worktree_added", itemId=item.id, path=str(path), branch=branch,
+                                commit=tip)
+        self.trees[item.id] = path
+        return path
+
+    def ahead(self, coming: Coming) -> None:
+        item = coming()
+        if item is None or self.preparer.asked(item.id):
+            return
+        path = item_worktree(self.state_dir, item.id)
+        if not path.exists():
+            self.preparer.prepare(item.id, path, messages.item_branch(item.id), self.tip)
+
+    def began(self, item_id: str) -> None:
+        self.running.add(item_id)
+        self.ran.add(item_id)
+
+    def ended(self, item_id: str) -> None:
+        self.running.discard(item_id)
+
+    def listing(self) -> ListingMeanwhile | None:
+        return None
+
+    # --- the git work of an outcome: the merge thread's ----------------------------------
+
+    def _submit(self, kind: Kind, item: Item) -> None:
+        self.run.journal.sync()  # what led to the job is on disk before its git work is
+        ran = tuple(sorted(self.ran | self.running))
+        self.worker.submit(Job(kind, item.id, item.title, self.trees[item.id], ran))
+        self.ran = set(self.running)
+        if kind != "contain":  # the item's worktree is the merge thread's to clear or keep
+            del self.trees[item.id]
+
+    def land(self, item: Item, listed: list[StatusEntry] | None) -> Landing | None:
+        self._submit("done", item)
+        return None
+
+    def clear(self, item: Item, listed: list[StatusEntry] | None) -> tuple[list[str], bool]:
+        if item.id in self.trees:  # else the item never had one (it could not start)
+            self._submit("leftovers", item)
+        return [], False
+
+    def contain(self, item: Item) -> None:
+        self._submit("contain", item)
+
+    def record(self, message: str) -> None:
+        return None  # committed once, as the run ends (``finish``)
+
+    @property
+    def outstanding(self) -> int:
+        return self.worker.outstanding
+
+    def events(self, wait: float = 0.0) -> list[Event]:
+        """The merge thread's results, in order, as the engine acts on them; a merge
+        conflict is recorded here (the record, not the reason's words, makes it a
+        conflict question for recover)."""
+        found: list[Event] = []
+        for result in self.worker.results(wait):
+            job = result.job
+            if isinstance(result, Crashed):
+                raise result.error
+            if isinstance(result, Noted):
+                found.append(Note(job.item_id, result.text))
+            elif isinstance(result, Seen):
+                found.append(Escaped(job.item_id, result.escape))
+            elif isinstance(result, CommitFailed):
+                found.append(NotLanded(job.item_id, "the agent signalled done, but the commit "
+                                       f"in its worktree failed: {result.reason}", cleared=True))
+            elif isinstance(result, Merged):
+                found.append(self._merged(result))
+        return found
+
+    def _merged(self, result: Merged) -> Landing:
+        outcome = result.outcome
+        item_id = result.job.item_id
+        if isinstance(outcome, Integrated):
+            self.tip = outcome.tip
+            return Landed(item_id, (outcome.commits or (result.commit,))[-1], outcome)
+        if isinstance(outcome, Conflicted):
+            self.run.journal.append("merge_conflict", itemId=item_id, paths=list(outcome.paths),
+                                    collidedWith=list(outcome.collided_with),
+                                    commit=outcome.commit)
+            record_conflict(self.state_dir, outcome, self.onto, result.job.tree)
+            return NotLanded(item_id, conflict_reason(outcome), needs_human=True, cleared=True)
+        return NotLanded(item_id, "the agent signalled done, but its commit could not be "
+                         f"integrated: {outcome.reason}", cleared=True)
+
+    # --- the end ---------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """The statuses this run wrote, committed as one bookkeeping commit (the items'
+        work is on the branch already, a commit each)."""
+        run = self.run
+        if run.backlog_rel not in dirty(run):
+            return
+        current = run.state
+        message = messages.items_settled([
+            ("done", list(current.completed_items)),
+            ("need a human" if len(current.needs_human_items) > 1 else "needs a human",
+             list(current.needs_human_items)),
+            ("blocked", list(current.blocked_items)),
+            ("deferred", list(current.deferred_items)),
+        ])
+        commit(run, [run.backlog_rel], message)
+
+    def close(self) -> None:
+        """The merge thread ends once its jobs are done, then the worktrees made for
+        items that did not start are removed: clean, on a branch the loop's branch
+        contains (``tidy`` keeps any that is not)."""
+        self.worker.close()
+        for made in self.preparer.close():
+            with contextlib.suppress(GitError):
+                tidy(self.root, self.state_dir, made.item_id, self.onto)
+
+
+def conflict_reason(conflict: Conflicted) -> str:
+    """A conflict's ``needsHuman`` reason: what collided, and where its two answers
+    are (recover offers them; nothing here drops any work)."""
+    return (f"{conflict.reason}. Retry it on the new tip or resolve it by hand: "
+            "git forge recover")

@@ -1,0 +1,450 @@
+"""The loop engine: up to N agents at once, each in a slot; a serial run is the engine
+with one slot.
+
+Where the agents run is the ``Place`` it is given (``places``): the main checkout
+(one slot), or each item's own linked worktree (``--parallel N``). Everything
+else is here once, for both:
+
+* **Selection** is the serial rule (``select_next``): a pending item whose
+  dependencies are all done; an item whose work is being landed counts as not
+  done yet, so a dependent item starts on a tip that holds it. An item's retries
+  come first, in the same place.
+* **Each start** takes the item (in progress, journaled, told) and starts its agent
+  where the place puts it (``iteration.start_agent``); while every slot is taken,
+  the place may prepare where the next item will run.
+* **Watching**: one look at every running agent at a time — its output read (and
+  followed), its idle time (``--idle-timeout``), its end.
+* **An ended attempt** (``agent_run.after_attempt``): its receipt added up, a usage
+  limit waited out (no agent starts meanwhile; the item reruns without the attempt
+  counting), the circuit breaker fed; then its signal settled (``outcomes``: done,
+  blocked, needs-human, retried, deferred). The git work is the place's, at once
+  or on its merge thread; what it came to is acted on as it comes (``events``).
+* **Ending**: nothing more to start and nothing running (the session ends the run),
+  a stop request (``loop stop``, a signal), a pause for a human
+  (``--pause-on-needs-human``: the running agents finish first), the circuit
+  breaker, a usage limit no wait lifts or ``--on-limit stop`` (the run ends now),
+  ``--max-cost`` (the running agents finish, nothing more starts). Each running
+  item goes back to pending; the place records what is left to record.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from git_forge.backlog.item import Item
+from git_forge.backlog.model import select_next
+from git_forge.errors import ForgeError
+from git_forge.exit_codes import LOOP_PAUSED, LOOP_STOPPED
+from git_forge.loop import agent_run, notify, outcomes, receipts
+from git_forge.loop.agent_run import Ending, Step
+from git_forge.loop.attempt import Attempt
+from git_forge.loop.context import RunContext
+from git_forge.loop.iteration import agent_result, remove_prompt_files, start_agent
+from git_forge.loop.outcomes import Outcome
+from git_forge.loop.places import (
+    Escaped,
+    Event,
+    Landed,
+    Note,
+    NotLanded,
+    Place,
+    Unavailable,
+)
+from git_forge.loop.progress import RunningAgent
+from git_forge.loop.summary import LoopResult, loop_result
+from git_forge.supervisor.lifecycle import ProcessError
+from git_forge.supervisor.manifest import Manifest
+from git_forge.tree.errors import GitError
+from git_forge.tree.git_status import ListingMeanwhile
+from git_forge.tree.porcelain import StatusEntry
+
+#: How long one look at the running agents waits for the first of them to end.
+POLL_SECONDS = 0.05
+#: How much of an agent's output one look reads (``--follow``).
+READ_BYTES = 32 * 1024
+
+
+@dataclass
+class _Agent:
+    """One running agent: its item, process, where it runs and how far it was read."""
+
+    item: Item
+    handle: str
+    tree: Path | None
+    started: float
+    #: Reads the agent's stream (its receipt; a structured agent's final text).
+    attempt: Attempt
+    cursor: int = 0
+    output_bytes: int = 0
+    #: When its output last grew (``--idle-timeout``), and whether that ended it.
+    heard_at: float = 0.0
+    idle: bool = False
+    #: Its process tree has ended (its end is being recorded).
+    tree_ended: bool = False
+    #: git listing the tree it ended in, started as the tree ended (``Place.listing``).
+    listing: ListingMeanwhile | None = None
+
+    def listed(self) -> list[StatusEntry] | None:
+        """The listing's entries; ``None`` when none was taken or git failed (the
+        outcome lists again, and reports that failure as its own)."""
+        listing, self.listing = self.listing, None
+        if listing is None:
+            return None
+        try:
+            return listing.entries()
+        except GitError:
+            return None
+        finally:
+            listing.close()
+
+
+@dataclass
+class Engine:
+    """One run's slots: what runs, what waits to run again, what is being landed."""
+
+    run: RunContext
+    place: Place
+    number: int = 0
+    running: dict[str, _Agent] = field(default_factory=dict)
+    #: Items to run again (no signal with attempts left, or a usage limit waited out).
+    retry: list[str] = field(default_factory=list)
+    #: Each item as it was when first taken, before its retries (the circuit breaker's).
+    taken: dict[str, Item] = field(default_factory=dict)
+    #: Items marked done whose work the place is landing: each as it was before, and
+    #: its last attempt's handle.
+    landing: dict[str, tuple[Item, str]] = field(default_factory=dict)
+    pause: bool = False
+    #: The run ends now (the circuit breaker, a limit no wait lifts, ``--on-limit stop``).
+    ending: Ending | None = None
+    #: ``--max-cost`` reached: nothing more starts; the run ends once the rest settle.
+    spent: Ending | None = None
+
+    def __post_init__(self) -> None:
+        self.number = self.run.state.iteration or 0
+
+    # --- the run ---------------------------------------------------------------------------
+
+    def go(self) -> LoopResult | None:
+        """Run items until nothing more can start and every agent has settled; a
+        ``LoopResult`` when the run stopped, paused or ended early, ``None`` when it
+        ran out of work or budget (the session then ends it as any run)."""
+        run, place = self.run, self.place
+        try:
+            while True:
+                if run.stop():
+                    return self.stopped()
+                self._apply(place.events())
+                for agent, manifest in self._look(wait=bool(self.running)):
+                    del self.running[agent.item.id]
+                    self._ended(agent, manifest)
+                    if self.ending is not None:
+                        return self.ended(self.ending)
+                if not self.pause and self.spent is None:
+                    self._start_what_can()
+                if self.running:
+                    continue
+                if place.outstanding:  # nothing runs: wait for the git work (it may free work)
+                    self._apply(place.events(wait=POLL_SECONDS))
+                    continue
+                if self.pause:
+                    return self._paused()
+                if self.spent is not None:
+                    return self.ended(self.spent)
+                break
+            for item_id in self.retry:  # the budget ran out in the middle of an item's retries
+                run.store.transition(item_id, "pending")
+            place.finish()
+            return None
+        finally:
+            for agent in self.running.values():
+                agent.listed()
+
+    # --- starting --------------------------------------------------------------------------
+
+    def _start_what_can(self) -> None:
+        """Fill the free slots: retries first (where they ran), then the next
+        selectable items, while the iteration budget lasts."""
+        run, place = self.run, self.place
+        started = False
+        while len(self.running) < place.slots and self.number < run.options.iterations:
+            item = run.store.get(self.retry[0]) if self.retry else self._next_item()
+            if item is None:
+                return
+            self.spent = agent_run.over_budget(run)
+            if self.spent is not None:  # --max-cost: the running agents finish, nothing starts
+                return
+            if self.retry:
+                self.retry.pop(0)
+            try:
+                tree = place.take(item)
+            except Unavailable as refused:
+                self._settled(item.id, outcomes.block(run, place, item, refused.reason,
+                                                      needs_human=True, clear=False))
+                continue
+            self.number += 1
+            self.taken.setdefault(item.id, item)
+            place.began(item.id)
+            handle, attempt = start_agent(run, item, self.number, worktree=tree)
+            now = time.monotonic()
+            self.running[item.id] = _Agent(run.store.get(item.id), handle, tree, now, attempt,
+                                           heard_at=now)
+            self._show_running()
+            started = True
+        if started and len(self.running) >= place.slots:
+            place.ahead(self._coming)
+
+    def _next_item(self) -> Item | None:
+        """The item that starts next: the serial rule, an item being landed counted as
+        not done yet."""
+        items = self.run.store.items()
+        if self.landing:
+            items = [i.with_changes(status="in_progress") if i.id in self.landing else i
+                     for i in items]
+        return select_next(items)
+
+    def _coming(self) -> Item | None:
+        """The item that would start next, once a slot is free (``Place.ahead``)."""
+        if self.retry or self.number >= self.run.options.iterations:
+            return None
+        return self._next_item()
+
+    def _show_running(self) -> None:
+        """state.json names the running agents: a slot's item is ``currentItem`` (set
+        as it starts, cleared as it settles); with several slots ``runningItems``
+        lists them all and ``currentItem`` is the first."""
+        if self.place.slots > 1:
+            self.run.save(current_item=next(iter(self.running), None),
+                          running_items=tuple(self.running))
+
+    # --- watching --------------------------------------------------------------------------
+
+    def _look(self, *, wait: bool) -> list[tuple[_Agent, Manifest]]:
+        """One look at every running agent: its output read (and followed), and those
+        that ended with their manifests. ``wait``: up to ``POLL_SECONDS`` for the first.
+        A lone agent's tree is seen to end before its end is recorded, so the place
+        lists the tree meanwhile (``Place.listing``)."""
+        run = self.run
+        supervisor = run.supervisor
+        running = list(self.running.values())
+        timeout = POLL_SECONDS if wait else 0.0
+        if len(running) == 1 and not running[0].tree_ended:
+            only = running[0]
+            only.tree_ended = supervisor.wait_ended(only.handle, timeout)
+            if only.tree_ended:
+                only.listing = self.place.listing()
+            timeout = timeout if only.tree_ended else 0.0
+        settled = set(supervisor.wait_any([agent.handle for agent in running], timeout))
+        ended: list[tuple[_Agent, Manifest]] = []
+        idle_limit = run.options.idle_minutes * 60 if run.options.idle_minutes else None
+        for agent in running:
+            if agent.handle in settled:
+                ended.append((agent, supervisor.wait(agent.handle)))
+            heard = agent.output_bytes
+            self._read(agent)
+            moment = time.monotonic()
+            if agent.output_bytes != heard:
+                agent.heard_at = moment
+            elif (idle_limit is not None and not agent.idle
+                  and moment - agent.heard_at >= idle_limit):
+                agent.idle = True  # silent too long: end its tree, then the usual retry or deferral
+                supervisor.stop(agent.handle, "terminate")
+        self._show()
+        return ended
+
+    def _read(self, agent: _Agent) -> None:
+        """The agent's new output: a structured agent's text as its reader follows it,
+        else the output itself; with several slots each line names its item."""
+        supervisor = self.run.supervisor
+        structured = agent.attempt.reader is not None
+        if structured:
+            agent.output_bytes = supervisor.output_bytes(agent.handle)
+            text = agent.attempt.take_followed()
+        else:
+            try:
+                rendered = supervisor.render(agent.handle, agent.cursor, READ_BYTES)
+            except ProcessError as exc:
+                if exc.code != "cursor_ahead":
+                    raise
+                return  # bytes lost to a full disk: the storage error ends the run at its end
+            text = rendered.output
+            agent.cursor, agent.output_bytes = rendered.next_cursor, rendered.total_bytes
+        if not text:
+            return
+        if self.place.slots > 1:
+            text = "".join(f"[{agent.item.id}] {line}\n"
+                           for line in text.rstrip("\n").split("\n"))
+        elif structured:
+            text += "\n"
+        self.run.progress.output(text)
+
+    def _show(self) -> None:
+        """What the progress shows while agents run: a slot's item, elapsed and output
+        (one slot), or a line per running agent and the items being landed."""
+        now = time.monotonic()
+        progress = self.run.progress
+        if self.place.slots == 1:
+            for agent in self.running.values():
+                progress.tick(now - agent.started, agent.output_bytes)
+            return
+        progress.agents([RunningAgent(a.item, now - a.started, a.output_bytes, a.tree or Path())
+                         for a in self.running.values()], tuple(self.landing))
+
+    # --- an agent ended: the attempt, then its signal --------------------------------------
+
+    def _ended(self, agent: _Agent, manifest: Manifest) -> None:
+        run, place = self.run, self.place
+        item_id = agent.item.id
+        place.ended(item_id)
+        self._show_running()
+        result = agent_result(run, agent.item, agent.handle, manifest, False, agent.attempt,
+                              idle=agent.idle, listed=agent.listed())
+        remove_prompt_files(run.workspace.state_dir, item_id)
+        step = agent_run.after_attempt(run, self.taken[item_id], result)  # receipt, limit, breaker
+        if isinstance(step, Ending):
+            self.ending = step
+            return
+        if step is Step.RETRY:  # a limit waited out: the attempt does not count
+            self.number -= 1
+            run.save(iteration=self.number)
+            self.retry.append(item_id)
+        if step is not Step.SETTLE:  # (or a stop during the wait: the next look ends the run)
+            place.contain(agent.item)
+            return
+        before = run.store.get(item_id)
+        outcome = outcomes.settle(run, place, before, result)
+        if outcome is Outcome.RETRY:
+            self.retry.append(item_id)
+        elif outcome is Outcome.LANDING:
+            self.landing[item_id] = (before, result.handle)
+        self._settled(item_id, outcome)
+
+    def _settled(self, item_id: str, outcome: Outcome) -> None:
+        if outcome is Outcome.RETRY:
+            return
+        if outcome is not Outcome.LANDING:
+            self.taken.pop(item_id, None)
+        if outcome is Outcome.NEEDS_HUMAN and self.run.options.pause_on_needs_human:
+            self.pause = True
+
+    def _apply(self, events: list[Event]) -> None:
+        """What the place's git work came to, for the item, the journal and the progress."""
+        run = self.run
+        for event in events:
+            if isinstance(event, Note):
+                run.progress.note(event.text)
+            elif isinstance(event, Escaped):
+                self._escaped(event)
+            elif isinstance(event, (Landed, NotLanded)):
+                self._landed(event)
+
+    def _landed(self, landing: Landed | NotLanded) -> None:
+        found = self.landing.pop(landing.item_id, None)
+        if found is None:  # settled already (blamed for an escape, or landed)
+            return
+        before, handle = found
+        self.taken.pop(landing.item_id, None)
+        self._settled(landing.item_id,
+                      outcomes.landed(self.run, self.place, before, landing, handle))
+
+    def _escaped(self, event: Escaped) -> None:
+        """An agent wrote outside its worktree: reported and left for reconcile; when
+        the item whose git work found it wrote it alone, that item is blocked."""
+        run = self.run
+        escape = event.escape
+        run.journal.append("agent_escaped", itemId=escape.item_id,
+                           paths=[entry.path for entry in escape.entries],
+                           headMoved=escape.head_moved is not None, ran=list(escape.ran))
+        run.progress.note(f"{escape.reason} — left in the main checkout for git forge "
+                          "reconcile")
+        if not event.own:
+            return
+        item_id = event.item_id
+        if item_id in self.retry:
+            self.retry.remove(item_id)
+        if item_id in self.landing:
+            self._landed(NotLanded(item_id, escape.reason, cleared=True))
+        elif item_id not in self.running and run.store.get(item_id).status == "in_progress":
+            self.taken.pop(item_id, None)
+            self._settled(item_id, outcomes.block(run, self.place, run.store.get(item_id),
+                                                  escape.reason, clear=False))
+
+    # --- ending ----------------------------------------------------------------------------
+
+    def _wind_down(self) -> None:
+        """How a run ends early: every agent ends; the git work under way is finished;
+        each running item, and each whose work did not land, goes back to pending; the
+        place records what is left to record."""
+        run = self.run
+        try:
+            run.supervisor.shutdown()
+        except ProcessError as exc:
+            run.progress.note(f"shutdown: {exc}")
+        for agent in self.running.values():
+            agent.listed()
+        self.running.clear()
+        self._show_running()
+        while self.place.outstanding:
+            self._apply(self.place.events(wait=POLL_SECONDS))
+        for before, _ in self.landing.values():
+            run.store.replace(before)
+        self.landing.clear()
+        for item in run.store.items():  # running, ended but not settled, or between retries
+            if item.status == "in_progress":
+                run.store.transition(item.id, "pending")
+        self.place.finish()
+        remove_prompt_files(run.workspace.state_dir)
+
+    def stopped(self) -> LoopResult:
+        """A stop request or signal: every agent ends, its item back to pending, its
+        work kept where it ran."""
+        run = self.run
+        running = sorted(self.running)
+        self._wind_down()
+        current = run.state.current_item
+        run.save(status="stopped")
+        several: dict[str, Any] = {"running": running} if self.place.slots > 1 else {}
+        run.journal.append("loop_cancelled", itemId=current, **several)
+        run.agent.notifier.send(notify.STOPPED, run.state.run_id or "", itemId=current)
+        return result(run, LOOP_STOPPED, "stopped", self.place.stopped)
+
+    def ended(self, ending: Ending) -> LoopResult:
+        """The run ends at the circuit breaker, a usage limit or ``--max-cost``: wound
+        down as a stop is, with the ending's code, status and message."""
+        self._wind_down()
+        agent_run.record_ending(self.run, ending)
+        return result(self.run, ending.code, ending.status, ending.message)
+
+    def _paused(self) -> LoopResult:
+        """Paused for a human: the running agents have finished, nothing more starts."""
+        run = self.run
+        for item_id in self.retry:
+            run.store.transition(item_id, "pending")
+        self.place.finish()
+        run.save(status="paused_human")
+        item_id = run.state.needs_human_items[-1]
+        run.journal.append("loop_paused", itemId=item_id)
+        reason = run.store.get(item_id).blocked_reason
+        run.agent.notifier.send(notify.PAUSED, f"{item_id}:{reason}", itemId=item_id,
+                                reason=reason)
+        return result(run, LOOP_PAUSED, "paused_human",
+                      "paused for a human decision: run git forge recover")
+
+
+def result(run: RunContext, code: int, status: str, message: str = "") -> LoopResult:
+    """The run's result as it ends now, with what its agents cost."""
+    return loop_result(run.store.items(), run.state, code, status, message, costs(run))
+
+
+def costs(run: RunContext) -> dict[str, Any] | None:
+    """This run's totals and its items' (``receipts.costs_json``), when it ran any."""
+    try:
+        totals, items = receipts.run_totals(run.workspace.state_dir, run.state.run_id)
+    except ForgeError:
+        return None
+    if not totals.attempts:
+        return None
+    return {"run": totals.to_json(),
+            "items": {item_id: each.to_json() for item_id, each in items.items()}}
