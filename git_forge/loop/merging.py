@@ -7,9 +7,12 @@ order the agents ended — the merge queue:
 
 * ``contain`` — the containment check (``containment``): a change in the main
   checkout since this thread last changed it itself;
-* ``done`` — that check, then the worktree's changes committed there, then the
-  merge queue's step (``reconcile.merge_queue.integrate_item``: replay onto the
-  tip, fast-forward, the worktree and branch removed when nothing is left);
+* ``done`` — that check, then the worktree's changes committed there on top of
+  whatever the agent did with its HEAD (its commits, an amend, a detached HEAD
+  or a branch of its own), the item's branch moved to that commit, then the
+  merge queue's step (``reconcile.merge_queue.integrate_item``: its commits since
+  it forked from the loop's branch replayed onto the tip, fast-forward, the
+  worktree and branch removed when nothing is left);
 * ``leftovers`` — that check, then a blocked item's leftovers stashed from its
   worktree and the emptied worktree removed.
 
@@ -38,6 +41,7 @@ from git_forge.tree.errors import GitError
 from git_forge.tree.repo import open_repo
 from git_forge.tree.stash import stash_paths
 from git_forge.tree.worktree import refusals
+from git_forge.tree.worktrees import hold_on
 
 Kind = Literal["contain", "done", "leftovers"]
 
@@ -193,17 +197,20 @@ class MergeWorker:
         return [entry.path.rstrip("/") for entry in changes if entry.path != self.backlog_rel]
 
     def _commit(self, job: Job) -> str:
-        """Commit exactly the agent's changes in its worktree (none is an empty commit,
-        as a serial done item without work has one); what git-forge cannot commit as
-        git would stays there, and so does the worktree."""
+        """Commit exactly the agent's changes in its worktree, on whatever its HEAD is
+        now (none is an empty commit, as a serial done item without work has one), and
+        hold the item's branch there; what git-forge cannot commit as git would stays
+        there, and so does the worktree."""
         paths = self._paths(job)
         repo = open_repo(job.tree)
         refused = dict(refusals(repo, paths, "commit")) if paths else {}
         for path, why in refused.items():
             self._results.put(Noted(job, f"item {job.item_id}: {path} left in its worktree, "
                                          f"not committed: {why}"))
-        return commit_paths(repo, [p for p in paths if p not in refused],
-                            messages.item_done(job.item_id, job.title), allow_empty=True)
+        commit = commit_paths(repo, [p for p in paths if p not in refused],
+                              messages.item_done(job.item_id, job.title), allow_empty=True)
+        hold_on(self.root, job.tree, messages.item_branch(job.item_id))
+        return commit
 
     def _leftovers(self, job: Job) -> None:
         """The agent's leftovers into the stash list (the one every worktree shares),

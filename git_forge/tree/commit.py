@@ -82,9 +82,10 @@ def commit_paths(
     Refuses during a merge, rebase or cherry-pick (that commit needs every
     path, like git's "cannot do a partial commit during a merge"), when no
     identity is configured, and when the paths hold no change from HEAD
-    (unless ``allow_empty``).
+    (unless ``allow_empty``: then no paths at all is an empty commit).
     """
-    names = normalise_paths(paths)
+    listed = list(paths)
+    names = normalise_paths(listed) if listed or not allow_empty else []
     text = clean_message(message)
     repository = repo.repository
     if repository.state() != RepositoryState.NONE:

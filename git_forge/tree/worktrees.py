@@ -133,6 +133,17 @@ def add_worktree(root: Path, directory: Path, branch: str, start: str) -> Path:
     return directory
 
 
+def hold_on(root: Path, tree: Path, branch: str) -> None:
+    """Have ``branch`` at the commit checked out in the linked worktree at ``tree``, and
+    checked out there (``git checkout -B BRANCH HEAD``): whatever its HEAD became — a
+    detached one, a branch of its own — the branch holds it. Nothing on disk changes
+    (the same commit stays checked out, local changes with it)."""
+    found = git_result(["symbolic-ref", "-q", "HEAD"], cwd=tree, env=_OTHER_TREE)
+    if found.returncode == 0 and found.stdout.decode().strip() == f"{HEADS}{branch}":
+        return
+    _in_tree(root, tree, ["checkout", "--quiet", "-B", branch, "HEAD"])
+
+
 def status(root: Path, tree: Path) -> list[StatusEntry]:
     """``git status --porcelain -uall --no-renames`` in the worktree at ``tree``."""
     return parse_porcelain_z(_in_tree(root, tree, list(STATUS_ARGS)))

@@ -1,0 +1,177 @@
+"""One loop engine: what a serial run gets right, a run of three agents at once gets
+right too. Each test is a case a user met, run with one slot (``--parallel 1``, the
+serial loop) and with three, where it applies.
+
+Real repositories, the real ``git forge`` console script, real agent processes: a
+small Python program doing what its item's plan says (write, run git, wait for the
+test to say go), every wait with a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import waiting
+from builders import backlog_repo
+from helpers import forge_argv, git, run_forge
+from templates import Templates
+
+#: The agent: its item's plan is a list of steps, then the signal it prints.
+AGENT = r'''
+import json, os, pathlib, subprocess, sys, time
+item = os.environ["FORGE_ITEM_ID"]
+marks = pathlib.Path(os.environ["ENGINE_MARKS"])
+plan = json.loads(pathlib.Path(os.environ["ENGINE_PLAN"]).read_text())
+steps = plan.get(item, [["write", f"item-{item}.txt"]])
+for kind, arg in steps:
+    if kind == "write":
+        path = pathlib.Path(arg)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"work of item {item}\n")
+    elif kind == "git":
+        subprocess.run(["git", *arg], check=True, capture_output=True)
+    elif kind == "mark":
+        (marks / f"{item}-{arg}").write_text(json.dumps(sorted(os.listdir("."))))
+    elif kind == "wait":
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.path.join(marks, arg) if "/" not in arg else arg):
+            if time.monotonic() > deadline:
+                sys.exit(f"waited in vain for {arg}")
+            time.sleep(0.02)
+    elif kind == "sleep":
+        time.sleep(arg)
+print("FORGE_DONE", flush=True)
+'''
+
+SLOTS = pytest.mark.parametrize("slots", [1, 3], ids=["serial", "three"])
+
+
+class Project:
+    """A repository with four items, the agent, and the plan it follows."""
+
+    def __init__(self, root: Path, tmp: Path) -> None:
+        self.root = root
+        self.agent = tmp / "agent.py"
+        self.agent.write_text(AGENT)
+        self.marks = tmp / "marks"
+        self.marks.mkdir()
+        self.plan_file = tmp / "plan.json"
+        self.plan({})
+        self.spawned: list[subprocess.Popen] = []
+
+    def plan(self, plan: dict) -> None:
+        self.plan_file.write_text(json.dumps(plan))
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"ENGINE_MARKS": str(self.marks), "ENGINE_PLAN": str(self.plan_file)}
+
+    def argv(self, slots: int, *extra: str) -> list[str]:
+        return ["loop", "run", "--agent", f"{sys.executable} {self.agent}", "--parallel",
+                str(slots), *extra]
+
+    def run(self, slots: int, *extra: str) -> subprocess.CompletedProcess:
+        return run_forge(*self.argv(slots, *extra), cwd=self.root, env=self.env, timeout=120)
+
+    def spawn(self, slots: int) -> subprocess.Popen:
+        loop = subprocess.Popen(forge_argv() + self.argv(slots), cwd=self.root,
+                                env={**os.environ, **self.env}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        self.spawned.append(loop)
+        return loop
+
+    def finish(self, loop: subprocess.Popen) -> tuple[str, str]:
+        return waiting.communicate(loop, timeout=120)
+
+    def mark(self, name: str) -> Path:
+        return self.marks / name
+
+    def wait_for(self, *names: str) -> None:
+        waiting.wait_for(lambda: all(self.mark(name).exists() for name in names), 60,
+                         what=", ".join(names))
+
+    def go(self) -> None:
+        self.mark("go").write_text("go\n")
+
+    def items(self) -> dict[str, dict]:
+        document = json.loads((self.root / ".forge" / "backlog.json").read_text())
+        return {item["id"]: item for item in document["items"]}
+
+    def statuses(self) -> list[str]:
+        return [item["status"] for item in self.items().values()]
+
+    def on_branch(self, path: str, branch: str = "main") -> str | None:
+        shown = git("show", f"{branch}:{path}", cwd=self.root, check=False)
+        return shown or None
+
+    def worktrees(self) -> list[str]:
+        listed = git("worktree", "list", "--porcelain", cwd=self.root)
+        return [line.split(" ", 1)[1] for line in listed.splitlines()
+                if line.startswith("worktree ")][1:]
+
+    def committed_paths(self) -> set[str]:
+        return set(git("log", "--all", "--format=", "--name-only", cwd=self.root).split())
+
+
+def build_four(root: Path) -> None:
+    backlog_repo(root, "One", "Two", "Three", "Four")
+
+
+@pytest.fixture
+def project(templates: Templates, tmp_path: Path) -> Iterator[Project]:
+    made = Project(templates.copy("engine-four", build_four, tmp_path / "repo"), tmp_path)
+    yield made
+    for loop in made.spawned:
+        if loop.poll() is None:
+            waiting.kill_tree(loop.pid)
+            waiting.communicate(loop, timeout=10)
+
+
+def tip(project: Project, rev: str = "main") -> str:
+    return git("rev-parse", rev, cwd=project.root).strip()
+
+
+@SLOTS
+def test_done_without_a_change_or_with_the_agents_own_commit_is_done(
+        project: Project, slots: int) -> None:
+    project.plan({
+        "001": [],  # signals done having changed nothing
+        "002": [["write", "item-002.txt"], ["git", ["add", "item-002.txt"]],
+                ["git", ["commit", "-q", "-m", "the agent's own commit"]]],
+    })
+    result = project.run(slots)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert project.statuses() == ["done"] * 4
+    assert "the agent's own commit" in git("log", "--format=%s", cwd=project.root)
+    for item in ("002", "003", "004"):
+        assert project.on_branch(f"item-{item}.txt") == f"work of item {item}\n"
+    assert git("status", "--porcelain", cwd=project.root) == ""
+    assert project.worktrees() == []
+    assert git("branch", "--list", "forge/*", cwd=project.root) == ""
+
+
+def test_an_agent_leaving_its_worktrees_branch_has_its_work_on_the_loops_branch(
+        project: Project) -> None:
+    base = tip(project)
+    project.plan({
+        "001": [["git", ["checkout", "-q", "--detach"]], ["write", "item-001.txt"]],
+        "002": [["git", ["switch", "-q", "-c", "its-own"]], ["write", "item-002.txt"],
+                ["git", ["add", "item-002.txt"]], ["git", ["commit", "-q", "-m", "on its own"]]],
+        "003": [["write", "item-003.txt"], ["git", ["add", "item-003.txt"]],
+                ["git", ["commit", "-q", "--amend", "--no-edit"]]],
+    })
+    result = project.run(3)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert project.statuses() == ["done"] * 4
+    for item in ("001", "002", "003", "004"):
+        assert project.on_branch(f"item-{item}.txt") == f"work of item {item}\n", item
+    # the amend rewrote only the worktree's commit: the loop's branch keeps its history
+    git("merge-base", "--is-ancestor", base, "main", cwd=project.root)
+    assert project.worktrees() == []
+    assert git("status", "--porcelain", cwd=project.root) == ""
