@@ -1,5 +1,6 @@
-"""Containment: an agent that writes outside its worktree — files or a commit in the
-main checkout — is caught, named when it ran alone, and its change left alone.
+"""Containment: an agent that writes outside its worktree, into the main checkout, is
+caught, named when it ran alone, and its change left alone; a commit on the loop's
+branch is the new tip, nobody's escape.
 
 Real repositories, real worktrees, real agent processes.
 """
@@ -62,11 +63,9 @@ def test_an_agent_writing_outside_its_worktree_is_caught(project: Path) -> None:
     assert "escaped" in (project / "shared.txt").read_text()
 
 
-def test_an_agent_committing_in_the_main_checkout_is_caught(project: Path) -> None:
+def test_a_commit_on_the_branch_is_the_new_tip_not_an_escape(project: Path) -> None:
     state_dir, backlog = project / ".forge", project / ".forge" / "backlog.json"
     before = take_baseline(project, state_dir, backlog)
     agent(project, "import subprocess; subprocess.run(['git', 'commit', '-q', "
-                   "'--allow-empty', '-m', 'sneaky'], check=True)")
-    found = escaped(before, project, state_dir, backlog, ["003"])
-    assert found is not None and found.head_moved is not None and found.entries == ()
-    assert "HEAD moved from" in found.reason
+                   "'--allow-empty', '-m', 'the user s own'], check=True)")
+    assert escaped(before, project, state_dir, backlog, ["003"]) is None

@@ -175,3 +175,66 @@ def test_an_agent_leaving_its_worktrees_branch_has_its_work_on_the_loops_branch(
     git("merge-base", "--is-ancestor", base, "main", cwd=project.root)
     assert project.worktrees() == []
     assert git("status", "--porcelain", cwd=project.root) == ""
+
+
+def test_an_agent_switching_the_main_checkout_stops_a_serial_run(project: Project) -> None:
+    base = tip(project)
+    project.plan({"001": [["git", ["checkout", "-q", "--detach"]], ["write", "item-001.txt"]]})
+    result = project.run(1)
+    assert result.returncode == 130, result.stdout + result.stderr
+    assert (f"stopped: the main checkout was switched to a detached HEAD at {base[:12]} while "
+            "the loop ran on main; nothing was committed") in result.stderr
+    assert "git checkout main, then git forge loop run" in result.stderr
+    assert tip(project) == base and tip(project, "HEAD") == base  # nothing committed anywhere
+    assert project.statuses() == ["pending"] * 4
+    assert (project.root / "item-001.txt").exists()  # left for reconcile
+
+
+@SLOTS
+def test_a_users_commit_on_the_branch_is_the_new_tip(project: Project, slots: int) -> None:
+    project.plan({item: [["mark", "started"], ["wait", "go"], ["write", f"item-{item}.txt"]]
+                  for item in ("001", "002", "003", "004")})
+    loop = project.spawn(slots)
+    project.wait_for(*(f"{item}-started" for item in ("001", "002", "003")[:slots]))
+    (project.root / "user.txt").write_text("the user's own\n")
+    git("add", "user.txt", cwd=project.root)
+    git("commit", "-q", "-m", "the user's own commit", cwd=project.root)
+    project.go()
+    out, err = project.finish(loop)
+    assert loop.returncode == 0, out + err
+    assert "outside its worktree" not in out + err
+    assert project.statuses() == ["done"] * 4
+    assert "the user's own commit" in git("log", "--format=%s", cwd=project.root)
+    for item in ("001", "002", "003", "004"):
+        assert project.on_branch(f"item-{item}.txt") == f"work of item {item}\n", item
+    assert git("stash", "list", cwd=project.root) == ""
+    assert git("status", "--porcelain", cwd=project.root) == ""
+
+
+@SLOTS
+def test_a_switch_of_the_main_checkout_stops_the_run_cleanly(project: Project,
+                                                            slots: int) -> None:
+    base = tip(project)
+    project.plan({item: [["write", f"item-{item}.txt"], ["mark", "started"], ["wait", "go"]]
+                  for item in ("001", "002", "003", "004")})
+    loop = project.spawn(slots)
+    started = [f"{item}-started" for item in ("001", "002", "003")[:slots]]
+    project.wait_for(*started)
+    git("switch", "-q", "-c", "elsewhere", cwd=project.root)
+    out, err = project.finish(loop)
+    assert loop.returncode == 130, out + err
+    kept = ("the agent's work is left in the tree" if slots == 1 else
+            "the agents' worktrees are kept")
+    assert [line for line in err.splitlines() if "switched" in line] == [
+        "stopped: the main checkout was switched to branch elsewhere while the loop ran on "
+        f"main; nothing was committed, and {kept} for git forge reconcile; to go on: "
+        "git checkout main, then git forge loop run"], err
+    # nothing committed anywhere, the agents ended, their work kept
+    assert tip(project) == base and tip(project, "elsewhere") == base
+    assert not project.mark("go").exists()
+    assert project.statuses() == ["pending"] * 4
+    if slots == 1:
+        assert (project.root / "item-001.txt").exists()
+    else:
+        trees = project.root / ".forge" / "worktrees"
+        assert all((trees / item / f"item-{item}.txt").exists() for item in ("001", "002", "003"))

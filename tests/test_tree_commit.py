@@ -243,3 +243,19 @@ def test_small_and_large_files_store_git_s_own_blob(git_repo: Path, monkeypatch,
         assert git_bytes("cat-file", "blob", f"HEAD:{name}", cwd=git_repo) == contents[name]
     objects = git_repo / ".git" / "objects"
     assert not [p.name for p in objects.iterdir() if p.is_file()]  # no streamed leftovers
+
+
+def test_a_commit_for_a_branch_lands_there_or_nowhere(git_repo: Path) -> None:
+    write(git_repo, "work.txt", "work\n")
+    git("switch", "-q", "-c", "elsewhere", cwd=git_repo)
+    before = whole_state(git_repo)
+    with pytest.raises(GitError, match="HEAD is on elsewhere, not on branch main"):
+        commit_paths(open_repo(git_repo), ["work.txt"], "[forge] 001: one", branch="main")
+    assert whole_state(git_repo) == before
+    git("switch", "-q", "main", cwd=git_repo)
+    made = commit_paths(open_repo(git_repo), [], "[forge] 002: nothing", allow_empty=True,
+                        branch="main")
+    assert git("rev-parse", "main", cwd=git_repo).strip() == made
+    assert git("rev-parse", "elsewhere", cwd=git_repo) == git("rev-parse", "main~1",
+                                                              cwd=git_repo)
+    assert git("show", "--name-only", "--format=", made, cwd=git_repo) == ""

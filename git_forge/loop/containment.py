@@ -6,10 +6,12 @@ the main checkout after each change of its own (its bookkeeping commits, an
 integration's fast-forward) and, after each iteration, asks ``escaped``: a
 path that changed since (appeared, vanished, or was written again — git's
 status plus each path's file-system identity, so a second write to an already
-dirty file counts) or a HEAD that moved is an agent that wrote outside its
-worktree. The item is named when it was the only one whose agent ran in the
-meantime. The change is reported and left where it is, for reconcile: it is
-never committed as anyone's work.
+dirty file counts) is an agent that wrote outside its worktree. The item is
+named when it was the only one whose agent ran in the meantime. The change is
+reported and left where it is, for reconcile: it is never committed as anyone's
+work. HEAD is not looked at here: a commit on the loop's branch is the new tip
+(a user's own commit), and a switch to another branch is the loop's to stop on
+(``context.left_branch``).
 
 The runner's own files (state files, the item worktrees under the state dir,
 a backlog.json differing only by ``in_progress`` marks) are not agents' work
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from git_forge.reconcile.preflight import stranded
-from git_forge.tree.fast_status import head_commit, porcelain_fast
+from git_forge.tree.fast_status import porcelain_fast
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 
 #: What identifies a path's content on disk without reading it: (code, size,
@@ -44,7 +46,6 @@ def _fingerprint(root: Path, entry: StatusEntry) -> Fingerprint:
 class Baseline:
     """The main checkout as the loop last left it."""
 
-    head: str | None
     files: Mapping[str, Fingerprint] = field(default_factory=dict)
 
 
@@ -57,11 +58,11 @@ def _changes(root: Path, state_dir: Path, backlog_file: Path,
 
 def take_baseline(root: Path, state_dir: Path, backlog_file: Path,
                   ignore: Iterable[str] = ()) -> Baseline:
-    """The main checkout now: HEAD and every change in it that is not the runner's
+    """The main checkout now: every change in it that is not the runner's
     (``ignore``: paths the caller writes itself, such as the backlog it holds)."""
     files = {entry.path: _fingerprint(root, entry)
              for entry in _changes(root, state_dir, backlog_file, ignore)}
-    return Baseline(head_commit(root), files)
+    return Baseline(files)
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,6 @@ class Escape:
     """Changes in the main checkout that no agent was allowed to make."""
 
     entries: tuple[StatusEntry, ...]
-    #: ``(before, after)`` when HEAD moved.
-    head_moved: tuple[str | None, str | None] | None
     #: The item whose agent alone ran meanwhile; ``None`` when several (or none) did.
     item_id: str | None
     #: The items whose agents ran meanwhile.
@@ -80,9 +79,6 @@ class Escape:
     def reason(self) -> str:
         """The report: ``an agent wrote outside its worktree`` and what it wrote."""
         what = [render_porcelain_line(entry) for entry in self.entries]
-        if self.head_moved is not None:
-            before, after = self.head_moved
-            what.append(f"HEAD moved from {(before or 'none')[:12]} to {(after or 'none')[:12]}")
         who = f" (item {self.item_id})" if self.item_id else (
             f" (one of items {', '.join(self.ran)})" if self.ran else "")
         return f"an agent wrote outside its worktree{who}: " + "; ".join(what)
@@ -98,10 +94,7 @@ def escaped(before: Baseline, root: Path, state_dir: Path, backlog_file: Path,
     seen = {entry.path for entry in now}
     # a path dirty before and clean now was changed too (put back by an agent)
     changed += [StatusEntry(path, "  ") for path in before.files if path not in seen]
-    head = head_commit(root)
-    moved = (before.head, head) if head != before.head else None
-    if not changed and moved is None:
+    if not changed:
         return None
     ran_items = tuple(dict.fromkeys(ran))
-    return Escape(tuple(changed), moved, ran_items[0] if len(ran_items) == 1 else None,
-                  ran_items)
+    return Escape(tuple(changed), ran_items[0] if len(ran_items) == 1 else None, ran_items)

@@ -16,6 +16,7 @@ from typing import Any
 from git_forge.backlog.held import HeldBacklog
 from git_forge.locks import locked
 from git_forge.loop.agent_state import AgentState
+from git_forge.loop.errors import BranchLeft
 from git_forge.loop.journal import Journal
 from git_forge.loop.options import LoopOptions
 from git_forge.loop.progress import Progress
@@ -43,7 +44,8 @@ class RunContext:
     supervisor: Supervisor
     state: RunState
     stop: Callable[[], bool]
-    #: The branch the run started on (``None``: a detached HEAD, with ``--force``).
+    #: The branch the run started on (``None``: a detached HEAD, with ``--force``): the
+    #: only one it ever commits to.
     branch: str | None = None
     preexisting: frozenset[str] = frozenset()
     attempts: dict[str, int] = field(default_factory=dict)
@@ -71,11 +73,28 @@ class RunContext:
 
 def commit(run: RunContext, paths: list[str], message: str, *,
            allow_empty: bool = False) -> str:
-    """Commit ``paths`` holding backlog.json's lock: a ``backlog add`` from another
-    terminal may rewrite it at any moment, and the commit must read it whole."""
+    """Commit ``paths`` on the run's branch, holding backlog.json's lock: a ``backlog
+    add`` from another terminal may rewrite it at any moment, and the commit must
+    read it whole. A main checkout no longer on the run's branch gets no commit
+    (``BranchLeft``)."""
+    left = left_branch(run)
+    if left is not None:
+        raise BranchLeft(left)
     run.journal.sync()  # what led to the commit is on disk before the commit is
     with locked(run.store.path):
-        return commit_paths(run.repo, paths, message, allow_empty=allow_empty)
+        return commit_paths(run.repo, paths, message, allow_empty=allow_empty,
+                            branch=run.branch)
+
+
+def left_branch(run: RunContext) -> str | None:
+    """What the main checkout was switched to, when it is no longer on the branch the
+    run started on (``to branch x``, ``to a detached HEAD at …``); else ``None``."""
+    now = run.repo.branch_name
+    if now == run.branch:
+        return None
+    if now is not None:
+        return f"to branch {now}"
+    return f"to a detached HEAD at {(run.repo.head_commit_id() or '')[:12]}"
 
 
 def dirty(run: RunContext, listed: list[StatusEntry] | None = None) -> list[str]:

@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import queue
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from git_forge.loop.containment import Baseline, Escape, escaped, take_baseline
 from git_forge.reconcile import messages
 from git_forge.reconcile.item_trees import tree_changes
-from git_forge.reconcile.merge_queue import Integrated, Outcome, integrate_item, tidy
+from git_forge.reconcile.merge_queue import Outcome, integrate_item, tidy
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
 from git_forge.tree.repo import open_repo
@@ -119,6 +119,7 @@ class MergeWorker:
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._results: queue.Queue[Result] = queue.Queue()
         self.outstanding = 0
+        self._cancelled = False
         self.baseline = self._baseline()
         self._thread = threading.Thread(target=self._work, name="forge-merge", daemon=True)
         self._thread.start()
@@ -150,8 +151,10 @@ class MergeWorker:
         self.outstanding -= sum(isinstance(result, Finished) for result in found)
         return found
 
-    def close(self, timeout: float = 60.0) -> None:
-        """No more jobs: the thread ends after those it has (the loop reads their results)."""
+    def close(self, timeout: float = 60.0, *, cancel: bool = False) -> None:
+        """No more jobs: the thread ends after those it has (the loop reads their
+        results) — with ``cancel``, after the one under way, the others not done."""
+        self._cancelled = cancel
         self._jobs.put(None)
         self._thread.join(timeout)
 
@@ -159,6 +162,9 @@ class MergeWorker:
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
+            if self._cancelled:
+                self._results.put(Finished(job))
+                continue
             try:
                 self._do(job)
             except BaseException as exc:  # handed to the loop, which ends the run with it
@@ -185,11 +191,10 @@ class MergeWorker:
         except GitError as exc:
             self._results.put(CommitFailed(job, exc.message))
             return
-        outcome = integrate_item(self.root, self.state_dir, job.item_id, self.onto)
-        if isinstance(outcome, Integrated):
-            # a fast-forward moves only clean paths (a dirty one in the way refuses it)
-            self.baseline = replace(self.baseline, head=outcome.tip)
-        self._results.put(Merged(job, commit, outcome))
+        # a fast-forward moves only clean paths (a dirty one in the way refuses it): the
+        # main checkout's baseline holds
+        self._results.put(Merged(job, commit, integrate_item(self.root, self.state_dir,
+                                                             job.item_id, self.onto)))
 
     def _paths(self, job: Job) -> list[str]:
         """The agent's changes in its worktree: never backlog.json or state files."""

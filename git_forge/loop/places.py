@@ -16,6 +16,8 @@ engine (``slots``) is given, never a second loop.
   Its results come back through ``results``. The items' statuses are committed
   once, as the run ends, stops or pauses (``[forge] backlog: 001, 003 done; …``),
   so each item is one commit on the branch.
+
+Both commit only to the branch the run started on (``context.commit``).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from git_forge.tree.errors import GitError
 from git_forge.tree.git_status import ListingMeanwhile
 from git_forge.tree.porcelain import StatusEntry
 from git_forge.tree.stash import stash_paths
-from git_forge.tree.worktrees import add_worktree, is_ignored, worktree_at
+from git_forge.tree.worktrees import add_worktree, is_ignored, tips, worktree_at
 
 
 @dataclass(frozen=True)
@@ -176,8 +178,8 @@ class Place(Protocol):
         """The run ends, stops or pauses: what is left to record, recorded."""
         ...
 
-    def close(self) -> None:
-        """No more work: what is under way is finished first."""
+    def close(self, *, cancel: bool = False) -> None:
+        """No more work (``cancel``: the work not started yet is not done)."""
         ...
 
 
@@ -264,7 +266,7 @@ class MainCheckout:
     def finish(self) -> None:
         return None
 
-    def close(self) -> None:
+    def close(self, *, cancel: bool = False) -> None:
         return None
 
 
@@ -286,8 +288,6 @@ class Worktrees:
         self.root, self.state_dir = workspace.root, workspace.state_dir
         #: Each item's worktree, from its start until its git work is handed over.
         self.trees: dict[str, Path] = {}
-        #: The loop branch's tip as the merges left it (new worktrees start there).
-        self.tip = str(run.repo.head_commit_id())
         #: The items whose agents run, and those that ran since the last git work.
         self.running: set[str] = set()
         self.ran: set[str] = set()
@@ -295,6 +295,10 @@ class Worktrees:
         self.worker = MergeWorker(workspace.root, workspace.state_dir, workspace.backlog_file,
                                   run.backlog_rel, self.onto)
         self.preparer = WorktreePreparer(workspace.root)
+
+    def _tip(self) -> str:
+        """The loop branch's tip now: the merges' and any commit of the user's."""
+        return tips(self.root, self.onto)[self.onto]
 
     def _check_ignored(self) -> None:
         """The worktrees live in the state dir, which git must ignore (``git forge init``
@@ -325,7 +329,7 @@ class Worktrees:
                 if existing is not None and not existing.missing:
                     self.trees[item.id] = path
                     return path
-            tip = self.tip
+            tip = self._tip()
             try:
                 add_worktree(self.root, path, branch, tip)
             except GitError:  # its branch, or a registration, left by a run before
@@ -345,7 +349,7 @@ class Worktrees:
             return
         path = item_worktree(self.state_dir, item.id)
         if not path.exists():
-            self.preparer.prepare(item.id, path, messages.item_branch(item.id), self.tip)
+            self.preparer.prepare(item.id, path, messages.item_branch(item.id), self._tip())
 
     def began(self, item_id: str) -> None:
         self.running.add(item_id)
@@ -410,7 +414,6 @@ class Worktrees:
         outcome = result.outcome
         item_id = result.job.item_id
         if isinstance(outcome, Integrated):
-            self.tip = outcome.tip
             return Landed(item_id, (outcome.commits or (result.commit,))[-1], outcome)
         if isinstance(outcome, Conflicted):
             self.run.journal.append("merge_conflict", itemId=item_id, paths=list(outcome.paths),
@@ -439,11 +442,11 @@ class Worktrees:
         ])
         commit(run, [run.backlog_rel], message)
 
-    def close(self) -> None:
-        """The merge thread ends once its jobs are done, then the worktrees made for
-        items that did not start are removed: clean, on a branch the loop's branch
-        contains (``tidy`` keeps any that is not)."""
-        self.worker.close()
+    def close(self, *, cancel: bool = False) -> None:
+        """The merge thread ends (``cancel``: once the job under way is done), then the
+        worktrees made for items that did not start are removed: clean, on a branch the
+        loop's branch contains (``tidy`` keeps any that is not)."""
+        self.worker.close(cancel=cancel)
         for made in self.preparer.close():
             with contextlib.suppress(GitError):
                 tidy(self.root, self.state_dir, made.item_id, self.onto)

@@ -19,6 +19,10 @@ else is here once, for both:
   counting), the circuit breaker fed; then its signal settled (``outcomes``: done,
   blocked, needs-human, retried, deferred). The git work is the place's, at once
   or on its merge thread; what it came to is acted on as it comes (``events``).
+* **The branch**: the run commits only to the branch it started on. A commit on
+  it meanwhile (the user's) is the new tip; a main checkout switched to another
+  branch (or a detached HEAD) stops the run at once — agents ended, nothing
+  committed, the agents' work kept — with the command to go on.
 * **Ending**: nothing more to start and nothing running (the session ends the run),
   a stop request (``loop stop``, a signal), a pause for a human
   (``--pause-on-needs-human``: the running agents finish first), the circuit
@@ -41,7 +45,8 @@ from git_forge.exit_codes import LOOP_PAUSED, LOOP_STOPPED
 from git_forge.loop import agent_run, notify, outcomes, receipts
 from git_forge.loop.agent_run import Ending, Step
 from git_forge.loop.attempt import Attempt
-from git_forge.loop.context import RunContext
+from git_forge.loop.context import RunContext, left_branch
+from git_forge.loop.errors import BranchLeft
 from git_forge.loop.iteration import agent_result, remove_prompt_files, start_agent
 from git_forge.loop.outcomes import Outcome
 from git_forge.loop.places import (
@@ -136,6 +141,9 @@ class Engine:
             while True:
                 if run.stop():
                     return self.stopped()
+                left = left_branch(run)
+                if left is not None:
+                    raise BranchLeft(left)
                 self._apply(place.events())
                 for agent, manifest in self._look(wait=bool(self.running)):
                     del self.running[agent.item.id]
@@ -158,6 +166,8 @@ class Engine:
                 run.store.transition(item_id, "pending")
             place.finish()
             return None
+        except BranchLeft as left:
+            return self._switched(left.what)
         finally:
             for agent in self.running.values():
                 agent.listed()
@@ -313,6 +323,9 @@ class Engine:
         if step is not Step.SETTLE:  # (or a stop during the wait: the next look ends the run)
             place.contain(agent.item)
             return
+        left = left_branch(run)  # nothing is settled on a checkout switched away
+        if left is not None:
+            raise BranchLeft(left)
         before = run.store.get(item_id)
         outcome = outcomes.settle(run, place, before, result)
         if outcome is Outcome.RETRY:
@@ -355,8 +368,7 @@ class Engine:
         run = self.run
         escape = event.escape
         run.journal.append("agent_escaped", itemId=escape.item_id,
-                           paths=[entry.path for entry in escape.entries],
-                           headMoved=escape.head_moved is not None, ran=list(escape.ran))
+                           paths=[entry.path for entry in escape.entries], ran=list(escape.ran))
         run.progress.note(f"{escape.reason} — left in the main checkout for git forge "
                           "reconcile")
         if not event.own:
@@ -373,10 +385,11 @@ class Engine:
 
     # --- ending ----------------------------------------------------------------------------
 
-    def _wind_down(self) -> None:
-        """How a run ends early: every agent ends; the git work under way is finished;
-        each running item, and each whose work did not land, goes back to pending; the
-        place records what is left to record."""
+    def _wind_down(self, *, cancel: bool = False) -> None:
+        """How a run ends early: every agent ends; the git work under way is finished
+        (``cancel``: only the job under way, the rest left undone); each running item,
+        and each whose work did not land, goes back to pending; the place records what
+        is left to record (not after ``cancel``)."""
         run = self.run
         try:
             run.supervisor.shutdown()
@@ -386,6 +399,8 @@ class Engine:
             agent.listed()
         self.running.clear()
         self._show_running()
+        if cancel:
+            self.place.close(cancel=True)
         while self.place.outstanding:
             self._apply(self.place.events(wait=POLL_SECONDS))
         for before, _ in self.landing.values():
@@ -394,7 +409,8 @@ class Engine:
         for item in run.store.items():  # running, ended but not settled, or between retries
             if item.status == "in_progress":
                 run.store.transition(item.id, "pending")
-        self.place.finish()
+        if not cancel:
+            self.place.finish()
         remove_prompt_files(run.workspace.state_dir)
 
     def stopped(self) -> LoopResult:
@@ -409,6 +425,27 @@ class Engine:
         run.journal.append("loop_cancelled", itemId=current, **several)
         run.agent.notifier.send(notify.STOPPED, run.state.run_id or "", itemId=current)
         return result(run, LOOP_STOPPED, "stopped", self.place.stopped)
+
+    def _switched(self, what: str) -> LoopResult:
+        """The main checkout left the run's branch: every agent ends, nothing more is
+        committed (the git work not under way is not done), the agents' work stays."""
+        run = self.run
+        running = sorted(self.running)
+        self._wind_down(cancel=True)
+        branch = run.branch
+        back = (f"git checkout {branch}" if branch is not None else
+                f"git checkout --detach {(run.state.base_commit_hash or '')[:12]}")
+        message = (f"stopped: the main checkout was switched {what} while the loop ran on "
+                   f"{branch or 'a detached HEAD'}; nothing was committed, and "
+                   f"{self.place.kept} for git forge reconcile; to go on: {back}, then "
+                   "git forge loop run")
+        current = run.state.current_item
+        run.save(status="stopped")
+        run.journal.append("branch_left", branch=branch, switched=what)
+        several: dict[str, Any] = {"running": running} if self.place.slots > 1 else {}
+        run.journal.append("loop_cancelled", itemId=current, reason=message, **several)
+        run.agent.notifier.send(notify.STOPPED, run.state.run_id or "", itemId=current)
+        return result(run, LOOP_STOPPED, "stopped", message)
 
     def ended(self, ending: Ending) -> LoopResult:
         """The run ends at the circuit breaker, a usage limit or ``--max-cost``: wound

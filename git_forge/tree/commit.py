@@ -73,7 +73,8 @@ def _set_entries(
 
 @git_failures("cannot commit")
 def commit_paths(
-    repo: Repo, paths: Iterable[str], message: str, *, allow_empty: bool = False
+    repo: Repo, paths: Iterable[str], message: str, *, allow_empty: bool = False,
+    branch: str | None = None,
 ) -> str:
     """Commit the working-tree content of exactly ``paths`` on top of HEAD; return its id.
 
@@ -83,6 +84,10 @@ def commit_paths(
     path, like git's "cannot do a partial commit during a merge"), when no
     identity is configured, and when the paths hold no change from HEAD
     (unless ``allow_empty``: then no paths at all is an empty commit).
+
+    ``branch``: the commit lands on that branch or nowhere — HEAD must be on it
+    (a ``GitError`` otherwise, nothing changed), and the branch itself is what
+    moves, so a checkout switched meanwhile never gets the commit.
     """
     listed = list(paths)
     names = normalise_paths(listed) if listed or not allow_empty else []
@@ -93,6 +98,9 @@ def commit_paths(
             "cannot commit named paths while a merge, rebase, cherry-pick or revert is in"
             " progress; finish or abort it first"
         )
+    if branch is not None and repo.branch_name != branch:
+        where = repo.branch_name or "a detached HEAD"
+        raise GitError(f"HEAD is on {where}, not on branch {branch}")
     author, committer = author_and_committer(repo)
     repo.check_unlocked(stash=False)
     refuse(repo, names, "commit")
@@ -114,7 +122,8 @@ def commit_paths(
     previous = [(file.path, staged_entry(index, file.path)) for file in files]
     _set_entries(index, [(file.path, file if file.present else None) for file in files])
     try:
-        commit_id = repository.create_commit("HEAD", author, committer, text, tree_id, parents)
+        ref = "HEAD" if branch is None else f"refs/heads/{branch}"
+        commit_id = repository.create_commit(ref, author, committer, text, tree_id, parents)
     except BaseException:
         _set_entries(repo.fresh_index(), previous)
         raise
