@@ -238,3 +238,33 @@ def test_a_switch_of_the_main_checkout_stops_the_run_cleanly(project: Project,
     else:
         trees = project.root / ".forge" / "worktrees"
         assert all((trees / item / f"item-{item}.txt").exists() for item in ("001", "002", "003"))
+
+
+def test_a_write_into_a_siblings_worktree_is_caught_and_never_committed(
+        project: Project) -> None:
+    project.plan({
+        "001": [["wait", "../004"], ["write", "../004/planted.txt"], ["mark", "planted"],
+                ["sleep", 0.3], ["write", "item-001.txt"]],
+        "002": [["mark", "started"], ["wait", "001-planted"], ["write", "item-002.txt"]],
+        "003": [["mark", "started"], ["wait", "001-planted"], ["write", "item-003.txt"]],
+    })
+    result = project.run(3)
+    out = result.stdout + result.stderr
+    assert "planted.txt" not in project.committed_paths(), out
+    assert project.on_branch("planted.txt") is None
+    for item in ("001", "002", "003", "004"):
+        assert project.on_branch(f"item-{item}.txt") == f"work of item {item}\n", (item, out)
+    reported = [line for line in out.splitlines() if "wrote outside its worktree" in line]
+    assert len(reported) == 1, out
+    assert reported[0] in (
+        "  note: an agent wrote outside its worktree (item 001), into item 004's worktree: "
+        "?? planted.txt — left there for git forge reconcile",
+        "  note: an agent wrote outside its worktree (one of items 001, 002, 003), into item "
+        "004's worktree: ?? planted.txt — left there for git forge reconcile"), out
+    # left where it was written, for reconcile: the next launch stops on it
+    planted = project.root / ".forge" / "worktrees" / "004" / "planted.txt"
+    assert planted.read_text() == "work of item 001\n"
+    stop = run_forge("preflight", "--json", cwd=project.root)
+    assert stop.returncode == 1
+    dirty = {t["itemId"]: t["dirty"] for t in json.loads(stop.stdout)["worktrees"]}
+    assert dirty == {"004": [{"path": "planted.txt", "xy": "??"}]}

@@ -7,14 +7,15 @@ order the agents ended — the merge queue:
 
 * ``contain`` — the containment check (``containment``): a change in the main
   checkout since this thread last changed it itself;
-* ``done`` — that check, then the worktree's changes committed there on top of
-  whatever the agent did with its HEAD (its commits, an amend, a detached HEAD
-  or a branch of its own), the item's branch moved to that commit, then the
+* ``done`` — that check, then the worktree's own changes (``containment.foreign``:
+  a sibling's writes there are reported and left alone) committed there on top
+  of whatever the agent did with its HEAD (its commits, an amend, a detached
+  HEAD or a branch of its own), the item's branch moved to that commit, then the
   merge queue's step (``reconcile.merge_queue.integrate_item``: its commits since
   it forked from the loop's branch replayed onto the tip, fast-forward, the
   worktree and branch removed when nothing is left);
-* ``leftovers`` — that check, then a blocked item's leftovers stashed from its
-  worktree and the emptied worktree removed.
+* ``leftovers`` — that check, then a blocked item's own leftovers stashed from
+  its worktree and the emptied worktree removed.
 
 Every result goes back to the loop as data (``Result``), in order; the loop acts
 on it. Nothing here touches the backlog, the journal or the progress. The main
@@ -28,11 +29,12 @@ from __future__ import annotations
 
 import queue
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from git_forge.loop.containment import Baseline, Escape, escaped, take_baseline
+from git_forge.loop.containment import Baseline, Escape, Window, escaped, foreign, take_baseline
 from git_forge.reconcile import messages
 from git_forge.reconcile.item_trees import tree_changes
 from git_forge.reconcile.merge_queue import Outcome, integrate_item, tidy
@@ -52,13 +54,13 @@ class Job:
     item_id: str
     title: str
     tree: Path
-    #: The items whose agents ran since the job before was handed over.
-    ran: tuple[str, ...]
+    #: Every attempt of the run's agents so far (who may have written what, when).
+    windows: tuple[Window, ...]
 
 
 @dataclass(frozen=True)
 class Seen:
-    """The containment check found a change in the main checkout."""
+    """The containment check found a change an agent made outside its worktree."""
 
     job: Job
     escape: Escape
@@ -121,6 +123,8 @@ class MergeWorker:
         self.outstanding = 0
         self._cancelled = False
         self.baseline = self._baseline()
+        #: The paths of each worktree a sibling wrote: never committed or stashed.
+        self.foreign: dict[Path, set[str]] = {}
         self._thread = threading.Thread(target=self._work, name="forge-merge", daemon=True)
         self._thread.start()
 
@@ -172,8 +176,10 @@ class MergeWorker:
             self._results.put(Finished(job))
 
     def _do(self, job: Job) -> None:
+        looked = time.time()
         found = escaped(self.baseline, self.root, self.state_dir, self.backlog_file,
-                        job.ran, ignore=(self.backlog_rel,))
+                        job.windows, ignore=(self.backlog_rel,))
+        self.baseline = replace(self.baseline, taken=looked)  # "meanwhile" starts again
         if found is not None:
             self._results.put(Seen(job, found))
             self.baseline = self._baseline()  # reported once
@@ -197,9 +203,18 @@ class MergeWorker:
                                                              job.item_id, self.onto)))
 
     def _paths(self, job: Job) -> list[str]:
-        """The agent's changes in its worktree: never backlog.json or state files."""
-        changes = tree_changes(self.root, job.tree, self.state_dir, self.backlog_file)
-        return [entry.path.rstrip("/") for entry in changes if entry.path != self.backlog_rel]
+        """The agent's own changes in its worktree: never backlog.json or state files,
+        never what a sibling wrote there (reported once, and left where it is)."""
+        changes = [entry for entry in tree_changes(self.root, job.tree, self.state_dir,
+                                                   self.backlog_file)
+                   if entry.path != self.backlog_rel]
+        written = self.foreign.setdefault(job.tree, set())
+        found = foreign(job.tree, job.item_id,
+                        [entry for entry in changes if entry.path not in written], job.windows)
+        if found is not None:
+            self._results.put(Seen(job, found))
+            written.update(entry.path for entry in found.entries)
+        return [entry.path.rstrip("/") for entry in changes if entry.path not in written]
 
     def _commit(self, job: Job) -> str:
         """Commit exactly the agent's changes in its worktree, on whatever its HEAD is

@@ -12,7 +12,7 @@ engine (``slots``) is given, never a second loop.
   The git work of an ended agent is the merge thread's (``merging``), in the order
   the agents ended: a done item's work committed there and integrated onto the
   loop's branch, a blocked item's leftovers stashed from its worktree, and the
-  containment check (``containment``) of the main checkout.
+  containment checks (``containment``) of the main checkout and of that worktree.
   Its results come back through ``results``. The items' statuses are committed
   once, as the run ends, stops or pauses (``[forge] backlog: 001, 003 done; …``),
   so each item is one commit on the branch.
@@ -23,15 +23,16 @@ Both commit only to the branch the run started on (``context.commit``).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from git_forge.backlog.item import Item
 from git_forge.exit_codes import LOOP_REFUSED
 from git_forge.layout import item_worktree
-from git_forge.loop.containment import Escape
+from git_forge.loop.containment import Escape, Window
 from git_forge.loop.context import RunContext, actionable, commit, dirty
 from git_forge.loop.errors import LoopError
 from git_forge.loop.merging import (
@@ -99,7 +100,7 @@ class Escaped:
 
     @property
     def own(self) -> bool:
-        return self.escape.item_id == self.item_id
+        return self.escape.into is None and self.escape.item_id == self.item_id
 
 
 #: What a place's git work came to, for the engine to act on.
@@ -273,6 +274,14 @@ class MainCheckout:
 # --- linked worktrees ---------------------------------------------------------------------
 
 
+@dataclass
+class _Tree:
+    """An item's worktree in this run, and its agent's attempts."""
+
+    path: Path
+    windows: list[Window] = field(default_factory=list)
+
+
 class Worktrees:
     """N agents at once, each in its item's worktree; the git work on the merge thread."""
 
@@ -287,10 +296,9 @@ class Worktrees:
         workspace = run.workspace
         self.root, self.state_dir = workspace.root, workspace.state_dir
         #: Each item's worktree, from its start until its git work is handed over.
-        self.trees: dict[str, Path] = {}
-        #: The items whose agents run, and those that ran since the last git work.
-        self.running: set[str] = set()
-        self.ran: set[str] = set()
+        self.trees: dict[str, _Tree] = {}
+        #: Attempts of items whose worktrees are gone (still witnesses of who ran when).
+        self.past: list[Window] = []
         self._check_ignored()
         self.worker = MergeWorker(workspace.root, workspace.state_dir, workspace.backlog_file,
                                   run.backlog_rel, self.onto)
@@ -317,7 +325,7 @@ class Worktrees:
         cannot run (``Unavailable``)."""
         known = self.trees.get(item.id)
         if known is not None:
-            return known
+            return known.path
         path = item_worktree(self.state_dir, item.id)
         branch = messages.item_branch(item.id)
         made = self.preparer.take(item.id)
@@ -327,7 +335,7 @@ class Worktrees:
             if path.exists():
                 existing = worktree_at(self.root, path)
                 if existing is not None and not existing.missing:
-                    self.trees[item.id] = path
+                    self.trees[item.id] = _Tree(path)
                     return path
             tip = self._tip()
             try:
@@ -340,7 +348,7 @@ class Worktrees:
                 add_worktree(self.root, path, branch, tip)
         self.run.journal.append("worktree_added", itemId=item.id, path=str(path), branch=branch,
                                 commit=tip)
-        self.trees[item.id] = path
+        self.trees[item.id] = _Tree(path)
         return path
 
     def ahead(self, coming: Coming) -> None:
@@ -352,11 +360,11 @@ class Worktrees:
             self.preparer.prepare(item.id, path, messages.item_branch(item.id), self._tip())
 
     def began(self, item_id: str) -> None:
-        self.running.add(item_id)
-        self.ran.add(item_id)
+        self.trees[item_id].windows.append(Window(item_id, time.time()))
 
     def ended(self, item_id: str) -> None:
-        self.running.discard(item_id)
+        windows = self.trees[item_id].windows
+        windows[-1] = Window(item_id, windows[-1].start, time.time())
 
     def listing(self) -> ListingMeanwhile | None:
         return None
@@ -365,11 +373,10 @@ class Worktrees:
 
     def _submit(self, kind: Kind, item: Item) -> None:
         self.run.journal.sync()  # what led to the job is on disk before its git work is
-        ran = tuple(sorted(self.ran | self.running))
-        self.worker.submit(Job(kind, item.id, item.title, self.trees[item.id], ran))
-        self.ran = set(self.running)
+        windows = (*self.past, *(w for tree in self.trees.values() for w in tree.windows))
+        self.worker.submit(Job(kind, item.id, item.title, self.trees[item.id].path, windows))
         if kind != "contain":  # the item's worktree is the merge thread's to clear or keep
-            del self.trees[item.id]
+            self.past.extend(self.trees.pop(item.id).windows)
 
     def land(self, item: Item, listed: list[StatusEntry] | None) -> Landing | None:
         self._submit("done", item)

@@ -367,10 +367,11 @@ class Engine:
         the item whose git work found it wrote it alone, that item is blocked."""
         run = self.run
         escape = event.escape
+        where = "in the main checkout" if escape.into is None else "there"
         run.journal.append("agent_escaped", itemId=escape.item_id,
-                           paths=[entry.path for entry in escape.entries], ran=list(escape.ran))
-        run.progress.note(f"{escape.reason} — left in the main checkout for git forge "
-                          "reconcile")
+                           paths=[entry.path for entry in escape.entries], ran=list(escape.ran),
+                           **({"into": escape.into} if escape.into is not None else {}))
+        run.progress.note(f"{escape.reason} — left {where} for git forge reconcile")
         if not event.own:
             return
         item_id = event.item_id
