@@ -240,6 +240,30 @@ def test_a_switch_of_the_main_checkout_stops_the_run_cleanly(project: Project,
         assert all((trees / item / f"item-{item}.txt").exists() for item in ("001", "002", "003"))
 
 
+@SLOTS
+def test_a_dependency_added_during_the_run_is_read_when_the_item_starts(
+        project: Project, slots: int) -> None:
+    project.plan({
+        **{item: [["mark", "started"], ["wait", "go"], ["write", f"item-{item}.txt"]]
+           for item in ("001", "002", "003")},
+        "004": [["mark", "started"], ["write", "item-004.txt"]],
+    })
+    loop = project.spawn(slots)
+    project.wait_for("001-started")
+    if slots > 1:  # all slots taken: the next item's worktree is made ahead
+        project.wait_for("002-started", "003-started")
+        waiting.wait_for(lambda: (project.root / ".forge" / "worktrees" / "004").is_dir(), 30,
+                         what="004's worktree made ahead")
+    edited = run_forge("backlog", "edit", "004", "--depends-on", "003", cwd=project.root)
+    assert edited.returncode == 0, edited.stderr
+    project.go()
+    out, err = project.finish(loop)
+    assert loop.returncode == 0, out + err
+    assert project.statuses() == ["done"] * 4
+    seen = json.loads(project.mark("004-started").read_text())
+    assert "item-003.txt" in seen, seen
+
+
 def test_a_write_into_a_siblings_worktree_is_caught_and_never_committed(
         project: Project) -> None:
     project.plan({

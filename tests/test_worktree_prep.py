@@ -15,11 +15,12 @@ def test_a_prepared_worktree_is_taken_once_at_its_tip(git_repo: Path) -> None:
     tip = git("rev-parse", "HEAD", cwd=git_repo).strip()
     path = git_repo / ".forge" / "worktrees" / "001"
     preparer = WorktreePreparer(git_repo)
-    preparer.prepare("001", path, "forge/001", tip)
+    preparer.prepare("001", path, "forge/001", tip, ("000",))
     preparer.prepare("001", path, "forge/001", tip)  # asked twice: made once
     assert preparer.asked("001")
     made = preparer.take("001")
     assert made is not None and made.path == path and made.tip == tip
+    assert made.depends_on == ("000",)  # as they were: the start compares them
     found = worktree_at(git_repo, path)
     assert found is not None and not found.missing
     assert git("rev-parse", "forge/001", cwd=git_repo).strip() == tip

@@ -8,7 +8,7 @@ engine (``slots``) is given, never a second loop.
 * ``Worktrees`` — N agents at once, each in a linked worktree of its own
   (``{stateDir}/worktrees/<id>`` on branch ``forge/<id>``, made at the loop
   branch's tip as the item starts; the next one made ahead while every slot is
-  taken).
+  taken, and checked at its start against that tip and the item's dependencies).
   The git work of an ended agent is the merge thread's (``merging``), in the order
   the agents ended: a done item's work committed there and integrated onto the
   loop's branch, a blocked item's leftovers stashed from its worktree, and the
@@ -54,7 +54,14 @@ from git_forge.tree.errors import GitError
 from git_forge.tree.git_status import ListingMeanwhile
 from git_forge.tree.porcelain import StatusEntry
 from git_forge.tree.stash import stash_paths
-from git_forge.tree.worktrees import add_worktree, is_ignored, tips, worktree_at
+from git_forge.tree.worktrees import (
+    add_worktree,
+    is_ancestor,
+    is_ignored,
+    move_to,
+    tips,
+    worktree_at,
+)
 
 
 @dataclass(frozen=True)
@@ -320,24 +327,26 @@ class Worktrees:
     # --- where an agent runs -------------------------------------------------------------
 
     def take(self, item: Item) -> Path:
-        """The item's worktree: the one it has (a retry's), else a new one at the tip.
-        What a run before left is cleared when nothing is in it; otherwise the item
-        cannot run (``Unavailable``)."""
+        """The item's worktree: the one it has in this run (a retry's), else one at the
+        loop branch's tip now — made ahead, or left clean by a run before, and moved to
+        the tip when the tip or the item's dependencies changed since it was made; else
+        made now. What a run before left is cleared when nothing is in it; a worktree
+        that holds work, or cannot be moved as ``git checkout`` would, keeps the item
+        from running (``Unavailable``)."""
         known = self.trees.get(item.id)
         if known is not None:
             return known.path
         path = item_worktree(self.state_dir, item.id)
         branch = messages.item_branch(item.id)
+        tip = self._tip()
         made = self.preparer.take(item.id)
-        if made is not None:  # made ahead, at the tip it knew then
-            tip = made.tip
+        existing = worktree_at(self.root, path) if made is None and path.exists() else None
+        if made is not None or (existing is not None and not existing.missing):
+            at = made.tip if made is not None else existing.head if existing else None
+            depends = made.depends_on if made is not None else item.depends_on
+            if at != tip or depends != item.depends_on:
+                self._move(path, branch, at, tip)
         else:
-            if path.exists():
-                existing = worktree_at(self.root, path)
-                if existing is not None and not existing.missing:
-                    self.trees[item.id] = _Tree(path)
-                    return path
-            tip = self._tip()
             try:
                 add_worktree(self.root, path, branch, tip)
             except GitError:  # its branch, or a registration, left by a run before
@@ -351,13 +360,26 @@ class Worktrees:
         self.trees[item.id] = _Tree(path)
         return path
 
+    def _move(self, path: Path, branch: str, at: str | None, tip: str) -> None:
+        """The worktree at ``path`` (at commit ``at``) moved to the tip, when nothing
+        of it can be lost: ``at`` is on the loop's branch, and a local change (a
+        sibling's write, reported at the item's end) is carried along."""
+        try:
+            if at is not None and not is_ancestor(self.root, at, tip):
+                raise GitError(f"it is at {at[:12]}, which is not on {self.onto}")
+            move_to(self.root, path, branch, tip)
+        except GitError as exc:
+            raise Unavailable(f"its worktree {path} could not be moved to the tip "
+                              f"{tip[:12]}: {exc.message}; see git forge reconcile") from exc
+
     def ahead(self, coming: Coming) -> None:
         item = coming()
         if item is None or self.preparer.asked(item.id):
             return
         path = item_worktree(self.state_dir, item.id)
         if not path.exists():
-            self.preparer.prepare(item.id, path, messages.item_branch(item.id), self._tip())
+            self.preparer.prepare(item.id, path, messages.item_branch(item.id), self._tip(),
+                                  item.depends_on)
 
     def began(self, item_id: str) -> None:
         self.trees[item_id].windows.append(Window(item_id, time.time()))

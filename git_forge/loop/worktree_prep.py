@@ -4,10 +4,11 @@ In a parallel run a freed slot used to wait for ``git worktree add`` (tens of
 milliseconds, far more on a busy machine) before its agent could start. The loop
 names the item it would start next (``prepare``); this thread creates that
 item's worktree at the tip the loop knows then, and the start takes it
-(``take``). An item starts only once its dependencies are merged, so that tip
-already holds their work; a tip that moved on since (an unrelated item merged)
-changes nothing, since every item's commit is replayed onto the current tip
-when it is integrated.
+(``take``), with the tip it was made at and the item's dependencies as they were
+then: the start checks both, and moves a worktree whose tip or dependencies
+changed meanwhile to the tip (a dependency added during the run, a user's commit
+or another item integrated), so that an agent always starts on its
+dependencies' work.
 
 Only a plain creation happens here. Anything else — the item's path or branch
 left by a run before, a failure — is the loop's usual path at the start, which
@@ -32,11 +33,12 @@ TAKE_SECONDS = 30.0
 
 @dataclass(frozen=True)
 class Prepared:
-    """A worktree made for ``item_id`` at ``tip``."""
+    """A worktree made for ``item_id`` at ``tip``, when it depended on ``depends_on``."""
 
     item_id: str
     path: Path
     tip: str
+    depends_on: tuple[str, ...] = ()
 
 
 class WorktreePreparer:
@@ -44,20 +46,23 @@ class WorktreePreparer:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._jobs: queue.Queue[tuple[str, Path, str, str] | None] = queue.Queue()
+        self._jobs: queue.Queue[tuple[str, Path, str, str, tuple[str, ...]] | None] = (
+            queue.Queue())
         self._lock = threading.Condition()
         self._asked: set[str] = set()
         self._made: dict[str, Prepared | None] = {}
         self._thread = threading.Thread(target=self._work, name="forge-prepare", daemon=True)
         self._thread.start()
 
-    def prepare(self, item_id: str, path: Path, branch: str, tip: str) -> None:
-        """Create ``path`` on ``branch`` at ``tip`` for ``item_id`` (once per item)."""
+    def prepare(self, item_id: str, path: Path, branch: str, tip: str,
+                depends_on: tuple[str, ...] = ()) -> None:
+        """Create ``path`` on ``branch`` at ``tip`` for ``item_id`` (once per item),
+        which depends on ``depends_on`` now."""
         with self._lock:
             if item_id in self._asked:
                 return
             self._asked.add(item_id)
-        self._jobs.put((item_id, path, branch, tip))
+        self._jobs.put((item_id, path, branch, tip, depends_on))
 
     def asked(self, item_id: str) -> bool:
         with self._lock:
@@ -85,12 +90,12 @@ class WorktreePreparer:
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
-            item_id, path, branch, tip = job
+            item_id, path, branch, tip, depends_on = job
             made: Prepared | None = None
             if not path.exists():
                 try:
                     add_worktree(self.root, path, branch, tip)
-                    made = Prepared(item_id, path, tip)
+                    made = Prepared(item_id, path, tip, depends_on)
                 except (GitError, OSError):  # the start's own path clears or blocks
                     made = None
             with self._lock:

@@ -144,6 +144,14 @@ def hold_on(root: Path, tree: Path, branch: str) -> None:
     _in_tree(root, tree, ["checkout", "--quiet", "-B", branch, "HEAD"])
 
 
+def move_to(root: Path, tree: Path, branch: str, commit: str) -> None:
+    """Check ``branch`` out at ``commit`` in the linked worktree at ``tree`` (``git
+    checkout -B``): its files follow, a local change is carried along as ``git
+    checkout`` carries it, and one in the way refuses it (``GitError``, nothing
+    changed)."""
+    _in_tree(root, tree, ["checkout", "--quiet", "-B", branch, commit])
+
+
 def status(root: Path, tree: Path) -> list[StatusEntry]:
     """``git status --porcelain -uall --no-renames`` in the worktree at ``tree``."""
     return parse_porcelain_z(_in_tree(root, tree, list(STATUS_ARGS)))
