@@ -71,6 +71,22 @@ def git(*args: str, cwd: Path | str, check: bool = True, env: dict[str, str] | N
     return result.stdout
 
 
+def commit_project(root: Path, titles: tuple[str, ...]) -> None:
+    """Make ``root`` (its files already written) a committed git-forge project with
+    one pending item per title: git init, git forge init, the items, one commit.
+    Built with no user's or system's config and a fixed identity, for a
+    module-scoped fixture, which the per-test isolation does not reach."""
+    env = {"HOME": str(root.parent), "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    git("init", "-q", "-b", "main", cwd=root, env=env)
+    assert run_forge("init", cwd=root, env=env).returncode == 0
+    for title in titles:
+        assert run_forge("backlog", "add", "--title", title, cwd=root, env=env).returncode == 0
+    git("add", "-A", cwd=root, env=env)
+    git("commit", "-q", "-m", "base", cwd=root, env=env)
+
+
 def snapshot(root: Path | str, *, skip_git: bool = True) -> dict[str, bytes]:
     """Every file under ``root`` with its bytes (``.git`` skipped unless asked)."""
     root = Path(root)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import git, run_forge
+from helpers import commit_project, git, run_forge
 from test_tree_hostile import outside_digest
 
 #: A scripted agent: per item, per attempt, a list of steps from AGENT_PLAN.
@@ -101,18 +101,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project, built once: init, three items, config.txt and a sub directory."""
     root = tmp_path_factory.mktemp("loop-hostile") / "repo"
     root.mkdir()
-    env = {"HOME": str(root.parent), "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
-    git("init", "-q", "-b", "main", cwd=root, env=env)
     (root / "config.txt").write_text("repo content\n")
     (root / "sub").mkdir()
     (root / "sub" / "f.txt").write_text("in sub\n")
-    assert run_forge("init", cwd=root, env=env).returncode == 0
-    for title in ("First", "Second", "Third"):
-        assert run_forge("backlog", "add", "--title", title, cwd=root, env=env).returncode == 0
-    git("add", "-A", cwd=root, env=env)
-    git("commit", "-q", "-m", "base", cwd=root, env=env)
+    commit_project(root, ("First", "Second", "Third"))
     return root
 
 

@@ -16,12 +16,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import test_agent_loop
 import waiting
 from agent_streams import claude_init, claude_result, codex_thread, codex_turn_completed
-from fake_agents import FakeAgents
 from helpers import git, snapshot
-from templates import Templates
-from test_agent_loop import Project, _stamp, build_backlog
+from test_agent_loop import Project, _stamp
 
 from git_forge.agents.profiles import PROFILES
 from git_forge.agents.receipt import Receipt, Totals
@@ -37,19 +36,11 @@ from git_forge.supervisor.manifest import ManifestStore
 from git_forge.supervisor.process import PreparedProcess
 from git_forge.supervisor.supervisor import Supervisor
 
+#: The agent-loop tests' project: a committed backlog, fake agents first on PATH.
+project = test_agent_loop.project
+
 CLAUDE_FRESH = ["claude", "-p", "--output-format", "stream-json", "--verbose"]
 CODEX_FRESH = ["codex", "exec", "--json", "-"]
-
-
-@pytest.fixture
-def project(templates: Templates, tmp_path: Path) -> Iterator[Project]:
-    root = templates.copy("agent-backlog", build_backlog, tmp_path / "repo")
-    made = Project(root, FakeAgents(tmp_path))
-    yield made
-    for proc in made.spawned:
-        if proc.poll() is None:
-            waiting.kill_tree(proc.pid)
-            waiting.communicate(proc, timeout=10)
 
 
 def _configure(project: Project, text: str) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import git, run_forge
+from helpers import commit_project, git, run_forge
 from test_tree_hostile import outside_digest
 
 from git_forge.atomic import make_ignored_dir
@@ -77,16 +77,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A project with two pending items, committed: built once."""
     root = tmp_path_factory.mktemp("state-links") / "repo"
     root.mkdir()
-    env = {"HOME": str(root.parent), "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
-    git("init", "-q", "-b", "main", cwd=root, env=env)
     (root / "README.md").write_text("project\n")
-    assert run_forge("init", cwd=root, env=env).returncode == 0
-    for title in ("First", "Second"):
-        assert run_forge("backlog", "add", "--title", title, cwd=root, env=env).returncode == 0
-    git("add", "-A", cwd=root, env=env)
-    git("commit", "-q", "-m", "base", cwd=root, env=env)
+    commit_project(root, ("First", "Second"))
     return root
 
 
