@@ -420,11 +420,7 @@ class Engine:
         run = self.run
         running = sorted(self.running)
         self._wind_down()
-        current = run.state.current_item
-        run.save(status="stopped")
-        several: dict[str, Any] = {"running": running} if self.place.slots > 1 else {}
-        run.journal.append("loop_cancelled", itemId=current, **several)
-        run.agent.notifier.send(notify.STOPPED, run.state.run_id or "", itemId=current)
+        self._record_stop(running)
         return result(run, LOOP_STOPPED, "stopped", self.place.stopped)
 
     def _switched(self, what: str) -> LoopResult:
@@ -440,13 +436,25 @@ class Engine:
                    f"{branch or 'a detached HEAD'}; nothing was committed, and "
                    f"{self.place.kept} for git forge reconcile; to go on: {back}, then "
                    "git forge loop run")
+        self._record_stop(running, left=(branch, what), reason=message)
+        return result(run, LOOP_STOPPED, "stopped", message)
+
+    def _record_stop(self, running: list[str], *, left: tuple[str | None, str] | None = None,
+                     reason: str | None = None) -> None:
+        """A stopped run, recorded: state.json says so; the journal says, when the
+        main checkout ``left`` the run's branch, which branch and how, then
+        ``loop_cancelled`` (with the items that were running, when several could,
+        and the ``reason`` when one was given); the notifier is told."""
+        run = self.run
         current = run.state.current_item
         run.save(status="stopped")
-        run.journal.append("branch_left", branch=branch, switched=what)
-        several: dict[str, Any] = {"running": running} if self.place.slots > 1 else {}
-        run.journal.append("loop_cancelled", itemId=current, reason=message, **several)
+        if left is not None:
+            run.journal.append("branch_left", branch=left[0], switched=left[1])
+        told: dict[str, Any] = {} if reason is None else {"reason": reason}
+        if self.place.slots > 1:
+            told["running"] = running
+        run.journal.append("loop_cancelled", itemId=current, **told)
         run.agent.notifier.send(notify.STOPPED, run.state.run_id or "", itemId=current)
-        return result(run, LOOP_STOPPED, "stopped", message)
 
     def ended(self, ending: Ending) -> LoopResult:
         """The run ends at the circuit breaker, a usage limit or ``--max-cost``: wound
