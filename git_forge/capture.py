@@ -16,6 +16,7 @@ spawns git without importing ``subprocess``, reads through it as well.
 from __future__ import annotations
 
 import os
+import time  # built into the interpreter: importing it costs nothing
 
 from git_forge.records import NamedTuple
 
@@ -104,7 +105,6 @@ def _milliseconds_left(deadline: float | None) -> int | None:
     if deadline is None:
         return None
     import math
-    import time
 
     return max(0, math.ceil((deadline - time.monotonic()) * 1000))
 
@@ -138,7 +138,6 @@ class Helper:
         killed (with its process group when it has one of its own) and waited
         for; the deadline is ``HelperTimeout``."""
         import subprocess
-        import time
 
         deadline = None if timeout is None else time.monotonic() + timeout
         stdout, stderr, stdin = self._pipes
