@@ -70,8 +70,6 @@ def after_attempt(run: RunContext, taken: Item, result: AgentResult) -> Step | E
                               f"{exc.message}")
         session = result.receipt.session_id
         agent.last_session = (item_id, session) if session else None
-    if result.stopped:
-        return Step.SETTLE
     verdict = result.verdict
     if verdict.verdict is Verdict.LIMIT_WAIT:
         agent.breaker.reset()

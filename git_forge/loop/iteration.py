@@ -41,7 +41,7 @@ class AgentResult:
     """What one agent start came to, all an outcome needs to act on."""
 
     handle: str
-    #: The agent's final signal (``NO_SIGNAL`` when it timed out or was stopped).
+    #: The agent's final signal (``NO_SIGNAL`` when it timed out or idled).
     signal: Signal
     exit_code: int | None
     #: The supervisor's terminal state (``exited``, ``timed_out`` …).
@@ -49,8 +49,6 @@ class AgentResult:
     timed_out: bool
     #: The attempt in words, for a reason when it gave no signal (``what_happened``).
     what_happened: str
-    #: A stop request ended the wait: the agent is being ended, nothing is settled.
-    stopped: bool = False
     #: What the attempt was beyond its signal (a usage limit, a classified failure).
     verdict: Classified = field(default_factory=lambda: Classified(Verdict.RAN))
     receipt: Receipt | None = None
@@ -118,17 +116,16 @@ def start_agent(run: RunContext, item: Item, number: int, *,
 
 
 def agent_result(run: RunContext, item: Item, handle: str, manifest: Manifest,
-                 stopped: bool, attempt: Attempt, *, idle: bool = False,
+                 attempt: Attempt, *, idle: bool = False,
                  listed: list[StatusEntry] | None = None) -> AgentResult:
-    """What the ended (or stopped) agent came to; its signal is journaled."""
+    """What the ended agent came to; its signal is journaled."""
     failure = run.supervisor.storage_error(handle)
     if failure is not None:  # its output could not be recorded: the run cannot go on
         raise LoopError(str(failure.cause), exit_code=LOOP_ERROR)
-    result = _result_of(run, handle, manifest, stopped, idle, attempt, listed)
-    if not stopped:
-        signal = result.signal
-        fields = {"reason": signal.reason} if signal.reason is not None else {}
-        run.journal.append("signal_parsed", itemId=item.id, signal=signal.kind, **fields)
+    result = _result_of(run, handle, manifest, idle, attempt, listed)
+    signal = result.signal
+    fields = {"reason": signal.reason} if signal.reason is not None else {}
+    run.journal.append("signal_parsed", itemId=item.id, signal=signal.kind, **fields)
     return result
 
 
@@ -167,7 +164,7 @@ def _prepare(run: RunContext, item: Item, prompt: str, number: int,
                            receipt=attempt.make_receipt)
 
 
-def _result_of(run: RunContext, handle: str, manifest: Manifest, stopped: bool, idle: bool,
+def _result_of(run: RunContext, handle: str, manifest: Manifest, idle: bool,
                attempt: Attempt, listed: list[StatusEntry] | None = None) -> AgentResult:
     """The result as the manifest and the agent's output tell it. The signal is read
     from the end of the agent's *stdout* on its own (stderr written around or after
@@ -178,7 +175,7 @@ def _result_of(run: RunContext, handle: str, manifest: Manifest, stopped: bool, 
     exit_code = manifest.result.exit_code
     stdout = run.supervisor.tail(handle, "stdout")
     stderr = run.supervisor.tail(handle, "stderr")
-    signal, verdict = attempt.read(stdout, stderr, exit_code, stopped or timed_out or idle)
+    signal, verdict = attempt.read(stdout, stderr, exit_code, timed_out or idle)
     verdict = limits_wait.after_its_reset(run, verdict)
     failure = verdict.kind if verdict.verdict is Verdict.FAILED and verdict.kind else None
     lines = stderr_lines(stderr)
@@ -191,7 +188,7 @@ def _result_of(run: RunContext, handle: str, manifest: Manifest, stopped: bool, 
         attempt.make_receipt(manifest)
         receipt = attempt.receipt
     return AgentResult(handle=handle, signal=signal, exit_code=exit_code, state=manifest.state,
-                       timed_out=timed_out, what_happened=why, stopped=stopped,
+                       timed_out=timed_out, what_happened=why,
                        verdict=verdict, receipt=receipt, idle=idle,
                        stderr_lines=tuple(lines), listed=listed,
                        refused=dict(attempt.facts().refused))

@@ -309,7 +309,7 @@ class Engine:
         item_id = agent.item.id
         place.ended(item_id)
         self._show_running()
-        result = agent_result(run, agent.item, agent.handle, manifest, False, agent.attempt,
+        result = agent_result(run, agent.item, agent.handle, manifest, agent.attempt,
                               idle=agent.idle, listed=agent.listed())
         remove_prompt_files(run.workspace.state_dir, item_id)
         step = agent_run.after_attempt(run, self.taken[item_id], result)  # receipt, limit, breaker
