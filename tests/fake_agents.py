@@ -128,9 +128,26 @@ sys.exit(3)
 
 CODEX = _COMMON + r'''
 if argv[:1] != ["exec"] or "--json" not in argv or argv[-1] != "-":
-    sys.stderr.write("fake codex: only `codex exec [resume ID] --json [flags] -` is faked\n")
+    sys.stderr.write("fake codex: only `codex exec --json [flags] [resume ID] -` is faked\n")
     sys.exit(2)
-resumed = argv[2] if argv[1:2] == ["resume"] else None
+
+
+def usage_error(flag, usage):  # clap's words and exit code, as codex-cli 0.171.0 writes them
+    sys.stderr.write(f"error: unexpected argument '{{flag}}' found\n\n  tip: to pass "
+                     f"'{{flag}}' as a value, use '-- {{flag}}'\n\nUsage: {{usage}}\n\n"
+                     "For more information, try '--help'.\n")
+    sys.exit(2)
+
+
+if "--full-auto" in argv:  # gone from codex-cli 0.171.0
+    usage_error("--full-auto", "codex exec [OPTIONS] [PROMPT]")
+resumed = None
+if "resume" in argv:  # `exec resume ID` takes none of exec's flags after it
+    at = argv.index("resume")
+    resumed = argv[at + 1]
+    extra = [arg for arg in argv[at + 2:-1] if arg != "--json"]
+    if extra:
+        usage_error(extra[0], "codex exec resume <SESSION_ID> [PROMPT]")
 # a resumed thread keeps its id
 thread = resumed or step.get("thread") or f"th-{{item}}-{{attempt}}"
 do = step.get("do", "done")

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -117,12 +117,12 @@ def test_follow_shows_the_assistant_text_not_json(project: Project) -> None:
 
 def test_config_selects_the_profile_and_its_args(project: Project) -> None:
     (project.root / ".forge.yaml").write_text(
-        "loop:\n  agent: codex\n  agentArgs: [--full-auto, -c, 'model=\"o3\"']\n")
+        "loop:\n  agent: codex\n  agentArgs: [--sandbox, workspace-write, -c, 'model=\"o3\"']\n")
     git("add", ".forge.yaml", cwd=project.root)
     git("commit", "-q", "-m", "config", cwd=project.root)
     assert project.run("--iterations", "1").returncode == 0
     assert project.fakes.starts("001")[0]["argv"] == [
-        "codex", "exec", "--json", "--full-auto", "-c", 'model="o3"', "-"]
+        "codex", "exec", "--json", "--sandbox", "workspace-write", "-c", 'model="o3"', "-"]
     started = project.events("loop_started")[0]
     assert started["profile"] == "codex" and started["agent"][-1] == "-"
 
@@ -289,14 +289,17 @@ def test_a_limit_wait_survives_sigkill_and_the_next_run_waits_too(project: Proje
 
 def test_on_limit_stop_ends_the_run_with_exit_4_and_when_to_come_back(
         project: Project) -> None:
+    lisbon = ZoneInfo("Europe/Lisbon")
+    ahead = (datetime.now(lisbon) + timedelta(hours=2)).replace(second=0, microsecond=0)
+    clock = f"{ahead.hour % 12 or 12}:{ahead.minute:02d}{'pm' if ahead.hour >= 12 else 'am'}"
     project.fakes.plan({"001": {"do": "limit_text",
-                                "message": "You've hit your limit · resets 1pm (Europe/Lisbon)"}})
+                                "message": f"You've hit your limit · resets {clock} "
+                                           "(Europe/Lisbon)"}})
     result = project.run("--agent", "claude", "--on-limit", "stop")
     assert result.returncode == 4, result.stderr
     until = project.state()["waitingUntil"]
-    lifted = _stamp(until).astimezone(ZoneInfo("Europe/Lisbon"))
-    assert (lifted.hour, lifted.minute) == (13, 0)
-    assert _stamp(until) - datetime.now(UTC) <= timedelta(days=1)
+    # Told to the minute: the limit lifts when that minute has ended.
+    assert _stamp(until).astimezone(lisbon) == ahead + timedelta(minutes=1)
     assert f"it lifts at {until}: come back then" in result.stderr
     assert project.items()["001"]["status"] == "pending"
     assert project.state()["status"] == "stopped"
@@ -326,7 +329,7 @@ def test_a_limit_without_a_time_waits_the_configured_default(project: Project) -
     assert result.returncode == 0, result.stderr
     wait = project.events("usage_limit_wait")[0]
     assert "no time given: waiting loop.limitWait, 0.02 min" in wait["reason"]
-    assert project.fakes.starts("001")[1]["argv"][:4] == ["codex", "exec", "resume", "th-001-0"]
+    assert project.fakes.starts("001")[1]["argv"][-3:] == ["resume", "th-001-0", "-"]
 
 
 def test_loop_stop_ends_a_limit_wait_at_once(project: Project) -> None:
@@ -394,7 +397,7 @@ def test_a_retry_after_an_idle_kill_resumes_the_session(project: Project) -> Non
     assert result.returncode == 0, result.stderr
     first, second = project.fakes.starts("001")
     assert first["argv"] == ["codex", "exec", "--json", "-"]
-    assert second["argv"] == ["codex", "exec", "resume", "th-001-0", "--json", "-"]
+    assert second["argv"] == ["codex", "exec", "--json", "resume", "th-001-0", "-"]
     receipts = [event["receipt"] for event in project.events("llm_exited")]
     assert [(r["sessionId"], r["resumed"]) for r in receipts] == [
         ("th-001-0", None), ("th-001-0", "th-001-0")]
@@ -517,7 +520,7 @@ def test_the_readme_commands_for_claude_and_codex_work_as_written(project: Proje
     second = project.run(*commands[2][4:])
     assert second.returncode == 0, second.stderr
     assert project.fakes.starts("002")[0]["argv"] == [
-        "codex", "exec", "--json", "--full-auto", "-"]
+        "codex", "exec", "--json", "--sandbox", "workspace-write", "-"]
     assert "spent: 2 attempts" in second.stdout  # codex: tokens, no cost
 
 
@@ -624,3 +627,31 @@ def test_parallel_runs_end_an_agent_silent_past_the_idle_timeout(project: Projec
     item = project.items()["001"]
     assert item["deferred"] and item["blockedReason"].startswith("idle for 0.02 min")
     assert project.items()["002"]["status"] == "done"
+
+
+@pytest.mark.parametrize("agent_args", [("--full-auto",), ("--sandbox", "workspace-write")])
+def test_a_command_line_the_program_refuses_stops_the_run_at_once(
+        project: Project, agent_args: tuple[str, ...]) -> None:
+    # --full-auto is gone from Codex; exec's flags after `resume` are refused (the
+    # fake says so as codex-cli 0.171.0 does: clap's usage text, exit 2).
+    if agent_args[0] == "--sandbox":  # a fresh attempt takes it; its resumed retry must too
+        project.fakes.plan({"001": [{"do": "done", "signal": "no signal yet"},
+                                    {"do": "done"}]})
+    backlog = project.root / ".forge" / "backlog.json"
+    before = backlog.read_bytes()
+    result = project.run("--agent", "codex", *(f"--agent-arg={arg}" for arg in agent_args),
+                         "--iterations", "2")
+    if agent_args[0] == "--sandbox":  # the flags go before `resume`: accepted
+        assert result.returncode == 0, result.stderr
+        assert project.fakes.starts("001")[1]["argv"] == [
+            "codex", "exec", "--json", "--sandbox", "workspace-write", "resume", "th-001-0",
+            "-"]
+        return
+    assert result.returncode == 2, result.stderr
+    assert "the agent refused its command line (error: unexpected argument '--full-auto' " \
+           "found)" in result.stderr
+    assert "try '--help'" not in result.stderr  # its real error line, not its last
+    assert len(project.events("llm_spawned")) == 1  # no retry, no other item
+    assert backlog.read_bytes() == before  # the item is pending as it was
+    assert project.events("agent_command_refused")[0]["itemId"] == "001"
+    assert project.state()["status"] == "error"

@@ -75,9 +75,18 @@ def test_a_rejected_rate_limit_is_a_wait_until_its_reset() -> None:
 
 
 @pytest.mark.parametrize(("said", "expected"), [
-    ("You've hit your limit · resets 1pm (Europe/Lisbon)", datetime(2026, 12, 1, 13, tzinfo=UTC)),
+    # Told to the minute (the programs cut their reset time to it): the minute's end.
+    ("You've hit your limit · resets 1pm (Europe/Lisbon)",
+     datetime(2026, 12, 1, 13, 1, tzinfo=UTC)),
     ("You've hit your session limit · resets 3:30pm (UTC)",
-     datetime(2026, 12, 1, 15, 30, tzinfo=UTC)),
+     datetime(2026, 12, 1, 15, 31, tzinfo=UTC)),
+    ("You've hit your 5-hour limit · resets Dec 5, 5:51pm (UTC)",
+     datetime(2026, 12, 5, 17, 52, tzinfo=UTC)),
+    ("You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit "
+     "https://chatgpt.com/settings/usage to purchase more credits or try again at Dec 5th, "
+     "2026 5:41 PM.", datetime(2026, 12, 5, 17, 42, tzinfo=UTC)),
+    ("You’ve hit your usage limit. … or try again at 4:43 PM.",
+     datetime(2026, 12, 1, 16, 44, tzinfo=UTC)),
     ("Claude AI usage limit reached|1767270000", datetime.fromtimestamp(1767270000, UTC)),
     ("You've hit your usage limit. Try again in 2 hours 5 minutes.",
      NOW + timedelta(hours=2, minutes=5)),
@@ -91,9 +100,28 @@ def test_limit_messages_say_when_they_lift(said: str, expected: datetime) -> Non
     assert verdict.reset_at == expected
 
 
-def test_a_clock_time_already_past_today_means_tomorrow() -> None:
-    assert reset_time("resets 9am (UTC)", NOW) == datetime(2026, 12, 2, 9, tzinfo=UTC)
+def test_a_clock_time_already_past_today_has_lifted_not_tomorrow() -> None:
+    # 11:30 now: 9am has passed today (the limit lifted), it is not tomorrow's 9am.
+    assert reset_time("resets 9am (UTC)", NOW) == datetime(2026, 12, 1, 9, 1, tzinfo=UTC)
+    # Inside the minute told, the minute's end is still ahead.
+    inside = NOW.replace(minute=43, second=30)
+    assert reset_time("try again at 11:43 AM", inside) == NOW.replace(minute=44)
+    # Only a time far behind (past midnight, said late at night) is tomorrow's.
+    late = datetime(2026, 12, 1, 23, 50, tzinfo=UTC)
+    assert reset_time("resets 12:30am (UTC)", late) == datetime(2026, 12, 2, 0, 31, tzinfo=UTC)
     assert reset_time("nothing about time here", NOW) is None
+
+
+@pytest.mark.parametrize(("said", "expected"), [
+    ("resets Jan 2, 1am (UTC)", datetime(2027, 1, 2, 1, 1, tzinfo=UTC)),  # next year's
+    ("resets Nov 30, 1am (UTC)", datetime(2026, 11, 30, 1, 1, tzinfo=UTC)),  # just passed
+    ("try again at Feb 30th, 2027 5:41 PM", None),  # no such day
+    ("try again at 13 PM", None),
+    ("try again in a moment", None),
+])
+def test_days_without_a_year_and_times_that_are_none(said: str,
+                                                     expected: datetime | None) -> None:
+    assert reset_time(said, NOW) == expected
 
 
 @pytest.mark.parametrize("said", ["Your usage allocation has been disabled by your admin",
@@ -129,10 +157,12 @@ def test_codex_stream_gives_the_last_message_thread_and_tokens() -> None:
     feed(reader, [codex_thread("th-9"), codex_turn_started(), codex_command("pytest -q"),
                   codex_message("Looking at the tests."), codex_turn_completed(100, 60, 10),
                   codex_turn_started(), codex_message("Done.\nFORGE_DONE", "item_9"),
-                  codex_turn_completed(200, 150, 20)])
+                  codex_turn_completed(300, 210, 30)])
     facts = reader.finish()
     assert facts.final_text == "Done.\nFORGE_DONE" and facts.session_id == "th-9"
+    # Each turn.completed holds the thread's totals so far: the last one is the whole.
     assert (facts.input_tokens, facts.cached_tokens, facts.output_tokens) == (300, 210, 30)
+    assert facts.running_totals
     assert facts.cost_usd is None  # Codex reports no cost: none is invented
     # It may exit non-zero after a successful turn: the events are trusted.
     assert classify(facts, 1, "", structured=True).verdict is Verdict.RAN
@@ -148,7 +178,9 @@ def test_codex_usage_limit_and_failure() -> None:
     assert verdict.reset_at == NOW + timedelta(hours=3)
     failed = CodexStream()
     feed(failed, [codex_thread("th"), codex_turn_failed("stream disconnected before completion")])
-    assert classify(failed.finish(), 1, "", structured=True).kind == "turn failed"
+    # The kind is the final error's own words (the circuit breaker compares them).
+    assert classify(failed.finish(), 1, "", structured=True).kind == (
+        "stream disconnected before completion")
 
 
 def test_profiles_and_resume_argv() -> None:
@@ -157,12 +189,14 @@ def test_profiles_and_resume_argv() -> None:
     assert claude.argv(["claude"], ["--model", "opus"]) == [
         "claude", "-p", "--output-format", "stream-json", "--verbose", "--model", "opus"]
     assert claude.argv(["claude"], ["--model", "opus"], session="s1") == [
-        "claude", "-p", "--output-format", "stream-json", "--verbose", "--resume=s1",
-        "--model", "opus"]
-    assert codex.argv(["codex"], ["--full-auto"]) == [
-        "codex", "exec", "--json", "--full-auto", "-"]
-    assert codex.argv(["codex"], ["--full-auto"], session="th") == [
-        "codex", "exec", "resume", "th", "--json", "--full-auto", "-"]
+        "claude", "-p", "--output-format", "stream-json", "--verbose", "--model", "opus",
+        "--resume=s1"]
+    flags = ["--sandbox", "workspace-write"]
+    assert codex.argv(["codex"], flags) == [
+        "codex", "exec", "--json", "--sandbox", "workspace-write", "-"]
+    # `codex exec resume` takes none of exec's flags after it: they go before `resume`.
+    assert codex.argv(["codex"], flags, session="th") == [
+        "codex", "exec", "--json", "--sandbox", "workspace-write", "resume", "th", "-"]
     # a command line is the generic profile: run as given, the extra flags after it
     assert GENERIC.argv(["my-agent", "--fast"], ["-v"], session="s") == [
         "my-agent", "--fast", "-v"]

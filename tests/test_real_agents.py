@@ -16,10 +16,6 @@ subscribers see it) and ``ANTHROPIC_BASE_URL`` naming the server; Codex has a
 request once (``CLAUDE_CODE_MAX_RETRIES``, ``stream_max_retries``) instead of up to
 ten or five times, to keep the tier fast; the retries still show in their output.
 The programs and git-forge share a local time zone that is not UTC.
-
-Where git-forge misreads what a program prints (issue 33), the test says what is
-right and is marked ``xfail(strict=True)`` naming the point and what happens: it
-fails the suite the day it passes.
 """
 
 from __future__ import annotations
@@ -31,7 +27,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -112,10 +108,6 @@ CLAUDES, CODEXES = _found("claude"), _found("codex")
 EACH = _params("claude", CLAUDES[:1]) + _params("codex", CODEXES[:1])
 #: Every Claude Code found, and the first Codex: where versions differ.
 EVERY = _params("claude", CLAUDES) + _params("codex", CODEXES[:1])
-
-
-def _xfail(request: pytest.FixtureRequest, reason: str) -> None:
-    request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
 
 
 # --- one test's world ---------------------------------------------------------------------------
@@ -227,7 +219,8 @@ def _stamp(text: str) -> datetime:
 
 
 def _minute_end(moment: datetime) -> datetime:
-    return moment.replace(second=59, microsecond=999999)
+    """When the minute of ``moment`` has ended (a time told to the minute)."""
+    return moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
 
 
 # --- the signals --------------------------------------------------------------------------------
@@ -285,21 +278,7 @@ def test_a_limit_is_waited_out_then_the_session_resumes(tier: Tier) -> None:
 
 @pytest.mark.parametrize("when", ["same-minute", "later-today", "another-day"])
 @pytest.mark.parametrize("tier", EACH, indirect=True)
-def test_on_limit_stop_says_when_the_limit_lifts(tier: Tier, when: str,
-                                                  request: pytest.FixtureRequest) -> None:
-    if tier.program.name == "codex":
-        _xfail(request, "issue 33 point 2: Codex says 'You’ve hit your usage limit. … try "
-                        "again at 3:14 PM.' (local time, to the minute; 'at Dec 5th, 2026 "
-                        "3:14 PM.' on another day); git-forge records the minute's start, 30 s "
-                        "before the limit lifts, or tomorrow's when that minute has begun, and "
-                        "does not read the dated form (it waits loop.limitWait, 15 min)")
-    elif when == "same-minute" and tier.program.version_tuple() > (2, 1, 197):
-        # (Claude Code 2.1.197 passes this scenario as it is: the run stops at its limit.)
-        _xfail(request, "issue 33 point 3: once the limit's time has passed Claude Code sends "
-                        "no rate_limit_event, only the error result 'You've hit your 5-hour "
-                        "limit · resets 3:14pm (America/Sao_Paulo)' (api_error "
-                        "usage_limit_reached); git-forge takes it for a failed attempt "
-                        "('exit 1: error result (success)'), deferring the item")
+def test_on_limit_stop_says_when_the_limit_lifts(tier: Tier, when: str) -> None:
     now = int(datetime.now(UTC).timestamp())
     # The same minute: the limit lifts as the program is told (so its time has passed
     # when it says it). Later: half a minute past a whole minute, so that the time told
@@ -341,14 +320,7 @@ def test_a_rejected_credential_trips_the_breaker(tier: Tier) -> None:
 @pytest.mark.parametrize(("tier", "status"),
                          _params("claude", CLAUDES[:1], 500) + _params("claude", CLAUDES[:1], 529)
                          + _params("codex", CODEXES[:1], 500), indirect=["tier"])
-def test_a_server_error_is_a_failure_never_a_limit(tier: Tier, status: int,
-                                                   request: pytest.FixtureRequest) -> None:
-    if tier.program.name == "claude":
-        _xfail(request, "issue 33 point 1: Claude Code's error result says 'API Error: "
-                        f"{status} … This is a server-side issue, usually temporary — try "
-                        f"again in a moment.' (api_error_status {status}); git-forge reads "
-                        "'try again in' as a usage limit with no time (a usage_limit_wait "
-                        "of loop.limitWait; here, with --on-limit stop, exit 4)")
+def test_a_server_error_is_a_failure_never_a_limit(tier: Tier, status: int) -> None:
     tier.server.script(Fail(status), Fail(status))
     # A server error taken for a limit stops the run at once here, instead of waiting.
     result = tier.run("--on-limit", "stop", "--max-consecutive-failures", "2")
@@ -383,16 +355,7 @@ def test_a_hung_model_is_ended_and_the_retry_resumes(tier: Tier, backstop: str) 
 
 @pytest.mark.parametrize("tier", EVERY, indirect=True)
 def test_receipts_across_a_resumed_retry_say_what_each_attempt_was_served(
-        tier: Tier, request: pytest.FixtureRequest) -> None:
-    if tier.program.name == "codex":
-        _xfail(request, "issue 33 point 4: on `exec resume` Codex's turn.completed usage is "
-                        "the thread's total so far (both attempts' tokens); git-forge records "
-                        "it as the resumed attempt's")
-    elif tier.program.version_tuple() > (2, 1, 197):
-        _xfail(request, "issue 33 point 4: on --resume Claude Code (2.1.332; 2.1.197 did not) "
-                        "reports the session's total_cost_usd so far (twice the attempt's "
-                        "here), its tokens per process; git-forge records the total as the "
-                        "attempt's cost")
+        tier: Tier) -> None:
     usage = Usage(input=1200, output=80, cache_read=300, cache_write=100)
     tier.server.script(Say("I looked at it; not finished yet.", usage),
                        Say(f"Finished.\n\n{DONE}", usage))
@@ -409,12 +372,7 @@ def test_receipts_across_a_resumed_retry_say_what_each_attempt_was_served(
 
 
 @pytest.mark.parametrize("tier3", _params("claude", CLAUDES), indirect=True)
-def test_max_cost_counts_what_each_attempt_cost(tier3: Tier,
-                                                request: pytest.FixtureRequest) -> None:
-    if tier3.program.version_tuple() > (2, 1, 197):
-        _xfail(request, "issue 33 point 4: a resumed attempt's total_cost_usd (Claude Code "
-                        "2.1.332) is the session's so far; git-forge adds it whole, and "
-                        "--max-cost stops the run before 002, at 2 attempts' real cost")
+def test_max_cost_counts_what_each_attempt_cost(tier3: Tier) -> None:
     usage = Usage(input=20000, output=1000)
     # What one attempt costs, as the program prices it: a fresh attempt's receipt.
     tier3.server.script(Say("Not finished.", usage))
@@ -434,13 +392,8 @@ def test_max_cost_counts_what_each_attempt_cost(tier3: Tier,
 
 
 @pytest.mark.parametrize("tier", EACH, indirect=True)
-def test_the_users_flags_reach_a_resumed_retry(tier: Tier,
-                                               request: pytest.FixtureRequest) -> None:
+def test_the_users_flags_reach_a_resumed_retry(tier: Tier) -> None:
     if tier.program.name == "codex":
-        _xfail(request, "issue 33 point 5: `codex exec resume ID --json --sandbox "
-                        "workspace-write …` exits 2 with \"error: unexpected argument "
-                        "'--sandbox' found\" (the user's flags go before `resume`); git-forge "
-                        "counts it as a failed attempt and starts a new thread on the next")
         model = "gpt-forge-test"
         flags: tuple[str, ...] = ("--sandbox", "workspace-write", "--model", model)
     else:
@@ -455,3 +408,45 @@ def test_the_users_flags_reach_a_resumed_retry(tier: Tier,
     assert receipts[1]["resumed"] == receipts[0]["sessionId"] is not None
     assert all(flag in tier.events("llm_spawned")[1]["command"] for flag in flags)
     assert [each.body["model"] for each in tier.server.model_requests()] == [model] * 2
+
+
+@pytest.mark.parametrize("tier", _params("codex", CODEXES[:1]), indirect=True)
+def test_a_flag_the_program_refuses_stops_the_run_at_once(tier: Tier) -> None:
+    backlog = tier.root / ".forge" / "backlog.json"
+    before = backlog.read_bytes()
+    result = tier.run("--agent-arg=--full-auto")  # gone from Codex: clap refuses it
+    assert result.returncode == 2, result.stderr
+    assert ("the agent refused its command line (error: unexpected argument '--full-auto' "
+            "found)") in result.stderr
+    assert len(tier.events("llm_spawned")) == 1 and not tier.server.model_requests()
+    assert backlog.read_bytes() == before
+
+
+# --- words carried elsewhere --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tier", _params("claude", CLAUDES[:1]), indirect=True)
+def test_an_api_keys_rate_limit_waits_then_the_session_resumes(tier: Tier) -> None:
+    # With an API key there is no rate_limit_event: "API Error: Request rejected (429) ·
+    # … Please try again later." is a limit with no time, waited loop.limitWait.
+    del tier.env["CLAUDE_CODE_OAUTH_TOKEN"]
+    tier.env["ANTHROPIC_API_KEY"] = "sk-ant-forge-test"
+    tier.configure("loop:\n  limitWait: 0.02\n")
+    tier.server.script(Fail(429), Fail(429), Say(f"Done after the wait.\n\n{DONE}"))
+    result = tier.run()
+    assert result.returncode == 0, result.stderr
+    assert tier.items()["001"]["status"] == "done"
+    wait = tier.events("usage_limit_wait")[0]
+    assert "no time given: waiting loop.limitWait, 0.02 min" in wait["reason"]
+    assert "(429)" in wait["reason"]
+    assert tier.server.left() == 0
+
+
+@pytest.mark.parametrize("tier", _params("claude", CLAUDES[:1]), indirect=True)
+def test_the_turn_limit_is_quoted_from_its_errors(tier: Tier) -> None:
+    tier.server.script(Shell("printf 'half\\n' > forge_out.txt"))
+    result = tier.run("--agent-arg=--max-turns", "--agent-arg=1", "--retries", "0")
+    assert result.returncode == 5, result.stderr
+    item = tier.items()["001"]
+    assert item["deferred"]
+    assert item["blockedReason"].startswith("exit 1: Reached maximum number of turns (1)")

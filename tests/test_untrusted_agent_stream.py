@@ -71,9 +71,9 @@ def test_a_usable_session_id_is_one_token_or_a_positional() -> None:
     for usable in (uuid, "th-001-0", "a.b:c_d", "x" * 128):
         assert session_problem(usable) is None
     assert PROFILES["claude"].argv(["claude"], ["--model", "m"], session=uuid) == [
-        *CLAUDE_FRESH, f"--resume={uuid}", "--model", "m"]
+        *CLAUDE_FRESH, "--model", "m", f"--resume={uuid}"]
     assert PROFILES["codex"].argv(["codex"], ["--model", "m"], session=uuid) == [
-        "codex", "exec", "resume", uuid, "--json", "--model", "m", "-"]
+        "codex", "exec", "--json", "--model", "m", "resume", uuid, "-"]
 
 
 @pytest.mark.parametrize(("agent", "hostile"), [
@@ -292,9 +292,10 @@ def test_a_cost_or_count_that_is_not_one_is_unknown_and_said_so() -> None:
     assert "inf is not a cost: recorded as unknown" in facts.refused["costUsd"]
     codex = CodexStream()
     _feed(codex, codex_thread("th"), codex_turn_completed(5, 1, 7),
-          codex_turn_completed(-9, 1, 7), codex_turn_completed(5, 1, 7))
+          codex_turn_completed(-9, 1, 14))
     facts = codex.finish()
-    assert (facts.input_tokens, facts.output_tokens) == (None, 21)  # one lie: no sum
+    # The thread's totals so far: the last turn's lie is unknown, never the turn before's.
+    assert (facts.input_tokens, facts.output_tokens) == (None, 14)
     for cost in (float("nan"), float("inf"), -float("inf"), -0.5, 1e300):
         assert Receipt.from_json({"costUsd": cost}).cost_usd is None
         assert Totals.from_json({"costUsd": cost}).cost_usd is None

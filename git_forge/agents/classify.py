@@ -1,10 +1,19 @@
 """What an agent's attempt came to, beyond its signal: done with its work, a
-usage limit to wait out (or one no clock lifts), or a failure with a signature
-the circuit breaker compares across attempts (``exit 1: not logged in``).
+usage limit to wait out (or one no clock lifts), a command line the program
+refused, or a failure with a signature the circuit breaker compares across
+attempts (``exit 1: not logged in``).
 
 A failure's *kind* is a short, stable phrase; its signature is the exit code and
 the kind, so two attempts that failed for the same reason compare equal however
-their messages differ in detail."""
+their messages differ in detail.
+
+The structured fields decide first, the words last. Claude Code's error result
+carries ``api_error_status`` (429 a limit, 401/403 a credential, 500/529 the
+server's trouble), ``api_error`` (``usage_limit_reached``) and, with its
+rejected ``rate_limit_event`` or its synthetic message's ``api_error_params``,
+the limit's ``resetsAt``. Its words for a server error end "try again in a
+moment": no time, and never a usage limit. The words rules are for what has no
+structure (Codex's messages, a plain agent's last lines)."""
 
 from __future__ import annotations
 
@@ -26,6 +35,9 @@ class Verdict(Enum):
     LIMIT_WAIT = "limit_wait"
     #: A limit no clock lifts (disabled by an admin, a spend limit): stop the run.
     LIMIT_STOP = "limit_stop"
+    #: The program refused its command line (an unknown flag): no item is at
+    #: fault and no retry can help — stop the run with the program's words.
+    COMMAND_REFUSED = "command_refused"
 
 
 @dataclass(frozen=True)
@@ -50,13 +62,38 @@ _NOT_LOGGED_IN = re.compile(
 _HARD_LIMIT = re.compile(r"disabled by your admin|spend limit|credit balance is too low",
                          re.IGNORECASE)
 _TIME_LIMIT = re.compile(
-    r"hit your (?:\w+ )?limit|usage limit|session limit|rate limit reached|"
-    r"try again (?:at|in)\b|limit reached\|", re.IGNORECASE)
+    r"hit your (?:[\w-]+ )?limit|usage limit|session limit|rate limit reached|"
+    r"limit reached\|", re.IGNORECASE)
+#: Words that are a limit only when a time follows them (not "in a moment").
+_TRY_AGAIN = re.compile(r"try again (?:at|in)\b", re.IGNORECASE)
+#: The server's own trouble, in the words: never a usage limit.
+_SERVER_ERROR = re.compile(r"API Error:?\s*(?:5\d\d|529)\b", re.IGNORECASE)
+#: A command-line parser's refusal (clap: Codex; commander.js: Claude Code).
+_USAGE_ERROR = re.compile(
+    r"^error: (?:unexpected argument|unknown option|unknown command|too many arguments|"
+    r"invalid value|a value is required|the argument .* cannot be used|"
+    r"missing required argument|option .* argument .* is invalid|"
+    r"the following required arguments)", re.IGNORECASE | re.MULTILINE)
 _API_ERROR = re.compile(r"API Error:?[ \t]*([^\n]*)", re.IGNORECASE)
 _API_STATUS = re.compile(r"^(\d{3})\b")
 _API_TYPE = re.compile(r'"type"\s*:\s*"(\w+_error)"')
 #: A failed plain agent's stdout counts as words only in its last lines.
 PLAIN_LINES = 20
+
+
+#: The longest failure kind quoted from an agent's words.
+KIND_LIMIT = 80
+
+
+def _kind_of(errors: list[str]) -> str | None:
+    """A failure's kind in the agent's own final words (``Reached maximum number of
+    turns (1)``, ``We're currently experiencing high demand…``): their first line,
+    cut before any address (it may differ between attempts) and to ``KIND_LIMIT``."""
+    if not errors:
+        return None
+    line = re.split(r"[,(]?\s*(?:url:\s*)?https?://", _first_line(errors[-1]), maxsplit=1)[0]
+    line = line.strip().rstrip(".,:;")
+    return (line if len(line) <= KIND_LIMIT else line[:KIND_LIMIT - 1] + "…") or None
 
 
 def _first_line(text: str) -> str:
@@ -89,34 +126,84 @@ def classify(facts: Facts, exit_code: int | None, stderr: str, *, stdout: str = 
         epoch = facts.rejected_limit.get("resetsAt")
         reset = (datetime.fromtimestamp(epoch, UTC)
                  if isinstance(epoch, int | float) and not isinstance(epoch, bool)
-                 and 0 < epoch < 1e11 else None)
+                 and 0 < epoch < 1e11 else reset_time(said, now))
         return Classified(Verdict.LIMIT_WAIT, "usage limit", reset,
                           f"usage limit ({facts.rejected_limit.get('rateLimitType') or 'rate'})")
+    if structured and facts.session_id is None and facts.result is None:
+        refused = _USAGE_ERROR.search(stderr)
+        if refused and exit_code not in (0, None):
+            return Classified(Verdict.COMMAND_REFUSED, "command line refused",
+                              message=_line_of(stderr, refused.start()))
+    api = _api_error_of(facts, said, now)
+    if api is not None:
+        return api
     hard = _HARD_LIMIT.search(said)
     if hard:
         return Classified(Verdict.LIMIT_STOP, "usage limit no clock lifts",
                           message=_line_of(said, hard.start()))
-    limit = _TIME_LIMIT.search(said)
-    if limit:
+    limit = _TIME_LIMIT.search(said) or _TRY_AGAIN.search(said)
+    reset = reset_time(said, now) if limit else None
+    if limit and (reset is not None or _TIME_LIMIT.search(said)):
         line = _line_of(said, limit.start())
-        if "API Error" in line and not re.search(r"try again|resets?", said, re.IGNORECASE):
+        if _SERVER_ERROR.search(line):
+            return Classified(Verdict.FAILED, _api_error(line), message=line)
+        if "API Error" in line and reset is None:
             # An API rate limit with no time: a failed attempt, retried as usual.
             return Classified(Verdict.FAILED, _api_error(line), message=line)
-        return Classified(Verdict.LIMIT_WAIT, "usage limit", reset_time(said, now), line)
+        return Classified(Verdict.LIMIT_WAIT, "usage limit", reset, line)
     if _NOT_LOGGED_IN.search(said):
         return Classified(Verdict.FAILED, "not logged in", message=_first_line(said))
     if exit_code == 127:
         return Classified(Verdict.FAILED, "command not found", message=_first_line(stderr))
     if _is_error(facts):
-        return Classified(Verdict.FAILED, _api_error(facts.final_text) or
-                          f"error result ({(facts.result or {}).get('subtype') or 'is_error'})",
-                          message=_first_line(facts.final_text))
+        words = facts.final_text or (facts.errors[-1] if facts.errors else "")
+        subtype = (facts.result or {}).get("subtype")
+        kind = (_api_error(words) or _kind_of(facts.errors) or
+                f"error result ({subtype if isinstance(subtype, str) else 'is_error'})")
+        return Classified(Verdict.FAILED, kind, message=_first_line(words) or None)
     if facts.errors:
-        return Classified(Verdict.FAILED, _api_error(facts.errors[-1]) or "turn failed",
-                          message=_first_line(facts.errors[-1]))
+        return Classified(Verdict.FAILED, _api_error(facts.errors[-1]) or _kind_of(facts.errors)
+                          or "turn failed", message=_first_line(facts.errors[-1]))
     if structured and exit_code not in (0, None) and facts.result is None:
-        return Classified(Verdict.FAILED, None, message=_first_line(stderr) or None)
+        return Classified(Verdict.FAILED, None,
+                          message=error_line(stderr) or facts.retrying or None)
     return Classified(Verdict.RAN)
+
+
+def _api_error_of(facts: Facts, said: str, now: datetime) -> Classified | None:
+    """What Claude Code's error result says in its structured fields, or ``None``
+    when it says nothing there (then the words decide)."""
+    result = facts.result
+    if not _is_error(facts) or result is None:
+        return None
+    status = result.get("api_error_status")
+    status = status if type(status) is int else None
+    error = result.get("api_error")
+    kind = result.get("api_error_type")
+    kind = kind if isinstance(kind, str) and re.fullmatch(r"\w{1,40}", kind) else None
+    words = facts.final_text or (facts.errors[-1] if facts.errors else "")
+    line = _first_line(words) or None
+    if error == "usage_limit_reached" or status == 429:
+        # A subscriber's limit says when it resets; an API key's 429 says "later".
+        return Classified(Verdict.LIMIT_WAIT, "usage limit", reset_time(said, now),
+                          line or "usage limit")
+    if status in (401, 403) or kind in ("authentication_error", "permission_error"):
+        return Classified(Verdict.FAILED, "not logged in", message=line)
+    if status is not None:
+        return Classified(Verdict.FAILED, " ".join(
+            part for part in ("API Error:", str(status), kind) if part), message=line)
+    return None
+
+
+def error_line(text: str) -> str | None:
+    """The line of ``text`` that says what went wrong: the last ``error: …`` /
+    ``fatal: …`` line (a program's usage text after it ends with "For more
+    information, try '--help'.", which says nothing), else its last line."""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith(("error:", "fatal:")):
+            return line
+    return lines[-1] if lines else None
 
 
 def _is_error(facts: Facts) -> bool:

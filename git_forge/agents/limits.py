@@ -3,17 +3,25 @@
 Forms seen from Claude Code and Codex (tolerant of the wording around them):
 
 * an epoch in seconds: ``"resetsAt": 1767270000``, ``Claude AI usage limit reached|1767270000``;
-* a clock time in a named zone: ``resets 1pm (Europe/Lisbon)``, ``resets 1:30 pm (UTC)``;
-* a clock time without a zone (the machine's): ``try again at 3:45 PM``, ``try again at 15:45``;
-* a date and time: ``try again at 2026-12-01 15:45`` (or an ISO-8601 instant);
+* a clock time in a named zone: ``resets 5:01pm (UTC)``, ``resets 1pm (Europe/Lisbon)``;
+* a clock time without a zone (the machine's): ``try again at 4:43 PM``, ``try again at 15:45``;
+* a day and a clock time: ``resets Dec 5, 5:51pm (UTC)``, ``try again at Dec 5th, 2026
+  5:41 PM``, ``try again at 2026-12-01 15:45`` (or an ISO-8601 instant);
 * a duration: ``try again in 2 hours 5 minutes``, ``in 1h 30m``, ``in 45s``, ``in 3 days``.
 
-A clock time means its next occurrence after ``now``. Everything is returned in
-UTC. ``None`` means the text holds no time (the caller waits a configured default
-and says so). The text is the agent's, so it may lie: a time further ahead than
-``LATEST`` (``try again at 9999-12-31 23:59``, ``in 99999999999 days``) is read as
-that far, never as a date no clock can add a margin to; the loop clamps its waits
-further (``loop.limitWaitMax``).
+Both programs print the time they were given cut to the minute (``resetsAt``
+17:01:39 is ``5:01pm``), so a time told to the minute means the *end* of that
+minute: waiting only until its start comes back inside the minute and meets the
+limit again. A clock time without a day is today's; one that has already passed
+today (within ``PASSED``) is a limit that has lifted — now, not tomorrow — and
+only a time further behind than that means tomorrow (``resets 12:30am`` said at
+11:50pm). ``try again in a moment`` holds no time.
+
+Everything is returned in UTC. ``None`` means the text holds no time (the caller
+waits a configured default and says so). The text is the agent's, so it may lie:
+a time further ahead than ``LATEST`` (``try again at 9999-12-31 23:59``, ``in
+99999999999 days``) is read as that far, never as a date no clock can add a margin
+to; the loop clamps its waits further (``loop.limitWaitMax``).
 """
 
 from __future__ import annotations
@@ -22,14 +30,21 @@ import re
 from datetime import UTC, datetime, timedelta, tzinfo
 
 _EPOCH = re.compile(r"(?:\|\s*|resets?(?:At)?\"?\s*[:=]?\s*)(\d{10})(?:\.\d+)?\b")
-_CLOCK = re.compile(
-    r"(?:resets?|try again at|available again at|until)\s+(?:at\s+)?"
-    r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<ampm>[ap]\.?\s?m\.?)?"
-    r"(?:\s*\((?P<zone>[A-Za-z_+\-/0-9]+)\))?", re.IGNORECASE)
-_DATE_TIME = re.compile(
-    r"(?:resets?|try again at|until)\s+(?:at\s+)?"
-    r"(?P<stamp>\d{4}-\d{2}-\d{2}[ T]\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)",
+#: What introduces a time the limit lifts at.
+_AT = r"(?:resets?|try again at|available again at|until)\s+(?:at\s+|on\s+)?"
+#: A clock time: ``5:01pm``, ``4:43 PM``, ``15:45``, ``1pm``, with a zone in brackets.
+_TIME = (r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<ampm>[ap]\.?\s?m\.?)?"
+         r"(?:\s*\((?P<zone>[A-Za-z_+\-/0-9]+)\))?")
+_CLOCK = re.compile(_AT + _TIME, re.IGNORECASE)
+#: A day by its month's name: ``Dec 5``, ``Dec 5th, 2026``, ``December 5,``.
+_MONTH_DAY = re.compile(
+    _AT + r"(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+"
+    r"(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+(?:(?P<year>\d{4}),?\s+)?(?:at\s+)?" + _TIME,
     re.IGNORECASE)
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DATE_TIME = re.compile(
+    _AT + r"(?P<stamp>\d{4}-\d{2}-\d{2}[ T]\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?"
+    r"(?:Z|[+-]\d{2}:?\d{2})?)", re.IGNORECASE)
 _DURATION = re.compile(r"(?:try again|retry|available again)\s+in\s+(?P<span>[^.;,\n]*)",
                        re.IGNORECASE)
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*(d|days?|h|hrs?|hours?|m|mins?|minutes?|s|secs?|seconds?)\b",
@@ -57,12 +72,63 @@ def _zone(name: str | None) -> tzinfo | None:
         return None
 
 
-def _next_clock(hour: int, minute: int, zone: tzinfo | None, now: datetime) -> datetime:
+def _clock(match: re.Match[str]) -> tuple[int, int] | None:
+    """The hour and minute of a ``_TIME`` match, on a 24-hour clock; ``None`` when it
+    is no clock time (a bare number: ``resets 5`` could be anything)."""
+    hour, minute = int(match.group("hour")), int(match.group("minute") or 0)
+    ampm = (match.group("ampm") or "").lower().replace(".", "").replace(" ", "")
+    if not (ampm or match.group("minute") is not None or match.group("zone")):
+        return None
+    if ampm and not 1 <= hour <= 12:
+        return None
+    if ampm == "pm" and hour < 12:
+        hour += 12
+    elif ampm == "am" and hour == 12:
+        hour = 0
+    return (hour, minute) if hour < 24 and minute < 60 else None
+
+
+#: A clock time without a day that passed less than this long ago has lifted
+#: (now); one further behind is tomorrow's.
+PASSED = timedelta(hours=12)
+#: A day without a year that passed more than this long ago is next year's.
+_PASSED_DAY = timedelta(days=183)
+
+
+def _minute_end(moment: datetime) -> datetime:
+    """The end of the minute ``moment`` (told to the minute) names."""
+    return moment + timedelta(minutes=1)
+
+
+def _clock_time(match: re.Match[str], now: datetime) -> datetime | None:
+    clock = _clock(match)
+    if clock is None:
+        return None
+    zone = _zone(match.group("zone"))
     local_now = now.astimezone(zone) if zone is not None else now.astimezone()
-    candidate = local_now.replace(hour=hour, minute=minute, second=0, microsecond=0)
-    if candidate <= local_now:
-        candidate += timedelta(days=1)
-    return candidate.astimezone(UTC)
+    moment = _minute_end(local_now.replace(hour=clock[0], minute=clock[1], second=0,
+                                           microsecond=0))
+    if now - moment > PASSED:
+        moment += timedelta(days=1)
+    return moment.astimezone(UTC)
+
+
+def _day_and_time(match: re.Match[str], now: datetime) -> datetime | None:
+    clock = _clock(match)
+    if clock is None:
+        return None
+    zone = _zone(match.group("zone"))
+    local_now = now.astimezone(zone) if zone is not None else now.astimezone()
+    month = _MONTHS.index(match.group("month")[:3].lower()) + 1
+    year = int(match.group("year") or local_now.year)
+    try:
+        moment = local_now.replace(year=year, month=month, day=int(match.group("day")),
+                                   hour=clock[0], minute=clock[1], second=0, microsecond=0)
+        if match.group("year") is None and now - moment > _PASSED_DAY:
+            moment = moment.replace(year=year + 1)
+    except ValueError:  # no such day (Feb 30th)
+        return None
+    return _minute_end(moment).astimezone(UTC)
 
 
 def reset_time(text: str, now: datetime | None = None) -> datetime | None:
@@ -85,6 +151,11 @@ def reset_time(text: str, now: datetime | None = None) -> datetime | None:
                 return _believable(moment.astimezone(UTC), now)
             except OverflowError:  # beyond year 9999 once in UTC
                 return now + LATEST
+    match = _MONTH_DAY.search(text)
+    if match:
+        moment = _day_and_time(match, now)
+        if moment is not None:
+            return _believable(moment, now)
     match = _DURATION.search(text)
     if match:
         seconds = 0.0
@@ -93,14 +164,4 @@ def reset_time(text: str, now: datetime | None = None) -> datetime | None:
         if seconds > 0:
             return now + timedelta(seconds=min(seconds, LATEST.total_seconds()))
     match = _CLOCK.search(text)
-    if match:
-        hour, minute = int(match.group("hour")), int(match.group("minute") or 0)
-        ampm = (match.group("ampm") or "").lower().replace(".", "").replace(" ", "")
-        if ampm == "pm" and hour < 12:
-            hour += 12
-        elif ampm == "am" and hour == 12:
-            hour = 0
-        if hour < 24 and minute < 60 and (ampm or match.group("minute") is not None
-                                          or match.group("zone")):
-            return _next_clock(hour, minute, _zone(match.group("zone")), now)
-    return None
+    return _clock_time(match, now) if match else None

@@ -2,10 +2,12 @@
 
 ``--agent claude`` runs ``claude -p --output-format stream-json --verbose`` with
 the prompt on stdin; ``--agent codex`` runs ``codex exec --json -``. The user's
-extra flags (``loop.agentArgs`` / ``--agent-arg``) go before the prompt's ``-``
-(Codex) or at the end (Claude). Any other command line is the generic profile:
-run as given, its plain output read as today. A profile says how to resume a
-session on a retry and how to read its stream.
+extra flags (``loop.agentArgs`` / ``--agent-arg``) come after the profile's own
+words, and a resumed session's words after them: ``codex exec --json --sandbox
+workspace-write resume THREAD -`` (``codex exec resume`` takes none of ``exec``'s
+flags after it: they go before ``resume``). Any other command line is the generic
+profile: run as given, its plain output read as today. A profile says how to
+resume a session on a retry and how to read its stream.
 
 A session id comes from the agent's stream, so it is untrusted: only one of the
 shape ``streams.session_problem`` accepts is ever resumed (never one that starts
@@ -39,12 +41,11 @@ class Profile:
     #: The argv before the user's extra flags …
     base: tuple[str, ...]
     reader: Callable[[TextSink | None], StreamReader]
-    #: … and after them (Codex's ``-``: the prompt is on stdin).
+    #: … and at the very end (Codex's ``-``: the prompt is on stdin).
     tail: tuple[str, ...] = ()
-    #: The words that resume ``session``, put after ``base[:resume_at]``
-    #: (``()``: the profile cannot resume).
+    #: The words that resume ``session``, after the user's flags, before ``tail``
+    #: (``None``: the profile cannot resume).
     resume: Callable[[str], tuple[str, ...]] | None = None
-    resume_at: int = 0
     #: Whether its stdout is a structured stream (JSON lines).
     structured: bool = False
 
@@ -59,24 +60,23 @@ class Profile:
         profile's own words otherwise; ``extra`` flags; resuming ``session``."""
         if not self.named:
             return [*command, *extra]
-        base = list(self.base)
+        resume: tuple[str, ...] = ()
         if session and self.resume is not None:
             problem = session_problem(session)
             if problem is not None:  # the readers never keep one: a caller's mistake
                 raise ValueError(f"refusing to resume {problem}")
-            at = self.resume_at or len(base)
-            base = [*base[:at], *self.resume(session), *base[at:]]
-        return [*base, *extra, *self.tail]
+            resume = self.resume(session)
+        return [*self.base, *extra, *resume, *self.tail]
 
 
 PROFILES: dict[str, Profile] = {
     "claude": Profile(
         "claude", "claude", ("claude", "-p", "--output-format", "stream-json", "--verbose"),
         ClaudeStream, resume=lambda session: (f"--resume={session}",), structured=True),
-    # ``codex exec [flags] -`` → ``codex exec resume <thread> [flags] -``
+    # ``codex exec --json [flags] -`` → ``codex exec --json [flags] resume <thread> -``
     "codex": Profile(
         "codex", "codex", ("codex", "exec", "--json"), CodexStream, tail=("-",),
-        resume=lambda session: ("resume", session), resume_at=2, structured=True),
+        resume=lambda session: ("resume", session), structured=True),
 }
 GENERIC = Profile("generic", None, (), StreamReader)
 

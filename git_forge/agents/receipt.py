@@ -87,6 +87,25 @@ class Receipt(NamedTuple):
                    cost_usd=cost_of(document.get("costUsd")))
 
 
+class Session(NamedTuple):
+    """A session an attempt ended in, as a retry resumes it: its id, and the running
+    totals its agent reported so far when those are the session's (Codex), which the
+    next attempt's receipt takes off its own."""
+
+    session_id: str
+    #: ``(input, output, cached)`` tokens so far, or ``None``: the agent reports
+    #: each process's own.
+    reported: tuple[int | None, int | None, int | None] | None = None
+
+
+def added_since(reported: int | None, before: int | None) -> int | None:
+    """What a running total ``reported`` adds to the ``before`` an earlier attempt
+    reported: the difference, or the whole when it is smaller (a new count)."""
+    if reported is None or before is None or reported < before:
+        return reported
+    return reported - before
+
+
 class Totals(NamedTuple):
     """Receipts summed: attempts, duration, tokens, and cost where any was reported."""
 

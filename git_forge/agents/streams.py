@@ -38,11 +38,22 @@ class Facts:
     result: dict[str, Any] | None = None
     #: A rejected rate limit: ``{"resetsAt": epoch, "rateLimitType": …}``.
     rejected_limit: dict[str, Any] | None = None
-    #: Messages of failures the stream reported (Codex ``turn.failed`` / ``error``).
+    #: Messages of failures the stream reported, the final one last (Codex
+    #: ``turn.failed`` / ``error``, Claude's error result's ``errors``).
     errors: list[str] = field(default_factory=list)
+    #: The last retry the agent reported making of its own (Claude's
+    #: ``system/api_retry``: ``529 overloaded``; Codex's ``Reconnecting... 2/5 (…)``):
+    #: not a failure of its own — the final error, if any, comes after it.
+    retrying: str | None = None
+    #: Warnings the agent reported (Codex's ``item.type: error`` items), the last few.
+    warnings: list[str] = field(default_factory=list)
     #: The agent finished its work: Claude's non-error ``result``, Codex's last
     #: turn ``turn.completed`` (it may exit non-zero after one: the events win).
     completed_turn: bool = False
+    #: The token counts are the session's running totals, not this process's
+    #: (Codex's ``turn.completed`` usage on ``exec resume``): the receipt takes
+    #: what an earlier attempt of the session reported off them.
+    running_totals: bool = False
     turns: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -235,9 +246,11 @@ class ClaudeStream(_JsonLines):
     """``claude -p --output-format stream-json --verbose``."""
 
     #: A rate-limit event comes every turn, and only a rejected one matters: the
-    #: word searched for is its status, so the allowed ones cost nothing. ``system``
-    #: is searched for until the init line gave the session id.
-    WANTED = (b"system", b"result", b"rejected")
+    #: word searched for is its status, so the allowed ones cost nothing (the
+    #: synthetic assistant message of a limit carries it too, in its
+    #: ``api_error_params``). ``system`` is searched for until the init line gave the
+    #: session id; ``api_retry`` names the retries Claude Code makes of its own.
+    WANTED = (b"system", b"result", b"rejected", b"api_retry")
     FOLLOWED = (b"assistant",)
 
     def event(self, event: dict[str, Any]) -> None:
@@ -249,18 +262,25 @@ class ClaudeStream(_JsonLines):
             if kind == "system":
                 self.forget(b"system")  # the init line: the result says the session again
         if kind == "assistant":
+            params = event.get("api_error_params")
+            self._rate_limit(params.get("rate_limit_info") if isinstance(params, dict) else None)
             if self.follow is not None:
                 text = _assistant_text(event)
                 if text:
                     self.follow(text)
         elif kind == "rate_limit_event":
-            info = event.get("rate_limit_info")
-            if isinstance(info, dict) and info.get("status") == "rejected":
-                facts.rejected_limit = info
+            self._rate_limit(event.get("rate_limit_info"))
+        elif kind == "system" and event.get("subtype") == "api_retry":
+            status, error = event.get("error_status"), _text(event.get("error"))
+            words = [str(status) if type(status) is int else "", error or ""]
+            facts.retrying = " ".join(word for word in words if word)[:200] or "retrying"
         elif kind == "result":
             facts.result = event
             facts.completed_turn = event.get("is_error") is not True
             facts.final_text = _text(event.get("result")) or ""
+            errors = event.get("errors")
+            if isinstance(errors, list):  # error_max_turns: "result" is null, words here
+                facts.errors.extend(error for error in errors[-5:] if isinstance(error, str))
             facts.turns = facts.count("turns", event.get("num_turns"))
             facts.duration_ms = facts.count("durationMs", event.get("duration_ms"))
             facts.cost_usd = facts.cost(event.get("total_cost_usd"))
@@ -274,6 +294,28 @@ class ClaudeStream(_JsonLines):
                     facts.cached_tokens = None
                 elif any(value is not None for value in cached):
                     facts.cached_tokens = sum(value or 0 for value in cached)
+            # Claude Code 2.1.332 reports the session's cost so far as total_cost_usd
+            # on --resume, and this process's in model_usage_since_last_result.
+            since = event.get("model_usage_since_last_result")
+            if isinstance(since, dict):
+                facts.cost_usd = facts.cost(_summed_cost(since))
+
+    def _rate_limit(self, info: Any) -> None:
+        if isinstance(info, dict) and info.get("status") == "rejected":
+            self.facts.rejected_limit = info
+
+
+def _summed_cost(usage_by_model: dict[str, Any]) -> Any:
+    """The sum of each model's ``costUSD``: a cost, or the first figure that is none
+    (``Facts.cost`` then records it as unknown, and why)."""
+    total = 0.0
+    for usage in usage_by_model.values():
+        value = usage.get("costUSD") if isinstance(usage, dict) else None
+        cost = cost_of(value)
+        if cost is None:
+            return value
+        total += cost
+    return total
 
 
 def _assistant_text(event: dict[str, Any]) -> str:
@@ -288,8 +330,14 @@ def _assistant_text(event: dict[str, Any]) -> str:
                    and isinstance(part.get("text"), str))
 
 
+#: Codex's own retry of a request: ``Reconnecting... 2/5 (We're currently …)``.
+_RECONNECTING = re.compile(r"Reconnecting\.*\s*\d+/\d+")
+
+
 class CodexStream(_JsonLines):
-    """``codex exec --json -`` (and ``codex exec resume … --json -``)."""
+    """``codex exec --json -`` (and ``codex exec --json … resume THREAD -``). Its
+    ``turn.completed`` usage is the thread's running total (on a resumed thread,
+    every earlier attempt's tokens are in it too)."""
 
     WANTED = (b"thread.started", b"turn.completed", b"turn.failed", b"error",
               b"agent_message", b"assistant_message")
@@ -302,29 +350,33 @@ class CodexStream(_JsonLines):
         elif kind == "turn.completed":
             facts.completed_turn = True
             facts.turns = (facts.turns or 0) + 1
+            facts.running_totals = True
             usage = event.get("usage")
-            if isinstance(usage, dict):
-                for name, key, wire in (("input_tokens", "input_tokens", "tokens.input"),
-                                        ("output_tokens", "output_tokens", "tokens.output"),
-                                        ("cached_tokens", "cached_input_tokens",
-                                         "tokens.cached")):
-                    value = facts.count(wire, usage.get(key))
-                    if wire in facts.refused:  # one turn's unknown: the sum is unknown
-                        setattr(facts, name, None)
-                    elif value is not None:
-                        setattr(facts, name, (getattr(facts, name) or 0) + value)
+            if isinstance(usage, dict):  # the thread's totals so far: the last one holds
+                facts.input_tokens = facts.count("tokens.input", usage.get("input_tokens"))
+                facts.output_tokens = facts.count("tokens.output", usage.get("output_tokens"))
+                facts.cached_tokens = facts.count("tokens.cached",
+                                                  usage.get("cached_input_tokens"))
         elif kind in ("turn.failed", "error"):
             if kind == "turn.failed":
                 facts.completed_turn = False  # the last turn decides: it failed
             error = event.get("error")
             message = _text(error.get("message")) if isinstance(error, dict) else None
             message = message or _text(event.get("message"))
-            if message:
-                facts.errors.append(message)
+            if message and _RECONNECTING.match(message):
+                facts.retrying = message[:200]
+            elif message and (kind == "error" or message not in facts.errors[-1:]):
+                facts.errors.append(message)  # turn.failed repeats the error before it
+                del facts.errors[:-5]
         elif isinstance(kind, str) and kind.startswith("item."):
             item = event.get("item")
-            if isinstance(item, dict) and (item.get("type") or item.get("item_type")) in (
-                    "agent_message", "assistant_message"):
+            item_type = (item.get("type") or item.get("item_type")) if isinstance(item, dict) \
+                else None
+            if item_type == "error" and kind == "item.completed":  # a warning, not a failure
+                message = _text(item.get("message")) if isinstance(item, dict) else None
+                if message:
+                    facts.warnings = [*facts.warnings[-4:], message[:500]]
+            elif isinstance(item, dict) and item_type in ("agent_message", "assistant_message"):
                 text = _text(item.get("text"))
                 if text is not None and kind == "item.completed":
                     facts.final_text = text

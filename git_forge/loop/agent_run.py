@@ -6,7 +6,8 @@ cost checked.
 ``after_attempt`` answers with a ``Step``: go on and settle the signal
 (``SETTLE``), retry the same item without counting the attempt (``RETRY``:
 after a limit wait), or end the run (``Ending``, or ``STOPPED`` for a stop
-during a wait).
+during a wait). A command line the agent program refused ends the run at once
+(exit 2, its words): every item would fail the same way, and none is at fault.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from git_forge.agents.classify import Verdict
 from git_forge.backlog.item import Item
 from git_forge.clock import wire_stamp
 from git_forge.errors import ForgeError
-from git_forge.exit_codes import LOOP_ERROR, LOOP_LIMIT
+from git_forge.exit_codes import LOOP_ERROR, LOOP_LIMIT, LOOP_REFUSED
 from git_forge.loop import limits_wait, notify, receipts
 from git_forge.loop.context import RunContext, commit, dirty
 from git_forge.loop.iteration import AgentResult
@@ -68,8 +69,7 @@ def after_attempt(run: RunContext, taken: Item, result: AgentResult) -> Step | E
         except ForgeError as exc:  # the receipt stays in the manifest and the journal
             run.progress.note(f"item {item_id}: its receipt could not be added up: "
                               f"{exc.message}")
-        session = result.receipt.session_id
-        agent.last_session = (item_id, session) if session else None
+    agent.remember(item_id, result.session)
     verdict = result.verdict
     if verdict.verdict is Verdict.LIMIT_WAIT:
         agent.breaker.reset()
@@ -84,6 +84,14 @@ def after_attempt(run: RunContext, taken: Item, result: AgentResult) -> Step | E
         return Ending(LOOP_LIMIT, "stopped",
                       f"stopped: the agent's usage limit is not lifted by waiting ({reason});"
                       " run the loop again once it is lifted")
+    if verdict.verdict is Verdict.COMMAND_REFUSED:
+        _back_to_pending(run, item_id)
+        words = verdict.message or result.what_happened
+        run.journal.append("agent_command_refused", itemId=item_id, reason=words)
+        return Ending(LOOP_REFUSED, "error",
+                      f"stopped: the agent refused its command line ({words}); no item is "
+                      "at fault — fix loop.agentArgs / --agent-arg and run the loop again",
+                      error=f"the agent refused its command line: {words}")
     signature = (verdict.signature(result.exit_code)
                  if verdict.verdict is Verdict.FAILED and verdict.kind else None)
     tripped = agent.breaker.record(taken, signature, verdict.message, result.stderr_lines)

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from git_forge.agents.receipt import Totals
+from git_forge.agents.receipt import Session, Totals
 from git_forge.loop.breaker import Breaker
 from git_forge.loop.notify import Notifier
 
@@ -29,8 +29,8 @@ class AgentState:
     wake: threading.Event = field(default_factory=threading.Event)
     breaker: Breaker = field(default_factory=lambda: Breaker(3))
     notifier: Notifier = field(default_factory=_silent)
-    #: ``(item id, session id)`` of the last attempt: what a retry of it resumes.
-    last_session: tuple[str, str] | None = None
+    #: Each item's last attempt's session: what a retry of the item resumes.
+    sessions: dict[str, Session] = field(default_factory=dict)
     #: Attempts in a row that met a limit whose announced end had passed.
     limits_after_reset: int = 0
     #: What this run's attempts cost so far.
@@ -38,9 +38,14 @@ class AgentState:
     #: Adds each attempt's receipt to ``receipts.json`` (made at the first receipt).
     ledger: LedgerWriter | None = None
 
-    def session_for(self, item_id: str, enabled: bool) -> str | None:
-        """The session a retry of ``item_id`` resumes: the previous attempt's, only
-        when that attempt was on this item (never across items)."""
-        if not enabled or self.last_session is None or self.last_session[0] != item_id:
-            return None
-        return self.last_session[1]
+    def session_for(self, item_id: str, enabled: bool) -> Session | None:
+        """The session a retry of ``item_id`` resumes: its previous attempt's (never
+        another item's), when it reported one."""
+        return self.sessions.get(item_id) if enabled else None
+
+    def remember(self, item_id: str, session: Session | None) -> None:
+        """``item_id``'s attempt ended in ``session`` (``None``: none to resume)."""
+        if session is None:
+            self.sessions.pop(item_id, None)
+        else:
+            self.sessions[item_id] = session

@@ -17,7 +17,7 @@ from typing import Any
 
 from git_forge.agents.classify import Classified, Verdict, classify
 from git_forge.agents.profiles import Profile
-from git_forge.agents.receipt import Receipt
+from git_forge.agents.receipt import Receipt, Session, added_since
 from git_forge.agents.streams import Facts
 from git_forge.loop.process_events import duration_ms
 from git_forge.loop.signals import NO_SIGNAL, Signal, parse_signal
@@ -32,8 +32,9 @@ class Attempt:
     """The reader of one agent start, and what it read."""
 
     def __init__(self, profile: Profile, *, follow: bool = False,
-                 resumed: str | None = None) -> None:
+                 resumed: Session | None = None) -> None:
         self.profile = profile
+        #: The session this start resumes (``None``: a fresh one).
         self.resumed = resumed
         #: The assistant's text as it streams, for the loop's ``--follow``.
         self.followed: deque[str] = deque()
@@ -56,14 +57,44 @@ class Attempt:
             return self._facts
 
     def make_receipt(self, manifest: Manifest) -> dict[str, Any]:
-        """The supervisor's receipt hook: this start's receipt, kept in its manifest."""
+        """The supervisor's receipt hook: this start's receipt, kept in its manifest.
+        It says what this start added: where the agent reports the session's running
+        totals, what the resumed session had reported before is taken off."""
         facts = self.facts()
+        tokens = (facts.input_tokens, facts.output_tokens, facts.cached_tokens)
+        before = self._reported_before()
+        if before is not None:
+            tokens = (added_since(tokens[0], before[0]), added_since(tokens[1], before[1]),
+                      added_since(tokens[2], before[2]))
         self.receipt = Receipt(
             duration_ms=duration_ms(manifest), exit_code=manifest.result.exit_code,
-            session_id=facts.session_id, resumed=self.resumed, turns=facts.turns,
-            input_tokens=facts.input_tokens, output_tokens=facts.output_tokens,
-            cached_tokens=facts.cached_tokens, cost_usd=facts.cost_usd)
+            session_id=facts.session_id,
+            resumed=self.resumed.session_id if self.resumed else None, turns=facts.turns,
+            input_tokens=tokens[0], output_tokens=tokens[1], cached_tokens=tokens[2],
+            cost_usd=facts.cost_usd)
         return self.receipt.to_json()
+
+    def _reported_before(self) -> tuple[int | None, int | None, int | None] | None:
+        """The running totals the resumed session reported before this start."""
+        facts = self.facts()
+        if (not facts.running_totals or self.resumed is None
+                or self.resumed.session_id != facts.session_id):
+            return None
+        return self.resumed.reported
+
+    def ended_in(self) -> Session | None:
+        """The session a retry resumes, with the running totals reported so far."""
+        facts = self.facts()
+        if facts.session_id is None:
+            return None
+        reported: tuple[int | None, int | None, int | None] | None
+        if facts.running_totals:
+            reported = (facts.input_tokens, facts.output_tokens, facts.cached_tokens)
+        elif self.resumed is not None and self.resumed.session_id == facts.session_id:
+            reported = self.resumed.reported  # ended before it reported: as they were
+        else:
+            reported = None
+        return Session(facts.session_id, reported)
 
     def take_followed(self) -> str:
         """The assistant's text streamed since the last call ('' when none)."""

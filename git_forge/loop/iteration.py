@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from git_forge.agents.classify import Classified, Verdict
-from git_forge.agents.receipt import Receipt
+from git_forge.agents.classify import Classified, Verdict, error_line
+from git_forge.agents.receipt import Receipt, Session
 from git_forge.atomic import atomic_write
 from git_forge.backlog.item import Item
 from git_forge.exit_codes import LOOP_ERROR, LOOP_REFUSED
@@ -29,6 +29,7 @@ from git_forge.reconcile.conflicts import conflict_of
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.supervisor.process import PreparedProcess
+from git_forge.supervisor.render import safe_text
 from git_forge.tree.errors import GitError
 from git_forge.tree.porcelain import StatusEntry
 
@@ -61,6 +62,8 @@ class AgentResult:
     listed: list[StatusEntry] | None = None
     #: What its stream reported that was not kept, and why (``Facts.refused``).
     refused: dict[str, str] = field(default_factory=dict)
+    #: The session a retry of the item resumes (``None``: a fresh one).
+    session: Session | None = None
 
 
 def start_agent(run: RunContext, item: Item, number: int, *,
@@ -143,7 +146,7 @@ def remove_prompt_files(state_dir: Path, item_id: str | None = None) -> None:
 
 def _prepare(run: RunContext, item: Item, prompt: str, number: int,
              attempt: Attempt, worktree: Path | None = None) -> PreparedProcess:
-    argv = run.options.argv(attempt.resumed)
+    argv = run.options.argv(attempt.resumed.session_id if attempt.resumed else None)
     encoded = prompt.encode("utf-8")
     stdin: bytes | None = encoded
     if any("{prompt_file}" in arg for arg in argv):
@@ -180,7 +183,7 @@ def _result_of(run: RunContext, handle: str, manifest: Manifest, idle: bool,
     failure = verdict.kind if verdict.verdict is Verdict.FAILED and verdict.kind else None
     lines = stderr_lines(stderr)
     why = what_happened(exit_code, manifest.state, timed_out, run.options.timeout_minutes,
-                        failure or _trim(lines[-1] if lines else None),
+                        failure or _trim(error_line(safe_text(stderr, final=True).text)),
                         idle_minutes=run.options.idle_minutes if idle else None,
                         failed=failure is not None)
     receipt = attempt.receipt
@@ -191,7 +194,7 @@ def _result_of(run: RunContext, handle: str, manifest: Manifest, idle: bool,
                        timed_out=timed_out, what_happened=why,
                        verdict=verdict, receipt=receipt, idle=idle,
                        stderr_lines=tuple(lines), listed=listed,
-                       refused=dict(attempt.facts().refused))
+                       refused=dict(attempt.facts().refused), session=attempt.ended_in())
 
 
 def _trim(line: str | None) -> str | None:

@@ -1,0 +1,337 @@
+"""What the real Claude Code (2.1.332, 2.1.197) and Codex (0.171.0) print when things
+go wrong, read as git-forge reads it (issue 33, points 1–6).
+
+The lines are the programs' own, from runs against a model server on 127.0.0.1,
+with the fields git-forge does not read left out (each event keeps its shape and
+every field named here). ``tests/test_real_agents.py`` runs the programs
+themselves where they are installed; these hold the formats everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from git_forge.agents.classify import Verdict, classify, error_line
+from git_forge.agents.receipt import added_since
+from git_forge.agents.streams import ClaudeStream, CodexStream, Facts
+
+#: When the transcripts were taken (16:51 UTC), as the tests' "now".
+NOW = datetime(2026, 12, 3, 16, 51, 40, tzinfo=UTC)
+SESSION = "42125bca-1a72-4250-a6d6-3d38ef09ecdb"
+
+
+def _line(event: dict[str, Any]) -> str:
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+
+
+def _claude(*lines: str) -> Facts:
+    reader = ClaudeStream()
+    reader.feed("".join(f"{line}\n" for line in lines).encode())
+    return reader.finish()
+
+
+def _codex(*lines: str) -> Facts:
+    reader = CodexStream()
+    reader.feed("".join(f"{line}\n" for line in lines).encode())
+    return reader.finish()
+
+
+def _synthetic(text: str, error: str, status: int | None = None,
+               **fields: Any) -> str:
+    """Claude Code's synthetic assistant message for a failed request."""
+    event: dict[str, Any] = {
+        "type": "assistant",
+        "message": {"model": "<synthetic>", "role": "assistant",
+                    "content": [{"type": "text", "text": text}]},
+        "parent_tool_use_id": None, "session_id": SESSION, "error": error}
+    if status is not None:
+        event.update({"is_api_error_message": True, "api_error_status": status})
+    event.update(fields)
+    return _line(event)
+
+
+def _error_result(text: str | None, *, subtype: str = "success", version: str = "2.1.332",
+                  **fields: Any) -> str:
+    """Claude Code's ``result`` for a failed attempt (2.1.197 has fewer fields)."""
+    event: dict[str, Any] = {"type": "result", "subtype": subtype, "is_error": True,
+                             "num_turns": 1, "session_id": SESSION, "total_cost_usd": 0}
+    if version != "2.1.197":
+        event.update({"terminal_reason": "api_error", "model_usage_since_last_result": {}})
+    if text is not None:
+        event["result"] = text
+    event.update(fields)
+    return _line(event)
+
+
+SERVER_ERROR = ("API Error: {status} {words}. This is a server-side issue, usually temporary — "
+                "try again in a moment. If it persists, check your inference gateway "
+                "(127.0.0.1:8080).")
+
+
+# --- point 1: a server error is a failure, never a usage limit ----------------------------------
+
+
+@pytest.mark.parametrize(("status", "words", "kind", "version"), [
+    (529, "Overloaded", "overloaded_error", "2.1.332"),
+    (500, "Internal server error", "api_error", "2.1.332"),
+    (529, "Overloaded", None, "2.1.197"),
+])
+def test_a_server_error_is_a_failure_with_its_status_never_a_limit(
+        status: int, words: str, kind: str | None, version: str) -> None:
+    text = SERVER_ERROR.format(status=status, words=words)
+    retry = _line({"type": "system", "subtype": "api_retry", "attempt": 2, "max_retries": 2,
+                   "retry_delay_ms": 1229, "error_status": status, "error": "overloaded",
+                   "session_id": SESSION})
+    typed = {"api_error_type": kind} if kind else {}
+    facts = _claude(retry, _synthetic(text, "server_error", **({} if version == "2.1.197" else {
+        "api_error_status": status, **typed})),
+        _error_result(text, version=version, api_error_status=status, **typed))
+    verdict = classify(facts, 1, "", structured=True, now=NOW)
+    assert verdict.verdict is Verdict.FAILED
+    assert verdict.kind == f"API Error: {status}" + (f" {kind}" if kind else "")
+    assert verdict.message == text
+    assert facts.retrying == f"{status} overloaded"
+
+
+def test_try_again_in_a_moment_is_no_time_in_plain_words_either() -> None:
+    text = SERVER_ERROR.format(status=529, words="Overloaded")
+    verdict = classify(Facts(), 1, text, now=NOW)  # a plain agent saying it on stderr
+    assert verdict.verdict is not Verdict.LIMIT_WAIT and verdict.reset_at is None
+
+
+# --- point 2: Codex's limit times ---------------------------------------------------------------
+
+CODEX_LIMIT = ("You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), "
+               "visit https://chatgpt.com/settings/usage to purchase more credits or try again "
+               "at {when}.")
+
+
+def _codex_limit(when: str) -> Facts:
+    message = CODEX_LIMIT.format(when=when)
+    return _codex(_line({"type": "thread.started",
+                         "thread_id": "01a23cd1-e92a-7122-8fc1-6b2760f568a5"}),
+                  _line({"type": "turn.started"}), _line({"type": "error", "message": message}),
+                  _line({"type": "turn.failed", "error": {"message": message}}))
+
+
+@pytest.fixture
+def sao_paulo(monkeypatch: pytest.MonkeyPatch) -> Iterator[ZoneInfo]:
+    """The machine's local time zone (Codex's times have none of their own)."""
+    import time
+
+    monkeypatch.setenv("TZ", "America/Sao_Paulo")
+    time.tzset()
+    yield ZoneInfo("America/Sao_Paulo")
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize(("now_local", "when", "lifts_local"), [
+    # Later today: the end of the minute told.
+    ((13, 51, 40), "5:01 PM", (2026, 12, 3, 17, 2)),
+    # Inside the minute told: its end, seconds away — never tomorrow.
+    ((17, 1, 30), "5:01 PM", (2026, 12, 3, 17, 2)),
+    # Another day, with its date.
+    ((13, 51, 40), "Dec 5th, 2026 5:51 PM", (2026, 12, 5, 17, 52)),
+])
+def test_codex_says_its_limit_in_local_time_to_the_minute(
+        sao_paulo: ZoneInfo, now_local: tuple[int, int, int], when: str,
+        lifts_local: tuple[int, ...]) -> None:
+    now = datetime(2026, 12, 3, *now_local, tzinfo=sao_paulo).astimezone(UTC)
+    verdict = classify(_codex_limit(when), 1, "", structured=True, now=now)
+    assert verdict.verdict is Verdict.LIMIT_WAIT
+    assert verdict.reset_at == datetime(*lifts_local, tzinfo=sao_paulo).astimezone(UTC)
+
+
+def test_a_codex_time_already_passed_today_is_now_not_tomorrow(sao_paulo: ZoneInfo) -> None:
+    now = datetime(2026, 12, 3, 17, 30, tzinfo=sao_paulo).astimezone(UTC)
+    verdict = classify(_codex_limit("5:01 PM"), 1, "", structured=True, now=now)
+    assert verdict.verdict is Verdict.LIMIT_WAIT
+    assert verdict.reset_at is not None and verdict.reset_at <= now
+
+
+# --- point 3: Claude's limit texts --------------------------------------------------------------
+
+
+def test_a_subscribers_limit_without_its_event_reads_the_error_params() -> None:
+    # Once the limit's time has passed, Claude Code sends no rate_limit_event: the
+    # synthetic message's api_error_params still hold resetsAt.
+    text = "You've hit your 5-hour limit · resets Dec 5, 5:51pm (UTC)"
+    params = {"rate_limit_info": {"status": "rejected", "resetsAt": 1796493100,
+                                  "rateLimitType": "five_hour", "overageStatus": "rejected",
+                                  "isUsingOverage": False}}
+    facts = _claude(_synthetic(text, "rate_limit", 429, api_error="usage_limit_reached",
+                               api_error_params=params, api_error_type="rate_limit_error"),
+                    _error_result(text, api_error_status=429, api_error="usage_limit_reached",
+                                  api_error_type="rate_limit_error"))
+    verdict = classify(facts, 1, "", structured=True, now=NOW)
+    assert verdict.verdict is Verdict.LIMIT_WAIT
+    assert verdict.reset_at == datetime.fromtimestamp(1796493100, UTC)
+
+
+@pytest.mark.parametrize(("text", "lifts"), [
+    ("You've hit your 5-hour limit · resets 5:01pm (UTC)", datetime(2026, 12, 3, 17, 2,
+                                                                    tzinfo=UTC)),
+    ("You've hit your 5-hour limit · resets Dec 5, 5:51pm (UTC)",
+     datetime(2026, 12, 5, 17, 52, tzinfo=UTC)),
+    ("You've hit your session limit · resets 5:20pm (UTC)",
+     datetime(2026, 12, 3, 17, 21, tzinfo=UTC)),
+])
+def test_claudes_limit_words_alone_say_when_it_lifts(text: str, lifts: datetime) -> None:
+    facts = _claude(_error_result(text, api_error_status=429, api_error="usage_limit_reached"))
+    verdict = classify(facts, 1, "", structured=True, now=NOW)
+    assert (verdict.verdict, verdict.reset_at) == (Verdict.LIMIT_WAIT, lifts)
+
+
+def test_an_api_keys_rate_limit_is_a_limit_with_no_time() -> None:
+    text = ("API Error: Request rejected (429) · This request would exceed your account's "
+            "rate limit. Please try again later.")
+    facts = _claude(_synthetic(text, "rate_limit", 429, api_error_type="rate_limit_error"),
+                    _error_result(text, api_error_status=429,
+                                  api_error_type="rate_limit_error"))
+    verdict = classify(facts, 1, "", structured=True, now=NOW)
+    assert verdict.verdict is Verdict.LIMIT_WAIT and verdict.reset_at is None
+    assert verdict.message == text
+
+
+@pytest.mark.parametrize("text", ["Not logged in · Please run /login",
+                                  "Invalid API key · Fix external API key"])
+def test_a_rejected_credential_is_not_logged_in(text: str) -> None:
+    facts = _claude(_synthetic(text, "authentication_failed", 401,
+                               api_error_type="authentication_error"),
+                    _error_result(text, api_error_status=401,
+                                  api_error_type="authentication_error"))
+    assert classify(facts, 1, "", structured=True).signature(1) == "exit 1: not logged in"
+
+
+# --- point 4: running totals --------------------------------------------------------------------
+
+
+def test_claudes_cost_is_this_process_s_not_the_session_s() -> None:
+    usage = {"inputTokens": 2540, "outputTokens": 114, "costUSD": 0.00782}
+    resumed = _line({"type": "result", "subtype": "success", "is_error": False,
+                     "num_turns": 2, "result": "FORGE_DONE", "session_id": SESSION,
+                     "total_cost_usd": 0.01548,  # the session's so far (2.1.332 on --resume)
+                     "usage": {"input_tokens": 2540, "output_tokens": 114,
+                               "cache_creation_input_tokens": 600,
+                               "cache_read_input_tokens": 1000},
+                     "model_usage_since_last_result": {"claude-sonnet-5-5": usage}})
+    assert _claude(resumed).cost_usd == 0.00782
+    # 2.1.197 has no model_usage_since_last_result: its total_cost_usd is the process's.
+    older = json.loads(resumed)
+    del older["model_usage_since_last_result"]
+    assert _claude(_line({**older, "total_cost_usd": 0.01188})).cost_usd == 0.01188
+    # A figure in it that is no cost makes the cost unknown, and says so.
+    lying = {**json.loads(resumed), "model_usage_since_last_result": {
+        "a": {"costUSD": 0.5}, "b": {"costUSD": -1}}}
+    facts = _claude(_line(lying))
+    assert facts.cost_usd is None and "costUsd" in facts.refused
+
+
+def test_codexs_usage_is_the_threads_running_total() -> None:
+    def done(tokens: tuple[int, int, int]) -> Facts:
+        return _codex(_line({"type": "thread.started", "thread_id": "th"}),
+                      _line({"type": "turn.completed", "usage": {
+                          "input_tokens": tokens[0], "cached_input_tokens": tokens[1],
+                          "cache_write_input_tokens": 0, "output_tokens": tokens[2],
+                          "reasoning_output_tokens": 24}}))
+    first, resumed = done((4250, 1600, 122)), done((8700, 3200, 244))
+    assert first.running_totals and resumed.running_totals
+    added = [added_since(now, before) for now, before in (
+        (resumed.input_tokens, first.input_tokens), (resumed.output_tokens, first.output_tokens),
+        (resumed.cached_tokens, first.cached_tokens))]
+    assert added == [4450, 122, 1600]
+    assert added_since(100, 400) == 100  # smaller than before: a new count, whole
+    assert added_since(None, 5) is None and added_since(7, None) == 7
+
+
+# --- point 5: a command line the program refuses ------------------------------------------------
+
+CLAP = ("error: unexpected argument '--sandbox' found\n\n  tip: to pass '--sandbox' as a value, "
+        "use '-- --sandbox'\n\nUsage: codex exec resume <SESSION_ID> [PROMPT]\n\n"
+        "For more information, try '--help'.\n")
+
+
+@pytest.mark.parametrize(("stderr", "code", "line"), [
+    (CLAP, 2, "error: unexpected argument '--sandbox' found"),
+    ("error: unknown option '--bogus'\n", 1, "error: unknown option '--bogus'"),
+    ("error: option '--permission-mode <mode>' argument 'nope' is invalid. Allowed choices "
+     "are acceptEdits, auto.\n", 1,
+     "error: option '--permission-mode <mode>' argument 'nope' is invalid. Allowed choices "
+     "are acceptEdits, auto."),
+])
+def test_a_refused_command_line_is_no_items_failure(stderr: str, code: int, line: str) -> None:
+    verdict = classify(Facts(), code, stderr, structured=True)
+    assert (verdict.verdict, verdict.message) == (Verdict.COMMAND_REFUSED, line)
+    assert error_line(stderr) == line
+
+
+def test_words_like_a_usage_error_after_the_stream_began_are_the_items() -> None:
+    # A session started: the program took its command line; what failed is the item's.
+    facts = _codex(_line({"type": "thread.started", "thread_id": "th"}))
+    verdict = classify(facts, 2, "error: unexpected argument 'x' found\n", structured=True)
+    assert verdict.verdict is Verdict.FAILED
+
+
+# --- point 6: words carried elsewhere -----------------------------------------------------------
+
+
+def test_error_max_turns_quotes_its_errors() -> None:
+    facts = _claude(_line({"type": "result", "subtype": "error_max_turns", "is_error": True,
+                           "num_turns": 2, "session_id": SESSION, "total_cost_usd": 0.00381,
+                           "terminal_reason": "max_turns",
+                           "errors": ["Reached maximum number of turns (1)"]}))
+    assert facts.final_text == "" and facts.errors == ["Reached maximum number of turns (1)"]
+    verdict = classify(facts, 1, "", structured=True)
+    assert verdict.verdict is Verdict.FAILED
+    assert verdict.kind == verdict.message == "Reached maximum number of turns (1)"
+
+
+def test_codex_reconnecting_is_a_retry_and_the_final_error_is_quoted() -> None:
+    final = "We’re currently experiencing high demand, which may cause temporary errors."
+    facts = _codex(
+        _line({"type": "thread.started", "thread_id": "th"}), _line({"type": "turn.started"}),
+        *(_line({"type": "error", "message": f"Reconnecting... {n}/5 ({final})"})
+          for n in range(1, 6)),
+        _line({"type": "error", "message": final}),
+        _line({"type": "turn.failed", "error": {"message": final}}))
+    assert facts.errors == [final] and facts.retrying == f"Reconnecting... 5/5 ({final})"
+    verdict = classify(facts, 1, "", structured=True)
+    assert verdict.verdict is Verdict.FAILED
+    assert verdict.kind == final.rstrip(".") and verdict.message == final
+
+
+def test_a_codex_warning_item_is_no_failure() -> None:
+    warning = _line({"type": "item.completed", "item": {
+        "id": "item_0", "type": "error",
+        "message": "Model metadata for `gpt-forge` not found; defaulting to fallback"}})
+    facts = _codex(_line({"type": "thread.started", "thread_id": "th"}), warning,
+                   _line({"type": "item.completed", "item": {
+                       "id": "item_1", "type": "agent_message", "text": "FORGE_DONE"}}),
+                   _line({"type": "turn.completed", "usage": {
+                       "input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 2}}))
+    assert facts.errors == [] and facts.warnings[0].startswith("Model metadata")
+    assert classify(facts, 0, "", structured=True).verdict is Verdict.RAN
+
+
+def test_a_process_ended_while_retrying_names_the_retry() -> None:
+    retry = _line({"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 10,
+                   "retry_delay_ms": 586, "error_status": 503, "error": "unavailable",
+                   "session_id": SESSION})
+    verdict = classify(_claude(retry), 1, "", structured=True)
+    assert verdict.verdict is Verdict.FAILED and verdict.message == "503 unavailable"
+
+
+def test_the_same_minute_is_never_a_day_later(sao_paulo: ZoneInfo) -> None:
+    # Codex says 5:01 PM at 5:01:59 PM: the limit lifts within a second, not tomorrow.
+    now = datetime(2026, 12, 3, 17, 1, 59, tzinfo=sao_paulo)
+    verdict = classify(Facts(errors=[CODEX_LIMIT.format(when="5:01 PM")]), 1, "",
+                       structured=True, now=now)
+    assert verdict.reset_at is not None
+    assert timedelta(0) <= verdict.reset_at - now <= timedelta(seconds=1)
