@@ -297,7 +297,7 @@ complete -c git-forge -n '_shtab_git_forge_using loop stop' -l json -d 'print {"
 complete -c git-forge -n '_shtab_git_forge_using loop stop; and test $_shtab_git_forge_npos -eq 0' -ka "(__fish_complete_directories)" -d 'project path (default: .)'
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a agents -d 'list the agent profiles: command, binary on PATH, version'
 complete -c git-forge -n '_shtab_git_forge_using agents' -s h -l help -d 'show this help message and exit'
-complete -c git-forge -n '_shtab_git_forge_using agents' -l json -d 'print [{name, binary, path, version, command, …}, …]'
+complete -c git-forge -n '_shtab_git_forge_using agents' -l json -d 'print [{name, binary, path, version, versionText, verified, versionStatus, command, …}, …]'
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a recover -d 'answer a stopped run'"'"'s questions and make the backlog resumable'
 complete -c git-forge -n '_shtab_git_forge_using recover' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using recover' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'

@@ -131,11 +131,13 @@ def test_agents_lists_profiles_path_and_version(project: Project) -> None:
     listed = json.loads(project.forge("agents", "--json").stdout)
     by_name = {entry["name"]: entry for entry in listed}
     assert by_name["claude"]["path"] == str(project.fakes.bin / "claude")
-    assert by_name["claude"]["version"] == "2.0.31 (Claude Code)"
-    assert by_name["codex"]["version"] == "codex-cli 0.46.0"
+    assert by_name["claude"]["version"] == "2.0.31"
+    assert by_name["claude"]["versionText"] == "2.0.31 (Claude Code)"
+    assert by_name["codex"]["version"] == "0.46.0"
+    assert by_name["codex"]["versionStatus"] == "older"  # the fakes print old versions
     assert by_name["generic"]["binary"] is None
     plain = project.forge("agents")
-    assert plain.returncode == 0 and "2.0.31 (Claude Code)" in plain.stdout
+    assert plain.returncode == 0 and "claude (2.0.31; older than" in plain.stdout
     missing = run_forge("agents", cwd=project.root, env={"PATH": "/nonexistent"})
     assert "claude: not on PATH" in missing.stdout
 
@@ -513,7 +515,7 @@ def test_the_readme_commands_for_claude_and_codex_work_as_written(project: Proje
         ["git", "forge", "loop", "run"]]
     project.fakes.plan({"001": {"do": "done"}, "002": {"do": "done"}, "003": {"do": "done"}})
     listed = project.forge(*commands[0][2:])
-    assert "2.0.31 (Claude Code)" in listed.stdout and "codex-cli 0.46.0" in listed.stdout
+    assert "claude (2.0.31;" in listed.stdout and "codex (0.46.0;" in listed.stdout
     first = project.run(*commands[1][4:], "--iterations", "1")
     assert first.returncode == 0, first.stderr
     assert project.fakes.starts("001")[0]["argv"][-2:] == ["--permission-mode", "acceptEdits"]

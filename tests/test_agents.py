@@ -1,10 +1,14 @@
-"""Reading Claude Code's and Codex's streams, and classifying what an attempt was."""
+"""Reading Claude Code's and Codex's streams, classifying what an attempt was, and
+``git forge agents`` telling the version found from the ones git-forge was verified with."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import tracemalloc
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from agent_streams import (
@@ -21,10 +25,18 @@ from agent_streams import (
     codex_turn_failed,
     codex_turn_started,
 )
+from helpers import run_forge
 
 from git_forge.agents.classify import Verdict, classify
 from git_forge.agents.limits import reset_time
-from git_forge.agents.profiles import GENERIC, PROFILES, profile_for
+from git_forge.agents.profiles import (
+    GENERIC,
+    PROFILES,
+    VERIFIED,
+    format_version,
+    parse_version,
+    profile_for,
+)
 from git_forge.agents.receipt import Receipt, Totals
 from git_forge.agents.streams import ClaudeStream, CodexStream
 
@@ -226,3 +238,117 @@ def test_the_parser_memory_is_flat_in_the_transcript_size() -> None:
         tracemalloc.stop()
         assert reader.finish().final_text == "FORGE_DONE"
     assert peaks[1] < peaks[0] * 1.5  # ten times the transcript, about the same memory
+
+
+# --- git forge agents: the version found and the verified range ---------------------------------
+
+
+def fake_programs(bin_dir: Path, said: dict[str, bytes]) -> dict[str, str]:
+    """``claude`` and ``codex`` in ``bin_dir``, each printing its bytes for
+    ``--version``; the environment that puts them first on PATH."""
+    bin_dir.mkdir(exist_ok=True)
+    for name, output in said.items():
+        (bin_dir / f"{name}.out").write_bytes(output)
+        script = bin_dir / name
+        script.write_text(f"#!/bin/sh\nexec cat '{bin_dir / name}.out'\n")
+        script.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def agents(tmp_path: Path, claude: bytes, codex: bytes) -> tuple[dict, str]:
+    """``git forge agents --json`` (by name) and ``git forge agents`` with these programs."""
+    env = fake_programs(tmp_path / "bin", {"claude": claude, "codex": codex})
+    listed = run_forge("agents", "--json", cwd=tmp_path, env=env)
+    plain = run_forge("agents", cwd=tmp_path, env=env)
+    assert listed.returncode == plain.returncode == 0, listed.stderr + plain.stderr
+    assert listed.stderr == plain.stderr == ""
+    return {entry["name"]: entry for entry in json.loads(listed.stdout)}, plain.stdout
+
+
+def profile_line(text: str, name: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(f"{name} "))
+
+
+def test_the_verified_range_is_what_the_real_program_tier_installs() -> None:
+    """The ends of each range are the versions ``.ci/run`` installs for that tier."""
+    script = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
+    installed = {"claude": set(re.findall(r"@anthropic-ai/claude-code@([0-9.]+)", script)),
+                 "codex": set(re.findall(r"@openai/codex@([0-9.]+)", script))}
+    for name, verified in VERIFIED.items():
+        ends = {format_version(verified.lowest), format_version(verified.highest)}
+        assert ends == installed[name], name
+        assert PROFILES[name].verified is verified
+
+
+@pytest.mark.parametrize(("said", "expected"), [
+    ("2.1.332 (Claude Code)", (2, 1, 332)),
+    ("codex-cli 0.171.0", (0, 171, 0)),
+    ("v10.2", (10, 2)),
+    ("version 7", None),
+    ("\u0662.\u0661.\u0663", None),  # digits, but not ASCII ones
+    ("1" * 5000 + ".1", None),  # no number int() reads
+])
+def test_parse_version(said: str, expected: tuple[int, ...] | None) -> None:
+    assert parse_version(said) == expected
+
+
+@pytest.mark.parametrize(("claude", "codex", "statuses"), [
+    (b"2.1.332 (Claude Code)\n", b"codex-cli 0.171.0\n", ("verified", "verified")),
+    (b"2.1.197 (Claude Code)\n", b"codex-cli 0.170.9\n", ("verified", "older")),
+    (b"2.1.340 (Claude Code)\n", b"codex-cli 0.172.0\n", ("newer", "newer")),
+    (b"2.0.31 (Claude Code)\n", b"codex-cli 1.0.0\n", ("older", "newer")),
+], ids=["inside", "lowest-and-below", "above", "below-and-above"])
+def test_agents_says_where_the_version_is_against_the_verified_range(
+        tmp_path: Path, claude: bytes, codex: bytes, statuses: tuple[str, str]) -> None:
+    by_name, plain = agents(tmp_path, claude, codex)
+    for name, said, status in (("claude", claude, statuses[0]), ("codex", codex, statuses[1])):
+        entry = by_name[name]
+        number = said.decode().split()[-1 if name == "codex" else 0]
+        assert entry["path"] == str(tmp_path / "bin" / name)
+        assert entry["version"] == number and entry["versionText"] == said.decode().strip()
+        assert entry["versionStatus"] == status
+        line = profile_line(plain, name)
+        if status == "verified":
+            assert line.endswith(f"/{name} ({number})"), line
+        else:
+            assert f"({number}; {status} than the " in line
+            assert line.endswith(" git-forge verified: its stream may differ)"), line
+    assert by_name["claude"]["verified"] == {"lowest": "2.1.197", "highest": "2.1.332"}
+    assert by_name["codex"]["verified"] == {"lowest": "0.171.0", "highest": "0.171.0"}
+    if statuses[0] != "verified":
+        assert "than the 2.1.197–2.1.332 git-forge verified" in profile_line(plain, "claude")
+    if statuses[1] != "verified":  # one version verified: no range of one
+        assert "than the 0.171.0 git-forge verified" in profile_line(plain, "codex")
+    generic = by_name["generic"]
+    assert generic["verified"] is None and generic["versionStatus"] is None
+
+
+def test_no_version_read_is_unknown_and_no_warning(tmp_path: Path) -> None:
+    by_name, plain = agents(tmp_path, b"Segmentation fault\n", b"")
+    assert by_name["claude"]["version"] is None
+    assert by_name["claude"]["versionText"] == "Segmentation fault"
+    assert by_name["codex"]["version"] is None and by_name["codex"]["versionText"] is None
+    for name in ("claude", "codex"):
+        assert by_name[name]["versionStatus"] == "unknown"
+        assert profile_line(plain, name).endswith(f"/{name} (version unknown)")
+    missing = run_forge("agents", "--json", cwd=tmp_path, env={"PATH": str(tmp_path / "none")})
+    entry = json.loads(missing.stdout)[0]
+    assert missing.returncode == 0 and entry["path"] is None
+    assert entry["versionStatus"] == "unknown"
+
+
+def test_a_version_line_with_escape_sequences_never_reaches_the_terminal(tmp_path: Path) -> None:
+    """The output is safe text before it is read: the number an OSC sequence hides
+    (a title change to ``9.9.9``) is not the version, and nothing of the clipboard
+    write, the screen clear or the BEL is printed, as text or as JSON."""
+    attack = (b"\x1b]0;9.9.9\x07\x1b]52;c;ZXZpbA==\x07\x1b[2J\x9b31m2.1.332\x1b[0m"
+              b" (Claude Code)\x07\rFORGED 1.0.0\n")
+    by_name, plain = agents(tmp_path, attack, b"codex-cli \x1b[8m0.171.0\n")
+    assert by_name["claude"]["version"] == "2.1.332"
+    # a raw C1 byte is not UTF-8: it reads as U+FFFD
+    assert by_name["claude"]["versionText"] == "\ufffd31m2.1.332 (Claude Code)"
+    assert by_name["claude"]["versionStatus"] == "verified"
+    assert by_name["codex"]["versionText"] == "codex-cli 0.171.0"
+    for text in (plain, json.dumps(by_name, ensure_ascii=False)):
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text), text
+        assert "9.9.9" not in text and "ZXZpbA" not in text

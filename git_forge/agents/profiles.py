@@ -15,10 +15,16 @@ with ``-``), and where the CLI allows it, it is one token with its option
 (``--resume=ID``: commander.js reads the value after ``=`` whatever it looks
 like). Codex takes the thread id as a positional (``exec resume ID``), which a
 validated id cannot turn into an option.
+
+A named profile also says which versions of its program git-forge was verified
+with (``Verified``): ``git forge agents`` reads the version a program reports
+and says when it is outside that range, since its stream may then differ from
+the one the readers expect.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +37,46 @@ from git_forge.agents.streams import (
     TextSink,
     session_problem,
 )
+from git_forge.safetext import safe_text
+
+#: A version number as its parts: ``2.1.332`` is ``(2, 1, 332)``.
+Version = tuple[int, ...]
+#: The first dotted number in a ``--version`` output (ASCII digits only).
+_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)+")
+
+
+def parse_version(text: str) -> Version | None:
+    """The first dotted number in ``text`` (``codex-cli 0.171.0`` → ``(0, 171, 0)``),
+    or ``None`` when it holds none (or one too long to be a number)."""
+    found = _VERSION.search(text)
+    if found is None:
+        return None
+    try:
+        return tuple(int(part) for part in found.group().split("."))
+    except ValueError:  # more digits than int() reads from a string
+        return None
+
+
+def format_version(version: Version) -> str:
+    """``(2, 1, 332)`` as ``2.1.332``: the number as the programs print it."""
+    return ".".join(map(str, version))
+
+
+@dataclass(frozen=True)
+class Verified:
+    """The versions of a program git-forge was verified with, both ends included."""
+
+    lowest: Version
+    highest: Version
+
+    def status(self, version: Version | None) -> str:
+        """``verified`` inside the range, ``older`` or ``newer`` outside it,
+        ``unknown`` when no version was read."""
+        if version is None:
+            return "unknown"
+        if version < self.lowest:
+            return "older"
+        return "newer" if version > self.highest else "verified"
 
 
 @dataclass(frozen=True)
@@ -48,6 +94,9 @@ class Profile:
     resume: Callable[[str], tuple[str, ...]] | None = None
     #: Whether its stdout is a structured stream (JSON lines).
     structured: bool = False
+    #: The versions of its program git-forge was verified with (every named
+    #: profile has a range; the generic one has none).
+    verified: Verified | None = None
 
     @property
     def named(self) -> bool:
@@ -69,14 +118,24 @@ class Profile:
         return [*self.base, *extra, *resume, *self.tail]
 
 
+#: The versions the real-program test tier (tests/test_real_agents.py) ran, the
+#: lowest and the highest of each program: widen a range only once that tier
+#: passes with the new version.
+VERIFIED: dict[str, Verified] = {
+    "claude": Verified((2, 1, 197), (2, 1, 332)),
+    "codex": Verified((0, 171, 0), (0, 171, 0)),
+}
+
 PROFILES: dict[str, Profile] = {
     "claude": Profile(
         "claude", "claude", ("claude", "-p", "--output-format", "stream-json", "--verbose"),
-        ClaudeStream, resume=lambda session: (f"--resume={session}",), structured=True),
+        ClaudeStream, resume=lambda session: (f"--resume={session}",), structured=True,
+        verified=VERIFIED["claude"]),
     # ``codex exec --json [flags] -`` → ``codex exec --json [flags] resume <thread> -``
     "codex": Profile(
         "codex", "codex", ("codex", "exec", "--json"), CodexStream, tail=("-",),
-        resume=lambda session: ("resume", session), structured=True),
+        resume=lambda session: ("resume", session), structured=True,
+        verified=VERIFIED["codex"]),
 }
 GENERIC = Profile("generic", None, (), StreamReader)
 
@@ -89,21 +148,35 @@ def profile_for(command: Sequence[str]) -> Profile:
 
 
 def describe(profile: Profile, timeout: float = 10.0) -> dict[str, object]:
-    """``git forge agents``: is the binary on PATH, and which version is it."""
-    if profile.binary is None:
+    """``git forge agents``: is the binary on PATH, which version is it, and is that
+    a version git-forge was verified with.
+
+    What ``--version`` prints is untrusted: it becomes safe text (escape sequences
+    and controls removed) before anything is read from it, so a number hidden in
+    an escape sequence is never the version, and ``versionText`` (its first line)
+    can be shown on a terminal."""
+    if profile.binary is None or profile.verified is None:  # generic: every named one has both
         return {"name": profile.name, "binary": None, "path": None, "version": None,
+                "versionText": None, "verified": None, "versionStatus": None,
                 "command": "any command line (--agent 'CMD ARGS')",
                 "resumes": False, "reports": "its last line (the signal)"}
     path = shutil.which(profile.binary)
-    version = None
+    said = ""
     if path is not None:
         try:
             result = capture.run([path, "--version"], timeout=timeout)
-            lines = (result.stdout or result.stderr).decode().strip().splitlines()
-            version = lines[0].strip() if lines else None
-        except (OSError, capture.HelperTimeout, UnicodeDecodeError):
-            version = None
+            said = safe_text(result.stdout or result.stderr, final=True).text
+        except (OSError, capture.HelperTimeout):
+            pass
+    lines = said.strip().splitlines()
+    version = parse_version(said)
+    verified = profile.verified
     reports = ("tokens and cost" if profile.name == "claude" else "tokens (no cost)")
-    return {"name": profile.name, "binary": profile.binary, "path": path, "version": version,
+    return {"name": profile.name, "binary": profile.binary, "path": path,
+            "version": None if version is None else format_version(version),
+            "versionText": lines[0].strip() if lines else None,
+            "verified": {"lowest": format_version(verified.lowest),
+                         "highest": format_version(verified.highest)},
+            "versionStatus": verified.status(version),
             "command": " ".join([*profile.base, *profile.tail]), "resumes": True,
             "reports": reports}
