@@ -450,3 +450,27 @@ def test_the_turn_limit_is_quoted_from_its_errors(tier: Tier) -> None:
     item = tier.items()["001"]
     assert item["deferred"]
     assert item["blockedReason"].startswith("exit 1: Reached maximum number of turns (1)")
+
+
+# --- the version `git forge agents` reads -------------------------------------------------------
+
+
+def _installed(program: Program) -> bool:
+    """Found under an npm prefix (the versions ``.ci/run`` installs), not on PATH."""
+    return any(program.path.is_relative_to(prefix)
+               for prefix in os.environ.get(PREFIX_VARIABLE, "").split(os.pathsep) if prefix)
+
+
+@pytest.mark.parametrize("program", _params("claude", CLAUDES) + _params("codex", CODEXES))
+def test_agents_reads_the_programs_version(program: Program, tmp_path: Path) -> None:
+    """Each program's own ``--version`` reads as its version, and one this tier
+    installs is inside the range git-forge says it was verified with."""
+    env = {"PATH": f"{program.path.parent}{os.pathsep}{os.environ['PATH']}"}
+    listed = run_forge("agents", "--json", cwd=tmp_path, env=env)
+    assert listed.returncode == 0, listed.stderr
+    entry = next(each for each in json.loads(listed.stdout) if each["name"] == program.name)
+    assert entry["version"] == program.version
+    if _installed(program):
+        assert entry["versionStatus"] == "verified", (
+            f"{program.id} is installed for this tier but outside {entry['verified']}: "
+            "widen git_forge.agents.profiles.VERIFIED once the tier passes with it")
