@@ -325,22 +325,20 @@ def run_loop(args: argparse.Namespace) -> int:
 
 
 def _run_embedded(args: argparse.Namespace, workspace: Workspace, options: LoopOptions) -> int:
+    from git_forge.interrupts import stop_on_signals
     from git_forge.loop.engine import LoopRefused, run_loop
 
     stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set())
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    progress = TerminalProgress(follow=args.follow, ndjson=args.ndjson,
-                                silent=args.json and not args.ndjson, on_closed=stop.set)
-    try:
-        result = run_loop(workspace, options, progress, stop)
-    except LoopRefused as exc:
-        _print_refusal(workspace, exc.preflight)
-        return exc.exit_code
-    finally:
-        progress.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    with stop_on_signals(stop, signal.SIGINT, signal.SIGTERM):
+        progress = TerminalProgress(follow=args.follow, ndjson=args.ndjson,
+                                    silent=args.json and not args.ndjson, on_closed=stop.set)
+        try:
+            result = run_loop(workspace, options, progress, stop)
+        except LoopRefused as exc:
+            _print_refusal(workspace, exc.preflight)
+            return exc.exit_code
+        finally:
+            progress.close()
     if progress.closed:  # the reader went away: the run stopped, nobody to tell
         return result.exit_code
     if args.json and not args.ndjson:

@@ -26,6 +26,7 @@ from git_forge.backlog.item import Item
 from git_forge.backlog.topology import topology_report
 from git_forge.demo.scenario import SCRIPTED_ANSWER, agent_command, create
 from git_forge.exit_codes import EXIT_INTERRUPTED
+from git_forge.interrupts import stop_on_signals
 from git_forge.loop.engine import LoopOptions, run_loop
 from git_forge.loop.progress import Progress
 from git_forge.loop.summary import LoopResult
@@ -79,7 +80,10 @@ class Screen(Protocol):
 
 @contextlib.contextmanager
 def on_interrupt(handler: Callable[[], None]) -> Iterator[None]:
-    """Run ``handler`` on SIGINT (the main thread only can set one) for the block."""
+    """Run ``handler`` on SIGINT (the main thread only can set one) for the block.
+    It runs between any two bytecodes, inside whatever holds a lock there: it may
+    set a flag or raise, never take a lock (``interrupts`` turns a signal into an
+    event)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -142,20 +146,15 @@ def _run_loop(workspace: Workspace, screen: Screen, number: int, title: str) -> 
     screen.step(number, title)
     screen.say(f"$ {LOOP_COMMAND}")
     progress = screen.progress()
-    stop, typed = threading.Event(), threading.Event()
-
-    def interrupted() -> None:
-        typed.set()
-        stop.set()
-
+    stop = threading.Event()
     try:
-        with on_interrupt(interrupted):
+        with stop_on_signals(stop, signal.SIGINT) as caught:
             result = run_loop(workspace, LoopOptions(agent=agent_command(), timeout_minutes=2),
                               progress, stop)
     finally:
         progress.close()
     screen.loop_ended(result)
-    if typed.is_set():
+    if caught.signum is not None:
         raise Interrupted
     return result.exit_code
 

@@ -28,6 +28,7 @@ from git_forge.backlog.topology import (
 )
 from git_forge.credentials import credential_refusal
 from git_forge.errors import ForgeError, UsageError
+from git_forge.interrupts import Caught
 from git_forge.loop.receipts import spent_so_far
 from git_forge.loop.state import read_state
 from git_forge.reconcile import service
@@ -341,13 +342,13 @@ def _uninterruptible() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught: list[object] = []
-    previous = signal.signal(signal.SIGINT, lambda *args: caught.append(args))
+    caught = Caught()
+    previous = signal.signal(signal.SIGINT, caught.note)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-    if caught:
+    if caught.signum is not None:
         raise KeyboardInterrupt
 
 
