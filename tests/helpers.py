@@ -101,7 +101,8 @@ def snapshot(root: Path | str, *, skip_git: bool = True) -> dict[str, bytes]:
 
 
 class PtySession:
-    """A real pseudo-terminal running ``git-forge ARGS`` — for interactive flows.
+    """A real pseudo-terminal running ``git-forge ARGS`` — for interactive flows
+    (``through_git``: ``git forge ARGS``, git running git-forge as its child).
 
     ``expect`` waits for text to appear after what was already consumed;
     ``send`` types a line; ``finish`` reads to the end and returns the exit code.
@@ -111,9 +112,11 @@ class PtySession:
     wait has a deadline; one that passes kills the child and fails the test.
     """
 
-    def __init__(self, *args: str, cwd: Path | str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *args: str, cwd: Path | str, env: dict[str, str] | None = None,
+                 through_git: bool = False) -> None:
         import pty
 
+        argv = (["git", "forge"] if through_git else forge_argv()) + list(args)
         self.transcript = b""
         self._seen = 0
         self._reaped: int | None = None
@@ -128,7 +131,6 @@ class PtySession:
                 for number in (signal.SIGINT, signal.SIGQUIT):
                     signal.signal(number, signal.SIG_DFL)
                 os.chdir(cwd)
-                argv = forge_argv() + list(args)
                 os.execvpe(argv[0], argv, {**os.environ, **(env or {})})
             finally:
                 os._exit(127)

@@ -458,6 +458,49 @@ def test_notify_tells_once_per_event_even_across_runs(project: Project) -> None:
     assert json.loads((project.root / ".forge" / "notified.json").read_text())["sent"]
 
 
+#: Rounds of Ctrl-C at a waiting loop, half of them a burst.
+INTERRUPT_ROUNDS = 12
+#: How long a burst of SIGINTs lasts, sent as fast as they go.
+BURST_SECONDS = 0.02
+
+
+def test_ctrl_c_always_stops_a_waiting_loop_run_through_git(project: Project) -> None:
+    """``git forge loop run`` waiting out a usage limit on a terminal; SIGINT to its
+    process group, as Ctrl-C sends it, twice in a row or in a burst: git forwards
+    its own copy to git-forge each time, so the loop gets several at once. A handler
+    that took the stop event's lock hung here on a signal landing inside the one
+    before. Every round ends: git-forge stops the run (recorded as stopped), then
+    git ends of the SIGINT, which a shell reports as 130; run without git, the loop
+    exits 130 itself. The first round's agent meets the limit; the later rounds
+    wait out the limit it recorded."""
+    project.fakes.plan({"001": {"do": "rejected", "resets_in": 3600}})
+    for number in range(INTERRUPT_ROUNDS):
+        session = PtySession("loop", "run", "--agent", "claude", cwd=project.root,
+                             env=project.env, through_git=True)
+        session.expect("waiting for the usage limit to lift")
+        os.killpg(session.pid, signal.SIGINT)
+        os.killpg(session.pid, signal.SIGINT)
+        burst = waiting.Deadline(BURST_SECONDS if number % 2 else 0)
+        while not burst.passed:
+            os.killpg(session.pid, signal.SIGINT)
+        try:
+            status = session.finish(timeout=10)
+        except AssertionError as exc:
+            raise AssertionError(f"round {number} of {INTERRUPT_ROUNDS}: {exc}") from None
+        assert status == -signal.SIGINT, f"round {number}: {status}\n{session.text}"
+        assert project.state()["status"] == "stopped", f"round {number}"
+        assert project.events()[-1]["type"] == "loop_cancelled", f"round {number}"
+    # git-forge's own exit code, which git does not pass on when it dies of the signal.
+    session = PtySession("loop", "run", "--agent", "claude", cwd=project.root, env=project.env)
+    session.expect("waiting for the usage limit to lift")
+    os.killpg(session.pid, signal.SIGINT)
+    os.killpg(session.pid, signal.SIGINT)
+    assert session.finish(timeout=10) == 130, session.text
+    assert "stopped: this run 0 done" in session.text
+    assert len(project.fakes.starts("001")) == 1
+    assert project.items()["001"]["status"] == "pending"
+
+
 def test_a_failing_notifier_is_journaled_and_never_stops_the_loop(project: Project) -> None:
     command, received = _notifier(project, exit_code=3)
     project.fakes.plan({"001": {"do": "done", "signal": "FORGE_NEEDS_HUMAN: which port?"}})
