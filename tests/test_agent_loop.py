@@ -107,6 +107,19 @@ def test_the_signal_is_read_from_the_result_text(project: Project, agent: str) -
     assert "First" in start["prompt"]  # the prompt came on stdin
 
 
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+def test_the_result_text_s_signal_may_be_markdown(project: Project, agent: str) -> None:
+    project.fakes.plan({"001": {"do": "done", "signal": "All set.\n\n`FORGE_DONE`"},
+                        "002": {"do": "done", "signal": "**FORGE_NEEDS_HUMAN:** which port?"},
+                        "003": {"do": "done", "signal": "I will print FORGE_DONE when done."}})
+    result = project.run("--agent", agent, "--retries", "0")
+    assert result.returncode == 5, result.stderr
+    items = project.items()
+    assert items["001"]["status"] == "done"
+    assert items["002"]["needsHuman"] and items["002"]["blockedReason"] == "which port?"
+    assert items["003"]["deferred"]  # a signal mid-prose is no signal
+
+
 def test_follow_shows_the_assistant_text_not_json(project: Project) -> None:
     project.fakes.plan({"001": {"do": "done", "say": "Reading the module now."}})
     result = project.run("--agent", "claude", "--follow", "--iterations", "1")

@@ -475,6 +475,22 @@ def test_the_signal_is_read_from_stdout_whatever_stderr_does(loop: Loop, step: d
     assert len(list(loop.log.glob("001-*.txt"))) == 1  # read the first time: no retry
 
 
+def test_the_signal_is_read_as_markdown_writes_it(loop: Loop) -> None:
+    loop.plan({"001": {"signal": "Done: the base module is in place.\n\n**FORGE_DONE**",
+                       "files": {"base.py": "base\n"}},
+               "002": {"signal": "- `FORGE_DONE`."},
+               "003": {"signal": "I would have printed FORGE_DONE once it worked.\n"
+                                 "**FORGE_BLOCKED:** the mirror refuses the upload"}})
+    result = loop.run("--retries", "0")
+    assert result.returncode == 5, result.stderr
+    items = loop.items()
+    assert items["001"]["status"] == items["002"]["status"] == "done"
+    assert (items["003"]["status"], items["003"]["blockedReason"]) == (
+        "blocked", "the mirror refuses the upload")
+    assert not items["003"].get("deferred")
+    assert len(list(loop.log.glob("*.txt"))) == 3  # each read the first time: no retry
+
+
 def test_a_reader_that_goes_away_stops_the_run_like_loop_stop(loop: Loop) -> None:
     loop.plan({"001": {"signal": "FORGE_DONE", "sleep": 30}})
     process = loop.spawn("--ndjson")

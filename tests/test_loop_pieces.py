@@ -25,12 +25,63 @@ from git_forge.loop.state import RunState, read_state, write_state
     ("I will print FORGE_DONE at the end\nFORGE_DONE\nFORGE_BLOCKED: no\n",
      Signal("blocked", "no")),
     ("FORGE_BLOCKED: first\nFORGE_DONE\n", Signal("done")),
-    ("FORGE_DONE.\n", NO_SIGNAL),
     ("say FORGE_DONE\n", NO_SIGNAL),
     ("", NO_SIGNAL),
 ])
 def test_parse_signal(text: str, expected: Signal) -> None:
     assert parse_signal(text) == expected
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    # The signal as models write it in Markdown.
+    ("`FORGE_DONE`", Signal("done")),
+    ("**FORGE_DONE**", Signal("done")),
+    ("FORGE_DONE.", Signal("done")),
+    ("**FORGE_DONE.**", Signal("done")),
+    ("`FORGE_DONE`.", Signal("done")),
+    ("__FORGE_DONE__", Signal("done")),
+    ("*RAUF_DONE*", Signal("done")),
+    ("**`FORGE_DONE`**", Signal("done")),
+    ("- FORGE_DONE", Signal("done")),
+    ("* **FORGE_DONE**", Signal("done")),
+    ("1. FORGE_DONE", Signal("done")),
+    ("> FORGE_DONE", Signal("done")),
+    ("> - `FORGE_DONE`", Signal("done")),
+    ("**FORGE_BLOCKED:** the API is down", Signal("blocked", "the API is down")),
+    ("**FORGE_BLOCKED**: the API is down", Signal("blocked", "the API is down")),
+    ("**FORGE_BLOCKED: the API is down**", Signal("blocked", "the API is down")),
+    ("`FORGE_NEEDS_HUMAN: which DB?`", Signal("needs_human", "which DB?")),
+    ("`FORGE_NEEDS_HUMAN: which DB?`.", Signal("needs_human", "which DB?")),
+    ("__RAUF_NEEDS_HUMAN:__ which DB?", Signal("needs_human", "which DB?")),
+    ("- **FORGE_BLOCKED:** the **API key** is missing",
+     Signal("blocked", "the **API key** is missing")),
+    ("FORGE_BLOCKED", Signal("blocked")),
+    ("**FORGE_NEEDS_HUMAN**", Signal("needs_human")),
+    # Not a signal: mid-prose, words after it, a wrapper that does not close the line.
+    ("I would have printed FORGE_DONE once the tests passed.", None),
+    ("FORGE_DONE once the tests pass", None),
+    ("**Status:** FORGE_DONE", None),
+    ("FORGE_DONE_SOON", None),
+    ("*FORGE_DONE**", None),
+    ("FORGE_DONE: yes", None),
+    ("- `FORGE_DONE` — the item is complete and its acceptance criteria hold.", None),
+    ("- `FORGE_BLOCKED: <reason>` — you cannot proceed for a reason outside your control.",
+     None),
+    ("forge_done", None),
+])
+def test_the_signal_line_as_markdown_writes_it(line: str, expected: Signal | None) -> None:
+    assert parse_signal(f"Some work.\n{line}\n") == (expected or NO_SIGNAL)
+    assert parse_signal(f"FORGE_BLOCKED: earlier\n{line}\nmore words\n") == (
+        expected or Signal("blocked", "earlier"))
+
+
+def test_the_prompt_tells_the_grammar_and_its_own_lines_are_no_signal() -> None:
+    """The agent is told what a signal line may look like; one that echoes the
+    protocol it was given has not signalled."""
+    protocol = build_prompt(Item({"id": "001", "title": "T"})).split("## When you stop", 1)[1]
+    assert "Markdown around it is fine (`**FORGE_DONE**`" in protocol
+    assert "a signal inside a sentence is not read" in protocol
+    assert parse_signal(protocol) == NO_SIGNAL
 
 
 def test_prompt_carries_item_project_prompt_file_and_answer() -> None:

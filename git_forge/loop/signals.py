@@ -4,22 +4,45 @@ The agent ends with one of ``FORGE_DONE``, ``FORGE_BLOCKED: <reason>`` or
 ``FORGE_NEEDS_HUMAN: <reason>`` (the rauf runner's ``RAUF_`` spellings are
 accepted too). Lines are scanned from the end and the first signal line wins,
 so an agent quoting the protocol earlier in its output is not misread.
+
+Models answer in Markdown, so a signal line is the signal *as Markdown writes
+it*; its grammar (each line stripped of surrounding white space):
+
+* any number of list or quote markers, each followed by white space (``-``,
+  ``*``, ``+``, ``1.``, ``1)``) or not (``>``);
+* the keyword, wrapped or not in one emphasis or code-span run (``**``, ``__``,
+  ``*``, ``_``, a backtick, or a mix such as ``**``+backtick) that closes with
+  the same run reversed;
+* ``DONE``: nothing more but a period, inside or outside the wrapper;
+* ``BLOCKED`` / ``NEEDS_HUMAN``: nothing more (no reason given), or a colon and
+  the reason — the colon inside the wrapper or outside it, the reason inside it
+  (then the wrapper closes the line) or after it.
+
+So ```FORGE_DONE```, ``**FORGE_DONE**``, ``FORGE_DONE.``, ``- FORGE_DONE``,
+``> FORGE_DONE``, ``__FORGE_DONE__``, ``**FORGE_BLOCKED:** reason``,
+``**FORGE_BLOCKED**: reason`` and ```FORGE_NEEDS_HUMAN: which?``` are signals.
+The line is the signal and nothing else: a keyword inside prose ("I would have
+printed FORGE_DONE once…"), followed by words ("FORGE_DONE once the tests
+pass") or by a wrapper that does not close where the line ends (the protocol
+quoted as ```FORGE_BLOCKED: <reason>` — you cannot proceed``) is not.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 SignalKind = Literal["done", "blocked", "needs_human", "none"]
 
-_DONE = ("FORGE_DONE", "RAUF_DONE")
-_PREFIXES: tuple[tuple[str, SignalKind], ...] = (
-    ("FORGE_BLOCKED:", "blocked"),
-    ("RAUF_BLOCKED:", "blocked"),
-    ("FORGE_NEEDS_HUMAN:", "needs_human"),
-    ("RAUF_NEEDS_HUMAN:", "needs_human"),
-)
+_KINDS: dict[str, SignalKind] = {
+    "DONE": "done", "BLOCKED": "blocked", "NEEDS_HUMAN": "needs_human"}
+
+#: List and quote markers (``- ``, ``1. ``, ``> ``), the wrapper's opening run, the
+#: keyword, and what follows it.
+_SIGNAL = re.compile(r"(?:(?:[-*+]|\d{1,9}[.)])\s+|>\s*)*"
+                     r"(?P<open>[*_`]{0,4})(?:FORGE|RAUF)_(?P<kind>DONE|BLOCKED|NEEDS_HUMAN)"
+                     r"(?P<rest>.*)")
 
 
 @dataclass(frozen=True)
@@ -34,10 +57,34 @@ NO_SIGNAL = Signal("none")
 def parse_signal(text: str) -> Signal:
     """The last signal line of ``text``, or ``NO_SIGNAL``."""
     for line in reversed(text.splitlines()):
-        stripped = line.strip()
-        if stripped in _DONE:
-            return Signal("done")
-        for prefix, kind in _PREFIXES:
-            if stripped.startswith(prefix):
-                return Signal(kind, stripped[len(prefix):].strip())
+        signal = signal_of(line)
+        if signal is not None:
+            return signal
     return NO_SIGNAL
+
+
+def signal_of(line: str) -> Signal | None:
+    """The signal ``line`` is, by the module's grammar, or ``None``."""
+    match = _SIGNAL.fullmatch(line.strip())
+    if match is None:
+        return None
+    kind = _KINDS[match["kind"]]
+    close = match["open"][::-1]
+    rest = match["rest"]
+    if rest in (close, close + ".", "." + close):  # no reason given
+        return Signal(kind)
+    if kind == "done":
+        return None
+    if close and rest.startswith(close + ":"):  # **FORGE_BLOCKED**: reason
+        return Signal(kind, rest[len(close) + 1:].strip())
+    if not rest.startswith(":"):
+        return None
+    inner = rest[1:]
+    if not close:  # FORGE_BLOCKED: reason
+        return Signal(kind, inner.strip())
+    if inner.startswith(close):  # **FORGE_BLOCKED:** reason
+        return Signal(kind, inner[len(close):].strip())
+    for end in (close, close + "."):  # `FORGE_BLOCKED: reason`
+        if inner.endswith(end) and len(inner) > len(end):
+            return Signal(kind, inner[:-len(end)].strip())
+    return None
