@@ -280,7 +280,7 @@ complete -c git-forge -n '_shtab_git_forge_using loop run' -l timeout -x -d 'min
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l idle-timeout -x -d 'end an agent that writes nothing for this many minutes, then retry or defer as usual (default: loop.idleTimeoutMinutes)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l max-cost -x -d 'start no iteration once this run'"'"'s agents have cost this much (exit 4; default: loop.maxCostUsd)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l on-limit -xka "wait stop" -d 'at the agent'"'"'s usage limit: wait until it lifts and go on, or stop (exit 4) (default: loop.onLimit, wait)'
-complete -c git-forge -n '_shtab_git_forge_using loop run' -l max-consecutive-failures -x -d 'stop the run (exit 1) when N attempts in a row fail the same way (default: loop.maxConsecutiveFailures, 3)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l max-consecutive-failures -x -d 'stop the run (exit 1) when N attempts in a row fail the same way on at least two items, or on one when the failure is the agent'"'"'s (not logged in, not found) (default: loop.maxConsecutiveFailures, 3)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l notify -x -d 'a command run with one JSON event on stdin when the run waits on a limit, pauses, trips the breaker, ends with items waiting, or is stopped (split once, no shell; default: loop.notify)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l prompt-file -xka "(__fish_complete_path (commandline -ct))" -d 'text prepended to every prompt (default: loop.promptFile)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l pause-on-needs-human -d 'stop (exit 3) at the first item that needs a human'

@@ -246,6 +246,45 @@ def test_the_breaker_counts_across_items_and_undoes_their_deferrals(project: Pro
     assert git("diff", "HEAD~3", "HEAD", "--", ".forge/backlog.json", cwd=project.root) == ""
 
 
+def test_one_failing_item_is_deferred_and_the_others_get_their_turn(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "is_error"}})  # the defaults: 3 attempts, breaker at 3
+    result = project.run("--agent", "claude")
+    assert result.returncode == 5, result.stderr
+    assert not project.events("circuit_breaker")
+    assert len(project.fakes.starts("001")) == 3
+    items = project.items()
+    assert items["001"]["deferred"]
+    assert items["001"]["blockedReason"].startswith("exit 0: API Error: Rate limit reached")
+    assert items["002"]["status"] == items["003"]["status"] == "done"
+
+
+def test_the_same_failure_on_a_second_item_trips_the_breaker(project: Project) -> None:
+    project.fakes.plan({item: {"do": "is_error"} for item in ("001", "002", "003")})
+    backlog = project.root / ".forge" / "backlog.json"
+    before = backlog.read_bytes()
+    result = project.run("--agent", "claude")
+    assert result.returncode == 1, result.stderr
+    assert "failed 4 times in a row the same way (exit 0: API Error: Rate limit reached)" in (
+        result.stderr)
+    assert "items 001, 002 back to pending" in result.stderr
+    assert len(project.fakes.starts("001")) == 3 and len(project.fakes.starts("002")) == 1
+    assert not project.fakes.starts("003")
+    assert backlog.read_bytes() == before  # 001's deferral undone
+    assert project.events("circuit_breaker")[0]["itemIds"] == ["001", "002"]
+
+
+def test_a_success_between_two_items_failing_alike_starts_the_count_again(
+        project: Project) -> None:
+    project.fakes.plan({"001": {"do": "is_error"}, "002": {"do": "done"},
+                        "003": {"do": "is_error"}})
+    result = project.run("--agent", "claude")
+    assert result.returncode == 5, result.stderr
+    assert not project.events("circuit_breaker")
+    items = project.items()
+    assert items["001"]["deferred"] and items["003"]["deferred"]
+    assert items["002"]["status"] == "done"
+
+
 def test_different_failures_do_not_trip_the_breaker(project: Project) -> None:
     project.fakes.plan({"001": [{"do": "not_logged_in"}, {"do": "is_error"},
                                 {"do": "not_logged_in"}]})

@@ -54,6 +54,22 @@ class Classified:
     def signature(self, exit_code: int | None) -> str:
         return f"exit {exit_code}: {self.kind or 'failed'}"
 
+    @property
+    def agents_own(self) -> bool:
+        """Whether the failure is the agent's by kind (``AGENT_KINDS``), not an item's."""
+        return self.kind in AGENT_KINDS
+
+
+NOT_LOGGED_IN = "not logged in"
+COMMAND_NOT_FOUND = "command not found"
+COMMAND_LINE_REFUSED = "command line refused"
+#: The failure a usage limit is once it is reported again after its announced end.
+AFTER_ITS_RESET = "usage limit reported after its reset"
+#: Failures that are the agent program's whatever the item it works on — its login,
+#: its installation, its command line, its account's limit: no other item can succeed
+#: while one lasts, so the circuit breaker counts them on one item too.
+AGENT_KINDS = frozenset({NOT_LOGGED_IN, COMMAND_NOT_FOUND, COMMAND_LINE_REFUSED, AFTER_ITS_RESET})
+
 
 _NOT_LOGGED_IN = re.compile(
     r"invalid api key|please run /login|not logged in|log ?in required|login required|"
@@ -132,7 +148,7 @@ def classify(facts: Facts, exit_code: int | None, stderr: str, *, stdout: str = 
     if structured and facts.session_id is None and facts.result is None:
         refused = _USAGE_ERROR.search(stderr)
         if refused and exit_code not in (0, None):
-            return Classified(Verdict.COMMAND_REFUSED, "command line refused",
+            return Classified(Verdict.COMMAND_REFUSED, COMMAND_LINE_REFUSED,
                               message=_line_of(stderr, refused.start()))
     api = _api_error_of(facts, said, now)
     if api is not None:
@@ -152,9 +168,9 @@ def classify(facts: Facts, exit_code: int | None, stderr: str, *, stdout: str = 
             return Classified(Verdict.FAILED, _api_error(line), message=line)
         return Classified(Verdict.LIMIT_WAIT, "usage limit", reset, line)
     if _NOT_LOGGED_IN.search(said):
-        return Classified(Verdict.FAILED, "not logged in", message=_first_line(said))
+        return Classified(Verdict.FAILED, NOT_LOGGED_IN, message=_first_line(said))
     if exit_code == 127:
-        return Classified(Verdict.FAILED, "command not found", message=_first_line(stderr))
+        return Classified(Verdict.FAILED, COMMAND_NOT_FOUND, message=_first_line(stderr))
     if _is_error(facts):
         words = facts.final_text or (facts.errors[-1] if facts.errors else "")
         subtype = (facts.result or {}).get("subtype")
@@ -188,7 +204,7 @@ def _api_error_of(facts: Facts, said: str, now: datetime) -> Classified | None:
         return Classified(Verdict.LIMIT_WAIT, "usage limit", reset_time(said, now),
                           line or "usage limit")
     if status in (401, 403) or kind in ("authentication_error", "permission_error"):
-        return Classified(Verdict.FAILED, "not logged in", message=line)
+        return Classified(Verdict.FAILED, NOT_LOGGED_IN, message=line)
     if status is not None:
         return Classified(Verdict.FAILED, " ".join(
             part for part in ("API Error:", str(status), kind) if part), message=line)

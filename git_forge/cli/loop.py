@@ -80,7 +80,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--max-consecutive-failures", type=int, metavar="N",
                      dest="max_consecutive_failures",
                      help="stop the run (exit 1) when N attempts in a row fail the same way "
-                          "(default: loop.maxConsecutiveFailures, 3)")
+                          "on at least two items, or on one when the failure is the agent's "
+                          "(not logged in, not found) (default: loop.maxConsecutiveFailures, 3)")
     run.add_argument("--notify", metavar="CMD",
                      help="a command run with one JSON event on stdin when the run waits on a "
                           "limit, pauses, trips the breaker, ends with items waiting, or is "

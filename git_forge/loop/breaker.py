@@ -1,13 +1,20 @@
 """The circuit breaker: a broken agent stops the run instead of deferring the
 backlog item by item.
 
-An agent that is not logged in, not installed or failing on every API call fails
-every attempt the same way. The breaker counts consecutive attempts — across
-items — whose failure has the same signature (exit code and classified kind,
-``exit 1: not logged in``); at ``--max-consecutive-failures`` (3) it trips. Any
-other attempt (one that ran, or failed differently, or was cut off by a
-backstop) starts the count again. The items the streak touched are put back as
-they were before it, so a tripped run leaves the backlog as it found it.
+The breaker is about the agent, not one item. An agent that is not logged in, not
+installed or failing on every API call fails every attempt the same way. The
+breaker counts consecutive attempts — across items — whose failure has the same
+signature (exit code and classified kind, ``exit 1: not logged in``); any other
+attempt (one that ran, or failed differently, or was cut off by a backstop)
+starts the count again. It trips at ``--max-consecutive-failures`` (3) such
+attempts once they span at least two items: one item that keeps failing is
+deferred after its retries, as any item, and the next item gets its turn — when
+that one fails the same way too, the agent is at fault, and the run stops. A
+failure that is the agent's by kind (``AGENT_KINDS``: not logged in, command not
+found, a command line refused, a usage limit still reported after its reset)
+trips it at the count on one item alone: no other item could do better. The
+items the streak touched are put back as they were before it, so a tripped run
+leaves the backlog as it found it.
 """
 
 from __future__ import annotations
@@ -48,9 +55,10 @@ class Breaker:
     _touched: dict[str, Item] = field(default_factory=dict)
 
     def record(self, before: Item, signature: str | None, said: str | None = None,
-               stderr: tuple[str, ...] = ()) -> Tripped | None:
+               stderr: tuple[str, ...] = (), *, agents_own: bool = False) -> Tripped | None:
         """One finished attempt on the item that was ``before`` when it was taken:
-        ``signature`` when it failed with a classified kind, ``None`` otherwise."""
+        ``signature`` when it failed with a classified kind, ``None`` otherwise;
+        ``agents_own`` when that kind is the agent's, whatever the item."""
         if signature is None:
             self.reset()
             return None
@@ -59,7 +67,7 @@ class Breaker:
             self._signature = signature
         self._count += 1
         self._touched.setdefault(before.id, before)
-        if self._count < self.limit:
+        if self._count < self.limit or not (agents_own or len(self._touched) > 1):
             return None
         tripped = Tripped(signature, self._count, tuple(self._touched.values()), said, stderr)
         self.reset()

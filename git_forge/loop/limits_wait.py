@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from git_forge.agents.classify import Classified, Verdict
+from git_forge.agents.classify import AFTER_ITS_RESET, Classified, Verdict
 from git_forge.clock import parse_stamp, wire_stamp
 from git_forge.loop import notify
 from git_forge.loop.context import RunContext
@@ -32,10 +32,6 @@ from git_forge.loop.context import RunContext
 MARGIN_MIN, MARGIN_MAX, MARGIN_SHARE = 1.0, 60.0, 0.02
 #: How often a wait wakes to look for a ``loop stop`` and to redraw its countdown.
 WAKE_SECONDS = 1.0
-
-
-#: The failure a limit is once it is reported again after its announced end.
-AFTER_ITS_RESET = "usage limit reported after its reset"
 
 
 def until_of(verdict: Classified, default_minutes: float, max_minutes: float,
