@@ -303,6 +303,10 @@ def test_only_the_changes_an_answer_makes_are_recognised_as_recovers() -> None:
     answers = {"001": "this one"}
     assert only_applied_answers(head, raw(answered, blocked("002", "where?"), item("003")),
                                 answers) == ["001"]
+    asked = item("001", humanAnswer="this one", needsHuman=False,  # what it answered kept
+                 answeredReason="which?", answeredKind="question")
+    assert only_applied_answers(head, raw(asked, blocked("002", "where?"), item("003")),
+                                answers) == ["001"]
     unblocked = item("001", needsHuman=False)  # a runner that does not thread the answer
     assert only_applied_answers(head, raw(unblocked, blocked("002", "where?"), item("003")),
                                 answers) == ["001"]

@@ -159,7 +159,38 @@ def test_answer_sets_the_answer_and_clears_the_block() -> None:
     result = model.answer_item(items, "001", "postgres")
     assert result is items[0]
     assert items[0] == {**item("001", "pending", extra="kept"), "needsHuman": False,
-                        "deferred": False, "humanAnswer": "postgres"}
+                        "deferred": False, "humanAnswer": "postgres",
+                        "answeredReason": "which db?", "answeredKind": "question"}
+
+
+@pytest.mark.parametrize(("block", "kind"), [
+    ({"needsHuman": True}, "question"),
+    ({"deferred": True}, "failure"),
+    ({}, "blocker"),
+])
+def test_an_answer_keeps_what_it_answers_until_the_item_is_done(block: dict, kind: str) -> None:
+    items = [item("001", "blocked", blockedReason="the reason", **block)]
+    model.answer_item(items, "001", "the answer")
+    assert (items[0].answered_reason, items[0].answered_kind) == ("the reason", kind)
+    assert items[0].blocked_reason is None
+    taken = model.apply_transition(items[0], "in_progress", now=NOW)
+    assert taken.answered_reason == "the reason"  # the next prompt reads it
+    done = model.apply_transition(taken, "done", now=NOW)
+    assert not {"humanAnswer", "answeredReason", "answeredKind"} & set(done)
+
+
+def test_an_answer_to_a_block_without_reason_drops_an_earlier_answer_s_reason() -> None:
+    items = [item("001", "blocked", needsHuman=True, humanAnswer="old",
+                  answeredReason="an old question", answeredKind="question")]
+    model.answer_item(items, "001", "new")
+    assert items[0].human_answer == "new"
+    assert not {"answeredReason", "answeredKind"} & set(items[0])
+
+
+def test_what_an_answer_answers_must_be_text() -> None:
+    assert model.item_problem(item("001", answeredReason="why", answeredKind="question")) is None
+    assert "invalid answeredReason 3" in (model.item_problem(item("001", answeredReason=3)) or "")
+    assert "invalid answeredKind" in (model.item_problem(item("001", answeredKind=[])) or "")
 
 
 @pytest.mark.parametrize("call", [model.answer_item, lambda items, i, _t: model.unblock_items(

@@ -293,9 +293,33 @@ def test_the_human_answer_reaches_the_next_prompt_and_is_cleared(loop: Loop) -> 
     git("commit", "-qam", "answer", cwd=loop.root)
     assert loop.run("--iterations", "1").returncode == 0
     prompt = (loop.log / "001-1.txt").read_text()
-    assert "## The human's answer to your previous question\nBlue, like the sea." in prompt
+    assert ("## Your question, and the human's answer\nYour previous attempt asked:\n"
+            "> which colour?\n\nThe human's answer:\nBlue, like the sea.\n") in prompt
     item = loop.items()["001"]
-    assert item["status"] == "done" and "humanAnswer" not in item
+    assert item["status"] == "done"
+    assert not {"humanAnswer", "answeredReason", "answeredKind"} & set(item)
+
+
+def test_a_crash_s_answer_reaches_the_prompt_as_what_failed_and_what_the_human_says(
+        loop: Loop) -> None:
+    loop.plan({"001": [{"exit": 1, "stderr": "RuntimeError: the mirror is down\n"},
+                       {"signal": "FORGE_DONE"}]})
+    assert loop.run("--iterations", "1", "--retries", "0").returncode == 0
+    item = loop.items()["001"]
+    reason = "exit 1: RuntimeError: the mirror is down — deferred after 1 attempt"
+    assert item["deferred"] and item["blockedReason"] == reason
+    answered = run_forge("backlog", "answer", "001", "Use the second mirror.", cwd=loop.root)
+    assert answered.returncode == 0, answered.stderr
+    item = loop.items()["001"]
+    assert (item["answeredReason"], item["answeredKind"]) == (reason, "failure")
+    assert "blockedReason" not in item
+    git("commit", "-qam", "answer", cwd=loop.root)
+    assert loop.run("--iterations", "1").returncode == 0
+    prompt = (loop.log / "001-1.txt").read_text()
+    assert ("## Your earlier attempts failed, and what the human says\n"
+            f"Your earlier attempts failed:\n> {reason}\n\n"
+            "The human says:\nUse the second mirror.\n") in prompt
+    assert "Your question" not in prompt and "asked:" not in prompt  # it asked nothing
 
 
 def test_refusals(loop: Loop) -> None:

@@ -92,8 +92,43 @@ def test_prompt_carries_item_project_prompt_file_and_answer() -> None:
     assert prompt.index("Be careful.") < prompt.index("## Project\nA shop.")
     assert "## Backlog item 004: Add login" in prompt
     assert "- form exists" in prompt and "-   " not in prompt
-    assert "## The human's answer to your previous question\nUse OAuth with GitHub." in prompt
+    assert "## The human's answer\nUse OAuth with GitHub.\n" in prompt  # not what it answers
     assert prompt.rstrip().endswith("Do not commit; the runner commits your changes for the item.")
+
+
+@pytest.mark.parametrize(("kind", "expected"), [
+    ("question", "## Your question, and the human's answer\n"
+                 "Your previous attempt asked:\n> Which database?\n> SQLite or Postgres\n\n"
+                 "The human's answer:\nSQLite, in data/app.db.\n"),
+    ("blocker", "## Your previous attempt was blocked, and the human's answer\n"
+                "Your previous attempt stopped, blocked:\n> Which database?\n"
+                "> SQLite or Postgres\n\nThe human's answer:\nSQLite, in data/app.db.\n"),
+    ("failure", "## Your earlier attempts failed, and what the human says\n"
+                "Your earlier attempts failed:\n> Which database?\n> SQLite or Postgres\n\n"
+                "The human says:\nSQLite, in data/app.db.\n"),
+])
+def test_the_answer_comes_with_what_it_answers_worded_by_what_happened(
+        kind: str, expected: str) -> None:
+    item = Item({"id": "001", "title": "T", "humanAnswer": "SQLite, in data/app.db.",
+                 "answeredReason": "Which database?\nSQLite or Postgres", "answeredKind": kind})
+    prompt = build_prompt(item)
+    assert expected in prompt
+    assert prompt.index(expected) < prompt.index("## When you stop")
+
+
+def test_a_conflict_retried_on_the_new_tip_is_told_once_by_its_own_section() -> None:
+    from git_forge.reconcile.conflicts import RETRY_ANSWER, ConflictRecord
+
+    conflict = ConflictRecord("002", "a" * 40, ("shared.txt",), ("001",), "forge/002",
+                              "wt", "main", "2026-01-01T00:00:00Z",
+                              "refs/forge/retried/002/1", True)
+    item = Item({"id": "002", "title": "T", "humanAnswer": RETRY_ANSWER,
+                 "answeredReason": "merge conflict in shared.txt with item 001. Retry it on "
+                                   "the new tip or resolve it by hand: git forge recover",
+                 "answeredKind": "question"})
+    prompt = build_prompt(item, conflict=conflict)
+    assert "## Your previous attempt could not be integrated" in prompt
+    assert "git forge recover" not in prompt and "human" not in prompt.split("## When")[0]
 
 
 def test_prompt_without_answer_has_no_answer_heading() -> None:

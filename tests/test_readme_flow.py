@@ -27,7 +27,8 @@ if item == "001":
 elif "human's answer" not in prompt:
     print("FORGE_NEEDS_HUMAN: How long should 'remember me' last?")
 else:
-    answer = prompt.split("human's answer to your previous question\n", 1)[1]
+    assert "Your previous attempt asked:\n> How long should 'remember me' last?" in prompt
+    answer = prompt.split("The human's answer:\n", 1)[1]
     pathlib.Path("remember.txt").write_text(answer.splitlines()[0] + "\n")
     print("FORGE_DONE")
 '''

@@ -776,8 +776,12 @@ def test_an_answer_to_a_runner_deferred_item_is_threaded_into_its_prompt(git_rep
     assert report["applied"] == [{"itemId": "001", "via": "answer", "threaded": True}]
     item = items_of(git_repo)["001"]
     assert (item["status"], item["humanAnswer"]) == ("pending", "Retry against the mirror")
-    assert ("## The human's answer to your previous question\nRetry against the mirror"
-            in build_prompt(Item(item)))
+    assert (item["answeredReason"], item["answeredKind"]) == (
+        "No signal after 3 attempts (deferred by runner)", "failure")
+    assert ("## Your earlier attempts failed, and what the human says\n"
+            "Your earlier attempts failed:\n"
+            "> No signal after 3 attempts (deferred by runner)\n\n"
+            "The human says:\nRetry against the mirror\n" in build_prompt(Item(item)))
 
 
 def test_the_report_says_where_an_answer_went(after_run: Path) -> None:

@@ -97,7 +97,8 @@ def only_applied_answers(head_raw: bytes, work_raw: bytes,
 
 #: What answering or unblocking an item changes (``model._clear_block``).
 _UNBLOCK_FIELDS = frozenset(
-    {"status", "humanAnswer", "needsHuman", "deferred", "blockedReason", "blockedAt"})
+    {"status", "humanAnswer", "answeredReason", "answeredKind", "needsHuman", "deferred",
+     "blockedReason", "blockedAt"})
 
 
 def _unblock_kept(item: dict[str, Any]) -> dict[str, Any]:

@@ -47,6 +47,8 @@ WIRE_NAMES: Mapping[str, str] = {
     "needs_human": "needsHuman",
     "deferred": "deferred",
     "human_answer": "humanAnswer",
+    "answered_reason": "answeredReason",
+    "answered_kind": "answeredKind",
 }
 
 
@@ -218,6 +220,11 @@ class Item(_Fields):
     deferred: bool = _flag("deferred")
     human_answer: str | None = _text(
         "human_answer", doc="The operator's answer, threaded into the item's next prompt.")
+    answered_reason: str | None = _text(
+        "answered_reason", doc="What the answer answers: the item's blockedReason when the "
+                               "answer was applied (its question, its blocker, its failure).")
+    answered_kind: str | None = _text(
+        "answered_kind", doc="Which that was: question, blocker or failure (model.ANSWERED_KINDS).")
 
 
 _new_object = object.__new__

@@ -116,7 +116,7 @@ def _field_problem(item: Mapping[str, Any]) -> str | None:
     for key in ("description", "notes"):
         if key in item and not isinstance(item[key], str):
             return f"invalid {key} {_describe(item[key])} (expected a string)"
-    for key in ("blockedReason", "humanAnswer"):
+    for key in ("blockedReason", "humanAnswer", "answeredReason", "answeredKind"):
         if item.get(key) is not None and not isinstance(item[key], str):
             return f"invalid {key} {_describe(item[key])} (expected a string or null)"
     for key in ("needsHuman", "deferred"):
@@ -428,6 +428,13 @@ def _clear_block(item: Item, **changes: Any) -> Item:
     return item.without("blocked_reason", "blocked_at").with_changes(**{**flags, **changes})
 
 
+#: What a human's answer answered (``answeredKind``), by the block it lifted: the
+#: agent's question (needs-human), a blocker (blocked), or failed attempts (deferred).
+ANSWERED_KINDS: tuple[str, ...] = ("question", "blocker", "failure")
+#: The answer and what it answered: threaded into the next prompt together, cleared together.
+ANSWER_FIELDS: tuple[str, ...] = ("human_answer", "answered_reason", "answered_kind")
+
+
 #: Fields a transition may set alongside the status (attribute names).
 TRANSITION_FIELDS: frozenset[str] = frozenset(
     {"blocked_reason", "needs_human", "deferred", "completed_at", "human_answer", "notes"}
@@ -437,8 +444,8 @@ TRANSITION_FIELDS: frozenset[str] = frozenset(
 def apply_transition(item: Item, new_status: str, *, now: str, **fields: Any) -> Item:
     """``item`` moved to ``new_status`` with the bookkeeping each target implies.
 
-    * → ``done``: ``completedAt`` set (now unless given), ``humanAnswer`` cleared
-      (it was for this item's last attempt), block fields cleared.
+    * → ``done``: ``completedAt`` set (now unless given), ``humanAnswer`` and what it
+      answered cleared (they were for this item's last attempt), block fields cleared.
     * → ``blocked``: ``blockedReason``, ``needsHuman`` and ``deferred`` from
       ``fields`` (needs-human and deferred are exclusive); ``blockedAt`` now.
     * → ``pending``: from blocked, block fields cleared; from done, ``completedAt``
@@ -467,7 +474,7 @@ def apply_transition(item: Item, new_status: str, *, now: str, **fields: Any) ->
             item = _clear_block(item)
         if new_status == "done":
             item = item.with_changes(completed_at=fields.pop("completed_at", None) or now)
-            item = item.without("human_answer")
+            item = item.without(*ANSWER_FIELDS)
         elif previous == "done":
             item = item.with_changes(completed_at=None)
     return item.with_changes(**fields) if fields else item
@@ -491,16 +498,32 @@ def _refuse_unless_blocked(item: Item) -> None:
         raise BacklogError(f"Item {item.id} is not blocked (status: {item.status})")
 
 
+def answered_kind(item: Item) -> str:
+    """Which of ``ANSWERED_KINDS`` the blocked ``item``'s block is."""
+    return "question" if item.needs_human else "failure" if item.deferred else "blocker"
+
+
 def answer_item(items: list[Item], item_id: str, text: str, *,
                 index: Mapping[str, int] | None = None) -> Item:
-    """``backlog answer``: a blocked item back to pending with the human's answer,
-    which the loop threads into the item's next prompt. ``index``: see ``_index_of``."""
+    """``backlog answer`` (and recover's answers): a blocked item back to pending with
+    the human's answer, which the loop threads into the item's next prompt. The
+    ``blockedReason`` it answers goes, as a block's reason does, but is kept as
+    ``answeredReason`` with its ``answeredKind``: the agent is told what was asked
+    (or what failed) with the answer, never an answer out of context. Both are
+    fields feature-forge's backlog tolerates (unknown fields are kept); an item
+    blocked with no reason keeps none. ``index``: see ``_index_of``."""
     position = _index_of(items, item_id, index)
     item = items[position]
     _refuse_unless_blocked(item)
-    items[position] = _clear_block(item, status="pending", human_answer=text,
-                                   needs_human=False, deferred=False)
-    return items[position]
+    reason = item.blocked_reason
+    answered = ({"answered_reason": reason, "answered_kind": answered_kind(item)}
+                if reason is not None and reason.strip() else {})
+    changed = _clear_block(item, status="pending", human_answer=text, needs_human=False,
+                           deferred=False, **answered)
+    if not answered and (changed.has("answered_reason") or changed.has("answered_kind")):
+        changed = changed.without(*ANSWER_FIELDS[1:])  # an earlier answer's
+    items[position] = changed
+    return changed
 
 
 def unblock_items(items: list[Item], item_id: str | None, *,

@@ -90,8 +90,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     answer = verbs.add_parser(
         "answer", help="answer a blocked item (blocked → pending, answer kept for the prompt)",
-        description="Set humanAnswer on a blocked item and make it pending again; the next "
-                    "iteration's prompt carries the answer. Does not relaunch.")
+        description="Set humanAnswer on a blocked item and make it pending again, keeping "
+                    "the reason it answers (answeredReason, answeredKind); the next "
+                    "iteration's prompt carries both. Does not relaunch.")
     add_path(answer)
     answer.add_argument("id", metavar="ID", help="item id")
     answer.add_argument("text", metavar="TEXT", help="the answer")

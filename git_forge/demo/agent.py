@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 
 ITEM_HEADING = re.compile(r"^## Backlog item (\S+): (.*)$", re.MULTILINE)
-ANSWER_HEADING = "## The human's answer to your previous question\n"
+#: The human's answer in the prompt: after the words that introduce it, to the next section.
+ANSWER = re.compile(r"^(?:The human's answer:|The human says:|## The human's answer)\n"
+                    r"(.*?)(?=\n## |\Z)", re.MULTILINE | re.DOTALL)
 
 GREET = '''"""Greetings."""
 
@@ -49,9 +51,8 @@ SCRIPT: dict[str, tuple[dict[str, str], str]] = {
 
 
 def answer_in(prompt: str) -> str | None:
-    if ANSWER_HEADING not in prompt:
-        return None
-    return prompt.split(ANSWER_HEADING, 1)[1].split("\n## ", 1)[0].strip()
+    found = ANSWER.search(prompt)
+    return found.group(1).strip() if found else None
 
 
 def main() -> int:

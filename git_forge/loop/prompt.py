@@ -1,12 +1,13 @@
 """The prompt an agent receives for one backlog item.
 
 It carries the item (title, description, acceptance criteria), the backlog's
-project description, the configured prompt file, and — when the operator answered
-the item's question during recovery — that answer under a heading that says it is
-the human's answer; when the item's previous attempt conflicted with the branch,
-what collided and where that attempt is kept. It ends with the signal protocol,
-so any agent (Claude Code, Codex, a script) knows how to report done / blocked /
-needs-human.
+project description, the configured prompt file, and — when a human answered the
+item (``backlog answer``, ``recover``) — that answer together with what it
+answers, worded by what happened: the question the agent asked, the blocker its
+attempt stopped at, or its earlier attempts' failure (``answer_section``); when
+the item's previous attempt conflicted with the branch, what collided and where
+that attempt is kept. It ends with the signal protocol, so any agent (Claude
+Code, Codex, a script) knows how to report done / blocked / needs-human.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from git_forge.backlog.item import Item
+from git_forge.reconcile.conflicts import RETRY_ANSWER
 
 if TYPE_CHECKING:
     from git_forge.reconcile.conflicts import ConflictRecord
@@ -39,6 +41,35 @@ def conflict_section(conflict: ConflictRecord) -> str:
             "attempt starts from its current tip, which holds that other work. Redo the "
             "item on top of it, keeping what the other items changed in those paths."
             + kept)
+
+
+#: By what the answer answers (``answeredKind``): the section's heading, the words
+#: before what was asked or what failed, and the words before the answer.
+_ANSWERED: dict[str, tuple[str, str, str]] = {
+    "question": ("Your question, and the human's answer", "Your previous attempt asked:",
+                 "The human's answer:"),
+    "blocker": ("Your previous attempt was blocked, and the human's answer",
+                "Your previous attempt stopped, blocked:", "The human's answer:"),
+    "failure": ("Your earlier attempts failed, and what the human says",
+                "Your earlier attempts failed:", "The human says:"),
+}
+
+
+def answer_section(item: Item) -> str | None:
+    """The human's answer with what it answers (``answeredReason``, quoted), worded
+    by ``answeredKind``; only the answer, under a plain heading, when the item does
+    not say what it answered (set by hand, or by an older git-forge); ``None``
+    when the item holds no answer."""
+    answer = (item.human_answer or "").strip()
+    if not answer:
+        return None
+    reason = (item.answered_reason or "").strip()
+    words = _ANSWERED.get(item.answered_kind or "")
+    if not reason or words is None:
+        return f"## The human's answer\n{answer}"
+    heading, before_reason, before_answer = words
+    quoted = "\n".join(f"> {line}".rstrip() for line in reason.splitlines())
+    return f"## {heading}\n{before_reason}\n{quoted}\n\n{before_answer}\n{answer}"
 
 
 def build_prompt(
@@ -68,8 +99,9 @@ def build_prompt(
     parts.append("\n".join(lines))
     if conflict is not None:
         parts.append(conflict_section(conflict))
-    answer = (item.human_answer or "").strip()
-    if answer:
-        parts.append(f"## The human's answer to your previous question\n{answer}")
+    answered = answer_section(item)
+    # A conflict retried on the new tip: its section is that question and its answer.
+    if answered and not (conflict is not None and item.human_answer == RETRY_ANSWER):
+        parts.append(answered)
     parts.append(SIGNAL_PROTOCOL)
     return "\n\n".join(parts) + "\n"
