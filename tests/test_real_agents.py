@@ -317,18 +317,22 @@ def test_a_rejected_credential_trips_the_breaker(tier: Tier) -> None:
     assert tier.events("circuit_breaker")[0]["signature"] == "exit 1: not logged in"
 
 
-@pytest.mark.parametrize(("tier", "status"),
+@pytest.mark.parametrize(("tier3", "status"),
                          _params("claude", CLAUDES[:1], 500) + _params("claude", CLAUDES[:1], 529)
-                         + _params("codex", CODEXES[:1], 500), indirect=["tier"])
-def test_a_server_error_is_a_failure_never_a_limit(tier: Tier, status: int) -> None:
-    tier.server.script(Fail(status), Fail(status))
+                         + _params("codex", CODEXES[:1], 500), indirect=["tier3"])
+def test_a_server_error_is_a_failure_never_a_limit(tier3: Tier, status: int) -> None:
+    tier3.server.script(Fail(status), Fail(status))
     # A server error taken for a limit stops the run at once here, instead of waiting.
-    result = tier.run("--on-limit", "stop", "--max-consecutive-failures", "2")
-    assert not tier.events("usage_limit_wait") and tier.state()["waitingUntil"] is None
+    # Taken as a failure, each item's is deferred, and the same failure on a second
+    # item trips the breaker (it is about the agent, not one item).
+    result = tier3.run("--on-limit", "stop", "--max-consecutive-failures", "2",
+                       "--retries", "0")
+    assert not tier3.events("usage_limit_wait") and tier3.state()["waitingUntil"] is None
     assert result.returncode == 1, result.stderr
     assert "failed 2 times in a row the same way" in result.stderr
-    assert len(tier.receipts()) == 2
-    assert tier.items()["001"]["status"] == "pending"
+    assert len(tier3.receipts()) == 2
+    items = tier3.items()
+    assert [items[i]["status"] for i in ("001", "002", "003")] == ["pending"] * 3
 
 
 # --- backstops ----------------------------------------------------------------------------------
