@@ -120,16 +120,26 @@ def _codex_limit(when: str) -> Facts:
                   _line({"type": "turn.failed", "error": {"message": message}}))
 
 
+def _machine_zone(monkeypatch: pytest.MonkeyPatch, name: str) -> Iterator[ZoneInfo]:
+    import time
+
+    monkeypatch.setenv("TZ", name)
+    time.tzset()
+    yield ZoneInfo(name)
+    monkeypatch.undo()
+    time.tzset()
+
+
 @pytest.fixture
 def sao_paulo(monkeypatch: pytest.MonkeyPatch) -> Iterator[ZoneInfo]:
     """The machine's local time zone (Codex's times have none of their own)."""
-    import time
+    yield from _machine_zone(monkeypatch, "America/Sao_Paulo")
 
-    monkeypatch.setenv("TZ", "America/Sao_Paulo")
-    time.tzset()
-    yield ZoneInfo("America/Sao_Paulo")
-    monkeypatch.undo()
-    time.tzset()
+
+@pytest.fixture
+def new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[ZoneInfo]:
+    """A machine's time zone with summer time: from 2026-03-08 2 AM to 2026-11-01 2 AM."""
+    yield from _machine_zone(monkeypatch, "America/New_York")
 
 
 @pytest.mark.parametrize(("now_local", "when", "lifts_local"), [
@@ -154,6 +164,27 @@ def test_a_codex_time_already_passed_today_is_now_not_tomorrow(sao_paulo: ZoneIn
     verdict = classify(_codex_limit("5:01 PM"), 1, "", structured=True, now=now)
     assert verdict.verdict is Verdict.LIMIT_WAIT
     assert verdict.reset_at is not None and verdict.reset_at <= now
+
+
+@pytest.mark.parametrize(("now_local", "when", "lifts_local"), [
+    # The day summer time begins: 1 AM is on standard time, 4:43 PM on summer time.
+    ((2026, 3, 8, 1, 0), "4:43 PM", (2026, 3, 8, 16, 44)),
+    # The day it ends: half past midnight is on summer time, 4:43 PM on standard time.
+    ((2026, 11, 1, 0, 30), "4:43 PM", (2026, 11, 1, 16, 44)),
+    # A day told on the other side of the change.
+    ((2026, 10, 30, 12, 0), "Nov 2nd, 2026 4:43 PM", (2026, 11, 2, 16, 44)),
+    ((2026, 3, 6, 12, 0), "Mar 9th, 2026 4:43 PM", (2026, 3, 9, 16, 44)),
+])
+def test_a_codex_time_across_a_change_to_or_from_summer_time_keeps_its_hour(
+        new_york: ZoneInfo, now_local: tuple[int, ...], when: str,
+        lifts_local: tuple[int, ...]) -> None:
+    # Codex tells the machine's wall clock on the day of the limit's end, whose offset
+    # may not be the one in force now: an hour off made the wait an hour too long, or
+    # the retry come back an hour early.
+    now = datetime(*now_local, tzinfo=new_york).astimezone(UTC)
+    verdict = classify(_codex_limit(when), 1, "", structured=True, now=now)
+    assert verdict.verdict is Verdict.LIMIT_WAIT
+    assert verdict.reset_at == datetime(*lifts_local, tzinfo=new_york).astimezone(UTC)
 
 
 # --- point 3: Claude's limit texts --------------------------------------------------------------

@@ -100,15 +100,21 @@ def _minute_end(moment: datetime) -> datetime:
     return moment + timedelta(minutes=1)
 
 
+def _wall_clock(now: datetime, zone: tzinfo | None) -> datetime:
+    """``now`` as a clock on the wall shows it: in ``zone``, or on the machine's clock
+    (naive: ``astimezone`` then places a time by the machine's rules for *its* day, so
+    one past a change to or from summer time gets that day's offset, not today's)."""
+    return now.astimezone(zone) if zone is not None else now.astimezone().replace(tzinfo=None)
+
+
 def _clock_time(match: re.Match[str], now: datetime) -> datetime | None:
     clock = _clock(match)
     if clock is None:
         return None
-    zone = _zone(match.group("zone"))
-    local_now = now.astimezone(zone) if zone is not None else now.astimezone()
+    local_now = _wall_clock(now, _zone(match.group("zone")))
     moment = _minute_end(local_now.replace(hour=clock[0], minute=clock[1], second=0,
                                            microsecond=0))
-    if now - moment > PASSED:
+    if now - moment.astimezone(UTC) > PASSED:
         moment += timedelta(days=1)
     return moment.astimezone(UTC)
 
@@ -117,14 +123,13 @@ def _day_and_time(match: re.Match[str], now: datetime) -> datetime | None:
     clock = _clock(match)
     if clock is None:
         return None
-    zone = _zone(match.group("zone"))
-    local_now = now.astimezone(zone) if zone is not None else now.astimezone()
+    local_now = _wall_clock(now, _zone(match.group("zone")))
     month = _MONTHS.index(match.group("month")[:3].lower()) + 1
     year = int(match.group("year") or local_now.year)
     try:
         moment = local_now.replace(year=year, month=month, day=int(match.group("day")),
                                    hour=clock[0], minute=clock[1], second=0, microsecond=0)
-        if match.group("year") is None and now - moment > _PASSED_DAY:
+        if match.group("year") is None and now - moment.astimezone(UTC) > _PASSED_DAY:
             moment = moment.replace(year=year + 1)
     except ValueError:  # no such day (Feb 30th)
         return None
