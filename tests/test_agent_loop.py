@@ -713,6 +713,21 @@ def test_parallel_runs_stop_at_a_usage_limit_with_on_limit_stop(project: Project
     assert project.state()["waitingUntil"]
 
 
+def test_parallel_agents_that_met_one_limit_all_wait_it_out(project: Project) -> None:
+    # Three agents meet the account's limit at once. The run waits it out on the first
+    # report; the others are read after that wait, when the limit's end has passed —
+    # but each was reported before it, so it is no "limit reported after its reset"
+    # (a failed attempt, deferring its item here), only a limit that has lifted.
+    step = [{"do": "rejected", "resets_in": 4}, {"do": "done"}]
+    project.fakes.plan({item: [dict(each, files={f"{item}.py": "x\n"}) for each in step]
+                        for item in ("001", "002", "003")})
+    result = project.run("--agent", "claude", "--parallel", "3", "--retries", "0")
+    assert result.returncode == 0, result.stderr
+    assert {item["status"] for item in project.items().values()} == {"done"}
+    assert "reported after its reset" not in result.stdout
+    assert len(project.events("usage_limit_wait")) == 3
+
+
 def test_parallel_runs_end_an_agent_silent_past_the_idle_timeout(project: Project) -> None:
     project.fakes.plan({"001": {"do": "hang", "seconds": 300},
                         "002": {"do": "done", "files": {"two.py": "2\n"}}})

@@ -17,6 +17,7 @@ from git_forge.agents.classify import Classified, Verdict, error_line
 from git_forge.agents.receipt import Receipt, Session
 from git_forge.atomic import atomic_write
 from git_forge.backlog.item import Item
+from git_forge.clock import parse_stamp
 from git_forge.exit_codes import LOOP_ERROR, LOOP_REFUSED
 from git_forge.layout import PROMPT_FILES
 from git_forge.loop import limits_wait
@@ -179,7 +180,10 @@ def _result_of(run: RunContext, handle: str, manifest: Manifest, idle: bool,
     stdout = run.supervisor.tail(handle, "stdout")
     stderr = run.supervisor.tail(handle, "stderr")
     signal, verdict = attempt.read(stdout, stderr, exit_code, timed_out or idle)
-    verdict = limits_wait.after_its_reset(run, verdict)
+    # Whether a limit was reported after its end is a matter of when the agent said it:
+    # in a parallel run, an agent's end is read only after a wait another one began.
+    ended = parse_stamp(manifest.finished_at) if manifest.finished_at else None
+    verdict = limits_wait.after_its_reset(run, verdict, ended)
     failure = verdict.kind if verdict.verdict is Verdict.FAILED and verdict.kind else None
     lines = stderr_lines(stderr)
     why = what_happened(exit_code, manifest.state, timed_out, run.options.timeout_minutes,

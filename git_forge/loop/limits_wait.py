@@ -55,9 +55,9 @@ def until_of(verdict: Classified, default_minutes: float, max_minutes: float,
 
 def after_its_reset(run: RunContext, verdict: Classified,
                     now: datetime | None = None) -> Classified:
-    """``verdict`` as the loop acts on it: a limit whose announced end has already
-    passed is waited out once; reported so again, it is a failed attempt (see the
-    module). Consecutive attempts count, across items."""
+    """``verdict`` as the loop acts on it: a limit whose announced end had already
+    passed when the agent ended (``now``) is waited out once; reported so again, it
+    is a failed attempt (see the module). Consecutive attempts count, across items."""
     agent = run.agent
     lifted = (verdict.verdict is Verdict.LIMIT_WAIT and verdict.reset_at is not None
               and verdict.reset_at <= (now or datetime.now(UTC)))
