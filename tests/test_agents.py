@@ -337,6 +337,29 @@ def test_no_version_read_is_unknown_and_no_warning(tmp_path: Path) -> None:
     assert entry["versionStatus"] == "unknown"
 
 
+def test_a_version_the_program_failed_to_say_is_unknown(tmp_path: Path) -> None:
+    """A ``--version`` that fails says nothing of the program's version: Codex
+    installed without its platform package dies in Node, whose last words name
+    Node's version — read as Codex 20.20.2, "newer than verified"."""
+    crash = ("file:///usr/lib/node_modules/@openai/codex/bin/codex.js:108\n"
+             "  throw new Error(\n        ^\n\n"
+             "Error: Missing optional dependency @openai/codex-linux-x64. Reinstall Codex: "
+             "npm install -g @openai/codex@latest\n"
+             "    at findCodexExecutable (file:///usr/lib/node_modules/@openai/codex/bin/"
+             "codex.js:108:9)\n\nNode.js v20.20.2\n")
+    env = fake_programs(tmp_path / "bin", {"claude": b"2.1.332 (Claude Code)\n"})
+    codex = tmp_path / "bin" / "codex"
+    (tmp_path / "bin" / "codex.err").write_text(crash)
+    codex.write_text(f"#!/bin/sh\ncat '{codex}.err' >&2\nexit 1\n")
+    codex.chmod(0o755)
+    listed = run_forge("agents", "--json", cwd=tmp_path, env=env)
+    plain = run_forge("agents", cwd=tmp_path, env=env)
+    assert listed.returncode == plain.returncode == 0, listed.stderr + plain.stderr
+    entry = next(each for each in json.loads(listed.stdout) if each["name"] == "codex")
+    assert (entry["version"], entry["versionStatus"]) == (None, "unknown")
+    assert profile_line(plain.stdout, "codex").endswith("/codex (version unknown)")
+
+
 def test_a_version_line_with_escape_sequences_never_reaches_the_terminal(tmp_path: Path) -> None:
     """The output is safe text before it is read: the number an OSC sequence hides
     (a title change to ``9.9.9``) is not the version, and nothing of the clipboard

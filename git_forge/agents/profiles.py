@@ -162,14 +162,17 @@ def describe(profile: Profile, timeout: float = 10.0) -> dict[str, object]:
                 "resumes": False, "reports": "its last line (the signal)"}
     path = shutil.which(profile.binary)
     said = ""
+    version = None
     if path is not None:
         try:
             result = capture.run([path, "--version"], timeout=timeout)
             said = safe_text(result.stdout or result.stderr, final=True).text
+            # A failed --version is no version: Codex without its platform package
+            # dies in Node, whose last words name Node's version.
+            version = parse_version(said) if result.returncode == 0 else None
         except (OSError, capture.HelperTimeout):
             pass
     lines = said.strip().splitlines()
-    version = parse_version(said)
     verified = profile.verified
     reports = ("tokens and cost" if profile.name == "claude" else "tokens (no cost)")
     return {"name": profile.name, "binary": profile.binary, "path": path,
