@@ -22,6 +22,7 @@ from agent_streams import claude_init, claude_result, codex_thread, codex_turn_c
 from helpers import git, snapshot
 from test_agent_loop import Project, _stamp
 
+from git_forge.agents.classify import Verdict, classify
 from git_forge.agents.profiles import PROFILES
 from git_forge.agents.receipt import Receipt, Totals
 from git_forge.agents.streams import ClaudeStream, CodexStream, session_problem
@@ -299,6 +300,20 @@ def test_a_cost_or_count_that_is_not_one_is_unknown_and_said_so() -> None:
     for cost in (float("nan"), float("inf"), -float("inf"), -0.5, 1e300):
         assert Receipt.from_json({"costUsd": cost}).cost_usd is None
         assert Totals.from_json({"costUsd": cost}).cost_usd is None
+
+
+@pytest.mark.parametrize("status", ["-5", "0", "42", "1000", "9" * 4000])
+def test_an_api_error_status_that_is_no_http_status_is_not_the_failures_kind(
+        status: str) -> None:
+    """A failure's kind is a short phrase the circuit breaker compares and an item's
+    reason quotes: a status no HTTP server sends (a 4,000-digit one became a reason of
+    4,000 characters) is not read; the words decide."""
+    reader = ClaudeStream()
+    _feed(reader, claude_init("s"), claude_result("s", "API Error: Connection error.",
+                                                  is_error=True)
+          .replace('"is_error":true', f'"is_error":true,"api_error_status":{status}'))
+    verdict = classify(reader.finish(), 1, "", structured=True)
+    assert (verdict.verdict, verdict.kind) == (Verdict.FAILED, "API Error: Connection error")
 
 
 @pytest.mark.parametrize("cost", [float("inf"), float("nan"), -float("inf")])

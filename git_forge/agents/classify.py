@@ -193,7 +193,7 @@ def _api_error_of(facts: Facts, said: str, now: datetime) -> Classified | None:
     if not _is_error(facts) or result is None:
         return None
     status = result.get("api_error_status")
-    status = status if type(status) is int else None
+    status = status if type(status) is int and 100 <= status <= 599 else None  # an HTTP status
     error = result.get("api_error")
     kind = result.get("api_error_type")
     kind = kind if isinstance(kind, str) and re.fullmatch(r"\w{1,40}", kind) else None
