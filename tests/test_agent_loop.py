@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -726,6 +726,45 @@ def test_parallel_agents_that_met_one_limit_all_wait_it_out(project: Project) ->
     assert {item["status"] for item in project.items().values()} == {"done"}
     assert "reported after its reset" not in result.stdout
     assert len(project.events("usage_limit_wait")) == 3
+
+
+def _zone_where_it_is(clock: tuple[int, int, int]) -> tuple[str, timezone]:
+    """A POSIX ``TZ`` in which it is ``clock`` (hour, minute, second) now, and its zone."""
+    now = datetime.now(UTC)
+    wanted = now.replace(hour=clock[0], minute=clock[1], second=clock[2], microsecond=0)
+    ahead = round((wanted - now).total_seconds()) % 86400
+    ahead -= 86400 if ahead > 43200 else 0
+    hours, rest = divmod(abs(ahead), 3600)
+    sign = "-" if ahead >= 0 else "+"  # POSIX counts west of Greenwich
+    return (f"<FTZ>{sign}{hours:02d}:{rest // 60:02d}:{rest % 60:02d}",
+            timezone(timedelta(seconds=ahead)))
+
+
+def test_parallel_agents_limit_times_are_read_as_of_when_they_said_them(
+        project: Project) -> None:
+    # Codex says a limit that lifts today by the clock alone: "try again at 11:59 PM".
+    # Two agents say so a few seconds before midnight; the run waits out the first
+    # past midnight and only then reads the second, which is still today's 11:59 PM —
+    # read as of midnight past, it was tomorrow's, a wait of a day.
+    zone, offset = _zone_where_it_is((23, 59, 52))
+    # A misread wait of a day is cut to 12 s (and said so in its reason).
+    (project.root / ".forge.yaml").write_text("loop:\n  limitWaitMax: 0.2\n")
+    git("commit", "-q", "-m", "config", ".forge.yaml", cwd=project.root)
+    step = [{"do": "limit_text", "message": "You've hit your usage limit. Try again at 11:59 PM."},
+            {"do": "done"}]
+    project.fakes.plan({"001": [dict(each, files={"one.py": "1\n"}) for each in step],
+                        "002": [dict(each, files={"two.py": "2\n"}) for each in step]})
+    result = run_forge("loop", "run", "--agent", "codex", "--parallel", "2", "--iterations", "4",
+                       cwd=project.root, env={**project.env, "TZ": zone})
+    ended = [_stamp(each["timestamp"]).astimezone(offset) for each in project.events("llm_exited")]
+    if ended[1].hour != 23:
+        pytest.skip("the machine was too slow: its agents ended after midnight")
+    assert result.returncode == 0, result.stderr
+    assert {item["status"] for item in project.items().values()} == {"done"}
+    waits = project.events("usage_limit_wait")
+    assert len(waits) == 2 and not any("limitWaitMax" in wait["reason"] for wait in waits)
+    midnight = ended[0].replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+    assert all(_stamp(wait["until"]) - midnight < timedelta(minutes=1) for wait in waits)
 
 
 def test_parallel_runs_end_an_agent_silent_past_the_idle_timeout(project: Project) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from datetime import datetime
 from typing import Any
 
 from git_forge.agents.classify import Classified, Verdict, classify
@@ -104,24 +105,25 @@ class Attempt:
         return "\n".join(part.rstrip("\n") for part in parts)
 
     def read(self, stdout: bytes, stderr: bytes, exit_code: int | None,
-             cut_off: bool) -> tuple[Signal, Classified]:
+             cut_off: bool, now: datetime | None = None) -> tuple[Signal, Classified]:
         """The attempt's signal and verdict, from its stream (structured profiles)
         or the tail of its stdout (generic). A ``cut_off`` attempt (timed out,
-        idle, stopped) gives no signal and is an ordinary failure."""
+        idle, stopped) gives no signal and is an ordinary failure. Times the agent
+        told without a day are read as of ``now`` (when it ended; default: now)."""
         if cut_off:
             return NO_SIGNAL, Classified(Verdict.FAILED)
         facts = self.facts()
         err = safe_text(stderr, final=True).text
         out = safe_text(stdout, final=True).text
         if self.profile.structured:
-            verdict = classify(facts, exit_code, err, stdout=out, structured=True)
+            verdict = classify(facts, exit_code, err, stdout=out, structured=True, now=now)
             if verdict.verdict is not Verdict.RAN:
                 return NO_SIGNAL, verdict
             return parse_signal(safe_text(facts.final_text.encode(), final=True).text), verdict
         signal = parse_signal(out)
         if signal is not NO_SIGNAL:
             return signal, Classified(Verdict.RAN)
-        return NO_SIGNAL, classify(facts, exit_code, err, stdout=out)
+        return NO_SIGNAL, classify(facts, exit_code, err, stdout=out, now=now)
 
 
 def stderr_lines(stderr: bytes, count: int = STDERR_LINES) -> list[str]:

@@ -179,10 +179,12 @@ def _result_of(run: RunContext, handle: str, manifest: Manifest, idle: bool,
     exit_code = manifest.result.exit_code
     stdout = run.supervisor.tail(handle, "stdout")
     stderr = run.supervisor.tail(handle, "stderr")
-    signal, verdict = attempt.read(stdout, stderr, exit_code, timed_out or idle)
-    # Whether a limit was reported after its end is a matter of when the agent said it:
-    # in a parallel run, an agent's end is read only after a wait another one began.
+    # What the agent said is read as of when it said it (its end): in a parallel run,
+    # an agent's end is read only after a wait another one began — maybe past midnight,
+    # when its "try again at 11:59 PM" would be tomorrow's — and whether its limit was
+    # reported after its announced end is a matter of when it said so.
     ended = parse_stamp(manifest.finished_at) if manifest.finished_at else None
+    signal, verdict = attempt.read(stdout, stderr, exit_code, timed_out or idle, now=ended)
     verdict = limits_wait.after_its_reset(run, verdict, ended)
     failure = verdict.kind if verdict.verdict is Verdict.FAILED and verdict.kind else None
     lines = stderr_lines(stderr)
