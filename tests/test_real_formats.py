@@ -241,6 +241,19 @@ def test_a_rejected_credential_is_not_logged_in(text: str) -> None:
     assert classify(facts, 1, "", structured=True).signature(1) == "exit 1: not logged in"
 
 
+def test_codexs_quota_exceeded_is_a_limit_no_clock_lifts() -> None:
+    # An API key out of credit (OpenAI's 429 insufficient_quota), as Codex says it: the
+    # run stops there, as at Claude's "credit balance is too low" — not three failed
+    # attempts and the circuit breaker.
+    message = "Quota exceeded. Check your plan and billing details."
+    facts = _codex(_line({"type": "thread.started",
+                          "thread_id": "01a23e1c-9a89-77f2-90db-9c08a6ed3c3e"}),
+                   _line({"type": "turn.started"}), _line({"type": "error", "message": message}),
+                   _line({"type": "turn.failed", "error": {"message": message}}))
+    verdict = classify(facts, 1, "", structured=True, now=NOW)
+    assert (verdict.verdict, verdict.message) == (Verdict.LIMIT_STOP, message)
+
+
 # --- point 4: running totals --------------------------------------------------------------------
 
 

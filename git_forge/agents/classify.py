@@ -75,8 +75,8 @@ _NOT_LOGGED_IN = re.compile(
     r"invalid api key|please run /login|not logged in|log ?in required|login required|"
     r"authentication[_ ]error|oauth token (?:has )?expired|\b401 unauthorized|"
     r"\b(?:status|error|http)[: ]*401\b", re.IGNORECASE)
-_HARD_LIMIT = re.compile(r"disabled by your admin|spend limit|credit balance is too low",
-                         re.IGNORECASE)
+_HARD_LIMIT = re.compile(r"disabled by your admin|spend limit|credit balance is too low|"
+                         r"quota exceeded", re.IGNORECASE)
 _TIME_LIMIT = re.compile(
     r"hit your (?:[\w-]+ )?limit|usage limit|session limit|rate limit reached|"
     r"limit reached\|", re.IGNORECASE)
