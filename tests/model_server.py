@@ -10,7 +10,7 @@ per test, one turn per model request, in order:
 * ``Shell(command)`` — a call of the program's shell tool (Claude Code's ``Bash``,
   Codex's ``exec_command``); the program runs it and asks again with its result;
 * ``Fail(status)`` — an HTTP error with the body that API sends with it (401, 429,
-  500, 529);
+  500, 529; Anthropic's 400: an API key out of credit);
 * ``Limit(at=…)`` or ``Limit(after=…)`` — the account's usage limit, as each real
   server reports it (Anthropic: a 429 with the ``anthropic-ratelimit-unified-*``
   headers of a subscription; OpenAI: a 429 whose error is ``usage_limit_reached``
@@ -126,6 +126,9 @@ class Request:
 
 #: Anthropic's error type and message for each status a script uses.
 _ANTHROPIC_ERRORS = {
+    400: ("invalid_request_error", "Your credit balance is too low to access the Anthropic "
+                                   "API. Please go to Plans & Billing to upgrade or purchase "
+                                   "credits."),
     401: ("authentication_error", "invalid x-api-key"),
     429: ("rate_limit_error", "This request would exceed your account's rate limit. "
                               "Please try again later."),

@@ -335,6 +335,20 @@ def test_a_server_error_is_a_failure_never_a_limit(tier3: Tier, status: int) -> 
     assert [items[i]["status"] for i in ("001", "002", "003")] == ["pending"] * 3
 
 
+@pytest.mark.parametrize("tier", _params("claude", CLAUDES), indirect=True)
+def test_an_api_key_out_of_credit_stops_the_run(tier: Tier) -> None:
+    # "Credit balance is too low" comes with status 400: no retry or wait lifts it.
+    del tier.env["CLAUDE_CODE_OAUTH_TOKEN"]
+    tier.env["ANTHROPIC_API_KEY"] = "sk-ant-forge-test"
+    tier.server.script(Fail(400))
+    result = tier.run()
+    assert result.returncode == 4, result.stderr
+    assert ("the agent's usage limit is not lifted by waiting (Credit balance is too low)"
+            in result.stderr)
+    assert len(tier.receipts()) == 1 and tier.items()["001"]["status"] == "pending"
+    assert tier.events("usage_limit_stop")
+
+
 # --- backstops ----------------------------------------------------------------------------------
 
 

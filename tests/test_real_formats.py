@@ -241,6 +241,22 @@ def test_a_rejected_credential_is_not_logged_in(text: str) -> None:
     assert classify(facts, 1, "", structured=True).signature(1) == "exit 1: not logged in"
 
 
+@pytest.mark.parametrize(("text", "status", "kind"), [
+    ("Credit balance is too low", 400, "invalid_request_error"),
+    ("Failed to authenticate. API Error: 403 Your usage allocation has been disabled by "
+     "your admin", 403, "permission_error"),
+])
+def test_claudes_limit_no_clock_lifts_stops_whatever_its_status(
+        text: str, status: int, kind: str) -> None:
+    # An API key out of credit (a 400) and an allocation an admin disabled (a 403), as
+    # Claude Code says them: its status alone read them as a failure (400) or as
+    # "not logged in" (403), three attempts and the breaker instead of a stop.
+    facts = _claude(_synthetic(text, "invalid_request", status, api_error_type=kind),
+                    _error_result(text, api_error_status=status, api_error_type=kind))
+    verdict = classify(facts, 1, "", structured=True, now=NOW)
+    assert (verdict.verdict, verdict.message) == (Verdict.LIMIT_STOP, text)
+
+
 def test_codexs_quota_exceeded_is_a_limit_no_clock_lifts() -> None:
     # An API key out of credit (OpenAI's 429 insufficient_quota), as Codex says it: the
     # run stops there, as at Claude's "credit balance is too low" — not three failed

@@ -151,12 +151,14 @@ def classify(facts: Facts, exit_code: int | None, stderr: str, *, stdout: str = 
             return Classified(Verdict.COMMAND_REFUSED, COMMAND_LINE_REFUSED,
                               message=_line_of(stderr, refused.start()))
     api = _api_error_of(facts, said, now)
-    if api is not None:
-        return api
     hard = _HARD_LIMIT.search(said)
-    if hard:
+    if hard and (api is None or api.verdict is Verdict.FAILED):
+        # Its status is an ordinary one (Claude's "Credit balance is too low" is a 400,
+        # an allocation an admin disabled a 403): the words say no retry can help.
         return Classified(Verdict.LIMIT_STOP, "usage limit no clock lifts",
                           message=_line_of(said, hard.start()))
+    if api is not None:
+        return api
     limit = _TIME_LIMIT.search(said) or _TRY_AGAIN.search(said)
     reset = reset_time(said, now) if limit else None
     if limit and (reset is not None or _TIME_LIMIT.search(said)):
