@@ -143,14 +143,14 @@ class _AliasFound(Exception):
         self.line = line
 
 
-_loader: type | None = None
+_loaders: dict[bool, type] = {}
 
 
-def _safe_loader() -> type:
+def _safe_loader(as_text: bool = False) -> type:
     """pyyaml's ``SafeLoader`` (what ``yaml.safe_load`` uses) stopping at the first
-    node that has an anchor or is an alias — every node passes ``compose_node``."""
-    global _loader
-    if _loader is None:
+    node that has an anchor or is an alias — every node passes ``compose_node``.
+    ``as_text``: every plain scalar is the text written (no implicit types)."""
+    if as_text not in _loaders:
         import yaml  # ~10 ms; only YAML readers need it
 
         class Loader(yaml.SafeLoader):
@@ -161,14 +161,19 @@ def _safe_loader() -> type:
                     raise _AliasFound(event.start_mark.line + 1)
                 return super().compose_node(parent, index)
 
-        _loader = Loader
-    return _loader
+        if as_text:  # no implicit resolver: a plain scalar resolves to a string
+            Loader.yaml_implicit_resolvers = {}
+        _loaders[as_text] = Loader
+    return _loaders[as_text]
 
 
-def load_yaml(text: str, source: str | Path) -> Any:
+def load_yaml(text: str, source: str | Path, *, as_text: bool = False) -> Any:
     """``yaml.safe_load(text)``, refusing an anchor or alias, a document too deep
-    or a number too large."""
-    loader = _safe_loader()(text)
+    or a number too large. ``as_text``: every plain scalar is read as the text
+    written — YAML 1.1 reads ``010`` as the octal 8, ``0x10`` as 16, ``1:20`` as 80
+    and ``yes`` as true, where a file of ids and answers means the words (an
+    explicitly tagged value, ``!!int 10``, is still what its tag says)."""
+    loader = _safe_loader(as_text)(text)
     try:
         document = loader.get_single_data()
     except _AliasFound as found:

@@ -185,7 +185,7 @@ def test_a_manifest(project: Path) -> None:
 def test_an_answers_file(project: Path) -> None:
     answers = project / "answers.json"
     for content, problem in ((DEEP_ARRAY, "too deeply nested"),
-                             (f"001: {HUGE}\n", "number too large"),
+                             (f'{{"001": {HUGE}}}', "number too large"),  # YAML: text
                              ("- " * YAML_DEPTH + "x\n", "too deeply nested")):
         answers.write_text(content)
         refused(project, problem, "answers.json", "recover", "--answers", "answers.json")

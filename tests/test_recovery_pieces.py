@@ -66,7 +66,7 @@ def test_flags_and_files(tmp_path: Path) -> None:
     yaml_file = tmp_path / "a.yaml"
     yaml_file.write_text("c3: Use SQLite\n003: defer\n8: cancel\n")
     assert answers.load_file(yaml_file) == {"c3": Choice("answer", "Use SQLite"),
-                                            "3": DEFER, "8": CANCEL}
+                                            "003": DEFER, "8": CANCEL}
     json_file = tmp_path / "a.json"
     json_file.write_text(json.dumps({"6": "retry later"}))
     assert answers.load_file(json_file) == {"6": Choice("answer", "retry later")}
@@ -76,6 +76,19 @@ def test_flags_and_files(tmp_path: Path) -> None:
             answers.load_file(json_file)
     with pytest.raises(UsageError):
         answers.load_file(tmp_path / "missing.yaml")
+
+
+def test_an_answers_file_is_read_as_the_text_written(tmp_path: Path) -> None:
+    """YAML 1.1 reads 010 as the octal 8, 0x10 as 16, 1:20 as 80 and yes as true: an
+    answers file's keys and values are the words written, so 010 names item 010."""
+    yaml_file = tmp_path / "a.yaml"
+    yaml_file.write_text("010: Use SQLite\n0x10: yes\n1:20: 42\nc011: ~\n")
+    assert answers.load_file(yaml_file) == {
+        "010": Choice("answer", "Use SQLite"), "0x10": Choice("answer", "yes"),
+        "1:20": Choice("answer", "42"), "c011": Choice("answer", "~")}
+    yaml_file.write_text("!!int 10: Use SQLite\n")  # a tag says otherwise: no id as written
+    with pytest.raises(UsageError, match="the key 10 is not an item or question id"):
+        answers.load_file(yaml_file)
 
 
 def test_normalise_maps_yaml_integers_and_refuses_unknown_ids() -> None:

@@ -10,9 +10,11 @@ conflict takes ``retry`` (on the new tip) or ``resolve`` (by hand) instead of
 text (``conflict_choice``). In a non-interactive run an unanswered question is
 deferred.
 
-YAML turns an unquoted ``003:`` key into the integer 3; such a key matches the
-item whose id has that numeric value, so a hand-written answers file works
-(``questions.match_id``).
+An answers file's keys and values are read as the text written: YAML 1.1 would
+read an unquoted ``010:`` as the octal 8 (so item 008), and ``yes`` as true.
+An id that names no open question is refused before anything is recorded
+(``normalise``); a number still names the id with that value (``10`` is ``010``,
+``questions.match_id``).
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ def load_file(path: Path) -> dict[str, Choice]:
         document = load_json(raw, path)
     except json.JSONDecodeError:
         try:
-            document = load_yaml(raw, path)
+            document = load_yaml(raw, path, as_text=True)
         except yaml.YAMLError as exc:
             raise UsageError(f"answers file {path} is neither JSON nor YAML: "
                              f"{yaml_problem(exc)}") from exc
@@ -125,7 +127,11 @@ def load_file(path: Path) -> dict[str, Choice]:
         return {}
     if not isinstance(document, dict):
         raise UsageError(f"answers file {path} must be a mapping of id to answer")
-    return {str(key): _choice_from_value(str(key), value, f"answers file {path}")
+    for key in document:
+        if not isinstance(key, str):  # a tagged key (!!int 10): not the text written
+            raise UsageError(f"answers file {path}: the key {key!r} is not an item or "
+                             "question id written as text")
+    return {key: _choice_from_value(key, value, f"answers file {path}")
             for key, value in document.items()}
 
 
