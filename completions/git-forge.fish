@@ -307,6 +307,7 @@ complete -c git-forge -n '_shtab_git_forge_using recover' -l answers -xka "(__fi
 complete -c git-forge -n '_shtab_git_forge_using recover' -l merge -xka "(__git_forge_values clusters)" -d 'treat these clusters (or the clusters of these items) as one question (repeatable; never splits)'
 complete -c git-forge -n '_shtab_git_forge_using recover' -l plan -d 'print the questions and write nothing (for an agent host)'
 complete -c git-forge -n '_shtab_git_forge_using recover' -l non-interactive -d 'never ask, even on a terminal: unanswered questions are deferred'
+complete -c git-forge -n '_shtab_git_forge_using recover' -l yes -d 'record each answer typed at a prompt without showing it back for confirmation (as recover.confirmAnswers: false); a discard is still confirmed'
 complete -c git-forge -n '_shtab_git_forge_using recover' -l no-commit -d 'do not commit recover'"'"'s own backlog change'
 complete -c git-forge -n '_shtab_git_forge_using recover' -l actor -x -d 'recordedBy/appliedBy label (default git-forge@<host>)'
 complete -c git-forge -n '_shtab_git_forge_using recover' -l json -d 'print the report as JSON'

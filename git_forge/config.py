@@ -125,6 +125,9 @@ KEYS: dict[str, _Key] = {
                           doc="agents at once, each in a worktree of its own (1: one at a time)"),
     "recover.lockWaitSeconds": _Key(10, _NUMBER, minimum=0, maximum=MAX_SECONDS,
                                     doc="how long a recover pass waits for another one"),
+    "recover.confirmAnswers": _Key(True, (bool,),
+                                   doc="an answer typed at recover's prompt is shown back "
+                                       "and recorded only once confirmed"),
     "supervisor.maxProcessSpoolBytes": _Key(64 * 1024 * 1024, _INT, minimum=1),
     "supervisor.graceSeconds": _Key(10, _NUMBER, minimum=0, maximum=MAX_SECONDS),
     "supervisor.maxProcesses": _Key(4, _INT, minimum=1),

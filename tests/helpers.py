@@ -197,6 +197,11 @@ class PtySession:
         self.wait_reading()
         os.write(self.fd, line.encode() + b"\r")
 
+    def type(self, keys: bytes) -> None:
+        """Bytes as a terminal sends them (a paste, an escape sequence), all at once."""
+        self.wait_reading()
+        os.write(self.fd, keys)
+
     def interrupt(self) -> None:
         self.wait_reading()
         os.write(self.fd, b"\x03")

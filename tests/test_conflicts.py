@@ -297,6 +297,8 @@ def test_recover_asks_on_a_terminal_and_retries(conflict: Conflict) -> None:
     session.expect("answer retry (on the new tip), resolve (by hand), defer or cancel.")
     session.expect("Your decision (retry / resolve;")
     session.send("retry")
+    session.expect("Record it?")
+    session.send("y")
     session.expect("recovery:")
     session.send("")  # recover's own backlog change: committed
     assert session.finish() == 0, session.text
@@ -323,3 +325,50 @@ def test_a_conflict_question_is_never_merged_with_another(conflict: Conflict) ->
         2, f"Error: item {conflict.loser} is blocked on a merge conflict, a question of its "
            "own: it cannot be merged with another\n")
     assert conflict.files() == before and conflict.refs() == refs
+
+
+def add_blocked(conflict: Conflict, reasons: dict[str, str]) -> None:
+    """More items needing a human, committed: questions besides the conflict's."""
+    path = conflict.root / ".forge" / "backlog.json"
+    document = json.loads(path.read_text())
+    document["items"] += [{**document["items"][0], "id": item_id, "title": reason,
+                           "status": "blocked", "needsHuman": True, "blockedReason": reason,
+                           "dependsOn": []} for item_id, reason in reasons.items()]
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    git("commit", "-qam", "more questions", cwd=conflict.root)
+
+
+def test_merging_a_conflict_question_is_refused_at_the_prompt_and_asked_again(
+        conflict: Conflict) -> None:
+    """It was accepted, and then recover died with exit 2."""
+    add_blocked(conflict, {"009": "needs an API key", "010": "the staging server is down"})
+    session = PtySession("recover", cwd=conflict.root)
+    text = session.expect("Merge questions that share a cause?")
+    assert f"  c{conflict.loser}: item {conflict.loser} — a merge conflict, asked on its own" \
+        in text
+    session.send(f"c{conflict.loser},c009")
+    session.expect(f"Not merged: item {conflict.loser} is blocked on a merge conflict, a "
+                   "question of its own: it cannot be merged with another.")
+    session.expect("Merge questions that share a cause?")
+    session.send("c009,c010")
+    session.expect("Merged into one question: c009 (items 009, 010)")
+    session.expect("Merge questions that share a cause?")
+    session.send("")
+    session.expect("Question 1 of 2")
+    session.expect("Your decision")
+    session.end_input()  # cancel early: every question deferred
+    session.finish()
+    assert "Error:" not in session.text
+    record = json.loads((conflict.root / ".forge" / "forge-decisions.json").read_text())
+    assert sorted(e["itemId"] for e in record["decisions"] if e["deferred"]) == sorted(
+        [conflict.loser, "009", "010"])
+
+
+def test_no_merge_is_offered_when_only_one_question_could_merge(conflict: Conflict) -> None:
+    add_blocked(conflict, {"009": "needs an API key"})
+    session = PtySession("recover", cwd=conflict.root)
+    session.expect("Question 1 of 2")
+    session.expect("Your decision")
+    session.end_input()
+    session.finish()
+    assert "Merge questions" not in session.text

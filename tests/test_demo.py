@@ -40,6 +40,8 @@ def test_demo_on_a_terminal_asks_the_question(tmp_path: Path) -> None:
     text = session.expect("Your decision")
     assert "Items 003 and 004 are blocked on the same decision" in text
     session.send("PostgreSQL, the team runs it already")
+    session.expect("Record it?")
+    session.send("y")
     session.expect("Your decision")
     session.send("")  # defer 006
     session.expect("recovery:")
@@ -62,6 +64,8 @@ def test_ctrl_c_at_any_prompt_stops_the_demo_the_same_way(tmp_path: Path, prompt
         session.expect("Your decision")
         if prompt == "tree":
             session.send("PostgreSQL")  # one answer given, applied: the tree changed
+            session.expect("Record it?")
+            session.send("y")
             session.expect("Your decision")
             session.send("")
             session.expect("recovery:")

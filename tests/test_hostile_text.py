@@ -36,8 +36,9 @@ HOSTILE = ("x\x1b]52;c;ZXZpbA==\x07 csi\x1b[2J\x1b[H\x1b[35m c1\u009b31m del\x7f
 #: A file name that is a terminal attack of its own (git quotes it; git-forge must too,
 #: or at least never print it raw).
 EVIL_NAME = "evil\x1b]0;pwned\x07\u009b.txt"
-#: git-forge's own sequences: its SGR colours and the live line's erase.
-OWN = re.compile(r"\x1b\[(?:0|1|2|31|32|33|36)m|\x1b\[K")
+#: git-forge's own sequences: its SGR colours, the live line's erase, and bracketed
+#: paste switched on and off around a prompt's read.
+OWN = re.compile(r"\x1b\[(?:0|1|2|31|32|33|36)m|\x1b\[K|\x1b\[\?2004[hl]")
 FORBIDDEN = re.compile("[\x1b\x07\x7f\x80-\x9f\u202a-\u202e\u2066-\u2069]")
 
 AGENT = r'''
@@ -62,7 +63,8 @@ else:
 
 def assert_harmless(raw: bytes, *, own: bool = False) -> str:
     """``raw`` is UTF-8 with no ESC, BEL, C1 or DEL — except, when ``own``,
-    git-forge's own SGR colours and line erase. Returns the text."""
+    git-forge's own SGR colours, line erase and bracketed paste switches. Returns
+    the text."""
     text = raw.decode("utf-8")
     rest = OWN.sub("", text) if own else text
     found = FORBIDDEN.search(rest)
@@ -212,7 +214,7 @@ def test_recover_plan_and_scripted_report(project: Path) -> None:
 def test_recover_interactive_questions_on_a_real_terminal(project: Path) -> None:
     session = PtySession("recover", cwd=project)
     for _ in range(3):  # the merge prompt, then one per question (002, 003): Enter defers
-        session.expect("(Enter")
+        session.expect("Enter:")
         session.send("")
     code = session.finish()
     assert code == 3, session.text  # needs-human remains

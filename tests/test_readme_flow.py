@@ -76,6 +76,8 @@ def test_using_it_on_your_project_works_as_written(project) -> None:
             session = PtySession(*words[2:], cwd=repo, env=env)
             session.expect("Your decision")
             session.send("Thirty days")
+            session.expect("Record it?")
+            session.send("y")
             session.expect("recovery:")
             session.send("")  # commit recover's own backlog change (the default)
             codes.append(session.finish())

@@ -338,6 +338,8 @@ def test_interactive_flow_through_a_real_terminal(after_run: Path) -> None:
     assert "Items 003 and 004 are blocked on the same decision" in text
     assert "gates 1 of 6 backlog items (item 005)" in text
     session.send("Use SQLite")
+    session.expect("Record it?")
+    session.send("y")
     session.expect("Question 2 of 2 (c006)")
     session.expect("Your decision")
     session.send("")  # defer
@@ -364,7 +366,8 @@ def test_the_merge_prompt_shows_real_ids_explains_typos_and_never_aborts(
     after_run: Path
 ) -> None:
     session = PtySession("recover", cwd=after_run)
-    text = session.expect("Merge questions that share a cause? e.g. c003,c006 (Enter: no merge)")
+    text = session.expect("Merge questions that share a cause? (their ids; ?: help; "
+                          "Enter: ask each on its own)")
     assert "  c003: items 003, 004\n" in text.replace("\r", "")
     assert "  c006: item 006\n" in text.replace("\r", "")
     session.send("c9,c003")
@@ -375,10 +378,14 @@ def test_the_merge_prompt_shows_real_ids_explains_typos_and_never_aborts(
     session.expect("Merge questions that share a cause?")
     session.send("c3, 6")  # numbers name the ids with that value; an item names its question
     session.expect("Merged into one question: c003")
+    session.expect("Merge questions that share a cause?")
+    session.send("")
     text = session.expect("Your decision")
     assert "Question 1 of 1 (c003)" in text
     assert "Items 003, 004 and 006 are blocked on the same decision" in text
     session.send("Use SQLite and TestPyPI")
+    session.expect("Record it?")
+    session.send("y")
     session.expect("recovery:")
     session.send("")
     assert session.finish() == 0, session.text
@@ -463,6 +470,8 @@ def test_ctrl_c_or_end_of_input_at_a_question_asks_nothing_more(
     session.send("")
     session.expect("Your decision")
     session.send("Use SQLite")
+    session.expect("Record it?")
+    session.send("y")
     session.expect("Question 2 of 2 (c006)")
     session.expect("Your decision")
     getattr(session, cancel)()
@@ -491,6 +500,8 @@ def test_an_item_answered_from_another_terminal_meanwhile_is_skipped_not_failed(
     answered = run_forge("backlog", "answer", "003", "Use Postgres", cwd=after_run)
     assert answered.returncode == 0, answered.stderr
     session.send("Use SQLite")
+    session.expect("Record it?")
+    session.send("y")
     session.expect("Question 2 of 2 (c006)")
     session.expect("Your decision")
     session.send("")  # defer
@@ -519,9 +530,13 @@ def test_when_every_answer_went_stale_the_outcome_reads_the_list_as_it_is_now(
         result = run_forge("backlog", "answer", item_id, answer, cwd=after_run)
         assert result.returncode == 0, result.stderr
     session.send("Use SQLite")
+    session.expect("Record it?")
+    session.send("y")
     session.expect("Question 2 of 2 (c006)")
     session.expect("Your decision")
     session.send("yes do it")
+    session.expect("Record it?")
+    session.send("y")
     session.expect("item-006:")
     session.send("")  # leave the other terminal's backlog change
     code = session.finish()
@@ -552,6 +567,8 @@ def test_credential_typed_at_the_prompt_is_asked_again(after_run: Path) -> None:
     session.expect("looks like a credential")
     session.expect("Your decision")
     session.send("use the key in $AWS_KEY")
+    session.expect("Record it?")
+    session.send("y")
     session.expect("Your decision")
     session.send("")
     session.expect("recovery:")

@@ -1,19 +1,39 @@
 """Asking the operator on a terminal: one question at a time, safe defaults.
 
-Used by ``reconcile`` and ``recover`` when stdin and stdout are a TTY. Input is
-read line by line from stdin; an empty line takes the default. Ctrl-C is left to
-the caller, which treats it as cancel-early and still records what it must — and
-end of input (Ctrl-D) is the same: ``InputClosed`` is a ``KeyboardInterrupt``. An
-operator who closed the input can answer nothing more, so taking each prompt's
-default instead (recover's is to commit its backlog change) would act for them.
+Used by ``reconcile`` and ``recover`` when stdin and stdout are a TTY. An empty
+reply takes the default. Ctrl-C is left to the caller, which treats it as
+cancel-early and still records what it must — and end of input (Ctrl-D) is the
+same: ``InputClosed`` is a ``KeyboardInterrupt``. An operator who closed the
+input can answer nothing more, so taking each prompt's default instead
+(recover's is to commit its backlog change) would act for them.
+
+A reply is a *block*, never a line: what the operator pasted is one reply, so a
+pasted paragraph never spills into the prompts after it (each line answering
+another question). While a prompt waits, the terminal's bracketed paste is on
+(``ESC[?2004h``): the terminal wraps a paste in ``ESC[200~`` … ``ESC[201~``, and
+everything between is the reply, with what is typed after it up to Enter. A
+terminal without it sends a paste as lines in one burst: lines that reach us
+within ``TOGETHER`` seconds of each other are one reply (nobody types a line and
+Enter that fast). The mode is switched on for each read and off again as the read
+ends — by a reply, Ctrl-C, end of input or an error — so the shell never inherits
+it. A prompt that takes one word (a choice, yes or no, ids) refuses a block of
+several lines and asks again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from git_forge.cli.output import paint, terminal_text
+from git_forge.cli.output import paint
+
+PASTE_ON, PASTE_OFF = b"\x1b[?2004h", b"\x1b[?2004l"
+PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+#: Lines that arrive within this many seconds of each other are one paste.
+TOGETHER = 0.05
 
 
 def interactive() -> bool:
@@ -25,13 +45,76 @@ class InputClosed(KeyboardInterrupt):
     """End of input at a prompt: the dialogue is cancelled, as by Ctrl-C."""
 
 
-def _read(prompt: str) -> str:
+@contextlib.contextmanager
+def _paste_mode(fd: int) -> Iterator[None]:
+    """Bracketed paste on while the terminal at ``fd`` is read, off again however
+    the read ends. The terminal's echo of control characters (``ECHOCTL``) is off
+    meanwhile too, so the markers are not shown as ``^[[200~`` as a paste is echoed."""
+    import termios
+
+    out = sys.stdout.fileno()
     try:
-        # On a terminal ``input`` writes its prompt past sys.stdout (and so past
-        # the boundary): the prompt is made safe here.
-        return input(terminal_text(prompt))
-    except EOFError:
-        raise InputClosed from None
+        saved = termios.tcgetattr(fd) if os.isatty(out) else None
+    except termios.error:
+        saved = None
+    if saved is None:  # not a terminal at both ends: nothing to switch
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~termios.ECHOCTL
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+        os.write(out, PASTE_ON)
+        yield
+    finally:
+        os.write(out, PASTE_OFF)
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def _arrives(fd: int, seconds: float) -> bool:
+    return bool(select.select([fd], [], [], seconds)[0])
+
+
+def _read_block(fd: int) -> bytes:
+    """One reply from the terminal at ``fd`` (canonical mode: a read returns at most
+    one line): a line, a bracketed paste and the rest of its line, or lines that
+    arrived together. End of input with nothing read (or inside a paste) is
+    ``InputClosed``."""
+    block = b""
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            if not block or block.count(PASTE_START) > block.count(PASTE_END):
+                raise InputClosed
+            return block
+        block += chunk
+        if block.count(PASTE_START) > block.count(PASTE_END) or not block.endswith(b"\n"):
+            continue  # inside a paste, or a line not ended yet (Ctrl-D mid-line)
+        if not _arrives(fd, TOGETHER):
+            return block
+
+
+def _read(prompt: str) -> str:
+    """The reply to ``prompt``: its lines joined by newlines, without the markers
+    and the final line break."""
+    sys.stdout.write(prompt)  # through the terminal boundary (``output.SafeStream``)
+    sys.stdout.flush()
+    fd = sys.stdin.fileno()
+    with _paste_mode(fd):
+        block = _read_block(fd)
+    text = block.replace(PASTE_START, b"").replace(PASTE_END, b"").decode("utf-8", "replace")
+    return text.replace("\r\n", "\n").replace("\r", "\n").removesuffix("\n")
+
+
+def _one_line(reply: str, what: str) -> bool:
+    """Whether ``reply`` is one line; if not, says so (a pasted block answers no
+    prompt that takes ``what``)."""
+    lines = [line for line in reply.split("\n") if line.strip()]
+    if len(lines) <= 1:
+        return True
+    print(paint(f"That was {len(lines)} lines at once (a paste?): type {what} on one line.",
+                "yellow"))
+    return False
 
 
 def choose(prompt: str, options: Sequence[tuple[str, str]], default: str) -> str:
@@ -42,6 +125,8 @@ def choose(prompt: str, options: Sequence[tuple[str, str]], default: str) -> str
     )
     while True:
         answer = _read(f"{prompt} {labels} (default: {default}) ").strip().lower()
+        if not _one_line(answer, "one of the choices"):
+            continue
         if not answer:
             return default
         for key, label in options:
@@ -52,9 +137,20 @@ def choose(prompt: str, options: Sequence[tuple[str, str]], default: str) -> str
 
 def confirm(prompt: str) -> bool:
     """A yes/no question whose default is no."""
-    return _read(f"{prompt} [y/N] ").strip().lower() in ("y", "yes")
+    while True:
+        answer = _read(f"{prompt} [y/N] ").strip().lower()
+        if _one_line(answer, "y or n"):
+            return answer in ("y", "yes")
 
 
 def text(prompt: str) -> str:
-    """Free text, stripped."""
+    """Free text, stripped: one line, or a pasted block of several."""
     return _read(prompt).strip()
+
+
+def line(prompt: str, what: str) -> str:
+    """One line of text, stripped (``what`` it takes, for a refused block)."""
+    while True:
+        reply = text(prompt)
+        if _one_line(reply, what):
+            return reply.strip()

@@ -24,7 +24,7 @@ from git_forge.cli.output import emit_json, paint
 if TYPE_CHECKING:
     from git_forge.reconcile.attribution import Plan
     from git_forge.reconcile.execution import Decision
-    from git_forge.recovery.answers import Collected
+    from git_forge.recovery.answers import Choice, Collected
     from git_forge.recovery.questions import Question
     from git_forge.recovery.report import Report
 
@@ -55,6 +55,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="print the questions and write nothing (for an agent host)")
     parser.add_argument("--non-interactive", action="store_true",
                         help="never ask, even on a terminal: unanswered questions are deferred")
+    parser.add_argument("--yes", action="store_true",
+                        help="record each answer typed at a prompt without showing it back "
+                             "for confirmation (as recover.confirmAnswers: false); a discard "
+                             "is still confirmed")
     parser.add_argument("--no-commit", action="store_true",
                         help="do not commit recover's own backlog change")
     parser.add_argument("--actor", metavar="LABEL",
@@ -64,18 +68,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run, read_only=_plans)
 
 
+MERGE_HELP = """\
+Questions whose items are blocked on the same cause can be asked as one: type their
+ids (question or item ids, separated by commas or spaces) and the one answer you give
+then goes to every item of them. Merge only questions that really share a cause — each
+of their items gets the same answer. A merge conflict is always a question of its own.
+  undo    split the last merge again
+  Enter   go on to the questions as they are listed"""
+
+DECISION_HELP = """\
+Type your decision for the items this question names, then Enter; a paste of several
+lines is one answer. It is shown back with the items it applies to, and recorded only
+once you confirm it. Never type a secret: say where it is ("use the key in $VAR").
+  Enter or defer   decide nothing now: the question is asked again next time
+  cancel           stop asking: this and every later question is deferred
+  ? or help        this help"""
+
+CONFLICT_HELP = """\
+This item's work could not be integrated. Answer with one word, then Enter:
+  retry            retry it on the new tip (its attempt is kept under refs/forge/retried/…)
+  resolve          resolve it by hand in its worktree (the commands are above)
+  Enter or defer   decide nothing now: the question is asked again next time
+  cancel           stop asking: this and every later question is deferred
+  ? or help        this help"""
+
+
 class TerminalAsker:
     """The interactive dialogue: merges, one question at a time, the tree.
 
     Ctrl-C or end of input at any question is cancel-early (so is the answer
     ``cancel``): every question not yet answered is recorded as a deferral, the
     answers already given are applied, and the tree is left as it is — nothing more
-    is asked."""
+    is asked. Each answer is shown back with the items it applies to and recorded
+    only once confirmed (``confirm``: off with ``--yes`` or ``recover.confirmAnswers:
+    false``); ``?`` or ``help`` at a prompt shows what it takes."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, confirm: bool = True) -> None:
         self.cancelled = False
         #: The operator closed the input (Ctrl-D): no prompt can be answered any more.
         self.input_closed = False
+        self.confirm = confirm
 
     def _stopped(self, stop: KeyboardInterrupt) -> None:
         from git_forge.cli.ask import InputClosed
@@ -92,7 +124,9 @@ class TerminalAsker:
             return []
 
     def _merges(self, questions: list[Question]) -> list[list[str]]:
-        """Offer merges until Enter; a wrong entry is explained and asked again."""
+        """The questions first, then merges until Enter: a merge is shown and can be
+        undone; a wrong entry, or one that cannot merge (a merge conflict), is
+        explained and asked again."""
         import re
 
         from git_forge.backlog.topology import id_key
@@ -100,40 +134,51 @@ class TerminalAsker:
         from git_forge.errors import UsageError
         from git_forge.recovery.questions import merge_targets, question_id
 
+        alone = {q.item_ids[0] for q in questions if q.conflict is not None}
+        if len(questions) - len(alone) < 2:
+            return []  # nothing that could be merged: no prompt
+        reasons = {item_id: reason for q in questions
+                   for item_id, reason in zip(q.item_ids, q.reasons, strict=True)}
         groups = [list(question.item_ids) for question in questions]
         merged: list[list[str]] = []
-        listed = True
-        while len(groups) > 1:
-            if listed:
-                print(paint(f"{len(groups)} questions from the blocked items:", "bold"))
-                for group in groups:
-                    noun = "items" if len(group) > 1 else "item"
-                    print(f"  {question_id(group)}: {noun} {', '.join(group)}")
-            example = f"{question_id(groups[0])},{question_id(groups[1])}"
-            line = ask.text(f"Merge questions that share a cause? e.g. {example} "
-                            "(Enter: no merge) ")
+        before: list[list[list[str]]] = []  # the groups before each merge, for undo
+        _list_questions(groups, reasons, alone)
+        while True:
+            line = ask.line("Merge questions that share a cause? (their ids; 'undo': split "
+                            "the last merge; ?: help; Enter: go on) " if merged else
+                            "Merge questions that share a cause? (their ids; ?: help; "
+                            "Enter: ask each on its own) ", "the ids")
             if not line:
                 return merged
+            if line.lower() in ("?", "help"):
+                print(MERGE_HELP)
+                continue
+            if line.lower() == "undo":
+                if not merged:
+                    print(paint("Nothing to undo: no questions are merged.", "yellow"))
+                    continue
+                groups = before.pop()
+                merged.pop()
+                print("Merge undone.")
+                _list_questions(groups, reasons, alone)
+                continue
             entries = [entry for entry in re.split(r"[\s,]+", line) if entry]
             try:
-                picked = merge_targets(entries, groups)
+                picked = merge_targets(entries, groups, alone)
             except UsageError as problem:
                 print(paint(f"Not merged: {problem.message}.", "yellow"))
-                listed = False
                 continue
             union = sorted((i for index in picked for i in groups[index]), key=id_key)
+            before.append(groups)
             merged.append([groups[index][0] for index in picked])
             groups = [g for index, g in enumerate(groups) if index not in picked] + [union]
             groups.sort(key=lambda group: id_key(group[0]))
-            print(f"Merged into one question: {question_id(union)}")
-            listed = True
-        return merged
+            print(f"Merged into one question: {question_id(union)} (items "
+                  f"{', '.join(union)}); undo splits it again.")
+            _list_questions(groups, reasons, alone)
 
     def ask(self, questions: list[Question]) -> list[Collected]:
-        from git_forge.cli import ask
-        from git_forge.credentials import credential_refusal
-        from git_forge.errors import UsageError
-        from git_forge.recovery.answers import CANCEL, DEFER, Choice, Collected, conflict_choice
+        from git_forge.recovery.answers import CANCEL, Collected
 
         if self.cancelled:
             return [Collected(q, q.item_ids, CANCEL) for q in questions]
@@ -143,32 +188,7 @@ class TerminalAsker:
                 print()
                 print(paint(f"Question {index + 1} of {len(questions)} ({question.id})", "bold"))
                 print(question.text)
-                while True:
-                    reply = ask.text("Your decision (retry / resolve; Enter: defer; 'cancel': "
-                                     "cancel the run early) > " if question.conflict else
-                                     "Your decision (Enter: defer; 'cancel': cancel the run "
-                                     "early) > ")
-                    if reply == "" or reply.lower() == "defer":
-                        choice = DEFER
-                        break
-                    if reply.lower() == "cancel":
-                        choice = CANCEL
-                        break
-                    if question.conflict is not None:
-                        try:
-                            choice = conflict_choice(question, Choice("answer", reply),
-                                                     question.item_ids)
-                        except UsageError as problem:
-                            print(paint(problem.message[0].upper() + problem.message[1:]
-                                        + ".", "yellow"))
-                            continue
-                        break
-                    refusal = credential_refusal(reply, "that answer")
-                    if refusal:
-                        print(paint(refusal[0].upper() + refusal[1:] + ".", "red"))
-                        continue
-                    choice = Choice("answer", reply)
-                    break
+                choice = self._decision(question)
             except KeyboardInterrupt as stop:
                 self._stopped(stop)
                 print("\ncancelled: this and the remaining questions are recorded as deferred")
@@ -179,6 +199,43 @@ class TerminalAsker:
                 self.cancelled = True
                 break
         return collected
+
+    def _decision(self, question: Question) -> Choice:
+        """One question's choice: asked until it is one (help, a refusal and an answer
+        not confirmed ask again)."""
+        from git_forge.cli import ask
+        from git_forge.credentials import credential_refusal
+        from git_forge.errors import UsageError
+        from git_forge.recovery.answers import CANCEL, DEFER, Choice, conflict_choice
+
+        prompt = ("Your decision (retry / resolve; Enter: defer; 'cancel': cancel the run "
+                  "early; ?: help) > " if question.conflict else
+                  "Your decision (Enter: defer; 'cancel': cancel the run early; ?: help) > ")
+        while True:
+            reply = ask.text(prompt)
+            word = reply.lower()
+            if word in ("?", "help"):
+                print(CONFLICT_HELP if question.conflict else DECISION_HELP)
+                continue
+            if reply == "" or word == "defer":
+                return DEFER
+            if word == "cancel":
+                return CANCEL
+            choice = Choice("answer", reply)
+            if question.conflict is not None:
+                try:
+                    choice = conflict_choice(question, choice, question.item_ids)
+                except UsageError as problem:
+                    print(paint(problem.message[0].upper() + problem.message[1:] + ".",
+                                "yellow"))
+                    continue
+            else:
+                refusal = credential_refusal(reply, "that answer")
+                if refusal:
+                    print(paint(refusal[0].upper() + refusal[1:] + ".", "red"))
+                    continue
+            if not self.confirm or _confirmed(question, choice):
+                return choice
 
     def tree(self, plan: Plan) -> dict[str, Decision]:
         from git_forge.cli.reconcile import ask_decisions, render_plan
@@ -194,6 +251,37 @@ class TerminalAsker:
             self._stopped(stop)
             print("\ncancelled: the tree is left as it is")
             return {}
+
+
+def _list_questions(groups: list[list[str]], reasons: dict[str, str],
+                    alone: set[str]) -> None:
+    """The questions as they stand, each with its items' reasons: what a merge is
+    judged on."""
+    from git_forge.recovery.questions import question_id
+
+    print(paint(f"{len(groups)} questions from the blocked items:", "bold"))
+    for group in groups:
+        noun = "items" if len(group) > 1 else "item"
+        own = " — a merge conflict, asked on its own" if group[0] in alone else ""
+        print(f"  {question_id(group)}: {noun} {', '.join(group)}{own}")
+        for item_id in group:
+            print(f"    {item_id}: {reasons.get(item_id) or '(no reason given)'}")
+
+
+def _confirmed(question: Question, choice: Choice) -> bool:
+    """The choice shown back with the items it applies to, and the operator's yes."""
+    from git_forge.cli import ask
+
+    items = question.item_ids
+    noun = "items" if len(items) > 1 else "item"
+    words = {"retry": "retry on the new tip", "resolve": "resolve by hand"}
+    what = words.get(choice.kind) or choice.text or ""
+    print(f"Your decision for {question.id}, to be recorded for {noun} {', '.join(items)}:")
+    print("\n".join(f"  | {line}" for line in what.split("\n")))
+    if ask.confirm("Record it?"):
+        return True
+    print("Not recorded: give your decision again (Enter: defer).")
+    return False
 
 
 def _choices(args: argparse.Namespace) -> dict[str, Any]:
@@ -353,7 +441,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     interactive = (not args.non_interactive and not args.json and not options.choices
                    and ask.interactive())
-    report = recover(workspace, runner, options, TerminalAsker() if interactive else None)
+    confirm = not args.yes and bool(workspace.config["recover.confirmAnswers"])
+    asker = TerminalAsker(confirm=confirm) if interactive else None
+    report = recover(workspace, runner, options, asker)
     if args.json:
         emit_json(report.to_json())
     else:

@@ -133,26 +133,37 @@ def question_id(item_ids: Sequence[str]) -> str:
     return "c" + item_ids[0]
 
 
-def merge_targets(entries: Iterable[str], groups: Sequence[Sequence[str]]) -> list[int]:
+def cannot_merge(item_id: str) -> str:
+    """Why a merge conflict's question stays a question of its own."""
+    return (f"item {item_id} is blocked on a merge conflict, a question of its own: it "
+            "cannot be merged with another")
+
+
+def merge_targets(entries: Iterable[str], groups: Sequence[Sequence[str]],
+                  alone: Iterable[str] = ()) -> list[int]:
     """The positions in ``groups`` (each question's item ids, in id order) that a merge
-    names: question ids or item ids, two or more different questions. A wrong entry
-    is a ``UsageError`` that says which and why, so the operator can be asked again."""
+    names: question ids or item ids, two or more different questions, none holding
+    an item of ``alone`` (those on a merge conflict). A wrong entry is a
+    ``UsageError`` that says which and why, so the operator can be asked again."""
     names: dict[str, int] = {}
     for index, group in enumerate(groups):
         names[question_id(group)] = index
         names.update(dict.fromkeys(group, index))
     listed = ", ".join(question_id(group) for group in groups)
+    alone = set(alone)
     picked: list[int] = []
     for entry in entries:
         found = match_id(entry, names)
         if found is None:
             raise UsageError(f"there is no question {entry} (the questions are {listed}; "
                              "an item id names its question)")
+        caught = [item_id for item_id in groups[names[found]] if item_id in alone]
+        if caught:
+            raise UsageError(cannot_merge(caught[0]))
         if names[found] not in picked:
             picked.append(names[found])
     if len(picked) < 2:
-        raise UsageError(f"name two or more different questions to merge, e.g. "
-                         f"{question_id(groups[0])},{question_id(groups[1])}")
+        raise UsageError("name two or more different questions to merge")
     return picked
 
 

@@ -45,7 +45,12 @@ from git_forge.reconcile.execution import Decision, TreeAction
 from git_forge.recovery import answers
 from git_forge.recovery.answers import Choice, Collected
 from git_forge.recovery.outcome import Gate, select_outcome
-from git_forge.recovery.questions import Question, build_questions, merge_clusters
+from git_forge.recovery.questions import (
+    Question,
+    build_questions,
+    cannot_merge,
+    merge_clusters,
+)
 from git_forge.recovery.report import (
     Application,
     Applied,
@@ -217,8 +222,7 @@ def _refuse_merged_conflicts(clusters: list[dict[str, Any]],
         members = cluster["memberIds"]
         caught = [m for m in members if m in conflicts]
         if caught and len(members) > 1:
-            raise UsageError(f"item {caught[0]} is blocked on a merge conflict, a question of "
-                             "its own: it cannot be merged with another")
+            raise UsageError(cannot_merge(caught[0]))
 
 
 # --- step 3 -------------------------------------------------------------------------------
