@@ -6,7 +6,7 @@
 #   (bash-completion 2.12 and later) for a virtual environment whose bin is on PATH.
 # Generated from the argparse parser by tools/generate_docs.py (shtab); do not edit.
 
-_shtab_git_forge_decision_subparsers=(record list apply)
+_shtab_git_forge_decision_subparsers=(record list apply revoke)
 _shtab_git_forge_backlog_subparsers=(list show add edit answer unblock topology)
 _shtab_git_forge_hooks_subparsers=(install uninstall status)
 _shtab_git_forge_proc_subparsers=(list show output wait stop prune)
@@ -17,6 +17,7 @@ _shtab_git_forge_version_option_strings=(-h --help --json)
 _shtab_git_forge_decision_record_option_strings=(-h --help --backlog-dir --state-dir --config --json --item --question --answer --deferred --cluster --actor)
 _shtab_git_forge_decision_list_option_strings=(-h --help --backlog-dir --state-dir --config --json --unapplied)
 _shtab_git_forge_decision_apply_option_strings=(-h --help --backlog-dir --state-dir --config --json --item --actor)
+_shtab_git_forge_decision_revoke_option_strings=(-h --help --backlog --actor --json)
 _shtab_git_forge_decision_option_strings=(-h --help)
 _shtab_git_forge_init_option_strings=(-h --help --backlog --json)
 _shtab_git_forge_backlog_list_option_strings=(-h --help --backlog --status --json)
@@ -60,6 +61,8 @@ _shtab_git_forge_decision_list___config_COMPGEN=_shtab_compgen_files
 _shtab_git_forge_decision_apply___backlog_dir_COMPGEN=_git_forge_backlog_dirs
 _shtab_git_forge_decision_apply___config_COMPGEN=_shtab_compgen_files
 _shtab_git_forge_decision_apply___item_COMPGEN=_git_forge_blocked
+_shtab_git_forge_decision_revoke_pos_0_COMPGEN=_git_forge_items
+_shtab_git_forge_decision_revoke___backlog_COMPGEN=_git_forge_backlogs
 _shtab_git_forge_init_pos_0_COMPGEN=_shtab_compgen_dirs
 _shtab_git_forge_init___backlog_COMPGEN=_shtab_compgen_dirs
 _shtab_git_forge_backlog_list_pos_0_COMPGEN=_shtab_compgen_dirs
@@ -111,7 +114,7 @@ _shtab_git_forge_recover___defer_COMPGEN=_git_forge_answerable
 _shtab_git_forge_recover___answers_COMPGEN=_shtab_compgen_files
 _shtab_git_forge_recover___merge_COMPGEN=_git_forge_clusters
 
-_shtab_git_forge_decision_pos_0_choices=(record list apply)
+_shtab_git_forge_decision_pos_0_choices=(record list apply revoke)
 _shtab_git_forge_backlog_list___status_choices=(pending in_progress done blocked needs-human deferred)
 _shtab_git_forge_backlog_add___type_choices=(bug bugfix refactor feature chore test)
 _shtab_git_forge_backlog_add___priority_choices=(1 2 3 4)
@@ -142,6 +145,9 @@ _shtab_git_forge_decision_list___unapplied_nargs=0
 _shtab_git_forge_decision_apply__h_nargs=0
 _shtab_git_forge_decision_apply___help_nargs=0
 _shtab_git_forge_decision_apply___json_nargs=0
+_shtab_git_forge_decision_revoke__h_nargs=0
+_shtab_git_forge_decision_revoke___help_nargs=0
+_shtab_git_forge_decision_revoke___json_nargs=0
 _shtab_git_forge_decision_pos_0_nargs=A...
 _shtab_git_forge_decision__h_nargs=0
 _shtab_git_forge_decision___help_nargs=0

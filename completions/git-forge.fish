@@ -85,7 +85,7 @@ function _shtab_git_forge_using
   test "$_shtab_git_forge_cmdpath" = "$argv"
 end
 
-set -g _shtab_git_forge_commands version decision 'decision record' 'decision list' 'decision apply' init backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog topology' status config reconcile preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' 'proc prune' loop 'loop run' 'loop stop' agents recover demo completion help
+set -g _shtab_git_forge_commands version decision 'decision record' 'decision list' 'decision apply' 'decision revoke' init backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog topology' status config reconcile preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' 'proc prune' loop 'loop run' 'loop stop' agents recover demo completion help
 set -g _shtab_git_forge_opts_with_value --ac --actor --agent --agent-arg --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --idle-timeout --integrate --item --items-json --iterations --leave --limit --max-consecutive-failures --max-cost --merge --mode --notes --notify --on-limit --parallel --priority --prompt-file --question --restore --retries --stash --state-dir --status --timeout --title --type
 
 complete -c git-forge -e
@@ -126,6 +126,12 @@ complete -c git-forge -n '_shtab_git_forge_using decision apply' -l config -xka 
 complete -c git-forge -n '_shtab_git_forge_using decision apply' -l json -d 'print the document as JSON'
 complete -c git-forge -n '_shtab_git_forge_using decision apply' -l item -xka "(__git_forge_values blocked)" -d 'the backlog item id'
 complete -c git-forge -n '_shtab_git_forge_using decision apply' -l actor -x -d 'appliedBy label (default git-forge@<host>)'
+complete -c git-forge -n '_shtab_git_forge_using decision; and test $_shtab_git_forge_npos -eq 0' -a revoke -d 'take back an answer: the item waits for a decision again'
+complete -c git-forge -n '_shtab_git_forge_using decision revoke' -s h -l help -d 'show this help message and exit'
+complete -c git-forge -n '_shtab_git_forge_using decision revoke' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
+complete -c git-forge -n '_shtab_git_forge_using decision revoke' -l actor -x -d 'recordedBy label (default git-forge@<host>)'
+complete -c git-forge -n '_shtab_git_forge_using decision revoke' -l json -d 'print what was revoked, the item'"'"'s state and the new entry as JSON'
+complete -c git-forge -n '_shtab_git_forge_using decision revoke; and test $_shtab_git_forge_npos -eq 0' -ka "(__git_forge_values items)" -d 'the item whose answer to take back'
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a init -d 'create a backlog directory, its ignore rules and an example config'
 complete -c git-forge -n '_shtab_git_forge_using init' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using init' -l backlog -xka "(__fish_complete_directories)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'

@@ -526,6 +526,27 @@ def answer_item(items: list[Item], item_id: str, text: str, *,
     return changed
 
 
+def revoke_answer(items: list[Item], item_id: str, answer: str, *, question: str,
+                  now: str) -> Item:
+    """``decision revoke``: an item that holds ``answer`` for its next attempt back
+    to waiting for a decision, blocked as it was before the answer — on what the
+    answer answered (``answeredReason``; else ``question``, the record's), needing a
+    human, blocked or deferred as ``answeredKind`` says (needing a human when it does
+    not say), since ``now`` — with the answer and what it answered gone. An item that
+    no longer holds that answer (its agent took it, or another answer replaced it)
+    is refused: its attempt cannot be taken back."""
+    position = _index_of(items, item_id)
+    item = items[position]
+    if item.status != "pending" or item.human_answer != answer:
+        raise BacklogError(f"item {item_id} no longer holds that answer (it is {item.status})")
+    kind = item.answered_kind
+    items[position] = apply_transition(
+        item, "blocked", now=now, blocked_reason=item.answered_reason or question,
+        needs_human=kind not in ("blocker", "failure"), deferred=kind == "failure",
+    ).without(*ANSWER_FIELDS)
+    return items[position]
+
+
 def unblock_items(items: list[Item], item_id: str | None, *,
                   index: Mapping[str, int] | None = None) -> list[str]:
     """``backlog unblock``: blocked → pending for one item, or for every blocked

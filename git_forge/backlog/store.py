@@ -314,6 +314,12 @@ class BacklogStore:
 
         return self.update(change_all, known=known, wrote=wrote)
 
+    def revoke_answer(self, item_id: str, answer: str, *, question: str) -> Item:
+        """``model.revoke_answer`` under the lock: the item waits for a decision again."""
+        now = wire_now()
+        return self.update(lambda items: model.revoke_answer(items, item_id, answer,
+                                                             question=question, now=now))
+
     def unblock(self, item_id: str | None = None, *, busy: str | None = None) -> dict[str, Any]:
         """blocked → pending for one item, or every blocked item; the contract result.
         ``busy``: see ``_refuse_busy``."""

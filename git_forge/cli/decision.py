@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
+    """The flags of the verbs feature-forge has too (``revoke`` is git-forge's own)."""
     parser.add_argument("--backlog-dir", required=True, metavar="DIR",
                         help="the backlog directory (must exist)")
     parser.add_argument("--state-dir", metavar="NAME",
@@ -30,6 +31,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from git_forge.cli.arguments import add_backlog, add_path
+
     parser = subparsers.add_parser(
         "decision", help="the decision record (forge-decisions.json)",
         description="Read and append to the durable decision record of the recovery procedure.",
@@ -65,6 +68,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     app.add_argument("--item", required=True, metavar="ID", help="the backlog item id")
     app.add_argument("--actor", metavar="LABEL", help="appliedBy label (default git-forge@<host>)")
     app.set_defaults(func=run_apply)
+
+    rev = verbs.add_parser(
+        "revoke", help="take back an answer: the item waits for a decision again",
+        description="Supersede ITEM's latest answer with a deferral of its question (the "
+                    "record is append-only: the answer stays below it) and put the item back "
+                    "to blocked as it was before the answer, its humanAnswer cleared; "
+                    "git forge recover then asks it again. Refused (exit 2, nothing changed) "
+                    "when the item has no answer, or its agent has run with it already.")
+    add_path(rev)
+    rev.add_argument("item", metavar="ITEM", help="the item whose answer to take back")
+    add_backlog(rev)
+    rev.add_argument("--actor", metavar="LABEL", help="recordedBy label (default git-forge@<host>)")
+    rev.add_argument("--json", action="store_true",
+                     help="print what was revoked, the item's state and the new entry as JSON")
+    rev.set_defaults(func=run_revoke)
 
 
 def _open(args: argparse.Namespace | QuickDecisionListArgs) -> DecisionRecord:
@@ -130,4 +148,27 @@ def run_apply(args: argparse.Namespace) -> int:
     else:
         entry = decisions.latest_entries(document["decisions"])[args.item]
         print(f"applied decision for item {entry['itemId']} ({entry['appliedBy']})")
+    return 0
+
+
+def run_revoke(args: argparse.Namespace) -> int:
+    from git_forge.loop.control import refuse_if_live
+    from git_forge.recovery.revoke import revoke
+    from git_forge.runner import runner_for
+    from git_forge.workspace import locate
+
+    workspace = locate(args.path, args.backlog)
+    refuse_if_live(workspace.state_dir, workspace.root)  # the loop may be running the item
+    revoked = revoke(workspace, runner_for(workspace), args.item, actor=args.actor)
+    if args.json:
+        emit_json(revoked.to_json())
+        return 0
+    item = revoked.item
+    kind = ("needs a human" if item.needs_human else "deferred" if item.deferred
+            else "blocked")
+    print(f"revoked the answer to item {revoked.item_id}: {revoked.answer!r}")
+    print(f"  item {revoked.item_id} waits for a decision again ({kind}): "
+          f"{item.blocked_reason or '(no reason given)'}")
+    print("  the record keeps the answer, superseded by a deferral; git forge recover asks "
+          "the question again")
     return 0

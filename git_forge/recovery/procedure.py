@@ -64,7 +64,7 @@ class RecoverBusy(ForgeError):
 
 
 @contextlib.contextmanager
-def _one_pass_at_a_time(workspace: Workspace) -> Iterator[None]:
+def one_pass_at_a_time(workspace: Workspace) -> Iterator[None]:
     """Passes on one backlog run one at a time, from enumerate to the gate: two at
     once would each record over the other's questions and stamp the other's
     entries. A second pass waits ``recover.lockWaitSeconds``, then refuses naming
@@ -98,7 +98,7 @@ def _one_pass_at_a_time(workspace: Workspace) -> Iterator[None]:
 def recover(workspace: Workspace, runner: Runner, options: RecoverOptions,
             asker: Asker | None = None) -> Report:
     """One pass of the procedure; the report says what happened and what to run next."""
-    with _one_pass_at_a_time(workspace):
+    with one_pass_at_a_time(workspace):
         return _pass(Context.open(workspace, runner, options, asker))
 
 
