@@ -156,11 +156,14 @@ def build_wheel(source: Path, out: Path) -> Path:
     return wheel
 
 
-# Builds a wheel in an isolated build environment and installs it into a new virtual
-# environment: seconds when pip's cache is warm, minutes when it is cold.
+# Builds a wheel and an editable install in isolated build environments, and installs
+# them into a new virtual environment: seconds when pip's cache is warm, minutes when it
+# is cold.
 @pytest.mark.timeout(700)
-def test_a_wheel_installs_the_page_where_git_help_forge_finds_it(tmp_path: Path) -> None:
-    wheel = build_wheel(tmp_path / "src", tmp_path / "dist")
+def test_every_install_in_any_order_puts_the_page_where_git_help_forge_finds_it(
+        tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    wheel = build_wheel(source, tmp_path / "dist")
     data = f"git_forge-{__version__}.data/data/share/"
     shipped = {
         data + "man/man1/git-forge.1": ROOT / "man" / "git-forge.1",
@@ -174,18 +177,22 @@ def test_a_wheel_installs_the_page_where_git_help_forge_finds_it(tmp_path: Path)
         "git_forge/data/completions/git-forge.fish": ROOT / "completions" / "git-forge.fish",
     }
     with zipfile.ZipFile(wheel) as archive:
-        for name, source in shipped.items():
-            assert archive.read(name) == source.read_bytes(), name  # contents, not symlinks
+        for name, source_file in shipped.items():
+            assert archive.read(name) == source_file.read_bytes(), name  # contents, not symlinks
 
     # A fresh virtual environment (never this one: installing git-forge here would
     # replace the checkout's own install), filled by this environment's pip.
     prefix = tmp_path / "venv"
     waiting.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True,
                    timeout=120)
-    install = waiting.run([sys.executable, "-m", "pip", "--python", str(prefix / "bin" /
-                              "python"), "install", "-q", "--no-deps", "--no-index", str(wheel)],
-                             capture_output=True, text=True, timeout=300)
-    assert install.returncode == 0, install.stderr
+
+    def install(*what: str) -> None:
+        done = waiting.run([sys.executable, "-m", "pip", "--python", str(prefix / "bin" /
+                            "python"), "install", "-q", "--no-deps", *what],
+                           capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+
+    install("--no-index", str(wheel))
     page = prefix / "share" / "man" / "man1" / "git-forge.1"
     assert page.read_bytes() == PAGE.read_bytes()
     # The launcher, not a generated console script: nothing but git-forge's own code
@@ -199,15 +206,27 @@ def test_a_wheel_installs_the_page_where_git_help_forge_finds_it(tmp_path: Path)
     assert "git_forge.cli.main" in imported and "re" not in imported
     if shutil.which("man") is None:
         pytest.skip("man is not installed: the page is installed, `git help forge` not tried")
-    # man derives its search path from PATH (<prefix>/bin -> <prefix>/share/man), and git
-    # turns both `git help forge` and `git forge --help` into `man git-forge`.
-    env = {"HOME": str(tmp_path), "PATH": f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}",
+    assert_help_is_the_page(prefix, tmp_path)
+    # The README's set-up commands in that order: the development install (editable)
+    # over the plain one, which pip removes first, page included — then the other way.
+    install("-e", str(source))
+    assert page.read_bytes() == PAGE.read_bytes()
+    assert_help_is_the_page(prefix, tmp_path)
+    install("--no-index", str(wheel))
+    assert_help_is_the_page(prefix, tmp_path)
+
+
+def assert_help_is_the_page(prefix: Path, home: Path) -> None:
+    """``git help forge`` and ``git forge --help`` show the page installed under
+    ``prefix``: man derives its search path from PATH (<prefix>/bin ->
+    <prefix>/share/man), and git turns both into `man git-forge`."""
+    env = {"HOME": str(home), "PATH": f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}",
            "MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "80", "LANG": "C.UTF-8"}
     found = waiting.run(["man", "-w", "git-forge"], env=env, capture_output=True, text=True,
                            timeout=60)
-    assert found.stdout.strip() == str(page)
+    assert found.stdout.strip() == str(prefix / "share" / "man" / "man1" / "git-forge.1")
     for argv in (["git", "help", "forge"], ["git", "forge", "--help"]):
-        shown = waiting.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True,
+        shown = waiting.run(argv, env=env, cwd=home, capture_output=True, text=True,
                                timeout=60)
         assert shown.returncode == 0, shown.stderr
         assert "git-forge - run coding-agent loops safely and recover them" in shown.stdout
