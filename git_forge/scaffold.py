@@ -52,7 +52,8 @@ _EXAMPLE_CONFIG = """\
 #   stateDir: .forge
 #   recoveryMinRunnerVersion: "0.14.0"
 # loop:
-#   agent: null              # e.g. "claude -p --permission-mode acceptEdits"
+#   agent: claude            # or codex (git forge agents), or any agent command line
+#   agentArgs: [--permission-mode, acceptEdits]   # extra flags for the agent
 #   iterations: 50
 #   retries: 2
 #   timeoutMinutes: 30

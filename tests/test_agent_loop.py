@@ -140,6 +140,45 @@ def test_config_selects_the_profile_and_its_args(project: Project) -> None:
     assert started["profile"] == "codex" and started["agent"][-1] == "-"
 
 
+@pytest.mark.parametrize(("line", "instead"), [
+    ("claude -p --permission-mode acceptEdits",
+     "--agent claude --agent-arg=--permission-mode --agent-arg=acceptEdits "
+     "(in .forge.yaml: loop.agent: claude, loop.agentArgs: [--permission-mode, acceptEdits])"),
+    ("codex exec --json --sandbox workspace-write -",
+     "--agent codex --agent-arg=--sandbox --agent-arg=workspace-write "
+     "(in .forge.yaml: loop.agent: codex, loop.agentArgs: [--sandbox, workspace-write])"),
+])
+def test_a_plain_claude_or_codex_command_line_is_warned_of_and_still_runs(
+        project: Project, line: str, instead: str) -> None:
+    result = project.run("--agent", line, "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    name = line.split()[0]
+    assert result.stderr.splitlines() == [
+        f"warning: the agent command line '{line}' runs {name} as a plain program: git-forge "
+        f"reads no cost, waits out no usage limit and resumes no session; its {name} profile "
+        f"does: {instead}"]
+    assert project.fakes.starts("001")[0]["argv"] == line.split()  # run as given
+    quiet = project.run("--agent", name, "--iterations", "1")  # the profile itself: no word
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+def test_a_max_cost_the_agent_reports_no_cost_for_is_said_at_the_start(
+        project: Project) -> None:
+    for agent, why in (("codex", "codex reports tokens, not what they cost"),
+                       ("./agent.sh", "the agent is a plain command line, which reports no "
+                                      "cost")):
+        if agent == "./agent.sh":
+            (project.root / "agent.sh").write_text("#!/bin/sh\necho FORGE_DONE\n")
+            (project.root / "agent.sh").chmod(0o755)
+            git("add", "agent.sh", cwd=project.root)
+            git("commit", "-q", "-m", "agent", cwd=project.root)
+        result = project.run("--agent", agent, "--max-cost", "0.001", "--iterations", "1")
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == f"warning: --max-cost 0.001 cannot stop this run: {why}\n"
+    claude = project.run("--agent", "claude", "--max-cost", "100", "--iterations", "1")
+    assert claude.returncode == 0 and claude.stderr == ""  # Claude Code reports its cost
+
+
 def test_agents_lists_profiles_path_and_version(project: Project) -> None:
     listed = json.loads(project.forge("agents", "--json").stdout)
     by_name = {entry["name"]: entry for entry in listed}

@@ -160,16 +160,28 @@ def test_init_under_a_feature_forge_config_ignores_the_rauf_state_dir(git_repo: 
 
 
 def test_the_example_config_suggests_the_agent_the_readme_does(git_repo: Path) -> None:
+    """Claude Code by its profile (costs, limit waits, resumed sessions), with the same
+    flags everywhere: the example .forge.yaml, uncommented, is the README's command."""
     import re
+
+    import yaml
 
     assert run_forge("init", cwd=git_repo).returncode == 0
     example = (git_repo / ".forge.yaml").read_text()
-    suggested = re.search(r'#\s+agent: null\s+# e\.g\. "([^"]+)"', example)
-    assert suggested is not None, example
+    loop = re.search(r"^# loop:\n#   agent: .*\n#   agentArgs: .*\n", example, re.M)
+    assert loop is not None, example
+    uncommented = re.sub(r"^# ?", "", loop.group(), flags=re.M)
+    assert yaml.safe_load(uncommented) == {
+        "loop": {"agent": "claude", "agentArgs": ["--permission-mode", "acceptEdits"]}}
+    (git_repo / ".forge.yaml").write_text(uncommented)
+    shown = json.loads(run_forge("config", "--json", cwd=git_repo).stdout)
+    assert "claude" in json.dumps(shown) and "acceptEdits" in json.dumps(shown)
     root = Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text()
     page = (root / "man" / "git-forge.1").read_text().replace("\\-", "-")
-    claude = set(re.findall(r"--agent '(claude [^']+)'", readme))
-    claude |= set(re.findall(r'--agent "(claude [^"]+)"', page))
-    assert claude == {suggested.group(1)}  # one Claude Code command line, the same everywhere
+    flags = "--agent claude --agent-arg=--permission-mode --agent-arg=acceptEdits"
+    for text in (readme, page):
+        assert flags in text
+        # no command suggests a plain `claude …` or `codex …` line (the generic profile)
+        assert not re.findall(r"^git forge .*--agent ['\"](?:claude|codex)\b", text, re.M)
     assert not [text for text in (example, readme, page) if "dangerously" in text]

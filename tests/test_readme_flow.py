@@ -14,24 +14,33 @@ from helpers import PtySession, git
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
-#: Stands in for ``claude -p --permission-mode acceptEdits``: the prompt on stdin,
-#: the work done in the tree, the signal as the last line.
+#: Stands in for Claude Code run by its profile with the README's flags (``--agent claude
+#: --agent-arg=--permission-mode --agent-arg=acceptEdits``): the prompt on stdin, the work
+#: done in the tree, its stream-json with the signal at the end of the result's text.
 FAKE_CLAUDE = r'''#!PYTHON
 import os, pathlib, sys
-assert sys.argv[1:] == ["-p", "--permission-mode", "acceptEdits"], sys.argv
+sys.path.insert(0, TESTS)
+import agent_streams as S
+assert sys.argv[1:] == ["-p", "--output-format", "stream-json", "--verbose",
+                        "--permission-mode", "acceptEdits"], sys.argv
 prompt = sys.stdin.read()
 item = os.environ["FORGE_ITEM_ID"]
+print(S.claude_init("session-" + item, os.getcwd()))
 if item == "001":
     pathlib.Path("login.html").write_text("<form method=post action=/login></form>\n")
-    print("FORGE_DONE")
+    text = "Added the form.\n\nFORGE_DONE"
 elif "human's answer" not in prompt:
-    print("FORGE_NEEDS_HUMAN: How long should 'remember me' last?")
+    text = "FORGE_NEEDS_HUMAN: How long should 'remember me' last?"
 else:
     assert "Your previous attempt asked:\n> How long should 'remember me' last?" in prompt
     answer = prompt.split("The human's answer:\n", 1)[1]
     pathlib.Path("remember.txt").write_text(answer.splitlines()[0] + "\n")
-    print("FORGE_DONE")
+    text = "FORGE_DONE"
+print(S.claude_result("session-" + item, text, cost=0.01))
 '''
+
+#: What the README calls the agent, in the quick start and here.
+AGENT = ["--agent", "claude", "--agent-arg=--permission-mode", "--agent-arg=acceptEdits"]
 
 
 def section_commands(heading: str) -> list[list[str]]:
@@ -58,7 +67,8 @@ def project(git_repo: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     claude = bin_dir / "claude"
-    claude.write_text(FAKE_CLAUDE.replace("PYTHON", sys.executable, 1))
+    claude.write_text(FAKE_CLAUDE.replace("PYTHON", sys.executable, 1).replace(
+        "TESTS", repr(str(Path(__file__).resolve().parent)), 1))
     claude.chmod(0o755)
     return git_repo, {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
 
@@ -86,6 +96,10 @@ def test_using_it_on_your_project_works_as_written(project) -> None:
                                 env={**os.environ, **env}, timeout=120)
         codes.append(result.returncode)
         assert result.returncode in (0, 5), (words, result.stdout, result.stderr)
+        if words[2] == "loop":  # Claude Code's profile: its costs read, nothing to warn of
+            assert words[3:] == ["run", *AGENT]
+            assert re.search(r"^spent: \d attempts?, .*\$0\.0\d$", result.stdout, re.M)
+            assert "warning" not in result.stderr
     # The first loop run ends with the question (exit 5); recover is safe to resume
     # from (exit 0); the second run finishes the work (exit 0).
     assert codes[5:] == [5, 0, 0], codes
@@ -109,8 +123,7 @@ def test_an_answer_leaves_a_launchable_tree(project) -> None:
     preflight = subprocess.run(["git", "forge", "preflight"], cwd=repo, capture_output=True,
                                text=True, timeout=60)
     assert (preflight.returncode, preflight.stderr) == (0, "")
-    rerun = subprocess.run(["git", "forge", "loop", "run", "--agent",
-                            "claude -p --permission-mode acceptEdits"], cwd=repo,
+    rerun = subprocess.run(["git", "forge", "loop", "run", *AGENT], cwd=repo,
                            capture_output=True, text=True, env={**os.environ, **env},
                            timeout=120)
     assert rerun.returncode == 0, rerun.stderr

@@ -97,6 +97,9 @@ class Profile:
     #: The versions of its program git-forge was verified with (every named
     #: profile has a range; the generic one has none).
     verified: Verified | None = None
+    #: Whether its program reports what an attempt cost (Claude Code; Codex reports
+    #: tokens only, and a plain command nothing): ``--max-cost`` can stop only such a run.
+    costs: bool = False
 
     @property
     def named(self) -> bool:
@@ -130,7 +133,7 @@ PROFILES: dict[str, Profile] = {
     "claude": Profile(
         "claude", "claude", ("claude", "-p", "--output-format", "stream-json", "--verbose"),
         ClaudeStream, resume=lambda session: (f"--resume={session}",), structured=True,
-        verified=VERIFIED["claude"]),
+        verified=VERIFIED["claude"], costs=True),
     # ``codex exec --json [flags] -`` → ``codex exec --json [flags] resume <thread> -``
     "codex": Profile(
         "codex", "codex", ("codex", "exec", "--json"), CodexStream, tail=("-",),
@@ -145,6 +148,44 @@ def profile_for(command: Sequence[str]) -> Profile:
     if len(command) == 1 and command[0] in PROFILES:
         return PROFILES[command[0]]
     return GENERIC
+
+
+#: The flags of a plain command line that a profile gives its program itself
+#: (``True``: with the value after it).
+_PROFILE_FLAGS: dict[str, dict[str, bool]] = {
+    "claude": {"-p": False, "--print": False, "--verbose": False, "--output-format": True},
+    "codex": {"--json": False},
+}
+
+
+def profile_instead(command: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
+    """For a command line whose program is ``claude`` or ``codex`` (by its name, a
+    path too) but that is not just the profile's name — the generic profile, which
+    reads no cost, waits out no usage limit and resumes no session —: that profile's
+    name and the flags that run the same under it, without the words the profile
+    says itself (``claude -p --permission-mode acceptEdits`` → ``claude``,
+    ``(--permission-mode, acceptEdits)``; ``codex exec --sandbox workspace-write -`` →
+    ``codex``, ``(--sandbox, workspace-write)``); else ``None``."""
+    if not command or profile_for(command).named:
+        return None
+    name = command[0].rsplit("/", 1)[-1]
+    flags = _PROFILE_FLAGS.get(name)
+    if flags is None:
+        return None
+    words = list(command[1:])
+    if name == "codex":  # ``exec`` (or ``e``) first, the prompt on stdin (``-``) last
+        words = words[1:] if words[:1] in (["exec"], ["e"]) else words
+        words = words[:-1] if words[-1:] == ["-"] else words
+    extra: list[str] = []
+    rest = iter(words)
+    for word in rest:
+        option, equals, _ = word.partition("=")
+        if option in flags:
+            if flags[option] and not equals:
+                next(rest, None)  # its value
+            continue
+        extra.append(word)
+    return name, tuple(extra)
 
 
 def describe(profile: Profile, timeout: float = 10.0) -> dict[str, object]:
@@ -174,7 +215,7 @@ def describe(profile: Profile, timeout: float = 10.0) -> dict[str, object]:
             pass
     lines = said.strip().splitlines()
     verified = profile.verified
-    reports = ("tokens and cost" if profile.name == "claude" else "tokens (no cost)")
+    reports = "tokens and cost" if profile.costs else "tokens (no cost)"
     return {"name": profile.name, "binary": profile.binary, "path": path,
             "version": None if version is None else format_version(version),
             "versionText": lines[0].strip() if lines else None,

@@ -326,9 +326,12 @@ def run_loop(args: argparse.Namespace) -> int:
 
 
 def _run_embedded(args: argparse.Namespace, workspace: Workspace, options: LoopOptions) -> int:
+    from git_forge.cli.output import warn
     from git_forge.interrupts import stop_on_signals
     from git_forge.loop.engine import LoopRefused, run_loop
 
+    for warning in options.warnings():
+        warn(one_line(warning))
     stop = threading.Event()
     with stop_on_signals(stop, signal.SIGINT, signal.SIGTERM):
         progress = TerminalProgress(follow=args.follow, ndjson=args.ndjson,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from git_forge.agents.profiles import Profile, profile_for
+from git_forge.agents.profiles import Profile, profile_for, profile_instead
 from git_forge.config import KEYS, MAX_MINUTES
 from git_forge.errors import UsageError
 from git_forge.workspace import Workspace
@@ -56,6 +56,31 @@ class LoopOptions:
     def argv(self, session: str | None = None) -> list[str]:
         """The argv of one agent start (resuming ``session`` where the profile can)."""
         return self.profile.argv(self.agent, self.agent_args, session)
+
+    def warnings(self) -> list[str]:
+        """What to tell before the run, which goes on all the same: a plain ``claude``
+        or ``codex`` command line (the generic profile reads no cost, waits out no
+        usage limit and resumes no session: its built-in profile does, and the
+        flags that run it are named), and a ``--max-cost`` that the agent reports
+        no cost for (it could never stop the run)."""
+        said = []
+        instead = profile_instead(self.agent)
+        if instead is not None:
+            name, extra = instead
+            flags = shlex.join(["--agent", name, *(f"--agent-arg={word}" for word in extra)])
+            config = f"loop.agent: {name}" + (f", loop.agentArgs: [{', '.join(extra)}]"
+                                              if extra else "")
+            line = shlex.quote(shlex.join(self.agent))
+            said.append(f"the agent command line {line} runs {name} as a "
+                        "plain program: git-forge reads no cost, waits out no usage limit and "
+                        f"resumes no session; its {name} profile does: {flags} "
+                        f"(in .forge.yaml: {config})")
+        if self.max_cost_usd is not None and not self.profile.costs:
+            who = (f"{self.profile.name} reports tokens, not what they cost"
+                   if self.profile.named else
+                   "the agent is a plain command line, which reports no cost")
+            said.append(f"--max-cost {self.max_cost_usd:g} cannot stop this run: {who}")
+        return said
 
 
 @dataclass(frozen=True)
