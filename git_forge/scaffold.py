@@ -141,10 +141,12 @@ def init_backlog(workspace: Workspace, *, backlog_flag: str | None = None) -> In
     return result
 
 
-def commit_command(result: InitResult, root: Path, here: Path) -> str | None:
+def commit_command(result: InitResult, root: Path, here: Path, *,
+                   force: bool = False) -> str | None:
     """The git command that commits what ``init`` created, or ``None`` if nothing —
-    with paths as the operator types them where they stand (``here``)."""
+    with paths as the operator types them where they stand (``here``); ``force``
+    (``git add -f``) where the project's ignore rules ignore some of them."""
     if not result.changed:
         return None
     paths = " ".join(shlex.quote(relative_to(root / path, here)) for path in result.changed)
-    return f"git add {paths} && git commit -m 'Add git-forge backlog'"
+    return f"git add {'-f ' if force else ''}{paths} && git commit -m 'Add git-forge backlog'"

@@ -43,7 +43,7 @@ def test_init_scaffolds_and_keeps_state_untracked(git_repo: Path) -> None:
         assert probe.returncode == 1, tracked  # 1 = not ignored
     ignored = run_forge("init", "--json", cwd=git_repo)  # idempotent, and a data command
     assert json.loads(ignored.stdout) == {
-        "created": [], "updated": [], "commit": None,
+        "created": [], "updated": [], "commit": None, "ignored": {},
         "kept": [".forge/backlog.json", ".forge/.gitignore", ".forge.yaml"]}
 
     git("add", ".forge/backlog.json", ".forge/.gitignore", ".forge.yaml", cwd=git_repo)
@@ -185,3 +185,41 @@ def test_the_example_config_suggests_the_agent_the_readme_does(git_repo: Path) -
         # no command suggests a plain `claude …` or `codex …` line (the generic profile)
         assert not re.findall(r"^git forge .*--agent ['\"](?:claude|codex)\b", text, re.M)
     assert not [text for text in (example, readme, page) if "dangerously" in text]
+
+
+def test_init_says_when_the_projects_ignore_rules_ignore_what_it_asks_to_commit(
+        git_repo: Path) -> None:
+    (git_repo / ".gitignore").write_text(".*\n!/.gitignore\n")
+    git("add", ".gitignore", cwd=git_repo)
+    git("commit", "-q", "-m", "ignore dot files", cwd=git_repo)
+    result = run_forge("init", cwd=git_repo)
+    assert result.returncode == 0, result.stderr
+    command = ("git add -f .forge/backlog.json .forge/.gitignore .forge.yaml && "
+               "git commit -m 'Add git-forge backlog'")
+    assert result.stdout.splitlines()[-1] == f"  {command}"
+    assert result.stderr == (
+        "note: the project's ignore rules ignore .forge/backlog.json, .forge/.gitignore and "
+        ".forge.yaml (.* in .gitignore, line 1): the command above adds them with git add "
+        "-f; or let them through with lines at the end of .gitignore: !/.forge/ "
+        "!/.forge.yaml\n")
+    again = json.loads(run_forge("init", "--json", cwd=git_repo).stdout)
+    assert again["commit"] is None and again["ignored"] == {}  # nothing made: nothing to say
+
+    # Either way commits what init made, and leaves the state files out.
+    for way in ("git add -f", "the lines"):
+        clone = git_repo.parent / way.replace(" ", "-")
+        git("clone", "-q", str(git_repo), str(clone), cwd=git_repo.parent)
+        assert run_forge("init", cwd=clone).returncode == 0
+        if way == "git add -f":
+            for words in command.split(" && "):
+                git(*shlex.split(words)[1:], cwd=clone)
+        else:
+            with open(clone / ".gitignore", "a") as rules:
+                rules.write("!/.forge/\n!/.forge.yaml\n")
+            git("add", ".gitignore", ".forge/backlog.json", ".forge/.gitignore", ".forge.yaml",
+                cwd=clone)
+            git("commit", "-q", "-m", "Add git-forge backlog", cwd=clone)
+        assert {".forge/backlog.json", ".forge/.gitignore", ".forge.yaml"} <= set(
+            git("ls-files", cwd=clone).splitlines())
+        _touch(clone / ".forge", STATE_FILES)
+        assert git("status", "--porcelain", "-uall", cwd=clone) == ""
