@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -12,7 +14,7 @@ from pathlib import Path
 import pytest
 import waiting
 from builders import backlog_repo
-from helpers import block_buffered_env, git, run_forge
+from helpers import block_buffered_env, forge_argv, git, run_forge
 from templates import Templates
 
 from git_forge.loop.state import RunState, write_state
@@ -184,6 +186,59 @@ def test_install_without_a_foreign_hook_and_uninstall_leaves_nothing(project: Pa
     assert json.loads(again.stdout)["removed"] is False
     assert run_forge("hooks", "uninstall", cwd=project).stdout == (
         "no git-forge pre-launch hook at .git/hooks/pre-launch; nothing to remove\n")
+
+
+def without_git_forge_on_path() -> dict[str, str]:
+    """A launcher's PATH that has git but no git-forge (an editor, cron, a CI job)."""
+    git_dir = os.path.dirname(shutil.which("git") or "/usr/bin/git")
+    path = os.pathsep.join(dict.fromkeys([git_dir, "/usr/bin", "/bin"]))
+    assert shutil.which("git-forge", path=path) is None
+    return {"PATH": path}
+
+
+def test_the_hook_runs_the_git_forge_that_installed_it(project: Path) -> None:
+    assert run_forge("hooks", "install", cwd=project).returncode == 0
+    hook = project / ".git/hooks/pre-launch"
+    # the interpreter of the git-forge that installed it, as pre-commit writes its own
+    (python,) = re.findall(r"^python=(.*)$", hook.read_text(), re.M)
+    assert os.path.dirname(python) == os.path.dirname(forge_argv()[0])
+    bare = without_git_forge_on_path()
+    assert (git_hook_env(project, bare).returncode, git_hook_env(project, bare).stderr) == (
+        0, "")
+    prior_run(project)
+    (project / "README.md").write_text("changed\n")
+    stopped = git_hook_env(project, bare)
+    assert stopped.returncode == 1 and "STOP" in stopped.stderr
+    # That interpreter gone: the git-forge on PATH, else one line that says what to do.
+    hook.write_text(hook.read_text().replace(f"python={python}\n",
+                                             "python=/nonexistent/python3\n"))
+    assert "STOP" in git_hook(project).stderr
+    lost = git_hook_env(project, bare)
+    assert lost.returncode == 1 and lost.stderr == (
+        "git-forge pre-launch hook: /nonexistent/python3 is gone and git-forge is not on "
+        "PATH; install git-forge, then run git forge hooks install again\n")
+
+
+def test_a_hooks_path_inside_the_work_tree_holds_no_work_of_its_own(project: Path) -> None:
+    """The hook names this machine's git-forge: a file of this clone, not for a commit,
+    kept out of git status (info/exclude) so that it never stops a launch itself."""
+    git("config", "core.hooksPath", ".githooks", cwd=project)
+    exclude = project / ".git" / "info" / "exclude"
+    before = exclude.read_bytes()
+    installed = run_forge("hooks", "install", cwd=project)
+    assert installed.returncode == 0, installed.stderr
+    assert installed.stdout.splitlines() == [
+        "pre-launch hook installed at .githooks/pre-launch",
+        "  it runs this machine's git-forge, so it is no file to commit: .git/info/exclude "
+        "keeps it out of git status"]
+    assert git("status", "--porcelain", "-uall", cwd=project) == ""
+    assert run_forge("preflight", cwd=project).returncode == 0
+    assert git_hook(project).returncode == 0
+    assert run_forge("hooks", "install", cwd=project).returncode == 0  # once, however often
+    assert exclude.read_bytes().count(b"/.githooks/pre-launch") == 1
+    assert run_forge("hooks", "uninstall", cwd=project).returncode == 0
+    assert exclude.read_bytes() == before
+    assert not (project / ".githooks/pre-launch").exists()
 
 
 def test_uninstall_refuses_a_foreign_hook(project: Path) -> None:

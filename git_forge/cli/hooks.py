@@ -19,7 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Install hooks/pre-launch where `git hook run pre-launch` finds it "
                     "(core.hooksPath aware; an existing pre-launch hook is kept and runs "
                     "first). Any launcher then runs `git hook run --ignore-missing pre-launch` "
-                    "before it starts a loop.",
+                    "before it starts a loop. The hook runs this git-forge through its "
+                    "interpreter, whatever the launcher's PATH; inside the work tree, "
+                    ".git/info/exclude keeps it out of git status.",
     )
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
@@ -33,10 +35,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _where(state: HookState, root: Path) -> str:
+    return _where_path(state.hook, root)
+
+
+def _where_path(path: Path, root: Path) -> str:
     try:
-        return state.hook.relative_to(root).as_posix()
+        return path.relative_to(root).as_posix()
     except ValueError:
-        return str(state.hook)
+        return str(path)
 
 
 def _uninstalled(before: HookState, after: HookState, root: Path) -> str:
@@ -78,4 +84,7 @@ def run(args: argparse.Namespace) -> int:
         print(_uninstalled(before, state, root))
     else:
         print(_describe(state, root))
+        if state.excluded_by is not None:
+            print(f"  it runs this machine's git-forge, so it is no file to commit: "
+                  f"{_where_path(state.excluded_by, root)} keeps it out of git status")
     return 0

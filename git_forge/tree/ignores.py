@@ -1,9 +1,12 @@
-"""What git ignores, asked of git itself.
+"""What git ignores, asked of git itself, and the clone's own exclude file.
 
 ``ignored`` says which paths ``git add`` would refuse without ``-f``, and the rule
 that ignores each: ``git check-ignore -v`` reads every ignore source in git's order
-(a tracked path is never ignored); ``negations`` the ``!`` rules that would let them
-through.
+(a tracked path is never ignored). ``exclude_locally`` and ``unexclude_locally`` add
+and remove one path's rule in ``info/exclude`` — the repository's own ignore file,
+never committed, shared by its worktrees — for a file that belongs to this clone
+alone and must not count as work in the tree (the pre-launch hook, which names this
+machine's git-forge, inside a ``core.hooksPath`` in the work tree).
 """
 
 from __future__ import annotations
@@ -12,8 +15,12 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from git_forge.atomic import atomic_write
 from git_forge.records import NamedTuple
-from git_forge.tree.gitcli import failure, git_result
+from git_forge.tree.gitcli import failure, git_result, run_git
+
+#: The comment above a rule ``exclude_locally`` writes, so that only its own is removed.
+EXCLUDE_COMMENT = b"# git-forge: this clone's own file, not for a commit (git forge hooks)"
 
 
 class IgnoreRule(NamedTuple):
@@ -62,6 +69,11 @@ def negations(root: Path, paths: Sequence[str]) -> list[str]:
     return rules
 
 
+def _exclude_file(root: Path) -> Path:
+    out = os.fsdecode(run_git(("rev-parse", "--git-path", "info/exclude"), cwd=root)).strip()
+    return Path(root, out)
+
+
 def _rule(path: str) -> bytes:
     """The pattern that matches exactly ``path`` from the top: anchored, with the
     characters a pattern gives a meaning to escaped."""
@@ -69,3 +81,31 @@ def _rule(path: str) -> bytes:
     if escaped.endswith(" "):
         escaped = escaped[:-1] + "\\ "
     return os.fsencode("/" + escaped)
+
+
+def exclude_locally(root: Path, path: str) -> Path | None:
+    """Make git ignore ``path`` through ``info/exclude`` unless it already does: the
+    exclude file written, or ``None``."""
+    if ignored(root, [path]):
+        return None
+    exclude = _exclude_file(root)
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    text = exclude.read_bytes() if exclude.exists() else b""
+    if text and not text.endswith(b"\n"):
+        text += b"\n"
+    atomic_write(exclude, text + EXCLUDE_COMMENT + b"\n" + _rule(path) + b"\n")
+    return exclude
+
+
+def unexclude_locally(root: Path, path: str) -> None:
+    """Remove the rule ``exclude_locally`` wrote for ``path`` (with its comment);
+    every other line of the exclude file stays as it is."""
+    exclude = _exclude_file(root)
+    if not exclude.exists():
+        return
+    lines = exclude.read_bytes().split(b"\n")
+    pair = [EXCLUDE_COMMENT, _rule(path)]
+    kept = [line for at, line in enumerate(lines)
+            if lines[at:at + 2] != pair and lines[at - 1:at + 1] != pair]
+    if kept != lines:
+        atomic_write(exclude, b"\n".join(kept))
