@@ -115,3 +115,38 @@ def test_a_corrupt_backlog_is_called_corrupt_never_stranded_work(project: Path,
         + commit.stderr.split("it is corrupt (", 1)[1].rstrip("\n")]
     assert snapshot(project, skip_git=False) == before
     assert backlog.read_bytes() == content
+
+
+def test_loop_agent_set_as_the_no_agent_error_says_is_told_to_be_committed(
+        project: Path) -> None:
+    """The "no agent" error asks for loop.agent in .forge.yaml; the edit that follows is
+    the operator's configuration, and the refusal it meets says to commit it."""
+    refused = run_forge("loop", "run", cwd=project)
+    assert (refused.returncode, refused.stderr) == (
+        2, "Error: no agent to run: pass --agent claude (or codex, or an agent command line), "
+           "or set loop.agent in .forge.yaml and commit it\n")
+    config = project / ".forge.yaml"
+    config.write_text(config.read_text() + f"loop:\n  agent: {sys.executable} agent.py\n")
+    (project / "agent.py").write_text("print('FORGE_DONE')\n")
+    git("add", "agent.py", cwd=project)
+    git("commit", "-qm", "agent", cwd=project)
+    note = ("  note: .forge.yaml is git-forge's configuration: commit it (git add .forge.yaml "
+            "&& git commit -m 'Configure git-forge'), then launch")
+    before = snapshot(project, skip_git=False)
+    for command in (["loop", "run"], ["preflight"]):
+        result = run_forge(*command, cwd=project)
+        assert result.returncode in (1, 2) and result.stderr.splitlines() == [
+            "Error: the working tree has uncommitted changes; commit or stash them first:",
+            "   M .forge.yaml", note], command
+    # after a run, the same edit STOPs the launch as work the run did not make: said too
+    (project / ".forge" / "state.json").write_text(json.dumps(
+        {"status": "complete", "runId": "run-1", "startedAt": "2026-11-29T10:11:12Z"}))
+    stop = run_forge("preflight", cwd=project)
+    assert stop.returncode == 1 and stop.stderr.startswith("STOP:")
+    assert note in stop.stderr.splitlines()
+    (project / ".forge" / "state.json").unlink()
+    assert snapshot(project, skip_git=False) == before
+    git("add", ".forge.yaml", cwd=project)
+    git("commit", "-qm", "Configure git-forge", cwd=project)
+    ran = run_forge("loop", "run", cwd=project)
+    assert ran.returncode == 0, ran.stderr

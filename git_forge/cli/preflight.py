@@ -100,6 +100,7 @@ def render_stop(result: Preflight, explanation: StopExplanation | None = None,
         lines += render_item_trees(result.trees, result.onto, root)
     if explanation is not None:
         lines += [f"  note: {note}" for note in explanation.notes]
+    lines += config_note(result.entries)
     lines += [
         "Decide what happens to this work before the next launch:",
         "  git forge reconcile   commit, stash or discard it, group by group",
@@ -122,7 +123,19 @@ def explain_stop(workspace: Workspace, result: Preflight) -> StopExplanation | N
 
 def render_dirty(result: Preflight) -> list[str]:
     lines = ["Error: the working tree has uncommitted changes; commit or stash them first:"]
-    return lines + [f"  {line}" for line in result.lines]
+    return lines + [f"  {line}" for line in result.lines] + config_note(result.entries)
+
+
+def config_note(entries: list[StatusEntry]) -> list[str]:
+    """A changed or new ``.forge.yaml`` is the operator's own configuration, never an
+    agent's work — setting ``loop.agent`` there is what the "no agent" error asks —:
+    say to commit it, since a launch takes only a committed tree."""
+    from git_forge.config import REPO_CONFIG
+
+    if not any(entry.path == REPO_CONFIG for entry in entries):
+        return []
+    return [f"  note: {REPO_CONFIG} is git-forge's configuration: commit it "
+            f"(git add {REPO_CONFIG} && git commit -m 'Configure git-forge'), then launch"]
 
 
 def _stop_for(reason: str, json_output: bool) -> int:

@@ -69,7 +69,8 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     progress = NullProgress() if progress is None else progress
     stop_event = stop_event or threading.Event()
     if not options.agent:
-        raise LoopError("no agent to run: pass --agent CMD or set loop.agent in .forge.yaml")
+        raise LoopError("no agent to run: pass --agent claude (or codex, or an agent command "
+                        "line), or set loop.agent in .forge.yaml and commit it")
     if options.iterations < 1 or options.retries < 0:
         raise LoopError("--iterations must be at least 1 and --retries at least 0")
     check_agent(options.argv(), workspace.root)
