@@ -174,7 +174,7 @@ def test_a_max_cost_the_agent_reports_no_cost_for_is_said_at_the_start(
             git("commit", "-q", "-m", "agent", cwd=project.root)
         result = project.run("--agent", agent, "--max-cost", "0.001", "--iterations", "1")
         assert result.returncode == 0, result.stderr
-        assert result.stderr == f"warning: --max-cost 0.001 cannot stop this run: {why}\n"
+        assert result.stderr == f"warning: --max-cost $0.001 cannot stop this run: {why}\n"
     claude = project.run("--agent", "claude", "--max-cost", "100", "--iterations", "1")
     assert claude.returncode == 0 and claude.stderr == ""  # Claude Code reports its cost
 
@@ -421,7 +421,7 @@ def test_a_limit_without_a_time_waits_the_configured_default(project: Project) -
     result = project.run("--agent", "codex", "--iterations", "1")
     assert result.returncode == 0, result.stderr
     wait = project.events("usage_limit_wait")[0]
-    assert "no time given: waiting loop.limitWait, 0.02 min" in wait["reason"]
+    assert "no time given: waiting loop.limitWait, 1.2 seconds" in wait["reason"]
     assert project.fakes.starts("001")[1]["argv"][-3:] == ["resume", "th-001-0", "-"]
 
 
@@ -454,7 +454,7 @@ def test_an_agent_silent_past_the_idle_timeout_is_ended(project: Project, agent:
     assert result.returncode == 0, result.stderr
     assert not deadline.passed
     item = project.items()["001"]
-    assert item["deferred"] and item["blockedReason"].startswith("idle for 0.02 min")
+    assert item["deferred"] and item["blockedReason"].startswith("idle for 1.2 seconds")
     exited = project.events("llm_exited")
     assert exited[0]["state"] in ("terminated", "killed")
     assert exited[1]["state"] == "exited"  # 002 talked, ended by itself
@@ -479,6 +479,16 @@ def test_max_cost_starts_no_iteration_past_it(project: Project) -> None:
     assert [items[i]["status"] for i in ("001", "002", "003")] == ["done", "done", "pending"]
     assert not project.fakes.starts("003")
     assert project.events("max_cost_reached")[0]["costUsd"] == 1.0
+
+
+def test_a_cap_below_a_cent_is_shown_with_its_digits(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "done", "cost": 0.0012}})
+    result = project.run("--agent", "claude", "--max-cost", "0.001")
+    assert result.returncode == 4, result.stderr
+    assert "stopped: this run's agents cost $0.0012, reaching --max-cost $0.001 (1 attempt, " \
+        in result.stderr  # it said $0.00 and $0.00
+    assert result.stderr.rstrip("\n").endswith(", $0.0012)")
+    assert "spent: 1 attempt, 1.2k tokens in / 650 out, $0.0012" in result.stdout
 
 
 # --- resume -----------------------------------------------------------------------------------
@@ -815,7 +825,7 @@ def test_parallel_runs_end_an_agent_silent_past_the_idle_timeout(project: Projec
     assert result.returncode == 0, result.stderr
     assert not deadline.passed
     item = project.items()["001"]
-    assert item["deferred"] and item["blockedReason"].startswith("idle for 0.02 min")
+    assert item["deferred"] and item["blockedReason"].startswith("idle for 1.2 seconds")
     assert project.items()["002"]["status"] == "done"
 
 

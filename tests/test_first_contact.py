@@ -150,3 +150,18 @@ def test_loop_agent_set_as_the_no_agent_error_says_is_told_to_be_committed(
     git("commit", "-qm", "Configure git-forge", cwd=project)
     ran = run_forge("loop", "run", cwd=project)
     assert ran.returncode == 0, ran.stderr
+
+
+def test_one_of_a_thing_is_said_in_the_singular_and_a_reason_once(project: Path) -> None:
+    """``1 item``, ``1 iteration``, ``1 attempt``; a retry says why once (it said
+    ``ended without a signal; no signal``)."""
+    result = run_forge("loop", "run", "--agent", f"{sys.executable} -c pass",
+                       "--iterations", "1", "--retries", "1", cwd=project)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith(": up to 1 iteration")
+    assert "  001 retry: ended without a signal; attempt 1 of 2" in lines
+    assert lines[-1] == "backlog: 1 item — 0 done, 1 pending"
+    status = run_forge("status", cwd=project).stdout.splitlines()
+    assert "backlog:  1 item: 1 pending, 0 in progress, 0 blocked, 0 done" in status
+    assert "spent:    1 attempt in the last run" in status

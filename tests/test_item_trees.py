@@ -173,7 +173,7 @@ def test_a_conflict_is_named_and_nothing_is_lost(project: Path) -> None:
     finish(two, {"shared.txt": line(4, "two says four")}, "002")
     first = run_forge("reconcile", "--integrate", "001", cwd=project)
     assert first.returncode == 6  # forge/002 is still not on main
-    assert "item 001: integrated: 1 commit(s)" in first.stdout
+    assert "item 001: integrated: 1 commit," in first.stdout
     before = everything(project)
     result = run_forge("reconcile", "--integrate", "002", "--json", cwd=project)
     assert result.returncode == 6

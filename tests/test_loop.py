@@ -266,7 +266,7 @@ def test_timeout_defers_and_says_so(loop: Loop) -> None:
     assert result.returncode == 0, result.stderr
     item = loop.items()["001"]
     assert item["blockedReason"] == (
-        "timed out after 0.02 min — deferred after 1 attempt")
+        "timed out after 1.2 seconds — deferred after 1 attempt")
     exited = next(e for e in loop.events() if e["type"] == "llm_exited")
     assert exited["state"] == "timed_out" and exited["timedOut"] is True
 
@@ -481,7 +481,7 @@ def test_a_crash_and_a_timeout_are_deferred_with_different_reasons(loop: Loop) -
     items = loop.items()
     assert items["001"]["blockedReason"] == (
         "exit 1: RuntimeError: model overloaded — deferred after 1 attempt")
-    assert items["003"]["blockedReason"] == "timed out after 0.03 min — deferred after 1 attempt"
+    assert items["003"]["blockedReason"] == "timed out after 1.8 seconds — deferred after 1 attempt"
     topology = json.loads(run_forge("backlog", "topology", "--cluster", "--json",
                                     cwd=loop.root).stdout)
     assert [cluster["memberIds"] for cluster in topology["clusters"]] == [["001"], ["003"]]

@@ -183,7 +183,7 @@ def test_deferral_reasons_of_different_failures_never_cluster() -> None:
     ]
     assert reasons[:3] == ["exit 1 — deferred after 3 attempts",
                            "ended without a signal — deferred after 3 attempts",
-                           "timed out after 10 min — deferred after 3 attempts"]
+                           "timed out after 10 minutes — deferred after 3 attempts"]
     items = [Item({"id": f"{n:03d}", "status": "blocked", "blockedReason": reason,
                    "deferred": True, "dependsOn": []}) for n, reason in enumerate(reasons, start=1)]
     assert [c["memberIds"] for c in cluster_blocked(items)] == [

@@ -269,7 +269,7 @@ def test_a_limit_is_waited_out_then_the_session_resumes(tier: Tier) -> None:
     if resets is not None:
         assert until == datetime.fromtimestamp(resets, UTC)
     else:
-        assert "no time given: waiting loop.limitWait, 0.02 min" in wait["reason"]
+        assert "no time given: waiting loop.limitWait, 1.2 seconds" in wait["reason"]
     assert _stamp(tier.events("llm_spawned")[1]["timestamp"]) >= until
     first, second = tier.receipts()
     assert second["resumed"] == first["sessionId"] is not None
@@ -455,7 +455,7 @@ def test_an_api_keys_rate_limit_waits_then_the_session_resumes(tier: Tier) -> No
     assert result.returncode == 0, result.stderr
     assert tier.items()["001"]["status"] == "done"
     wait = tier.events("usage_limit_wait")[0]
-    assert "no time given: waiting loop.limitWait, 0.02 min" in wait["reason"]
+    assert "no time given: waiting loop.limitWait, 1.2 seconds" in wait["reason"]
     assert "(429)" in wait["reason"]
     assert tier.server.left() == 0
 

@@ -221,7 +221,7 @@ def test_a_limit_time_no_clock_can_reach_is_waited_at_most_the_ceiling(
     assert result.returncode == 0, result.stderr
     assert not deadline.passed and "Traceback" not in result.stderr
     wait = project.events("usage_limit_wait")[0]
-    assert "waiting at most loop.limitWaitMax, 0.02 min" in wait["reason"]
+    assert "waiting at most loop.limitWaitMax, 1.2 seconds" in wait["reason"]
     spawned = project.events("llm_spawned")
     assert _stamp(wait["until"]) - _stamp(spawned[0]["timestamp"]) < timedelta(seconds=30)
     assert project.items()["001"]["status"] == "done"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from git_forge.records import NamedTuple
+from git_forge.words import counted, usd
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -168,9 +169,9 @@ class Totals(NamedTuple):
         def k(count: int) -> str:
             return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
 
-        text = f"{self.attempts} attempt" + ("s" if self.attempts != 1 else "")
+        text = counted(self.attempts, "attempt")
         if self.input_tokens or self.output_tokens:
             text += f", {k(self.input_tokens)} tokens in / {k(self.output_tokens)} out"
         if self.cost_usd is not None:
-            text += f", ${self.cost_usd:.2f}"
+            text += f", {usd(self.cost_usd)}"
         return text

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, is_terminal, json_text, one_line, own, paint
+from git_forge.words import counted
 
 if TYPE_CHECKING:
     from git_forge.backlog.item import Item
@@ -174,7 +175,7 @@ class TerminalProgress:
 
     def started(self, run_id: str, max_iterations: int) -> None:
         if not self.ndjson:
-            self._write(f"loop {run_id}: up to {max_iterations} iteration(s)")
+            self._write(f"loop {run_id}: up to {counted(max_iterations, 'iteration')}")
 
     def iteration(self, number: int, max_iterations: int, item: Item) -> None:
         self.number, self.max = number, max_iterations
@@ -376,7 +377,7 @@ def render_summary(result: LoopResult) -> list[str]:
             parts.append(f"{backlog['inProgress']} in progress")
         if result.waiting:
             parts.append(f"{len(result.waiting)} waiting on a decision")
-        lines.append(f"backlog: {backlog['total']} items — {', '.join(parts)}")
+        lines.append(f"backlog: {counted(backlog['total'], 'item')} — {', '.join(parts)}")
     for entry in result.waiting:
         since = f" since {entry['since']}" if entry.get("since") else ""
         reason = f": {entry['reason']}" if entry.get("reason") else ""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from git_forge.cli.arguments import add_backlog
 from git_forge.cli.output import emit_json, note, warn
 from git_forge.cli.plain import plain
+from git_forge.words import counted
 
 if TYPE_CHECKING:
     from git_forge.supervisor.follow import OutputReader
@@ -393,7 +394,8 @@ def run_stop(args: argparse.Namespace) -> int:
             if args.json:
                 emit_json({**view.manifest(handle).to_dict(), "orphanProcessesEnded": ended})
             else:
-                print(f"{handle} orphaned: ended {ended} process(es) of its tree")
+                print(f"{handle} orphaned: ended {counted(ended, 'process', 'processes')} of "
+                      "its tree")
             return 0
         manifest = view.stop(handle, args.mode, args.grace)
     except ProcessError as exc:

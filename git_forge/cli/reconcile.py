@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
 from git_forge.exit_codes import EXIT_INTERRUPTED, RECONCILE_TREE_DIRTY
+from git_forge.words import counted
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -127,7 +128,7 @@ def render_integrations(outcomes: Iterable[Outcome]) -> list[str]:
     for outcome in outcomes:
         if isinstance(outcome, Integrated):
             if outcome.commits:
-                text = (f"integrated: {len(outcome.commits)} commit(s), the branch is at "
+                text = (f"integrated: {counted(len(outcome.commits), 'commit')}, the branch is at "
                         f"{outcome.tip[:12]}")
             else:
                 text = "already on the branch"
@@ -219,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             emit_json({"restored": restored, "ref": args.restore})
         else:
-            print(f"restored {len(restored)} path(s) from {args.restore}")
+            print(f"restored {counted(len(restored), 'path')} from {args.restore}")
         return 0
 
     def decide(plan: Plan) -> dict[str, Decision]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from git_forge.cli.output import emit_json
+from git_forge.words import counted
 
 # ``status`` is a quick command (``cli.main.quick_args``): argparse and typing are
 # not imported when its command line needs no parser.
@@ -54,7 +55,7 @@ def render_status(document: dict[str, Any]) -> list[str]:
              (("needsHuman", "needs human"), ("deferred", "deferred")) if summary[key]]
     if kinds:
         blocked += f" ({', '.join(kinds)})"
-    backlog = (f"{summary['total']} items: {summary['pending']} pending, "
+    backlog = (f"{counted(summary['total'], 'item')}: {summary['pending']} pending, "
                f"{summary['inProgress']} in progress, {blocked}, {summary['done']} done")
     liveness = document["liveness"]
     loop = document["loopState"]

@@ -24,6 +24,7 @@ from git_forge.loop import limits_wait, notify, receipts
 from git_forge.loop.context import RunContext, commit, dirty
 from git_forge.loop.iteration import AgentResult
 from git_forge.reconcile import messages
+from git_forge.words import usd
 
 
 class Step(Enum):
@@ -150,5 +151,5 @@ def over_budget(run: RunContext) -> Ending | None:
         return None
     run.journal.append("max_cost_reached", costUsd=round(spent, 6), maxCostUsd=limit)
     return Ending(LOOP_LIMIT, "stopped",
-                  f"stopped: this run's agents cost ${spent:.2f}, reaching --max-cost "
-                  f"${limit:.2f} ({run.agent.spent.describe()})")
+                  f"stopped: this run's agents cost {usd(spent)}, reaching --max-cost "
+                  f"{usd(limit)} ({run.agent.spent.describe()})")

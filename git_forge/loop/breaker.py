@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from git_forge.backlog.item import Item
+from git_forge.words import counted
 
 
 @dataclass(frozen=True)
@@ -36,9 +37,9 @@ class Tripped:
 
     def message(self) -> str:
         ids = ", ".join(item.id for item in self.items)
-        lines = [f"circuit breaker: the agent failed {self.attempts} times in a row the "
-                 f"same way ({self.signature}): stopped the run instead of deferring the backlog; "
-                 f"item{'s' if len(self.items) != 1 else ''} {ids} back to pending"]
+        lines = [f"circuit breaker: the agent failed {counted(self.attempts, 'time')} in a row "
+                 f"the same way ({self.signature}): stopped the run instead of deferring the "
+                 f"backlog; item{'s' if len(self.items) != 1 else ''} {ids} back to pending"]
         if self.said:
             lines.append(f"  agent: {self.said}")
         lines += [f"  stderr: {line}" for line in self.stderr]

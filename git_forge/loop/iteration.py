@@ -33,6 +33,7 @@ from git_forge.supervisor.process import PreparedProcess
 from git_forge.supervisor.render import safe_text
 from git_forge.tree.errors import GitError
 from git_forge.tree.porcelain import StatusEntry
+from git_forge.words import duration
 
 #: An agent's last error line is cut to this many characters in a reason.
 ERROR_LINE_LIMIT = 200
@@ -213,15 +214,15 @@ def what_happened(exit_code: int | None, state: str, timed_out: bool,
                   timeout_minutes: float | None, error_line: str | None, *,
                   idle_minutes: float | None = None, failed: bool = False) -> str:
     """One attempt that gave no signal, in words: ``exit 1: RuntimeError: model
-    overloaded``, ``ended without a signal``, ``timed out after 10 min``, ``idle for
-    5 min``, ``exit 0: API Error: Rate limit reached`` (an attempt that ``failed``
+    overloaded``, ``ended without a signal``, ``timed out after 10 minutes``, ``idle
+    for 30 seconds``, ``exit 0: API Error: Rate limit reached`` (an attempt that ``failed``
     whatever its exit code). A deferral reason starts with it and adds little else,
     so that a crash and a timeout never cluster as one question (topology clusters
     by the words reasons share)."""
     if timed_out:
-        what = f"timed out after {timeout_minutes:g} min"
+        what = f"timed out after {duration(timeout_minutes or 0)}"
     elif idle_minutes is not None:
-        what = f"idle for {idle_minutes:g} min"
+        what = f"idle for {duration(idle_minutes)}"
     elif exit_code == 0 and not failed:
         what = "ended without a signal"
     elif exit_code is not None:

@@ -26,6 +26,7 @@ from git_forge.agents.classify import AFTER_ITS_RESET, Classified, Verdict
 from git_forge.clock import parse_stamp, wire_stamp
 from git_forge.loop import notify
 from git_forge.loop.context import RunContext
+from git_forge.words import duration
 
 #: The wait goes on this long after the announced time (the agent's clock and
 #: ours may differ): a fiftieth of the wait, at least 1 s, at most a minute.
@@ -43,14 +44,14 @@ def until_of(verdict: Classified, default_minutes: float, max_minutes: float,
     latest = now + timedelta(minutes=max_minutes)
     if verdict.reset_at is not None and verdict.reset_at > latest:
         return latest, (f"{said} (it says {wire_stamp(verdict.reset_at)}: waiting at most "
-                        f"loop.limitWaitMax, {max_minutes:g} min)")
+                        f"loop.limitWaitMax, {duration(max_minutes)})")
     if verdict.reset_at is not None and verdict.reset_at > now:
         return verdict.reset_at, said
     if verdict.reset_at is not None:  # already past: try again after the margin
         return now, said
     minutes = min(default_minutes, max_minutes)
     return (now + timedelta(minutes=minutes),
-            f"{said} (no time given: waiting loop.limitWait, {minutes:g} min)")
+            f"{said} (no time given: waiting loop.limitWait, {duration(minutes)})")
 
 
 def after_its_reset(run: RunContext, verdict: Classified,
@@ -87,7 +88,7 @@ def recorded_wait(value: str | None, max_minutes: float,
             until = until.replace(tzinfo=UTC)
         if until - now > timedelta(minutes=max_minutes):
             return None, (f"it is further ahead than loop.limitWaitMax "
-                          f"({max_minutes:g} min)")
+                          f"({duration(max_minutes)})")
     except (ValueError, OverflowError):
         return None, "it is not a time"
     return (until if until > now else None), None

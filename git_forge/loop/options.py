@@ -13,6 +13,7 @@ from typing import Any
 from git_forge.agents.profiles import Profile, profile_for, profile_instead
 from git_forge.config import KEYS, MAX_MINUTES
 from git_forge.errors import UsageError
+from git_forge.words import usd
 from git_forge.workspace import Workspace
 
 
@@ -79,7 +80,7 @@ class LoopOptions:
             who = (f"{self.profile.name} reports tokens, not what they cost"
                    if self.profile.named else
                    "the agent is a plain command line, which reports no cost")
-            said.append(f"--max-cost {self.max_cost_usd:g} cannot stop this run: {who}")
+            said.append(f"--max-cost {usd(self.max_cost_usd)} cannot stop this run: {who}")
         return said
 
 

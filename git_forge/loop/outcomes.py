@@ -29,6 +29,7 @@ from git_forge.reconcile.conflicts import clear_conflict
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.tree.errors import GitError
 from git_forge.tree.porcelain import quote_path
+from git_forge.words import counted
 
 if TYPE_CHECKING:
     from git_forge.loop.places import Landing, Place
@@ -112,7 +113,7 @@ def no_signal(run: RunContext, place: Place, item: Item, result: AgentResult) ->
     if attempts <= retries:
         run.save(last_signal="error")
         run.progress.finished(item, Outcome.RETRY.label,
-                              f"{why}; no signal; attempt {attempts} of {retries + 1}")
+                              f"{why}; attempt {attempts} of {retries + 1}")
         place.contain(item)
         return Outcome.RETRY
     return block(run, place, item, deferral_reason(why, attempts), deferred=True,
@@ -120,7 +121,7 @@ def no_signal(run: RunContext, place: Place, item: Item, result: AgentResult) ->
 
 
 def deferral_reason(what: str, attempts: int) -> str:
-    return f"{what} — deferred after {attempts} attempt" + ("s" if attempts != 1 else "")
+    return f"{what} — deferred after {counted(attempts, 'attempt')}"
 
 
 def block(run: RunContext, place: Place, item: Item, reason: str, *, needs_human: bool = False,

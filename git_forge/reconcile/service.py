@@ -209,7 +209,8 @@ def _bookkeeping(workspace: Workspace, change: Callable[[BacklogStore], list[str
     if not changed:
         return ()
     if was_dirty:
-        return (f"{backlog_rel} had changes of its own: item(s) {', '.join(changed)} "
+        return (f"{backlog_rel} had changes of its own: item{'s' if len(changed) != 1 else ''} "
+                f"{', '.join(changed)} "
                 f"{what} there, not committed",)
     with locked(workspace.backlog_file):  # fresh: a fast-forward may have moved the index
         commit_paths(open_repo(workspace.root), [backlog_rel],

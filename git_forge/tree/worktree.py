@@ -48,6 +48,7 @@ from git_forge.tree.errors import GitError
 from git_forge.tree.gitconfig import config_value
 from git_forge.tree.porcelain import quote_path
 from git_forge.tree.repo import Repo
+from git_forge.words import counted
 
 #: What a caller does with a set of paths (the refusals differ per action).
 Action = Literal["commit", "stash", "discard"]
@@ -596,7 +597,7 @@ def restore_to_head(repo: Repo, paths: list[str]) -> None:
             _delete(repo.workdir, path)
     except (pygit2.GitError, OSError) as exc:
         cause = os_error_text(exc) if isinstance(exc, OSError) else exc
-        raise GitError(f"cannot restore {len(paths)} path(s) to HEAD: {cause}") from exc
+        raise GitError(f"cannot restore {counted(len(paths), 'path')} to HEAD: {cause}") from exc
     if to_write:
         # Through git: it runs smudge filters and never writes through a link
         # (libgit2's checkout does both wrong: the raw blob, through the link).
