@@ -30,6 +30,17 @@ def test_demo_without_a_terminal_walks_the_whole_lifecycle(tmp_path: Path) -> No
     # Refuses a directory that is not empty, and changes nothing in it.
     again = run_forge("demo", str(root))
     assert again.returncode == 2 and again.stderr.startswith("Error:")
+    # What the demo says to do next works there as typed: recover 006, then the
+    # NEXT-STEPS command (its .forge.yaml names the scripted agent).
+    assert "$ git forge loop run\n" in out
+    recovered = run_forge("recover", "--answer", "006=Publish to the test index first",
+                          cwd=root)
+    assert recovered.returncode == 0, recovered.stderr
+    next_steps = recovered.stdout.split("NEXT-STEPS\n", 1)[1].strip()
+    assert next_steps == "git forge loop run"
+    resumed = run_forge(*next_steps.split()[2:], cwd=root)
+    assert resumed.returncode == 0, resumed.stderr
+    assert statuses(root)["006"] == "done"
 
 
 def test_demo_on_a_terminal_asks_the_question(tmp_path: Path) -> None:

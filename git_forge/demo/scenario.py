@@ -2,16 +2,22 @@
 
 Six items: two the agent completes, two that ask the same question in different
 words (so recovery asks it once), one gated behind that question, and one that
-blocks after leaving a half-written file (which the runner stashes).
+blocks after leaving a half-written file (which the runner stashes). Its committed
+``.forge.yaml`` names the scripted agent (``loop.agent``), so the commands the demo
+shows and suggests — ``git forge loop run``, after ``git forge recover`` — work
+there as they are typed.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
 
+from git_forge.atomic import atomic_write
 from git_forge.backlog.store import BacklogStore
+from git_forge.config import REPO_CONFIG
 from git_forge.scaffold import init_backlog
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
@@ -46,6 +52,15 @@ def agent_command_line() -> str:
     return shlex.join(agent_command())
 
 
+#: The demo repository's configuration: the scripted agent, with a short timeout.
+CONFIG = """\
+# The demo's scripted agent (no LLM): git forge loop run runs it here.
+loop:
+  agent: {agent}
+  timeoutMinutes: 2
+"""
+
+
 def create(path: Path) -> Workspace:
     """Create the repository, its backlog and its first two commits at ``path``."""
     path.mkdir(parents=True, exist_ok=True)
@@ -58,6 +73,8 @@ def create(path: Path) -> Workspace:
         set_local_identity(repo, "git-forge demo", "demo@git-forge.invalid")
     (path / "README.md").write_text("# Greeter\n\nA git-forge demo project.\n")
     commit_paths(repo, ["README.md"], "Initial commit")
+    atomic_write(path / REPO_CONFIG,
+                 CONFIG.format(agent=json.dumps(agent_command_line())).encode("utf-8"))
     workspace = locate(path)
     init_backlog(workspace)
     store = BacklogStore.in_dir(workspace.backlog_dir)

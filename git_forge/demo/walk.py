@@ -24,10 +24,11 @@ from typing import Any, Protocol
 
 from git_forge.backlog.item import Item
 from git_forge.backlog.topology import topology_report
-from git_forge.demo.scenario import SCRIPTED_ANSWER, agent_command, create
+from git_forge.demo.scenario import SCRIPTED_ANSWER, create
 from git_forge.exit_codes import EXIT_INTERRUPTED
 from git_forge.interrupts import stop_on_signals
-from git_forge.loop.engine import LoopOptions, run_loop
+from git_forge.loop.engine import run_loop
+from git_forge.loop.options import LoopFlags, loop_options
 from git_forge.loop.progress import Progress
 from git_forge.loop.summary import LoopResult
 from git_forge.recovery.answers import Choice
@@ -39,8 +40,8 @@ from git_forge.runner.base import Runner
 from git_forge.status_report import loop_status
 from git_forge.workspace import Workspace
 
-#: The loop command each loop step shows (the agent it names is the scripted one).
-LOOP_COMMAND = "git forge loop run --agent 'python -m git_forge.demo.agent'"
+#: The loop command each loop step shows: the demo's .forge.yaml names the scripted agent.
+LOOP_COMMAND = "git forge loop run"
 
 
 class Interrupted(Exception):
@@ -149,8 +150,7 @@ def _run_loop(workspace: Workspace, screen: Screen, number: int, title: str) -> 
     stop = threading.Event()
     try:
         with stop_on_signals(stop, signal.SIGINT) as caught:
-            result = run_loop(workspace, LoopOptions(agent=agent_command(), timeout_minutes=2),
-                              progress, stop)
+            result = run_loop(workspace, loop_options(workspace, LoopFlags()), progress, stop)
     finally:
         progress.close()
     screen.loop_ended(result)
