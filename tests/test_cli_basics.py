@@ -26,11 +26,22 @@ def test_git_dispatches_to_git_forge(tmp_path: Path) -> None:
 
 
 def test_bare_command_prints_the_overview(tmp_path: Path) -> None:
+    """As git does: `git` alone, or with only its own options (`git --no-pager`), prints
+    its usage on stdout and exits 1."""
+    git_alone = waiting.run(["git", "--no-pager"], cwd=tmp_path, capture_output=True,
+                            text=True)
+    assert (git_alone.returncode, git_alone.stderr) == (1, "")
+    assert git_alone.stdout.startswith("usage: git ")
     result = run_forge(cwd=tmp_path)
-    assert result.returncode == 1
+    assert (result.returncode, result.stderr) == (1, "")
     assert result.stdout.startswith("usage: git forge")
     for command in ("loop", "recover", "reconcile", "preflight", "demo"):
         assert f"    {command}" in result.stdout
+    for argv in (["forge"], ["forge", "--no-color"]):  # through git, as a user types it
+        through_git = waiting.run(["git", *argv], cwd=tmp_path, capture_output=True,
+                                  text=True)
+        assert (through_git.returncode, through_git.stderr) == (1, ""), argv
+        assert through_git.stdout == result.stdout
 
 
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -98,6 +109,18 @@ def test_an_unknown_option_is_named_and_points_at_the_help_that_lists_the_option
     # a unique prefix of a global option is still that option, as argparse takes it
     assert run_forge("--vers", cwd=tmp_path).stdout.startswith("git-forge version ")
     assert run_forge("--no-col", "help", cwd=tmp_path).returncode == 0
+
+
+def test_the_overview_lists_the_commands_in_the_order_a_user_needs_them(
+        tmp_path: Path) -> None:
+    """Setting up, running, looking, recovering first; version and help last (it opened
+    with version and decision, and put loop and recover low)."""
+    overview = run_forge("help", cwd=tmp_path).stdout
+    listed = [line.split()[0] for line in overview.split("COMMAND\n", 1)[1].split(
+        "\noptions:", 1)[0].splitlines() if line.startswith("    ") and line[4] != " "]
+    assert listed[:7] == ["init", "loop", "status", "recover", "reconcile", "backlog",
+                          "decision"]
+    assert listed[-2:] == ["version", "help"] and len(listed) == len(set(listed)) == 16
 
 
 def test_help_prints_the_overview_or_a_commands_help(tmp_path: Path) -> None:

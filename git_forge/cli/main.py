@@ -269,7 +269,8 @@ def _dispatch(argv: list[str], quick: QuickArgs | QuickDecisionListArgs | None =
         from git_forge.cli.parser import build_parser, commands_for, parse_command_line
 
         parser = build_parser(prog="git forge", commands=commands_for(argv))
-        if not argv:  # like `git` alone: the overview, and a non-zero status
+        if all(word == "--no-color" for word in argv):
+            # like `git` alone (or `git --no-pager`): the overview on stdout, exit 1
             parser.print_help()
             return EXIT_ERROR
         args = parse_command_line(parser, argv)

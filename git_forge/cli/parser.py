@@ -15,23 +15,26 @@ from collections.abc import Sequence
 from git_forge import __version__
 from git_forge.errors import UsageError
 
-#: Command-group modules under ``git_forge.cli``, in the order ``--help`` lists them.
+#: Command-group modules under ``git_forge.cli``, in the order ``--help`` lists them: by
+#: what a user does — set up, run, look, recover, the backlog and its decisions — then
+#: the agents, the launch gate for other launchers, processes and settings, and the
+#: rest (the demo, completion, the version, help).
 COMMAND_MODULES: tuple[str, ...] = (
-    "version",
-    "decision",
     "init",
-    "backlog",
+    "loop",
     "status",
-    "config",
+    "recover",
     "reconcile",
+    "backlog",
+    "decision",
+    "agents",
     "preflight",
     "hooks",
     "proc",
-    "loop",
-    "agents",
-    "recover",
+    "config",
     "demo",
     "completion",
+    "version",
     "help",
 )
 
@@ -61,11 +64,11 @@ class UnknownCommand(UsageError):
 
 
 def similar_commands(word: str, choices: Sequence[str]) -> list[str]:
-    """Commands ``word`` may have meant: those it begins (``rec`` → recover,
-    reconcile), then the closest spellings (``staus`` → status)."""
+    """Commands ``word`` may have meant: those it begins, in alphabetical order (``rec``
+    → reconcile, recover), then the closest spellings (``staus`` → status)."""
     import difflib
 
-    found = [name for name in choices if len(word) >= 2 and name.startswith(word)]
+    found = sorted(name for name in choices if len(word) >= 2 and name.startswith(word))
     found += [name for name in difflib.get_close_matches(word, choices, n=3, cutoff=0.6)
               if name not in found]
     return found
