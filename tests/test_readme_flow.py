@@ -129,3 +129,17 @@ def test_an_answer_leaves_a_launchable_tree(project) -> None:
     assert rerun.returncode == 0, rerun.stderr
     assert git("log", "-2", "--format=%s", cwd=repo).splitlines() == [
         "[forge] 002: Remember me", "[forge] backlog: change 002"]
+
+
+def test_the_readme_says_how_many_workers_the_suite_runs_on() -> None:
+    """The README said two workers while pyproject.toml ran three."""
+    import tomllib
+
+    root = README.parent
+    addopts = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["pytest"][
+        "ini_options"]["addopts"]
+    workers = int(re.search(r"-n (\d+)", addopts).group(1))  # type: ignore[union-attr]
+    words = {2: "two", 3: "three", 4: "four"}[workers]
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert f"The suite runs on {words} workers (pytest-xdist, `-n {workers}` in " \
+        "`pyproject.toml`" in text
