@@ -91,6 +91,7 @@ def test_an_answers_file_names_items_by_the_text_written(git_repo: Path, tmp_pat
 def test_a_bracketed_paste_is_one_answer_never_the_next_questions(questions: Path) -> None:
     session = to_the_first_question(questions)
     # While the prompt waits the terminal brackets a paste, and echoes no ^[[200~.
+    session.wait_reading()  # the question is printed before the prompt sets the terminal
     assert not termios.tcgetattr(session.fd)[3] & termios.ECHOCTL
     session.type(b"\x1b[200~Use SQLite\rand keep\rthe old schema\x1b[201~ for now\r")
     text = session.expect("Record it?")
