@@ -11,7 +11,7 @@ from helpers import git
 from tree_helpers import write
 
 from git_forge.tree.errors import GitError
-from git_forge.tree.history import log_subjects, stash_list, subject_of
+from git_forge.tree.history import kept_list, log_subjects, stash_list, subject_of
 from git_forge.tree.log_cli import CliHistory, Commit, StashEntry
 from git_forge.tree.repo import open_repo
 
@@ -31,6 +31,11 @@ class Reader:
         if self.kind == "pygit2":
             return stash_list(open_repo(root))
         return CliHistory(root).stash_list()
+
+    def kept(self, root: Path, prefix: str) -> list[StashEntry]:
+        if self.kind == "pygit2":
+            return kept_list(open_repo(root), prefix)
+        return CliHistory(root).kept_list(prefix)
 
 
 @pytest.fixture(params=["pygit2", "git CLI"])
@@ -113,6 +118,25 @@ def test_stash_list_matches_git(reader: Reader, git_repo: Path) -> None:
 
 def test_no_stashes(reader: Reader, git_repo: Path) -> None:
     assert reader.stashes(git_repo) == []
+    assert reader.kept(git_repo, "refs/forge/abandoned/") == []
+
+
+def test_kept_work_by_ref_name_with_its_paths(reader: Reader, git_repo: Path) -> None:
+    write(git_repo, "README.md", "changed\n")
+    write(git_repo, "new file.txt", "untracked\n")
+    git("stash", "push", "-q", "-u", "-m", "forge: abandoned work from item 004", cwd=git_repo)
+    git("update-ref", "refs/forge/abandoned/004/20260101T000000Z", "stash@{0}", cwd=git_repo)
+    git("update-ref", "refs/forge/abandoned/001/20260102T000000Z", "stash@{0}", cwd=git_repo)
+    git("update-ref", "refs/forge/discarded/20260101T000000Z", "HEAD", cwd=git_repo)
+    commit = git("rev-parse", "stash@{0}", cwd=git_repo).strip()
+    message = "On main: forge: abandoned work from item 004"
+    assert reader.kept(git_repo, "refs/forge/abandoned/") == [
+        StashEntry("refs/forge/abandoned/001/20260102T000000Z", commit, message,
+                   ("README.md", "new file.txt")),
+        StashEntry("refs/forge/abandoned/004/20260101T000000Z", commit, message,
+                   ("README.md", "new file.txt"))]
+    assert [e.ref for e in reader.kept(git_repo, "refs/forge/abandoned/004/")] == [
+        "refs/forge/abandoned/004/20260101T000000Z"]
 
 
 def test_both_readers_read_the_same_history(git_repo: Path) -> None:

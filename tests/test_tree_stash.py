@@ -1,4 +1,5 @@
-"""stash_paths stashes exactly its paths; libgit2's partial stash does not."""
+"""stash_paths stashes exactly its paths; libgit2's partial stash does not. keep_paths
+writes the same stash commit under a ref of its own, off the stash list."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from tree_helpers import (
 
 from git_forge.tree.errors import GitError
 from git_forge.tree.git_status import porcelain
-from git_forge.tree.history import stash_list
+from git_forge.tree.history import kept_list, stash_list
 from git_forge.tree.repo import open_repo
-from git_forge.tree.stash import stash_paths
+from git_forge.tree.stash import keep_paths, stash_paths
 
 CHOSEN = [
     "*.txt", "[ab].txt", "a", "dir/x.txt", "sp ace.txt", "new\nline.txt",
@@ -181,3 +182,54 @@ def test_unnamed_entries_in_the_way_are_refused(busy: Path) -> None:
     stash_paths(open_repo(busy), ["a", "a/inner.txt"], MESSAGE)
     assert (busy / "a").is_file()
     assert git("show", "stash@{0}^3:a/inner.txt", cwd=busy) == "inner\n"
+
+
+# --- kept under a ref of its own ----------------------------------------------------------------
+
+PREFIX = "refs/forge/abandoned/003/"
+
+
+def test_kept_work_is_the_stash_commit_under_its_own_ref_off_the_stash_list(
+        busy: Path) -> None:
+    git("rm", "-q", "--cached", "ita.txt", cwd=busy)  # git stash cannot run with one
+    git("stash", "push", "-q", "-m", "the user's own", "--", "dir2/x.txt", cwd=busy)
+    listed = git("stash", "list", cwd=busy)
+    chosen = [p for p in CHOSEN if p != "ita.txt"]
+    before = whole_state(busy)
+    kept = keep_paths(open_repo(busy), chosen, MESSAGE, PREFIX)
+    after = whole_state(busy)
+    assert kept.ref.startswith(PREFIX) and kept.paths == tuple(sorted(chosen, key=os.fsencode))
+    assert git("rev-parse", kept.ref, cwd=busy).strip() == kept.commit_id
+    assert git("stash", "list", cwd=busy) == listed  # the user's stash list, untouched
+    assert_only_paths_changed(before, after, set(chosen) | {"untracked"})
+    assert not {e.path for e in porcelain(open_repo(busy))} & set(chosen)
+    assert git("log", "-1", "--format=%s", kept.ref, cwd=busy) == f"On main: {MESSAGE}\n"
+    # git reads it as a stash: shown, and applied back exactly.
+    shown = git_bytes("stash", "show", "--include-untracked", "--name-only", "-z", kept.ref,
+                      cwd=busy)
+    assert {os.fsdecode(p) for p in shown.split(b"\0") if p} == set(chosen)
+    git("reset", "-q", "--", "other.txt", "added.txt", "gone-staged.txt", cwd=busy)
+    git("stash", "apply", "-q", kept.ref, cwd=busy)
+    assert worktree_state(busy) == before[0]
+
+
+def test_two_kept_in_the_same_second_get_two_refs(busy: Path) -> None:
+    first = keep_paths(open_repo(busy), ["a"], MESSAGE, PREFIX)
+    write(busy, "a", "changed again\n")
+    second = keep_paths(open_repo(busy), ["a"], MESSAGE, PREFIX)
+    assert first.ref != second.ref
+    entries = kept_list(open_repo(busy), PREFIX)
+    assert {(e.ref, e.message, e.paths) for e in entries} == {
+        (first.ref, f"On main: {MESSAGE}", ("a",)), (second.ref, f"On main: {MESSAGE}", ("a",))}
+    assert git("show", f"{second.ref}:a", cwd=busy) == "changed again\n"
+
+
+def test_keeping_refuses_as_stashing_does_and_changes_nothing(busy: Path) -> None:
+    before = whole_state(busy)
+    with pytest.raises(GitError, match="no local changes to save"):
+        keep_paths(open_repo(busy), ["dir2/y.txt"], MESSAGE, PREFIX)
+    (busy / ".git" / "index.lock").write_bytes(b"")
+    with pytest.raises(GitError, match="index.lock exists"):
+        keep_paths(open_repo(busy), ["a"], MESSAGE, PREFIX)
+    assert whole_state(busy) == before
+    assert git("for-each-ref", PREFIX, cwd=busy) == ""

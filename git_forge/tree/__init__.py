@@ -21,11 +21,14 @@ Modules and what other layers call (every failure is a ``GitError``):
 * ``worktree``    — ``refusals(repo, paths, action)``: the paths a commit,
   stash or discard cannot handle as git would (each with the git command to
   use); ``restore_to_head`` puts paths back as ``git checkout`` does.
-* ``history``     — ``log_subjects(repo, base)``, ``stash_list(repo)``.
+* ``history``     — ``log_subjects(repo, base)``, ``stash_list(repo)``,
+  ``kept_list(repo, prefix)``.
 * ``log_cli``     — ``CliHistory(root)``: the same records through the git CLI, no
   pygit2 import (the pre-launch STOP path's).
 * ``commit``      — ``commit_paths(repo, paths, message) -> commit id``.
-* ``stash``       — ``stash_paths(repo, paths, message) -> stash id``.
+* ``stash``       — ``stash_paths(repo, paths, message) -> stash id``;
+  ``keep_paths(repo, paths, message, prefix) -> SafetyRef`` (the same commit, under
+  a ref of its own instead of on the stash list).
 * ``discard``     — ``discard_paths(repo, paths) -> SafetyRef``,
   ``restore_discarded(repo, ref)``, ``restore_hint(ref)``, ``safety_refs(repo)``.
 * ``worktrees``   — linked worktrees through the git CLI (no pygit2):

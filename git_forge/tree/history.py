@@ -1,5 +1,6 @@
-"""What happened since a run began, and what is waiting in the stash: evidence
-for attributing stranded work to items (always *candidates*).
+"""What happened since a run began, and what is waiting in the stash or kept
+under git-forge's own refs: evidence for attributing stranded work to items
+(always *candidates*).
 """
 
 from __future__ import annotations
@@ -79,3 +80,16 @@ def stash_list(repo: Repo) -> list[StashEntry]:
         )
         for number, stash in enumerate(repository.listall_stashes())
     ]
+
+
+@git_failures("cannot read the kept work")
+def kept_list(repo: Repo, prefix: str) -> list[StashEntry]:
+    """The stash-like commits kept under the refs named ``<prefix>…`` (``stash.keep_paths``),
+    by ref name, with each one's subject and paths."""
+    repository = repo.repository
+    found = []
+    for name in sorted(name for name in repository.references if name.startswith(prefix)):
+        commit = repository.references[name].peel(pygit2.Commit)
+        found.append(StashEntry(name, str(commit.id), subject_of(commit.message),
+                                stash_paths_of(commit)))
+    return found

@@ -5,7 +5,8 @@ commits touched and what waits in the stash. Importing pygit2 for that cost
 ~0.1 s — more than the rest of the explanation on a 100,000-file repository —
 so this path asks git: ``git log`` for the commits of ``base..HEAD`` with the
 paths each changed against its first parent (every path of a root commit), and
-``git log -g refs/stash`` for the stashes. The records (defined here, without
+``git log -g refs/stash`` for the stashes (``git for-each-ref`` for the ones kept
+under git-forge's own refs). The records (defined here, without
 pygit2, and used by ``history.py`` too) are the same types,
 holding what its pygit2 readers hold (a test compares the two on the same
 repositories), with the same refusals: an unknown ``base`` is ``unknown
@@ -139,6 +140,22 @@ class CliHistory:
             message = fields[2 * number + 1].decode("utf-8", "replace")
             entries.append(StashEntry(f"stash@{{{number}}}", commit_id, message,
                                       self._stash_paths(commit_id)))
+        return entries
+
+    def kept_list(self, prefix: str) -> list[StashEntry]:
+        """``history.kept_list``: the stash-like commits kept under ``<prefix>…``, by
+        ref name, with subject and paths."""
+        try:
+            out = capture_git(("for-each-ref", "--format=%(refname)%00%(objectname)%00"
+                               "%(subject)%00", prefix), repo_root=self.root)
+        except GitError as exc:
+            raise GitError(f"cannot read the kept work: {exc.message}", exit_code=1) from exc
+        fields = out.split(b"\0")
+        entries = []
+        for number in range(len(fields) // 3):
+            name, commit_id, subject = (field.decode("utf-8", "replace").strip("\n")
+                                        for field in fields[3 * number:3 * number + 3])
+            entries.append(StashEntry(name, commit_id, subject, self._stash_paths(commit_id)))
         return entries
 
     def _stash_paths(self, commit_id: str) -> tuple[str, ...]:

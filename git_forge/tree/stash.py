@@ -1,4 +1,6 @@
-"""Stash exactly a set of paths, leaving every other change where it is.
+"""Stash exactly a set of paths, leaving every other change where it is — onto
+the stash list (``stash_paths``), or kept under a ref of git-forge's own
+(``keep_paths``).
 
 Two libgit2 traps rule out ``repo.stash(paths=…)`` (both measured, both in
 the tests):
@@ -20,7 +22,11 @@ built here, in git's own format, from exactly the named paths:
   [, untracked commit]): HEAD's tree with the tracked paths as in the working
   tree (deleted ones removed).
 
-``git stash list/show/apply [--index]`` read it like any stash. Then the named
+``git stash list/show/apply [--index]`` read it like any stash. ``keep_paths``
+writes the very same commit (what ``git stash create`` makes) but stores it
+under a ref named by its caller instead of ``refs/stash`` — an agent's leftovers
+are kept there, never on the user's own stash list, where ``git stash pop``
+would apply them; ``git stash show/apply REF`` read it all the same. Then the named
 paths — and only they — are put back to HEAD (untracked ones deleted) the way
 ``git stash push -- PATHS`` / ``git checkout HEAD -- PATHS`` leave them
 (``worktree.restore_to_head``: smudge filters, links replaced and never
@@ -36,6 +42,7 @@ from collections.abc import Iterable
 
 import pygit2
 
+from git_forge.tree.discard import SafetyRef, create_safety_ref
 from git_forge.tree.errors import GitError
 from git_forge.tree.git_status import dirty_paths
 from git_forge.tree.identity import author_and_committer
@@ -80,11 +87,40 @@ def stash_paths(repo: Repo, paths: Iterable[str], message: str) -> str:
     no change — always before anything is written.
     """
     names = normalise_paths(paths)
+    stash_id, stash_message = _stash_commit(repo, names, message, stash=True)
+    _push_stash_ref(repo, stash_id, stash_message)
+    _put_back(repo, names, f"stashed as stash@{{0}} ({stash_id})")
+    return str(stash_id)
+
+
+@git_failures("cannot keep")
+def keep_paths(repo: Repo, paths: Iterable[str], message: str, prefix: str) -> SafetyRef:
+    """Keep the changes of exactly ``paths`` as ``stash_paths`` stashes them, under a
+    new ref ``<prefix><timestamp>`` (``-2``, ``-3`` … on a clash) instead of on the
+    stash list; return the ref, its commit and the paths.
+
+    The commit is a stash's (``On <branch>: <message>``, its index and untracked
+    parents): ``git stash show --include-untracked -p REF`` shows it and ``git
+    stash apply REF`` takes it back. The same refusals as ``stash_paths``, before
+    anything is written.
+    """
+    names = normalise_paths(paths)
+    stash_id, _ = _stash_commit(repo, names, message, stash=False)
+    ref = create_safety_ref(repo, stash_id, prefix)
+    _put_back(repo, names, f"kept at {ref}")
+    return SafetyRef(ref, str(stash_id), tuple(names))
+
+
+def _stash_commit(repo: Repo, names: list[str], message: str, *,
+                  stash: bool) -> tuple[pygit2.Oid, str]:
+    """Write the stash commit of ``names`` (git's own format, see the module) and
+    return it with its message; no ref is written and no file touched. ``stash``:
+    it is for ``refs/stash`` (whose lock must then be free too)."""
     head = repo.head_commit()
     if head is None:
         raise GitError("cannot stash on an unborn branch: there is no commit yet")
     author, committer = author_and_committer(repo)
-    repo.check_unlocked(commit=False)
+    repo.check_unlocked(commit=False, stash=stash)
     refuse(repo, names, "stash")
     index = repo.fresh_index()
     head_tree = head.tree
@@ -127,16 +163,16 @@ def stash_paths(repo: Repo, paths: Iterable[str], message: str) -> str:
     stash_id = repository.create_commit(
         None, author, committer, stash_message + "\n", worktree_tree, parents
     )
-    _push_stash_ref(repo, stash_id, stash_message)
+    return stash_id, stash_message
 
+
+def _put_back(repo: Repo, names: list[str], saved: str) -> None:
+    """The saved paths back to HEAD, and status re-read to prove it (``saved``: where
+    they went, for the error when some still differ)."""
     restore_to_head(repo, names)
     left = sorted(dirty_paths(repo) & set(names))
     if left:
-        raise GitError(
-            f"stashed as stash@{{0}} ({stash_id}), but these paths still differ from HEAD:"
-            f" {', '.join(left)}"
-        )
-    return str(stash_id)
+        raise GitError(f"{saved}, but these paths still differ from HEAD: {', '.join(left)}")
 
 
 def _push_stash_ref(repo: Repo, stash_id: pygit2.Oid, message: str) -> None:
