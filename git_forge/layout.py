@@ -74,6 +74,10 @@ ITEM_BRANCH_PREFIX = "forge/"
 CONFLICTS_FILE = "conflicts.json"
 #: ``refs/forge/retried/<id>/<time>``: an item's attempt kept when it is retried.
 RETRIED_REF_PREFIX = "refs/forge/retried/"
+#: ``refs/forge/abandoned/<id>/<time>``: an item's abandoned work — a blocked or
+#: deferred item's leftovers, an attempt set aside before its retry or as a run
+#: ended — kept as the commit ``git stash create`` makes, off the user's stash list.
+ABANDONED_REF_PREFIX = "refs/forge/abandoned/"
 
 #: Configuration files (read by ``config``; named here so that code on a hot path,
 #: completion, can look for them without loading the configuration machinery).

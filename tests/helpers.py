@@ -71,6 +71,13 @@ def git(*args: str, cwd: Path | str, check: bool = True, env: dict[str, str] | N
     return result.stdout
 
 
+def abandoned(root: Path | str, item_id: str) -> list[str]:
+    """The refs an item's abandoned work is kept under (``refs/forge/abandoned/<id>/…``),
+    oldest first."""
+    return git("for-each-ref", "--format=%(refname)", f"refs/forge/abandoned/{item_id}/",
+               cwd=root).split()
+
+
 def commit_project(root: Path, titles: tuple[str, ...]) -> None:
     """Make ``root`` (its files already written) a committed git-forge project with
     one pending item per title: git init, git forge init, the items, one commit.

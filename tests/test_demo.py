@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import PtySession, git, run_forge
+from helpers import PtySession, abandoned, git, run_forge
 
 
 def statuses(root: Path) -> dict[str, str]:
@@ -26,7 +26,9 @@ def test_demo_without_a_terminal_walks_the_whole_lifecycle(tmp_path: Path) -> No
                               "005": "done", "006": "blocked"}
     assert "The human decided: Use SQLite" in (root / "notes/003-store-greetings.md").read_text()
     assert git("status", "--porcelain", cwd=root) == ""
-    assert "abandoned work from item 006" in git("stash", "list", cwd=root)
+    [kept] = abandoned(root, "006")  # off the user's stash list, under git-forge's own ref
+    assert "abandoned work from item 006" in git("log", "-1", "--format=%s", kept, cwd=root)
+    assert git("stash", "list", cwd=root) == ""
     # Refuses a directory that is not empty, and changes nothing in it.
     again = run_forge("demo", str(root))
     assert again.returncode == 2 and again.stderr.startswith("Error:")

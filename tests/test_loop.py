@@ -14,7 +14,7 @@ import psutil
 import pytest
 import waiting
 from builders import backlog_repo
-from helpers import forge_argv, git, run_forge
+from helpers import abandoned, forge_argv, git, run_forge
 from templates import Templates
 from waiting import gone, wait_for
 
@@ -228,8 +228,12 @@ def test_needs_human_and_blocked_continue_and_end_with_exit_5(loop: Loop) -> Non
     assert loop.subjects()[:2] == ["[forge] 003: blocked — the API is down",
                                    "[forge] 001: blocked — Which database, SQLite or Postgres?"]
     assert loop.files_of("HEAD~1") == [".forge/backlog.json"]
-    # The needs-human item's half-done work is in a stash, not in any commit.
-    assert "forge: abandoned work from item 001" in git("stash", "list", cwd=loop.root)
+    # The needs-human item's half-done work is kept under its ref, not in any commit,
+    # and not on the user's stash list.
+    [kept] = abandoned(loop.root, "001")
+    assert git("log", "-1", "--format=%s", kept, cwd=loop.root) == (
+        "On main: forge: abandoned work from item 001\n")
+    assert git("stash", "list", cwd=loop.root) == ""
     assert not (loop.root / "half.py").exists()
     assert git("status", "--porcelain", cwd=loop.root) == ""
     state = loop.state()
@@ -257,7 +261,8 @@ def test_retries_then_deferral_with_the_exact_reason(loop: Loop) -> None:
     assert item["blockedReason"] == "exit 1 — deferred after 3 attempts"
     assert len(list(loop.log.glob("001-*.txt"))) == 3
     assert loop.state()["iteration"] == 3 and loop.state()["deferredItems"] == ["001"]
-    assert "abandoned work from item 001" in git("stash", "list", cwd=loop.root)
+    assert len(abandoned(loop.root, "001")) == 1
+    assert git("stash", "list", cwd=loop.root) == ""
 
 
 def test_timeout_defers_and_says_so(loop: Loop) -> None:
@@ -277,8 +282,8 @@ def test_blocked_leftovers_never_reach_the_next_commit(loop: Loop) -> None:
                "003": {"signal": "FORGE_DONE", "files": {"ok.txt": "ok\n"}}})
     assert loop.run().returncode == 5
     assert loop.files_of("HEAD") == [".forge/backlog.json", "ok.txt"]
-    stash = git("stash", "show", "--include-untracked", "--name-only", "stash@{0}",
-                cwd=loop.root).split()
+    stash = git("stash", "show", "--include-untracked", "--name-only",
+                abandoned(loop.root, "001")[-1], cwd=loop.root).split()
     assert sorted(stash) == ["README.md", "left.txt"]
     assert (loop.root / "README.md").read_text() == "# test repository\n"
 
@@ -441,8 +446,8 @@ def test_force_launches_on_a_dirty_tree_and_leaves_that_work_alone(loop: Loop) -
         assert not {"mine.txt", "README.md"} & set(loop.files_of(rev))
     assert (loop.root / "mine.txt").read_text() == "operator's work\n"
     assert (loop.root / "README.md").read_text() == "operator edit\n"
-    stash = git("stash", "show", "--include-untracked", "--name-only", "stash@{0}",
-                cwd=loop.root).split()
+    stash = git("stash", "show", "--include-untracked", "--name-only",
+                abandoned(loop.root, "003")[-1], cwd=loop.root).split()
     assert stash == ["tmp.txt"]
 
 

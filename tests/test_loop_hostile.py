@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import commit_project, git, run_forge
+from helpers import abandoned, commit_project, git, run_forge
 from test_tree_hostile import outside_digest
 
 #: A scripted agent: per item, per attempt, a list of steps from AGENT_PLAN.
@@ -119,7 +119,7 @@ def project(built: Path, tmp_path: Path) -> Project:
     return Project(root, tmp_path)
 
 
-def test_a_blocked_agent_s_links_and_odd_names_are_stashed_never_followed(
+def test_a_blocked_agent_s_links_and_odd_names_are_kept_never_followed(
     project: Project,
 ) -> None:
     project.mark_outside()
@@ -140,9 +140,10 @@ def test_a_blocked_agent_s_links_and_odd_names_are_stashed_never_followed(
     assert project.status() == ""
     assert (project.root / "config.txt").read_text() == "repo content\n"
     assert (project.root / "sub" / "f.txt").read_text() == "in sub\n"
-    # The stash holds every leftover as git would: the links as links.
-    assert git("show", "stash@{0}:config.txt", cwd=project.root) == "../outside.txt"
-    names = git("show", "--name-only", "--format=", "-z", "stash@{0}^3", cwd=project.root)
+    # The kept work holds every leftover as git would: the links as links.
+    [kept] = abandoned(project.root, "001")
+    assert git("show", f"{kept}:config.txt", cwd=project.root) == "../outside.txt"
+    names = git("show", "--name-only", "--format=", "-z", f"{kept}^3", cwd=project.root)
     assert set(names.split("\0")) - {""} == {"back\\slash.txt", "dangling", "ext",
                                              "new\nline.txt", "trailing space "}
     assert project.files_of("HEAD~1") == [".forge/backlog.json", "done.txt"]
@@ -187,13 +188,14 @@ def test_a_submodule_s_dirt_is_left_in_it_and_the_run_goes_on(project: Project) 
     assert items["001"]["blockedReason"] == "the library needs a patch"
     assert "vendor/lib" in items["001"]["notes"]
     assert items["002"]["status"] == items["003"]["status"] == "done"
-    assert "vendor/lib left in the tree, not stashed" in result.stdout
+    assert "vendor/lib left in the tree, not kept as its abandoned work" in result.stdout
     assert "git -C vendor/lib status" in result.stdout
-    # The submodule's change is its own: still there, in no commit and no stash.
+    # The submodule's change is its own: still there, in no commit and not kept.
     assert (project.root / "vendor/lib/lib.txt").read_text() == "patched\n"
     assert project.status() == " M vendor/lib\n"
     assert project.files_of("HEAD~1") == [".forge/backlog.json", "two.txt"]
-    stashed = git("show", "--name-only", "--format=", "stash@{0}^3", cwd=project.root)
+    stashed = git("show", "--name-only", "--format=", f"{abandoned(project.root, '001')[-1]}^3",
+                  cwd=project.root)
     assert stashed == "mine.txt\n"
     blocked = next(e for e in project.events() if e["type"] == "item_blocked")
     assert blocked["leftInTree"] == ["vendor/lib"]
@@ -306,8 +308,9 @@ def test_a_commit_that_fails_after_the_agent_ran_blocks_the_item_never_done(
     assert "the commit failed" in item["blockedReason"]
     assert "HEAD.lock" in item["blockedReason"]
     assert project.items()["002"]["status"] == "pending"  # the run ended there
-    # The agent's work is safe in a stash; nothing was committed as done.
-    assert git("show", "stash@{0}^3:work.txt", cwd=project.root) == "work\n"
+    # The agent's work is kept safe; nothing was committed as done.
+    assert git("show", f"{abandoned(project.root, '001')[-1]}^3:work.txt",
+               cwd=project.root) == "work\n"
     assert not any(s.startswith("[forge] 001: First") for s in project.subjects())
     state = json.loads((project.root / ".forge" / "state.json").read_text())
     assert state["status"] == "error"

@@ -90,7 +90,8 @@ class TerminalScreen:
         print("Look around:")
         root = shlex.quote(str(directory))
         for command in (f"cd {root}", "git log --oneline", "git forge status",
-                        "git stash list            # the blocked item's abandoned work",
+                        "git for-each-ref refs/forge/abandoned/   # the blocked item's "
+                        "abandoned work, kept",
                         "git forge recover         # item 006 still waits for a decision"):
             print(f"  {command}")
 

@@ -96,7 +96,8 @@ def render_plan(plan: Plan, root: Path | None = None) -> list[str]:
                      "dropped by git-forge on its own):")
         lines += render_item_trees(plan.branches, plan.onto, root)
     if plan.stashes:
-        lines.append("Stashes that name an item (never applied or dropped by git-forge):")
+        lines.append("Items' abandoned work, kept or stashed (never applied or dropped by "
+                     "git-forge):")
         for stash in plan.stashes:
             lines.append(f"  {stash.ref}  item {stash.item_id}: {stash.message}")
             lines += [f"      {hint}" for hint in stash.hints]

@@ -382,8 +382,8 @@ def render_report(report: Report) -> list[str]:
         if action["action"] == "discard":
             lines.append(f"            restore: git forge reconcile --restore {action['ref']}")
     for stash in tree["stashes"]:
-        lines.append(f"  stash     {stash['ref']} (item {stash['itemId']}): {stash['message']}"
-                     f" — inspect: git stash show --include-untracked -p {stash['ref']}")
+        lines.append(f"  abandoned {stash['ref']} (item {stash['itemId']}): {stash['message']}"
+                     f" — inspect: {stash['hints'][0]}; restore: {stash['hints'][1]}")
     for branch in tree.get("branches", []):
         lines.append(f"  branch    {branch['branch'] or branch['worktree']} (item "
                      f"{branch['itemId']}): commits not on the branch — "

@@ -2,7 +2,8 @@
 
 Six items: two the agent completes, two that ask the same question in different
 words (so recovery asks it once), one gated behind that question, and one that
-blocks after leaving a half-written file (which the runner stashes). Its committed
+blocks after leaving a half-written file (which the runner keeps as that item's
+abandoned work, under ``refs/forge/abandoned/006/…``). Its committed
 ``.forge.yaml`` names the scripted agent (``loop.agent``), so the commands the demo
 shows and suggests — ``git forge loop run``, after ``git forge recover`` — work
 there as they are typed.

@@ -49,7 +49,7 @@ class RunContext:
     branch: str | None = None
     preexisting: frozenset[str] = frozenset()
     attempts: dict[str, int] = field(default_factory=dict)
-    #: Paths the run could not commit or stash as git would (path → why): left in
+    #: Paths the run could not commit or keep as git would (path → why): left in
     #: the tree for reconcile, and never swept into a later item's commit.
     kept_back: dict[str, str] = field(default_factory=dict)
     #: Its agent across iterations: breaker, notifier, resume, cost (``agent_state``).
@@ -121,7 +121,7 @@ def actionable(run: RunContext, item_id: str, paths: list[str], action: Action) 
     back for the rest of the run, each with why and the git command to use,
     which the progress is told: the run goes on without them."""
     refused = dict(refusals(run.repo, paths, action)) if paths else {}
-    verb = "committed" if action == "commit" else "stashed"
+    verb = "committed" if action == "commit" else "kept as its abandoned work"
     for path, why in refused.items():
         run.kept_back[path] = why
         run.progress.note(f"item {item_id}: {quote_path(path)} left in the tree, not {verb}:"

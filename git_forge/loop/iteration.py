@@ -24,15 +24,17 @@ from git_forge.loop import limits_wait
 from git_forge.loop.attempt import Attempt, stderr_lines
 from git_forge.loop.context import RunContext
 from git_forge.loop.errors import LoopError
-from git_forge.loop.prompt import build_prompt
+from git_forge.loop.prompt import EarlierWork, build_prompt
 from git_forge.loop.signals import Signal
+from git_forge.reconcile import messages
 from git_forge.reconcile.conflicts import conflict_of
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.supervisor.process import PreparedProcess
 from git_forge.supervisor.render import safe_text
 from git_forge.tree.errors import GitError
-from git_forge.tree.porcelain import StatusEntry
+from git_forge.tree.log_cli import CliHistory
+from git_forge.tree.porcelain import StatusEntry, quote_path
 from git_forge.words import duration
 
 #: An agent's last error line is cut to this many characters in a reason.
@@ -101,7 +103,8 @@ def start_agent(run: RunContext, item: Item, number: int, *,
     prompt_text = options.prompt_file.read_text(encoding="utf-8") if options.prompt_file else None
     prompt = build_prompt(item, project_description=run.store.description(),
                           prompt_file_text=prompt_text,
-                          conflict=conflict_of(run.workspace.state_dir, item_id))
+                          conflict=conflict_of(run.workspace.state_dir, item_id),
+                          earlier=earlier_work(run, item_id))
     run.journal.sync()  # the item's start is on disk before its agent is
     session = run.agent.session_for(item_id, options.resume_sessions)
     attempt = Attempt(options.profile, follow=options.follow, resumed=session)
@@ -118,6 +121,19 @@ def start_agent(run: RunContext, item: Item, number: int, *,
             raise LoopError(str(exc.cause), exit_code=LOOP_ERROR) from exc
         raise
     return handle, attempt
+
+
+def earlier_work(run: RunContext, item_id: str) -> EarlierWork:
+    """What became of ``item_id``'s earlier attempts' changes: kept under its
+    abandoned-work refs (newest first, whichever run kept them). Refs that cannot be
+    read are left unsaid: the attempt starts all the same."""
+    refs = messages.abandoned_refs(item_id)
+    try:
+        kept = CliHistory(run.workspace.root).kept_list(refs)
+    except GitError:
+        kept = []
+    return EarlierWork(tuple((entry.ref, tuple(quote_path(p) for p in entry.paths))
+                                      for entry in reversed(kept)), refs)
 
 
 def agent_result(run: RunContext, item: Item, handle: str, manifest: Manifest,

@@ -14,14 +14,15 @@ order the agents ended — the merge queue:
   merge queue's step (``reconcile.merge_queue.integrate_item``: its commits since
   it forked from the loop's branch replayed onto the tip, fast-forward, the
   worktree and branch removed when nothing is left);
-* ``leftovers`` — that check, then a blocked item's own leftovers stashed from
-  its worktree and the emptied worktree removed.
+* ``leftovers`` — that check, then a blocked item's own leftovers kept as its
+  abandoned work (``refs/forge/abandoned/<id>/<time>``) from its worktree and the
+  emptied worktree removed.
 
 Every result goes back to the loop as data (``Result``), in order; the loop acts
 on it. Nothing here touches the backlog, the journal or the progress. The main
 checkout is changed only here (the fast-forwards), so its containment baseline
 lives here too. A job whose containment check names its own item (it ran alone
-since the last check) is not integrated: its work is stashed like a blocked
+since the last check) is not integrated: its work is kept like a blocked
 item's, and the loop blocks the item.
 """
 
@@ -41,11 +42,17 @@ from git_forge.reconcile.merge_queue import Outcome, integrate_item, tidy
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
 from git_forge.tree.repo import open_repo
-from git_forge.tree.stash import stash_paths
+from git_forge.tree.stash import keep_paths
 from git_forge.tree.worktree import refusals
 from git_forge.tree.worktrees import hold_on
 
 Kind = Literal["contain", "done", "leftovers"]
+
+
+def kept_note(item_id: str, ref: str) -> str:
+    """What the operator is told when an item's leftovers were kept as its abandoned work."""
+    return (f"item {item_id}: its leftover changes are kept at {ref} (see them: git stash "
+            f"show --include-untracked -p {ref})")
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,7 @@ class CommitFailed:
 
 @dataclass(frozen=True)
 class Noted:
-    """Something the operator is told (a path left in a worktree, a stash made)."""
+    """Something the operator is told (a path left in a worktree, work kept)."""
 
     job: Job
     text: str
@@ -123,7 +130,7 @@ class MergeWorker:
         self.outstanding = 0
         self._cancelled = False
         self.baseline = self._baseline()
-        #: The paths of each worktree a sibling wrote: never committed or stashed.
+        #: The paths of each worktree a sibling wrote: never committed or kept.
         self.foreign: dict[Path, set[str]] = {}
         self._thread = threading.Thread(target=self._work, name="forge-merge", daemon=True)
         self._thread.start()
@@ -233,23 +240,28 @@ class MergeWorker:
         return commit
 
     def _leftovers(self, job: Job) -> None:
-        """The agent's leftovers into the stash list (the one every worktree shares),
-        then its worktree and branch away when that left them holding nothing."""
-        message = messages.abandoned_work(job.item_id)
+        """The agent's leftovers kept as its item's abandoned work, then its worktree
+        and branch away when that left them holding nothing."""
+        self._keep(job)
+        kept = tidy(self.root, self.state_dir, job.item_id, self.onto)
+        if kept is not None:
+            self._results.put(Noted(job, f"item {job.item_id}: its worktree is kept for "
+                                         f"git forge reconcile: {kept}"))
+
+    def _keep(self, job: Job) -> None:
+        """The agent's own leftovers in its worktree kept under the item's abandoned-work
+        refs (shared by every worktree); what cannot be kept as git would stays."""
+        item_id = job.item_id
         try:
             paths = self._paths(job)
             if paths:
                 repo = open_repo(job.tree)
                 refused = dict(refusals(repo, paths, "stash"))
-                stashable = [path for path in paths if path not in refused]
-                if stashable:
-                    stash_paths(repo, stashable, message)
-                    self._results.put(Noted(job, f"item {job.item_id}: its leftover changes "
-                                                 f"were stashed ({message})"))
+                keepable = [path for path in paths if path not in refused]
+                if keepable:
+                    kept = keep_paths(repo, keepable, messages.abandoned_work(item_id),
+                                      messages.abandoned_refs(item_id))
+                    self._results.put(Noted(job, kept_note(item_id, kept.ref)))
         except GitError as exc:
-            self._results.put(Noted(job, f"item {job.item_id}: its leftover changes could "
-                                         f"not be stashed: {exc.message}"))
-        kept = tidy(self.root, self.state_dir, job.item_id, self.onto)
-        if kept is not None:
-            self._results.put(Noted(job, f"item {job.item_id}: its worktree is kept for "
-                                         f"git forge reconcile: {kept}"))
+            self._results.put(Noted(job, f"item {item_id}: its leftover changes could "
+                                         f"not be kept: {exc.message}"))

@@ -9,8 +9,9 @@ the run's state and the progress.
   it on the loop's branch (``Landed``: the item's commit is there) or cannot
   (``NotLanded``: the item goes back to what it was and is blocked with the reason:
   an item is never left done without its work on the branch);
-* **blocked, needs-human**: the agent's leftovers are cleared by the place (stashed,
-  as exact paths), the item is marked blocked and that is recorded;
+* **blocked, needs-human**: the agent's leftovers are cleared by the place (kept as
+  the item's abandoned work, as exact paths, under ``refs/forge/abandoned/<id>/…``),
+  the item is marked blocked and that is recorded;
 * **no signal**: retried while the item has retries left, then deferred (blocked).
 """
 
@@ -130,20 +131,19 @@ def block(run: RunContext, place: Place, item: Item, reason: str, *, needs_human
     """The agent's leftovers cleared by the place, the item marked blocked (needing
     a human, or deferred) and that recorded.
 
-    A leftover git-forge cannot stash as git would (a submodule's own changes,
+    A leftover git-forge cannot keep as git would (a submodule's own changes,
     a nested repository, …) stays where it is, named in the item's notes and
     the journal; the item keeps its reason and the run goes on. Only a failed
     bookkeeping commit ends the run (the repository refuses commits).
     """
     item_id = item.id
     left: list[str] = []
-    stashed = False
     if clear:
-        left, stashed = place.clear(item, result.listed if result is not None else None)
+        left = place.clear(item, result.listed if result is not None else None)
     fields: dict[str, Any] = {}
     if left:
         named = ", ".join(quote_path(path) for path in left)
-        note = f"left in the tree, not stashed: {named} (see git forge reconcile)"
+        note = f"left in the tree, not kept: {named} (see git forge reconcile)"
         fields["notes"] = "\n".join(filter(None, [run.store.get(item_id).notes, note]))
     run.store.transition(item_id, "blocked", blocked_reason=reason, needs_human=needs_human,
                          deferred=deferred, **fields)
@@ -165,9 +165,6 @@ def block(run: RunContext, place: Place, item: Item, reason: str, *, needs_human
         run.journal.append("item_blocked", None, itemId=item_id, reason=reason, **extra)
         run.state = (state._replace(deferred_items=(*state.deferred_items, item_id)) if deferred
                      else state._replace(blocked_items=(*state.blocked_items, item_id)))
-    if stashed:
-        run.progress.note(f"item {item_id}: its leftover changes were stashed "
-                          f"({messages.abandoned_work(item_id)})")
     _settled(run, item_id, "error" if deferred else outcome.value)
     run.progress.finished(item, outcome.label, reason)
     handle = handle if handle is not None else result.handle if result is not None else None

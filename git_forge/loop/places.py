@@ -3,21 +3,26 @@ engine (``slots``) is given, never a second loop.
 
 * ``MainCheckout`` — one agent at a time, in the main checkout (a serial run,
   ``--parallel 1``). A done item is one commit of its work and its backlog mark
-  on the loop's branch; a blocked item's leftovers are stashed and its mark
-  committed alone (``[forge] <id> blocked: …``). All of it happens at once.
+  on the loop's branch; a blocked item's leftovers are kept as its abandoned
+  work and its mark committed alone (``[forge] <id> blocked: …``). All of it
+  happens at once.
 * ``Worktrees`` — N agents at once, each in a linked worktree of its own
   (``{stateDir}/worktrees/<id>`` on branch ``forge/<id>``, made at the loop
   branch's tip as the item starts; the next one made ahead while every slot is
   taken, and checked at its start against that tip and the item's dependencies).
   The git work of an ended agent is the merge thread's (``merging``), in the order
   the agents ended: a done item's work committed there and integrated onto the
-  loop's branch, a blocked item's leftovers stashed from its worktree, and the
-  containment checks (``containment``) of the main checkout and of that worktree.
+  loop's branch, a blocked item's leftovers kept as its abandoned work from its
+  worktree, and the containment checks (``containment``) of the main checkout
+  and of that worktree.
   Its results come back through ``results``. The items' statuses are committed
   once, as the run ends, stops or pauses (``[forge] backlog: 001, 003 done; …``),
   so each item is one commit on the branch.
 
-Both commit only to the branch the run started on (``context.commit``).
+Both commit only to the branch the run started on (``context.commit``), and both
+keep an item's abandoned work — what its agent left when the item is blocked or
+deferred — under ``refs/forge/abandoned/<id>/<time>`` (``tree.stash.keep_paths``:
+the commit ``git stash create`` makes), never on the user's stash list.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from git_forge.loop.merging import (
     MergeWorker,
     Noted,
     Seen,
+    kept_note,
 )
 from git_forge.loop.worktree_prep import WorktreePreparer
 from git_forge.owned import make_dir
@@ -53,7 +59,7 @@ from git_forge.reconcile.merge_queue import Conflicted, Integrated, tidy
 from git_forge.tree.errors import GitError
 from git_forge.tree.git_status import ListingMeanwhile
 from git_forge.tree.porcelain import StatusEntry
-from git_forge.tree.stash import stash_paths
+from git_forge.tree.stash import keep_paths
 from git_forge.tree.worktrees import (
     add_worktree,
     is_ancestor,
@@ -91,7 +97,7 @@ Landing = Landed | NotLanded
 
 @dataclass(frozen=True)
 class Note:
-    """Something the operator is told about an item (a path left, a stash made)."""
+    """Something the operator is told about an item (a path left, work kept)."""
 
     item_id: str
     text: str
@@ -159,9 +165,9 @@ class Place(Protocol):
         """Put done ``item``'s work on the loop's branch (``None``: under way)."""
         ...
 
-    def clear(self, item: Item, listed: list[StatusEntry] | None) -> tuple[list[str], bool]:
-        """A blocked item's leftovers out of the way: the paths left where they were
-        (they cannot be stashed as git would), and whether a stash was made."""
+    def clear(self, item: Item, listed: list[StatusEntry] | None) -> list[str]:
+        """A blocked item's leftovers kept as its abandoned work, out of the way: the
+        paths left where they were (they cannot be kept as git would)."""
         ...
 
     def contain(self, item: Item) -> None:
@@ -239,24 +245,25 @@ class MainCheckout:
                              f"{exc.message}")
         return Landed(item.id, made)
 
-    def clear(self, item: Item, listed: list[StatusEntry] | None) -> tuple[list[str], bool]:
-        """The leftovers stashed (only those paths, ``forge: abandoned work from item
-        <id>``); what cannot be stashed as git would stays, kept back for the run."""
+    def clear(self, item: Item, listed: list[StatusEntry] | None) -> list[str]:
+        """The leftovers kept as the item's abandoned work (only those paths, under
+        ``refs/forge/abandoned/<id>/<time>``), at once; what cannot be kept as git
+        would stays, kept back for the run."""
         run = self.run
         item_id = item.id
         leftovers = [path for path in dirty(run, listed) if path != run.backlog_rel]
-        stashable = actionable(run, item_id, leftovers, "stash")
-        stashed = False
-        if stashable:
+        keepable = actionable(run, item_id, leftovers, "stash")
+        if keepable:
             try:
-                stash_paths(run.repo, stashable, messages.abandoned_work(item_id))
-                stashed = True
+                kept = keep_paths(run.repo, keepable, messages.abandoned_work(item_id),
+                                  messages.abandoned_refs(item_id))
+                run.progress.note(kept_note(item_id, kept.ref))
             except GitError as exc:
-                for path in stashable:
-                    run.kept_back[path] = f"the stash failed: {exc.message}"
+                for path in keepable:
+                    run.kept_back[path] = f"keeping it failed: {exc.message}"
                 run.progress.note(f"item {item_id}: its leftover changes could not be "
-                                  f"stashed and stay in the tree: {exc.message}")
-        return [path for path in leftovers if path in run.kept_back], stashed
+                                  f"kept and stay in the tree: {exc.message}")
+        return [path for path in leftovers if path in run.kept_back]
 
     def contain(self, item: Item) -> None:
         return None
@@ -404,10 +411,11 @@ class Worktrees:
         self._submit("done", item)
         return None
 
-    def clear(self, item: Item, listed: list[StatusEntry] | None) -> tuple[list[str], bool]:
+    def clear(self, item: Item, listed: list[StatusEntry] | None) -> list[str]:
+        """On the merge thread: kept, then the worktree removed when that emptied it."""
         if item.id in self.trees:  # else the item never had one (it could not start)
             self._submit("leftovers", item)
-        return [], False
+        return []
 
     def contain(self, item: Item) -> None:
         self._submit("contain", item)

@@ -6,8 +6,10 @@ item (``backlog answer``, ``recover``) — that answer together with what it
 answers, worded by what happened: the question the agent asked, the blocker its
 attempt stopped at, or its earlier attempts' failure (``answer_section``); when
 the item's previous attempt conflicted with the branch, what collided and where
-that attempt is kept. It ends with the signal protocol, so any agent (Claude
-Code, Codex, a script) knows how to report done / blocked / needs-human.
+that attempt is kept; when an earlier attempt's changes were kept aside, where
+they are and how to take them back (``earlier_work_section``). It ends with the
+signal protocol, so any agent (Claude Code, Codex, a script) knows how to report
+done / blocked / needs-human.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from git_forge.backlog.item import Item
 from git_forge.reconcile.conflicts import RETRY_ANSWER
+from git_forge.records import NamedTuple
 
 if TYPE_CHECKING:
     from git_forge.reconcile.conflicts import ConflictRecord
@@ -72,12 +75,57 @@ def answer_section(item: Item) -> str | None:
     return f"## {heading}\n{before_reason}\n{quoted}\n\n{before_answer}\n{answer}"
 
 
+#: How many of an item's kept attempts a prompt names, and how many paths of each.
+KEPT_SHOWN = 3
+PATHS_SHOWN = 5
+
+
+class EarlierWork(NamedTuple):
+    """What became of the item's earlier attempts' changes, for this attempt's prompt."""
+
+    #: Where earlier attempts' changes are kept (ref, paths), newest first.
+    kept: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: Where the item's refs are listed (for "and N older").
+    refs: str = ""
+
+
+def _listed(paths: tuple[str, ...]) -> str:
+    shown = ", ".join(paths[:PATHS_SHOWN])
+    more = len(paths) - PATHS_SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def earlier_work_section(earlier: EarlierWork) -> str | None:
+    """What the agent is told of its item's earlier changes: kept aside under a ref —
+    with the commands to see and restore them — and not in the tree this attempt
+    starts from."""
+    parts = []
+    if earlier.kept:
+        newest, paths = earlier.kept[0]
+        lines = ["## Your earlier changes to this item",
+                 "An earlier attempt at this item did not finish it. Its changes were kept "
+                 "aside, uncommitted, and are not in the working tree this attempt starts "
+                 f"from. Your earlier changes are kept at {newest} ({_listed(paths)}); "
+                 f"restore with: git stash apply {newest} (see them first: git stash show "
+                 f"--include-untracked -p {newest}). Take what helps and redo the rest."]
+        older = earlier.kept[1:KEPT_SHOWN]
+        if older:
+            lines.append("Older attempts' changes, newest first: " + "; ".join(
+                f"{ref} ({_listed(held)})" for ref, held in older) + ".")
+        hidden = len(earlier.kept) - KEPT_SHOWN
+        if hidden > 0:
+            lines.append(f"And {hidden} older (git for-each-ref {earlier.refs}).")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) or None
+
+
 def build_prompt(
     item: Item, *, project_description: str = "", prompt_file_text: str | None = None,
-    conflict: ConflictRecord | None = None,
+    conflict: ConflictRecord | None = None, earlier: EarlierWork | None = None,
 ) -> str:
     """The full prompt text for ``item`` (``conflict``: its previous attempt's merge
-    conflict, described for this one)."""
+    conflict, described for this one; ``earlier``: what became of earlier attempts'
+    changes)."""
     parts: list[str] = []
     if prompt_file_text and prompt_file_text.strip():
         parts.append(prompt_file_text.strip())
@@ -99,6 +147,9 @@ def build_prompt(
     parts.append("\n".join(lines))
     if conflict is not None:
         parts.append(conflict_section(conflict))
+    told = earlier_work_section(earlier) if earlier is not None else None
+    if told is not None:
+        parts.append(told)
     answered = answer_section(item)
     # A conflict retried on the new tip: its section is that question and its answer.
     if answered and not (conflict is not None and item.human_answer == RETRY_ANSWER):

@@ -5,8 +5,11 @@ since the run's base commit is a candidate of X; any other dirty path is a
 candidate of the item in flight when the run died; the rest is unattributed.
 Missing or unreadable evidence degrades to one unattributed group; attribution
 never aborts. Inside ``recover``, its own backlog.json change is the
-``recovery`` group. Stashes that name an item are stranded work too; they are
-listed (with the git commands to inspect them), never applied or dropped.
+``recovery`` group. An item's abandoned work kept under
+``refs/forge/abandoned/<id>/…``, and stashes that name an item (the loop put
+abandoned work on the stash list before it kept it under its own refs), are
+stranded work too; they are listed (with the git commands to inspect and
+restore them), never applied or dropped.
 
 The stranded entries come from ``preflight.stranded`` (git's own porcelain
 status, less the runner's own changes); item commits and stashes are
@@ -28,10 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from git_forge.backlog.topology import id_key
+from git_forge.layout import ABANDONED_REF_PREFIX
 from git_forge.reconcile.errors import ReconcileError
 from git_forge.reconcile.evidence import Evidence
 from git_forge.reconcile.item_trees import ItemTree
-from git_forge.reconcile.messages import item_of_stash, item_of_subject
+from git_forge.reconcile.messages import item_of_abandoned_ref, item_of_stash, item_of_subject
 from git_forge.tree.errors import GitError
 from git_forge.tree.log_cli import CliHistory, Commit, StashEntry
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
@@ -57,6 +61,15 @@ def _stashes(repo: Repo | CliHistory) -> list[StashEntry]:
     from git_forge.tree.history import stash_list
 
     return stash_list(repo)
+
+
+def _kept(repo: Repo | CliHistory) -> list[StashEntry]:
+    """The items' abandoned work under ``refs/forge/abandoned/``."""
+    if isinstance(repo, CliHistory):
+        return repo.kept_list(ABANDONED_REF_PREFIX)
+    from git_forge.tree.history import kept_list
+
+    return kept_list(repo, ABANDONED_REF_PREFIX)
 
 
 class GroupKind(StrEnum):
@@ -103,7 +116,8 @@ class Group:
 
 @dataclass(frozen=True)
 class StrandedStash:
-    """A stash entry whose message names an item."""
+    """An item's abandoned work: kept under ``refs/forge/abandoned/<id>/<time>``, or a
+    stash entry whose message names the item."""
 
     ref: str
     item_id: str
@@ -112,12 +126,20 @@ class StrandedStash:
 
     def to_json(self) -> dict[str, Any]:
         return {"ref": self.ref, "itemId": self.item_id, "message": self.message,
-                "paths": list(self.paths)}
+                "paths": list(self.paths), "hints": self.hints}
+
+    @property
+    def kept(self) -> bool:
+        """Under git-forge's own ref (else on the stash list)."""
+        return self.ref.startswith(ABANDONED_REF_PREFIX)
 
     @property
     def hints(self) -> list[str]:
-        return [f"git stash show --include-untracked -p {self.ref}",
-                f"git stash apply {self.ref}"]
+        """How to look at it and take it back (git reads a kept one as a stash); a kept
+        one is the operator's to delete once done with it."""
+        hints = [f"git stash show --include-untracked -p {self.ref}",
+                 f"git stash apply {self.ref}"]
+        return hints + [f"git update-ref -d {self.ref}"] if self.kept else hints
 
 
 @dataclass(frozen=True)
@@ -141,8 +163,13 @@ class Plan:
 
 
 def stranded_stashes(repo: Repo | CliHistory) -> list[StrandedStash]:
-    """Stash entries whose message names an item (``… from item <id>``)."""
+    """The items' abandoned work under their refs, by item and time, then the stash
+    entries whose message names an item (``… from item <id>``)."""
     found = []
+    for entry in _kept(repo):
+        item = item_of_abandoned_ref(entry.ref)
+        if item is not None:
+            found.append(StrandedStash(entry.ref, item, entry.message, entry.paths))
     for entry in _stashes(repo):
         item = item_of_stash(entry.message)
         if item is not None:
@@ -246,6 +273,6 @@ def plan(repo: Repo | CliHistory, evidence: Evidence, entries: list[StatusEntry]
         stashes = stranded_stashes(repo)
     except GitError as exc:
         stashes = []
-        notes.append(f"cannot read the stash list: {exc.message}")
+        notes.append(exc.message)
     branches = tuple(tree for tree in trees if not tree.integrated)
     return Plan(tuple(built), tuple(stashes), tuple(notes), branches, onto)

@@ -5,8 +5,10 @@ parser change together or not at all.
 Commit subjects (runner.md, recovery.md): an item's own ``[forge] <id>: …``
 names it (``[rauf] <id>: …`` too, the older runner's); ``[forge] backlog: …``
 and ``[forge] recover: …`` name none (item ids are three or more digits,
-formats.md). Stash messages name an item as ``… from item <id>``. An item's own
-branch, checked out in its worktree while it runs in parallel, is ``forge/<id>``.
+formats.md). Stash messages name an item as ``… from item <id>``; an item's
+abandoned work is kept under ``refs/forge/abandoned/<id>/<time>``, which names it
+too. An item's own branch, checked out in its worktree while it runs in parallel,
+is ``forge/<id>``.
 
 A subject is one line of safe text whatever the title or reason in it holds: a
 line break there would start the message's body (``Signed-off-by:`` and other
@@ -20,12 +22,13 @@ from __future__ import annotations
 
 import re
 
-from git_forge.layout import ITEM_BRANCH_PREFIX
+from git_forge.layout import ABANDONED_REF_PREFIX, ITEM_BRANCH_PREFIX
 from git_forge.safetext import clean
 
 _ITEM_SUBJECT = re.compile(r"^\[(?:forge|rauf)\] ([0-9]{3,}):")
 _STASH_ITEM = re.compile(r"from item ([^\s:()]+)")
 _ITEM_BRANCH = re.compile(r"^forge/([0-9]{3,})\Z")  # \Z: "$" would allow a final newline
+_ABANDONED_REF = re.compile(r"^refs/forge/abandoned/([0-9]{3,})/[^/]+\Z")
 
 
 # --- the loop's commits and stashes ----------------------------------------------------------
@@ -73,8 +76,14 @@ def breaker_reset(item_ids: list[str]) -> str:
 
 
 def abandoned_work(item_id: str) -> str:
-    """The stash of a blocked or deferred item's leftovers."""
+    """The message of an item's abandoned work (kept under ``abandoned_refs``)."""
     return f"forge: abandoned work from item {item_id}"
+
+
+def abandoned_refs(item_id: str) -> str:
+    """Where an item's abandoned work is kept: ``refs/forge/abandoned/<id>/`` (each
+    ref under it named by the time it was kept)."""
+    return f"{ABANDONED_REF_PREFIX}{item_id}/"
 
 
 def item_branch(item_id: str) -> str:
@@ -120,6 +129,12 @@ def item_of_subject(subject: str) -> str | None:
 def item_of_stash(message: str) -> str | None:
     """``forge: abandoned work from item 003`` (or any ``… from item <id>``) → ``003``."""
     match = _STASH_ITEM.search(message)
+    return match.group(1) if match else None
+
+
+def item_of_abandoned_ref(ref: str) -> str | None:
+    """``refs/forge/abandoned/003/<time>`` → ``003``; any other ref → ``None``."""
+    match = _ABANDONED_REF.match(ref)
     return match.group(1) if match else None
 
 

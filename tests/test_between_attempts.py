@@ -1,0 +1,166 @@
+"""An item's abandoned work is kept under its own ref, off the user's stash list,
+and its next prompt says where.
+
+Real repositories, the real ``git forge``, real agent processes: a plain agent (the
+generic profile) and the faithful Claude Code fake (``fake_agents``), with one slot
+and with three (``--parallel 3``: the item runs in its own worktree).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import waiting
+from builders import backlog_repo, one_item_backlog
+from fake_agents import FakeAgents
+from helpers import abandoned, forge_argv, git, run_forge
+from templates import Templates
+
+#: A plain agent: its item's steps, one per attempt (the last repeating); each
+#: appends to files, then prints its signal. Every prompt is logged.
+PLAIN = r'''
+import json, os, pathlib, sys
+item = os.environ["FORGE_ITEM_ID"]
+log = pathlib.Path(os.environ["PLAIN_LOG"])
+log.mkdir(exist_ok=True)
+attempt = len(list(log.glob(f"{item}-*.txt")))
+(log / f"{item}-{attempt}.txt").write_text(sys.stdin.read())
+steps = json.loads(pathlib.Path(os.environ["PLAIN_PLAN"]).read_text()).get(item, [{}])
+step = steps[min(attempt, len(steps) - 1)]
+for name, text in step.get("append", {}).items():
+    with open(name, "a") as appended:
+        appended.write(text)
+print(step.get("signal", "FORGE_DONE"), flush=True)
+'''
+
+SLOTS = pytest.mark.parametrize("slots", ["1", "3"], ids=["serial", "three"])
+
+
+class Project:
+    def __init__(self, root: Path, tmp: Path) -> None:
+        self.root = root
+        self.fakes = FakeAgents(tmp)
+        self.plain = tmp / "plain.py"
+        self.plain.write_text(PLAIN)
+        self.plan_file = tmp / "plain-plan.json"
+        self.log = tmp / "plain-log"
+        self.spawned: list[subprocess.Popen] = []
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**self.fakes.env, "PLAIN_PLAN": str(self.plan_file), "PLAIN_LOG": str(self.log)}
+
+    def plan_plain(self, plan: dict) -> None:
+        self.plan_file.write_text(json.dumps(plan))
+
+    @property
+    def plain_agent(self) -> str:
+        return f"{sys.executable} {self.plain}"
+
+    def prompts(self, item_id: str) -> list[str]:
+        found = sorted(self.log.glob(f"{item_id}-*.txt"),
+                       key=lambda path: int(path.stem.rsplit("-", 1)[1]))
+        return [path.read_text() for path in found]
+
+    def run(self, *args: str) -> subprocess.CompletedProcess:
+        return run_forge("loop", "run", *args, cwd=self.root, env=self.env, timeout=120)
+
+    def spawn(self, *args: str) -> subprocess.Popen:
+        proc = subprocess.Popen(forge_argv() + ["loop", "run", *args], cwd=self.root,
+                                env={**os.environ, **self.env}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        self.spawned.append(proc)
+        return proc
+
+    def forge(self, *args: str) -> subprocess.CompletedProcess:
+        return run_forge(*args, cwd=self.root, env=self.env)
+
+    def items(self) -> dict[str, dict]:
+        document = json.loads((self.root / ".forge" / "backlog.json").read_text())
+        return {item["id"]: item for item in document["items"]}
+
+    def state(self) -> dict:
+        return json.loads((self.root / ".forge" / "state.json").read_text())
+
+    def kept_text(self, ref: str, path: str) -> str:
+        """``path`` as the kept work holds it (a tracked change, or an untracked file)."""
+        shown = git("show", f"{ref}:{path}", cwd=self.root, check=False)
+        return shown or git("show", f"{ref}^3:{path}", cwd=self.root)
+
+    def worktrees(self) -> list[str]:
+        listed = git("worktree", "list", "--porcelain", cwd=self.root)
+        return [line.split(" ", 1)[1] for line in listed.splitlines()
+                if line.startswith("worktree ")][1:]
+
+    def assert_nothing_left(self) -> None:
+        """The tree is clean, no item's worktree holds anything, and the next launch goes."""
+        assert git("status", "--porcelain", cwd=self.root) == ""
+        assert self.worktrees() == []
+        assert git("stash", "list", cwd=self.root) == ""
+        preflight = self.forge("preflight")
+        assert preflight.returncode == 0, preflight.stdout + preflight.stderr
+
+
+@pytest.fixture
+def project(templates: Templates, tmp_path: Path) -> Iterator[Project]:
+    made = Project(templates.copy("one-item", one_item_backlog, tmp_path / "repo"), tmp_path)
+    yield made
+    for proc in made.spawned:
+        if proc.poll() is None:
+            waiting.kill_tree(proc.pid)
+            waiting.communicate(proc, timeout=10)
+
+
+# --- point 15: abandoned work is kept off the user's stash list -------------------------------
+
+
+def two_items(root: Path) -> None:
+    backlog_repo(root, ("--title", "First", "--priority", "1"),
+                 ("--title", "Second", "--priority", "2"))
+
+
+@SLOTS
+def test_abandoned_work_is_kept_under_the_item_s_ref_never_on_the_stash_list(
+        templates: Templates, tmp_path: Path, slots: str) -> None:
+    project = Project(templates.copy("two-items", two_items, tmp_path / "repo"), tmp_path)
+    root = project.root
+    # The user's own stash, and one an earlier git-forge left on the stash list.
+    (root / "README.md").write_text("the user's own change\n")
+    git("stash", "push", "-q", "-m", "mine", cwd=root)
+    (root / "old.txt").write_text("an older run's leftovers\n")
+    git("stash", "push", "-q", "-u", "-m", "forge: abandoned work from item 002", cwd=root)
+    listed = git("stash", "list", cwd=root)
+    project.plan_plain({"001": [{"append": {"half.py": "half\n"},
+                                 "signal": "FORGE_NEEDS_HUMAN: which database?"},
+                                {"append": {"db.py": "sqlite\n"}}]})
+    result = project.run("--agent", project.plain_agent, "--parallel", slots)
+    assert result.returncode == 5, result.stderr
+    assert git("stash", "list", cwd=root) == listed  # as the user left it
+    [kept] = abandoned(root, "001")
+    assert kept.startswith("refs/forge/abandoned/001/")
+    assert project.kept_text(kept, "half.py") == "half\n"
+    assert not (root / "half.py").exists()
+    git("stash", "apply", "-q", kept, cwd=root)  # git reads it as a stash
+    assert (root / "half.py").read_text() == "half\n"
+    (root / "half.py").unlink()
+    document = json.loads(project.forge("reconcile", "--json").stdout)
+    assert [(s["ref"], s["itemId"]) for s in document["stashes"]] == [
+        (kept, "001"), ("stash@{0}", "002")]
+    assert document["stashes"][0]["hints"] == [
+        f"git stash show --include-untracked -p {kept}", f"git stash apply {kept}",
+        f"git update-ref -d {kept}"]
+    # The next prompt of that item says where its work is.
+    assert project.forge("backlog", "answer", "001", "SQLite").returncode == 0
+    git("commit", "-qam", "answer", cwd=root)
+    assert project.run("--agent", project.plain_agent, "--parallel", slots).returncode == 0
+    prompt = project.prompts("001")[-1]
+    assert f"Your earlier changes are kept at {kept} (half.py)" in prompt
+    assert git("stash", "list", cwd=root) == listed
+    git("stash", "pop", "-q", "stash@{1}", cwd=root)  # the user's own, where they left it
+    assert (root / "README.md").read_text() == "the user's own change\n"
