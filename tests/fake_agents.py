@@ -4,9 +4,10 @@ for line (``agent_streams``), with no network.
 
 What each start does comes from a plan (``FAKE_AGENT_PLAN``, a JSON file):
 ``{item id: step or [step per attempt]}``, the last step repeating. A step is
-``{"do": …}`` with:
+``{"do": …}``, whose work — ``files`` written, ``append`` (name → text) added
+to the end of files — is done first, with:
 
-* ``done`` — work (``files``), then a result whose text ends with ``signal``
+* ``done`` — a result whose text ends with ``signal``
   (default ``FORGE_DONE``); ``cost``/``tokens`` for the receipt; ``exit`` (Codex
   may exit non-zero after a completed turn);
 * ``is_error`` — Claude's exit-0 trap: a result with ``is_error: true`` and
@@ -67,6 +68,9 @@ def work():
         path = pathlib.Path(name)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)
+    for name, content in step.get("append", {{}}).items():
+        with open(name, "a") as appended:
+            appended.write(content)
 '''
 
 CLAUDE = _COMMON + r'''
@@ -86,8 +90,8 @@ if do == "silent_then_done":
     time.sleep(step.get("seconds", 1))
     do = "done"
 out(S.claude_init(session))
+work()
 if do == "done":
-    work()
     out(S.claude_assistant(session, step.get("say", "Working on it.")))
     out(S.claude_tool_use(session))
     out(S.claude_rate_limit(session, "allowed", int(time.time()) + 3600))
@@ -156,8 +160,8 @@ if do == "silent_then_done":
     do = "done"
 out(S.codex_thread(thread))
 out(S.codex_turn_started())
+work()
 if do == "done":
-    work()
     out(S.codex_command("pytest -q"))
     out(S.codex_message(step.get("say", "Looking at the tests."), "item_1"))
     out(S.codex_message(step.get("text", "Done.") + "\n" + step.get("signal", "FORGE_DONE"),

@@ -1,5 +1,8 @@
-"""An item's abandoned work is kept under its own ref, off the user's stash list,
-and its next prompt says where.
+"""An item between its attempts: a retry starts on a clean tree (the attempt before
+kept as the item's abandoned work) unless it resumes the agent's session, which then
+finds its changes where it left them — the prompt says which — and every way a run
+can end there leaves that work kept under the item's ref, never in the tree for
+nobody. Abandoned work stays off the user's stash list.
 
 Real repositories, the real ``git forge``, real agent processes: a plain agent (the
 generic profile) and the faithful Claude Code fake (``fake_agents``), with one slot
@@ -115,6 +118,112 @@ def project(templates: Templates, tmp_path: Path) -> Iterator[Project]:
         if proc.poll() is None:
             waiting.kill_tree(proc.pid)
             waiting.communicate(proc, timeout=10)
+
+
+# --- point 8: retries --------------------------------------------------------------------------
+
+
+@SLOTS
+def test_a_retry_starts_clean_and_is_told_where_the_attempt_before_is_kept(
+        project: Project, slots: str) -> None:
+    project.plan_plain({"001": [{"append": {"notes.txt": "a line\n"}, "signal": "not yet"},
+                                {"append": {"notes.txt": "a line\n"}}]})
+    result = project.run("--agent", project.plain_agent, "--parallel", slots)
+    assert result.returncode == 0, result.stderr
+    assert project.items()["001"]["status"] == "done"
+    # The retry ran on a clean tree: one line committed, not one per attempt.
+    assert git("show", "HEAD:notes.txt", cwd=project.root) == "a line\n"
+    [kept] = abandoned(project.root, "001")
+    assert project.kept_text(kept, "notes.txt") == "a line\n"
+    first, second = project.prompts("001")
+    assert "earlier changes" not in first
+    assert f"Your earlier changes are kept at {kept} (notes.txt)" in second
+    assert f"restore with: git stash apply {kept}" in second
+    assert f"git stash show --include-untracked -p {kept}" in second
+    assert "still in the working tree" not in second
+    assert f"kept at {kept}" in result.stdout
+    project.assert_nothing_left()
+
+
+@SLOTS
+def test_a_retry_that_resumes_the_session_finds_its_changes_and_is_told_so(
+        project: Project, slots: str) -> None:
+    project.fakes.plan({"001": [{"do": "done", "signal": "not yet",
+                                 "append": {"notes.txt": "first\n"}},
+                                {"do": "done", "append": {"notes.txt": "second\n"}}]})
+    result = project.run("--agent", "claude", "--parallel", slots)
+    assert result.returncode == 0, result.stderr
+    first, second = project.fakes.starts("001")
+    assert second["argv"][-1] == "--resume=sess-001-0"
+    assert "still in the working tree" not in first["prompt"]
+    assert ("This attempt resumes your previous session, and the changes your previous "
+            "attempt made are still in the working tree, uncommitted: carry on from them."
+            in second["prompt"])
+    # The resumed session carried on from its own changes: both lines committed.
+    assert git("show", "HEAD:notes.txt", cwd=project.root) == "first\nsecond\n"
+    assert abandoned(project.root, "001") == []
+    project.assert_nothing_left()
+
+
+# --- point 9: every way a run ends between attempts --------------------------------------------
+
+WORK = {"notes.txt": "work of 001\n"}
+#: Each ending: the Claude Code fake's plan for 001, the loop's flags, its exit code.
+ENDINGS = {
+    # the budget runs out with a retry (that would resume the session) to come
+    "budget": ([{"do": "done", "signal": "not yet", "append": WORK}],
+               ("--iterations", "1"), 0),
+    "on-limit stop": ([{"do": "rejected", "resets_in": 3600, "append": WORK}],
+                      ("--on-limit", "stop"), 4),
+    "breaker": ([{"do": "not_logged_in", "append": WORK}], ("--retries", "5"), 1),
+    "max-cost": ([{"do": "done", "signal": "not yet", "cost": 1.0, "append": WORK}],
+                 ("--max-cost", "0.5"), 4),
+    # loop stop while a usage limit is waited out after the attempt
+    "stop": ([{"do": "rejected", "resets_in": 3600, "append": WORK}], (), 130),
+}
+
+
+@SLOTS
+@pytest.mark.parametrize("ending", list(ENDINGS))
+def test_a_run_ending_between_attempts_keeps_the_item_s_work(
+        project: Project, ending: str, slots: str) -> None:
+    plan, flags, code = ENDINGS[ending]
+    project.fakes.plan({"001": plan})
+    args = ("--agent", "claude", "--parallel", slots, *flags)
+    if ending == "stop":
+        loop = project.spawn(*args)
+        state = project.root / ".forge" / "state.json"
+        waiting.wait_for(lambda: state.exists() and
+                         json.loads(state.read_text()).get("waitingUntil"),
+                         timeout=30, what="the run to wait out the limit")
+        assert project.forge("loop", "stop").returncode == 0
+        _, stderr = waiting.communicate(loop, timeout=30)
+        assert loop.returncode == code, stderr
+    else:
+        result = project.run(*args)
+        assert result.returncode == code, result.stderr
+    assert project.items()["001"]["status"] == "pending"
+    # Nothing is left behind for nobody: the next launch goes …
+    project.assert_nothing_left()
+    # … and the attempts' work is kept as the item's own, whole.
+    kept = abandoned(project.root, "001")
+    assert kept, "the work was kept"
+    lines = project.kept_text(kept[-1], "notes.txt").splitlines()
+    assert lines and set(lines) == {"work of 001"}
+
+
+def test_the_next_run_tells_the_agent_where_the_work_of_a_run_before_is_kept(
+        project: Project) -> None:
+    project.fakes.plan({"001": [{"do": "done", "signal": "not yet", "append": WORK},
+                                {"do": "done", "append": {"notes.txt": "again\n"}}]})
+    assert project.run("--agent", "claude", "--iterations", "1").returncode == 0
+    [kept] = abandoned(project.root, "001")
+    assert project.run("--agent", "claude").returncode == 0
+    second = project.fakes.starts("001")[1]
+    assert not any(arg.startswith("--resume") for arg in second["argv"])  # a new run's session
+    assert f"Your earlier changes are kept at {kept} (notes.txt)" in second["prompt"]
+    assert "still in the working tree" not in second["prompt"]
+    assert git("show", "HEAD:notes.txt", cwd=project.root) == "again\n"
 
 
 # --- point 15: abandoned work is kept off the user's stash list -------------------------------

@@ -261,7 +261,7 @@ def test_retries_then_deferral_with_the_exact_reason(loop: Loop) -> None:
     assert item["blockedReason"] == "exit 1 — deferred after 3 attempts"
     assert len(list(loop.log.glob("001-*.txt"))) == 3
     assert loop.state()["iteration"] == 3 and loop.state()["deferredItems"] == ["001"]
-    assert len(abandoned(loop.root, "001")) == 1
+    assert len(abandoned(loop.root, "001")) == 3  # each attempt's work, kept
     assert git("stash", "list", cwd=loop.root) == ""
 
 

@@ -101,12 +101,12 @@ def start_agent(run: RunContext, item: Item, number: int, *,
                        priority=item.priority)
     run.progress.iteration(number, options.iterations, item)
     prompt_text = options.prompt_file.read_text(encoding="utf-8") if options.prompt_file else None
+    session = run.agent.session_for(item_id, options.resume_sessions)
     prompt = build_prompt(item, project_description=run.store.description(),
                           prompt_file_text=prompt_text,
                           conflict=conflict_of(run.workspace.state_dir, item_id),
-                          earlier=earlier_work(run, item_id))
+                          earlier=earlier_work(run, item_id, resumed=session is not None))
     run.journal.sync()  # the item's start is on disk before its agent is
-    session = run.agent.session_for(item_id, options.resume_sessions)
     attempt = Attempt(options.profile, follow=options.follow, resumed=session)
     try:
         handle = run.supervisor.start({"run_id": run.state.run_id},
@@ -123,16 +123,17 @@ def start_agent(run: RunContext, item: Item, number: int, *,
     return handle, attempt
 
 
-def earlier_work(run: RunContext, item_id: str) -> EarlierWork:
+def earlier_work(run: RunContext, item_id: str, *, resumed: bool) -> EarlierWork:
     """What became of ``item_id``'s earlier attempts' changes: kept under its
-    abandoned-work refs (newest first, whichever run kept them). Refs that cannot be
-    read are left unsaid: the attempt starts all the same."""
+    abandoned-work refs (newest first, whichever run kept them), and whether this
+    attempt resumes the session whose changes are still in the tree (``outcomes.again``).
+    Refs that cannot be read are left unsaid: the attempt starts all the same."""
     refs = messages.abandoned_refs(item_id)
     try:
         kept = CliHistory(run.workspace.root).kept_list(refs)
     except GitError:
         kept = []
-    return EarlierWork(tuple((entry.ref, tuple(quote_path(p) for p in entry.paths))
+    return EarlierWork(resumed, tuple((entry.ref, tuple(quote_path(p) for p in entry.paths))
                                       for entry in reversed(kept)), refs)
 
 

@@ -16,7 +16,9 @@ order the agents ended — the merge queue:
   worktree and branch removed when nothing is left);
 * ``leftovers`` — that check, then a blocked item's own leftovers kept as its
   abandoned work (``refs/forge/abandoned/<id>/<time>``) from its worktree and the
-  emptied worktree removed.
+  emptied worktree removed;
+* ``retry`` — that check, then the ended attempt's own leftovers kept the same
+  way, the worktree left for the item's retry (which waits for this job).
 
 Every result goes back to the loop as data (``Result``), in order; the loop acts
 on it. Nothing here touches the backlog, the journal or the progress. The main
@@ -46,7 +48,7 @@ from git_forge.tree.stash import keep_paths
 from git_forge.tree.worktree import refusals
 from git_forge.tree.worktrees import hold_on
 
-Kind = Literal["contain", "done", "leftovers"]
+Kind = Literal["contain", "done", "leftovers", "retry"]
 
 
 def kept_note(item_id: str, ref: str) -> str:
@@ -197,6 +199,8 @@ class MergeWorker:
             self._done(job)
         elif job.kind == "leftovers":
             self._leftovers(job)
+        elif job.kind == "retry":
+            self._keep(job)
 
     def _done(self, job: Job) -> None:
         try:

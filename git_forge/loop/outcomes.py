@@ -12,7 +12,9 @@ the run's state and the progress.
 * **blocked, needs-human**: the agent's leftovers are cleared by the place (kept as
   the item's abandoned work, as exact paths, under ``refs/forge/abandoned/<id>/…``),
   the item is marked blocked and that is recorded;
-* **no signal**: retried while the item has retries left, then deferred (blocked).
+* **no signal**: retried while the item has retries left (``again``: the attempt's
+  changes set aside, or left for the session the retry resumes), then deferred
+  (blocked).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from git_forge.words import counted
 
 if TYPE_CHECKING:
     from git_forge.loop.places import Landing, Place
+    from git_forge.tree.porcelain import StatusEntry
 
 
 class Outcome(Enum):
@@ -115,10 +118,26 @@ def no_signal(run: RunContext, place: Place, item: Item, result: AgentResult) ->
         run.save(last_signal="error")
         run.progress.finished(item, Outcome.RETRY.label,
                               f"{why}; attempt {attempts} of {retries + 1}")
-        place.contain(item)
+        again(run, place, item, result.listed)
         return Outcome.RETRY
     return block(run, place, item, deferral_reason(why, attempts), deferred=True,
                  result=result)
+
+
+def again(run: RunContext, place: Place, item: Item,
+          listed: list[StatusEntry] | None) -> None:
+    """``item`` runs again (no signal with attempts left, or a usage limit waited out).
+
+    A retry that resumes the agent's session (Claude Code, Codex: ``loop.resumeSessions``)
+    finds the attempt's changes where that session left them, and its prompt says they
+    are still there. Any other retry starts from a clean tree: the attempt's changes
+    are kept as the item's abandoned work first, and its prompt names the ref. Either
+    way a retry never runs on changes it knows nothing of.
+    """
+    if run.agent.session_for(item.id, run.options.resume_sessions) is not None:
+        place.contain(item)
+    else:
+        place.clear(item, listed, again=True)
 
 
 def deferral_reason(what: str, attempts: int) -> str:

@@ -21,8 +21,10 @@ engine (``slots``) is given, never a second loop.
 
 Both commit only to the branch the run started on (``context.commit``), and both
 keep an item's abandoned work — what its agent left when the item is blocked or
-deferred — under ``refs/forge/abandoned/<id>/<time>`` (``tree.stash.keep_paths``:
-the commit ``git stash create`` makes), never on the user's stash list.
+deferred, when the attempt is set aside before a retry, or when the run ends
+between its attempts — under ``refs/forge/abandoned/<id>/<time>``
+(``tree.stash.keep_paths``: the commit ``git stash create`` makes), never on the
+user's stash list.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from git_forge.loop.errors import LoopError
 from git_forge.loop.merging import (
     CommitFailed,
     Crashed,
+    Finished,
     Job,
     Kind,
     Merged,
@@ -165,9 +168,15 @@ class Place(Protocol):
         """Put done ``item``'s work on the loop's branch (``None``: under way)."""
         ...
 
-    def clear(self, item: Item, listed: list[StatusEntry] | None) -> list[str]:
-        """A blocked item's leftovers kept as its abandoned work, out of the way: the
-        paths left where they were (they cannot be kept as git would)."""
+    def clear(self, item: Item, listed: list[StatusEntry] | None, *,
+              again: bool = False) -> list[str]:
+        """An item's leftovers kept as its abandoned work, out of the way: the paths
+        left where they were (they cannot be kept as git would). ``again``: the item
+        runs again where it ran (its attempt set aside for a retry)."""
+        ...
+
+    def ready(self, item_id: str) -> bool:
+        """Whether ``item_id`` may start again (its attempt set aside)."""
         ...
 
     def contain(self, item: Item) -> None:
@@ -245,7 +254,8 @@ class MainCheckout:
                              f"{exc.message}")
         return Landed(item.id, made)
 
-    def clear(self, item: Item, listed: list[StatusEntry] | None) -> list[str]:
+    def clear(self, item: Item, listed: list[StatusEntry] | None, *,
+              again: bool = False) -> list[str]:
         """The leftovers kept as the item's abandoned work (only those paths, under
         ``refs/forge/abandoned/<id>/<time>``), at once; what cannot be kept as git
         would stays, kept back for the run."""
@@ -264,6 +274,9 @@ class MainCheckout:
                 run.progress.note(f"item {item_id}: its leftover changes could not be "
                                   f"kept and stay in the tree: {exc.message}")
         return [path for path in leftovers if path in run.kept_back]
+
+    def ready(self, item_id: str) -> bool:
+        return True
 
     def contain(self, item: Item) -> None:
         return None
@@ -313,6 +326,8 @@ class Worktrees:
         self.trees: dict[str, _Tree] = {}
         #: Attempts of items whose worktrees are gone (still witnesses of who ran when).
         self.past: list[Window] = []
+        #: Items whose attempt the merge thread is setting aside before their retry.
+        self.setting_aside: set[str] = set()
         self._check_ignored()
         self.worker = MergeWorker(workspace.root, workspace.state_dir, workspace.backlog_file,
                                   run.backlog_rel, self.onto)
@@ -404,18 +419,25 @@ class Worktrees:
         self.run.journal.sync()  # what led to the job is on disk before its git work is
         windows = (*self.past, *(w for tree in self.trees.values() for w in tree.windows))
         self.worker.submit(Job(kind, item.id, item.title, self.trees[item.id].path, windows))
-        if kind != "contain":  # the item's worktree is the merge thread's to clear or keep
+        if kind == "retry":
+            self.setting_aside.add(item.id)
+        elif kind != "contain":  # the item's worktree is the merge thread's to clear or keep
             self.past.extend(self.trees.pop(item.id).windows)
 
     def land(self, item: Item, listed: list[StatusEntry] | None) -> Landing | None:
         self._submit("done", item)
         return None
 
-    def clear(self, item: Item, listed: list[StatusEntry] | None) -> list[str]:
-        """On the merge thread: kept, then the worktree removed when that emptied it."""
+    def clear(self, item: Item, listed: list[StatusEntry] | None, *,
+              again: bool = False) -> list[str]:
+        """On the merge thread: kept, then the worktree removed when that emptied it —
+        or, ``again``, kept there for the retry (which waits for it: ``ready``)."""
         if item.id in self.trees:  # else the item never had one (it could not start)
-            self._submit("leftovers", item)
+            self._submit("retry" if again else "leftovers", item)
         return []
+
+    def ready(self, item_id: str) -> bool:
+        return item_id not in self.setting_aside
 
     def contain(self, item: Item) -> None:
         self._submit("contain", item)
@@ -436,7 +458,9 @@ class Worktrees:
             job = result.job
             if isinstance(result, Crashed):
                 raise result.error
-            if isinstance(result, Noted):
+            if isinstance(result, Finished) and job.kind == "retry":
+                self.setting_aside.discard(job.item_id)
+            elif isinstance(result, Noted):
                 found.append(Note(job.item_id, result.text))
             elif isinstance(result, Seen):
                 found.append(Escaped(job.item_id, result.escape))

@@ -7,9 +7,10 @@ answers, worded by what happened: the question the agent asked, the blocker its
 attempt stopped at, or its earlier attempts' failure (``answer_section``); when
 the item's previous attempt conflicted with the branch, what collided and where
 that attempt is kept; when an earlier attempt's changes were kept aside, where
-they are and how to take them back (``earlier_work_section``). It ends with the
-signal protocol, so any agent (Claude Code, Codex, a script) knows how to report
-done / blocked / needs-human.
+they are and how to take them back, or, when this attempt resumes the session of
+the one before, that its changes are still in the tree (``earlier_work_section``).
+It ends with the signal protocol, so any agent (Claude Code, Codex, a script)
+knows how to report done / blocked / needs-human.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ PATHS_SHOWN = 5
 class EarlierWork(NamedTuple):
     """What became of the item's earlier attempts' changes, for this attempt's prompt."""
 
+    #: This attempt resumes the session of the one before, whose changes stay in the tree.
+    resumed: bool = False
     #: Where earlier attempts' changes are kept (ref, paths), newest first.
     kept: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: Where the item's refs are listed (for "and N older").
@@ -96,10 +99,14 @@ def _listed(paths: tuple[str, ...]) -> str:
 
 
 def earlier_work_section(earlier: EarlierWork) -> str | None:
-    """What the agent is told of its item's earlier changes: kept aside under a ref —
-    with the commands to see and restore them — and not in the tree this attempt
-    starts from."""
+    """What the agent is told of its item's earlier changes: still in the tree (a
+    resumed session), or kept aside under a ref — with the commands to see and
+    restore them — and not in the tree this attempt starts from."""
     parts = []
+    if earlier.resumed:
+        parts.append("## Your previous attempt's changes\nThis attempt resumes your previous "
+                     "session, and the changes your previous attempt made are still in the "
+                     "working tree, uncommitted: carry on from them.")
     if earlier.kept:
         newest, paths = earlier.kept[0]
         lines = ["## Your earlier changes to this item",

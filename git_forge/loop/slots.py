@@ -29,6 +29,11 @@ else is here once, for both:
   breaker, a usage limit no wait lifts or ``--on-limit stop`` (the run ends now),
   ``--max-cost`` (the running agents finish, nothing more starts). Each running
   item goes back to pending; the place records what is left to record.
+* **Between attempts**: an item that runs again starts on a clean tree unless its
+  agent's session is resumed (``outcomes.again``); a run that ends while an item is
+  between its attempts — or at the attempt that ended it — keeps that attempt's
+  changes as the item's abandoned work (``Place.clear``), so no ending leaves an
+  ended agent's work in the tree for nobody.
 """
 
 from __future__ import annotations
@@ -162,7 +167,9 @@ class Engine:
                 if self.spent is not None:
                     return self.ended(self.spent)
                 break
-            for item_id in self.retry:  # the budget ran out in the middle of an item's retries
+            self._set_aside(self.retry)  # the budget ran out in the middle of an item's retries
+            self._drain()
+            for item_id in self.retry:
                 run.store.transition(item_id, "pending")
             place.finish()
             return None
@@ -180,6 +187,8 @@ class Engine:
         run, place = self.run, self.place
         started = False
         while len(self.running) < place.slots and self.number < run.options.iterations:
+            if self.retry and not place.ready(self.retry[0]):
+                return  # its last attempt is being set aside; the next look starts it
             item = run.store.get(self.retry[0]) if self.retry else self._next_item()
             if item is None:
                 return
@@ -313,15 +322,16 @@ class Engine:
                               idle=agent.idle, listed=agent.listed())
         remove_prompt_files(run.workspace.state_dir, item_id)
         step = agent_run.after_attempt(run, self.taken[item_id], result)  # receipt, limit, breaker
-        if isinstance(step, Ending):
-            self.ending = step
-            return
+        if isinstance(step, Ending) or step is Step.STOPPED:  # the run ends at this attempt
+            self._set_aside([item_id])
+            if isinstance(step, Ending):
+                self.ending = step
+            return  # (a stop during a limit wait: the next look ends the run)
         if step is Step.RETRY:  # a limit waited out: the attempt does not count
             self.number -= 1
             run.save(iteration=self.number)
+            outcomes.again(run, place, agent.item, result.listed)
             self.retry.append(item_id)
-        if step is not Step.SETTLE:  # (or a stop during the wait: the next look ends the run)
-            place.contain(agent.item)
             return
         left = left_branch(run)  # nothing is settled on a checkout switched away
         if left is not None:
@@ -386,6 +396,19 @@ class Engine:
 
     # --- ending ----------------------------------------------------------------------------
 
+    def _set_aside(self, item_ids: list[str]) -> None:
+        """The run ends with these items between attempts (or at the attempt that ended
+        it): what each one's agent left is kept as the item's abandoned work, which
+        the item's next prompt names — never left in the tree for nobody, nor for a
+        session no later run resumes."""
+        for item_id in item_ids:
+            self.place.clear(self.run.store.get(item_id), None)
+
+    def _drain(self) -> None:
+        """The place's git work under way, finished and acted on."""
+        while self.place.outstanding:
+            self._apply(self.place.events(wait=POLL_SECONDS))
+
     def _wind_down(self, *, cancel: bool = False) -> None:
         """How a run ends early: every agent ends; the git work under way is finished
         (``cancel``: only the job under way, the rest left undone); each running item,
@@ -402,8 +425,9 @@ class Engine:
         self._show_running()
         if cancel:
             self.place.close(cancel=True)
-        while self.place.outstanding:
-            self._apply(self.place.events(wait=POLL_SECONDS))
+        else:
+            self._set_aside(self.retry)
+        self._drain()
         for before, _ in self.landing.values():
             run.store.replace(before)
         self.landing.clear()
@@ -466,6 +490,8 @@ class Engine:
     def _paused(self) -> LoopResult:
         """Paused for a human: the running agents have finished, nothing more starts."""
         run = self.run
+        self._set_aside(self.retry)
+        self._drain()
         for item_id in self.retry:
             run.store.transition(item_id, "pending")
         self.place.finish()
