@@ -150,7 +150,7 @@ complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npo
 complete -c git-forge -n '_shtab_git_forge_using reconcile' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using reconcile' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
 complete -c git-forge -n '_shtab_git_forge_using reconcile' -l commit -x -d 'commit the group'"'"'s paths ([forge] <id>: stranded work (reconciled))'
-complete -c git-forge -n '_shtab_git_forge_using reconcile' -l stash -x -d 'stash exactly the group'"'"'s paths'
+complete -c git-forge -n '_shtab_git_forge_using reconcile' -l stash -x -d 'stash exactly the group'"'"'s paths (onto the stash list, as git stash does)'
 complete -c git-forge -n '_shtab_git_forge_using reconcile' -l discard -x -d 'discard the group'"'"'s paths (needs --confirm-discard; saved to refs/forge/discarded/<time> first)'
 complete -c git-forge -n '_shtab_git_forge_using reconcile' -l confirm-discard -d 'the second, explicit confirmation a discard needs'
 complete -c git-forge -n '_shtab_git_forge_using reconcile' -l leave -x -d 'leave the group as it is'

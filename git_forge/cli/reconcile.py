@@ -34,13 +34,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "reconcile", help="decide what happens to stranded work in the tree",
         description="Detect uncommitted work, attribute it to backlog items (candidates, "
                     "from state.json, events.ndjson, item commits and stashes), and commit, "
-                    "stash, discard or leave each group. Nothing changes without a decision.",
+                    "stash, discard or leave each group. Nothing changes without a decision. "
+                    "Items' abandoned work kept under refs/forge/abandoned/ is listed with the "
+                    "commands to see, restore and drop it.",
     )
     add_location(parser)
     parser.add_argument("--commit", action="append", default=[], metavar="GROUP",
                         help="commit the group's paths ([forge] <id>: stranded work (reconciled))")
     parser.add_argument("--stash", action="append", default=[], metavar="GROUP",
-                        help="stash exactly the group's paths")
+                        help="stash exactly the group's paths (onto the stash list, as git "
+                             "stash does)")
     parser.add_argument("--discard", action="append", default=[], metavar="GROUP",
                         help="discard the group's paths (needs --confirm-discard; saved to "
                              "refs/forge/discarded/<time> first)")
