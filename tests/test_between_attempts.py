@@ -88,6 +88,10 @@ class Project:
         document = json.loads((self.root / ".forge" / "backlog.json").read_text())
         return {item["id"]: item for item in document["items"]}
 
+    def events(self, kind: str) -> list[dict]:
+        lines = (self.root / ".forge" / "events.ndjson").read_text().splitlines()
+        return [event for event in map(json.loads, lines) if event["type"] == kind]
+
     def state(self) -> dict:
         return json.loads((self.root / ".forge" / "state.json").read_text())
 
@@ -199,6 +203,7 @@ def test_a_run_ending_between_attempts_keeps_the_item_s_work(
         assert project.forge("loop", "stop").returncode == 0
         _, stderr = waiting.communicate(loop, timeout=30)
         assert loop.returncode == code, stderr
+        assert len(project.events("llm_spawned")) == 1  # the stop started no other agent
     else:
         result = project.run(*args)
         assert result.returncode == code, result.stderr

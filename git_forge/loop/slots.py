@@ -155,6 +155,8 @@ class Engine:
                     self._ended(agent, manifest)
                     if self.ending is not None:
                         return self.ended(self.ending)
+                if run.stop():  # (one during a limit wait): nothing more starts
+                    return self.stopped()
                 if not self.pause and self.spent is None:
                     self._start_what_can()
                 if self.running:
