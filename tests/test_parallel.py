@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import psutil
@@ -112,10 +113,35 @@ def backlog(project: Path) -> dict[str, dict]:
     return {item["id"]: item for item in items}
 
 
+def git_commands(trace: Path) -> Counter[str]:
+    """The git commands a run started itself (not those git started), by name, from
+    git's own trace (``GIT_TRACE2_EVENT``)."""
+    started: Counter[str] = Counter()
+    for line in trace.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("event") == "start" and "/" not in event["sid"]:
+            args = iter(event["argv"][1:])
+            for arg in args:
+                if arg in ("-C", "-c"):
+                    next(args)  # its value
+                elif not arg.startswith("-"):
+                    started[arg] += 1
+                    break
+    return started
+
+
 def test_four_agents_twelve_items_twelve_linear_commits(twelve: Path, agent: Path,
                                                         tmp_path: Path) -> None:
-    result = run_parallel(twelve, agent, 4, loop_env(tmp_path, FORGE_TEST_SLEEP="0.5"))
+    trace = tmp_path / "git-trace.json"
+    result = run_parallel(twelve, agent, 4, loop_env(tmp_path, FORGE_TEST_SLEEP="0.5",
+                                                     GIT_TRACE2_EVENT=str(trace)))
     assert result.returncode == 0, result.stdout + result.stderr
+    # the git the run cost: at an item's start none but its worktree's own; in its
+    # merge no lookup of where HEAD is, and one look at the refs per fast-forward
+    started = git_commands(trace)
+    assert started["symbolic-ref"] == 0, started
+    assert started["for-each-ref"] <= started["read-tree"], started
+    assert sum(started.values()) <= 15 * 12, started
     commits = item_commits(twelve)
     assert commits == {f"{n:03d}": [f"item-{n:03d}.txt"] for n in range(1, 13)}
     assert git("rev-list", "--merges", "HEAD", cwd=twelve) == ""

@@ -24,6 +24,19 @@ def test_opens_from_a_subdirectory(git_repo: Path) -> None:
     assert not repo.is_unborn and not repo.is_detached
 
 
+def test_a_branch_tip_and_ancestry_as_git_answers_them(git_repo: Path) -> None:
+    repo = open_repo(git_repo)
+    first = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    write(git_repo, "x.txt", "x\n")
+    git("add", "x.txt", cwd=git_repo)
+    git("commit", "-qm", "second", cwd=git_repo)  # moved by git, read by the open handle
+    second = git("rev-parse", "HEAD", cwd=git_repo).strip()
+    assert repo.branch_tip("main") == second and repo.branch_tip("nowhere") is None
+    # git merge-base --is-ancestor: a commit is its own ancestor
+    assert repo.is_ancestor(first, second) and repo.is_ancestor(second, second)
+    assert not repo.is_ancestor(second, first)
+
+
 def test_not_a_repository(tmp_path: Path) -> None:
     with pytest.raises(GitError, match=r"^not a git repository: ") as caught:
         open_repo(tmp_path)

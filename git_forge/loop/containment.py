@@ -112,9 +112,9 @@ class Baseline:
 
 def _changes(root: Path, state_dir: Path, backlog_file: Path,
              ignore: Iterable[str]) -> list[StatusEntry]:
-    skipped = set(ignore)
-    return [entry for entry in stranded(porcelain_fast(root), root, state_dir, backlog_file)
-            if entry.path not in skipped]
+    skipped = set(ignore)  # left out first: what is ignored needs no closer look
+    return stranded([entry for entry in porcelain_fast(root) if entry.path not in skipped],
+                    root, state_dir, backlog_file)
 
 
 def take_baseline(root: Path, state_dir: Path, backlog_file: Path,

@@ -240,7 +240,7 @@ class MergeWorker:
                                          f"not committed: {why}"))
         commit = commit_paths(repo, [p for p in paths if p not in refused],
                               messages.item_done(job.item_id, job.title), allow_empty=True)
-        hold_on(self.root, job.tree, messages.item_branch(job.item_id))
+        hold_on(self.root, job.tree, messages.item_branch(job.item_id), repo.branch_name)
         return commit
 
     def _leftovers(self, job: Job) -> None:

@@ -65,10 +65,8 @@ from git_forge.tree.porcelain import StatusEntry
 from git_forge.tree.stash import keep_paths
 from git_forge.tree.worktrees import (
     add_worktree,
-    is_ancestor,
     is_ignored,
     move_to,
-    tips,
     worktree_at,
 )
 
@@ -335,7 +333,10 @@ class Worktrees:
 
     def _tip(self) -> str:
         """The loop branch's tip now: the merges' and any commit of the user's."""
-        return tips(self.root, self.onto)[self.onto]
+        tip = self.run.repo.branch_tip(self.onto)
+        if tip is None:
+            raise GitError(f"no branch {self.onto}")
+        return tip
 
     def _check_ignored(self) -> None:
         """The worktrees live in the state dir, which git must ignore (``git forge init``
@@ -387,7 +388,7 @@ class Worktrees:
         of it can be lost: ``at`` is on the loop's branch, and a local change (a
         sibling's write, reported at the item's end) is carried along."""
         try:
-            if at is not None and not is_ancestor(self.root, at, tip):
+            if at is not None and not self.run.repo.is_ancestor(at, tip):
                 raise GitError(f"it is at {at[:12]}, which is not on {self.onto}")
             move_to(self.root, path, branch, tip)
         except GitError as exc:

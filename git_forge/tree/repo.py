@@ -88,6 +88,19 @@ class Repo:
             return None
         return self.repository.head.peel(pygit2.Commit)
 
+    def branch_tip(self, branch: str) -> str | None:
+        """The commit branch ``branch`` (short name) is at, or None when there is no
+        such branch: read in-process, where a loop asks at every item's start."""
+        with git_failures(f"cannot read branch {branch}"):
+            reference = self.repository.references.get(f"refs/heads/{branch}")
+            return None if reference is None else str(reference.resolve().target)
+
+    def is_ancestor(self, commit: str, of: str) -> bool:
+        """Whether ``commit`` is reachable from ``of`` (itself included), as ``git
+        merge-base --is-ancestor`` answers."""
+        with git_failures(f"cannot compare {commit[:12]} with {of[:12]}"):
+            return commit == of or self.repository.descendant_of(of, commit)
+
     def fresh_index(self) -> pygit2.Index:
         """The index as it is on disk now.
 

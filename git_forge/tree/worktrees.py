@@ -133,13 +133,14 @@ def add_worktree(root: Path, directory: Path, branch: str, start: str) -> Path:
     return directory
 
 
-def hold_on(root: Path, tree: Path, branch: str) -> None:
+def hold_on(root: Path, tree: Path, branch: str, current: str | None) -> None:
     """Have ``branch`` at the commit checked out in the linked worktree at ``tree``, and
     checked out there (``git checkout -B BRANCH HEAD``): whatever its HEAD became — a
     detached one, a branch of its own — the branch holds it. Nothing on disk changes
-    (the same commit stays checked out, local changes with it)."""
-    found = git_result(["symbolic-ref", "-q", "HEAD"], cwd=tree, env=_OTHER_TREE)
-    if found.returncode == 0 and found.stdout.decode().strip() == f"{HEADS}{branch}":
+    (the same commit stays checked out, local changes with it). ``current``: the
+    branch checked out there now (``None``: a detached HEAD), as the caller read it
+    with the commit it just made there; nothing is done when it is ``branch``."""
+    if current == branch:
         return
     _in_tree(root, tree, ["checkout", "--quiet", "-B", branch, "HEAD"])
 
