@@ -123,14 +123,28 @@ def build_four(root: Path) -> None:
     backlog_repo(root, "One", "Two", "Three", "Four")
 
 
-@pytest.fixture
-def project(templates: Templates, tmp_path: Path) -> Iterator[Project]:
-    made = Project(templates.copy("engine-four", build_four, tmp_path / "repo"), tmp_path)
+def build_seven(root: Path) -> None:
+    backlog_repo(root, "One", "Two", "Three", "Four", "Five", "Six", "Seven")
+
+
+def _project(made: Project) -> Iterator[Project]:
     yield made
     for loop in made.spawned:
         if loop.poll() is None:
             waiting.kill_tree(loop.pid)
             waiting.communicate(loop, timeout=10)
+
+
+@pytest.fixture
+def project(templates: Templates, tmp_path: Path) -> Iterator[Project]:
+    yield from _project(Project(templates.copy("engine-four", build_four, tmp_path / "repo"),
+                                tmp_path))
+
+
+@pytest.fixture
+def seven(templates: Templates, tmp_path: Path) -> Iterator[Project]:
+    yield from _project(Project(templates.copy("engine-seven", build_seven, tmp_path / "repo"),
+                                tmp_path))
 
 
 def tip(project: Project, rev: str = "main") -> str:
@@ -262,6 +276,29 @@ def test_a_dependency_added_during_the_run_is_read_when_the_item_starts(
     assert project.statuses() == ["done"] * 4
     seen = json.loads(project.mark("004-started").read_text())
     assert "item-003.txt" in seen, seen
+
+
+def test_while_the_slots_are_taken_each_slots_next_worktree_is_made_ahead(
+        seven: Project) -> None:
+    project = seven
+    project.plan({item: [["mark", "started"], ["wait", "go"], ["write", f"item-{item}.txt"]]
+                  for item in ("001", "002", "003")})
+    loop = project.spawn(3)
+    project.wait_for("001-started", "002-started", "003-started")
+    trees = project.root / ".forge" / "worktrees"
+    # when the three agents end at once, each slot's next item starts in a worktree there
+    waiting.wait_for(lambda: all((trees / item / "README.md").exists()
+                                 for item in ("004", "005", "006")), 30,
+                     what="the next three items' worktrees made ahead")
+    assert not (trees / "007").exists()  # as many as there are slots
+    project.go()
+    out, err = project.finish(loop)
+    assert loop.returncode == 0, out + err
+    assert project.statuses() == ["done"] * 7
+    for number in range(1, 8):
+        assert project.on_branch(f"item-{number:03d}.txt") == f"work of item {number:03d}\n"
+    assert project.worktrees() == []
+    assert git("branch", "--list", "forge/*", cwd=project.root) == ""
 
 
 def test_a_write_into_a_siblings_worktree_is_caught_and_never_committed(

@@ -7,9 +7,10 @@ engine (``slots``) is given, never a second loop.
   work and its mark committed alone (``[forge] <id> blocked: …``). All of it
   happens at once.
 * ``Worktrees`` — N agents at once, each in a linked worktree of its own
-  (``{stateDir}/worktrees/<id>`` on branch ``forge/<id>``, made at the loop
-  branch's tip as the item starts; the next one made ahead while every slot is
-  taken, and checked at its start against that tip and the item's dependencies).
+  (``{stateDir}/worktrees/<id>`` on branch ``forge/<id>``, at the loop branch's
+  tip as the item starts: made ahead — one for each slot's next item — moved to
+  the tip as the slots free up, and checked at its start against that tip and the
+  item's dependencies).
   The git work of an ended agent is the merge thread's (``merging``), in the order
   the agents ended: a done item's work committed there and integrated onto the
   loop's branch, a blocked item's leftovers kept as its abandoned work from its
@@ -119,8 +120,9 @@ class Escaped:
 
 #: What a place's git work came to, for the engine to act on.
 Event = Landing | Note | Escaped
-#: The item that would start next, once a slot is free (``None``: none would).
-Coming = Callable[[], Item | None]
+#: The items that would start next, in the order they would, as slots free up: at
+#: most the number asked for.
+Coming = Callable[[int], list[Item]]
 
 
 class Unavailable(Exception):
@@ -145,9 +147,11 @@ class Place(Protocol):
         """Where ``item``'s agent runs: a worktree, or ``None`` for the main checkout."""
         ...
 
-    def ahead(self, coming: Coming) -> None:
-        """Every slot is taken: prepare where the item that would start next runs, while
-        the agents work (``coming`` names it, asked only by a place that prepares)."""
+    def ahead(self, coming: Coming, free: int) -> None:
+        """Prepare, beside the loop, where the items that would start next run
+        (``coming`` names them, asked only by a place that prepares): those about to
+        take the ``free`` slots, brought to the tip now, and those that take the slots
+        when the running agents end."""
         ...
 
     def began(self, item_id: str) -> None:
@@ -220,7 +224,7 @@ class MainCheckout:
     def take(self, item: Item) -> Path | None:
         return None
 
-    def ahead(self, coming: Coming) -> None:
+    def ahead(self, coming: Coming, free: int) -> None:
         return None
 
     def began(self, item_id: str) -> None:
@@ -361,8 +365,8 @@ class Worktrees:
             return known.path
         path = item_worktree(self.state_dir, item.id)
         branch = messages.item_branch(item.id)
+        made = self.preparer.take(item.id)  # first: it may wait while the tip moves
         tip = self._tip()
-        made = self.preparer.take(item.id)
         existing = worktree_at(self.root, path) if made is None and path.exists() else None
         if made is not None or (existing is not None and not existing.missing):
             at = made.tip if made is not None else existing.head if existing else None
@@ -395,14 +399,20 @@ class Worktrees:
             raise Unavailable(f"its worktree {path} could not be moved to the tip "
                               f"{tip[:12]}: {exc.message}; see git forge reconcile") from exc
 
-    def ahead(self, coming: Coming) -> None:
-        item = coming()
-        if item is None or self.preparer.asked(item.id):
+    def ahead(self, coming: Coming, free: int) -> None:
+        """As many as there are slots, made in the order they start: when every agent
+        of a round ends at once, each slot's next worktree is there. Those about to
+        start are moved to the tip beside the loop, while it records the ends."""
+        items = [item for index, item in enumerate(coming(self.slots))
+                 if (index < free and self.preparer.asked(item.id)) or not (
+                     self.preparer.asked(item.id)
+                     or item_worktree(self.state_dir, item.id).exists())]
+        if not items:
             return
-        path = item_worktree(self.state_dir, item.id)
-        if not path.exists():
-            self.preparer.prepare(item.id, path, messages.item_branch(item.id), self._tip(),
-                                  item.depends_on)
+        tip = self._tip()
+        for item in items:
+            self.preparer.prepare(item.id, item_worktree(self.state_dir, item.id),
+                                  messages.item_branch(item.id), tip, item.depends_on)
 
     def began(self, item_id: str) -> None:
         self.trees[item_id].windows.append(Window(item_id, time.time()))

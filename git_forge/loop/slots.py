@@ -10,8 +10,9 @@ else is here once, for both:
   done yet, so a dependent item starts on a tip that holds it. An item's retries
   come first, in the same place.
 * **Each start** takes the item (in progress, journaled, told) and starts its agent
-  where the place puts it (``iteration.start_agent``); while every slot is taken,
-  the place may prepare where the next item will run.
+  where the place puts it (``iteration.start_agent``). The place may prepare, beside
+  the loop, where the items that start next will run: those about to fill the free
+  slots, and those that fill them when the running agents end.
 * **Watching**: one look at every running agent at a time — its output read (and
   followed), its idle time (``--idle-timeout``), its end.
 * **An ended attempt** (``agent_run.after_attempt``): its receipt added up, a usage
@@ -150,7 +151,10 @@ class Engine:
                 if left is not None:
                     raise BranchLeft(left)
                 self._apply(place.events())
-                for agent, manifest in self._look(wait=bool(self.running)):
+                ended = self._look(wait=bool(self.running))
+                if ended and not self.pause and self.spent is None:  # their slots' next
+                    place.ahead(self._coming, place.slots - len(self.running) + len(ended))
+                for agent, manifest in ended:
                     del self.running[agent.item.id]
                     self._ended(agent, manifest)
                     if self.ending is not None:
@@ -187,6 +191,9 @@ class Engine:
         """Fill the free slots: retries first (where they ran), then the next
         selectable items, while the iteration budget lasts."""
         run, place = self.run, self.place
+        if len(self.running) >= place.slots or self.number >= run.options.iterations:
+            return
+        place.ahead(self._coming, 0)
         started = False
         while len(self.running) < place.slots and self.number < run.options.iterations:
             if self.retry and not place.ready(self.retry[0]):
@@ -214,23 +221,36 @@ class Engine:
                                            heard_at=now)
             self._show_running()
             started = True
-        if started and len(self.running) >= place.slots:
-            place.ahead(self._coming)
+        if started:
+            place.ahead(self._coming, 0)
 
     def _next_item(self) -> Item | None:
         """The item that starts next: the serial rule, an item being landed counted as
         not done yet."""
-        items = self.run.store.items()
-        if self.landing:
-            items = [i.with_changes(status="in_progress") if i.id in self.landing else i
-                     for i in items]
-        return select_next(items)
+        return next(iter(self._next_items(1)), None)
 
-    def _coming(self) -> Item | None:
-        """The item that would start next, once a slot is free (``Place.ahead``)."""
-        if self.retry or self.number >= self.run.options.iterations:
-            return None
-        return self._next_item()
+    def _next_items(self, count: int) -> list[Item]:
+        """The ``count`` items that would start next, in order: the serial rule applied
+        again with each one chosen counted as running (an item being landed counts
+        as not done yet)."""
+        taken = set(self.landing)
+        found: list[Item] = []
+        items = self.run.store.items()
+        while len(found) < count:
+            item = select_next([i.with_changes(status="in_progress") if i.id in taken else i
+                                for i in items] if taken else items)
+            if item is None:
+                break
+            found.append(item)
+            taken.add(item.id)
+        return found
+
+    def _coming(self, count: int) -> list[Item]:
+        """Up to ``count`` items that would start next, as slots free up, within the
+        iteration budget; none while a retry waits to go first (``Place.ahead``)."""
+        if self.retry:
+            return []
+        return self._next_items(min(count, self.run.options.iterations - self.number))
 
     def _show_running(self) -> None:
         """state.json names the running agents: a slot's item is ``currentItem`` (set
