@@ -136,8 +136,9 @@ def test_four_agents_twelve_items_twelve_linear_commits(twelve: Path, agent: Pat
     result = run_parallel(twelve, agent, 4, loop_env(tmp_path, FORGE_TEST_SLEEP="0.5",
                                                      GIT_TRACE2_EVENT=str(trace)))
     assert result.returncode == 0, result.stdout + result.stderr
-    # the git the run cost: at an item's start none but its worktree's own; in its
-    # merge no lookup of where HEAD is, and one look at the refs per fast-forward
+    # the git the run cost: at an item's start none but its worktree's (made ahead, or
+    # moved to the tip); in its merge no lookup of where HEAD is, and one look at the
+    # refs per fast-forward, which may serve several items
     started = git_commands(trace)
     assert started["symbolic-ref"] == 0, started
     assert started["for-each-ref"] <= started["read-tree"], started

@@ -18,10 +18,12 @@ from tree_helpers import commit_edits, replace_line
 from git_forge.tree.errors import GitError
 from git_forge.tree.fast_status import may_have_worktrees_or_branches
 from git_forge.tree.worktrees import (
+    Integration,
     add_worktree,
     branch_tips,
     delete_branch,
     integrate,
+    integrate_all,
     integrated,
     remove_worktree,
     status,
@@ -204,6 +206,52 @@ def test_already_on_the_branch_is_a_no_op(repo: Path) -> None:
     before = state(repo)
     assert integrate(repo, "forge/001", "main").outcome == "already"
     assert state(repo) == before
+
+
+def test_several_branches_are_replayed_in_turn_and_fast_forwarded_once(
+        repo: Path, tmp_path: Path) -> None:
+    one, two, three = (add_worktree(repo, tree_dir(repo, item), f"forge/{item}", "main")
+                       for item in ("001", "002", "003"))
+    commit_edits(one, {"f.txt": edit_line(2, "one"), "a.txt": "a\n"}, "[forge] 001: One")
+    clash = commit_edits(two, {"f.txt": edit_line(2, "two")}, "[forge] 002: Two")
+    three_commit = commit_edits(three, {"f.txt": edit_line(18, "three")}, "[forge] 003: Three")
+    logged = len(git("reflog", "main", cwd=repo).splitlines())
+    first, second, third = integrate_all(repo, ["forge/001", "forge/002", "forge/003"], "main",
+                                         reflog="forge", tidy=True)
+    assert isinstance(first, Integration) and first.outcome == "integrated"
+    # 002 met 001's change: nothing of it moves, and it names the paths
+    assert isinstance(second, Integration) and second.outcome == "conflict"
+    assert (second.tip, second.conflict_commit, second.conflict_paths) == (
+        first.new_tip, clash, ("f.txt",))
+    # 003 replayed onto 001's commit, as git cherry-pick would, and main moved once, to it
+    expected = reference(repo, tmp_path, first.new_tip, ["cherry-pick", three_commit])
+    assert isinstance(third, Integration) and third.outcome == "integrated"
+    assert (third.tip, third.commits) == (first.new_tip, (expected,))
+    assert git("rev-parse", "main", cwd=repo).strip() == expected
+    assert git("reflog", "--format=%gs", "main", cwd=repo).splitlines()[:-logged] == [
+        "forge: integrate forge/001, forge/003: fast-forward"]
+    assert (repo / "f.txt").read_text() == edit_line(18, "three").replace("line 2\n", "one\n")
+    assert git("status", "--porcelain", "-uall", cwd=repo) == ""
+    # the integrated ones tidied away; the conflicting one kept as it was
+    assert (first.removed, third.removed) == (True, True)
+    assert not one.exists() and not three.exists() and two.exists()
+    assert branch_tips(repo, "forge/") == {"forge/002": clash}
+
+
+def test_a_refused_fast_forward_of_several_refuses_only_the_branch_in_the_way(
+        repo: Path) -> None:
+    one = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
+    two = add_worktree(repo, tree_dir(repo, "002"), "forge/002", "main")
+    commit_edits(one, {"a.txt": "a\n"}, "[forge] 001: One")
+    commit_edits(two, {"f.txt": edit_line(3, "three")}, "[forge] 002: Two")
+    (repo / "f.txt").write_text("the operator's own edit\n")
+    landed, refused = integrate_all(repo, ["forge/001", "forge/002"], "main")
+    assert isinstance(landed, Integration) and landed.outcome == "integrated"
+    assert git("rev-parse", "main", cwd=repo).strip() == landed.new_tip
+    assert (repo / "a.txt").read_text() == "a\n"
+    assert isinstance(refused, GitError) and "f.txt" in refused.message
+    assert (repo / "f.txt").read_text() == "the operator's own edit\n"
+    assert git("status", "--porcelain", cwd=repo) == " M f.txt\n"
 
 
 def test_merge_commits_are_integrated_by_hand(repo: Path) -> None:

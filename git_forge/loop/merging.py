@@ -2,8 +2,10 @@
 
 When an agent of a parallel run ends, the loop decides what its signal means
 for the item (the backlog, the journal, the progress: the loop's thread only)
-and hands the git work to this thread, which does it one job at a time, in the
-order the agents ended — the merge queue:
+and hands the git work to this thread, which does it in the order the agents
+ended — the merge queue. The jobs queued while it worked are done together: one
+containment check, then each one's own step, then the done items integrated with
+one fast-forward of the loop's branch (each replayed onto the one before it):
 
 * ``contain`` — the containment check (``containment``): a change in the main
   checkout since this thread last changed it itself;
@@ -11,7 +13,7 @@ order the agents ended — the merge queue:
   a sibling's writes there are reported and left alone) committed there on top
   of whatever the agent did with its HEAD (its commits, an amend, a detached
   HEAD or a branch of its own), the item's branch moved to that commit, then the
-  merge queue's step (``reconcile.merge_queue.integrate_item``: its commits since
+  merge queue's step (``reconcile.merge_queue.integrate_items``: its commits since
   it forked from the loop's branch replayed onto the tip, fast-forward, the
   worktree and branch removed when nothing is left);
 * ``leftovers`` — that check, then a blocked item's own leftovers kept as its
@@ -23,8 +25,8 @@ order the agents ended — the merge queue:
 Every result goes back to the loop as data (``Result``), in order; the loop acts
 on it. Nothing here touches the backlog, the journal or the progress. The main
 checkout is changed only here (the fast-forwards), so its containment baseline
-lives here too. A job whose containment check names its own item (it ran alone
-since the last check) is not integrated: its work is kept like a blocked
+lives here too. A job whose item the containment check names (its agent ran alone
+when the change was made) is not integrated: its work is kept like a blocked
 item's, and the loop blocks the item.
 """
 
@@ -40,7 +42,7 @@ from typing import Literal
 from git_forge.loop.containment import Baseline, Escape, Window, escaped, foreign, take_baseline
 from git_forge.reconcile import messages
 from git_forge.reconcile.item_trees import tree_changes
-from git_forge.reconcile.merge_queue import Outcome, integrate_item, tidy
+from git_forge.reconcile.merge_queue import Outcome, integrate_items, tidy
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
 from git_forge.tree.repo import open_repo
@@ -166,7 +168,7 @@ class MergeWorker:
 
     def close(self, timeout: float = 60.0, *, cancel: bool = False) -> None:
         """No more jobs: the thread ends after those it has (the loop reads their
-        results) — with ``cancel``, after the one under way, the others not done."""
+        results) — with ``cancel``, after those under way, the others not done."""
         self._cancelled = cancel
         self._jobs.put(None)
         self._thread.join(timeout)
@@ -174,44 +176,67 @@ class MergeWorker:
     # --- the thread's side -------------------------------------------------------------------
 
     def _work(self) -> None:
-        while (job := self._jobs.get()) is not None:
+        while jobs := self._take():
             if self._cancelled:
-                self._results.put(Finished(job))
+                for job in jobs:
+                    self._results.put(Finished(job))
                 continue
             try:
-                self._do(job)
+                self._do(jobs)
             except BaseException as exc:  # handed to the loop, which ends the run with it
-                self._results.put(Crashed(job, exc))
-            self._results.put(Finished(job))
+                self._results.put(Crashed(jobs[0], exc))
+            for job in jobs:
+                self._results.put(Finished(job))
 
-    def _do(self, job: Job) -> None:
+    def _take(self) -> list[Job]:
+        """The next job and every one queued behind it, done together (none: the
+        thread ends). A busy run queues more of them: one look at the main checkout
+        and one integration then serve them all."""
+        job = self._jobs.get()
+        jobs: list[Job] = []
+        while job is not None:
+            jobs.append(job)
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return jobs
+        self._jobs.put(None)  # the end, once these are done
+        return jobs
+
+    def _do(self, jobs: list[Job]) -> None:
+        """The jobs in order: the containment check once for them all (a change it
+        finds is the job's of the item it names, else the first's), then each job's
+        commit or stash, then the done ones integrated together."""
         looked = time.time()
         found = escaped(self.baseline, self.root, self.state_dir, self.backlog_file,
-                        job.windows, ignore=(self.backlog_rel,))
+                        jobs[-1].windows, ignore=(self.backlog_rel,))
         self.baseline = replace(self.baseline, taken=looked)  # "meanwhile" starts again
+        own = None
         if found is not None:
-            self._results.put(Seen(job, found))
+            seen = next((job for job in jobs if job.item_id == found.item_id), jobs[0])
+            self._results.put(Seen(seen, found))
             self.baseline = self._baseline()  # reported once
-            if found.item_id == job.item_id:  # its own work is not integrated
+            if found.item_id == seen.item_id:  # its own work is not integrated
+                own = seen
+        committed: list[tuple[Job, str]] = []
+        for job in jobs:
+            if job is own or job.kind == "leftovers":
                 self._leftovers(job)
-                return
-        if job.kind == "done":
-            self._done(job)
-        elif job.kind == "leftovers":
-            self._leftovers(job)
-        elif job.kind == "retry":
-            self._keep(job)
-
-    def _done(self, job: Job) -> None:
-        try:
-            commit = self._commit(job)
-        except GitError as exc:
-            self._results.put(CommitFailed(job, exc.message))
+            elif job.kind == "retry":
+                self._keep(job)
+            elif job.kind == "done":
+                try:
+                    committed.append((job, self._commit(job)))
+                except GitError as exc:
+                    self._results.put(CommitFailed(job, exc.message))
+        if not committed:
             return
         # a fast-forward moves only clean paths (a dirty one in the way refuses it): the
         # main checkout's baseline holds
-        self._results.put(Merged(job, commit, integrate_item(self.root, self.state_dir,
-                                                             job.item_id, self.onto)))
+        outcomes = integrate_items(self.root, self.state_dir,
+                                   [job.item_id for job, _ in committed], self.onto)
+        for (job, commit), outcome in zip(committed, outcomes, strict=True):
+            self._results.put(Merged(job, commit, outcome))
 
     def _paths(self, job: Job) -> list[str]:
         """The agent's own changes in its worktree: never backlog.json or state files,

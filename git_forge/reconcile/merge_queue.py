@@ -1,7 +1,8 @@
-"""The merge queue: done items' commits onto the loop's branch, one at a time, in the
-order the items finished.
+"""The merge queue: done items' commits onto the loop's branch, in the order the items
+finished — one at a time, or those that finished meanwhile together
+(``integrate_items``: each replayed onto the one before it, one fast-forward).
 
-Each item's branch (``forge/<id>``) is integrated by ``tree.worktrees.integrate``:
+Each item's branch (``forge/<id>``) is integrated by ``tree.worktrees.integrate_all``:
 its commits replayed onto the branch's current tip, the branch fast-forwarded —
 nothing is ever merged with conflict markers, and the checkout the operator has
 is only ever moved by fast-forward. The outcome is typed:
@@ -22,7 +23,7 @@ items finish) and ``git forge reconcile --integrate`` (by hand) run it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,8 +31,9 @@ from git_forge.layout import item_worktree
 from git_forge.reconcile.messages import item_branch, item_of_subject
 from git_forge.tree.errors import GitError
 from git_forge.tree.worktrees import (
+    Integration,
     delete_branch,
-    integrate,
+    integrate_all,
     remove_worktree,
     worktree_at,
     worktrees,
@@ -135,12 +137,29 @@ def tidy(root: Path, state_dir: Path, item_id: str, onto: str) -> str | None:
 def integrate_item(root: Path, state_dir: Path, item_id: str, onto: str) -> Outcome:
     """Integrate item ``item_id``'s branch onto ``onto`` (checked out at ``root``, or
     not checked out at all), then tidy its worktree and branch away."""
-    branch = item_branch(item_id)
-    message = f"forge: integrate item {item_id} ({branch}): fast-forward"
+    return integrate_items(root, state_dir, [item_id], onto)[0]
+
+
+def integrate_items(root: Path, state_dir: Path, item_ids: Sequence[str],
+                    onto: str) -> list[Outcome]:
+    """``integrate_item`` for several items, in order, as one integration
+    (``tree.worktrees.integrate_all``: one fast-forward of ``onto`` for them all);
+    an outcome each."""
+    branches = [item_branch(item_id) for item_id in item_ids]
+    named = ", ".join(item_ids)
+    reflog = f"forge: item{'s' if len(item_ids) > 1 else ''} {named}"
     try:
-        done = integrate(root, branch, onto, reflog=message, tidy=True)
+        done = integrate_all(root, branches, onto, reflog=reflog, tidy=True)
     except GitError as exc:
-        return Refused(item_id, exc.message)
+        return [Refused(item_id, exc.message) for item_id in item_ids]
+    return [_outcome(root, state_dir, item_id, onto, each)
+            for item_id, each in zip(item_ids, done, strict=True)]
+
+
+def _outcome(root: Path, state_dir: Path, item_id: str, onto: str,
+             done: Integration | GitError) -> Outcome:
+    if isinstance(done, GitError):
+        return Refused(item_id, done.message)
     if done.outcome == "conflict":
         assert done.conflict_commit is not None
         try:

@@ -34,8 +34,8 @@ Modules and what other layers call (every failure is a ``GitError``):
 * ``worktrees``   — linked worktrees through the git CLI (no pygit2):
   ``add_worktree``, ``worktrees``, ``status(root, tree)``, ``integrate(root,
   branch, onto) -> Integration`` (replay + fast-forward, a conflict changes
-  nothing), ``integrated``, ``remove_worktree`` / ``delete_branch`` (refused
-  while anything could be lost).
+  nothing; ``integrate_all``: several branches, one fast-forward), ``integrated``,
+  ``remove_worktree`` / ``delete_branch`` (refused while anything could be lost).
 
 Paths are repository-relative strings as ``porcelain`` reports them, always
 taken literally (``*.txt`` is a file name, never a pattern). No operation

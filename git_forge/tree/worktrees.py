@@ -36,7 +36,7 @@ the operator; the replay and the fast-forward run none (``commit-tree``,
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -331,9 +331,11 @@ class _Replay(NamedTuple):
     commits: tuple[str, ...] = ()
     conflict_commit: str | None = None
     conflict_paths: tuple[str, ...] = ()
+    #: The tree of the last of ``commits`` when the replay made it (else unknown).
+    tree: str | None = None
 
 
-def _replay(root: Path, name: str, head: str, tip: str, tip_tree: str | None = None) -> _Replay:
+def _replay(root: Path, name: str, head: str, tip: str, tip_tree: str | None) -> _Replay:
     """Replay ``head``'s commits since it forked from ``tip`` onto ``tip``, writing
     objects only (no ref). ``name`` names ``head`` in refusals."""
     listed = _run(root, ["rev-list", "--reverse", "--topo-order", "--parents",
@@ -366,7 +368,7 @@ def _replay(root: Path, name: str, head: str, tip: str, tip_tree: str | None = N
         current = _commit_like(root, info, tree, current)
         current_tree = tree
         new_commits.append(current)
-    return _Replay(fork, tuple(new_commits))
+    return _Replay(fork, tuple(new_commits), tree=current_tree if new_commits else None)
 
 
 def integrate(root: Path, branch: str, onto: str, *, dry_run: bool = False,
@@ -390,6 +392,7 @@ def integrate(root: Path, branch: str, onto: str, *, dry_run: bool = False,
     A commit that merges (more than one parent) is refused: such a branch is
     integrated by hand. ``dry_run`` computes the outcome and changes no ref.
     ``trees``: the worktree listing, when the caller has one in hand.
+    ``reflog``: the reflog's words before ``integrate <branch>: fast-forward``.
 
     ``tidy``: once integrated — the fast-forward done, so that its refusal
     removes nothing — ``branch`` and the worktree it is checked out in are
@@ -398,37 +401,85 @@ def integrate(root: Path, branch: str, onto: str, *, dry_run: bool = False,
     files included, unlocked, no operation in progress); otherwise the branch is
     moved and both are kept (``kept`` says why).
     """
-    found = _refs(root, (onto, branch))
+    done = integrate_all(root, [branch], onto, dry_run=dry_run, reflog=reflog, trees=trees,
+                         tidy=tidy)[0]
+    if isinstance(done, GitError):
+        raise done
+    return done
+
+
+def integrate_all(root: Path, branches: Sequence[str], onto: str, *, dry_run: bool = False,
+                  reflog: str | None = None, trees: list[Worktree] | None = None,
+                  tidy: bool = False) -> list[Integration | GitError]:
+    """``integrate`` for several branches, in order, as one: each replayed onto the
+    tip the ones before it made (a conflict, or a refusal — no such branch, merge
+    commits, no common history — is that branch's alone: its ``GitError`` in the
+    list), then ``onto`` fast-forwarded once, to the last. One look at the refs and
+    the worktrees, one fast-forward, for them all. When that fast-forward is refused
+    (a local change in the way), each branch is integrated on its own, in order, so
+    that only those whose changes meet the local change are refused."""
+    found = _refs(root, (onto, *branches))
     if onto not in found:
         raise GitError(f"no branch {onto}")
-    if branch not in found:
-        raise GitError(f"no branch {branch}")
-    (tip, tip_tree), (head, _) = found[onto], found[branch]
-    replay = _replay(root, branch, head, tip, tip_tree)
-    if replay.conflict_commit is not None:
-        return Integration("conflict", branch, onto, tip, tip, replay.fork,
-                           conflict_commit=replay.conflict_commit,
-                           conflict_paths=replay.conflict_paths)
-    if not replay.commits:
-        return Integration("already", branch, onto, tip, tip, replay.fork)
-    new_tip = replay.commits[-1]
-    result = Integration("integrated", branch, onto, tip, new_tip, replay.fork, replay.commits)
-    if dry_run:
-        return result
-    message = reflog or f"integrate {branch}: fast-forward"
+    tip, tip_tree = found[onto]
+    current: str = tip
+    current_tree: str | None = tip_tree  # None: not known yet (the replay asks git)
+    results: list[Integration | GitError] = []
+    for branch in branches:
+        if branch not in found:
+            results.append(GitError(f"no branch {branch}"))
+            continue
+        try:
+            replay = _replay(root, branch, found[branch][0], current, current_tree)
+        except GitError as exc:
+            results.append(exc)
+            continue
+        if replay.conflict_commit is not None:
+            results.append(Integration("conflict", branch, onto, current, current, replay.fork,
+                                       conflict_commit=replay.conflict_commit,
+                                       conflict_paths=replay.conflict_paths))
+        elif not replay.commits:
+            results.append(Integration("already", branch, onto, current, current, replay.fork))
+        else:
+            results.append(Integration("integrated", branch, onto, current, replay.commits[-1],
+                                       replay.fork, replay.commits))
+            current, current_tree = replay.commits[-1], replay.tree
+    landing = [result for result in results
+               if isinstance(result, Integration) and result.outcome == "integrated"]
+    if dry_run or not landing:
+        return results
+    names = ", ".join(result.branch for result in landing)
+    message = f"{reflog}: integrate {names}: fast-forward" if reflog else (
+        f"integrate {names}: fast-forward")
     trees = trees if trees is not None else worktrees(root)
     # The fast-forward first: it is what may refuse (a local change in the way), and a
-    # refusal must find the branch and its worktree, ignored files and all, as they
-    # were. A crash after it leaves both integrated, for the next look to tidy.
-    _fast_forward(root, trees, onto, tip, new_tip, message)
+    # refusal must find the branches and their worktrees, ignored files and all, as they
+    # were. A crash after it leaves them integrated, for the next look to tidy.
+    try:
+        _fast_forward(root, trees, onto, tip, current, message)
+    except GitError as exc:
+        if len(landing) == 1:
+            return [exc if result is landing[0] else result for result in results]
+        return [integrate_all(root, [branch], onto, reflog=reflog, tidy=tidy)[0]
+                for branch in branches]
+    return [_settle(root, trees, result, found[result.branch][0], message, tidy)
+            if isinstance(result, Integration) and result.outcome == "integrated" else result
+            for result in results]
+
+
+def _settle(root: Path, trees: list[Worktree], result: Integration, head: str, message: str,
+            tidy: bool) -> Integration:
+    """An integrated branch after the fast-forward: with ``tidy``, it and its worktree
+    removed when nothing else can be lost there; else (or when kept) moved to its
+    replayed commits."""
     kept = None
     if tidy:
-        kept = _remove_tree(root, trees, branch)
+        kept = _remove_tree(root, trees, result.branch)
         if kept is None:  # the worktree is gone: the branch goes too, unless it moved
-            kept = _drop_branch(root, branch, head, message)
+            kept = _drop_branch(root, result.branch, head, message)
             return result._replace(removed=kept is None, kept=kept)
-    if new_tip != head:
-        _follow(root, trees, branch, head, new_tip, message)
+    if result.new_tip != head:
+        _follow(root, trees, result.branch, head, result.new_tip, message)
     return result._replace(kept=kept)
 
 
@@ -541,7 +592,7 @@ def integrated(root: Path, commit: str, onto: str) -> bool:
     if is_ancestor(root, commit, tip):
         return True
     try:
-        replay = _replay(root, commit[:12], commit, tip)
+        replay = _replay(root, commit[:12], commit, tip, None)
     except GitError:
         return False
     return replay.conflict_commit is None and not replay.commits
