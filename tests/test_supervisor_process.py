@@ -148,6 +148,26 @@ def test_wait_any_hears_of_whichever_process_ends_first(make) -> None:
     assert supervisor.wait_any([stranger], 0) == [stranger]
 
 
+def test_a_wake_ends_the_wait_under_way_or_else_the_next(make) -> None:
+    """A caller watching its processes and another thread's work in one wait (a
+    parallel run's merges) hears of that work as it is done, not at the wait's end."""
+    supervisor = make()
+    slow = run(supervisor, py("import time; time.sleep(30)"))
+    waker = threading.Timer(0.2, supervisor.wake)
+    waker.start()
+    started = time.monotonic()
+    assert supervisor.wait_any([slow], WAIT) == []
+    assert time.monotonic() - started < WAIT / 2
+    waker.join()
+    supervisor.wake()  # none under way: the next one returns at once, and only that one
+    started = time.monotonic()
+    assert supervisor.wait_any([slow], WAIT) == []
+    assert time.monotonic() - started < WAIT / 2
+    assert supervisor.wait_any([slow], 0.3) == []
+    assert time.monotonic() - started >= 0.3
+    supervisor.stop(slow, "kill")
+
+
 def test_wait_ended_answers_before_the_end_is_recorded(make, root: Path) -> None:
     """A caller learns that a tree has ended — what it did to the files around it is
     final — while the supervisor is still making its end durable (here held up at

@@ -35,6 +35,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -126,9 +127,11 @@ class MergeWorker:
     """One thread doing the jobs in order; ``results`` hands back what they came to."""
 
     def __init__(self, root: Path, state_dir: Path, backlog_file: Path, backlog_rel: str,
-                 onto: str) -> None:
+                 onto: str, told: Callable[[], None] = lambda: None) -> None:
         self.root, self.state_dir, self.backlog_file = root, state_dir, backlog_file
         self.backlog_rel, self.onto = backlog_rel, onto
+        #: Called (in this thread) once the results of the jobs under way are all in.
+        self.told = told
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._results: queue.Queue[Result] = queue.Queue()
         self.outstanding = 0
@@ -187,6 +190,7 @@ class MergeWorker:
                 self._results.put(Crashed(jobs[0], exc))
             for job in jobs:
                 self._results.put(Finished(job))
+            self.told()
 
     def _take(self) -> list[Job]:
         """The next job and every one queued behind it, done together (none: the

@@ -331,8 +331,9 @@ class Worktrees:
         #: Items whose attempt the merge thread is setting aside before their retry.
         self.setting_aside: set[str] = set()
         self._check_ignored()
+        # what the merges came to wakes the loop's watch of the agents: acted on at once
         self.worker = MergeWorker(workspace.root, workspace.state_dir, workspace.backlog_file,
-                                  run.backlog_rel, self.onto)
+                                  run.backlog_rel, self.onto, told=run.supervisor.wake)
         self.preparer = WorktreePreparer(workspace.root)
 
     def _tip(self) -> str:

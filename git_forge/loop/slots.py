@@ -264,14 +264,15 @@ class Engine:
 
     def _look(self, *, wait: bool) -> list[tuple[_Agent, Manifest]]:
         """One look at every running agent: its output read (and followed), and those
-        that ended with their manifests. ``wait``: up to ``POLL_SECONDS`` for the first.
-        A lone agent's tree is seen to end before its end is recorded, so the place
-        lists the tree meanwhile (``Place.listing``)."""
+        that ended with their manifests. ``wait``: up to ``POLL_SECONDS`` for the first,
+        or until the place's git work has news (it wakes the wait: ``Supervisor.wake``).
+        A serial run's agent's tree is seen to end before its end is recorded, so the
+        place lists the tree meanwhile (``Place.listing``)."""
         run = self.run
         supervisor = run.supervisor
         running = list(self.running.values())
         timeout = POLL_SECONDS if wait else 0.0
-        if len(running) == 1 and not running[0].tree_ended:
+        if self.place.slots == 1 and running and not running[0].tree_ended:
             only = running[0]
             only.tree_ended = supervisor.wait_ended(only.handle, timeout)
             if only.tree_ended:

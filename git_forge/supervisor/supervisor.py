@@ -102,8 +102,9 @@ class Supervisor:
         self._closed = False
         self._starts_in_flight = 0
         self._no_starts = threading.Condition(self._lock)
-        #: Notified each time an entry's gate is done (``wait_any``).
+        #: Notified each time an entry's gate is done (``wait_any``), or on ``wake``.
         self._settled = threading.Condition(threading.Lock())
+        self._woken = False
         self._shutdown_started = False
         self._shutdown_done = threading.Event()
         self._shutdown_error: ProcessError | None = None
@@ -378,9 +379,18 @@ class Supervisor:
             while True:
                 settled = [handle for handle in handles if self._is_settled(handle)]
                 remaining = deadline - time.monotonic()
-                if settled or remaining <= 0:
+                if settled or self._woken or remaining <= 0:
+                    self._woken = False
                     return settled
                 self._settled.wait(remaining)
+
+    def wake(self) -> None:
+        """Have the ``wait_any`` under way, or else the next one, return now with what
+        has settled (perhaps nothing): the caller has other news to act on (another
+        thread's work done) and watches processes and that news in one wait."""
+        with self._settled:
+            self._woken = True
+            self._settled.notify_all()
 
     def _is_settled(self, handle: str) -> bool:
         entry = self._entry(handle)
