@@ -1,8 +1,9 @@
 """Benchmark: ``loop run --parallel N`` against the serial loop, side by side.
 
 A repository with 16 independent pending items; the agent (a ``/bin/sh`` script)
-drains its prompt, sleeps 2 s, writes one file, prints ``FORGE_DONE`` and, as its
-last act, notes when it exits. For each N in 1 (the serial loop), 4 and 8 a fresh
+notes when it starts, drains its prompt, sleeps 2 s, writes one file, prints
+``FORGE_DONE`` and, as its last act, notes when it exits (outside the repository).
+For each N in 1 (the serial loop), 4 and 8 a fresh
 copy of the repository is run with ``git forge loop run --parallel N`` and timed
 (wall clock, in a fresh process); with ``--runs`` above 1 the levels take turns,
 round after round, so a machine's load weighs on each alike.
@@ -17,6 +18,15 @@ the merge's overhead per item: from the agent's exit to the journal's
 ``item_completed`` for its item (its work on the branch; in the serial loop, the
 commit), median and worst.
 
+Then where the rest of the wall time went, per N (medians over the runs): start-up
+(from the launch to the first agent's start), the first round's spread (from the
+first agent's start to the N-th's: the starts one after another), a slot's gap
+(from an agent's exit to the start of the agent that took its slot: the k-th exit
+frees the slot of the (N + k)-th start; median and worst) and the tail (from the
+last agent's exit to the end of ``loop run``: its merge, the bookkeeping commit,
+the exit). The load average of the machine is printed before and after: the
+figures are wall times, and other work on the machine stretches them.
+
 Every run is checked: every item done, one commit each, linear history, no
 worktree or ``forge/`` branch left.
 
@@ -30,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shutil
 import statistics
 import subprocess
@@ -46,11 +57,12 @@ from timing import bench_env, forge
 GOALS = {4: 3.7, 8: 7.0}
 ENV = bench_env(NO_COLOR="1")
 AGENT = """#!/bin/sh
+echo "$FORGE_ITEM_ID start $(date +%s.%N)" >> "$AGENT_TIMES"
 cat >/dev/null
 sleep "$BENCH_SLEEP"
 echo "done by the agent" > "item-$FORGE_ITEM_ID.txt"
 echo FORGE_DONE
-echo "$FORGE_ITEM_ID $(date +%s.%N)" >> "$AGENT_EXITS"
+echo "$FORGE_ITEM_ID exit $(date +%s.%N)" >> "$AGENT_TIMES"
 """
 
 
@@ -85,43 +97,73 @@ def moment(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def merge_gaps(root: Path, exits: Path) -> list[float]:
+def agent_times(path: Path) -> dict[str, dict[str, float]]:
+    """Item id → when its agent started and exited (``start``, ``exit``)."""
+    times: dict[str, dict[str, float]] = {}
+    for line in path.read_text().splitlines():
+        item, what, moment = line.split()
+        times.setdefault(item, {})[what] = float(moment)
+    return times
+
+
+def merge_gaps(root: Path, times: dict[str, dict[str, float]]) -> list[float]:
     """ms from each agent's exit to the journal's ``item_completed`` for its item."""
-    ended = dict(line.split() for line in exits.read_text().splitlines())
     journal = root / ".forge" / "events.ndjson"
     gaps = []
     for line in journal.read_text().splitlines():
         event = json.loads(line)
         if event["type"] == "item_completed":
-            gaps.append((moment(event["timestamp"]) - float(ended[event["itemId"]])) * 1000)
+            gaps.append((moment(event["timestamp"]) - times[event["itemId"]]["exit"]) * 1000)
     return gaps
 
 
 @dataclass(frozen=True)
 class Run:
-    """One timed ``loop run``: its wall time (s) and each item's merge gap (ms)."""
+    """One timed ``loop run``: its wall time (s), each item's merge gap (ms), and
+    the phases around the agents (ms): start-up, the first round's spread, each
+    slot's gap, the tail."""
 
     wall: float
     gaps: list[float]
+    startup: float
+    spread: float
+    slot_gaps: list[float]
+    tail: float
 
 
 def one_run(template: Path, work: Path, agent: Path, items: int, parallel: int,
             sleep: float) -> Run:
     stamp = f"{parallel}-{time.monotonic_ns()}"
     copy = work / f"run-{stamp}"
-    exits = work / f"exits-{stamp}.txt"  # outside the repository: never the agent's work
+    noted = work / f"times-{stamp}.txt"  # outside the repository: never the agent's work
     shutil.copytree(template, copy, symlinks=True)
-    env = {**ENV, "BENCH_SLEEP": str(sleep), "AGENT_EXITS": str(exits)}
-    started = time.perf_counter()
+    env = {**ENV, "BENCH_SLEEP": str(sleep), "AGENT_TIMES": str(noted)}
+    launched, started = time.time(), time.perf_counter()
     run(*forge(), "loop", "run", "--agent", str(agent), "--parallel", str(parallel),
         "--iterations", str(items * 2), cwd=copy, env=env)
     elapsed = time.perf_counter() - started
+    ended = launched + elapsed
     check(copy, items)
-    gaps = merge_gaps(copy, exits)
+    times = agent_times(noted)
+    gaps = merge_gaps(copy, times)
     assert len(gaps) == items, f"{len(gaps)} items completed in the journal, expected {items}"
+    starts = sorted(each["start"] for each in times.values())
+    exits = sorted(each["exit"] for each in times.values())
+    first_round = min(parallel, items)
+    later = starts[first_round:]  # the k-th exit frees the slot of the k-th of these
+    slot_gaps = [(start - end) * 1000 for start, end in zip(later, exits[:len(later)],
+                                                             strict=True)]
     shutil.rmtree(copy)
-    exits.unlink()
-    return Run(elapsed, gaps)
+    noted.unlink()
+    return Run(elapsed, gaps, (starts[0] - launched) * 1000,
+               (starts[first_round - 1] - starts[0]) * 1000, slot_gaps,
+               (ended - exits[-1]) * 1000)
+
+
+def load() -> str:
+    """The machine's load average (1 min) and its cores, as the figures' context."""
+    cores = os.cpu_count() or 1
+    return f"load average {os.getloadavg()[0]:.2f} on {cores} core{'s' * (cores > 1)}"
 
 
 def main() -> int:
@@ -133,6 +175,7 @@ def main() -> int:
     args = parser.parse_args()
     levels = [int(n) for n in args.parallel.split(",")]
     runs: dict[int, list[Run]] = {parallel: [] for parallel in levels}
+    before = load()
     with tempfile.TemporaryDirectory(prefix="parallel-bench-") as scratch:
         work = Path(scratch)
         template = work / "template"
@@ -147,7 +190,7 @@ def main() -> int:
     walls = {parallel: statistics.median(r.wall for r in done) for parallel, done in runs.items()}
     base = walls.get(1)
     print(f"{args.items} independent items, agent sleeps {args.sleep:g} s; "
-          f"median of {args.runs} run(s)")
+          f"median of {args.runs} run(s); {before} before, {load()} after")
     print(f"{'N':>3} {'wall s':>8} {'speed-up':>9} {'ideal':>6} {'of ideal':>9} "
           f"{'overhead/item ms':>17} {'merge/item ms':>14} {'worst ms':>9}")
     for parallel in levels:
@@ -160,6 +203,16 @@ def main() -> int:
         print(f"{parallel:>3} {wall:>8.2f} {speed:>8.2f}x {ideal:>5.0f}x "
               f"{speed / ideal:>8.0%} {overhead:>17.0f} {statistics.median(gaps):>14.0f} "
               f"{max(gaps):>9.0f}")
+    print(f"{'N':>3} {'start-up ms':>12} {'1st round ms':>13} {'slot gap ms':>12} "
+          f"{'worst ms':>9} {'tail ms':>8}")
+    for parallel in levels:
+        done = runs[parallel]
+        slot_gaps = [gap for r in done for gap in r.slot_gaps]
+        gap_text = (f"{statistics.median(slot_gaps):>12.0f} {max(slot_gaps):>9.0f}"
+                    if slot_gaps else f"{'-':>12} {'-':>9}")
+        print(f"{parallel:>3} {statistics.median(r.startup for r in done):>12.0f} "
+              f"{statistics.median(r.spread for r in done):>13.0f} {gap_text} "
+              f"{statistics.median(r.tail for r in done):>8.0f}")
     met = True
     for parallel, goal in GOALS.items():
         if base and parallel in walls:
