@@ -33,7 +33,7 @@ from git_forge.supervisor.manifest import Manifest
 from git_forge.supervisor.process import PreparedProcess
 from git_forge.supervisor.render import safe_text
 from git_forge.tree.errors import GitError
-from git_forge.tree.log_cli import CliHistory
+from git_forge.tree.history import kept_list
 from git_forge.tree.porcelain import StatusEntry, quote_path
 from git_forge.words import duration
 
@@ -130,7 +130,7 @@ def earlier_work(run: RunContext, item_id: str, *, resumed: bool) -> EarlierWork
     Refs that cannot be read are left unsaid: the attempt starts all the same."""
     refs = messages.abandoned_refs(item_id)
     try:
-        kept = CliHistory(run.workspace.root).kept_list(refs)
+        kept = kept_list(run.repo, refs)  # in-process: no git to start at every item
     except GitError:
         kept = []
     return EarlierWork(resumed, tuple((entry.ref, tuple(quote_path(p) for p in entry.paths))
