@@ -237,7 +237,9 @@ def test_the_parser_memory_is_flat_in_the_transcript_size() -> None:
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
         assert reader.finish().final_text == "FORGE_DONE"
-    assert peaks[1] < peaks[0] * 1.5  # ten times the transcript, about the same memory
+    # Ten times the transcript (20 MB more), about the same memory: a few KiB that other
+    # threads of the test process allocate meanwhile are not the parser's.
+    assert peaks[1] < peaks[0] * 1.5 + 64 * 1024
 
 
 # --- git forge agents: the version found and the verified range ---------------------------------
