@@ -341,19 +341,23 @@ def test_missing_backlog_dir_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "nope").exists()
 
 
-def test_a_state_dir_out_of_the_backlog_dir_or_a_missing_config_is_refused(
+def test_a_state_dir_out_of_the_backlog_dir_is_refused_an_absent_config_is_the_defaults(
         backlog: Path, tmp_path: Path) -> None:
     """A state dir name leads into the backlog dir, never out of it; a config named
-    with ``--config`` must exist (a mistyped one would move the record elsewhere)."""
+    with ``--config`` that does not exist means the defaults, as in feature-forge
+    (whose own tests call the verbs so)."""
     d = str(backlog)
     entry = ["--item", "4", "--question", "Q", "--answer", "A"]
     escaping = refused("record", "--backlog-dir", d, "--state-dir", "../../escape", *entry,
                        cwd=tmp_path)
     assert "is outside the backlog dir" in escaping.stderr
-    missing = refused("record", "--backlog-dir", d, "--config", str(tmp_path / "nope.json"),
-                      *entry, cwd=tmp_path)
-    assert f"no config file at {tmp_path / 'nope.json'}" in missing.stderr
     assert list(tmp_path.rglob("*")) == [backlog.parent, backlog]  # nothing written anywhere
+    for verb in (["record", *entry], ["list"], ["apply", "--item", "4"]):
+        ok(verb[0], "--backlog-dir", d, "--config", str(tmp_path / "nope.json"), *verb[1:],
+           cwd=tmp_path)
+    defaults = json.loads((backlog / ".forge" / "forge-decisions.json").read_text())
+    assert [entry["question"] for entry in defaults["decisions"]] == ["Q"]
+    (backlog / ".forge" / "forge-decisions.json").unlink()
     ok("record", "--backlog-dir", d, "--state-dir", "nested/state", *entry, cwd=tmp_path)
     assert (backlog / "nested" / "state" / "forge-decisions.json").is_file()
     # a state dir that is a symlink is the operator's layout: read as it is written

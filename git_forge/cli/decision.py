@@ -87,17 +87,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _open(args: argparse.Namespace | QuickDecisionListArgs) -> DecisionRecord:
     """The record ``--backlog-dir`` and the state dir name the flags, the config
-    named by ``--config`` (which must then exist: a mistyped one would put the
-    decisions in another state dir, silently), ./forge.config.json or the effective
-    configuration give."""
+    named by ``--config``, ./forge.config.json or the effective configuration give.
+    A ``--config`` naming no file means the defaults, as in feature-forge, whose own
+    tests call these verbs so: the state dir is then the effective configuration's."""
     from git_forge import decisions
     from git_forge.config import decision_state_dir, feature_forge_state_dir, load_config
-    from git_forge.decisions import DecisionError
     from git_forge.layout import FEATURE_FORGE_CONFIG
     from git_forge.workspace import find_root
 
-    if args.config is not None and not Path(args.config).is_file():
-        raise DecisionError(f"no config file at {args.config}")  # named, so it must be there
     config_path = Path(args.config if args.config is not None else FEATURE_FORGE_CONFIG)
     effective = None
     if args.state_dir is None and feature_forge_state_dir(config_path) is None:
