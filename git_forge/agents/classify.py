@@ -159,9 +159,10 @@ def classify(facts: Facts, exit_code: int | None, stderr: str, *, stdout: str = 
                           message=_line_of(said, hard.start()))
     if api is not None:
         return api
-    limit = _TIME_LIMIT.search(said) or _TRY_AGAIN.search(said)
+    worded = _TIME_LIMIT.search(said)
+    limit = worded or _TRY_AGAIN.search(said)
     reset = reset_time(said, now) if limit else None
-    if limit and (reset is not None or _TIME_LIMIT.search(said)):
+    if limit and (reset is not None or worded):
         line = _line_of(said, limit.start())
         if _SERVER_ERROR.search(line):
             return Classified(Verdict.FAILED, _api_error(line), message=line)
@@ -174,7 +175,7 @@ def classify(facts: Facts, exit_code: int | None, stderr: str, *, stdout: str = 
     if exit_code == 127:
         return Classified(Verdict.FAILED, COMMAND_NOT_FOUND, message=_first_line(stderr))
     if _is_error(facts):
-        words = facts.final_text or (facts.errors[-1] if facts.errors else "")
+        words = _result_words(facts)
         subtype = (facts.result or {}).get("subtype")
         kind = (_api_error(words) or _kind_of(facts.errors) or
                 f"error result ({subtype if isinstance(subtype, str) else 'is_error'})")
@@ -199,7 +200,7 @@ def _api_error_of(facts: Facts, said: str, now: datetime) -> Classified | None:
     error = result.get("api_error")
     kind = result.get("api_error_type")
     kind = kind if isinstance(kind, str) and re.fullmatch(r"\w{1,40}", kind) else None
-    words = facts.final_text or (facts.errors[-1] if facts.errors else "")
+    words = _result_words(facts)
     line = _first_line(words) or None
     if error == "usage_limit_reached" or status == 429:
         # A subscriber's limit says when it resets; an API key's 429 says "later".
@@ -222,6 +223,11 @@ def error_line(text: str) -> str | None:
         if line.startswith(("error:", "fatal:")):
             return line
     return lines[-1] if lines else None
+
+
+def _result_words(facts: Facts) -> str:
+    """An error result's words: its ``result`` text, else its last ``errors`` entry."""
+    return facts.final_text or (facts.errors[-1] if facts.errors else "")
 
 
 def _is_error(facts: Facts) -> bool:
