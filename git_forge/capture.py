@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import os
 import time  # built into the interpreter: importing it costs nothing
-
-from git_forge.records import NamedTuple
+from typing import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

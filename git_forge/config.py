@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from git_forge.errors import ForgeError, os_error_text
 from git_forge.layout import (
@@ -30,7 +31,6 @@ from git_forge.layout import (
     user_config_dir,
 )
 from git_forge.parsing import DocumentTooComplex, load_json, load_yaml, yaml_problem
-from git_forge.records import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

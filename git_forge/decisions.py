@@ -19,13 +19,13 @@ import os
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
+from typing import NamedTuple
 
 from git_forge.clock import wire_now
 from git_forge.errors import ForgeError, StoreError
 from git_forge.jsonfile import read_json, update_json
 from git_forge.layout import DECISIONS_FILE, state_directory
 from git_forge.parsing import DocumentTooComplex, check_depth
-from git_forge.records import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from git_forge.config import Config, ConfigError, load_config
 from git_forge.layout import backlog_file, find_root, state_directory, work_tree_root
 from git_forge.owned import refuse_links
-from git_forge.records import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -183,20 +183,6 @@ def test_fast_path_refuses_a_malformed_call(project: Path, args: tuple[str, ...]
     assert len(lines) == 1 and lines[0].startswith("Error: ")
 
 
-def test_fast_path_loads_no_heavy_module(project: Path) -> None:
-    """What keeps a TAB fast: no parser, no git, no process or lock library, no YAML."""
-    code = ("import sys\nfrom git_forge.cli.main import main\n"
-            "main(['__complete', 'answerable'])\n"
-            "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
-    result = waiting.run([sys.executable, "-c", code], cwd=project, capture_output=True,
-                            text=True, timeout=60)
-    assert result.stdout.splitlines() == [*BLOCKED, "c002"]
-    loaded = set(result.stderr.split())
-    for heavy in ("pygit2", "psutil", "yaml", "portalocker", "git_forge.config",
-                  "git_forge.cli.backlog", "git_forge.tree"):
-        assert heavy not in loaded, heavy
-
-
 # --- bash, for real ----------------------------------------------------------------------------
 
 needs_git_completion = pytest.mark.skipif(

@@ -252,30 +252,6 @@ def test_the_quick_decision_list_answers_as_the_parser_does(backlog: Path,
         "2 unapplied decision(s)\n  1: deferred — Q1?\n  10: answered — Q10?\n")
 
 
-def test_the_quick_decision_list_builds_no_parser(backlog: Path, tmp_path: Path) -> None:
-    # The recovery procedure asks for the unapplied decisions at every step: no
-    # argparse (with gettext, locale and shutil) and no typing on that path.
-    import git_forge
-
-    ok("record", "--backlog-dir", str(backlog), "--item", "1", "--question", "Q",
-       "--answer", "A", cwd=tmp_path)
-    code = (  # without site: the development install's import hook loads modules itself
-        "import io, sys\n"
-        "from git_forge.cli.main import main\n"
-        "sys.stdout = io.StringIO()\n"
-        "code = main(sys.argv[1:])\n"
-        "heavy = {'argparse', 'git_forge.cli.parser', 'typing', 'shutil', 'locale'}\n"
-        "sys.stdout = sys.__stdout__\n"
-        "print(code, sorted(heavy & set(sys.modules)))\n")
-    source = str(Path(git_forge.__file__).resolve().parent.parent)
-    site = [path for path in sys.path if path.endswith("site-packages")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source, *site])}
-    out = waiting.run([sys.executable, "-S", "-c", code, "decision", "list", "--backlog-dir",
-                       str(backlog), "--unapplied", "--json"], cwd=tmp_path,
-                      capture_output=True, text=True, env=env)
-    assert (out.stdout, out.stderr) == ("0 []\n", "")
-
-
 def test_record_file_is_private(backlog: Path, tmp_path: Path) -> None:
     ok("record", "--backlog-dir", str(backlog), "--item", "1", "--question", "Q", "--deferred",
        cwd=tmp_path)

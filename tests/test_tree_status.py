@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -343,15 +342,6 @@ def test_the_hot_path_spawn_reads_both_streams_as_subprocess_does(git_repo: Path
     with pytest.raises(GitError) as reference:
         run_git(("rev-parse", "--verify", "nope"), cwd=git_repo)
     assert unknown.value.message == reference.value.message == "fatal: Needed a single revision"
-
-
-def test_fast_path_does_not_import_pygit2() -> None:
-    code = (
-        "import sys, git_forge.tree.fast_status\n"
-        "print(any(m == 'pygit2' or m.startswith('pygit2.') for m in sys.modules))"
-    )
-    out = waiting.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
 
 
 def test_unborn_branch(tmp_path: Path) -> None:

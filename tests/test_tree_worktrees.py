@@ -378,17 +378,6 @@ def test_the_cheap_look_is_never_wrong_when_it_says_no(repo: Path) -> None:
     assert not may_have_worktrees_or_branches(repo, "forge/")
 
 
-def test_the_launch_blockers_worktree_look_never_imports_pygit2() -> None:
-    import sys
-
-    import waiting
-
-    code = ("import sys, git_forge.tree.worktrees, git_forge.reconcile.item_trees\n"
-            "print(any(m == 'pygit2' or m.startswith('pygit2.') for m in sys.modules))")
-    out = waiting.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
-
-
 def git_tree_of_everything(tree: Path) -> str:
     """What git itself makes of a worktree's files: ``git add -A && git write-tree``
     into a throw-away index (the worktree's own index untouched)."""

@@ -10,8 +10,8 @@ run, and ``import dataclasses`` (it imports ``inspect``) costs it ~12 ms."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
-from git_forge.records import NamedTuple
 from git_forge.words import counted, usd
 
 TYPE_CHECKING = False

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
@@ -26,7 +27,6 @@ from git_forge.clock import wire_now
 from git_forge.errors import StoreError, os_error_text
 from git_forge.jsonfile import update_json
 from git_forge.parsing import DocumentTooComplex, load_json
-from git_forge.records import NamedTuple
 
 TYPE_CHECKING = False  # typing only for the checker: status reads this module
 if TYPE_CHECKING:

@@ -15,11 +15,10 @@ knows how to report done / blocked / needs-human.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from git_forge.backlog.item import Item
 from git_forge.reconcile.conflicts import RETRY_ANSWER
-from git_forge.records import NamedTuple
 
 if TYPE_CHECKING:
     from git_forge.reconcile.conflicts import ConflictRecord

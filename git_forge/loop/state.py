@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from git_forge.errors import StoreError
 from git_forge.jsonfile import read_json, write_json
 from git_forge.layout import STATE_FILE
-from git_forge.records import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

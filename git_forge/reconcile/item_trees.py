@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 from git_forge.layout import WORKTREES_DIR
 from git_forge.reconcile.messages import ITEM_BRANCH_PREFIX, item_branch, item_of_branch
-from git_forge.records import NamedTuple
 from git_forge.tree.fast_status import may_have_worktrees_or_branches
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 from git_forge.backlog.bookkeeping import only_in_progress_marks
 from git_forge.errors import StoreError
 from git_forge.parsing import DocumentTooComplex, load_json
-from git_forge.records import NamedTuple
 from git_forge.tree.fast_status import head_blob, porcelain_fast
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from git_forge.errors import ForgeError
-from git_forge.records import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import mmap
 import threading
+from typing import NamedTuple
 
-from git_forge.records import NamedTuple
 from git_forge.supervisor.lifecycle import ProcessError
 
 

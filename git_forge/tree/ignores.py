@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from git_forge.atomic import atomic_write
-from git_forge.records import NamedTuple
 from git_forge.tree.gitcli import failure, git_result, run_git
 
 #: The comment above a rule ``exclude_locally`` writes, so that only its own is removed.

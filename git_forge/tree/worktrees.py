@@ -38,10 +38,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from git_forge.owned import make_dir, refuse_link
-from git_forge.records import NamedTuple
 from git_forge.tree.errors import GitError
 from git_forge.tree.fast_status import STATUS_ARGS
 from git_forge.tree.gitcli import LITERAL_PATHSPECS, failure, git_result, run_git
