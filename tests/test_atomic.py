@@ -43,42 +43,26 @@ def test_failed_replace_leaves_destination_and_no_temp(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir"]
 
 
-def test_a_temp_file_is_named_for_its_file_and_a_taken_name_is_passed_over(
+def test_a_temp_file_is_named_for_its_file_and_made_private(
         tmp_path: Path, monkeypatch) -> None:
     """The temp file is ``.<name>.<8 letters>.tmp`` (what the stale-temp sweep looks
-    for), created 0600 and exclusively: a name already taken is never opened, the
-    next one is tried; with none left the write fails and changes nothing."""
-    from git_forge import atomic
-
-    made: list[tuple[str, int]] = []
+    for), created 0600, exclusively and never through a link."""
+    made: list[tuple[str, int, int]] = []
     real_open = os.open
 
     def watching_open(path, flags, mode=0o777, **kwargs):
         if os.path.basename(path).endswith(".tmp"):
-            made.append((os.path.basename(path), flags))
+            made.append((os.path.basename(path), flags, mode))
         return real_open(path, flags, mode, **kwargs)
 
     target = tmp_path / "f.json"
     monkeypatch.setattr(os, "open", watching_open)
     atomic_write(target, b"one")
-    [(name, flags)] = made
+    [(name, flags, mode)] = made
     assert name.startswith(".f.json.") and len(name) == len(".f.json.") + 8 + len(".tmp")
     assert flags & os.O_EXCL and flags & os.O_CREAT and flags & os.O_NOFOLLOW
-
-    # The first draw names a file that is there already (a stray, not ours): kept.
-    draws = iter([b"\0" * 8, b"\1" * 8])
-    monkeypatch.setattr(os, "urandom", lambda n: next(draws))
-    taken = tmp_path / ".f.json.aaaaaaaa.tmp"
-    taken.write_bytes(b"someone else's")
-    atomic_write(target, b"two")
-    assert target.read_bytes() == b"two" and taken.read_bytes() == b"someone else's"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".f.json.aaaaaaaa.tmp", "f.json"]
-
-    monkeypatch.setattr(os, "urandom", lambda n: b"\0" * n)  # every draw is taken
-    with pytest.raises(StoreError, match="f.json"):
-        atomic_write(target, b"three")
-    assert target.read_bytes() == b"two"
-    assert len(made) == 2 + 1 + atomic._TEMP_ATTEMPTS
+    assert mode == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
 
 
 def test_write_all_sends_every_byte_through_short_writes() -> None:
