@@ -947,3 +947,15 @@ def test_a_direct_childs_exit_call_leaves_it_unreaped() -> None:
     assert child.wait() == 0 and child.reaped
     child.stdout.close()
     child.stderr.close()
+
+
+def test_an_environment_of_raw_bytes_reaches_the_process_unchanged(make) -> None:
+    # The watchdog is asked over its socket in JSON: a value that is not UTF-8 (as
+    # Python holds it, surrogate-escaped) must come through byte for byte.
+    raw = os.fsdecode(b"caf\xe9-\xff")
+    supervisor = make()
+    handle = run(supervisor, py("import os; print(os.environb[b'RAW'].hex())"),
+                 env={**os.environ, "RAW": raw})
+    manifest = supervisor.wait(handle, timeout=WAIT)
+    assert manifest.state == "exited", manifest
+    assert output(supervisor, handle) == b"caf\xe9-\xff".hex().encode() + b"\n"

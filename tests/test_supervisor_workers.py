@@ -1,15 +1,12 @@
-"""Reused daemon threads (``supervisor.workers``) and the watchdog program's imports."""
+"""Reused daemon threads (``supervisor.workers``)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 
-from git_forge.supervisor import watchdog, workers
+from git_forge.supervisor import workers
 
 DEADLINE = 10.0
 
@@ -86,24 +83,3 @@ def test_an_exception_goes_to_the_thread_excepthook(monkeypatch: pytest.MonkeyPa
     done: list[bool] = []
     workers.start(lambda: done.append(True)).join(DEADLINE)
     assert done == [True]
-
-
-def test_the_watchdog_program_imports_no_socket_signal_or_json() -> None:
-    """Its start-up sits before the first agent of a run: only built-in modules,
-    ``ctypes`` and ``git_forge.lockprobe`` (the docstring's promise)."""
-    script = Path(watchdog.SCRIPT)
-    probe = (
-        "import sys\n"
-        f"sys.path.insert(0, {str(watchdog.PACKAGE_PARENT)!r})  # as its main() does\n"
-        f"source = open({str(script)!r}).read()\n"
-        "namespace = {'__name__': 'probe'}\n"
-        "exec(compile(source, 'watchdog_process', 'exec'), namespace)\n"
-        "from git_forge.lockprobe import lock_is_held\n"
-        "print(' '.join(sorted(sys.modules)))\n"
-    )
-    result = subprocess.run([sys.executable, "-I", "-S", "-c", probe], capture_output=True,
-                            text=True, timeout=DEADLINE)
-    assert result.returncode == 0, result.stderr
-    modules = set(result.stdout.split())
-    assert "_socket" in modules and "marshal" in modules
-    assert not modules & {"socket", "signal", "json", "re", "enum", "selectors"}

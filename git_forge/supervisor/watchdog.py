@@ -15,17 +15,16 @@ child's from a worker waiting on the kernel.
 A child's pid is known only from the kernel (``Popen``) or from the watchdog
 over its socket — never from a file.
 
-Messages on the socket are ``marshal`` dumps of plain dicts (str, int, float,
-bool, lists). Both ends are the same interpreter (``sys.executable``) on a
-private socketpair, and ``marshal`` is built in: the watchdog imports no JSON
-module, which was a third of its start-up.
+Messages on the socket are JSON documents of plain dicts (str, int, float,
+bool, lists); a string that is not UTF-8 (an argument or a path of raw bytes,
+surrogate-escaped) crosses as JSON's ``\\udcXX`` escape and comes back the same.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import marshal
+import json
 import os
 import signal
 import socket
@@ -218,7 +217,7 @@ class Watchdog:
                 self._lost()
                 return
             try:
-                message = marshal.loads(data)
+                message = json.loads(data)
             except (EOFError, ValueError, TypeError):
                 continue
             if isinstance(message, dict):
@@ -305,7 +304,7 @@ class Watchdog:
                 message["id"] = request_id
                 with self._state:
                     self._requests[request_id] = request
-                socket.send_fds(sock, [marshal.dumps(message)], theirs)
+                socket.send_fds(sock, [json.dumps(message).encode()], theirs)
         except BaseException:
             sent_id = message.get("id")
             with self._state:
@@ -318,7 +317,7 @@ class Watchdog:
                 if fd >= 0:
                     os.close(fd)
         try:
-            sock.send(marshal.dumps({"op": "go", "id": request_id}))
+            sock.send(json.dumps({"op": "go", "id": request_id}).encode())
         except OSError:
             pass  # the watchdog is gone: the reader reports the request failed
         if not request.answered.wait(ANSWER_SECONDS):

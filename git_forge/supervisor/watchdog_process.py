@@ -2,10 +2,8 @@
 
 This file runs as its own small program (``python -I -S watchdog_process.py FD
 PACKAGE_PARENT``), one per supervisor; it imports only modules built into the
-interpreter (``_socket``, ``_signal``, ``marshal`` for the messages — not
-``socket``, ``signal`` or ``json``, whose imports were most of its start-up),
-``ctypes`` and ``git_forge.lockprobe`` (which imports nothing else of
-git-forge). The shape:
+interpreter's standard library (JSON for the messages), ``ctypes`` and
+``git_forge.lockprobe`` (which imports nothing else of git-forge). The shape:
 
     supervisor ──socket── watchdog (child subreaper)
                             ├── agent 1 (session leader) ── its children …
@@ -42,14 +40,14 @@ finds them.
 
 from __future__ import annotations
 
-import _signal  # type: ignore[import-not-found]  # signal.py is _signal plus enum
-import _socket
 import ctypes
 import errno
 import gc
-import marshal
+import json
 import os
 import select
+import signal
+import socket
 import sys
 import time
 
@@ -69,8 +67,8 @@ KILL_BOUND = 10.0
 #: ``git_forge.lockprobe.lock_is_held``, imported by ``main`` once the package is on the path.
 lock_is_held: Callable[[str], bool]
 
-_DEFAULT_SIGNALS = (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGCHLD, _signal.SIGINT,
-                    _signal.SIGTERM, _signal.SIGHUP)
+_DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGINT,
+                    signal.SIGTERM, signal.SIGHUP)
 
 
 def _set_child_subreaper() -> None:
@@ -80,14 +78,14 @@ def _set_child_subreaper() -> None:
         raise OSError(code, os.strerror(code))
 
 
-def _receive(sock: _socket.socket) -> tuple[bytes, list[int]]:
+def _receive(sock: socket.socket) -> tuple[bytes, list[int]]:
     """One message and the descriptors passed with it: ``socket.recv_fds`` on the
     C module (see the module's docstring for why)."""
     data, ancillary, _flags, _address = sock.recvmsg(MAX_MESSAGE,
-                                                     _socket.CMSG_LEN(MAX_FDS * _FD_BYTES))
+                                                     socket.CMSG_LEN(MAX_FDS * _FD_BYTES))
     fds: list[int] = []
     for level, kind, payload in ancillary:
-        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             whole = len(payload) - len(payload) % _FD_BYTES
             fds.extend(memoryview(payload[:whole]).cast("i"))
     return data, fds
@@ -222,7 +220,7 @@ class Tree:
 
 # -- the watchdog ----------------------------------------------------------------------
 class Watchdog:
-    def __init__(self, sock: _socket.socket) -> None:
+    def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.me = os.getpid()
         self.trees: dict[int, Tree] = {}
@@ -232,17 +230,17 @@ class Watchdog:
         os.set_blocking(self.read_fd, False)
         os.set_blocking(self.write_fd, False)
         self.stop_requested = False
-        _signal.signal(_signal.SIGCHLD, lambda *_: None)
-        for signum in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
-            _signal.signal(signum, self._request_stop)
-        _signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self._request_stop)
+        signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
 
     def _request_stop(self, *_: object) -> None:
         self.stop_requested = True
 
     def reply(self, message: dict) -> None:
         try:
-            self.sock.send(marshal.dumps(message))
+            self.sock.send(json.dumps(message).encode())
         except OSError:
             pass
 
@@ -381,9 +379,9 @@ class Watchdog:
                 members = tree.members(table, mine, self.me)
                 if tree.term_sent_at is None:
                     tree.term_sent_at = now
-                    _send(members, _signal.SIGTERM)
+                    _send(members, signal.SIGTERM)
                 elif now >= tree.term_sent_at + tree.leftover_grace:
-                    _send(members, _signal.SIGKILL)
+                    _send(members, signal.SIGKILL)
                 due = 0.02
             soonest = due if soonest is None else min(soonest, due)
         return soonest
@@ -395,7 +393,7 @@ class Watchdog:
         self.received.clear()
         grace = max((tree.orphan_grace for tree in self.trees.values()), default=0.0)
         below = _below(_table(), {self.me}) - {self.me}
-        _send(below, _signal.SIGTERM)
+        _send(below, signal.SIGTERM)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
             self.reap()
@@ -408,7 +406,7 @@ class Watchdog:
             below = _below(_table(), {self.me}) - {self.me}
             if not below:
                 return
-            _send(below, _signal.SIGKILL)
+            _send(below, signal.SIGKILL)
             self.wait(0.02)
 
     def serve(self) -> None:
@@ -433,7 +431,7 @@ class Watchdog:
                 self.end_everything()
                 return
             try:
-                message = marshal.loads(data)
+                message = json.loads(data)
             except (EOFError, ValueError, TypeError):
                 message = {}
             op = message.get("op") if isinstance(message, dict) else None
@@ -459,7 +457,7 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, argv[2])
     global lock_is_held
     from git_forge.lockprobe import lock_is_held
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET, 0, fd)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fd)
     os.set_inheritable(fd, False)
     os.chdir("/")
     _set_child_subreaper()
