@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from git_forge.errors import StoreError, os_error_text
+from git_forge.jsonenc import dumps_indented
 from git_forge.parsing import DocumentTooComplex, load_json
 
 TYPE_CHECKING = False
@@ -29,9 +30,7 @@ def dumps_json(document: Any, *, indent: int | None = 2) -> bytes:
     if indent is None:
         text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     else:
-        from git_forge.jsonenc import dumps_indented
-
-        text = dumps_indented(document, indent)  # json.dumps(indent=…)'s bytes, faster
+        text = dumps_indented(document, indent)
     return (text + "\n").encode("utf-8")
 
 

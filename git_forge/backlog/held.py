@@ -39,7 +39,7 @@ from git_forge.backlog.item import Item
 from git_forge.backlog.store import BacklogStore, remember_valid
 from git_forge.clock import wire_now
 from git_forge.jsonenc import encode_nested, join_list_in
-from git_forge.jsonfile import dumps_json, unencodable
+from git_forge.jsonfile import unencodable
 from git_forge.locks import locked
 
 #: What tells one file from another at the same path (see the module docstring).
@@ -255,15 +255,6 @@ class HeldBacklog:
         for position, text in enumerate(texts):
             if text is None:
                 encoded = encode_nested(self._items[position].raw, _ITEM_DEPTH)
-                if encoded is None:
-                    break
                 texts[position] = encoded.encode("utf-8")
-        else:
-            joined = join_list_in(self._header, "items", texts,  # type: ignore[arg-type]
-                                  end=b"\n")
-            if joined is not None:
-                return joined
-        # a value only json.dumps encodes: the whole document, its way
-        document = {key: ([item.to_json() for item in self._items] if key == "items"
-                          else value) for key, value in self._header.items()}
-        return dumps_json(document)
+        return join_list_in(self._header, "items", texts,  # type: ignore[arg-type]
+                            end=b"\n")

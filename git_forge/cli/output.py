@@ -33,6 +33,7 @@ import os
 import re
 import sys
 
+from git_forge.jsonenc import dumps_indented
 from git_forge.safetext import bidi_controls, clean
 
 # ``typing`` and ``json`` (~5 ms together) stay out of the pre-launch check's clean
@@ -122,9 +123,7 @@ def json_text(document: Any, *, indent: int | None = 2) -> str:
         import json
 
         text = json.dumps(document, ensure_ascii=False, allow_nan=False)
-    else:  # the standard library's own bytes, from its C escaper rather than its generators
-        from git_forge.jsonenc import dumps_indented
-
+    else:
         text = dumps_indented(document, indent)
     if text.isascii():  # DEL is the one such character in ASCII: no scan of the rest
         if "\x7f" in text:
