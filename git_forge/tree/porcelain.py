@@ -8,45 +8,24 @@ and the pre-launch STOP message prints paths exactly as git prints them.
 from __future__ import annotations
 
 import os
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable
+from collections.abc import Iterable
+from typing import NamedTuple
 
 UNTRACKED = "??"
 
 
-# A tuple of two, written out, rather than a dataclass or a namedtuple: this module
-# is on the pre-launch hot path, and ``dataclasses`` (with ``inspect``) or even
-# ``collections`` costs more to import than the rest of it.
-class StatusEntry(tuple[str, str]):
-    """One line of ``git status --porcelain -uall --no-renames``: ``(path, xy)``.
+class StatusEntry(NamedTuple):
+    """One line of ``git status --porcelain -uall --no-renames``.
 
-    ``path`` (str) is the real path relative to the repository root, decoded
-    from the file system's bytes the way Python does (``os.fsdecode``), never
-    quoted. An untracked nested repository keeps git's trailing ``/``.
-    ``xy`` (str) is git's two-letter code (``" M"``, ``"A "``, ``"??"``, ``"UU"`` …).
-    Immutable, hashable, ordered by path then code.
+    ``path`` is the real path relative to the repository root, decoded from the
+    file system's bytes the way Python does (``os.fsdecode``), never quoted. An
+    untracked nested repository keeps git's trailing ``/``. ``xy`` is git's
+    two-letter code (``" M"``, ``"A "``, ``"??"``, ``"UU"`` …). Ordered by path
+    then code.
     """
 
-    __slots__ = ()
-
-    def __new__(cls, path: str, xy: str) -> StatusEntry:
-        return tuple.__new__(cls, (path, xy))
-
-    def __getnewargs__(self) -> tuple[str, str]:
-        return (self[0], self[1])
-
-    def __repr__(self) -> str:
-        return f"StatusEntry(path={self[0]!r}, xy={self[1]!r})"
-
-    @property
-    def path(self) -> str:
-        return self[0]
-
-    @property
-    def xy(self) -> str:
-        return self[1]
+    path: str
+    xy: str
 
     @property
     def untracked(self) -> bool:
