@@ -52,19 +52,6 @@ def cache_files(repo: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
 
 
-def unsettled(files: dict[str, bytes]) -> dict[str, bytes]:
-    """The cache files with their keys' settled mark left out: it turns from 0 to 1,
-    once, when a read finds the backlog unchanged for long enough (which depends on
-    how long a test took)."""
-    def without_mark(data: bytes) -> bytes:
-        lines = data.split(b"\n", 2)
-        if len(lines) == 3 and lines[1][-2:] in (b" 0", b" 1"):
-            lines[1] = lines[1][:-2]
-        return b"\n".join(lines)
-
-    return {name: without_mark(data) for name, data in files.items()}
-
-
 def test_outputs_are_the_same_bytes_with_and_without_the_cache(repo: Path) -> None:
     reference = uncached(repo)
     assert all(code == 0 for code, _out, _err in reference)
@@ -73,7 +60,7 @@ def test_outputs_are_the_same_bytes_with_and_without_the_cache(repo: Path) -> No
     written = cache_files(repo)
     assert set(written) == {".gitignore", "status-backlog.json", "backlog-list.json"}
     assert outputs(repo) == reference  # used by this one
-    assert unsettled(cache_files(repo)) == unsettled(written)  # a hit rewrites no text
+    assert cache_files(repo) == written  # a hit rewrites no text
     assert git("status", "--porcelain", "--ignored=no", "-uall", cwd=repo) == ""
 
 
@@ -112,13 +99,12 @@ def test_a_forged_key_is_a_miss_and_the_cache_is_rewritten(repo: Path) -> None:
     outputs(repo)
     good = cache_files(repo)
     magic = good["backlog-list.json"].split(b"\n", 1)[0]
-    assert magic == b"git-forge cache 3"
+    assert magic == b"git-forge cache 4"
     forged = {
-        "other digest": magic + f"\n{identity} {other:08x} 0\n[]\n".encode(),
-        "other identity, settled": magic + f"\n{identity}1 {other:08x} 1\n[]\n".encode(),
-        "no flag": magic + f"\n{identity} {other ^ 1:08x}\n[]\n".encode(),
+        "other digest": magic + f"\n{identity} {other:08x}\n[]\n".encode(),
+        "other identity": magic + f"\n{identity}1 {other ^ 1:08x}\n[]\n".encode(),
         "torn": good["backlog-list.json"][:-10],
-        "other version": good["backlog-list.json"].replace(b"cache 3", b"cache 9", 1),
+        "other version": good["backlog-list.json"].replace(b"cache 4", b"cache 9", 1),
         "garbage": b"\x00\xff not a cache \n\n\n",
         "empty": b"",
     }
@@ -126,7 +112,7 @@ def test_a_forged_key_is_a_miss_and_the_cache_is_rewritten(repo: Path) -> None:
         for name in ("status-backlog.json", "backlog-list.json"):
             (repo / ".forge" / "cache" / name).write_bytes(data)
         assert outputs(repo) == reference, what
-        assert unsettled(cache_files(repo)) == unsettled(good), what
+        assert cache_files(repo) == good, what
 
 
 def test_an_invalid_backlog_is_refused_and_never_cached(repo: Path) -> None:
@@ -161,77 +147,3 @@ def _derived(repo: Path, calls: list[int]) -> str:
         return f"{len(snapshot.items)} items"
 
     return derived_text(repo / ".forge" / "backlog.json", repo / ".forge", "test.txt", derive)
-
-
-def test_a_settled_file_is_answered_on_its_identity_without_a_read(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A backlog changed just before it was read is checked byte by byte every time;
-    once a read that found the kept bytes comes after a cache file written SETTLED_NS
-    after the change, its identity alone answers — until any change, which gives it
-    a new change time. Every time compared is the file system's: a local clock far
-    ahead of it settles nothing."""
-    import time
-
-    import waiting
-
-    from git_forge.backlog import cache
-
-    reads: list[int] = []
-    read_rest = cache._read_rest
-    monkeypatch.setattr(cache, "_read_rest", lambda fd: reads.append(fd) or read_rest(fd))
-    monkeypatch.setattr(cache, "SETTLED_NS", 10**9)  # the test waits this out, not 3 s
-    real_time_ns = time.time_ns
-    monkeypatch.setattr(time, "time_ns", lambda: real_time_ns() + 3600 * 10**9)  # ahead
-    path = repo / ".forge" / "backlog.json"
-    path.write_bytes(path.read_bytes())  # changed now: not settled
-    kept = repo / ".forge" / "cache" / "test.txt"
-
-    def flag() -> bytes:
-        return kept.read_bytes().split(b"\n")[1][-1:]
-
-    calls: list[int] = []
-    assert _derived(repo, calls) == "5 items" and calls == [5] and len(reads) == 1
-    assert flag() == b"0"
-    assert _derived(repo, calls) == "5 items" and calls == [5] and len(reads) == 2
-    assert flag() == b"0"  # the local clock is an hour ahead: nothing settles on it
-    changed = path.stat().st_ctime_ns
-    waiting.wait_for(lambda: real_time_ns() > changed + 10**9 + 10**8, 10,
-                     what="the backlog to settle")
-    # The cache file was last written just after the change: this read cannot prove
-    # the file settled; it writes the cache again, and the next read can.
-    assert _derived(repo, calls) == "5 items" and len(reads) == 3 and flag() == b"0"
-    assert _derived(repo, calls) == "5 items" and len(reads) == 4 and flag() == b"1"
-    assert _derived(repo, calls) == "5 items" and calls == [5] and len(reads) == 4  # no read
-    # Any change is a new identity: in place, same size, the modification time put back.
-    stat = path.stat()
-    data = path.read_bytes()
-    with open(path, "r+b") as handle:
-        handle.write(data.replace(b'"id": "005"', b'"id": "006"'))
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert (path.stat().st_ino, path.stat().st_size, path.stat().st_mtime_ns) == (
-        stat.st_ino, stat.st_size, stat.st_mtime_ns)
-    assert _derived(repo, calls) == "5 items" and calls == [5, 5] and len(reads) == 5
-    assert flag() == b"0"  # changed just now
-
-
-def test_a_settled_entry_still_refuses_a_backlog_that_cannot_be_read(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from git_forge.backlog import cache
-    from git_forge.backlog.errors import BacklogError
-
-    monkeypatch.setattr(cache, "SETTLED_NS", -10**12)  # every read is settled
-    calls: list[int] = []
-    assert _derived(repo, calls) == "5 items"
-    assert _derived(repo, calls) == "5 items" and calls == [5]  # found settled
-    kept = repo / ".forge" / "cache" / "test.txt"
-    assert kept.read_bytes().split(b"\n")[1].endswith(b" 1")
-    path = repo / ".forge" / "backlog.json"
-    path.unlink()
-    with pytest.raises(BacklogError, match="backlog.json"):
-        _derived(repo, calls)
-    path.mkdir()  # opens, but is not the file kept: read, and refused
-    with pytest.raises(BacklogError, match="backlog.json"):
-        _derived(repo, calls)
-    assert calls == [5]

@@ -36,21 +36,14 @@ from git_forge.atomic import atomic_write, remove_stale_temp_files
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import Item
-from git_forge.backlog.store import BacklogStore, remember_valid
+from git_forge.backlog.store import BacklogStore, FileIdentity, file_identity, remember_valid
 from git_forge.clock import wire_now
 from git_forge.jsonenc import encode_nested, join_list_in
 from git_forge.jsonfile import unencodable
 from git_forge.locks import locked
 
-#: What tells one file from another at the same path (see the module docstring).
-_Identity = tuple[int, int, int, int, int]
-
 #: Depth of an item object in backlog.json (document → "items" list → item).
 _ITEM_DEPTH = 2
-
-
-def _identity(stat: os.stat_result) -> _Identity:
-    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 #: How backlog.json's item list opens, and how its items are separated and it closes,
@@ -118,7 +111,7 @@ class HeldBacklog:
         self._texts: list[bytes | None] = []
         #: Item positions in the order the loop takes them (``model.selection_order``).
         self._order: list[int] | None = None
-        self._identity: _Identity | None = None
+        self._identity: FileIdentity | None = None
         self._fd: int | None = None
 
     # --- reading ----------------------------------------------------------------------------
@@ -126,7 +119,7 @@ class HeldBacklog:
     def load(self) -> None:
         """Read the file if it is not the one last seen (validated; refusals raise)."""
         try:
-            identity = _identity(os.stat(self.path))
+            identity = file_identity(os.stat(self.path))
         except FileNotFoundError as exc:
             raise self.store.unreadable(exc) from None
         except OSError as exc:
@@ -142,7 +135,7 @@ class HeldBacklog:
         except OSError as exc:
             raise self.store.unreadable(exc) from exc
         try:
-            identity = _identity(os.fstat(fd))  # of exactly the bytes read next
+            identity = file_identity(os.fstat(fd))  # of exactly the bytes read next
             with os.fdopen(os.dup(fd), "rb") as file:
                 raw = file.read()
             document = self.store.validated(raw)
@@ -159,7 +152,7 @@ class HeldBacklog:
         self._texts = item_texts(raw, document["items"])
         self._order = None
 
-    def _hold(self, fd: int, identity: _Identity) -> None:
+    def _hold(self, fd: int, identity: FileIdentity) -> None:
         if self._fd is not None:
             os.close(self._fd)
         self._fd, self._identity = fd, identity
@@ -244,7 +237,7 @@ class HeldBacklog:
             except BaseException:
                 self._items[position], self._texts[position] = before, None
                 raise
-            self._hold(fd, _identity(os.fstat(fd)))
+            self._hold(fd, file_identity(os.fstat(fd)))
             remember_valid(self.path, data)
             return item
 

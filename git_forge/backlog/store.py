@@ -16,6 +16,7 @@ other item's object as it was read — unknown fields and key order intact.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -45,6 +46,16 @@ _VALIDATED: dict[Path, bytes] = {}
 def remember_valid(path: Path, data: bytes) -> None:
     """``data`` is what ``path`` now holds, and it was validated before it was written."""
     _VALIDATED[path] = data
+
+
+#: What tells one backlog file from another at the same path: device, inode, size,
+#: modification and change times — an atomic replace or an in-place edit changes it.
+FileIdentity = tuple[int, int, int, int, int]
+
+
+def file_identity(stat: os.stat_result) -> FileIdentity:
+    """The identity of the file ``stat`` describes (see ``FileIdentity``)."""
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 class _Unchanged(Exception):
