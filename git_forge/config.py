@@ -201,7 +201,7 @@ class Config:
 
     @property
     def state_dir(self) -> str:
-        return self.values["loopRunner.stateDir"]
+        return str(self.values["loopRunner.stateDir"])
 
 
 # --- validation -------------------------------------------------------------------------------

@@ -155,7 +155,7 @@ def _safe_loader(as_text: bool = False) -> type:
 
         class Loader(yaml.SafeLoader):
             def compose_node(self, parent: Any, index: Any) -> Any:
-                event = self.peek_event()
+                event = self.peek_event()  # type: ignore[no-untyped-call]
                 if isinstance(event, yaml.AliasEvent) or \
                         getattr(event, "anchor", None) is not None:
                     raise _AliasFound(event.start_mark.line + 1)

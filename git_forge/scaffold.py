@@ -17,7 +17,6 @@ from pathlib import Path
 
 from git_forge.atomic import atomic_write
 from git_forge.backlog.store import new_document
-from git_forge.config import REPO_CONFIG
 from git_forge.jsonfile import write_json
 from git_forge.layout import (
     ARCHIVE_DIR,
@@ -30,6 +29,7 @@ from git_forge.layout import (
     PROC_DIR,
     PROMPT_FILES,
     RECEIPTS_FILE,
+    REPO_CONFIG,
     STATE_FILE,
     WORKTREES_DIR,
 )

@@ -273,7 +273,7 @@ def selectable_items(items: list[Item]) -> list[Item]:
     return sorted(ready, key=_selection_order)
 
 
-def _selection_order(item: Item) -> tuple[int, tuple]:
+def _selection_order(item: Item) -> tuple[int, tuple[int | str, ...]]:
     """Lowest priority number first (an item without one last), then id order."""
     priority = item.priority
     return (4 if priority is None else priority, id_key(item.id))

@@ -73,7 +73,8 @@ def _refuse_invalid(path: Path, document: Any) -> dict[str, Any]:
     problem = model.backlog_problem(document)
     if problem:
         raise BacklogError(f"{path} is invalid ({problem}); refusing to touch it")
-    return document
+    valid: dict[str, Any] = document
+    return valid
 
 
 def _refuse_credential(text: str) -> None:
@@ -171,7 +172,7 @@ class BacklogStore:
     def validated(self, raw: bytes) -> dict[str, Any]:
         """The document ``raw`` (this file's bytes) holds; refused if it is not valid."""
         known = _VALIDATED.get(self.path) == raw
-        document = self._parse(raw)
+        document: dict[str, Any] = self._parse(raw)
         if known:
             return document
         if document is None:

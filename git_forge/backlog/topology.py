@@ -80,7 +80,7 @@ def _collector_paused(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 
-def id_key(item_id: object) -> tuple:
+def id_key(item_id: object) -> tuple[int | str, ...]:
     """Sort key for backlog ids: all-digit ids numerically first, then the rest as strings.
 
     Digit strings compare by (length without leading zeros, digits), which is numeric order

@@ -13,9 +13,10 @@ listing is what was asked for.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "agents", help="list the agent profiles: command, binary on PATH, version",
         description="List the built-in agent profiles (claude, codex) — the command each "
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verified(entry: dict) -> str:
+def _verified(entry: dict[str, Any]) -> str:
     """The range a profile was verified with: ``2.1.197–2.1.332``, or one version."""
     lowest, highest = entry["verified"]["lowest"], entry["verified"]["highest"]
     return lowest if lowest == highest else f"{lowest}–{highest}"

@@ -39,7 +39,7 @@ def _item_fields(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notes", help="free-form notes")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from git_forge.cli.arguments import add_backlog, add_path
 
     parser = subparsers.add_parser(

@@ -22,7 +22,7 @@ SCRIPTS: dict[str, str] = {
 #: The hidden fast path's name (``git forge __complete KIND``).
 COMPLETE_COMMAND = "__complete"
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "completion", help="print a shell completion script (bash, zsh or fish)",
         description="Print the completion script for SHELL. bash's also completes "

@@ -9,7 +9,7 @@ from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "config", help="show the effective configuration and where each value came from",
         description="Print every effective setting with its source: default, user (<file>), "

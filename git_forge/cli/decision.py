@@ -30,7 +30,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the document as JSON")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from git_forge.cli.arguments import add_backlog, add_path
 
     parser = subparsers.add_parser(
@@ -92,8 +92,7 @@ def _open(args: argparse.Namespace | QuickDecisionListArgs) -> DecisionRecord:
     tests call these verbs so: the state dir is then the effective configuration's."""
     from git_forge import decisions
     from git_forge.config import decision_state_dir, feature_forge_state_dir, load_config
-    from git_forge.layout import FEATURE_FORGE_CONFIG
-    from git_forge.workspace import find_root
+    from git_forge.layout import FEATURE_FORGE_CONFIG, find_root
 
     config_path = Path(args.config if args.config is not None else FEATURE_FORGE_CONFIG)
     effective = None

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from git_forge.recovery.report import Report
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "demo", help="watch the whole loop-and-recover lifecycle in a throwaway repository",
         description="Create a throwaway repository with a small backlog, run the loop with a "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "help", help="show the overview, or a command's help",
         description="Print the overview of every command, or the help of COMMAND (and "

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from git_forge.tree.hooks import HookState
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "hooks", help="install the pre-launch hook for any launcher",
         description="Install hooks/pre-launch where `git hook run pre-launch` finds it "

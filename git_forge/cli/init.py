@@ -8,7 +8,7 @@ from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, note
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "init", help="create a backlog directory, its ignore rules and an example config",
         description="Create the backlog dir with backlog.json, ignore rules that keep state "

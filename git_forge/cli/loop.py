@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 ERASE_LINE = "\r" + own("\x1b[K")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "loop", help="run the agent loop over the backlog, or stop it",
         description="The embedded loop runner: runs an agent on each ready backlog item under "
@@ -396,7 +396,7 @@ def render_costs(run: dict[str, Any], items: dict[str, Any]) -> list[str]:
     from git_forge.agents.receipt import Totals
 
     lines = [f"spent: {Totals.from_json(run).describe()}"]
-    from git_forge.backlog.model import id_key
+    from git_forge.backlog.topology import id_key
 
     for item_id, totals in sorted(items.items(), key=lambda pair: id_key(pair[0])):
         lines.append(f"  {item_id}  {Totals.from_json(totals).describe()}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 from collections.abc import Sequence
+from typing import Any
 
 from git_forge import __version__
 from git_forge.errors import UsageError
@@ -88,7 +89,7 @@ class ForgeArgumentParser(argparse.ArgumentParser):
         super()._check_value(action, value)
 
 
-def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[Any] | None:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return action
@@ -166,7 +167,7 @@ def build_parser(
     return parser
 
 
-def _accept_no_color(subparsers: argparse._SubParsersAction) -> None:
+def _accept_no_color(subparsers: argparse._SubParsersAction[Any]) -> None:
     """``--no-color`` after any command too (``git forge status --no-color``), as
     git's own commands take it; hidden there, documented once at the top. Its
     default is SUPPRESS so a subcommand never overwrites the top-level flag."""

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from git_forge.workspace import Workspace
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from git_forge.cli.arguments import add_location
 
     parser = subparsers.add_parser(
@@ -130,7 +130,7 @@ def config_note(entries: list[StatusEntry]) -> list[str]:
     """A changed or new ``.forge.yaml`` is the operator's own configuration, never an
     agent's work — setting ``loop.agent`` there is what the "no agent" error asks —:
     say to commit it, since a launch takes only a committed tree."""
-    from git_forge.config import REPO_CONFIG
+    from git_forge.layout import REPO_CONFIG
 
     if not any(entry.path == REPO_CONFIG for entry in entries):
         return []

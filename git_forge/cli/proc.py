@@ -58,7 +58,7 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "proc", help="supervised processes: state, output, stop",
         description="Inspect and stop the processes the embedded supervisor runs.",

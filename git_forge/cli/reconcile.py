@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from git_forge.reconcile.service import ReconcileReport
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "reconcile", help="decide what happens to stranded work in the tree",
         description="Detect uncommitted work, attribute it to backlog items (candidates, "

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from git_forge.recovery.report import Report
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "recover", help="answer a stopped run's questions and make the backlog resumable",
         description="The post-run recovery procedure: enumerate → cluster → consolidated "

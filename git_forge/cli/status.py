@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from git_forge.cli.main import QuickArgs
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from git_forge.cli.arguments import add_location
 
     parser = subparsers.add_parser(

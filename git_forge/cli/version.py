@@ -8,7 +8,7 @@ from git_forge import __version__
 from git_forge.cli.output import emit_json
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "version", help="print the version", description="Print git-forge's version."
     )

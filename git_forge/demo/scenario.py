@@ -15,10 +15,11 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from git_forge.atomic import atomic_write
 from git_forge.backlog.store import BacklogStore
-from git_forge.config import REPO_CONFIG
+from git_forge.layout import REPO_CONFIG
 from git_forge.scaffold import init_backlog
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
@@ -27,7 +28,7 @@ from git_forge.tree.identity import author_and_committer
 from git_forge.tree.repo import init_repository, set_local_identity
 from git_forge.workspace import Workspace, locate
 
-ITEMS: list[dict] = [
+ITEMS: list[dict[str, Any]] = [
     {"title": "Create the greeting module", "type": "feature", "priority": 1,
      "acceptance_criteria": ["greet(name) returns 'Hello, <name>!'"]},
     {"title": "Add a command-line entry point", "type": "feature", "priority": 2,

@@ -22,8 +22,8 @@ from git_forge.agents.receipt import Receipt, Session, added_since
 from git_forge.agents.streams import Facts
 from git_forge.loop.process_events import duration_ms
 from git_forge.loop.signals import NO_SIGNAL, Signal, parse_signal
+from git_forge.safetext import safe_text
 from git_forge.supervisor.manifest import Manifest
-from git_forge.supervisor.render import safe_text
 
 #: Lines of the agent's stderr a circuit breaker's message quotes.
 STDERR_LINES = 5

@@ -28,10 +28,10 @@ from git_forge.loop.prompt import EarlierWork, build_prompt
 from git_forge.loop.signals import Signal
 from git_forge.reconcile import messages
 from git_forge.reconcile.conflicts import conflict_of
+from git_forge.safetext import safe_text
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.supervisor.process import PreparedProcess
-from git_forge.supervisor.render import safe_text
 from git_forge.tree.errors import GitError
 from git_forge.tree.history import kept_list
 from git_forge.tree.porcelain import StatusEntry, quote_path

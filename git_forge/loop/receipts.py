@@ -108,7 +108,7 @@ def _read_run_file(state_dir: Path) -> dict[str, Any] | None:
     """The run file's document (``None`` when there is none); a ``StoreError`` when it
     does not parse or is not a run's sums."""
     path = run_path(state_dir)
-    document = _present(read_json(path, default=None), path)
+    document: dict[str, Any] | None = _present(read_json(path, default=None), path)
     if document is not None and not _is_run(document):
         raise _not_a_run(path)
     return document
@@ -310,7 +310,7 @@ class LedgerWriter:
                                on_write=written.append, encode=self._encode)
         self._known = (written[0], document)
 
-    def _run_to_add_to(self, current: Any, run_id: str) -> dict[str, Any]:
+    def _run_to_add_to(self, current: dict[str, Any] | None, run_id: str) -> dict[str, Any]:
         """The run's sums so far: the file's when it is this run's, else none yet."""
         if current is None:
             return {}

@@ -21,8 +21,8 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from git_forge.layout import WORKTREES_DIR
-from git_forge.reconcile.messages import ITEM_BRANCH_PREFIX, item_branch, item_of_branch
+from git_forge.layout import ITEM_BRANCH_PREFIX, WORKTREES_DIR
+from git_forge.reconcile.messages import item_branch, item_of_branch
 from git_forge.tree.fast_status import may_have_worktrees_or_branches
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 

@@ -7,6 +7,7 @@ and by older files on disk: they never change spelling.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from git_forge.errors import ForgeError
 from git_forge.exit_codes import EXIT_ERROR, EXIT_USAGE
@@ -115,11 +116,12 @@ class ProcessError(ForgeError):
     def __hash__(self) -> int:
         return hash(self.code)
 
-    def __reduce__(self):  # keep the error picklable despite the keyword arguments
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:  # picklable despite the keywords
         return (_rebuild_error, (self.code, self.cause, self.handle, self.next_cursor))
 
 
-def _rebuild_error(code: str, cause: object, handle: str | None, next_cursor: int | None):
+def _rebuild_error(code: str, cause: object, handle: str | None,
+                   next_cursor: int | None) -> ProcessError:
     return ProcessError(code, cause, handle=handle, next_cursor=next_cursor)
 
 

@@ -311,7 +311,7 @@ class SegmentFiles:
         if not self.segments or self.segments[-1] != segment:
             self.segments.append(segment)
 
-    def append(self, segment: int, start: int, data: list) -> None:
+    def append(self, segment: int, start: int, data: list[memoryview]) -> None:
         try:
             if self._fd_segment != segment:
                 self.close_open()
@@ -606,7 +606,7 @@ class SpoolWriter:
         with self._lock:
             self._written = end
 
-    def _append_to_segment(self, segment: int, start: int, data: list) -> None:
+    def _append_to_segment(self, segment: int, start: int, data: list[memoryview]) -> None:
         """One write into a segment (a seam tests measure the disk through)."""
         self._files.append(segment, start, data)
 

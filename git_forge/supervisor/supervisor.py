@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -243,7 +243,8 @@ class Supervisor:
             raise ProcessError("process_setup_failed", exc.cause) from exc
         return manifest
 
-    def _releaser(self, reservation: Reservation, prepared: PreparedProcess):
+    def _releaser(self, reservation: Reservation,
+                  prepared: PreparedProcess) -> Callable[[], None]:
         def release() -> None:
             reservation.release()  # quota first, then the workspace lease
             if prepared.lease is not None:
@@ -251,7 +252,7 @@ class Supervisor:
 
         return release
 
-    def _fail_unstarted(self, manifest: Manifest, release) -> None:
+    def _fail_unstarted(self, manifest: Manifest, release: Callable[[], None]) -> None:
         """A process that never spawned: durable ``failed``, everything released,
         the completion published like any other."""
         failed = manifest.evolve(

@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 from git_forge.supervisor import workers
 
@@ -77,7 +77,7 @@ class DirectChild:
     contained = False  # a daemon that leaves its group escapes to init
     orphaned = False
 
-    def __init__(self, popen: subprocess.Popen) -> None:
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
         self.popen = popen
         self.pid = popen.pid
         self.stdin = popen.stdin
@@ -157,7 +157,7 @@ class _Request:
     streams: tuple[IO[bytes] | None, IO[bytes], IO[bytes]]
     answered: threading.Event = field(default_factory=threading.Event)
     child: WatchedChild | None = None
-    failure: dict | None = None
+    failure: dict[str, Any] | None = None
 
 
 class WatchdogError(Exception):
@@ -170,7 +170,7 @@ class Watchdog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._state = threading.Lock()
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self._socket: socket.socket | None = None
         self._reader: threading.Thread | None = None
         self._ids = itertools.count(1)
@@ -223,7 +223,7 @@ class Watchdog:
             if isinstance(message, dict):
                 self._handle(message)
 
-    def _handle(self, message: dict) -> None:
+    def _handle(self, message: dict[str, Any]) -> None:
         op = message.get("op")
         with self._state:
             if op == "exit":

@@ -54,6 +54,7 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_MESSAGE = 1 << 20
@@ -180,7 +181,7 @@ def _send(pids: set[int], signum: int) -> None:
 class Tree:
     """An agent the watchdog started, and how to tell what is left of it."""
 
-    def __init__(self, pid: int, spec: dict, inode: tuple[int, int] | None) -> None:
+    def __init__(self, pid: int, spec: dict[str, Any], inode: tuple[int, int] | None) -> None:
         self.pid = pid
         self.marker = str(spec.get("marker") or "")
         self.alive_path = str(spec["alive_path"])
@@ -225,7 +226,7 @@ class Watchdog:
         self.me = os.getpid()
         self.trees: dict[int, Tree] = {}
         #: Spawn requests received, by id, waiting for their ``go``.
-        self.received: dict[object, tuple[dict, list[int]]] = {}
+        self.received: dict[object, tuple[dict[str, Any], list[int]]] = {}
         self.read_fd, self.write_fd = os.pipe()
         os.set_blocking(self.read_fd, False)
         os.set_blocking(self.write_fd, False)
@@ -238,7 +239,7 @@ class Watchdog:
     def _request_stop(self, *_: object) -> None:
         self.stop_requested = True
 
-    def reply(self, message: dict) -> None:
+    def reply(self, message: dict[str, Any]) -> None:
         try:
             self.sock.send(json.dumps(message).encode())
         except OSError:
@@ -264,7 +265,7 @@ class Watchdog:
         return self.sock.fileno() in fds
 
     # -- starting ------------------------------------------------------------------
-    def spawn(self, spec: dict, fds: list[int]) -> None:
+    def spawn(self, spec: dict[str, Any], fds: list[int]) -> None:
         names = ["stdout", "stderr", "alive"] + (["stdin"] if spec.get("stdin") else [])
         if len(fds) != len(names):
             self.reply({"op": "failed", "id": spec.get("id"), "errno": errno.EINVAL,
@@ -295,7 +296,7 @@ class Watchdog:
         self.reply({"op": "spawned", "id": spec["id"], "pid": pid})
 
     @staticmethod
-    def _posix_spawn(spec: dict, fds: dict[str, int]) -> int:
+    def _posix_spawn(spec: dict[str, Any], fds: dict[str, int]) -> int:
         """The agent in a new session with its streams on 0, 1, 2, the liveness
         descriptor inherited, default signals. ``argv[0]`` is looked for the way
         ``Popen`` looks: as given with a slash (from the cwd), else along the

@@ -108,7 +108,7 @@ class Repo:
         the cached copy is stale until re-read — and a stat-based re-read can
         miss a same-second change, so the read is forced.
         """
-        index = self.repository.index
+        index: pygit2.Index = self.repository.index
         index.read(force=True)
         return index
 

@@ -310,8 +310,7 @@ def refusals(repo: Repo, paths: Iterable[str], action: Action) -> list[tuple[str
             found.append((path, why))
     if action != "commit":
         refused = {path for path, _ in found}
-        blockers = unnamed_in_the_way(
-            repo, [p.rstrip("/") for p in names if p not in refused], by_path=True)
+        blockers = blockers_by_path(repo, [p.rstrip("/") for p in names if p not in refused])
         for path, blocking in blockers.items():
             listed = ", ".join(_shown(p) for p in blocking[:10]) + (
                 " …" if len(blocking) > 10 else "")
@@ -509,15 +508,16 @@ def _files_under(directory: Path, root: Path) -> list[str]:
     return found
 
 
-def unnamed_in_the_way(repo: Repo, paths: list[str], *, by_path: bool = False):
-    """Working-tree entries NOT in ``paths`` that putting ``paths`` back to HEAD would destroy.
+def blockers_by_path(repo: Repo, paths: list[str]) -> dict[str, list[str]]:
+    """Working-tree entries NOT in ``paths`` that putting each of ``paths`` back to
+    HEAD would destroy.
 
     Writing file ``x`` where a directory ``x/`` now stands removes everything
     in it, named or not, ignored or not (libgit2's checkout and git's
     ``checkout-index --force`` alike); so does writing ``d/f`` where a file or
     a link ``d`` stands. Such entries must be named too (so they are saved
-    first) or the action refused. Returns the sorted blockers, or with
-    ``by_path`` a mapping from each named path to its blockers.
+    first) or the action refused. Each named path that has some, with its
+    blockers, sorted.
     """
     head = repo.head_commit()
     per_path: dict[str, list[str]] = {}
@@ -538,8 +538,12 @@ def unnamed_in_the_way(repo: Repo, paths: list[str], *, by_path: bool = False):
                     blockers += [p for p in _files_under(full, repo.workdir) if p not in named]
             if blockers:
                 per_path[path] = sorted(set(blockers), key=os.fsencode)
-    if by_path:
-        return per_path
+    return per_path
+
+
+def unnamed_in_the_way(repo: Repo, paths: list[str]) -> list[str]:
+    """Every blocker of ``blockers_by_path``, once each, sorted."""
+    per_path = blockers_by_path(repo, paths)
     return sorted({b for found in per_path.values() for b in found}, key=os.fsencode)
 
 
