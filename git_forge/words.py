@@ -2,8 +2,8 @@
 
 A count with its noun in the right number (``1 item``, ``2 items``), a duration in
 the unit the flags take but seconds under a minute (``3 seconds``, not ``0.05
-min``), and an amount of US dollars with the digits it needs (``$0.001``, not
-``$0.00``).
+min``), an amount of US dollars with the digits it needs (``$0.001``, not
+``$0.00``), and a size in bytes (``512 B``, ``2.9 KiB``).
 """
 
 from __future__ import annotations
@@ -38,3 +38,8 @@ def usd(amount: float) -> str:
         whole, _, fraction = text.partition(".")
         text = f"{whole}.{fraction.rstrip('0').ljust(2, '0')}"
     return f"${text}"
+
+
+def size(count: int) -> str:
+    """An amount of output: ``512 B`` under a KiB, else ``2.9 KiB`` (one decimal)."""
+    return f"{count / 1024:.1f} KiB" if count >= 1024 else f"{count} B"

@@ -240,3 +240,42 @@ def test_the_text_status_reads_the_last_runs_costs_alone(repo: Path) -> None:
     run_path(state_dir).write_text("{ torn")
     assert loop_status(workspace, runner_for(workspace), item_costs=False)["costs"] is None
     assert run_forge("status", cwd=repo).returncode == 0
+
+
+#: An agent that writes 3000 bytes of output, then works on (sleeps) until stopped.
+TALKING_AGENT = r'''
+import sys, time
+sys.stdout.write("x" * 2999 + "\n")
+sys.stdout.flush()
+time.sleep(120)
+'''
+
+
+def test_a_running_agents_output_is_counted_as_proc_list_counts_it(tmp_path: Path) -> None:
+    """status and proc list ask the one count (the spool's, as it grows), not the
+    manifest's last durable cursor, which says 0 while the agent runs."""
+    from builders import backlog_repo
+    from helpers import forge_argv
+
+    root = backlog_repo(tmp_path / "talking", "Talk")
+    agent = tmp_path / "agent.py"
+    agent.write_text(TALKING_AGENT)
+    loop = subprocess.Popen([*forge_argv(), "loop", "run", "--agent",
+                             f"{sys.executable} {agent}"], cwd=root,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def listed() -> list[dict]:
+            rows = json.loads(run_forge("proc", "list", "--json", cwd=root).stdout or "[]")
+            return [row for row in rows if row["state"] == "running"
+                    and row["total_bytes"] == 3000]
+
+        waiting.wait_for(listed, 30, what="the agent's 3000 bytes in proc list")
+        document = json.loads(run_forge("status", "--json", cwd=root).stdout)
+        assert [agent["outputBytes"] for agent in document["agents"]] == [3000]
+        assert "2.9 KiB of output" in run_forge("status", cwd=root).stdout
+        assert run_forge("loop", "stop", cwd=root).returncode == 0
+        loop.wait(timeout=60)
+    finally:
+        if loop.poll() is None:
+            waiting.kill_tree(loop.pid)
+            loop.wait(timeout=30)

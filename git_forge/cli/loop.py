@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, is_terminal, json_text, one_line, own, paint
-from git_forge.words import counted
+from git_forge.words import counted, size
 
 if TYPE_CHECKING:
     from git_forge.backlog.item import Item
@@ -188,7 +188,7 @@ class TerminalProgress:
             return
         erase = self._erase() if self.line else ERASE_LINE
         self.line = paint(f"[{self.number}/{self.max}] {self.item} — {elapsed:.0f}s, "
-                          f"{_size(output_bytes)}", "dim")
+                          f"{size(output_bytes)}", "dim")
         self._emit(erase + self.line)
 
     def output(self, text: str) -> None:
@@ -245,7 +245,7 @@ class TerminalProgress:
 
         rows = [paint(f"  {agent.item.id} {one_line(plain(agent.item.title))} — "
                       f"{agent.elapsed:.0f}s, "
-                      f"{_size(agent.output_bytes)}, {_relative(agent.worktree)}", "dim")
+                      f"{size(agent.output_bytes)}, {_relative(agent.worktree)}", "dim")
                 for agent in running]
         if queued:
             rows.append(paint(f"  merge queue: {', '.join(queued)}", "dim"))
@@ -257,10 +257,6 @@ class TerminalProgress:
         if self.live and self.line:
             self._emit(self._erase())
             self.line = ""
-
-
-def _size(output_bytes: int) -> str:
-    return f"{output_bytes / 1024:.1f} KiB" if output_bytes >= 1024 else f"{output_bytes} B"
 
 
 def _relative(path: Path) -> str:

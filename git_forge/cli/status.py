@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from git_forge.cli.output import emit_json
-from git_forge.words import counted
+from git_forge.words import counted, size
 
 # ``status`` is a quick command (``cli.main.quick_args``): argparse and typing are
 # not imported when its command line needs no parser.
@@ -128,8 +128,6 @@ def _agent_line(agent: dict[str, Any], root: str) -> str:
     """One running agent: its item, since when, its output so far, where it works."""
     import os
 
-    size = agent["outputBytes"]
-    shown = f"{size / 1024:.1f} KiB" if size >= 1024 else f"{size} B"
     where = f", in {os.path.relpath(agent['worktree'], root)}" if agent["worktree"] else ""
     return (f"item {agent['itemId'] or 'unknown'} running since {agent['startedAt'] or '?'}, "
-            f"{shown} of output{where} (handle {agent['handle']})")
+            f"{size(agent['outputBytes'])} of output{where} (handle {agent['handle']})")

@@ -331,16 +331,18 @@ def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:
         return []
     import contextlib
 
-    from git_forge.supervisor.manifest import ManifestStore
+    from git_forge.supervisor.view import ProcView
 
-    store = ManifestStore(root)
+    view = ProcView(root)
     found = []
-    for handle in store.scan():
+    for handle in view.store.scan():
         with contextlib.suppress(ForgeError):
-            manifest = store.load(handle)
+            manifest = view.manifest(handle)
             if manifest.owner.run_id == run_id and manifest.state == "running":
+                # The count proc list shows: a running agent's spool is ahead of
+                # its manifest's last durable cursor (0 until it ends).
                 found.append(LiveAgent(handle, item_of(manifest), manifest.started_at,
-                                       manifest.cursors.total_bytes, manifest.command.cwd))
+                                       view.total_bytes(manifest), manifest.command.cwd))
     return sorted(found, key=lambda agent: (agent.started_at or "", agent.handle))
 
 
