@@ -428,6 +428,9 @@ def test_json_summary_and_ndjson_stream(loop: Loop) -> None:
     assert (summary["status"], summary["exitCode"], result.returncode) == (
         "iterations_complete", 0, 0)
     assert summary["state"]["completedItems"] == ["001"]
+    said = loop.run("--iterations", "1")  # the text words it; --json keeps the identifier
+    assert ("iteration limit reached: this run 1 done, 0 need a human, 0 blocked, 0 deferred"
+            in said.stdout.splitlines()) and "iterations_complete" not in said.stdout
     result = loop.run("--ndjson")
     events = [json.loads(line) for line in result.stdout.splitlines()]
     assert events == loop.events()

@@ -124,6 +124,18 @@ def test_a_stopped_run_names_the_item_it_was_on_not_one_it_is_on(repo: Path) -> 
     assert not any(line.startswith("next:") for line in lines)
 
 
+@pytest.mark.parametrize(("status", "words"), [
+    ("paused_human", "paused for a human"), ("iterations_complete", "iteration limit reached")])
+def test_a_runs_status_is_said_in_words(repo: Path, status: str, words: str) -> None:
+    """The text says what happened; --json keeps the identifier."""
+    write_state(repo / ".forge", RunState(status=status, iteration=3, max_iterations=3,
+                                          run_id="r3"))
+    shown = run_forge("status", cwd=repo)
+    assert shown.stdout.splitlines()[0] == f"loop:     {words} (iteration 3/3)"
+    assert status not in shown.stdout
+    assert json.loads(run_forge("status", "--json", cwd=repo).stdout)["loopState"] == status
+
+
 @pytest.mark.parametrize("content", [b"{torn", b"null", b"[1]"])
 def test_a_corrupt_state_file_is_reported_not_raised(repo: Path, content: bytes) -> None:
     (repo / ".forge" / "state.json").write_bytes(content)

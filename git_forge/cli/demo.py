@@ -64,7 +64,9 @@ class TerminalScreen:
         return TerminalProgress(follow=False, ndjson=False)
 
     def loop_ended(self, result: LoopResult) -> None:
-        self.say(f"loop ended: {result.status} (exit {result.exit_code})"
+        from git_forge.cli.status import run_status_words
+
+        self.say(f"loop ended: {run_status_words(result.status)} (exit {result.exit_code})"
                  + (f" — {result.message}" if result.message else ""))
 
     def status(self, document: dict[str, Any]) -> None:

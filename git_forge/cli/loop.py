@@ -360,8 +360,10 @@ _KIND_WORDS = {"needs-human": "needs a human", "deferred": "deferred", "blocked"
 def render_summary(result: LoopResult) -> list[str]:
     """This run's outcome, then the whole backlog: every item that waits on a
     decision, since when and why — this run's or an earlier one's."""
+    from git_forge.cli.status import run_status_words
+
     state = result.state
-    lines = [f"{result.status}: this run {len(state.completed_items)} done, "
+    lines = [f"{run_status_words(result.status)}: this run {len(state.completed_items)} done, "
              f"{len(state.needs_human_items)} need a human, {len(state.blocked_items)} blocked, "
              f"{len(state.deferred_items)} deferred"]
     if result.costs and _reported(result.costs["run"]):  # a generic agent reports nothing

@@ -45,6 +45,20 @@ def run(args: argparse.Namespace | QuickArgs) -> int:
     return 0
 
 
+#: A run's status (state.json's ``status``, ``loop run --json``'s, status's
+#: ``loopState``) as a person reads it; ``--json`` keeps the identifiers.
+RUN_STATUS_WORDS = {
+    "paused_human": "paused for a human",
+    "iterations_complete": "iteration limit reached",
+    "error": "ended with an error",
+}
+
+
+def run_status_words(status: str) -> str:
+    """The words for a run's status: ``paused for a human``, not ``paused_human``."""
+    return RUN_STATUS_WORDS.get(status, status)
+
+
 def render_status(document: dict[str, Any]) -> list[str]:
     """The status document (``status_report.loop_status``) in a few aligned, quiet lines."""
     from git_forge.cli.render_topology import waiting_text
@@ -58,12 +72,12 @@ def render_status(document: dict[str, Any]) -> list[str]:
     backlog = (f"{counted(summary['total'], 'item')}: {summary['pending']} pending, "
                f"{summary['inProgress']} in progress, {blocked}, {summary['done']} done")
     liveness = document["liveness"]
-    loop = document["loopState"]
+    loop = run_status_words(document["loopState"])
     if liveness["endedWithoutShutdown"]:
         loop = (f"not running (last run {liveness['runId'] or 'unknown'} ended without "
                 "shutting down; lock free)")
     else:
-        if document.get("iteration") is not None and loop != "idle":
+        if document.get("iteration") is not None and document["loopState"] != "idle":
             loop += f" (iteration {document['iteration']}/{document.get('maxIterations')})"
         running = document.get("runningItems") or []
         was = "on" if liveness["loopAlive"] else "was on"  # a stopped run's last item
