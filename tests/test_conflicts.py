@@ -10,6 +10,7 @@ worktree repair`` does after a move).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -227,8 +228,47 @@ def test_a_worktree_mid_rebase_is_refused_and_nothing_changes(conflict: Conflict
     refused = conflict.run("recover", "--answer", f"{conflict.loser}=retry")
     assert refused.returncode == 2
     assert refused.stderr.startswith(f"Error: item {conflict.loser} cannot be retried: ")
-    assert "operation in progress (rebase-merge)" in refused.stderr
+    assert (f"the worktree {conflict.tree} is currently rebasing: finish the rebase "
+            f"(git -C {conflict.tree} rebase --continue / --abort) first") in refused.stderr
     assert refused.stderr.count("\n") == 1
+    assert conflict.files() == before and conflict.refs() == refs
+
+
+#: A half-done operation in the item's worktree: how it is started (each stops at the
+#: conflict with the line of the item integrated first, WINNER), what ``git status``
+#: says of it, what finishes it.
+OPERATIONS = {
+    "rebase": (["rebase", "main"], "currently rebasing", "rebase --continue / --abort"),
+    "merge": (["merge", "main"], "currently merging", "merge --continue / --abort"),
+    "cherry-pick": (["cherry-pick", "main^{/^.forge. WINNER: }"], "currently cherry-picking",
+                    "cherry-pick --continue / --abort"),
+}
+
+
+@pytest.mark.parametrize("operation", sorted(OPERATIONS))
+def test_integrating_a_worktree_mid_operation_says_to_finish_it(conflict: Conflict,
+                                                                operation: str) -> None:
+    """It reported a merge conflict and offered git worktree remove --force."""
+    argv, doing, finish = OPERATIONS[operation]
+    argv = [arg.replace("WINNER", conflict.winner) for arg in argv]  # its item commit
+    stopped = waiting.run(["git", *argv], cwd=conflict.tree, capture_output=True, text=True,
+                          env={**os.environ, "GIT_EDITOR": "true"})
+    assert stopped.returncode != 0, stopped.stdout
+    advice = f"finish the {operation} (git -C {conflict.tree} {finish})"
+    before, refs = conflict.files(), conflict.refs()
+    refused = conflict.run("reconcile", "--integrate", conflict.loser)
+    assert (refused.returncode, refused.stderr) == (
+        2, f"Error: cannot integrate item {conflict.loser} yet — the worktree {conflict.tree} "
+           f"is {doing}: {advice} first\n")
+    assert conflict.files() == before and conflict.refs() == refs
+    for shown in (conflict.run("reconcile"), conflict.run("preflight")):
+        text = shown.stdout + shown.stderr
+        assert f"{advice}, then git forge reconcile --integrate {conflict.loser}" in text
+        assert doing in text
+        assert "worktree remove --force" not in text and "merge conflict" not in text
+    listed = json.loads(conflict.run("status", "--json").stdout)["worktrees"]
+    assert [tree["operation"] for tree in listed] == [operation]
+    assert f"{operation} in progress, uncommitted changes" in conflict.run("status").stdout
     assert conflict.files() == before and conflict.refs() == refs
 
 

@@ -326,7 +326,8 @@ def test_an_operation_in_progress_is_never_removed(finished: tuple[Path, Path]) 
     repo, tree = finished
     git_dir = Path(git("rev-parse", "--absolute-git-dir", cwd=tree).strip())
     (git_dir / "MERGE_HEAD").write_text(git("rev-parse", "HEAD", cwd=tree))
-    refused(repo, tree, "MERGE_HEAD")
+    refused(repo, tree, "is currently merging: finish the merge \\(git -C .* merge "
+                        "--continue / --abort\\) first")
 
 
 def test_the_main_worktree_and_strangers_are_refused(finished: tuple[Path, Path],

@@ -177,13 +177,14 @@ def ask_decisions(plan: Plan, *, commit_recovery: bool = False) -> dict[str, Dec
 def ask_branches(plan: Plan, conflicts: frozenset[str]) -> dict[str, str]:
     """One question per unintegrated item branch on a terminal: integrate it now
     (the step ``--integrate`` runs), leave it, or — for a merge conflict — retry it
-    on the new tip. The default is to leave it."""
+    on the new tip. The default is to leave it. A branch whose worktree is in the
+    middle of a rebase (or merge…) is not asked about: its hint says to finish that."""
     from git_forge.cli import ask
 
     choices: dict[str, str] = {}
     for tree in plan.branches:
-        if tree.branch is None:
-            continue
+        if tree.branch is None or tree.operation is not None:
+            continue  # mid-rebase (or merge…): its hint says to finish that first
         options = [("i", "integrate now"), ("l", "leave")]
         if tree.item_id in conflicts:
             options.insert(1, ("r", "retry on the new tip"))

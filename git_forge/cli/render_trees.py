@@ -24,6 +24,8 @@ def _where(tree: ItemTree, root: Path | None) -> str:
 def describe(tree: ItemTree, onto: str | None) -> str:
     """What is wrong with (or fine about) one item's worktree or branch."""
     parts = []
+    if tree.operation is not None:
+        parts.append(tree.operation.doing)
     if tree.missing:
         parts.append("its directory is gone")
     if tree.dirty:

@@ -135,6 +135,8 @@ def _tree_line(tree: dict[str, Any], root: str) -> str:
              "integrated": "integrated, clean"}[tree["state"]]
     if tree["state"] == "dirty" and not tree["integrated"]:
         state += ", commits not on the branch"
+    if tree.get("operation"):  # git status's words: "rebase in progress"
+        state = f"{tree['operation']} in progress, {state}"
     return f"item {tree['itemId']} {where}: {state}"
 
 

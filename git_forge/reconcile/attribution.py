@@ -211,6 +211,8 @@ def tree_groups(trees: Iterable[ItemTree], taken: set[str]) -> list[Group]:
             key += "-worktree"
         taken.add(key)
         branch = f"branch {tree.branch}" if tree.branch else "HEAD detached"
+        if tree.operation is not None:
+            branch = f"{tree.operation.doing}, {branch}"
         groups.append(Group(key, GroupKind.ITEM, tree.item_id, tree.dirty,
                             (f"in item {tree.item_id}'s worktree {tree.worktree} ({branch})",),
                             tree.worktree))

@@ -30,7 +30,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from git_forge.tree.worktrees import Worktree
+    from git_forge.tree.worktrees import Operation, Worktree
 
 # ``tree.worktrees`` is imported where it is used: a repository with no item
 # worktree or branch (``may_have_worktrees_or_branches``) never needs it, and
@@ -57,6 +57,9 @@ class ItemTree(NamedTuple):
     missing: bool = False
     #: Its commit conflicted with the loop's branch (an open record in ``conflicts``).
     conflict: bool = False
+    #: A rebase, merge, cherry-pick… half done in its worktree (a rebase's worktree is
+    #: listed with the branch it replays, though its HEAD is detached meanwhile).
+    operation: Operation | None = None
 
     @property
     def stranded(self) -> bool:
@@ -70,17 +73,24 @@ class ItemTree(NamedTuple):
         return "integrated" if self.integrated else "unintegrated"
 
     def hints(self, onto: str | None) -> list[str]:
-        """The commands to inspect, integrate or drop this item's work."""
+        """The commands to inspect, integrate or drop this item's work — while an
+        operation is half done in its worktree, the commands that finish it instead
+        of integrating or dropping it."""
         lines: list[str] = []
         target = onto or "HEAD"
         if self.worktree is not None and self.dirty:
             lines.append(f"git -C {_quoted(self.worktree)} status")
         if not self.integrated and self.branch is not None:
             lines.append(f"git log -p {target}..{self.branch}")
-            lines.append(f"git forge reconcile --integrate {self.item_id}")
+            if self.operation is None:
+                lines.append(f"git forge reconcile --integrate {self.item_id}")
         elif not self.integrated and self.commit is not None:
             lines.append(f"git log -p {target}..{self.commit[:12]}")
-        if self.conflict and self.branch is not None:  # recover's two answers, no drop
+        if self.operation is not None and self.worktree is not None:
+            then = (f", then git forge reconcile --integrate {self.item_id}"
+                    if not self.integrated and self.branch is not None else "")
+            lines.append(self.operation.advice(self.worktree) + then)
+        elif self.conflict and self.branch is not None:  # recover's two answers, no drop
             lines.append("git forge recover   (retry it on the new tip, its work kept under "
                          "a ref; or resolve it by hand)")
         elif self.stranded:
@@ -102,7 +112,8 @@ class ItemTree(NamedTuple):
                 "state": self.state, "integrated": self.integrated,
                 "dirty": [{"path": e.path, "xy": e.xy} for e in self.dirty],
                 "locked": self.locked is not None, "missing": self.missing,
-                "conflict": self.conflict}
+                "conflict": self.conflict,
+                "operation": self.operation.name if self.operation is not None else None}
 
 
 def _quoted(path: Path) -> str:
@@ -160,7 +171,14 @@ def item_trees(root: Path, state_dir: Path, backlog_file: Path) -> list[ItemTree
     detached HEAD there, against that commit)."""
     if not may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX):
         return []
-    from git_forge.tree.worktrees import branch_tips, integrated, is_ancestor, unmerged, worktrees
+    from git_forge.tree.worktrees import (
+        branch_tips,
+        integrated,
+        is_ancestor,
+        operation_in_progress,
+        unmerged,
+        worktrees,
+    )
 
     trees = worktrees(root)
     onto = loop_branch(root, trees)
@@ -172,16 +190,20 @@ def item_trees(root: Path, state_dir: Path, backlog_file: Path) -> list[ItemTree
     for tree in trees:
         if tree.is_main:
             continue
+        operation = None if tree.missing else operation_in_progress(tree.path)
+        if tree.branch is None and operation is not None and operation.branch is not None:
+            tree = tree._replace(branch=operation.branch)  # mid-rebase: the branch it replays
         item = _item_of_tree(tree, holder)
         if item is None:
             continue
         dirty = () if tree.missing else tree_changes(root, tree.path, state_dir, backlog_file)
         if tree.branch == item_branch(item) and item not in found:
             found[item] = ItemTree(item, tree.branch, tips.get(item, tree.head), tree.path,
-                                   dirty, True, tree.locked, tree.missing)
+                                   dirty, True, tree.locked, tree.missing,
+                                   operation=operation)
         else:  # HEAD detached there: the worktree is reported for its own commit
             extra.append(ItemTree(item, None, tree.head, tree.path, dirty, True,
-                                  tree.locked, tree.missing))
+                                  tree.locked, tree.missing, operation=operation))
     for item, commit in tips.items():
         if item not in found:
             found[item] = ItemTree(item, item_branch(item), commit, None)

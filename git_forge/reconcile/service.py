@@ -250,7 +250,9 @@ def _check_retries(workspace: Workspace, item_ids: Sequence[str]) -> None:
 
 
 def _check_integrations(items: Sequence[str], trees: list[ItemTree], onto: str | None) -> None:
-    """Refuse ``--integrate`` for an item with no branch, or with nothing to put it on."""
+    """Refuse ``--integrate`` for an item with no branch, with nothing to put it on, or
+    whose worktree is in the middle of a rebase, merge, cherry-pick… (its branch is
+    not what the operator is making of it yet: they finish that first)."""
     if not items:
         return
     if onto is None:
@@ -261,3 +263,7 @@ def _check_integrations(items: Sequence[str], trees: list[ItemTree], onto: str |
         known = ", ".join(sorted(branches)) or "none"
         raise ReconcileError(f"no branch {item_branch(unknown[0])} to integrate "
                              f"(items with a branch: {known})")
+    for tree in trees:
+        if tree.item_id in items and tree.operation is not None and tree.worktree is not None:
+            raise ReconcileError(f"cannot integrate item {tree.item_id} yet — "
+                                 f"{tree.operation.refusal(tree.worktree)}")

@@ -51,9 +51,6 @@ from git_forge.tree.porcelain import StatusEntry, parse_porcelain_z
 _OTHER_TREE: Mapping[str, str | None] = {
     "GIT_DIR": None, "GIT_WORK_TREE": None, "GIT_INDEX_FILE": None, "GIT_COMMON_DIR": None,
 }
-#: Files in a worktree's git dir while an operation is half done.
-_IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge",
-                "rebase-apply", "BISECT_LOG")
 HEADS = "refs/heads/"
 
 
@@ -169,12 +166,61 @@ def git_dir_of_tree(tree: Path) -> Path | None:
     return target if target.is_absolute() else tree / target
 
 
-def operation_in_progress(tree: Path) -> str | None:
-    """The half-done operation in a linked worktree (``MERGE_HEAD``, ``rebase-merge``…)."""
+class Operation(NamedTuple):
+    """A half-done git operation in a worktree, in the words ``git status`` uses."""
+
+    #: ``rebase``, ``am``, ``merge``, ``cherry-pick``, ``revert`` or ``bisect``.
+    name: str
+    #: What ``git status`` says the worktree is doing: ``currently rebasing``.
+    doing: str
+    #: The git commands that finish it, or give it up: ``rebase --continue / --abort``.
+    finish: str
+    #: The branch a rebase is replaying (its HEAD is detached meanwhile).
+    branch: str | None = None
+
+    def advice(self, tree: Path) -> str:
+        """``finish the rebase (git -C TREE rebase --continue / --abort)``."""
+        import shlex
+
+        return f"finish the {self.name} (git -C {shlex.quote(str(tree))} {self.finish})"
+
+    def refusal(self, tree: Path) -> str:
+        """Why nothing may be done to the worktree at ``tree`` meanwhile, and what to do."""
+        return f"the worktree {tree} is {self.doing}: {self.advice(tree)} first"
+
+
+#: What a worktree's git dir holds while an operation is half done, the first found
+#: naming it (a rebase may leave a ``MERGE_HEAD`` or ``CHERRY_PICK_HEAD`` of its own).
+_IN_PROGRESS = (
+    ("rebase-merge", Operation("rebase", "currently rebasing", "rebase --continue / --abort")),
+    ("rebase-apply/applying",
+     Operation("am", "in the middle of an am session", "am --continue / --abort")),
+    ("rebase-apply", Operation("rebase", "currently rebasing", "rebase --continue / --abort")),
+    ("MERGE_HEAD", Operation("merge", "currently merging", "merge --continue / --abort")),
+    ("CHERRY_PICK_HEAD", Operation("cherry-pick", "currently cherry-picking",
+                                   "cherry-pick --continue / --abort")),
+    ("REVERT_HEAD", Operation("revert", "currently reverting", "revert --continue / --abort")),
+    ("BISECT_LOG", Operation("bisect", "currently bisecting", "bisect reset")),
+)
+
+
+def operation_in_progress(tree: Path) -> Operation | None:
+    """The half-done operation in a linked worktree — a rebase, a merge, a
+    cherry-pick… — with the branch a rebase replays, or ``None``."""
     git_dir = git_dir_of_tree(tree)
     if git_dir is None:
         return None
-    return next((name for name in _IN_PROGRESS if (git_dir / name).exists()), None)
+    for name, operation in _IN_PROGRESS:
+        if (git_dir / name).exists():
+            if operation.name != "rebase":
+                return operation
+            try:
+                head = (git_dir / name / "head-name").read_text(encoding="utf-8").strip()
+            except OSError:
+                return operation
+            return operation._replace(branch=head.removeprefix(HEADS)
+                                      if head.startswith(HEADS) else None)
+    return None
 
 
 def resolve(root: Path, revision: str) -> str | None:
@@ -521,8 +567,7 @@ def _holds_work(root: Path, tree: Worktree, *, ask_status: bool = True) -> str |
         return None
     operation = operation_in_progress(path)
     if operation is not None:
-        return (f"the worktree {path} has an operation in progress ({operation}); "
-                "finish or abort it first")
+        return operation.refusal(path)
     dirty = status(root, path) if ask_status else []
     if dirty:
         shown = ", ".join(entry.path for entry in dirty[:5])
