@@ -153,13 +153,32 @@ def test_then_the_loop_finishes_with_the_answers_threaded(after_run: Path) -> No
                                                          ).read_text()
 
 
-def test_no_commit_leaves_the_recovery_change_and_the_gate_fails(after_run: Path) -> None:
+def test_no_commit_leaves_recovers_change_queued_as_the_launch_takes_it(after_run: Path) -> None:
+    """recover and reconcile called it stranded work (exit 6, or a group blamed on the
+    last item to touch backlog.json) where the pre-launch check let it through: it is
+    queued work, which the next run commits first — all three say so now."""
+    head = git("rev-parse", "HEAD", cwd=after_run)
     code, report = recover_json(after_run, "--answer", "c003=Use SQLite", "--no-commit")
-    assert code == 4  # 006 is still plain blocked: the "blocked" rung
-    assert report["gate"]["porcelainClean"] is False
-    assert report["outcome"] != "resolved"
-    assert report["tree"]["groups"][0]["id"] == "recovery"
+    assert (code, report["outcome"], report["next"]) == (0, "resolved", "git forge loop run")
+    assert report["gate"]["porcelainClean"] is True
+    assert report["tree"]["groups"][0]["id"] == "recovery" and report["tree"]["actions"] == []
+    assert report["tree"]["queuedBacklog"] == {
+        "path": ".forge/backlog.json", "changes": "change 003, 004",
+        "recoverAnswers": ["003", "004"]}
     assert git("status", "--porcelain", cwd=after_run).strip() == "M .forge/backlog.json"
+    assert git("rev-parse", "HEAD", cwd=after_run) == head
+    assert run_forge("preflight", cwd=after_run).returncode == 0
+    before = snapshot(after_run)
+    shown = run_forge("reconcile", cwd=after_run)
+    assert (shown.returncode, shown.stderr) == (0, "")
+    assert shown.stdout == (
+        "note: .forge/backlog.json holds recover's answers to 2 items (003, 004), not "
+        "committed: queued for the next loop run, which commits it first — not stranded "
+        "work\n")
+    document = json.loads(run_forge("reconcile", "--json", cwd=after_run).stdout)
+    assert document["groups"] == [] and document["queuedBacklog"]["recoverAnswers"] == [
+        "003", "004"]
+    assert snapshot(after_run) == before
 
 
 def test_dirty_tree_blocks_resolved_and_nothing_is_touched(after_run: Path) -> None:
@@ -537,9 +556,10 @@ def test_when_every_answer_went_stale_the_outcome_reads_the_list_as_it_is_now(
     session.send("yes do it")
     session.expect("Record it?")
     session.send("y")
-    session.expect("item-006:")
-    session.send("")  # leave the other terminal's backlog change
     code = session.finish()
+    # The other terminal's backlog change is queued for the next run, no item's work
+    assert ("note      .forge/backlog.json has queued changes (change 003, 004, 006), not "
+            "committed") in session.text and "item-006" not in session.text
     for item_id in ("003", "004", "006"):
         assert f"skipped   {item_id}: its recorded answer was not applied" in session.text
     assert "outcome: needs-human" not in session.text and code != 3, session.text
@@ -767,9 +787,11 @@ def test_operator_edits_to_the_backlog_are_never_swept_into_recovers_commit(
     head = git("rev-parse", "HEAD", cwd=after_run)
     code, report = recover_json(after_run, "--answer", "c003=Use SQLite", "--defer", "006")
     assert git("rev-parse", "HEAD", cwd=after_run) == head  # nothing committed
-    assert [g["kind"] for g in report["tree"]["groups"]] != ["recovery"]
-    assert report["tree"]["actions"] == [] and report["gate"]["porcelainClean"] is False
-    assert code == 4  # 006 is still blocked; the dirty tree keeps resolved out of reach
+    assert report["tree"]["groups"] == [] and report["tree"]["actions"] == []
+    # The edit and the answers beside it are queued for the next run, as preflight has it
+    assert report["tree"]["queuedBacklog"] == {
+        "path": ".forge/backlog.json", "changes": "change 003, 004", "recoverAnswers": []}
+    assert report["gate"]["porcelainClean"] is True and code == 0
     assert "edited by the operator" in backlog.read_text()
 
 

@@ -4,8 +4,9 @@ Without a decision nothing changes: on a terminal it asks one question per
 group (discard needs a second confirmation listing the exact paths); otherwise
 ``--commit/--stash/--leave GROUP`` and ``--discard GROUP --confirm-discard``
 decide, and ``--integrate ITEM`` brings an item's branch onto the branch checked
-out. A clean tree is silent. Exit 0 when the tree (and every item's worktree and
-branch) is clean afterwards, 6 when stranded work remains.
+out. A clean tree is silent, but for a note on backlog.json's queued change (no
+stranded work: the next run commits it first). Exit 0 when the tree (and every
+item's worktree and branch) is clean afterwards, 6 when stranded work remains.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
@@ -144,6 +145,19 @@ def render_integrations(outcomes: Iterable[Outcome]) -> list[str]:
             text = f"not integrated — {outcome.reason}"
         lines.append(f"  item {outcome.item_id}: {text}")
     return lines
+
+
+def queued_text(queued: dict[str, Any]) -> str:
+    """backlog.json's queued change (``QueuedBacklog.to_json``), said as what it is:
+    whose (recover's answers, by the decision record) or what it changes, and that
+    the next run commits it."""
+    answered = queued["recoverAnswers"]
+    if answered:
+        return (f"{queued['path']} holds recover's answers to "
+                f"{counted(len(answered), 'item')} ({', '.join(answered)}), not committed: "
+                "queued for the next loop run, which commits it first — not stranded work")
+    return (f"{queued['path']} has queued changes ({queued['changes']}), not committed: "
+            "the next loop run commits them first — not stranded work")
 
 
 class _Cancelled(Exception):
@@ -290,4 +304,6 @@ def run(args: argparse.Namespace) -> int:
                 and not report.retried):
             print("Nothing was changed. Decide with --commit/--stash/--leave GROUP, "
                   "--discard GROUP --confirm-discard or --integrate ITEM.", file=sys.stderr)
+    if report.queued is not None and not args.json:
+        print(f"note: {queued_text(report.queued.to_json())}")
     return 0 if report.clean else RECONCILE_TREE_DIRTY

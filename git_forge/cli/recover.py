@@ -389,6 +389,10 @@ def render_report(report: Report) -> list[str]:
                      f"{branch['itemId']}): commits not on the branch — "
                      + "; ".join(branch["hints"]))
     lines += [f"  note      {note}" for note in report.tree_notes]
+    if tree.get("queuedBacklog"):
+        from git_forge.cli.reconcile import queued_text
+
+        lines.append(f"  note      {queued_text(tree['queuedBacklog'])}")
     if report.failure:
         failure = report.failure
         lines.append(paint(f"  FAILED at step {failure.step.number} ({failure.kind}):", "red"))

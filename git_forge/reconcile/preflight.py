@@ -16,7 +16,9 @@ it never imports pygit2 (``fast_status`` asks git itself) and reads nothing
 else while the tree is clean. Two kinds of change are the runner's own and are
 not stranded work: state files (git-ignored, but skipped here even when the
 ignore rules are missing) and a backlog.json whose only difference from HEAD is
-an item left ``in_progress`` by a run that crashed.
+an item left ``in_progress`` by a run that crashed. A backlog.json changed any
+other way that is still a valid backlog is queued work (``queued_apart``), not
+stranded either — here, in reconcile and in recover alike.
 """
 
 from __future__ import annotations
@@ -177,29 +179,49 @@ def refuse_corrupt_backlog_commit(groups: list[tuple[str, list[str]]], root: Pat
             raise ReconcileError(f"refusing to commit {backlog_rel}: it is corrupt ({problem})")
 
 
+def queued_apart(work: list[StatusEntry], root: Path, backlog_path: Path
+                 ) -> tuple[list[StatusEntry], StatusEntry | None, str | None]:
+    """The stranded ``work`` (``stranded``'s) less a changed backlog.json that is a
+    valid backlog; that entry (``None``: no such change); and why a changed
+    backlog.json is corrupt (it then stays in the work).
+
+    A valid change is not stranded work but queued work: what git-forge's own
+    commands leave uncommitted (``backlog add``, ``answer``, ``edit``,
+    ``decision revoke``, ``recover --no-commit``…) or the operator's own edit —
+    the next run's input, which the loop commits first (``[forge] backlog: …``).
+    Nothing of it is lost or taken for an item's work by launching, so the launch
+    blocker lets it through, and reconcile and recover, which answer to the same
+    question (what must be decided before the next launch), agree: it is no
+    group to decide, and leaves the tree clean."""
+    backlog_rel = _relative(backlog_path, root)
+    entry = next((entry for entry in work if entry.path == backlog_rel), None)
+    if entry is None:
+        return work, None, None
+    problem = backlog_file_problem(backlog_path)
+    if problem is not None:
+        return work, None, problem
+    return [other for other in work if other is not entry], entry, None
+
+
 def check(root: Path, state_dir: Path, backlog_path: Path,
           entries: list[StatusEntry] | None = None) -> Preflight:
     """Run the launch blocker's table for the repository at ``root``.
 
-    A changed backlog.json that is a valid backlog is not stranded work: it is
-    work queued through git-forge's own commands (``backlog add``, ``answer``,
-    ``edit``…), which the next loop run commits first (``[forge] backlog: …``).
-    One that is not valid stops the launch as what it is: a corrupt backlog.
-    Stranded work in items' worktrees or on their branches stops it too
-    (``trees``), with or without a prior run's state.json.
+    A changed backlog.json that is a valid backlog is not stranded work but queued
+    work (``queued_apart``). One that is not valid stops the launch as what it is:
+    a corrupt backlog. Stranded work in items' worktrees or on their branches
+    stops it too (``trees``), with or without a prior run's state.json.
     """
     if entries is None:
         entries = porcelain_fast(root)
-    work = stranded(entries, root, state_dir, backlog_path)
-    backlog_rel = _relative(backlog_path, root)
-    if any(entry.path == backlog_rel for entry in work):
-        problem = backlog_file_problem(backlog_path)
-        if problem is not None:
-            run, error = prior_run(state_dir)
-            return Preflight("stop", work, run, error, reason=(
-                f"{backlog_rel} is corrupt ({problem}); repair it, or restore it with "
-                f"git checkout HEAD -- {backlog_rel}"))
-        work = [entry for entry in work if entry.path != backlog_rel]
+    work, _queued, problem = queued_apart(stranded(entries, root, state_dir, backlog_path),
+                                          root, backlog_path)
+    if problem is not None:
+        backlog_rel = _relative(backlog_path, root)
+        run, error = prior_run(state_dir)
+        return Preflight("stop", work, run, error, reason=(
+            f"{backlog_rel} is corrupt ({problem}); repair it, or restore it with "
+            f"git checkout HEAD -- {backlog_rel}"))
     from git_forge.reconcile.item_trees import loop_branch, stranded_trees
 
     trees = tuple(stranded_trees(root, state_dir, backlog_path))

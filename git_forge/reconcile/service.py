@@ -28,7 +28,7 @@ from git_forge.reconcile.execution import Action, Decision, execute
 from git_forge.reconcile.item_trees import ItemTree, item_trees, loop_branch
 from git_forge.reconcile.merge_queue import Conflicted, Integrated, Outcome, integrate_item
 from git_forge.reconcile.messages import item_branch
-from git_forge.reconcile.preflight import stranded
+from git_forge.reconcile.preflight import queued_apart, stranded
 from git_forge.tree.git_status import porcelain
 from git_forge.tree.porcelain import StatusEntry
 from git_forge.tree.repo import open_repo
@@ -43,6 +43,23 @@ Decide = Callable[[Plan], Mapping[str, Decision]]
 #: with each unintegrated item branch: ``integrate``, ``retry`` (a conflict's
 #: only) or ``leave`` (the default for one left out).
 ChooseBranches = Callable[[Plan, frozenset[str]], Mapping[str, str]]
+
+
+@dataclass(frozen=True)
+class QueuedBacklog:
+    """backlog.json changed since HEAD and still a valid backlog: queued for the next
+    run, which commits it first — not stranded work (``preflight.queued_apart``)."""
+
+    path: str
+    #: What changed, as the commit that records it will say: ``change 003, 004``.
+    changes: str
+    #: The items whose recorded answers are the whole change: recover's own change,
+    #: left uncommitted (``--no-commit``, left at its prompt, or a pass cut short).
+    answered: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "changes": self.changes,
+                "recoverAnswers": list(self.answered)}
 
 
 @dataclass(frozen=True)
@@ -62,6 +79,8 @@ class ReconcileReport:
     retried: tuple[ConflictRecord, ...] = ()
     #: What the operator is told beside (a landing whose bookkeeping stayed uncommitted).
     notes: tuple[str, ...] = ()
+    #: backlog.json's queued change left uncommitted afterwards, if any.
+    queued: QueuedBacklog | None = None
 
     @property
     def clean(self) -> bool:
@@ -85,6 +104,8 @@ class ReconcileReport:
         if self.retried:
             document["retried"] = [{"itemId": r.item_id, "ref": r.retried_ref,
                                     "paths": list(r.paths)} for r in self.retried]
+        if self.queued is not None:
+            document["queuedBacklog"] = self.queued.to_json()
         return document
 
 
@@ -106,7 +127,8 @@ def reconcile_tree(workspace: Workspace, decide: Decide, *,
                    choose_branches: ChooseBranches | None = None) -> ReconcileReport:
     """Reconcile the stranded work in ``workspace``'s tree as ``decide`` says.
 
-    ``recovery_paths``: recover's own backlog change, its own group. ``decide``
+    ``recovery_paths``: recover's own backlog change, its own group (a queued
+    backlog change is no group otherwise: ``preflight.queued_apart``). ``decide``
     is called once, also when nothing is stranded (so it can refuse a decision
     for a group that does not exist). ``integrate``: items whose ``forge/<id>``
     branch to integrate onto the branch checked out here, after the decisions;
@@ -116,18 +138,24 @@ def reconcile_tree(workspace: Workspace, decide: Decide, *,
     conflict goes back to pending, its bookkeeping committed).
     """
     repo = open_repo(workspace.root)
+    recovery = set(recovery_paths)
 
-    def stranded_now() -> list[StatusEntry]:
-        return stranded(porcelain(repo), workspace.root, workspace.state_dir,
-                        workspace.backlog_file)
+    def stranded_now() -> tuple[list[StatusEntry], StatusEntry | None]:
+        """The stranded entries, and backlog.json's queued change apart from them."""
+        work, queued, _corrupt = queued_apart(
+            stranded(porcelain(repo), workspace.root, workspace.state_dir,
+                     workspace.backlog_file), workspace.root, workspace.backlog_file)
+        return work, queued
 
     def trees_now() -> list[ItemTree]:
         return item_trees(workspace.root, workspace.state_dir, workspace.backlog_file)
 
     trees = trees_now()
     onto = loop_branch(workspace.root) if trees or integrate else None
-    found = plan(repo, gather(workspace.state_dir), stranded_now(),
-                 recovery_paths=recovery_paths, trees=trees, onto=onto)
+    work, queued = stranded_now()
+    ours = [queued] if queued is not None and queued.path in recovery else []
+    found = plan(repo, gather(workspace.state_dir), work + ours,
+                 recovery_paths=recovery, trees=trees, onto=onto)
     _check_integrations(integrate, trees, onto)
     decisions = decide(found)
     chosen: Mapping[str, str] = {}
@@ -146,10 +174,42 @@ def reconcile_tree(workspace: Workspace, decide: Decide, *,
     landed, notes = land(workspace, [o.item_id for o in integrations
                                      if isinstance(o, Integrated)])
     # Nothing was stranded a moment ago and nothing was done: no second status read.
-    remaining = stranded_now() if found.groups or landed or retried else []
+    remaining, queued = stranded_now() if found.groups or landed or retried else ([], queued)
     left = [tree for tree in trees_now() if tree.stranded] if trees else []
     return ReconcileReport(found, tuple(actions), tuple(remaining), integrations, tuple(left),
-                           landed, retried, retry_notes + notes)
+                           landed, retried, retry_notes + notes,
+                           queued_backlog(workspace, queued) if queued is not None else None)
+
+
+def queued_backlog(workspace: Workspace, entry: StatusEntry) -> QueuedBacklog:
+    """What the queued backlog change ``entry`` is: its changes, and whether it is
+    recover's answers alone — the decision record's answers explain every
+    difference from HEAD (``bookkeeping.only_applied_answers``) — rather than any
+    item's work (every item's commit touches backlog.json, so the last of them is
+    no evidence of whose the change is). A record that cannot be read names no
+    answers: the change is still described."""
+    from git_forge import decisions
+    from git_forge.backlog.bookkeeping import describe_changes, only_applied_answers
+    from git_forge.errors import ForgeError
+    from git_forge.tree.fast_status import head_blob
+
+    try:
+        work = workspace.backlog_file.read_bytes()
+        head = head_blob(workspace.root, entry.path)
+    except (OSError, ForgeError):
+        return QueuedBacklog(entry.path, "update the backlog")
+    answered: list[str] = []
+    if head is not None:
+        try:
+            document = decisions.load(decisions.open_record(workspace.backlog_dir,
+                                                            workspace.config.state_dir))
+        except ForgeError:
+            document = None
+        latest = decisions.latest_entries(document["decisions"]) if document else {}
+        answers = {item_id: decision["answer"] for item_id, decision in latest.items()
+                   if isinstance(decision.get("answer"), str)}
+        answered = only_applied_answers(head, work, answers) if answers else []
+    return QueuedBacklog(entry.path, describe_changes(head, work), tuple(answered))
 
 
 def retry_items(workspace: Workspace, item_ids: Sequence[str]
