@@ -183,11 +183,20 @@ def test_resolve_by_hand_then_integrate_lands_it_done(conflict: Conflict,
                                    "choice": "resolve"}]
     (by_hand,) = report["resolveByHand"]
     assert by_hand["itemId"] == conflict.loser and by_hand["commands"][0] == f"cd {conflict.tree}"
+    # What is next is that resolution, not recover (it would only ask the question again)
+    assert report["next"] == f"git -C {conflict.tree} rebase main"
+    # The main tree is clean: its branch alone holds the work (it said porcelain clean: no)
+    assert report["gate"] == {"unappliedAffected": [], "porcelainClean": True,
+                              "itemTreesClean": False, "allMoved": True}
     assert by_hand["commands"][1].startswith("git rebase main")
     assert by_hand["commands"][-1].endswith(f"git forge reconcile --integrate {conflict.loser}")
     assert conflict.tree.is_dir()  # nothing of it removed
     again = conflict.run("recover", "--answers", str(answers))  # the same choice once more
     assert again.returncode == 3 and "by hand   " + conflict.loser in again.stdout
+    assert again.stdout.splitlines()[-2:] == ["NEXT-STEPS", f"  git -C {conflict.tree} rebase main"]
+    assert "            no stranded work in the working tree: yes (git status)\n" in again.stdout
+    assert (f"            no stranded work in items' worktrees or branches: no — item "
+            f"{conflict.loser} (git worktree list)\n") in again.stdout
     assert f"git forge reconcile --integrate {conflict.loser}" in again.stdout
     # the operator resolves in the worktree and commits there
     resolve_in(conflict.tree, "line one, as both items have it\nline two\n")

@@ -121,7 +121,7 @@ def test_scripted_pass_records_applies_proves_and_resolves(after_run: Path) -> N
                                "nonMovers": []}
     # The deferral of an unrelated item (006) does not block resolved.
     assert report["gate"] == {"unappliedAffected": [], "porcelainClean": True,
-                              "allMoved": True}
+                              "itemTreesClean": True, "allMoved": True}
     assert report["failure"] is None
     items = items_of(after_run)
     assert items["003"]["humanAnswer"] == "Use SQLite" and items["006"]["status"] == "blocked"
@@ -132,6 +132,15 @@ def test_scripted_pass_records_applies_proves_and_resolves(after_run: Path) -> N
     assert report["tree"]["stashes"][0]["itemId"] == "006"
     human = recover(after_run, "--non-interactive")
     assert human.stdout.rstrip("\n").splitlines()[-2:] == ["NEXT-STEPS", "  git forge recover"]
+    # The checks behind "resolved" in words, each with its source, no identifiers
+    assert ("  checks    for the outcome resolved:\n"
+            "            answered in this pass: none (resolved needs one)\n"
+            "            every answer applied: yes (the decision record)\n"
+            "            every answered item unblocked: yes (the backlog, read again)\n"
+            "            no stranded work in the working tree: yes (git status)\n"
+            "            no stranded work in items' worktrees or branches: yes "
+            "(git worktree list)\n") in human.stdout
+    assert not any(word in human.stdout for word in ("porcelain", "re-read)", "affected:"))
     # The deferral was asked again but not answered: the record does not grow.
     record = json.loads((after_run / ".forge" / "forge-decisions.json").read_text())
     assert len(record["decisions"]) == 3

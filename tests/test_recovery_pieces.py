@@ -162,10 +162,10 @@ def item(status: str, **kw) -> Item:
     return Item(builders.item("1", status, **kw))
 
 
-def test_resolved_needs_all_three_and_a_nonempty_affected_set() -> None:
+def test_resolved_needs_every_check_and_a_nonempty_affected_set() -> None:
     assert select_outcome(gate(), [item("pending")], {"selectable": 1}, None).name == "resolved"
     for failing in (gate(unapplied_affected=("3",)), gate(porcelain_clean=False),
-                    gate(all_moved=False), gate(affected=())):
+                    gate(items_left=("7",)), gate(all_moved=False), gate(affected=())):
         assert select_outcome(failing, [item("done")], {}, None).name == "complete"
 
 

@@ -22,9 +22,12 @@ from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from git_forge.reconcile.attribution import Plan
     from git_forge.reconcile.execution import Decision
     from git_forge.recovery.answers import Choice, Collected
+    from git_forge.recovery.outcome import Gate
     from git_forge.recovery.questions import Question
     from git_forge.recovery.report import Report
 
@@ -398,13 +401,7 @@ def render_report(report: Report) -> list[str]:
         lines.append(paint(f"  FAILED at step {failure.step.number} ({failure.kind}):", "red"))
         lines.append(f"    {failure.error}")
     elif report.gate is not None:
-        gate = report.gate
-        lines.append("  gate for resolved: "
-                     f"unapplied among affected: {', '.join(gate.unapplied_affected) or 'none'} "
-                     "(decision record); "
-                     f"porcelain clean: {'yes' if gate.porcelain_clean else 'no'} (git status); "
-                     f"all moved: {'yes' if gate.all_moved else 'no'} (runner re-read); "
-                     f"affected: {', '.join(gate.affected) or 'none'}")
+        lines += render_gate(report.gate)
         outcome = report.outcome
         assert outcome is not None, "step 7's gate comes with its outcome"
         detail = f" ({outcome.cause})" if outcome.cause else ""
@@ -413,6 +410,26 @@ def render_report(report: Report) -> list[str]:
         lines.append(f"  outcome: {outcome.name}{detail}")
     lines += ["", "NEXT-STEPS", f"  {report.next}"]
     return lines
+
+
+def render_gate(gate: Gate) -> list[str]:
+    """The checks behind the outcome ``resolved``, in words, each with its source."""
+
+    def check(what: str, failing: Iterable[str] | bool, source: str) -> str:
+        named = ", ".join(failing) if not isinstance(failing, bool) else ""
+        verdict = f"no — {named}" if named else "no" if failing is True else "yes"
+        return f"            {what}: {verdict} ({source})"
+
+    return ["  checks    for the outcome resolved:",
+            f"            answered in this pass: {', '.join(gate.affected) or 'none'}"
+            + ("" if gate.affected else " (resolved needs one)"),
+            check("every answer applied", gate.unapplied_affected, "the decision record"),
+            check("every answered item unblocked", not gate.all_moved,
+                  "the backlog, read again"),
+            check("no stranded work in the working tree", not gate.porcelain_clean,
+                  "git status"),
+            check("no stranded work in items' worktrees or branches",
+                  [f"item {item}" for item in gate.items_left], "git worktree list")]
 
 
 def _plans(args: argparse.Namespace) -> bool:

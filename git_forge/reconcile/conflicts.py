@@ -204,6 +204,12 @@ def retry(root: Path, state_dir: Path, item_id: str) -> ConflictRecord:
     return done
 
 
+def resolve_start(record: ConflictRecord) -> str:
+    """The first command of a resolution by hand, as one command to run from
+    anywhere: the rebase onto the branch, in the item's worktree."""
+    return f"git -C {shlex.quote(str(record.worktree))} rebase {shlex.quote(record.onto)}"
+
+
 def resolve_commands(record: ConflictRecord, root: Path) -> list[str]:
     """The commands to resolve the conflict by hand in the item's worktree, then land it."""
     tree = shlex.quote(str(record.worktree))

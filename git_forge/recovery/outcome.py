@@ -1,8 +1,10 @@
 """Step 7: the ``resolved`` gate, the outcome ladder, exit codes, the next command.
 
-``resolved`` needs all three of: no unapplied decision among this pass's
-affected items, a clean porcelain status, and every affected item moved. An
-empty affected set never selects it. Otherwise the first matching rung wins:
+``resolved`` needs all of: no unapplied decision among this pass's affected
+items, a clean porcelain status (no stranded work: the runner's own files and
+backlog.json's queued change are none), no stranded work in an item's worktree
+or on its branch (the launch stops on it too), and every affected item moved.
+An empty affected set never selects it. Otherwise the first matching rung wins:
 needs-human > blocked > deferred > partial > complete.
 """
 
@@ -40,21 +42,26 @@ STATUS = "git forge status"
 
 @dataclass(frozen=True)
 class Gate:
-    """The three evaluations behind ``resolved``, each citing its source."""
+    """The evaluations behind ``resolved``, each citing its source."""
 
     unapplied_affected: tuple[str, ...]
+    #: The working tree's status (git status) holds no stranded work — what it said
+    #: ``no`` to when an item's branch alone held work.
     porcelain_clean: bool
     all_moved: bool
     affected: tuple[str, ...]
+    #: The items whose worktree or branch holds stranded work (git worktree list).
+    items_left: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
         return (bool(self.affected) and not self.unapplied_affected
-                and self.porcelain_clean and self.all_moved)
+                and self.porcelain_clean and not self.items_left and self.all_moved)
 
     def to_json(self) -> dict[str, Any]:
         return {"unappliedAffected": list(self.unapplied_affected),
-                "porcelainClean": self.porcelain_clean, "allMoved": self.all_moved}
+                "porcelainClean": self.porcelain_clean, "itemTreesClean": not self.items_left,
+                "allMoved": self.all_moved}
 
 
 @dataclass(frozen=True)

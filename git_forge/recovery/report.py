@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from git_forge.backlog.item import Item
 from git_forge.backlog.topology import id_key
-from git_forge.reconcile.conflicts import ConflictRecord
+from git_forge.reconcile.conflicts import ConflictRecord, resolve_start
 from git_forge.recovery.outcome import (
     FAILURE_EXIT_CODES,
     RECOVER,
@@ -195,7 +195,16 @@ class TreeResult:
 
     document: dict[str, Any]
     notes: tuple[str, ...]
-    clean: bool
+    #: No stranded work left in the working tree (what ``git status`` lists, less
+    #: the runner's own files and backlog.json's queued change).
+    porcelain_clean: bool
+    #: The items whose worktree or branch still holds stranded work.
+    items_left: tuple[str, ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        """Nothing stranded anywhere: what the next launch needs."""
+        return self.porcelain_clean and not self.items_left
 
 
 @dataclass(frozen=True)
@@ -282,9 +291,13 @@ class Report:
     @property
     def resolve_by_hand(self) -> list[tuple[str, tuple[str, ...]]]:
         """The conflicts the operator chose to resolve by hand, with the commands."""
+        return [(question.item_ids[0], question.resolve) for question in self._by_hand]
+
+    @property
+    def _by_hand(self) -> list[Question]:
         chosen = ({item for item, what in self.recording.chosen.items() if what == "resolve"}
                   if self.recording else set())
-        return [(question.item_ids[0], question.resolve) for question in self.questions
+        return [question for question in self.questions
                 if question.conflict is not None and question.item_ids[0] in chosen]
 
     @property
@@ -341,8 +354,15 @@ class Report:
 
     @property
     def next(self) -> str:
+        """The one command to run next. After "resolve by hand" it is the first of
+        that resolution's commands (the rebase in the item's worktree), not
+        ``recover``: the item stays blocked until its branch lands, and running
+        recover again would only ask about it again."""
         if self.failure is not None or self.outcome is None:
             return RECOVER
+        by_hand = [q.conflict for q in self._by_hand if q.conflict is not None]
+        if by_hand:
+            return resolve_start(by_hand[0])
         return next_command(self.outcome, self.tree_clean)
 
     def to_json(self) -> dict[str, Any]:

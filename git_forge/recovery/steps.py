@@ -577,7 +577,8 @@ def reconcile_tree(ctx: Context, application: Application,
                          f"pass (items {', '.join(backlog.leftover)}): recover's own change")
         report = service.reconcile_tree(workspace, decide,
                                         recovery_paths={backlog_rel} if ours else set())
-        return TreeResult(report.to_json(), tuple(notes), report.clean)
+        items_left = tuple(dict.fromkeys(tree.item_id for tree in report.trees_left))
+        return TreeResult(report.to_json(), tuple(notes), not report.remaining, items_left)
     except ForgeError as exc:
         notes.append(f"tree reconciliation skipped: {exc.message}")
         return TreeResult({"groups": [], "stashes": [], "actions": []}, tuple(notes), False)
@@ -592,7 +593,8 @@ def gate(ctx: Context, enumerated: Enumerated, application: Application,
     affected = tuple(applied.item_id for applied in application.applied)
     verdict = Gate(
         unapplied_affected=tuple(i for i in affected if i in unapplied_after),
-        porcelain_clean=tree.clean,
+        porcelain_clean=tree.porcelain_clean,
+        items_left=tree.items_left,
         all_moved=proof is None or not proof.non_movers,
         affected=affected,
     )
