@@ -194,6 +194,7 @@ def test_resolve_by_hand_then_integrate_lands_it_done(conflict: Conflict,
     again = conflict.run("recover", "--answers", str(answers))  # the same choice once more
     assert again.returncode == 3 and "by hand   " + conflict.loser in again.stdout
     assert again.stdout.splitlines()[-2:] == ["NEXT-STEPS", f"  git -C {conflict.tree} rebase main"]
+    assert "recover " not in again.stdout  # nor in the branch's hints: the by-hand block is it
     assert "            no stranded work in the working tree: yes (git status)\n" in again.stdout
     assert (f"            no stranded work in items' worktrees or branches: no — item "
             f"{conflict.loser} (git worktree list)\n") in again.stdout

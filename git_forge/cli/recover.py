@@ -387,7 +387,10 @@ def render_report(report: Report) -> list[str]:
     for stash in tree["stashes"]:
         lines.append(f"  abandoned {stash['ref']} (item {stash['itemId']}): {stash['message']}"
                      f" — inspect: {stash['hints'][0]}; restore: {stash['hints'][1]}")
+    by_hand = {item_id for item_id, _ in report.resolve_by_hand}  # its commands are above
     for branch in tree.get("branches", []):
+        if branch["itemId"] in by_hand:
+            continue
         lines.append(f"  branch    {branch['branch'] or branch['worktree']} (item "
                      f"{branch['itemId']}): commits not on the branch — "
                      + "; ".join(branch["hints"]))
