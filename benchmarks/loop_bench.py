@@ -49,16 +49,14 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import resource
 import shutil
 import statistics
 import subprocess
 import tempfile
-import time
 from datetime import datetime
 from pathlib import Path
 
-from timing import bench_env, forge
+from timing import bench_env, forge, run_timed
 
 GOAL_RATIO = 2.0
 WATCHDOG_GOAL_MS = 5.0
@@ -69,6 +67,8 @@ echo "done by the agent" > "work/item-$FORGE_ITEM_ID.txt"
 date +%s.%N >> "$AGENT_EXITS"
 echo FORGE_DONE
 """
+#: What the shell loops feed their agent on stdin, as git-forge feeds it an item's prompt.
+PROMPT = b"## Backlog item 00001: Item 1\n" + b"Write the item's file. " * 20
 FLOOR = """#!/bin/sh
 # The floor: what any loop has to do per iteration, with nothing else.
 i=0
@@ -126,19 +126,6 @@ def build(root: Path, items: int, files: int) -> None:
     run("git", "commit", "-q", "-m", "backlog", cwd=root)
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
-    """(wall s, CPU s of it and everything under it) of one fresh process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    result = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if result.returncode not in (0, 5):
-        raise SystemExit(f"{argv[:3]} exited {result.returncode}: {result.stderr.decode()}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
 def loop_argv(agent: Path, iterations: int) -> list[str]:
     return [*forge(), "loop", "run", "--agent", str(agent), "--iterations", str(iterations),
             "--timeout", "1"]
@@ -181,9 +168,10 @@ def median(values: list[float]) -> float:
 def one_run(what: str, iterations: int, root: Path, work: Path,
             env: dict[str, str]) -> tuple[float, float]:
     """(wall s, CPU s) of one timed run of ``what`` over ``root``, a fresh copy."""
-    if what in ("floor", "books"):
-        return timed(["/bin/sh", str(work / f"{what}.sh"), str(iterations),
-                      str(work / "agent.sh"), str(work / "prompt.txt")], root, env)
+    floor = work / f"{what}.sh"
+    if floor.is_file():  # a shell loop: floor.sh, books.sh, or one another benchmark wrote
+        return run_timed(["/bin/sh", str(floor), str(iterations), str(work / "agent.sh"),
+                          str(work / "prompt.txt")], root, env)
     if what == "start":  # nothing selectable: start-up and shut-down alone
         backlog = root / ".forge" / "backlog.json"  # the same backlog, all done:
         document = json.loads(backlog.read_text())  # its load is start-up too
@@ -195,7 +183,7 @@ def one_run(what: str, iterations: int, root: Path, work: Path,
         with open(root / ".forge.yaml", "a", encoding="utf-8") as config:
             config.write("\nsupervisor:\n  watchdog: false\n")
         run("git", "commit", "-qam", "no watchdog", cwd=root)
-    return timed(loop_argv(work / "agent.sh", iterations), root, env)
+    return run_timed(loop_argv(work / "agent.sh", iterations), root, env, ok=(0, 5))
 
 
 def marginal(long: list[tuple[float, float]], short: list[tuple[float, float]],
@@ -208,8 +196,7 @@ def marginal(long: list[tuple[float, float]], short: list[tuple[float, float]],
 def measure(template: Path, work: Path, label: str, n: int, runs: int) -> None:
     if n < 2:
         raise SystemExit("a per-iteration figure needs at least 2 iterations")
-    (work / "prompt.txt").write_bytes(b"## Backlog item 00001: Item 1\n"
-                                      + b"Write the item's file. " * 20)
+    (work / "prompt.txt").write_bytes(PROMPT)
     times: dict[tuple[str, int], list[tuple[float, float]]] = {}
     gaps: list[float] = []
     for index in range(runs):

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import functools
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -51,3 +53,20 @@ def timed(fn: Callable[[], object], repeat: int = 5) -> float:
         fn()
         samples.append(time.perf_counter() - started)
     return statistics.median(samples)
+
+
+def run_timed(argv: list[str], cwd: Path, env: dict[str, str],
+              ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """(wall s, CPU s) of one fresh process; its CPU is user + system time of it and
+    of every process under it that was waited for (``RUSAGE_CHILDREN``, before and
+    after: the caller starts nothing else meanwhile). An exit code not in ``ok``
+    ends the benchmark: a figure of a failed command would measure nothing."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    result = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if result.returncode not in ok:
+        raise SystemExit(f"{argv[:3]} exited {result.returncode}: {result.stderr.decode()}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
