@@ -1,0 +1,45 @@
+"""benchmarks/budget_bench.py runs, and prints every figure beside its budget.
+
+Only that: whether a figure is within its budget is the benchmark's to say, on a
+machine quiet enough to say it — speed is never asserted in a test.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import waiting
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "budget_bench.py"
+FIGURES = (
+    "status", "backlog list", "backlog show ID", "backlog topology", "decision list",
+    "config", "proc list", "proc show HANDLE", "__complete items (a TAB)",
+    "preflight, CPU", "preflight, wall", "pre-launch hook, CPU", "pre-launch hook, wall",
+    "loop per iteration, wall", "loop per iteration, CPU", "6-item run, per item",
+)
+
+
+# --quick takes about ten seconds on a quiet machine, most of them pip's build of the
+# installed copy (isolated, as pip builds: seconds with pip's cache warm, longer when
+# it is cold); on the suite's three workers that is a few seconds of its time.
+@pytest.mark.timeout(300)
+def test_quick_run_prints_every_figure_beside_its_budget(tmp_path: Path) -> None:
+    result = waiting.run([sys.executable, str(BENCH), "--quick"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=280)
+    if result.returncode not in (0, 1) and "No matching distribution" in result.stderr:
+        pytest.skip("the build backend cannot be installed here (no package index)")
+    assert result.returncode in (0, 1), result.stderr
+    lines = result.stdout.splitlines()
+    verdicts = {}
+    for line in lines:
+        for name in FIGURES:
+            if line.startswith(f"  {name} ") and " budget " in line:
+                verdicts[name] = line.rsplit(None, 1)[-1]
+    assert set(verdicts) == set(FIGURES), result.stdout
+    assert set(verdicts.values()) <= {"within", "OVER"}, result.stdout
+    # Exit 1 exactly when a figure is over its budget.
+    assert result.returncode == ("OVER" in verdicts.values()), result.stdout
+    assert "installed with pip" in lines[0] and "load average" in lines[0], result.stdout
+    assert "load average" in lines[-1], result.stdout
