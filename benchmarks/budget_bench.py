@@ -18,7 +18,8 @@ process's CPU is the user and system time of it and of everything under it.
   decision record (an applied answer for every fifth done item, an unapplied answer
   or a deferral for each blocked one): at most 50 ms CPU each. A TAB on an item id
   (``git-forge __complete items``, the process the completion scripts start): at
-  most 50 ms CPU.
+  most 50 ms CPU. The interpreter's own start-up (``python -c pass``) is printed
+  with them: the part of each figure no code of git-forge's can save.
 * The pre-launch check on a clean 1,000-file tree, as ``git-forge preflight`` and as
   the installed hook (``git hook run --ignore-missing pre-launch``, what launchers
   run): at most ``git status --porcelain`` on the same tree + 25 ms, CPU and wall.
@@ -196,10 +197,14 @@ def read_figures(work: Path, items: int, iterations: int, rounds: int, env: dict
         "proc list": ["proc", "list"], "proc show HANDLE": ["proc", "show", handle],
         "__complete items (a TAB)": ["__complete", "items"],
     }
-    medians = interleaved({name: lambda words=words: run_timed([*forge(), *words], root, env)
-                           for name, words in commands.items()}, rounds)
+    cases = {name: lambda words=words: run_timed([*forge(), *words], root, env)
+             for name, words in commands.items()}
+    cases["python -c pass"] = lambda: run_timed([sys.executable, "-c", "pass"], root, env)
+    medians = interleaved(cases, rounds)
+    interpreter = medians.pop("python -c pass")[1] * 1000
     print(f"read commands: {items:,} items ({blocked:,} blocked), {iterations} finished "
-          f"processes, {entries:,} decisions on record; median of {rounds} round(s)")
+          f"processes, {entries:,} decisions on record; median of {rounds} round(s); "
+          f"the interpreter alone (python -c pass): CPU {interpreter:.1f} ms")
     for name, (wall, cpu) in medians.items():
         budget = COMPLETION_BUDGET_MS if name.startswith("__complete") else READ_BUDGET_MS
         report.figure(name, f"CPU {cpu * 1000:6.1f} ms (wall {wall * 1000:6.1f})",
