@@ -290,12 +290,18 @@ def loop_figures(work: Path, items: int, iterations: int, runs: int, env: dict[s
 
 
 def measure(options: argparse.Namespace) -> int:
-    version = check_installed()
+    if options.here:
+        import git_forge
+
+        version, where = git_forge.__version__, (
+            "as this environment has it (--here: not the installed copy the budgets "
+            "are for)")
+    else:
+        version, where = check_installed(), "installed with pip in a new virtual environment"
     env = bench_env(NO_COLOR="1")
     report = Report()
     before = load()
-    print(f"git-forge {version}, installed with pip in a new virtual environment; "
-          f"{before}")
+    print(f"git-forge {version}, {where}; {before}")
     with tempfile.TemporaryDirectory(prefix="git-forge-budget-") as tmp:
         work = Path(tmp)
         agent = work / "agent.sh"
@@ -320,6 +326,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, help="runs of the loop figures (default 5)")
     parser.add_argument("--iterations", type=int, help="iterations of the long loop run "
                         "(default 20)")
+    parser.add_argument("--here", action="store_true",
+                        help="measure the git-forge this environment has (an editable "
+                        "install's import hook adds to every figure): that the benchmark "
+                        "runs, not whether the budgets hold")
     parser.add_argument("--installed", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
     defaults = (500, 1, 1, 3) if options.quick else (5_000, 15, 5, 20)
@@ -329,7 +339,7 @@ def main() -> int:
     if options.iterations < 2:
         parser.error("--iterations must be at least 2: a figure per iteration is the "
                      "difference of two runs")
-    if options.installed:
+    if options.installed or options.here:
         return measure(options)
     with tempfile.TemporaryDirectory(prefix="git-forge-budget-install-") as tmp:
         python = install(Path(tmp) / "venv", Path(tmp) / "source")
