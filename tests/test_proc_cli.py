@@ -399,6 +399,19 @@ def test_handles_by_prefix_or_item_and_a_list_with_exit_codes(git_repo: Path, ow
     assert snapshot(git_repo) == before  # resolving creates nothing
 
 
+def test_an_item_is_named_by_its_number_as_every_command_takes_it(git_repo: Path,
+                                                                  owners) -> None:
+    owner = owners(git_repo, "wait", "print('one')", "print('two')")
+    assert waiting.readline(owner.process).strip() == "done"
+    latest = owner.handles[-1]
+    # 1 is item 001 (as backlog show 1 and recover --answer 1=… take it): its latest process
+    assert json.loads(forge_ok("show", "1", "--json", cwd=git_repo).stdout)["handle"] == latest
+    assert forge_ok("output", "1", cwd=git_repo).stdout == "two\n"
+    assert forge_ok("wait", "01", cwd=git_repo).stdout.startswith(f"{latest} exited")
+    unknown = refused("output", "2", cwd=git_repo)
+    assert "no process or item matches '2'" in unknown.stderr
+
+
 def test_a_failed_start_is_said_in_words_and_kept_as_a_code_in_json(
         templates, tmp_path: Path) -> None:
     from builders import one_item_backlog

@@ -115,12 +115,16 @@ def test_normalise_maps_yaml_integers_and_refuses_unknown_ids() -> None:
 
 
 def test_match_id_and_merge_targets() -> None:
-    from git_forge.recovery.questions import match_id, merge_targets
+    from git_forge.backlog.model import AmbiguousId, match_id
+    from git_forge.recovery.questions import merge_targets
 
     assert match_id("c3", ["c003", "003"]) == "c003"
     assert match_id("3", ["c003", "003"]) == "003"
     assert match_id("C006", ["c006"]) == "c006"
-    assert match_id("3", ["03", "003"]) is None  # two items have that number
+    with pytest.raises(AmbiguousId, match="3 could be any of 003, 03: write the id in full"):
+        match_id("3", ["03", "003"])  # two items have that number
+    with pytest.raises(UsageError):  # refused input, which a prompt asks again
+        merge_targets(["3", "6"], [["03"], ["003"], ["006"]])
     assert match_id("c9", ["c003"]) is None and match_id("x", ["c003"]) is None
     groups = [["003", "004"], ["006"], ["008"]]
     assert merge_targets(["c003", "006"], groups) == [0, 1]

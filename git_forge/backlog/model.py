@@ -17,6 +17,7 @@ from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import Item
 from git_forge.backlog.topology import cycle_through, id_key, is_selectable
 from git_forge.clock import parse_stamp
+from git_forge.errors import UsageError
 
 TYPE_CHECKING = False  # typing only for the checker: status reads this module
 if TYPE_CHECKING:
@@ -243,10 +244,45 @@ def index_items(items: Sequence[Item]) -> dict[str, int]:
     return index
 
 
+class AmbiguousId(BacklogError, UsageError):
+    """A short number that names two ids (``3``, with both ``03`` and ``003``): input
+    to write again, as a prompt that asks again takes a ``UsageError``."""
+
+
+def _number(text: str) -> str | None:
+    """The number ``text`` writes without its leading zeros (``""`` for zero), or
+    ``None`` when it is not made of digits. Compared as text: no ``int()``, whose
+    digit limit a 4,300-digit word would hit."""
+    return text.lstrip("0") if text.isascii() and text.isdigit() else None
+
+
+def match_id(key: str, known: Iterable[str]) -> str | None:
+    """The id among ``known`` that ``key`` names: ``key`` itself, else the one id
+    with the same number — ``3`` (or ``0003``) names ``003``, and ``c3`` names
+    ``c003``, a question's id as ``recover`` takes it — else ``None``. The one rule
+    for every command that takes an item id (``backlog show 3``, ``proc output 3``,
+    ``decision revoke 3``, ``recover --answer 3=…``). Two ids of that number
+    (``03`` and ``003``) is an ``AmbiguousId`` naming them: write the id in full."""
+    known = list(known)
+    if key in known:
+        return key
+    prefix = "c" if key[:1] in ("c", "C") else ""
+    number = _number(key[len(prefix):])
+    if number is None:
+        return None
+    matches = [name for name in known if name[:len(prefix)].lower() == prefix
+               and _number(name[len(prefix):]) == number]
+    if len(matches) > 1:
+        named = ", ".join(sorted(matches, key=id_key))
+        raise AmbiguousId(f"{key} could be any of {named}: write the id in full")
+    return matches[0] if matches else None
+
+
 def _index_of(items: Sequence[Item], item_id: str,
               index: Mapping[str, int] | None = None) -> int:
-    """Where the item with ``item_id`` is (``index``: ``index_items(items)``, to find
-    it without a scan); refused with the runner contract's message if absent."""
+    """Where the item ``item_id`` names is (``index``: ``index_items(items)``, to
+    find it without a scan): its own id, else a short number of it (``match_id``);
+    refused with the runner contract's message if absent."""
     if index is not None:
         found = index.get(item_id)
         if found is not None:
@@ -255,6 +291,9 @@ def _index_of(items: Sequence[Item], item_id: str,
         for position, item in enumerate(items):
             if item.id == item_id:
                 return position
+    named = match_id(item_id, (item.id for item in items))
+    if named is not None:
+        return next(position for position, item in enumerate(items) if item.id == named)
     raise BacklogError(f"Item not found: {item_id}")
 
 
@@ -353,12 +392,29 @@ def _checked(item: Item) -> Item:
     return item
 
 
+def _named_dependencies(items: Sequence[Item], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` with each dependency as the id it names (``match_id``: ``2`` is
+    ``002``; one that names none is kept as written, for the check of references to
+    refuse); a dependency named twice (``2,002``) is refused."""
+    if "depends_on" not in fields:
+        return dict(fields)
+    ids = [item.id for item in items]
+    named = []
+    for written in fields["depends_on"]:
+        dependency = match_id(written, ids) or written
+        if dependency in named:
+            raise BacklogError(f"dependsOn names {dependency} more than once")
+        named.append(dependency)
+    return {**fields, "depends_on": named}
+
+
 def new_item(items: list[Item], fields: Mapping[str, Any]) -> Item:
     """Append a new pending item with the next id; return it. Refused if invalid.
     ``fields`` are ``EDITABLE_FIELDS`` (attribute names: ``depends_on``)."""
     unknown = set(fields) - set(EDITABLE_FIELDS)
     if unknown:
         raise BacklogError(f"cannot set field(s): {', '.join(sorted(unknown))}")
+    fields = _named_dependencies(items, fields)
     item = Item({}).with_changes(
         id=next_id(items),
         type=fields.get("type", "feature"),
@@ -393,6 +449,7 @@ def edit_item(items: list[Item], item_id: str, changes: Mapping[str, Any], *, no
     unknown = set(changes) - set(EDITABLE_FIELDS) - {"status"}
     if unknown:
         raise BacklogError(f"cannot edit field(s): {', '.join(sorted(unknown))}")
+    changes = _named_dependencies(items, changes)
     item = before.with_changes(**{key: changes[key] for key in EDITABLE_FIELDS if key in changes})
     try:
         if "status" in changes and changes["status"] != before.status:
@@ -561,3 +618,4 @@ def unblock_items(items: list[Item], item_id: str | None, *,
     for position in targets:
         items[position] = _clear_block(items[position], status="pending")
     return [items[position].id for position in targets]
+

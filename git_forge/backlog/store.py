@@ -90,8 +90,11 @@ def _refuse_busy(items: list[Item], item_id: str, busy: str | None) -> None:
     """``busy`` (a message with ``{id}``) refuses changing an item a live loop is
     working on. Checked inside the locked update, so it cannot race the loop's own
     transitions (which take the same lock)."""
-    if busy is not None and model.find_item(items, item_id).status == "in_progress":
-        raise BacklogError(busy.format(id=item_id))
+    if busy is None:
+        return
+    item = model.find_item(items, item_id)
+    if item.status == "in_progress":
+        raise BacklogError(busy.format(id=item.id))
 
 
 def _items_of(document: dict[str, Any]) -> list[Item]:

@@ -169,8 +169,7 @@ def _split_ids(value: str) -> list[str]:
 
 def _field_changes(args: argparse.Namespace) -> dict[str, Any]:
     """The fields ``add`` and ``edit`` were given. A title is one line (it is the
-    subject of the item's commit and one row of every listing); a dependency is
-    named once."""
+    subject of the item's commit and one row of every listing)."""
     from git_forge.errors import UsageError
 
     changes: dict[str, Any] = {}
@@ -184,13 +183,8 @@ def _field_changes(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("--title must be one line (the description can hold more)")
     if args.ac is not None:
         changes["acceptance_criteria"] = list(args.ac)
-    if args.depends_on is not None:
-        depends_on = _split_ids(args.depends_on)
-        twice = sorted({dependency for dependency in depends_on
-                        if depends_on.count(dependency) > 1})
-        if twice:
-            raise UsageError(f"--depends-on names {', '.join(twice)} more than once")
-        changes["depends_on"] = depends_on
+    if args.depends_on is not None:  # as the ids they name: ``backlog.model``'s
+        changes["depends_on"] = _split_ids(args.depends_on)
     return changes
 
 

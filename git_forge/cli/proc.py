@@ -5,8 +5,8 @@ so it works from another terminal while a loop runs and after it has stopped.
 ``stop`` signals nothing itself: it leaves a request the owning supervisor acts on.
 
 Every verb takes a HANDLE as a whole handle, a unique prefix of one (4 characters
-or more) or an item id, which names that item's latest process
-(``ProcView.resolve``). Human output speaks in words; ``--json`` keeps the codes.
+or more) or an item id (``3`` for ``003`` too), which names that item's latest
+process (``ProcView.resolve``). Human output speaks in words; ``--json`` keeps the codes.
 """
 
 from __future__ import annotations
@@ -161,10 +161,22 @@ def _resolved(args: argparse.Namespace, view: ProcView, reference: str,
     failure with ``document`` as its --json result."""
     from git_forge.supervisor.lifecycle import ProcessError
 
-    try:
-        return view.resolve(reference, label="item_id", noun="item")  # the loop's label
+    try:  # the loop's label, and an item's id as every command takes it (``3`` is ``003``)
+        return view.resolve(reference, label="item_id", noun="item", named=_item_named)
     except ProcessError as exc:
         _fail(args, exc, document)
+
+
+def _item_named(reference: str, item_ids: list[str]) -> str | None:
+    """The item id among ``item_ids`` that ``reference`` names (``match_id``); two of
+    the same number is the supervisor's ``invalid_arguments``, as any ambiguity."""
+    from git_forge.backlog.model import AmbiguousId, match_id
+    from git_forge.supervisor.lifecycle import ProcessError
+
+    try:
+        return match_id(reference, item_ids)
+    except AmbiguousId as exc:
+        raise ProcessError("invalid_arguments", exc.message) from None
 
 
 def _summary(manifest: Manifest, total_bytes: int, liveness: str | None) -> dict[str, Any]:

@@ -156,7 +156,7 @@ def reconcile_tree(workspace: Workspace, decide: Decide, *,
     ours = [queued] if queued is not None and queued.path in recovery else []
     found = plan(repo, gather(workspace.state_dir), work + ours,
                  recovery_paths=recovery, trees=trees, onto=onto)
-    _check_integrations(integrate, trees, onto)
+    integrate = _check_integrations(integrate, trees, onto)
     decisions = decide(found)
     chosen: Mapping[str, str] = {}
     if choose_branches is not None and found.branches and onto is not None:
@@ -309,21 +309,27 @@ def _check_retries(workspace: Workspace, item_ids: Sequence[str]) -> None:
             raise ReconcileError(why)
 
 
-def _check_integrations(items: Sequence[str], trees: list[ItemTree], onto: str | None) -> None:
-    """Refuse ``--integrate`` for an item with no branch, with nothing to put it on, or
-    whose worktree is in the middle of a rebase, merge, cherry-pick… (its branch is
-    not what the operator is making of it yet: they finish that first)."""
+def _check_integrations(items: Sequence[str], trees: list[ItemTree], onto: str | None
+                        ) -> list[str]:
+    """The items ``--integrate`` names (``3`` is ``003``: ``match_id``), each with a
+    branch to integrate; refused for an item with no branch, with nothing to put it
+    on, or whose worktree is in the middle of a rebase, merge, cherry-pick… (its
+    branch is not what the operator is making of it yet: they finish that first)."""
+    from git_forge.backlog.model import match_id
+
     if not items:
-        return
+        return []
     if onto is None:
         raise ReconcileError("HEAD is detached: check out the branch to integrate onto first")
-    branches = {tree.item_id for tree in trees if tree.branch is not None}
-    unknown = [item for item in items if item not in branches]
+    branches = sorted(tree.item_id for tree in trees if tree.branch is not None)
+    named = [match_id(item, branches) or item for item in items]
+    unknown = [item for item in named if item not in branches]
     if unknown:
-        known = ", ".join(sorted(branches)) or "none"
+        known = ", ".join(branches) or "none"
         raise ReconcileError(f"no branch {item_branch(unknown[0])} to integrate "
                              f"(items with a branch: {known})")
     for tree in trees:
-        if tree.item_id in items and tree.operation is not None and tree.worktree is not None:
+        if tree.item_id in named and tree.operation is not None and tree.worktree is not None:
             raise ReconcileError(f"cannot integrate item {tree.item_id} yet — "
                                  f"{tree.operation.refusal(tree.worktree)}")
+    return named

@@ -14,7 +14,7 @@ An answers file's keys and values are read as the text written: YAML 1.1 would
 read an unquoted ``010:`` as the octal 8 (so item 008), and ``yes`` as true.
 An id that names no open question is refused before anything is recorded
 (``normalise``); a number still names the id with that value (``10`` is ``010``,
-``questions.match_id``).
+``backlog.model.match_id``).
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from typing import Literal
 
 import yaml
 
+from git_forge.backlog.model import match_id
 from git_forge.backlog.topology import id_key
 from git_forge.errors import UsageError, os_error_text
 from git_forge.parsing import load_json, load_yaml, yaml_problem
-from git_forge.recovery.questions import Question, match_id
+from git_forge.recovery.questions import Question
 
 ChoiceKind = Literal["answer", "defer", "cancel", "retry", "resolve"]
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from git_forge.backlog.item import Item
+from git_forge.backlog.model import match_id
 from git_forge.errors import UsageError
 from git_forge.reconcile.conflicts import ConflictRecord
 
@@ -110,22 +111,6 @@ def _question_text(kind: QuestionKind, item_ids: tuple[str, ...], reasons: tuple
     state = "needs a decision" if needs_human[0] else "is blocked"
     head = f"Item {item_ids[0]} {state}: {reasons[0] or '(no reason given)'}"
     return head + "\n" + blast_radius(gated_ids, item_count, subject="It")
-
-
-def match_id(key: str, known: Iterable[str]) -> str | None:
-    """The id among ``known`` that ``key`` names: itself, else the one with the same
-    number (``3`` → ``003``, ``c3`` → ``c003``); ``None`` when none or several do."""
-    known = list(known)
-    if key in known:
-        return key
-    prefix = "c" if key[:1] in ("c", "C") else ""
-    digits = key[len(prefix):]
-    if not (digits.isascii() and digits.isdigit()):
-        return None
-    matches = [k for k in known if k[:len(prefix)].lower() == prefix
-               and k[len(prefix):].isascii() and k[len(prefix):].isdigit()
-               and int(k[len(prefix):]) == int(digits)]
-    return matches[0] if len(matches) == 1 else None
 
 
 def question_id(item_ids: Sequence[str]) -> str:

@@ -29,10 +29,10 @@ from typing import Any
 
 from git_forge import decisions
 from git_forge.backlog.item import Item
+from git_forge.backlog.model import match_id
 from git_forge.errors import ForgeError, UsageError
 from git_forge.reconcile.conflicts import RETRY_ANSWER
 from git_forge.recovery.procedure import one_pass_at_a_time
-from git_forge.recovery.questions import match_id
 from git_forge.runner.base import Runner
 from git_forge.runner.embedded import EmbeddedRunner
 from git_forge.workspace import Workspace

@@ -7,6 +7,7 @@ only reads durable manifests and spools (and writes nothing but stop requests).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from git_forge.lockprobe import lock_is_held
@@ -60,11 +61,14 @@ class ProcView:
     def manifest(self, handle: str) -> Manifest:
         return self.store.load(handle)
 
-    def resolve(self, reference: str, label: str | None = None, noun: str = "label") -> str:
+    def resolve(self, reference: str, label: str | None = None, noun: str = "label",
+                named: Callable[[str, list[str]], str | None] | None = None) -> str:
         """The handle ``reference`` names: a whole handle, a unique prefix of one
         (at least ``MIN_PREFIX`` characters), or — with ``label`` — a value of that
         origin label (the latest process started with it; the loop's ``item_id``
-        lets an operator name an item, which ``noun`` words). An ambiguous reference
+        lets an operator name an item, which ``noun`` words). ``named`` is how a
+        reference names a value among those the processes carry (the caller's rule:
+        an item's short number; default: the value itself). An ambiguous reference
         is ``invalid_arguments`` naming the candidates; one that names nothing is
         ``not_found``.
 
@@ -76,7 +80,7 @@ class ProcView:
         handles = self.store.scan()
         prefixed = [h for h in handles if h.startswith(reference)] if reference else []
         matches = list(prefixed) if len(reference) >= MIN_PREFIX else []
-        latest = self._latest_with(label, reference) if label else None
+        latest = self._latest_with(label, reference, named) if label else None
         if latest is not None and latest not in matches:
             matches.append(latest)
         if len(matches) == 1:
@@ -94,12 +98,18 @@ class ProcView:
                                             f"prefix needs at least {MIN_PREFIX} characters)")
         raise ProcessError("not_found", f"no process or {noun} matches {reference!r}")
 
-    def _latest_with(self, label: str, value: str) -> str | None:
-        """The most recently created process whose origin ``label`` is ``value``."""
-        if not value:
+    def _latest_with(self, label: str, reference: str,
+                     named: Callable[[str, list[str]], str | None] | None) -> str | None:
+        """The most recently created process whose origin ``label`` is the value
+        ``reference`` names (``named``; default: ``reference`` itself)."""
+        if not reference:
             return None
         manifests, _ = self.manifests()
-        mine = [m for m in manifests if m.origin.get(label) == value]
+        value: str | None = reference
+        if named is not None:
+            carried = {m.origin.get(label) for m in manifests}
+            value = named(reference, sorted(v for v in carried if isinstance(v, str)))
+        mine = [m for m in manifests if value is not None and m.origin.get(label) == value]
         return mine[-1].handle if mine else None
 
     def manifests(self) -> tuple[list[Manifest], list[ProcessError]]:
