@@ -38,7 +38,7 @@ KINDS: tuple[str, ...] = (
     "blocked",      # blocked item ids                    (backlog answer/unblock, --item)
     "answerable",   # blocked ids + multi-item clusters   (recover --answer/--defer)
     "clusters",     # cluster ids of the blocked items    (recover --merge)
-    "handles",      # supervised process handles          (proc show/output/wait/stop)
+    "handles",      # item ids with a process, then handles (proc show/output/wait/stop)
     "backlogs",     # backlog dirs, relative to the root  (--backlog)
     "backlog-dirs",  # backlog dirs, relative to the cwd  (decision --backlog-dir)
 )
@@ -123,22 +123,32 @@ def _cluster_rows(blocked: list[dict[str, Any]], *, multi_only: bool) -> list[tu
 
 
 def _handle_rows(state_dir: Path) -> list[tuple[str, str]]:
+    """What the ``proc`` verbs take: the id of each item that has a process (it names
+    the item's latest one), then every handle (the shell sorts them as it shows them)."""
     try:
         names = sorted(entry.name for entry in os.scandir(state_dir / PROC_DIR)
                        if entry.name.endswith(MANIFEST_SUFFIX))
     except OSError:
         return []
     rows = []
+    latest: dict[str, tuple[str, str, str]] = {}  # item id → (created, handle, state)
     for name in names:
         handle = name[: -len(MANIFEST_SUFFIX)]
         try:
             manifest = load_json((state_dir / PROC_DIR / name).read_bytes(), name)
             origin = manifest.get("origin") or {}
-            described = f"item {origin.get('item_id') or '-'}, {manifest.get('state')}"
+            item_id, state = origin.get("item_id"), manifest.get("state")
+            described = f"item {item_id or '-'}, {state}"
+            created = str(manifest.get("created_at") or "")
         except (OSError, ValueError, AttributeError, DocumentTooComplex):
-            described = ""
+            item_id, described = None, ""
+        if isinstance(item_id, str) and item_id and (
+                item_id not in latest or (created, handle) > latest[item_id][:2]):
+            latest[item_id] = (created, handle, str(state))
         rows.append((handle, described))
-    return rows
+    items = [(item_id, f"item {item_id}'s latest process ({handle}, {state})")
+             for item_id, (_, handle, state) in sorted(latest.items())]
+    return items + rows
 
 
 def _backlog_rows(root: Path, relative_to: Path) -> list[tuple[str, str]]:

@@ -137,9 +137,12 @@ def test_fast_path_lists_item_ids_clusters_and_backlogs(project: Path) -> None:
 
 
 def test_fast_path_lists_the_handles_of_real_processes(project: Path, handles) -> None:
-    assert complete("handles", cwd=project) == handles
+    # the proc verbs take an item id too (its latest process): offered first
+    assert complete("handles", cwd=project) == ["001", *handles]
     described = complete("handles", "--describe", cwd=project)
-    assert described[0] == f"{handles[0]}\titem 001, exited"
+    latest = json.loads(run_forge("proc", "show", "001", "--json", cwd=project).stdout)
+    assert described[0] == f"001\titem 001's latest process ({latest['handle']}, exited)"
+    assert described[1] == f"{handles[0]}\titem 001, exited"
 
 
 def test_fast_path_follows_backlog_flags_config_and_subdirectories(project: Path) -> None:
@@ -228,7 +231,8 @@ def test_bash_completes_git_forge_through_gits_own_completion(project: Path, han
     lines = [
         "git forge ", "git forge backlog ", "git forge backlog answer ",
         "git forge backlog unblock 00", "git forge backlog show ", "git forge proc show ",
-        "git forge proc wait ", "git forge recover --answer ", "git forge recover --answer c",
+        "git forge proc wait ", "git forge proc output ", "git forge proc output 0",
+        "git forge recover --answer ", "git forge recover --answer c",
         "git forge recover --merge ",
         "git forge backlog list --status ", "git forge backlog answer --backlog ",
         "git -C . forge backlog answer ", "git forge completion ",
@@ -244,8 +248,12 @@ def test_bash_completes_git_forge_through_gits_own_completion(project: Path, han
     assert replies["git forge backlog answer "] == BLOCKED
     assert replies["git forge backlog unblock 00"] == BLOCKED
     assert replies["git forge backlog show "] == ALL_IDS
-    assert replies["git forge proc show "] == handles
-    assert replies["git forge proc wait "] == handles
+    assert replies["git forge proc show "] == ["001", *handles]
+    assert replies["git forge proc wait "] == ["001", *handles]
+    # proc output takes an item id (its latest process), so TAB offers the ids too
+    assert replies["git forge proc output "] == ["001", *handles]
+    assert replies["git forge proc output 0"] == [
+        value for value in ["001", *handles] if value.startswith("0")]
     assert replies["git forge recover --answer "] == ["002=", "003=", "005=", "c002="]
     assert replies["git forge recover --answer c"] == ["c002="]
     assert replies["git forge recover --merge "] == ["c002", "c005"]
