@@ -317,4 +317,5 @@ def test_topology_refusals(
 def test_topology_without_a_backlog_names_it(git_repo: Path) -> None:
     result = run_forge("backlog", "topology", cwd=git_repo)
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr == f"Error: no backlog at {git_repo.resolve()}/.forge/backlog.json\n"
+    assert result.stderr == (f"Error: no backlog at {git_repo.resolve()}/.forge/backlog.json "
+                             "(git forge init sets one up)\n")

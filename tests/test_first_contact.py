@@ -165,3 +165,25 @@ def test_one_of_a_thing_is_said_in_the_singular_and_a_reason_once(project: Path)
     status = run_forge("status", cwd=project).stdout.splitlines()
     assert "backlog:  1 item: 1 pending, 0 in progress, 0 blocked, 0 done" in status
     assert "spent:    1 attempt in the last run" in status
+
+
+@pytest.mark.parametrize("made", ["nothing", "an empty backlog dir"])
+def test_recover_where_init_never_ran_names_init_and_creates_nothing(git_repo: Path,
+                                                                      made: str) -> None:
+    """recover (and revoke, which takes its lock) refuse before the lock: it made
+    .forge/recover.lock, and the failed pass suggested running recover again."""
+    if made != "nothing":
+        (git_repo / ".forge").mkdir()
+
+    def everything() -> tuple:
+        return (snapshot(git_repo, skip_git=False), sorted(
+            str(path) for path in git_repo.rglob("*") if ".git" not in path.parts))
+
+    before = everything()
+    message = (f"Error: no backlog at {git_repo.resolve()}/.forge/backlog.json "
+               "(git forge init sets one up)\n")
+    for argv in (["recover"], ["recover", "--non-interactive"], ["recover", "--plan", "--json"],
+                 ["recover", "--answer", "001=yes"], ["decision", "revoke", "001"]):
+        result = run_forge(*argv, cwd=git_repo)
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", message), argv
+        assert everything() == before, argv

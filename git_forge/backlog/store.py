@@ -142,13 +142,15 @@ class BacklogStore:
 
         return cls(backlog_file(Path(backlog_dir)))
 
-    def _missing(self) -> BacklogError:
-        return BacklogError(f"no backlog at {self.path}")
+    def missing(self) -> BacklogError:
+        """The refusal for a backlog file that is not there: it names the command
+        that makes one, since a project without it has not been set up."""
+        return BacklogError(f"no backlog at {self.path} (git forge init sets one up)")
 
     def unreadable(self, exc: OSError) -> BacklogError:
         """The refusal for the file when reading (or finding) it failed with ``exc``."""
         if isinstance(exc, FileNotFoundError):
-            return self._missing()
+            return self.missing()
         return BacklogError(f"cannot read {self.path}: {os_error_text(exc)}")
 
     # --- reading ---------------------------------------------------------------------------
@@ -264,7 +266,7 @@ class BacklogStore:
             if current is before or current == before:
                 return rehearsal  # the same input: the rehearsed result stands
             if current is None:
-                raise self._missing()
+                raise self.missing()
             document = _refuse_invalid(self.path, current)
             result[0], changed = self._apply(document, rewrite)
             if changed == document:

@@ -19,6 +19,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from git_forge import decisions
 from git_forge.errors import ForgeError, StoreError, UsageError
 from git_forge.layout import RECOVER_LOCK_FILE
 from git_forge.lockprobe import lock_is_held, read_lock_holder
@@ -47,6 +48,7 @@ __all__ = ["Asker", "RecoverBusy", "RecoverOptions", "Report", "plan", "recover"
 
 def plan(workspace: Workspace, runner: Runner, options: RecoverOptions) -> dict[str, Any]:
     """``recover --plan``: the questions an agent host should ask; writes nothing."""
+    refuse_not_set_up(workspace)
     ctx = Context.open(workspace, runner, options)
     try:
         enumerated = enumerate_items(ctx)
@@ -63,12 +65,26 @@ class RecoverBusy(ForgeError):
     """Another pass holds this backlog's recover lock past the wait (exit 2)."""
 
 
+def refuse_not_set_up(workspace: Workspace) -> None:
+    """Refuse, before anything is created, a project ``git forge init`` has not set
+    up: the embedded runner's backlog.json is not there, or the backlog directory
+    that keeps the decision record. A pass's lock would make the state dir, and the
+    failed pass then only suggest itself again."""
+    if workspace.config.runner_bin is None and not workspace.backlog_file.is_file():
+        from git_forge.backlog.store import BacklogStore
+
+        raise BacklogStore(workspace.backlog_file).missing()
+    decisions.open_record(workspace.backlog_dir, workspace.config.state_dir)
+
+
 @contextlib.contextmanager
 def one_pass_at_a_time(workspace: Workspace) -> Iterator[None]:
     """Passes on one backlog run one at a time, from enumerate to the gate: two at
     once would each record over the other's questions and stamp the other's
     entries. A second pass waits ``recover.lockWaitSeconds``, then refuses naming
-    the holder; the lock dies with its holder, so a killed pass never blocks one."""
+    the holder; the lock dies with its holder, so a killed pass never blocks one.
+    A project not set up is refused first (``refuse_not_set_up``): nothing made."""
+    refuse_not_set_up(workspace)
     path = workspace.state_dir / RECOVER_LOCK_FILE
     wait = float(workspace.config["recover.lockWaitSeconds"])
     try:

@@ -32,7 +32,7 @@ from git_forge.backlog.item import Item
 from git_forge.backlog.model import match_id
 from git_forge.errors import ForgeError, UsageError
 from git_forge.reconcile.conflicts import RETRY_ANSWER
-from git_forge.recovery.procedure import one_pass_at_a_time
+from git_forge.recovery.procedure import one_pass_at_a_time, refuse_not_set_up
 from git_forge.runner.base import Runner
 from git_forge.runner.embedded import EmbeddedRunner
 from git_forge.workspace import Workspace
@@ -66,6 +66,7 @@ def revoke(workspace: Workspace, runner: Runner, item_ref: str, *,
                          f"backlog; the {runner.describe()} runner has no verb for it — revoke "
                          "the answer in that runner, then record a deferral with git forge "
                          "decision record --deferred")
+    refuse_not_set_up(workspace)
     rec = decisions.open_record(workspace.backlog_dir, workspace.config.state_dir)
     with one_pass_at_a_time(workspace):
         items = runner.list_items()
