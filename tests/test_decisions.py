@@ -192,13 +192,39 @@ def test_human_output(backlog: Path, tmp_path: Path) -> None:
     assert out == "applied decision for item 4 (me@box)\n"
 
 
+def test_list_prints_one_decision_a_line_and_finds_the_projects_backlog(
+        git_repo: Path) -> None:
+    """Like ``git log --oneline``: the item (a consolidated answer's cluster id and
+    items), the answer's first line as safe text or (deferred) — and, as every other
+    command, the project's backlog dir when ``--backlog-dir`` is not given."""
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    (git_repo / "src").mkdir()
+    for entry in (["--item", "002", "--item", "003", "--cluster", "c002", "--answer",
+                   "Use Postgres\nwith a pool of 5"], ["--item", "005", "--deferred"],
+                  ["--item", "006", "--answer", "\x1b[31mred\x1b[0m, said\rtwice"]):
+        ok("record", *entry, "--question", "Which?", cwd=git_repo / "src")
+    expected = ("c002 (002, 003): Use Postgres …\n"
+                "005: (deferred)\n"
+                "006: red, said …\n")
+    assert ok("list", cwd=git_repo / "src").stdout == expected
+    assert ok("list", "--backlog-dir", ".forge", cwd=git_repo).stdout == expected
+    document = json.loads(ok("list", "--json", cwd=git_repo).stdout)
+    assert [entry["itemId"] for entry in document["decisions"]] == ["002", "003", "005", "006"]
+    assert json.loads(ok("list", "--unapplied", "--json", cwd=git_repo).stdout)["count"] == 4
+
+
+def test_list_of_an_empty_record_prints_nothing(backlog: Path, tmp_path: Path) -> None:
+    assert ok("list", "--backlog-dir", str(backlog), cwd=tmp_path).stdout == ""
+
+
 DECISION_QUICK_SHAPES = [
+    [], ["--json"], ["--unapplied", "--no-color"],
     ["--backlog-dir", "b"], ["--backlog-dir=b"], ["--backlog-dir", "b", "--json"],
     ["--unapplied", "--backlog-dir", "b"], ["--backlog-dir", "b", "--state-dir", "s"],
     ["--backlog-dir", "b", "--state-dir=s", "--config", "c.json", "--unapplied", "--json",
      "--no-color"], ["--config=c", "--backlog-dir", "b"]]
 DECISION_PARSER_SHAPES = [
-    [], ["--json"], ["--backlog", "b"], ["--backlog-d", "b"], ["--unapp", "--backlog-dir", "b"],
+    ["--backlog", "b"], ["--backlog-d", "b"], ["--unapp", "--backlog-dir", "b"],
     ["--backlog-dir"], ["--backlog-dir", "-b"], ["--backlog-dir="], ["--backlog-dir", ""],
     ["--backlog-dir", "b", "--state-dir", ""], ["--backlog-dir", "b", "--state-dir="],
     ["--backlog-dir", "b", "--backlog-dir", "c"], ["--backlog-dir", "b", "--json", "--json"],

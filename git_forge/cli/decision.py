@@ -12,6 +12,7 @@ from git_forge.cli.output import emit_json
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
     from git_forge.cli.main import QuickDecisionListArgs
     from git_forge.decisions import DecisionRecord
@@ -19,8 +20,9 @@ if TYPE_CHECKING:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     """The flags of the verbs feature-forge has too (``revoke`` is git-forge's own)."""
-    parser.add_argument("--backlog-dir", required=True, metavar="DIR",
-                        help="the backlog directory (must exist)")
+    parser.add_argument("--backlog-dir", metavar="DIR",
+                        help="the backlog directory (must exist; default: the project's, "
+                             "as every command finds it: config 'backlog', else .forge)")
     parser.add_argument("--state-dir", metavar="NAME",
                         help="state dir name; an empty NAME is the backlog dir itself "
                              "(default: loopRunner.stateDir, else .forge)")
@@ -55,8 +57,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     rec.set_defaults(func=run_record)
 
     lst = verbs.add_parser("list", help="print the record, or the unapplied decisions",
-                           description="Print the record; --unapplied gives the latest "
-                                       "unapplied entry per item.")
+                           description="Print the record, one decision a line in the order "
+                                       "recorded: the item (a consolidated answer: its "
+                                       "cluster id and items) and the answer's first line, "
+                                       "or (deferred); --json prints the document. "
+                                       "--unapplied gives the latest unapplied entry per "
+                                       "item.")
     _common(lst)
     lst.add_argument("--unapplied", action="store_true",
                      help="only the latest entry per item whose appliedAt is null")
@@ -86,20 +92,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _open(args: argparse.Namespace | QuickDecisionListArgs) -> DecisionRecord:
-    """The record ``--backlog-dir`` and the state dir name the flags, the config
-    named by ``--config``, ./forge.config.json or the effective configuration give.
+    """The record of ``--backlog-dir`` (default: the project's backlog dir, as
+    ``workspace.locate`` finds it for every command) in the state dir the flags, the
+    config named by ``--config``, ./forge.config.json or the effective configuration
+    give.
     A ``--config`` naming no file means the defaults, as in feature-forge, whose own
     tests call these verbs so: the state dir is then the effective configuration's."""
     from git_forge import decisions
     from git_forge.config import decision_state_dir, feature_forge_state_dir, load_config
     from git_forge.layout import FEATURE_FORGE_CONFIG, find_root
+    from git_forge.workspace import locate
 
     config_path = Path(args.config if args.config is not None else FEATURE_FORGE_CONFIG)
-    effective = None
-    if args.state_dir is None and feature_forge_state_dir(config_path) is None:
-        effective = load_config(find_root(Path.cwd()))
+    if args.backlog_dir is None:  # the project's, as every other command finds it
+        workspace = locate(".")
+        backlog_dir, effective = workspace.backlog_dir, workspace.config
+    else:
+        backlog_dir, effective = Path(args.backlog_dir), None
+        if args.state_dir is None and feature_forge_state_dir(config_path) is None:
+            effective = load_config(find_root(Path.cwd()))
     state_dir = decision_state_dir(args.state_dir, config_path, effective)
-    return decisions.open_record(Path(args.backlog_dir), state_dir)
+    return decisions.open_record(backlog_dir, state_dir)
 
 
 def run_record(args: argparse.Namespace) -> int:
@@ -131,8 +144,41 @@ def run_list(args: argparse.Namespace | QuickDecisionListArgs) -> int:
             kind = "deferred" if entry.get("deferred") else "answered"
             print(f"  {entry['itemId']}: {kind} — {entry.get('question', '')}")
     else:
-        print(f"{len(view.get('decisions', []))} decision(s) on record")
+        for line in decision_lines(view.get("decisions", [])):
+            print(line)
     return 0
+
+
+def decision_lines(entries: list[dict[str, Any]]) -> list[str]:
+    """The record as ``git log --oneline`` shows history: one decision a line, in the
+    order recorded — ``005: Use SQLite``, or for a consolidated answer (the entries
+    recorded together under one clusterId) ``c002 (002, 003): Use Postgres``; an
+    answer's first line (`` …`` when it has more), or ``(deferred)``. Line breaks in
+    what a record holds are shown escaped (``one_line``), and everything printed
+    passes the terminal boundary."""
+    from git_forge.cli.output import one_line
+
+    groups: list[list[dict[str, Any]]] = []
+    for entry in entries:
+        last = groups[-1][0] if groups else None
+        if last is not None and entry.get("clusterId") and all(
+                entry.get(key) == last.get(key)
+                for key in ("clusterId", "decidedAt", "answer", "recordedBy")):
+            groups[-1].append(entry)
+        else:
+            groups.append([entry])
+    lines = []
+    for group in groups:
+        items = ", ".join(str(entry.get("itemId")) for entry in group)
+        named = f"{group[0]['clusterId']} ({items})" if group[0].get("clusterId") else items
+        answer = group[0].get("answer")
+        if isinstance(answer, str):
+            first, *more = answer.strip().splitlines() or [""]
+            said = first + (" …" if more else "")
+        else:
+            said = "(deferred)"
+        lines.append(one_line(f"{named}: {said}"))
+    return lines
 
 
 def run_apply(args: argparse.Namespace) -> int:

@@ -53,7 +53,7 @@ class QuickDecisionListArgs:
 
     __slots__ = ("backlog_dir", "state_dir", "config", "json", "unapplied", "no_color")
 
-    def __init__(self, backlog_dir: str, state_dir: str | None, config: str | None,
+    def __init__(self, backlog_dir: str | None, state_dir: str | None, config: str | None,
                  json: bool, unapplied: bool, no_color: bool) -> None:
         self.backlog_dir, self.state_dir, self.config = backlog_dir, state_dir, config
         self.json, self.unapplied, self.no_color = json, unapplied, no_color
@@ -107,15 +107,15 @@ def quick_args(words: list[str]) -> QuickArgs | None:
 
 
 def quick_decision_list_args(words: list[str]) -> QuickDecisionListArgs | None:
-    """``decision list``'s arguments when they take a plain shape (``plain_words``)
-    and name the required ``--backlog-dir``; else ``None``. An empty ``--state-dir ""``
-    (the backlog dir itself) is legal, and argparse's to read."""
+    """``decision list``'s arguments when they take a plain shape (``plain_words``);
+    else ``None``. An empty ``--state-dir ""`` (the backlog dir itself) is legal, and
+    argparse's to read."""
     found = plain_words(words, ("--backlog-dir", "--state-dir", "--config"),
                         ("--json", "--unapplied", "--no-color"), positional=False)
-    if found is None or "--backlog-dir" not in found[0]:
+    if found is None:
         return None
     values, given, _ = found
-    return QuickDecisionListArgs(values["--backlog-dir"], values.get("--state-dir"),
+    return QuickDecisionListArgs(values.get("--backlog-dir"), values.get("--state-dir"),
                                  values.get("--config"), "--json" in given,
                                  "--unapplied" in given, "--no-color" in given)
 
