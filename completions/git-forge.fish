@@ -211,6 +211,7 @@ complete -c git-forge -n '_shtab_git_forge_using backlog topology' -s h -l help 
 complete -c git-forge -n '_shtab_git_forge_using backlog topology' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
 complete -c git-forge -n '_shtab_git_forge_using backlog topology' -l cluster -d 'group blocked items whose reasons are alike'
 complete -c git-forge -n '_shtab_git_forge_using backlog topology' -s v -l verbose -d 'after feature-forge'"'"'s lines, explain them: what a starved backlog waits on, why a warning fired, shared tokens'
+complete -c git-forge -n '_shtab_git_forge_using backlog topology' -l config -xka "(__fish_complete_path (commandline -ct))" -d 'a feature-forge forge.config.json whose loopRunner block names the runner to ask, instead of the project'"'"'s; no file at PATH means the defaults, as in feature-forge (a file that is not valid is refused)'
 complete -c git-forge -n '_shtab_git_forge_using backlog topology' -l items-json -xka "(__fish_complete_path (commandline -ct))" -d 'read the item list from FILE (an array, or {"items": [...]})'
 complete -c git-forge -n '_shtab_git_forge_using backlog topology' -l items-stdin -d 'read the item list from standard input'
 complete -c git-forge -n '_shtab_git_forge_using backlog topology' -l json -d 'print the topology payload as JSON'

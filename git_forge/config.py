@@ -324,7 +324,7 @@ def _read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path} is not valid YAML: {yaml_problem(exc)}") from exc
 
 
-def _feature_forge_layer(path: Path) -> dict[str, Any]:
+def feature_forge_layer(path: Path) -> dict[str, Any]:
     """The ``loopRunner`` block of a forge.config.json as dotted keys (extras kept),
     with the ``.rauf`` state dir default its presence implies."""
     try:
@@ -354,11 +354,16 @@ def load_config(
     flags: Mapping[str, Any] | None = None,
     *,
     user_path: Path | None = None,
+    feature_forge: Path | None = None,
 ) -> Config:
     """The effective configuration for the repository at ``root``.
 
     ``flags`` maps dotted keys to command-line values; ``None`` values are
     flags that were not given. ``root`` may be ``None`` outside any project.
+    ``feature_forge``: the forge.config.json a ``--config PATH`` names, read instead
+    of the root's; where no file is, there is no such layer (feature-forge's
+    defaults, as feature-forge takes an absent ``--config``), and a file that is
+    there must be valid.
     """
     config = Config()
     for key, spec in KEYS.items():
@@ -376,10 +381,11 @@ def load_config(
         if repo.is_file():
             for key, value in _flatten(str(repo), _read_yaml(repo)).items():
                 config.set(key, value, SOURCE_REPO)
+    if feature_forge is None and root is not None:
         feature_forge = root / FEATURE_FORGE_CONFIG
-        if feature_forge.is_file():
-            for key, value in _feature_forge_layer(feature_forge).items():
-                config.set(key, value, SOURCE_FEATURE_FORGE)
+    if feature_forge is not None and feature_forge.is_file():
+        for key, value in feature_forge_layer(feature_forge).items():
+            config.set(key, value, SOURCE_FEATURE_FORGE)
 
     for key, value in (flags or {}).items():
         if value is not None:

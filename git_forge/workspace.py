@@ -54,18 +54,21 @@ def locate(
     flags: Mapping[str, Any] | None = None,
     *,
     need_work_tree: bool = True,
+    feature_forge: Path | None = None,
 ) -> Workspace:
     """Resolve ``PATH`` and ``--backlog DIR`` (relative to the project root unless
     absolute; default: config key ``backlog``) into a ``Workspace``.
 
     A project is a git work tree: outside one (or in a bare repository) every
     command refuses with the same words (``layout.work_tree_root``), except those
-    that only read configuration (``need_work_tree=False``)."""
+    that only read configuration (``need_work_tree=False``). ``feature_forge``: a
+    forge.config.json named by ``--config`` (``config.load_config``)."""
     target = Path(path)
     if not target.is_dir():
         raise ConfigError(f"not a directory: {path}")
     root = work_tree_root(target) if need_work_tree else find_root(target)
-    config = load_config(root, {**(flags or {}), "backlog": backlog})
+    config = load_config(root, {**(flags or {}), "backlog": backlog},
+                         feature_forge=feature_forge)
     backlog_dir = Path(config["backlog"])
     if not backlog_dir.is_absolute():
         backlog_dir = root / backlog_dir

@@ -291,6 +291,28 @@ def test_topology_asks_the_configured_runner_not_backlog_json(repo: Path) -> Non
     assert (payload["itemCount"], payload["maxChainDepth"]) == (2, 2)
 
 
+def test_topology_takes_a_feature_forge_config_as_feature_forge_does(repo: Path) -> None:
+    """``--config PATH``: the forge.config.json whose runner is asked; no file there
+    is the defaults (feature-forge's callers pass one that may not exist), a file that
+    is there and not valid is refused whatever the source."""
+    plain = ok("topology", "--json", cwd=repo).stdout
+    assert ok("topology", "--config", "absent.json", "--json", cwd=repo).stdout == plain
+    runner = repo / "runner"
+    runner.write_text(f"#!{sys.executable}\nprint('[{{\"id\": \"1\", \"status\": "
+                      "\"pending\"}]')\n")
+    runner.chmod(0o755)
+    (repo / "forge.config.json").write_text(json.dumps({"loopRunner": {"bin": str(runner)}}))
+    (repo / "other.json").write_text("{}")
+    assert json.loads(ok("topology", "--json", cwd=repo).stdout)["itemCount"] == 1
+    # the named file replaces the project's: its runner (none: the embedded one) is asked
+    assert ok("topology", "--config", "other.json", "--json", cwd=repo).stdout == plain
+    (repo / "items.json").write_text(json.dumps(ITEMS))
+    (repo / "corrupt.json").write_text('{"loopRunner": ')
+    for source in ([], ["--items-json", "items.json"]):
+        message = refused("topology", "--config", "corrupt.json", *source, cwd=repo)
+        assert message.startswith("corrupt.json is not valid JSON"), source
+
+
 @pytest.mark.parametrize(("args", "stdin", "fragment"), [
     (["topology", "--items-json", "items.json", "--items-stdin"], None, "not allowed with"),
     (["topology", "--items-json", "missing.json"], None, "cannot read missing.json"),

@@ -156,6 +156,7 @@ VALUE_COMPLETIONS: dict[tuple[tuple[str, ...], str], dict[str, str] | str] = {
     (("proc", "wait"), "handles"): _dynamic("handles"),
     (("reconcile",), "--restore"): _DISCARDED,
     (("backlog", "topology"), "--items-json"): "file",
+    (("backlog", "topology"), "--config"): "file",
     (("loop", "run"), "--prompt-file"): "file",
     (("init",), "--backlog"): "directory",  # a new backlog dir may not exist yet
 }

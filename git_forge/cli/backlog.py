@@ -122,6 +122,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     topology.add_argument("-v", "--verbose", action="store_true",
                           help="after feature-forge's lines, explain them: what a starved "
                                "backlog waits on, why a warning fired, shared tokens")
+    topology.add_argument("--config", metavar="PATH",
+                          help="a feature-forge forge.config.json whose loopRunner block "
+                               "names the runner to ask, instead of the project's; no file "
+                               "at PATH means the defaults, as in feature-forge (a file that "
+                               "is not valid is refused)")
     source = topology.add_mutually_exclusive_group()
     source.add_argument("--items-json", metavar="FILE",
                         help="read the item list from FILE (an array, or {\"items\": [...]})")
@@ -309,13 +314,19 @@ def run_unblock(args: argparse.Namespace) -> int:
 
 
 def _topology_items(args: argparse.Namespace) -> list[Item]:
-    """The item list from --items-json, --items-stdin, or the configured runner."""
+    """The item list from --items-json, --items-stdin, or the configured runner (the
+    one ``--config`` names, when given). A ``--config`` file that is there is read
+    whatever the source, and refused if it is not valid."""
     import sys
     from pathlib import Path
 
     from git_forge.backlog.errors import BacklogError
     from git_forge.backlog.topology import parse_items
+    from git_forge.config import feature_forge_layer
 
+    config = None if args.config is None else Path(args.config)
+    if config is not None and config.is_file():
+        feature_forge_layer(config)
     if args.items_json is not None:
         try:
             raw = Path(args.items_json).read_bytes().decode("utf-8")
@@ -333,7 +344,7 @@ def _topology_items(args: argparse.Namespace) -> list[Item]:
     from git_forge.runner import runner_for
     from git_forge.workspace import locate
 
-    return runner_for(locate(args.path, args.backlog)).list_items()
+    return runner_for(locate(args.path, args.backlog, feature_forge=config)).list_items()
 
 
 def run_topology(args: argparse.Namespace) -> int:
