@@ -85,7 +85,7 @@ function _shtab_git_forge_using
   test "$_shtab_git_forge_cmdpath" = "$argv"
 end
 
-set -g _shtab_git_forge_commands init loop 'loop run' 'loop stop' status recover reconcile backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog topology' decision 'decision record' 'decision list' 'decision apply' 'decision revoke' agents preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' 'proc prune' config demo completion version help
+set -g _shtab_git_forge_commands init loop 'loop run' 'loop stop' status recover reconcile backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog done' 'backlog drop' 'backlog topology' decision 'decision record' 'decision list' 'decision apply' 'decision revoke' agents preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' 'proc prune' config demo completion version help
 set -g _shtab_git_forge_opts_with_value --ac --actor --agent --agent-arg --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --idle-timeout --integrate --item --items-json --iterations --leave --limit --max-consecutive-failures --max-cost --merge --mode --notes --notify --on-limit --parallel --priority --prompt-file --question --restore --retries --stash --state-dir --status --timeout --title --type
 
 complete -c git-forge -e
@@ -206,6 +206,18 @@ complete -c git-forge -n '_shtab_git_forge_using backlog unblock' -s h -l help -
 complete -c git-forge -n '_shtab_git_forge_using backlog unblock' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
 complete -c git-forge -n '_shtab_git_forge_using backlog unblock' -l json -d 'print {"unblockedCount": N, "unblockedIds": [...]} as JSON'
 complete -c git-forge -n '_shtab_git_forge_using backlog unblock; and test $_shtab_git_forge_npos -eq 0' -ka "(__git_forge_values blocked)" -d 'item id (default: every item)'
+complete -c git-forge -n '_shtab_git_forge_using backlog; and test $_shtab_git_forge_npos -eq 0' -a done -d 'mark items done by hand'
+complete -c git-forge -n '_shtab_git_forge_using backlog done' -s h -l help -d 'show this help message and exit'
+complete -c git-forge -n '_shtab_git_forge_using backlog done' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
+complete -c git-forge -n '_shtab_git_forge_using backlog done' -l json -d 'print {"doneCount": N, "doneIds": [...]} as JSON'
+complete -c git-forge -n '_shtab_git_forge_using backlog done; and test $_shtab_git_forge_npos -ge 0' -ka "(__git_forge_values items)" -d 'item id (3 for 003)'
+complete -c git-forge -n '_shtab_git_forge_using backlog; and test $_shtab_git_forge_npos -eq 0' -a drop -d 'take items out of the backlog'
+complete -c git-forge -n '_shtab_git_forge_using backlog drop' -s h -l help -d 'show this help message and exit'
+complete -c git-forge -n '_shtab_git_forge_using backlog drop' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
+complete -c git-forge -n '_shtab_git_forge_using backlog drop' -l keep-dependents -d 'the items that depend on a dropped one stay, without that dependency (and may be selected)'
+complete -c git-forge -n '_shtab_git_forge_using backlog drop' -s y -l yes -d 'drop without asking'
+complete -c git-forge -n '_shtab_git_forge_using backlog drop' -l json -d 'print {"droppedCount": N, "droppedIds": [...], "detachedIds": [...]} as JSON'
+complete -c git-forge -n '_shtab_git_forge_using backlog drop; and test $_shtab_git_forge_npos -ge 0' -ka "(__git_forge_values items)" -d 'item id (3 for 003)'
 complete -c git-forge -n '_shtab_git_forge_using backlog; and test $_shtab_git_forge_npos -eq 0' -a topology -d 'dependency roots, depth, selectable, starvation, blocked clusters'
 complete -c git-forge -n '_shtab_git_forge_using backlog topology' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using backlog topology' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'

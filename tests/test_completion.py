@@ -232,6 +232,7 @@ def test_bash_completes_git_forge_through_gits_own_completion(project: Path, han
         "git forge ", "git forge backlog ", "git forge backlog answer ",
         "git forge backlog unblock 00", "git forge backlog show ", "git forge proc show ",
         "git forge proc wait ", "git forge proc output ", "git forge proc output 0",
+        "git forge backlog done ", "git forge backlog drop 00",
         "git forge recover --answer ", "git forge recover --answer c",
         "git forge recover --merge ",
         "git forge backlog list --status ", "git forge backlog answer --backlog ",
@@ -244,7 +245,7 @@ def test_bash_completes_git_forge_through_gits_own_completion(project: Path, han
                        + calls, cwd=project)
     assert sorted(replies["git forge "]) == sorted(top_level_commands())
     assert replies["git forge backlog "] == ["list", "show", "add", "edit", "answer", "unblock",
-                                             "topology"]
+                                             "done", "drop", "topology"]
     assert replies["git forge backlog answer "] == BLOCKED
     assert replies["git forge backlog unblock 00"] == BLOCKED
     assert replies["git forge backlog show "] == ALL_IDS
@@ -254,6 +255,8 @@ def test_bash_completes_git_forge_through_gits_own_completion(project: Path, han
     assert replies["git forge proc output "] == ["001", *handles]
     assert replies["git forge proc output 0"] == [
         value for value in ["001", *handles] if value.startswith("0")]
+    assert replies["git forge backlog done "] == ALL_IDS
+    assert replies["git forge backlog drop 00"] == ALL_IDS
     assert replies["git forge recover --answer "] == ["002=", "003=", "005=", "c002="]
     assert replies["git forge recover --answer c"] == ["c002="]
     assert replies["git forge recover --merge "] == ["c002", "c005"]

@@ -305,17 +305,22 @@ def test_tree_commands_refuse_beside_a_live_loop_and_change_nothing(project) -> 
 
 def test_the_item_in_flight_cannot_be_changed_but_others_can(project) -> None:
     one = project()
-    loop, _ = _live(one)
+    loop, message = _live(one)
     try:
         before = one.backlog()
         for argv in (["backlog", "answer", "001", "use Postgres"], ["backlog", "unblock", "001"],
-                     ["backlog", "edit", "001", "--title", "Renamed"]):
+                     ["backlog", "edit", "001", "--title", "Renamed"],
+                     ["backlog", "done", "002", "1"]):
             result = one.forge(*argv)
             assert result.returncode == 2, argv
             lines = result.stderr.splitlines()
             assert len(lines) == 1 and lines[0].startswith(
                 "Error: item 001 is being worked on by the running loop (run "), argv
             assert one.backlog() == before
+        # an item taken out of the backlog may be the next one the loop selects
+        dropped = one.forge("backlog", "drop", "003", "--yes")
+        assert (dropped.returncode, dropped.stderr) == (2, message)
+        assert one.backlog() == before
         assert one.forge("backlog", "edit", "002", "--title", "Renamed").returncode == 0
         assert one.forge("backlog", "add", "--title", "Queued").returncode == 0
         assert one.forge("decision", "record", "--backlog-dir", ".forge", "--item", "002",

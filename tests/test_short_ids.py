@@ -73,6 +73,7 @@ def test_a_number_two_ids_share_is_refused_naming_both(git_repo: Path) -> None:
     write_backlog(git_repo / ".forge", [item("003", title="Three"),
                                         item("0003", title="Also three")])
     for argv in (["backlog", "show", "3"], ["backlog", "edit", "3", "--priority", "1"],
+                 ["backlog", "done", "3"], ["backlog", "drop", "3", "--yes"],
                  ["backlog", "edit", "0003", "--depends-on", "3"], ["decision", "revoke", "3"]):
         assert refused(*argv, cwd=git_repo) == (
             "Error: 3 could be any of 0003, 003: write the id in full"), argv

@@ -140,6 +140,8 @@ _DISCARDED = {"bash": "_git_forge_discarded", "zsh": "_git_forge_discarded",
 VALUE_COMPLETIONS: dict[tuple[tuple[str, ...], str], dict[str, str] | str] = {
     (("backlog", "show"), "id"): _dynamic("items"),
     (("backlog", "edit"), "id"): _dynamic("items"),
+    (("backlog", "done"), "ids"): _dynamic("items"),
+    (("backlog", "drop"), "ids"): _dynamic("items"),
     (("backlog", "answer"), "id"): _dynamic("blocked"),
     (("backlog", "unblock"), "id"): _dynamic("blocked"),
     (("decision", "record"), "--item"): _dynamic("blocked"),

@@ -619,3 +619,69 @@ def unblock_items(items: list[Item], item_id: str | None, *,
         items[position] = _clear_block(items[position], status="pending")
     return [items[position].id for position in targets]
 
+
+def _named_items(items: Sequence[Item], item_ids: Iterable[str]) -> list[int]:
+    """The positions of the items ``item_ids`` name (``_index_of``), each once, in
+    the order named."""
+    positions: list[int] = []
+    for item_id in item_ids:
+        position = _index_of(items, item_id)
+        if position not in positions:
+            positions.append(position)
+    return positions
+
+
+#: The legal steps from each status to done (``TRANSITIONS``), as the loop takes them.
+_TO_DONE: dict[str, tuple[str, ...]] = {"blocked": ("pending", "in_progress", "done"),
+                                        "pending": ("in_progress", "done"),
+                                        "in_progress": ("done",)}
+
+
+def mark_done(items: list[Item], item_ids: Iterable[str], *, now: str) -> list[str]:
+    """``backlog done`` (and an item ``reconcile --integrate`` landed by hand): each
+    item done, whatever it waited on, by the legal steps the loop takes (blocked →
+    pending → in progress → done) — so it ends as a done item the loop leaves:
+    ``completedAt`` now, its block and any answer cleared. Its dependents may then
+    be selected. An item done already is refused, naming it (nothing is changed).
+    The ids of the items done, in the order named."""
+    positions = _named_items(items, item_ids)
+    for position in positions:
+        if items[position].status == "done":
+            raise BacklogError(f"item {items[position].id} is done already")
+    for position in positions:
+        for status in _TO_DONE[str(items[position].status)]:
+            items[position] = apply_transition(items[position], status, now=now)
+    return [items[position].id for position in positions]
+
+
+def drop_items(items: list[Item], item_ids: Iterable[str], *,
+               keep_dependents: bool = False) -> tuple[list[str], list[str]]:
+    """``backlog drop``: the items taken out of the backlog, whatever their status
+    (git's history keeps what was committed of them). An item that depends on one
+    of them and is not dropped with it keeps the backlog from being valid, so it is
+    refused, naming both — unless ``keep_dependents``: then such an item no longer
+    depends on the dropped ones (its other dependencies kept), and may be selected.
+    The ids dropped (in the order named) and the ids of the items that lost a
+    dependency (in backlog order)."""
+    positions = _named_items(items, item_ids)
+    dropped = [items[position].id for position in positions]
+    gone = set(dropped)
+    dependents = [(position, [d for d in item.depends_on if d in gone])
+                  for position, item in enumerate(items)
+                  if item.id not in gone and any(d in gone for d in item.depends_on)]
+    if dependents and not keep_dependents:
+        needed = sorted({d for _, named in dependents for d in named}, key=id_key)
+        ids = ", ".join(items[position].id for position, _ in dependents)
+        if len(dependents) == 1:
+            raise BacklogError(f"item {ids} depends on {', '.join(needed)}: drop {ids} too, "
+                               "or keep it without that dependency (--keep-dependents)")
+        raise BacklogError(f"items {ids} depend on {', '.join(needed)}: drop them too, or "
+                           "keep them without that dependency (--keep-dependents)")
+    for position, _ in dependents:
+        item = items[position]
+        items[position] = item.with_changes(
+            depends_on=[d for d in item.depends_on if d not in gone])
+    detached = [items[position].id for position, _ in dependents]
+    for position in sorted(positions, reverse=True):
+        del items[position]
+    return dropped, detached

@@ -349,6 +349,25 @@ class BacklogStore:
         ids = self.update(unblock)
         return {"unblockedCount": len(ids), "unblockedIds": ids}
 
+    def done(self, item_ids: Sequence[str], *, busy: str | None = None) -> list[str]:
+        """``model.mark_done`` under the lock, all the items or none; the ids done.
+        ``busy``: see ``_refuse_busy``."""
+        now = wire_now()
+
+        def done(items: list[Item]) -> list[str]:
+            for item_id in item_ids:
+                _refuse_busy(items, item_id, busy)
+            return model.mark_done(items, item_ids, now=now)
+
+        return self.update(done)
+
+    def drop(self, item_ids: Sequence[str], *,
+             keep_dependents: bool = False) -> tuple[list[str], list[str]]:
+        """``model.drop_items`` under the lock, all the items or none: the ids
+        dropped, and those of the items that lost a dependency."""
+        return self.update(lambda items: model.drop_items(
+            items, item_ids, keep_dependents=keep_dependents))
+
     def add(self, fields: Mapping[str, Any]) -> Item:
         """A new pending item with the next id (``fields``: attribute names); returns it."""
         return self.update(lambda items: model.new_item(items, fields))

@@ -1,6 +1,7 @@
-"""``git forge backlog list|show|add|edit|answer|unblock|topology`` — the rauf runner
-contract's backlog verbs (same positional ``PATH``, ``--backlog DIR`` and ``--json``
-outputs), acting on the embedded backlog file; ``topology`` reads the runner's list."""
+"""``git forge backlog list|show|add|edit|answer|unblock|done|drop|topology`` — the rauf
+runner contract's backlog verbs (same positional ``PATH``, ``--backlog DIR`` and ``--json``
+outputs), acting on the embedded backlog file, and git-forge's own ``done`` and ``drop``;
+``topology`` reads the runner's list."""
 
 from __future__ import annotations
 
@@ -109,6 +110,36 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_backlog(unblock)
     _json_flag(unblock, '{"unblockedCount": N, "unblockedIds": [...]}')
     unblock.set_defaults(func=run_unblock)
+
+    done = verbs.add_parser(
+        "done", help="mark items done by hand",
+        description="Mark each ITEM done, whatever it waits on, as the loop marks an item "
+                    "it finished (completedAt now, its block and any answer cleared); the "
+                    "items that depend on it may then be selected. All of them or none: an "
+                    "item done already, or the one a running loop works on, is refused. "
+                    "The change is left uncommitted, as every backlog edit is.")
+    done.add_argument("ids", nargs="+", metavar="ITEM", help="item id (3 for 003)")
+    add_backlog(done)
+    _json_flag(done, '{"doneCount": N, "doneIds": [...]}')
+    done.set_defaults(func=run_done, path=".")
+
+    drop = verbs.add_parser(
+        "drop", help="take items out of the backlog",
+        description="Remove each ITEM from backlog.json, whatever its status (what was "
+                    "committed of it stays in git's history). Asks first on a terminal; "
+                    "--yes drops without asking, and without a terminal it is refused "
+                    "without --yes. An item that depends on a dropped one is refused unless "
+                    "it is dropped too, or --keep-dependents keeps it without that "
+                    "dependency. Refused while a loop runs. The change is left "
+                    "uncommitted, as every backlog edit is.")
+    drop.add_argument("ids", nargs="+", metavar="ITEM", help="item id (3 for 003)")
+    add_backlog(drop)
+    drop.add_argument("--keep-dependents", action="store_true",
+                      help="the items that depend on a dropped one stay, without that "
+                           "dependency (and may be selected)")
+    drop.add_argument("-y", "--yes", action="store_true", help="drop without asking")
+    _json_flag(drop, '{"droppedCount": N, "droppedIds": [...], "detachedIds": [...]}')
+    drop.set_defaults(func=run_drop, path=".")
 
     topology = verbs.add_parser(
         "topology", help="dependency roots, depth, selectable, starvation, blocked clusters",
@@ -310,6 +341,56 @@ def run_unblock(args: argparse.Namespace) -> int:
         print(f"unblocked {', '.join(result['unblockedIds'])}")
     else:
         print("nothing to unblock")
+    return 0
+
+
+def run_done(args: argparse.Namespace) -> int:
+    ids = _store(args).done(args.ids, busy=_busy(args))
+    if args.json:
+        emit_json({"doneCount": len(ids), "doneIds": ids})
+    else:
+        print(f"done: {', '.join(ids)}")
+    return 0
+
+
+def run_drop(args: argparse.Namespace) -> int:
+    """Checked before it asks (a refusal never follows a yes), asked on a terminal,
+    then dropped under the lock, where every check is made again."""
+    import sys
+
+    from git_forge.backlog.model import drop_items
+    from git_forge.backlog.store import BacklogStore
+    from git_forge.cli import ask
+    from git_forge.errors import UsageError
+    from git_forge.loop.control import refuse_if_live
+
+    workspace = _workspace(args)
+    refuse_if_live(workspace.state_dir, workspace.root)  # it may be selecting them
+    store = BacklogStore.in_dir(workspace.backlog_dir)
+    items = store.items()
+    titles = {item.id: item.title for item in items}
+    named, detached = drop_items(list(items), args.ids, keep_dependents=args.keep_dependents)
+    if not args.yes:
+        if args.json or not ask.interactive():
+            raise UsageError("dropping takes items out of the backlog: give --yes to drop "
+                             "without a terminal to ask on")
+        for item_id in named:
+            print(f"  {item_id}  {one_line(titles[item_id])}")
+        if detached:
+            print(f"  ({', '.join(detached)} will no longer depend on "
+                  f"{'it' if len(named) == 1 else 'them'})")
+        if not ask.confirm(f"Drop {'this item' if len(named) == 1 else 'these items'}?"):
+            print("nothing dropped", file=sys.stderr)
+            return 1
+    dropped, detached = store.drop(args.ids, keep_dependents=args.keep_dependents)
+    if args.json:
+        emit_json({"droppedCount": len(dropped), "droppedIds": dropped,
+                   "detachedIds": detached})
+        return 0
+    print(f"dropped: {', '.join(dropped)}")
+    if detached:
+        print(f"no longer depending on {'it' if len(dropped) == 1 else 'them'}: "
+              f"{', '.join(detached)}")
     return 0
 
 

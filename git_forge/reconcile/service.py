@@ -246,8 +246,12 @@ def land(workspace: Workspace, item_ids: Sequence[str]) -> tuple[tuple[str, ...]
     ids = [item for item in item_ids if item in recorded]
     if not ids:
         return (), ()
-    notes = _bookkeeping(workspace, lambda store: store.update(
-        lambda items: _done_by_hand(items, ids)), "done")
+
+    def done(store: BacklogStore) -> list[str]:  # by the loop's steps: ``model.mark_done``
+        undone = [item.id for item in store.items() if item.id in ids and item.status != "done"]
+        return store.done(undone) if undone else []
+
+    notes = _bookkeeping(workspace, done, "done")
     for item in ids:
         clear_conflict(workspace.state_dir, item)
     return tuple(ids), notes
@@ -276,24 +280,6 @@ def _bookkeeping(workspace: Workspace, change: Callable[[BacklogStore], list[str
         commit_paths(open_repo(workspace.root), [backlog_rel],
                      items_settled([(what, changed)]))
     return ()
-
-
-def _done_by_hand(items: list[Any], ids: Sequence[str]) -> list[str]:
-    """Mark each of ``ids`` done the way the loop does (blocked → pending → in
-    progress → done, the legal steps); the ids changed."""
-    from git_forge.backlog.model import transition_item
-    from git_forge.clock import wire_now
-
-    now = wire_now()
-    steps = {"blocked": ("pending", "in_progress", "done"),
-             "pending": ("in_progress", "done"), "in_progress": ("done",)}
-    changed = []
-    for item in items:
-        if item.id in ids and str(item.status) in steps:
-            for status in steps[str(item.status)]:
-                transition_item(items, item.id, status, now=now)
-            changed.append(item.id)
-    return changed
 
 
 def _check_retries(workspace: Workspace, item_ids: Sequence[str]) -> None:
