@@ -22,6 +22,8 @@ from git_forge.cli.plain import plain
 from git_forge.words import counted
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from git_forge.supervisor.follow import OutputReader
     from git_forge.supervisor.lifecycle import ProcessError
     from git_forge.supervisor.manifest import Manifest
@@ -147,7 +149,7 @@ def _view(args: argparse.Namespace) -> ProcView:
     return ProcView(resolve_proc_root(args.backlog))
 
 
-def _fail(args: argparse.Namespace, exc: Exception, document: dict[str, Any]) -> NoReturn:
+def _fail(args: argparse.Namespace, exc: Exception, document: Mapping[str, object]) -> NoReturn:
     """With --json, a bad-input error still prints its result object; then re-raise."""
     code = getattr(exc, "code", None)
     if args.json and code in INPUT_ERRORS:
@@ -156,7 +158,7 @@ def _fail(args: argparse.Namespace, exc: Exception, document: dict[str, Any]) ->
 
 
 def _resolved(args: argparse.Namespace, view: ProcView, reference: str,
-              document: dict[str, Any]) -> str:
+              document: Mapping[str, object]) -> str:
     """The handle ``reference`` names (see ``ProcView.resolve``), or the command's
     failure with ``document`` as its --json result."""
     from git_forge.supervisor.lifecycle import ProcessError

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 from git_forge.clock import parse_stamp, precise_now
 from git_forge.errors import StoreError, os_error_text
@@ -118,6 +118,54 @@ class EventIds:
         return cls(new_event_id(), new_event_id(), new_event_id(), new_event_id())
 
 
+class OwnerJSON(TypedDict):
+    run_id: str
+
+
+class CommandJSON(TypedDict):
+    argv: list[str]
+    cwd: str
+
+
+class CursorsJSON(TypedDict):
+    total_bytes: int
+    retained_from: int
+
+
+class ResultJSON(TypedDict):
+    exit_code: int | None
+    reason: str | None
+
+
+class EventIdsJSON(TypedDict):
+    started: str | None
+    completed: str | None
+    lost: str | None
+    command_id: str | None
+
+
+class ManifestJSON(TypedDict):
+    """A manifest on disk (formats.md, "Supervisor manifests"): snake_case keys,
+    the optional timestamps left out while unset."""
+
+    version: int
+    handle: str
+    owner: OwnerJSON
+    origin: dict[str, Label]
+    command: CommandJSON
+    state: str
+    created_at: str
+    started_at: NotRequired[str]
+    finished_at: NotRequired[str]
+    deadline: NotRequired[str]
+    cursors: CursorsJSON
+    result: ResultJSON
+    events: EventIdsJSON
+    completion_published: int
+    #: The caller's JSON object, opaque here (``Manifest.receipt``).
+    receipt: NotRequired[dict[str, object]]
+
+
 @dataclass(frozen=True)
 class Manifest:
     handle: str
@@ -136,7 +184,7 @@ class Manifest:
     version: int = MANIFEST_VERSION
     #: What the caller made of the process (a JSON object it handed the gate, see
     #: ``PreparedProcess.receipt``): opaque here, written once, never changed.
-    receipt: dict[str, Any] | None = None
+    receipt: dict[str, object] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -145,9 +193,9 @@ class Manifest:
     def evolve(self, **changes: Any) -> Manifest:
         return replace(self, **changes)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ManifestJSON:
         """The on-disk form: snake_case keys, optional timestamps omitted when unset."""
-        document: dict[str, Any] = {
+        document: dict[str, object] = {
             "version": self.version,
             "handle": self.handle,
             "owner": {"run_id": self.owner.run_id},
@@ -174,7 +222,7 @@ class Manifest:
         document["completion_published"] = self.completion_published
         if self.receipt is not None:
             document["receipt"] = self.receipt
-        return document
+        return cast(ManifestJSON, document)
 
     @classmethod
     def from_dict(cls, document: Any) -> Manifest:
@@ -220,14 +268,15 @@ class Manifest:
         )
 
 
-def _object(document: dict[str, Any], key: str) -> dict[str, Any]:
+def _object(document: dict[str, object], key: str) -> dict[str, object]:
     value = document.get(key)
     if not isinstance(value, dict):
         raise ValueError(f"{key} is not an object")
     return value
 
 
-def _typed(document: dict[str, Any], key: str, kind: type, *, optional: bool = False) -> Any:
+def _typed(document: dict[str, object], key: str, kind: type, *,
+           optional: bool = False) -> Any:
     value = document.get(key)
     if value is None and optional:
         return None
@@ -386,7 +435,7 @@ class ManifestStore:
             raise ProcessError("process_setup_failed",
                                f"cannot create {self.root}: {os_error_text(exc)}") from exc
 
-        def mutate(current: Any) -> dict[str, Any]:
+        def mutate(current: Any) -> ManifestJSON:
             if current is not None:
                 try:
                     existing = Manifest.from_dict(current)

@@ -19,7 +19,7 @@ import base64
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from git_forge.safetext import safe_text
 from git_forge.supervisor.buffer import Chunk
@@ -27,6 +27,30 @@ from git_forge.supervisor.buffer import Chunk
 BINARY_NUL_RATIO = 0.01
 BINARY_ENTROPY_BITS = 7.5
 BINARY_ENTROPY_MIN_BYTES = 256
+
+
+class ArtifactJSON(TypedDict):
+    """Where a window's raw bytes can be fetched from (as base64)."""
+
+    id: str
+    start_cursor: int
+    end_cursor: int
+    encoding: str
+
+
+class OutputJSON(TypedDict):
+    """A rendered window of one process's output (``proc output --json``)."""
+
+    handle: str
+    encoding: str
+    output: str
+    start_cursor: int
+    next_cursor: int
+    total_bytes: int
+    gap: bool
+    normalized: bool
+    binary: bool
+    artifact: ArtifactJSON
 
 
 @dataclass(frozen=True)
@@ -44,7 +68,7 @@ class RenderedOutput:
     binary: bool
 
     @property
-    def artifact(self) -> dict[str, Any]:
+    def artifact(self) -> ArtifactJSON:
         """Where the raw bytes of this window can be fetched from (as base64)."""
         return {
             "id": self.handle,
@@ -53,7 +77,7 @@ class RenderedOutput:
             "encoding": "base64",
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> OutputJSON:
         return {
             "handle": self.handle,
             "encoding": self.encoding,

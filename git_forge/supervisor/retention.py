@@ -38,7 +38,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from git_forge.atomic import atomic_write
 from git_forge.errors import StoreError, os_error_text
@@ -54,6 +54,19 @@ from git_forge.supervisor.paths import FILE_MODE, ProcPaths
 
 SETTLED_VERSION = 1
 TEMP_SUFFIX = ".tmp"
+
+
+class SettledRunJSON(TypedDict):
+    run_id: str
+    first: str
+    handles: list[str]
+
+
+class SettledJSON(TypedDict):
+    """``settled.json``: the settled processes' handles by run, oldest run first."""
+
+    version: int
+    runs: list[SettledRunJSON]
 
 
 @dataclass
@@ -99,7 +112,7 @@ class Ledger:
         """Oldest run first."""
         return sorted(self.runs.values(), key=lambda run: (run.first, run.run_id))
 
-    def to_document(self) -> dict[str, Any]:
+    def to_document(self) -> SettledJSON:
         return {"version": SETTLED_VERSION, "runs": [
             {"run_id": run.run_id, "first": run.first, "handles": sorted(run.handles)}
             for run in self.ordered()]}

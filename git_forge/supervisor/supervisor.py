@@ -11,10 +11,9 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from git_forge.clock import precise_now, precise_stamp
 from git_forge.errors import os_error_text
@@ -51,15 +50,15 @@ from git_forge.supervisor.view import ProcView, render_chunk
 from git_forge.supervisor.watchdog import Child, Watchdog
 
 
-def _owner(value: Owner | dict[str, Any]) -> Owner:
+def _owner(value: Owner | Mapping[str, object]) -> Owner:
     if isinstance(value, Owner):
         return value
-    if isinstance(value, dict) and isinstance(value.get("run_id"), str):
-        return Owner(run_id=value["run_id"])
+    if isinstance(value, dict) and isinstance(run_id := value.get("run_id"), str):
+        return Owner(run_id=run_id)
     raise ProcessError("invalid_arguments", "owner must be {run_id: str}")
 
 
-def _origin(value: Origin | dict[str, Any] | None) -> Origin:
+def _origin(value: Origin | Mapping[str, object] | None) -> Origin:
     if isinstance(value, Origin):
         return value
     if value is None or isinstance(value, dict):
@@ -131,8 +130,8 @@ class Supervisor:
 
     def start(
         self,
-        owner: Owner | dict[str, Any],
-        origin: Origin | dict[str, Any] | None,
+        owner: Owner | Mapping[str, object],
+        origin: Origin | Mapping[str, object] | None,
         prepared: PreparedProcess,
     ) -> str:
         """Start ``prepared`` and return its handle, which always has a durable manifest.
