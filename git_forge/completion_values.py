@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from git_forge.layout import (
     BACKLOG_FILE,
@@ -31,6 +31,9 @@ from git_forge.layout import (
     user_config_dir,
 )
 from git_forge.parsing import DocumentTooComplex, load_json
+
+if TYPE_CHECKING:
+    from git_forge.backlog.item import BacklogItemJSON
 
 #: What ``__complete`` can list; the completion scripts name these.
 KINDS: tuple[str, ...] = (
@@ -89,7 +92,9 @@ def _directories(start: Path, backlog: str | None, backlog_dir: str | None) -> t
     return directory, state_directory(directory, DEFAULT_STATE_DIR)
 
 
-def _items(backlog_dir: Path) -> list[dict[str, Any]]:
+def _items(backlog_dir: Path) -> list[BacklogItemJSON]:
+    """The backlog's items with an id, unvalidated (a TAB reads the file as it is):
+    their other fields are read tolerantly."""
     try:
         document = load_json((backlog_dir / BACKLOG_FILE).read_bytes(), BACKLOG_FILE)
     except (OSError, ValueError, DocumentTooComplex):
@@ -97,19 +102,21 @@ def _items(backlog_dir: Path) -> list[dict[str, Any]]:
     items = document.get("items") if isinstance(document, dict) else None
     if not isinstance(items, list):
         return []
-    return [item for item in items
-            if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"]]
+    return cast("list[BacklogItemJSON]",
+                [item for item in items
+                 if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"]])
 
 
 def _one_line(text: object) -> str:
     return " ".join(str(text or "").split())
 
 
-def _item_rows(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def _item_rows(items: list[BacklogItemJSON]) -> list[tuple[str, str]]:
     return [(item["id"], _one_line(item.get("title"))) for item in items]
 
 
-def _cluster_rows(blocked: list[dict[str, Any]], *, multi_only: bool) -> list[tuple[str, str]]:
+def _cluster_rows(blocked: list[BacklogItemJSON], *,
+                  multi_only: bool) -> list[tuple[str, str]]:
     from git_forge.backlog.errors import BacklogError
     from git_forge.backlog.item import Item
     from git_forge.backlog.topology import cluster_blocked

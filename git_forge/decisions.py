@@ -19,7 +19,7 @@ import os
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, NotRequired, TypedDict, cast
 
 from git_forge.clock import wire_now
 from git_forge.errors import ForgeError, StoreError
@@ -39,6 +39,46 @@ RECORD_MODE = 0o600
 class DecisionError(ForgeError):
     """A decision-record refusal (exit 2): bad input, unknown item, corrupt record."""
 
+
+class DecisionJSON(TypedDict):
+    """One entry of the record, keys in the order ``_new_entry`` writes them."""
+
+    itemId: str
+    question: str
+    answer: str | None
+    deferred: bool
+    decidedAt: str
+    recordedBy: str
+    appliedAt: str | None
+    appliedBy: str | None
+    clusterId: NotRequired[str]
+
+
+class DecisionRecordJSON(TypedDict):
+    """``forge-decisions.json`` (formats.md; ``schemas/forge-decisions.schema.json``).
+    A record read is checked for what every reader relies on (``_check_document``:
+    ``decisions``, each entry's ``itemId``); readers take the other fields with
+    ``get``, as another writer's record may lack them."""
+
+    schemaVersion: str
+    feature: str
+    createdAt: str
+    decisions: list[DecisionJSON]
+    updatedAt: str
+
+
+class NoRecordJSON(TypedDict):
+    """``decision list --json`` when nothing was ever recorded."""
+
+    decisions: list[DecisionJSON]
+
+
+class UnappliedJSON(TypedDict):
+    """``decision list --unapplied --json``."""
+
+    feature: str | None
+    unapplied: list[DecisionJSON]
+    count: int
 
 
 def default_actor() -> str:
@@ -78,7 +118,7 @@ def open_record(backlog_dir: Path | str, state_dir: str) -> DecisionRecord:
     return DecisionRecord(backlog_dir, state / DECISIONS_FILE)
 
 
-def _check_document(path: Path, document: Any) -> dict[str, Any]:
+def _check_document(path: Path, document: Any) -> DecisionRecordJSON:
     """Refuse a record whose shape we cannot safely append to or read from."""
     if not isinstance(document, dict):
         raise StoreError(f"{path} is corrupt (not a JSON object); refusing to touch it")
@@ -92,7 +132,7 @@ def _check_document(path: Path, document: Any) -> dict[str, Any]:
             f"{path} is corrupt (\"decisions\" is not a list of entries with an itemId);"
             " refusing to touch it"
         )
-    return document
+    return cast(DecisionRecordJSON, document)  # checked just above
 
 
 def _new_entry(
@@ -102,8 +142,8 @@ def _new_entry(
     cluster_id: str | None,
     actor: str,
     decided_at: str,
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {
+) -> DecisionJSON:
+    entry: DecisionJSON = {
         "itemId": item_id,
         "question": question,
         "answer": answer,
@@ -118,7 +158,7 @@ def _new_entry(
     return entry
 
 
-def _stamp(document: dict[str, Any]) -> dict[str, Any]:
+def _stamp(document: DecisionRecordJSON) -> DecisionRecordJSON:
     document["updatedAt"] = wire_now()
     return document
 
@@ -141,7 +181,7 @@ def record(
     deferred: bool = False,
     cluster_id: str | None = None,
     actor: str | None = None,
-) -> dict[str, Any]:
+) -> DecisionRecordJSON:
     """Append one entry per item id (in the given order); return the document.
 
     Exactly one of ``answer`` / ``deferred`` (the ``decision record`` verb's rule).
@@ -158,7 +198,7 @@ def record(
 
 def record_all(
     rec: DecisionRecord, entries: list[NewDecision], *, actor: str | None = None
-) -> dict[str, Any]:
+) -> DecisionRecordJSON:
     """Append ``entries`` in one atomic write (all or none); return the document.
 
     A credential-looking answer is refused before anything is written.
@@ -174,13 +214,15 @@ def record_all(
     actor = actor or default_actor()
     rec.path.parent.mkdir(parents=True, exist_ok=True)
 
-    def append(current: Any) -> dict[str, Any]:
+    def append(current: Any) -> DecisionRecordJSON:
         if current is None:
-            document: dict[str, Any] = {
+            created = wire_now()
+            document: DecisionRecordJSON = {
                 "schemaVersion": SCHEMA_VERSION,
                 "feature": rec.feature,
-                "createdAt": wire_now(),
+                "createdAt": created,
                 "decisions": [],
+                "updatedAt": created,  # stamped again below, in its place
             }
         else:
             document = _check_document(rec.path, current)
@@ -194,7 +236,7 @@ def record_all(
     return update_json(rec.path, append, mode=RECORD_MODE)
 
 
-def load(rec: DecisionRecord, *, limit_depth: bool = True) -> dict[str, Any] | None:
+def load(rec: DecisionRecord, *, limit_depth: bool = True) -> DecisionRecordJSON | None:
     """The whole document, or ``None`` when nothing was ever recorded
     (``limit_depth``: see ``parsing.load_json``)."""
     document = read_json(rec.path, default=None, limit_depth=limit_depth)
@@ -205,25 +247,27 @@ def load(rec: DecisionRecord, *, limit_depth: bool = True) -> dict[str, Any] | N
     return _check_document(rec.path, document)
 
 
-def latest_entries(decisions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def latest_entries(decisions: list[DecisionJSON]) -> dict[str, DecisionJSON]:
     """The latest entry per item (stored order is chronological: a later key wins)."""
     return dict(zip(map(itemgetter("itemId"), decisions), decisions, strict=True))
 
 
-def unapplied_entries(decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def unapplied_entries(decisions: list[DecisionJSON]) -> list[DecisionJSON]:
     """Latest entry per item whose ``appliedAt`` is null, deferrals included,
     sorted by item id *as strings* (so "10" < "2" < "9")."""
     latest = latest_entries(decisions)
     return [latest[item] for item in sorted(latest) if latest[item].get("appliedAt") is None]
 
 
-def list_view(rec: DecisionRecord) -> dict[str, Any]:
+def list_view(rec: DecisionRecord) -> DecisionRecordJSON | NoRecordJSON:
     """``decision list``: the document as stored, or ``{"decisions": []}``."""
     document = load(rec)
-    return document if document is not None else {"decisions": []}
+    if document is None:
+        return {"decisions": []}
+    return document
 
 
-def unapplied_view(rec: DecisionRecord, *, writing: bool = False) -> dict[str, Any]:
+def unapplied_view(rec: DecisionRecord, *, writing: bool = False) -> UnappliedJSON:
     """``decision list --unapplied``: ``{feature, unapplied, count}``. Of a record
     of thousands of entries it walks only the latest ones it returns: their depth
     is checked, not that of every entry before them, which nothing here walks (the
@@ -235,7 +279,8 @@ def unapplied_view(rec: DecisionRecord, *, writing: bool = False) -> dict[str, A
     if document is None:
         return {"feature": rec.feature, "unapplied": [], "count": 0}
     pending = unapplied_entries(document["decisions"])
-    view = {"feature": document.get("feature"), "unapplied": pending, "count": len(pending)}
+    view: UnappliedJSON = {"feature": document.get("feature"), "unapplied": pending,
+                           "count": len(pending)}
     if writing:
         return view
     try:
@@ -245,7 +290,8 @@ def unapplied_view(rec: DecisionRecord, *, writing: bool = False) -> dict[str, A
     return view
 
 
-def apply(rec: DecisionRecord, item_id: str, *, actor: str | None = None) -> dict[str, Any]:
+def apply(rec: DecisionRecord, item_id: str, *,
+          actor: str | None = None) -> DecisionRecordJSON:
     """Stamp ``appliedAt``/``appliedBy`` on the item's latest entry.
 
     Call this only after the runner accepted the change: a stamped entry means
@@ -256,14 +302,14 @@ def apply(rec: DecisionRecord, item_id: str, *, actor: str | None = None) -> dic
 
 def apply_all(
     rec: DecisionRecord, item_ids: list[str], *, actor: str | None = None
-) -> dict[str, Any]:
+) -> DecisionRecordJSON:
     """``apply`` for several items in one atomic write, all or none: an item with
     no unapplied latest entry is refused (naming it) before anything is stamped."""
     if not item_ids:
         raise DecisionError("at least one item id is required")
     actor = actor or default_actor()
 
-    def stamp(current: Any) -> dict[str, Any]:
+    def stamp(current: Any) -> DecisionRecordJSON:
         if current is None:
             raise DecisionError(f"no decision recorded for item {item_ids[0]!r}")
         document = _check_document(rec.path, current)
@@ -291,7 +337,7 @@ def apply_all(
 _IDENTITY = ("itemId", "question", "answer", "deferred", "decidedAt", "recordedBy", "clusterId")
 
 
-def _identity(entry: dict[str, Any]) -> tuple[Any, ...]:
+def _identity(entry: DecisionJSON) -> tuple[Any, ...]:
     """``_IDENTITY``'s values as a dictionary key: two entries are the same one when
     their keys are equal (a value JSON cannot hash is compared by its text)."""
     return tuple(_hashable(entry.get(key)) for key in _IDENTITY)
@@ -304,8 +350,8 @@ def _hashable(value: Any) -> Any:
 
 
 def apply_entries(
-    rec: DecisionRecord, entries: list[dict[str, Any]], *, actor: str | None = None
-) -> dict[str, Any]:
+    rec: DecisionRecord, entries: list[DecisionJSON], *, actor: str | None = None
+) -> DecisionRecordJSON:
     """Stamp exactly ``entries`` — answers as the caller recorded or read them, and
     then gave to the runner — in one atomic write, all or none.
 
@@ -318,16 +364,16 @@ def apply_entries(
         raise DecisionError("at least one entry is required")
     actor = actor or default_actor()
 
-    def stamp(current: Any) -> dict[str, Any]:
+    def stamp(current: Any) -> DecisionRecordJSON:
         if current is None:
             raise DecisionError(f"no decision recorded for item {entries[0]['itemId']!r}")
         document = _check_document(rec.path, current)
         applied_at = wire_now()
-        unapplied: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        unapplied: dict[tuple[Any, ...], list[DecisionJSON]] = {}
         for entry in reversed(document["decisions"]):  # the newest match is taken first
             if entry.get("appliedAt") is None:
                 unapplied.setdefault(_identity(entry), []).append(entry)
-        found: list[dict[str, Any]] = []
+        found: list[DecisionJSON] = []
         for expected in entries:
             candidates = unapplied.get(_identity(expected))
             match = candidates.pop(0) if candidates else None

@@ -12,6 +12,7 @@ that changed (``encode_nested``), joining the texts into the document's bytes
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -30,7 +31,7 @@ def encode_nested(value: Any, depth: int, indent: int = 2) -> str:
     return dumps_indented(value, indent).replace("\n", "\n" + " " * (indent * depth))
 
 
-def join_list_in(document: dict[str, Any], key: str, elements: list[bytes],
+def join_list_in(document: Mapping[str, object], key: str, elements: list[bytes],
                  indent: int = 2, end: bytes = b"") -> bytes:
     """``dumps_indented(document)`` as UTF-8 followed by ``end``, with
     ``document[key]`` a list whose elements' texts are ``elements`` (each

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def _items_by_id(document: Any) -> dict[str, dict[str, Any]] | None:
+def _items_by_id(document: Any) -> dict[str, dict[str, object]] | None:
     if not isinstance(document, dict) or not isinstance(document.get("items"), list):
         return None
     items = {}
@@ -101,7 +101,7 @@ _UNBLOCK_FIELDS = frozenset(
      "blockedReason", "blockedAt"})
 
 
-def _unblock_kept(item: dict[str, Any]) -> dict[str, Any]:
+def _unblock_kept(item: dict[str, object]) -> dict[str, object]:
     return {key: value for key, value in item.items() if key not in _UNBLOCK_FIELDS}
 
 

@@ -104,7 +104,7 @@ class HeldBacklog:
     def __init__(self, store: BacklogStore) -> None:
         self.store = store
         self.path: Path = store.path
-        self._header: dict[str, Any] = {}
+        self._header: dict[str, object] = {}
         self._items: list[Item] = []
         self._index: dict[str, int] = {}
         #: The encoded text of each item, as UTF-8 (``None``: not encoded since it changed).

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from operator import attrgetter
+from typing import NotRequired, TypedDict, cast
 
 TYPE_CHECKING = False  # typing only for the checker: status reads this module
 if TYPE_CHECKING:
@@ -29,6 +30,32 @@ if TYPE_CHECKING:
     _Fields = Mapping[str, Any]
 else:
     _Fields = Mapping
+
+
+class BacklogItemJSON(TypedDict):
+    """An item of backlog.json as the store validates it (formats.md, "Item"; wire
+    names). Other tools' fields may sit beside these, and are kept. An item another
+    runner lists (``topology.parse_items``) is checked only for what the graph reads,
+    which is why an Item's attributes read their fields tolerantly."""
+
+    id: str
+    type: str
+    priority: int
+    title: str
+    status: str
+    description: NotRequired[str]
+    acceptanceCriteria: NotRequired[list[str]]
+    completedAt: NotRequired[str | None]
+    dependsOn: NotRequired[list[str]]
+    notes: NotRequired[str]
+    blockedReason: NotRequired[str | None]
+    blockedAt: NotRequired[str | None]
+    needsHuman: NotRequired[bool]
+    deferred: NotRequired[bool]
+    humanAnswer: NotRequired[str | None]
+    answeredReason: NotRequired[str | None]
+    answeredKind: NotRequired[str | None]
+
 
 #: snake_case attribute → its name in backlog.json (formats.md, "Item").
 WIRE_NAMES: Mapping[str, str] = {
@@ -119,7 +146,7 @@ class Item(_Fields):
     """
 
     __slots__ = ("_raw", "_id", "_status")
-    _raw: dict[str, Any]
+    _raw: BacklogItemJSON
     _id: str
     _status: str | None
 
@@ -130,10 +157,10 @@ class Item(_Fields):
     status: str | None = _read_only("_status", "The status, or None if it is not text.")
 
     def __new__(cls, fields: Mapping[str, Any]) -> Item:
-        return Item.from_json(dict(fields))
+        return Item.from_json(cast(BacklogItemJSON, dict(fields)))
 
     @staticmethod
-    def from_json(fields: dict[str, Any]) -> Item:
+    def from_json(fields: BacklogItemJSON) -> Item:
         """The item of a JSON object just parsed, adopted rather than copied (a
         100,000-item list is not copied twice): the caller keeps no other use of it."""
         item = _new_object(Item)
@@ -144,10 +171,10 @@ class Item(_Fields):
         item._status = value if type(value) is str else None
         return item
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> BacklogItemJSON:
         """The item's JSON object, in its key order (a new dict; nested values are shared
         and read-only)."""
-        return dict(self._raw)
+        return self._raw.copy()
 
     def __reduce__(self) -> tuple[type[Item], tuple[Mapping[str, Any]]]:
         return (Item, (self._raw,))
@@ -155,7 +182,7 @@ class Item(_Fields):
     # --- the Mapping of wire names ----------------------------------------------------------
 
     def __getitem__(self, key: str) -> Any:
-        return self._raw[key]
+        return cast(_Fields, self._raw)[key]  # any field, another tool's too
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._raw)
@@ -190,17 +217,17 @@ class Item(_Fields):
     def with_changes(self, **changes: Any) -> Item:
         """A copy with ``changes`` (attribute names) set: an existing field keeps its
         place, a new one is appended in the order given."""
-        fields = dict(self._raw)
+        fields: dict[str, object] = dict(self._raw)
         for name, value in changes.items():
             fields[_wire(name)] = value
-        return Item.from_json(fields)
+        return Item.from_json(cast(BacklogItemJSON, fields))
 
     def without(self, *names: str) -> Item:
         """A copy without the fields ``names`` (attribute names); absent ones are fine."""
-        fields = dict(self._raw)
+        fields: dict[str, object] = dict(self._raw)
         for name in names:
             fields.pop(_wire(name), None)
-        return Item.from_json(fields)
+        return Item.from_json(cast(BacklogItemJSON, fields))
 
     # --- the fields git-forge reads (read from the object when asked) ----------------------
 

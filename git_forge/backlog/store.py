@@ -19,11 +19,11 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, NotRequired, TypedDict, cast
 
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
-from git_forge.backlog.item import Item
+from git_forge.backlog.item import BacklogItemJSON, Item
 from git_forge.clock import wire_now
 from git_forge.errors import StoreError, os_error_text
 from git_forge.jsonfile import update_json
@@ -62,19 +62,41 @@ class _Unchanged(Exception):
     """Raised inside a locked update to skip the write when nothing changed."""
 
 
+class BacklogJSON(TypedDict):
+    """backlog.json as the store validates it (formats.md; ``model.backlog_problem``).
+    Other tools' top-level fields may sit beside these, and are kept."""
 
-def new_document(project: str, description: str = "") -> dict[str, Any]:
+    schemaVersion: NotRequired[str]
+    project: NotRequired[str]
+    description: NotRequired[str]
+    items: list[BacklogItemJSON]
+
+
+class AnsweredJSON(TypedDict):
+    """The runner contract's result of ``backlog answer`` (formats.md)."""
+
+    answered: str
+    status: str | None
+
+
+class UnblockedJSON(TypedDict):
+    """The runner contract's result of ``backlog unblock`` (formats.md)."""
+
+    unblockedCount: int
+    unblockedIds: list[str]
+
+
+def new_document(project: str, description: str = "") -> BacklogJSON:
     """An empty backlog, as ``git forge init`` writes it."""
     return {"schemaVersion": model.SCHEMA_VERSION, "project": project,
             "description": description, "items": []}
 
 
-def _refuse_invalid(path: Path, document: Any) -> dict[str, Any]:
+def _refuse_invalid(path: Path, document: Any) -> BacklogJSON:
     problem = model.backlog_problem(document)
     if problem:
         raise BacklogError(f"{path} is invalid ({problem}); refusing to touch it")
-    valid: dict[str, Any] = document
-    return valid
+    return cast(BacklogJSON, document)  # checked just above
 
 
 def _refuse_credential(text: str) -> None:
@@ -97,7 +119,7 @@ def _refuse_busy(items: list[Item], item_id: str, busy: str | None) -> None:
         raise BacklogError(busy.format(id=item.id))
 
 
-def _items_of(document: dict[str, Any]) -> list[Item]:
+def _items_of(document: BacklogJSON) -> list[Item]:
     """The items of a validated document (adopted: an Item never changes its object)."""
     return [Item.from_json(fields) for fields in document["items"]]
 
@@ -109,7 +131,7 @@ class Snapshot(NamedTuple):
     objects an ``Item`` adopts."""
 
     raw: bytes
-    document: dict[str, Any]
+    document: BacklogJSON
 
     @property
     def items(self) -> list[Item]:
@@ -174,20 +196,20 @@ class BacklogStore:
             raise BacklogError(f"{self.path} is corrupt (not valid JSON: {exc}); "
                                "refusing to touch it") from exc
 
-    def validated(self, raw: bytes) -> dict[str, Any]:
+    def validated(self, raw: bytes) -> BacklogJSON:
         """The document ``raw`` (this file's bytes) holds; refused if it is not valid."""
         known = _VALIDATED.get(self.path) == raw
-        document: dict[str, Any] = self._parse(raw)
-        if known:
-            return document
+        document = self._parse(raw)
+        if known:  # these very bytes passed every check before
+            return cast(BacklogJSON, document)
         if document is None:
             raise BacklogError(f"{self.path} is corrupt (it holds JSON null); "
                                "refusing to touch it")
-        _refuse_invalid(self.path, document)
+        valid = _refuse_invalid(self.path, document)
         _VALIDATED[self.path] = raw
-        return document
+        return valid
 
-    def load(self) -> dict[str, Any]:
+    def load(self) -> BacklogJSON:
         """The validated document; missing, corrupt or invalid is a refusal (exit 2)."""
         return self.validated(self._read_bytes())
 
@@ -223,7 +245,7 @@ class BacklogStore:
         it); ``wrote`` is handed the snapshot of what was written, if anything.
         """
 
-        def change_items(document: dict[str, Any]) -> tuple[T, dict[str, Any]]:
+        def change_items(document: BacklogJSON) -> tuple[T, BacklogJSON]:
             items = _items_of(document)
             outcome = mutate(items)
             # An item left as it was keeps its (read-only) object, so the check of the
@@ -240,9 +262,9 @@ class BacklogStore:
         """Set the backlog's ``description`` (the prompt's ``## Project`` section)."""
         self._update(lambda document: (None, {**document, "description": text}))
 
-    def _apply(self, document: dict[str, Any],
-               rewrite: Callable[[dict[str, Any]], tuple[T, dict[str, Any]]]
-               ) -> tuple[T, dict[str, Any]]:
+    def _apply(self, document: BacklogJSON,
+               rewrite: Callable[[BacklogJSON], tuple[T, BacklogJSON]]
+               ) -> tuple[T, BacklogJSON]:
         """``rewrite`` the document: the outcome and the changed document (``document``
         itself is left as it is). A result that is not a valid backlog is refused."""
         outcome, changed = rewrite(document)
@@ -251,7 +273,7 @@ class BacklogStore:
             raise BacklogError(f"refusing to write an invalid backlog ({problem})")
         return outcome, changed
 
-    def _update(self, rewrite: Callable[[dict[str, Any]], tuple[T, dict[str, Any]]], *,
+    def _update(self, rewrite: Callable[[BacklogJSON], tuple[T, BacklogJSON]], *,
                 known: Snapshot | None = None,
                 wrote: Callable[[Snapshot], None] | None = None) -> T:
         """``update``'s rehearsal, lock and write for any ``rewrite`` of the document."""
@@ -262,7 +284,7 @@ class BacklogStore:
         result: list[T] = [outcome]
         to_write = [rehearsal]
 
-        def change(current: Any) -> dict[str, Any]:
+        def change(current: Any) -> BacklogJSON:
             if current is before or current == before:
                 return rehearsal  # the same input: the rehearsed result stands
             if current is None:
@@ -287,7 +309,7 @@ class BacklogStore:
             raise BacklogError(exc.message) from exc
         return result[0]
 
-    def answer(self, item_id: str, text: str, *, busy: str | None = None) -> dict[str, Any]:
+    def answer(self, item_id: str, text: str, *, busy: str | None = None) -> AnsweredJSON:
         """blocked → pending with ``humanAnswer``; returns the runner-contract result.
         ``busy``: see ``_refuse_busy``."""
         if not text.strip():
@@ -337,7 +359,8 @@ class BacklogStore:
         return self.update(lambda items: model.revoke_answer(items, item_id, answer,
                                                              question=question, now=now))
 
-    def unblock(self, item_id: str | None = None, *, busy: str | None = None) -> dict[str, Any]:
+    def unblock(self, item_id: str | None = None, *,
+                busy: str | None = None) -> UnblockedJSON:
         """blocked → pending for one item, or every blocked item; the contract result.
         ``busy``: see ``_refuse_busy``."""
 

@@ -30,14 +30,15 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, filterfalse, repeat
+from typing import NotRequired, TypedDict, cast
 
 from git_forge.backlog.errors import BacklogError
-from git_forge.backlog.item import Item
+from git_forge.backlog.item import BacklogItemJSON, Item
 from git_forge.parsing import DocumentTooComplex, load_json
 
 TYPE_CHECKING = False  # typing only for the checker: status reads this module
 if TYPE_CHECKING:
-    from typing import Any, ParamSpec, TypeVar
+    from typing import ParamSpec, TypeVar
 
     K = TypeVar("K")
     P = ParamSpec("P")
@@ -45,6 +46,63 @@ if TYPE_CHECKING:
 
 WARN_FANOUT = "single-root-fanout"
 WARN_DEPTH = "chain-depth"
+
+
+class RootJSON(TypedDict):
+    """A root of the dependency graph and what it gates."""
+
+    id: str
+    gatedCount: int
+    gatedIds: list[str]
+
+
+class BlockingRootJSON(TypedDict):
+    id: str
+    gatedCount: int
+
+
+class StarvationJSON(TypedDict):
+    """Nothing selectable while items are pending: the roots that hold them back."""
+
+    starved: bool
+    blockingRoots: list[BlockingRootJSON]
+
+
+class ClusterJSON(TypedDict):
+    """Blocked items whose reasons are alike (``backlog topology --cluster``)."""
+
+    clusterId: str
+    memberIds: list[str]
+    memberReasons: list[str]
+    #: Absent in the clusters recover makes itself (a merge conflict's, a merge's).
+    sharedTokens: NotRequired[list[str]]
+    gatedIds: list[str]
+    gatedCount: int
+    #: A cluster recover merged: the clusters it was made of, as (clusterId, member ids).
+    parts: NotRequired[list[tuple[str, tuple[str, ...]]]]
+
+
+class TopologyJSON(TypedDict):
+    """The ``backlog topology --json`` payload (feature-forge's keys and order)."""
+
+    itemCount: int
+    rootCount: int
+    roots: list[RootJSON]
+    maxChainDepth: int
+    selectable: int
+    starvation: StarvationJSON | None
+    warnings: list[str]
+    clusters: NotRequired[list[ClusterJSON]]
+
+
+class WaitingJSON(TypedDict):
+    """What a starved backlog waits on: an item, or a dependency cycle (``waiting_on``)."""
+
+    ids: list[str]
+    kind: str
+    gatedIds: list[str]
+    gatedCount: int
+
 
 _TOKEN_SPLIT = re.compile(r"[^a-z0-9]+")
 _DIGITS = "0123456789"
@@ -144,7 +202,8 @@ def parse_items(raw: str) -> list[Item]:
         raise BacklogError("items JSON must be an array or an object with an 'items' array")
     for index, item in enumerate(items):
         _check_item(index, item)
-    return [Item.from_json(item) for item in items]
+    # checked for what the graph reads; the rest is read tolerantly (``BacklogItemJSON``)
+    return [Item.from_json(cast(BacklogItemJSON, item)) for item in items]
 
 
 # --------------------------------------------------------------------------- the graph
@@ -564,7 +623,7 @@ def is_selectable(status: object, dependencies: Iterable[K], status_of: Mapping[
 # --------------------------------------------------------------------------- topology
 
 
-def _topology(graph: DependencyGraph) -> dict[str, Any]:
+def _topology(graph: DependencyGraph) -> TopologyJSON:
     count = len(graph.ids)
     status = graph.status
     root_nodes = [node for node, node_deps in enumerate(graph.deps) if not node_deps]
@@ -572,7 +631,7 @@ def _topology(graph: DependencyGraph) -> dict[str, Any]:
     for index, node in enumerate(root_nodes):
         label[node] = index
     gated_sets = graph.gated_by_label(label, len(root_nodes))
-    roots: list[dict[str, Any]] = [
+    roots: list[RootJSON] = [
         {"id": graph.ids[node], "gatedCount": len(gated), "gatedIds": gated}
         for node, gated in zip(root_nodes, gated_sets, strict=True)
     ]
@@ -591,7 +650,7 @@ def _topology(graph: DependencyGraph) -> dict[str, Any]:
             warnings.append(WARN_FANOUT)
         if max_depth >= threshold:
             warnings.append(WARN_DEPTH)
-    starvation = None
+    starvation: StarvationJSON | None = None
     if selectable == 0 and pending > 0:
         starvation = {
             "starved": True,
@@ -613,7 +672,7 @@ def _topology(graph: DependencyGraph) -> dict[str, Any]:
 
 
 @_collector_paused
-def compute_topology(items: Sequence[Item]) -> dict[str, Any]:
+def compute_topology(items: Sequence[Item]) -> TopologyJSON:
     """Roots and what each gates, depth, selectable count, starvation and warnings."""
     return _topology(build_graph(items))
 
@@ -792,7 +851,7 @@ def _at_least(counter: list[int], value: int, universe: int) -> int:
     return greater | equal
 
 
-def _clusters(graph: DependencyGraph) -> list[dict[str, Any]]:
+def _clusters(graph: DependencyGraph) -> list[ClusterJSON]:
     blocked = [node for node, state in enumerate(graph.status) if state == "blocked"]
     reason_of = {node: graph.items[node].blocked_reason for node in blocked}
     # reasons repeat, and so do token sets: tokenize each reason once, and keep one
@@ -817,7 +876,7 @@ def _clusters(graph: DependencyGraph) -> list[dict[str, Any]]:
     for index, key in enumerate(keys):
         for node in groups[key]:
             label[node] = index
-    clusters = []
+    clusters: list[ClusterJSON] = []
     for key, gated in zip(keys, graph.gated_by_label(label, len(keys)), strict=True):
         members = groups[key]
         shared = frozenset.intersection(*linked[key]) if key >= 0 else frozenset()
@@ -836,7 +895,7 @@ def _clusters(graph: DependencyGraph) -> list[dict[str, Any]]:
 
 
 @_collector_paused
-def cluster_blocked(items: Sequence[Item]) -> list[dict[str, Any]]:
+def cluster_blocked(items: Sequence[Item]) -> list[ClusterJSON]:
     """Group blocked items whose reasons are alike (token-set Jaccard >= 1/2, transitively)."""
     return _clusters(build_graph(items))
 
@@ -851,7 +910,7 @@ def gated_ids(items: Sequence[Item], item_ids: Iterable[object]) -> list[str]:
 
 
 @_collector_paused
-def topology_report(items: Sequence[Item], *, cluster: bool) -> dict[str, Any]:
+def topology_report(items: Sequence[Item], *, cluster: bool) -> TopologyJSON:
     """The ``backlog topology`` payload: the topology, plus ``clusters`` when asked."""
     graph = build_graph(items)
     report = _topology(graph)
@@ -864,13 +923,13 @@ def topology_report(items: Sequence[Item], *, cluster: bool) -> dict[str, Any]:
 
 
 @_collector_paused
-def topology_of(graph: DependencyGraph) -> dict[str, Any]:
+def topology_of(graph: DependencyGraph) -> TopologyJSON:
     """``compute_topology`` over a graph already built (one build for several questions)."""
     return _topology(graph)
 
 
 @_collector_paused
-def waiting_on(graph: DependencyGraph) -> list[dict[str, Any]]:
+def waiting_on(graph: DependencyGraph) -> list[WaitingJSON]:
     """What a starved backlog waits on; empty when something is selectable or nothing
     is pending.
 
@@ -892,7 +951,7 @@ def waiting_on(graph: DependencyGraph) -> list[dict[str, Any]]:
         return []
     from git_forge.backlog.model import kind
 
-    found: list[tuple[int, dict[str, Any]]] = []
+    found: list[tuple[int, WaitingJSON]] = []
     cycles: dict[int, list[int]] = {}
     for node, item in enumerate(graph.items):
         if graph.cyclic[graph.component[node]]:
@@ -912,7 +971,7 @@ def waiting_on(graph: DependencyGraph) -> list[dict[str, Any]]:
 
 
 def _waiting_entry(graph: DependencyGraph, nodes: list[int], kind: str,
-                   gated: list[int]) -> dict[str, Any]:
+                   gated: list[int]) -> WaitingJSON:
     gated_ids = graph.ids_of(gated)
     return {"ids": [graph.ids[node] for node in nodes], "kind": kind,
             "gatedIds": gated_ids, "gatedCount": len(gated_ids)}

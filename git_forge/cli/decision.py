@@ -12,10 +12,11 @@ from git_forge.cli.output import emit_json
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Mapping
     from typing import Any
 
     from git_forge.cli.main import QuickDecisionListArgs
-    from git_forge.decisions import DecisionRecord
+    from git_forge.decisions import DecisionJSON, DecisionRecord
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -135,7 +136,8 @@ def run_list(args: argparse.Namespace | QuickDecisionListArgs) -> int:
     from git_forge import decisions
 
     rec = _open(args)
-    view = decisions.unapplied_view(rec) if args.unapplied else decisions.list_view(rec)
+    view: Mapping[str, Any] = (decisions.unapplied_view(rec) if args.unapplied
+                               else decisions.list_view(rec))
     if args.json:
         emit_json(view)
     elif args.unapplied:
@@ -149,7 +151,7 @@ def run_list(args: argparse.Namespace | QuickDecisionListArgs) -> int:
     return 0
 
 
-def decision_lines(entries: list[dict[str, Any]]) -> list[str]:
+def decision_lines(entries: list[DecisionJSON]) -> list[str]:
     """The record as ``git log --oneline`` shows history: one decision a line, in the
     order recorded — ``005: Use SQLite``, or for a consolidated answer (the entries
     recorded together under one clusterId) ``c002 (002, 003): Use Postgres``; an
@@ -158,7 +160,7 @@ def decision_lines(entries: list[dict[str, Any]]) -> list[str]:
     passes the terminal boundary."""
     from git_forge.cli.output import one_line
 
-    groups: list[list[dict[str, Any]]] = []
+    groups: list[list[DecisionJSON]] = []
     for entry in entries:
         last = groups[-1][0] if groups else None
         if last is not None and entry.get("clusterId") and all(

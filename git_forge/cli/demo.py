@@ -19,6 +19,7 @@ from git_forge.cli.output import paint
 
 if TYPE_CHECKING:
     from git_forge.backlog.item import Item
+    from git_forge.backlog.topology import TopologyJSON
     from git_forge.cli.loop import TerminalProgress
     from git_forge.demo.walk import DemoAsker
     from git_forge.loop.summary import LoopResult
@@ -75,7 +76,7 @@ class TerminalScreen:
         for line in render_status(document):
             self.say(line)
 
-    def topology(self, payload: dict[str, Any]) -> None:
+    def topology(self, payload: TopologyJSON) -> None:
         from git_forge.cli.render_topology import render_text
 
         for line in render_text(payload):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from git_forge.reconcile.attribution import Plan
     from git_forge.reconcile.execution import Action, Decision
     from git_forge.reconcile.merge_queue import Outcome
-    from git_forge.reconcile.service import ReconcileReport
+    from git_forge.reconcile.service import QueuedBacklogJSON, ReconcileReport
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -147,7 +147,7 @@ def render_integrations(outcomes: Iterable[Outcome]) -> list[str]:
     return lines
 
 
-def queued_text(queued: dict[str, Any]) -> str:
+def queued_text(queued: QueuedBacklogJSON) -> str:
     """backlog.json's queued change (``QueuedBacklog.to_json``), said as what it is:
     whose (recover's answers, by the decision record) or what it changes, and that
     the next run commits it."""

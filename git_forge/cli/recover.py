@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, paint
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from git_forge.reconcile.execution import Decision
     from git_forge.recovery.answers import Choice, Collected
     from git_forge.recovery.outcome import Gate
+    from git_forge.recovery.procedure import PlanJSON
     from git_forge.recovery.questions import Question
     from git_forge.recovery.report import Report
 
@@ -287,7 +288,7 @@ def _confirmed(question: Question, choice: Choice) -> bool:
     return False
 
 
-def _choices(args: argparse.Namespace) -> dict[str, Any]:
+def _choices(args: argparse.Namespace) -> dict[str, Choice]:
     from git_forge.recovery import answers
 
     choices = answers.load_file(Path(args.answers)) if args.answers else {}
@@ -307,7 +308,7 @@ def _merges(args: argparse.Namespace) -> list[list[str]]:
     return merges
 
 
-def render_plan_text(document: dict[str, Any]) -> list[str]:
+def render_plan_text(document: PlanJSON) -> list[str]:
     lines = []
     for question in document["questions"]:
         lines += [paint(f"{question['id']} ({question['kind']})", "bold"), question["text"], ""]

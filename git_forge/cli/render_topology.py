@@ -8,13 +8,13 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from git_forge.backlog.topology import TopologyJSON, WaitingJSON
 
 #: At most this many gated ids are named in a line; the count gives the rest.
 _NAMED_GATED = 5
 
 
-def waiting_text(entries: list[dict[str, Any]]) -> str:
+def waiting_text(entries: list[WaitingJSON]) -> str:
     """``002 (blocked) gating 003; the dependency cycle 004 ↔ 005 gating 006``."""
     parts = []
     for entry in entries:
@@ -32,8 +32,8 @@ def waiting_text(entries: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def render_text(payload: dict[str, Any], *, verbose: bool = False,
-                waiting: list[dict[str, Any]] | None = None) -> list[str]:
+def render_text(payload: TopologyJSON, *, verbose: bool = False,
+                waiting: list[WaitingJSON] | None = None) -> list[str]:
     """The human lines of a topology payload (``--json`` prints the payload itself).
 
     Byte for byte the lines feature-forge's ``backlog-topology`` prints, so a script
@@ -67,7 +67,7 @@ def render_text(payload: dict[str, Any], *, verbose: bool = False,
     return lines
 
 
-def _warning_detail(payload: dict[str, Any], warning: str, count: int) -> str:
+def _warning_detail(payload: TopologyJSON, warning: str, count: int) -> str:
     """Why a warning fired: the measure and the threshold (half the backlog, rounded up)."""
     threshold = (count + 1) // 2
     from git_forge.backlog.topology import WARN_FANOUT

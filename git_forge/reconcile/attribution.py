@@ -28,13 +28,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from git_forge.backlog.topology import id_key
 from git_forge.layout import ABANDONED_REF_PREFIX
 from git_forge.reconcile.errors import ReconcileError
 from git_forge.reconcile.evidence import Evidence
-from git_forge.reconcile.item_trees import ItemTree
+from git_forge.reconcile.item_trees import ItemTree, PathJSON
 from git_forge.reconcile.messages import item_of_abandoned_ref, item_of_stash, item_of_subject
 from git_forge.tree.errors import GitError
 from git_forge.tree.log_cli import CliHistory, Commit, StashEntry
@@ -83,6 +83,28 @@ class GroupKind(StrEnum):
 _RANK = {GroupKind.ITEM: 0, GroupKind.RECOVERY: 1, GroupKind.UNATTRIBUTED: 2}
 
 
+class GroupJSON(TypedDict):
+    """A group of stranded paths as ``reconcile --json`` lists it."""
+
+    id: str
+    kind: str
+    itemId: str | None
+    candidate: bool
+    paths: list[PathJSON]
+    evidence: list[str]
+    worktree: NotRequired[str]
+
+
+class StashJSON(TypedDict):
+    """An item's abandoned work, kept under a ref or on the stash list."""
+
+    ref: str
+    itemId: str
+    message: str
+    paths: list[str]
+    hints: list[str]
+
+
 @dataclass(frozen=True)
 class Group:
     """Stranded entries decided together, with the evidence that grouped them."""
@@ -104,11 +126,11 @@ class Group:
         """Each path as ``git status --porcelain`` prints it."""
         return [render_porcelain_line(entry) for entry in self.entries]
 
-    def to_json(self) -> dict[str, Any]:
-        document = {"id": self.id, "kind": self.kind.value, "itemId": self.item_id,
-                    "candidate": True,
-                    "paths": [{"path": e.path, "xy": e.xy} for e in self.entries],
-                    "evidence": list(self.evidence)}
+    def to_json(self) -> GroupJSON:
+        document: GroupJSON = {
+            "id": self.id, "kind": self.kind.value, "itemId": self.item_id, "candidate": True,
+            "paths": [{"path": e.path, "xy": e.xy} for e in self.entries],
+            "evidence": list(self.evidence)}
         if self.worktree is not None:
             document["worktree"] = str(self.worktree)
         return document
@@ -124,7 +146,7 @@ class StrandedStash:
     message: str
     paths: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> StashJSON:
         return {"ref": self.ref, "itemId": self.item_id, "message": self.message,
                 "paths": list(self.paths), "hints": self.hints}
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from git_forge.clock import wire_now
 from git_forge.errors import StoreError
@@ -44,6 +44,36 @@ from git_forge.tree.worktrees import Retired, retire, retire_refusal
 #: What recover records as the answer of a conflict retried on the new tip (it is
 #: threaded into the next prompt, beside the conflict's own description).
 RETRY_ANSWER = "retry on the new tip"
+
+
+class ConflictJSON(TypedDict):
+    """One item's entry in conflicts.json (``ConflictRecord``'s JSON)."""
+
+    itemId: str
+    commit: str
+    paths: list[str]
+    collidedWith: list[str]
+    branch: str
+    worktree: str
+    onto: str
+    recordedAt: str
+    retried: bool
+    retriedRef: str | None
+
+
+class RetriedJSON(TypedDict):
+    """A conflict retried on the new tip: its item, the ref that keeps the attempt
+    before, and the conflicting paths (``reconcile --json``, ``recover --json``)."""
+
+    itemId: str
+    ref: str | None
+    paths: list[str]
+
+
+class ConflictsJSON(TypedDict):
+    """conflicts.json: each open (or retried) conflict by item id."""
+
+    conflicts: dict[str, ConflictJSON]
 
 
 @dataclass(frozen=True)
@@ -65,7 +95,7 @@ class ConflictRecord:
     retried_ref: str | None = None
     retried: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ConflictJSON:
         return {"itemId": self.item_id, "commit": self.commit, "paths": list(self.paths),
                 "collidedWith": list(self.collided_with), "branch": self.branch,
                 "worktree": self.worktree, "onto": self.onto, "recordedAt": self.recorded_at,
@@ -147,7 +177,7 @@ def conflict_of(state_dir: Path, item_id: str) -> ConflictRecord | None:
 def _update(state_dir: Path, change: Any) -> None:
     path = conflicts_path(state_dir)
 
-    def mutate(document: Any) -> dict[str, Any]:
+    def mutate(document: Any) -> ConflictsJSON:
         records = _records(document, path)
         change(records)
         return {"conflicts": {item: record.to_json() for item, record in records.items()}}

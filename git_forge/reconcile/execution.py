@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from git_forge.reconcile import messages
 from git_forge.reconcile.attribution import Group, GroupKind, Plan
@@ -56,6 +56,16 @@ class Decision:
         object.__setattr__(self, "action", TreeAction(self.action))
 
 
+class ActionJSON(TypedDict):
+    """One decision carried out, as ``reconcile --json`` lists it."""
+
+    group: str
+    action: str
+    ref: NotRequired[str]
+    commit: NotRequired[str]
+    worktree: NotRequired[str]
+
+
 @dataclass(frozen=True)
 class Action:
     """One decision carried out: the commit, stash or safety ref it made."""
@@ -69,8 +79,8 @@ class Action:
     #: The item worktree it acted in (``None``: the main one).
     worktree: Path | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"group": self.group, "action": self.action.value}
+    def to_json(self) -> ActionJSON:
+        data: ActionJSON = {"group": self.group, "action": self.action.value}
         if self.ref:
             data["ref"] = self.ref
         if self.commit:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict
 
 from git_forge.layout import ITEM_BRANCH_PREFIX, WORKTREES_DIR
 from git_forge.reconcile.messages import item_branch, item_of_branch
@@ -28,13 +28,34 @@ from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from git_forge.tree.worktrees import Operation, Worktree
 
 # ``tree.worktrees`` is imported where it is used: a repository with no item
 # worktree or branch (``may_have_worktrees_or_branches``) never needs it, and
 # ``status`` and the pre-launch check read this module on every run.
+
+
+class PathJSON(TypedDict):
+    """A path as ``git status --porcelain`` gives it: the path and its two-letter code."""
+
+    path: str
+    xy: str
+
+
+class ItemTreeJSON(TypedDict):
+    """An item's worktree or branch (``status --json``'s ``worktrees``, preflight's)."""
+
+    itemId: str
+    branch: str | None
+    commit: str | None
+    worktree: str | None
+    state: str
+    integrated: bool
+    dirty: list[PathJSON]
+    locked: bool
+    missing: bool
+    conflict: bool
+    operation: str | None
 
 
 class ItemTree(NamedTuple):
@@ -106,7 +127,7 @@ class ItemTree(NamedTuple):
         """The worktree's dirty paths as ``git status --porcelain`` prints them."""
         return [render_porcelain_line(entry) for entry in self.dirty]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ItemTreeJSON:
         return {"itemId": self.item_id, "branch": self.branch, "commit": self.commit,
                 "worktree": str(self.worktree) if self.worktree is not None else None,
                 "state": self.state, "integrated": self.integrated,

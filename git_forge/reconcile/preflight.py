@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, NotRequired, TypedDict
 
 from git_forge.backlog.bookkeeping import only_in_progress_marks
 from git_forge.errors import StoreError
@@ -41,6 +41,18 @@ if TYPE_CHECKING:
     from git_forge.reconcile.item_trees import ItemTree
 
     Verdict = Literal["ok", "stop", "dirty"]
+
+
+class PriorRunJSON(TypedDict):
+    """The prior run as a STOP names it (without its identity when state.json could
+    not be read)."""
+
+    runId: NotRequired[str | None]
+    status: NotRequired[str | None]
+    startedAt: str | None
+    currentItem: str | None
+    blockedItems: list[str]
+    needsHumanItems: list[str]
 
 
 # A NamedTuple rather than a dataclass: ``dataclasses`` (with ``inspect``) costs
@@ -65,14 +77,14 @@ class Preflight(NamedTuple):
         """Each stranded path as ``git status --porcelain`` prints it."""
         return [render_porcelain_line(entry) for entry in self.entries]
 
-    def run_json(self) -> dict[str, Any] | None:
+    def run_json(self) -> PriorRunJSON | None:
         """The prior run as a STOP names it; without its identity when unreadable."""
         if self.run is None:
             return None
         run = self.run
-        named = {"startedAt": run.started_at, "currentItem": run.current_item,
-                 "blockedItems": list(run.blocked_items),
-                 "needsHumanItems": list(run.needs_human_items)}
+        named: PriorRunJSON = {"startedAt": run.started_at, "currentItem": run.current_item,
+                               "blockedItems": list(run.blocked_items),
+                               "needsHumanItems": list(run.needs_human_items)}
         if self.run_error is not None:
             return named
         return {"runId": run.run_id, "status": run.status, **named}

@@ -17,15 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 
 from git_forge.backlog.store import BacklogStore
-from git_forge.reconcile.attribution import Plan, plan
-from git_forge.reconcile.conflicts import ConflictRecord, read_conflicts, retry_refusal
+from git_forge.reconcile.attribution import GroupJSON, Plan, StashJSON, plan
+from git_forge.reconcile.conflicts import (
+    ConflictRecord,
+    RetriedJSON,
+    read_conflicts,
+    retry_refusal,
+)
 from git_forge.reconcile.errors import ReconcileError
 from git_forge.reconcile.evidence import gather
-from git_forge.reconcile.execution import Action, Decision, execute
-from git_forge.reconcile.item_trees import ItemTree, item_trees, loop_branch
+from git_forge.reconcile.execution import Action, ActionJSON, Decision, execute
+from git_forge.reconcile.item_trees import ItemTree, ItemTreeJSON, item_trees, loop_branch
 from git_forge.reconcile.merge_queue import Conflicted, Integrated, Outcome, integrate_item
 from git_forge.reconcile.messages import item_branch
 from git_forge.reconcile.preflight import queued_apart, stranded
@@ -45,6 +50,60 @@ Decide = Callable[[Plan], Mapping[str, Decision]]
 ChooseBranches = Callable[[Plan, frozenset[str]], Mapping[str, str]]
 
 
+class QueuedBacklogJSON(TypedDict):
+    """backlog.json's queued change: what it changes, and whose answers it holds."""
+
+    path: str
+    changes: str
+    recoverAnswers: list[str]
+
+
+class BranchJSON(ItemTreeJSON):
+    """An unintegrated item branch, with the commands that inspect, land or drop it."""
+
+    hints: list[str]
+
+
+class IntegratedJSON(TypedDict):
+    itemId: str
+    outcome: Literal["integrated"]
+    commits: list[str]
+    tip: str
+    kept: str | None
+
+
+class ConflictedJSON(TypedDict):
+    itemId: str
+    outcome: Literal["conflict"]
+    commit: str
+    paths: list[str]
+    collidedWith: list[str]
+    reason: str
+
+
+class RefusedJSON(TypedDict):
+    itemId: str
+    outcome: Literal["refused"]
+    reason: str
+
+
+#: One merge-queue outcome as ``reconcile --json`` lists it.
+IntegrationJSON = IntegratedJSON | ConflictedJSON | RefusedJSON
+
+
+class ReconcileJSON(TypedDict):
+    """The ``reconcile --json`` document (also recover's ``tree``)."""
+
+    groups: list[GroupJSON]
+    stashes: list[StashJSON]
+    actions: list[ActionJSON]
+    branches: NotRequired[list[BranchJSON]]
+    integrations: NotRequired[list[IntegrationJSON]]
+    landed: NotRequired[list[str]]
+    retried: NotRequired[list[RetriedJSON]]
+    queuedBacklog: NotRequired[QueuedBacklogJSON]
+
+
 @dataclass(frozen=True)
 class QueuedBacklog:
     """backlog.json changed since HEAD and still a valid backlog: queued for the next
@@ -57,7 +116,7 @@ class QueuedBacklog:
     #: left uncommitted (``--no-commit``, left at its prompt, or a pass cut short).
     answered: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> QueuedBacklogJSON:
         return {"path": self.path, "changes": self.changes,
                 "recoverAnswers": list(self.answered)}
 
@@ -87,10 +146,10 @@ class ReconcileReport:
         """No stranded work is left in the tree, nor in an item's worktree or branch."""
         return not self.remaining and not self.trees_left
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ReconcileJSON:
         """The ``reconcile --json`` document (also recover's ``tree``). ``branches``
         and ``integrations`` appear only when there are any."""
-        document: dict[str, Any] = {
+        document: ReconcileJSON = {
             "groups": [group.to_json() for group in self.plan.groups],
             "stashes": [stash.to_json() for stash in self.plan.stashes],
             "actions": [action.to_json() for action in self.actions]}
@@ -109,7 +168,7 @@ class ReconcileReport:
         return document
 
 
-def integration_json(outcome: Outcome) -> dict[str, Any]:
+def integration_json(outcome: Outcome) -> IntegrationJSON:
     """One merge-queue outcome as ``reconcile --json`` lists it."""
     if isinstance(outcome, Integrated):
         return {"itemId": outcome.item_id, "outcome": "integrated",
@@ -206,8 +265,8 @@ def queued_backlog(workspace: Workspace, entry: StatusEntry) -> QueuedBacklog:
         except ForgeError:
             document = None
         latest = decisions.latest_entries(document["decisions"]) if document else {}
-        answers = {item_id: decision["answer"] for item_id, decision in latest.items()
-                   if isinstance(decision.get("answer"), str)}
+        answers = {item_id: answer for item_id, decision in latest.items()
+                   if isinstance(answer := decision.get("answer"), str)}
         answered = only_applied_answers(head, work, answers) if answers else []
     return QueuedBacklog(entry.path, describe_changes(head, work), tuple(answered))
 

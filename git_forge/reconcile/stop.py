@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
-from git_forge.backlog.item import Item
+from git_forge.backlog.item import BacklogItemJSON, Item
 from git_forge.loop.state import RunState
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.tree.log_cli import CliHistory
@@ -22,6 +22,20 @@ from git_forge.tree.porcelain import StatusEntry
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from git_forge.tree.repo import Repo
+
+
+class TouchedJSON(TypedDict):
+    path: str
+    evidence: str
+
+
+class StopExplanationJSON(TypedDict):
+    """What ``preflight --json`` adds when a launch stops after a run."""
+
+    touched: list[TouchedJSON]
+    outside: list[str]
+    blocked: list[str]
+    needsHuman: list[str]
 
 
 @dataclass(frozen=True)
@@ -36,7 +50,7 @@ class StopExplanation:
     needs_human: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> StopExplanationJSON:
         from git_forge.tree.porcelain import render_porcelain_line
 
         return {"touched": [{"path": render_porcelain_line(entry), "evidence": why}
@@ -50,8 +64,10 @@ def current_waits(backlog_file: Path, run: RunState) -> tuple[list[str], list[st
     (an item answered or unblocked since is not named)."""
     try:
         items = load_json(backlog_file.read_bytes(), backlog_file).get("items", [])
+        # read tolerantly (this is evidence): an Item reads an odd field as absent
         status = {item.id: item for item in
-                  (Item.from_json(fields) for fields in items if isinstance(fields, dict))}
+                  (Item.from_json(cast(BacklogItemJSON, fields)) for fields in items
+                   if isinstance(fields, dict))}
     except (OSError, ValueError, AttributeError, DocumentTooComplex):
         return [], []
 

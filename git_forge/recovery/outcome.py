@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from git_forge.backlog.item import Item
+from git_forge.backlog.topology import BlockingRootJSON, TopologyJSON, WaitingJSON
 from git_forge.exit_codes import (
     RECOVER_BLOCKED,
     RECOVER_FAILED_APPLY,
@@ -40,6 +41,26 @@ RECONCILE = "git forge reconcile"
 STATUS = "git forge status"
 
 
+class GateJSON(TypedDict):
+    """The gate behind ``resolved`` as ``recover --json`` gives it."""
+
+    unappliedAffected: list[str]
+    porcelainClean: bool
+    itemTreesClean: bool
+    allMoved: bool
+
+
+class OutcomeDetails(TypedDict, total=False):
+    """What a ``partial`` outcome cites: the iteration limit, what a starved backlog
+    waits on, or how many items are still selectable."""
+
+    iteration: int | None
+    maxIterations: int | None
+    blockingRoots: list[BlockingRootJSON]
+    waitingOn: list[WaitingJSON]
+    selectable: int
+
+
 @dataclass(frozen=True)
 class Gate:
     """The evaluations behind ``resolved``, each citing its source."""
@@ -58,7 +79,7 @@ class Gate:
         return (bool(self.affected) and not self.unapplied_affected
                 and self.porcelain_clean and not self.items_left and self.all_moved)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> GateJSON:
         return {"unappliedAffected": list(self.unapplied_affected),
                 "porcelainClean": self.porcelain_clean, "itemTreesClean": not self.items_left,
                 "allMoved": self.all_moved}
@@ -68,7 +89,7 @@ class Gate:
 class Outcome:
     name: str
     cause: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    details: OutcomeDetails = field(default_factory=OutcomeDetails)
 
 
 def _counts(items: Iterable[Item]) -> dict[str, int]:
@@ -90,9 +111,9 @@ def _counts(items: Iterable[Item]) -> dict[str, int]:
     return counts
 
 
-def select_outcome(gate: Gate, items: list[Item], topology: dict[str, Any],
+def select_outcome(gate: Gate, items: list[Item], topology: TopologyJSON,
                    run_state: RunState | None,
-                   waiting: list[dict[str, Any]] | None = None) -> Outcome:
+                   waiting: list[WaitingJSON] | None = None) -> Outcome:
     """The outcome of a pass that did not fail, from the gate and the re-read list;
     ``waiting`` (``topology.waiting_on``) names what a starved backlog waits on."""
     if gate.passed:
@@ -113,9 +134,9 @@ def select_outcome(gate: Gate, items: list[Item], topology: dict[str, Any],
                            {"iteration": state.iteration,
                             "maxIterations": state.max_iterations})
         if not selectable:
-            starvation = topology.get("starvation") or {}
+            starvation = topology.get("starvation")
             return Outcome("partial", "dependency starvation",
-                           {"blockingRoots": starvation.get("blockingRoots", []),
+                           {"blockingRoots": starvation["blockingRoots"] if starvation else [],
                             "waitingOn": waiting or []})
         return Outcome("partial", "the run stopped before the work was done",
                        {"selectable": selectable})

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TypedDict
 
 from git_forge import decisions
 from git_forge.errors import ForgeError, StoreError, UsageError
 from git_forge.layout import RECOVER_LOCK_FILE
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.locks import FileLock
+from git_forge.recovery.questions import QuestionJSON
 from git_forge.recovery.report import Application, Proof, Report, StepResult
 from git_forge.recovery.steps import (
     Asker,
@@ -46,7 +47,14 @@ from git_forge.workspace import Workspace
 __all__ = ["Asker", "RecoverBusy", "RecoverOptions", "Report", "plan", "recover"]
 
 
-def plan(workspace: Workspace, runner: Runner, options: RecoverOptions) -> dict[str, Any]:
+class PlanJSON(TypedDict):
+    """``recover --plan --json``: the questions to ask, and the items answered already."""
+
+    questions: list[QuestionJSON]
+    reentry: list[str]
+
+
+def plan(workspace: Workspace, runner: Runner, options: RecoverOptions) -> PlanJSON:
     """``recover --plan``: the questions an agent host should ask; writes nothing."""
     refuse_not_set_up(workspace)
     ctx = Context.open(workspace, runner, options)

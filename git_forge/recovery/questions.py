@@ -21,18 +21,41 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from git_forge.backlog.item import Item
 from git_forge.backlog.model import match_id
+from git_forge.backlog.topology import ClusterJSON
 from git_forge.errors import UsageError
-from git_forge.reconcile.conflicts import ConflictRecord
+from git_forge.reconcile.conflicts import ConflictJSON, ConflictRecord
 
 QuestionKind = Literal["cluster", "item"]
 
 #: The choices of an ordinary question, and of an item's merge conflict.
 CHOICES = ("answer", "defer", "cancel")
 CONFLICT_CHOICES = ("retry", "resolve", "defer", "cancel")
+
+
+class QuestionConflictJSON(ConflictJSON):
+    """A merge conflict's question: its record, and the commands that resolve it by hand."""
+
+    resolve: list[str]
+
+
+class QuestionJSON(TypedDict):
+    """One question as ``recover --plan --json`` lists it."""
+
+    id: str
+    kind: QuestionKind
+    itemIds: list[str]
+    reasons: list[str]
+    gatedIds: list[str]
+    gatedCount: int
+    itemCount: int
+    text: str
+    spent: dict[str, str]
+    choices: list[str]
+    conflict: NotRequired[QuestionConflictJSON]
 
 
 @dataclass(frozen=True)
@@ -65,8 +88,8 @@ class Question:
     def choices(self) -> tuple[str, ...]:
         return CONFLICT_CHOICES if self.conflict is not None else CHOICES
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self) -> QuestionJSON:
+        document: QuestionJSON = {
             "id": self.id,
             "kind": self.kind,
             "itemIds": list(self.item_ids),
@@ -77,9 +100,10 @@ class Question:
             "text": self.text,
             "spent": dict(self.spent),
             "choices": list(self.choices),
-            **({"conflict": {**self.conflict.to_json(), "resolve": list(self.resolve)}}
-               if self.conflict is not None else {}),
         }
+        if self.conflict is not None:
+            document["conflict"] = {**self.conflict.to_json(), "resolve": list(self.resolve)}
+        return document
 
 
 def _id_list(ids: Iterable[str]) -> str:
@@ -152,12 +176,12 @@ def merge_targets(entries: Iterable[str], groups: Sequence[Sequence[str]],
     return picked
 
 
-def _parts(cluster: Mapping[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
+def _parts(cluster: ClusterJSON) -> list[tuple[str, tuple[str, ...]]]:
     return list(cluster.get("parts") or [(cluster["clusterId"], tuple(cluster["memberIds"]))])
 
 
-def merge_clusters(clusters: list[dict[str, Any]], merges: list[list[str]],
-                   order_key: Any) -> list[dict[str, Any]]:
+def merge_clusters(clusters: list[ClusterJSON], merges: list[list[str]],
+                   order_key: Any) -> list[ClusterJSON]:
     """Merge clusters the operator judged to share a cause (``--merge c1,c4``).
 
     The topology's clusters are a floor: they can be merged, never split. A merge
@@ -189,10 +213,10 @@ def merge_clusters(clusters: list[dict[str, Any]], merges: list[list[str]],
         for cid in resolved[1:]:
             parent[find(cid)] = find(resolved[0])
 
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[ClusterJSON]] = {}
     for cid, cluster in by_id.items():
         groups.setdefault(find(cid), []).append(cluster)
-    merged: list[dict[str, Any]] = []
+    merged: list[ClusterJSON] = []
     for parts in groups.values():
         pairs = sorted(((m, r) for part in parts
                         for m, r in zip(part["memberIds"], part["memberReasons"], strict=True)),
@@ -225,7 +249,7 @@ def conflict_text(item_id: str, conflict: ConflictRecord, resolve: Sequence[str]
     return "\n".join(lines)
 
 
-def build_questions(items: list[Item], clusters: list[dict[str, Any]],
+def build_questions(items: list[Item], clusters: list[ClusterJSON],
                     *, item_count: int, spent: Mapping[str, str] | None = None,
                     conflicts: Mapping[str, tuple[ConflictRecord, Sequence[str]]] | None = None
                     ) -> list[Question]:

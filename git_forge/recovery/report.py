@@ -13,15 +13,18 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NotRequired, TypedDict, TypeVar
 
 from git_forge.backlog.item import Item
-from git_forge.backlog.topology import id_key
-from git_forge.reconcile.conflicts import ConflictRecord, resolve_start
+from git_forge.backlog.topology import ClusterJSON, WaitingJSON, id_key
+from git_forge.decisions import DecisionJSON
+from git_forge.reconcile.conflicts import ConflictRecord, RetriedJSON, resolve_start
+from git_forge.reconcile.service import ReconcileJSON
 from git_forge.recovery.outcome import (
     FAILURE_EXIT_CODES,
     RECOVER,
     Gate,
+    GateJSON,
     Outcome,
     exit_code,
     next_command,
@@ -67,6 +70,67 @@ class FailureKind(enum.StrEnum):
         return FAILURE_EXIT_CODES[self.value]
 
 
+class FailureJSON(TypedDict):
+    kind: str
+    step: str
+    error: str
+
+
+class RecordedJSON(TypedDict):
+    """An entry step 4 recorded, as the report lists it."""
+
+    itemId: str
+    answer: str | None
+    deferred: bool
+    clusterId: NotRequired[str]
+    #: A merge conflict's choice: ``retry`` or ``resolve``.
+    choice: NotRequired[str]
+
+
+class AppliedJSON(TypedDict):
+    itemId: str
+    via: str
+    threaded: bool
+
+
+class DegradedJSON(TypedDict):
+    reason: str
+    installHint: Any
+    notThreaded: list[str]
+
+
+class ProofJSON(TypedDict):
+    movers: list[dict[str, str]]
+    nonMovers: list[dict[str, str]]
+
+
+class ResolveByHandJSON(TypedDict):
+    itemId: str
+    commands: list[str]
+
+
+class RecoverJSON(TypedDict):
+    """The ``recover --json`` document."""
+
+    outcome: str | None
+    exitCode: int
+    affected: list[str]
+    recorded: list[RecordedJSON]
+    applied: list[AppliedJSON]
+    degraded: DegradedJSON | None
+    proof: ProofJSON
+    gate: GateJSON | None
+    tree: ReconcileJSON
+    next: str
+    failure: FailureJSON | None
+    reentry: list[str]
+    settled: list[str]
+    stale: list[dict[str, str]]
+    waitingOn: list[WaitingJSON]
+    retried: list[RetriedJSON]
+    resolveByHand: list[ResolveByHandJSON]
+
+
 @dataclass(frozen=True)
 class Failure:
     """The step that stopped the pass, and its source's error, verbatim."""
@@ -75,7 +139,7 @@ class Failure:
     step: Step
     error: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FailureJSON:
         return {"kind": self.kind.value, "step": self.step.wire, "error": self.error}
 
 
@@ -84,7 +148,7 @@ class Enumerated:
     """Step 1: the runner's item list and the record's unapplied entries."""
 
     items: list[Item]
-    unapplied: list[dict[str, Any]]
+    unapplied: list[DecisionJSON]
 
     @property
     def blocked(self) -> list[Item]:
@@ -102,8 +166,8 @@ class Clustered:
     re-entry (applied without asking), settled (the runner already holds it) and
     stale (the item is no longer blocked)."""
 
-    clusters: list[dict[str, Any]]
-    reentry: dict[str, dict[str, Any]]
+    clusters: list[ClusterJSON]
+    reentry: dict[str, DecisionJSON]
     settled: tuple[str, ...] = ()
     stale: tuple[dict[str, str], ...] = ()
     #: The blocked items whose merge conflict is open (each its own question).
@@ -126,8 +190,8 @@ class Recorded:
     """Step 4: the entries recorded (as the report lists them) and, by item, the
     answer entries as written — exactly what step 5 may stamp."""
 
-    rows: tuple[dict[str, Any], ...]
-    answers: dict[str, dict[str, Any]]
+    rows: tuple[RecordedJSON, ...]
+    answers: dict[str, DecisionJSON]
     #: A merge conflict's choice by item (``retry``, ``resolve``), also when a
     #: deferral that repeats the last one added no entry.
     chosen: dict[str, str] = field(default_factory=dict)
@@ -146,7 +210,7 @@ class Applied:
         """``answer`` when the runner threaded the answer, else ``unblock``."""
         return "answer" if self.threaded else "unblock"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AppliedJSON:
         return {"itemId": self.item_id, "via": self.via, "threaded": self.threaded}
 
 
@@ -158,7 +222,7 @@ class Degraded:
     install_hint: Any
     not_threaded: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DegradedJSON:
         return {"reason": self.reason, "installHint": self.install_hint,
                 "notThreaded": list(self.not_threaded)}
 
@@ -193,7 +257,7 @@ class Proof:
 class TreeResult:
     """Step 7, first: the tree reconciliation document (``reconcile --json``)."""
 
-    document: dict[str, Any]
+    document: ReconcileJSON
     notes: tuple[str, ...]
     #: No stranded work left in the working tree (what ``git status`` lists, less
     #: the runner's own files and backlog.json's queued change).
@@ -213,7 +277,7 @@ class Gated:
 
     gate: Gate
     outcome: Outcome
-    waiting: list[dict[str, Any]]
+    waiting: list[WaitingJSON]
 
 
 StepResult = (Enumerated | Clustered | Questions | Recorded | Application | Proof
@@ -277,7 +341,7 @@ class Report:
             [*self.application.stale] if self.application else [])
 
     @property
-    def recorded(self) -> list[dict[str, Any]]:
+    def recorded(self) -> list[RecordedJSON]:
         return list(self.recording.rows) if self.recording else []
 
     @property
@@ -305,7 +369,7 @@ class Report:
         return [applied.item_id for applied in self.applied]
 
     @property
-    def degraded(self) -> dict[str, Any] | None:
+    def degraded(self) -> DegradedJSON | None:
         if self.application is None or self.application.degraded is None:
             return None
         return self.application.degraded.to_json()
@@ -319,7 +383,7 @@ class Report:
         return list(self.proof.non_movers) if self.proof else []
 
     @property
-    def tree(self) -> dict[str, Any]:
+    def tree(self) -> ReconcileJSON:
         if self.reconciliation is None:
             return {"groups": [], "stashes": [], "actions": []}
         return self.reconciliation.document
@@ -341,7 +405,7 @@ class Report:
         return self.gated.outcome if self.gated else None
 
     @property
-    def waiting(self) -> list[dict[str, Any]]:
+    def waiting(self) -> list[WaitingJSON]:
         """What the backlog waits on when nothing is selectable (``waiting_on``)."""
         return self.gated.waiting if self.gated else []
 
@@ -365,7 +429,7 @@ class Report:
             return resolve_start(by_hand[0])
         return next_command(self.outcome, self.tree_clean)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RecoverJSON:
         return {
             "outcome": "failed" if self.failure else self.outcome.name if self.outcome else None,
             "exitCode": self.exit_code,

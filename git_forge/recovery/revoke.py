@@ -25,7 +25,7 @@ runner's contract has no verb for it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from git_forge import decisions
 from git_forge.backlog.item import Item
@@ -38,6 +38,19 @@ from git_forge.runner.embedded import EmbeddedRunner
 from git_forge.workspace import Workspace
 
 
+class RevokedJSON(TypedDict):
+    """``decision revoke --json``."""
+
+    itemId: str
+    revokedAnswer: str
+    status: str
+    needsHuman: bool
+    deferred: bool
+    blockedReason: str | None
+    putBack: bool
+    decision: decisions.DecisionJSON
+
+
 @dataclass(frozen=True)
 class Revoked:
     """What a revoke did: the answer taken back, the item as it waits now, and the
@@ -48,9 +61,9 @@ class Revoked:
     item: Item
     #: The item held the answer and was put back (False: it was waiting already).
     put_back: bool
-    entry: dict[str, Any]
+    entry: decisions.DecisionJSON
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RevokedJSON:
         return {"itemId": self.item_id, "revokedAnswer": self.answer,
                 "status": str(self.item.status), "needsHuman": self.item.needs_human,
                 "deferred": self.item.deferred, "blockedReason": self.item.blocked_reason,
@@ -77,11 +90,12 @@ def revoke(workspace: Workspace, runner: Runner, item_ref: str, *,
         document = decisions.load(rec)
         latest = decisions.latest_entries(document["decisions"]).get(item_id) if document \
             else None
-        if latest is None or latest.get("answer") is None:
+        answer = latest.get("answer") if latest is not None else None
+        if latest is None or answer is None:
             why = "nothing is recorded for it" if latest is None else \
                 "its latest decision is a deferral: it is waiting for one already"
             raise UsageError(f"item {item_id} has no answer to revoke ({why})")
-        answer, question = latest["answer"], latest.get("question") or ""
+        question = latest.get("question") or ""
         applied = latest.get("appliedAt") is not None
         if item.status == "blocked":
             if applied and item.blocked_reason != question:

@@ -15,11 +15,12 @@ import signal
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from git_forge import decisions
 from git_forge.backlog.item import Item
 from git_forge.backlog.topology import (
+    ClusterJSON,
     build_graph,
     cluster_blocked,
     id_key,
@@ -63,6 +64,7 @@ from git_forge.recovery.report import (
     Proof,
     Questions,
     Recorded,
+    RecordedJSON,
     Step,
     StepResult,
     TreeResult,
@@ -143,7 +145,7 @@ def _list(runner: Runner, step: Step) -> list[Item]:
         raise RecoveryFailed(step, FailureKind.READ, exc.message) from exc
 
 
-def _unapplied(rec: decisions.DecisionRecord, step: Step) -> list[dict[str, Any]]:
+def _unapplied(rec: decisions.DecisionRecord, step: Step) -> list[decisions.DecisionJSON]:
     try:
         return list(decisions.unapplied_view(rec, writing=True)["unapplied"])
     except ForgeError as exc:
@@ -170,7 +172,7 @@ def cluster(ctx: Context, enumerated: Enumerated) -> Clustered:
     status = _status_of(enumerated.items)
     by_id = {item.id: item for item in enumerated.items}
     named = set(ctx.options.choices)
-    reentry: dict[str, dict[str, Any]] = {}
+    reentry: dict[str, decisions.DecisionJSON] = {}
     settled: list[str] = []
     stale: list[dict[str, str]] = []
     for entry in enumerated.unapplied:
@@ -193,11 +195,12 @@ def cluster(ctx: Context, enumerated: Enumerated) -> Clustered:
     clusters = cluster_blocked(asked)
     if conflicts:  # each merge conflict is a question of its own, never clustered
         graph = build_graph(enumerated.items)
-        clusters = sorted([*clusters, *({"clusterId": "c" + item_id, "memberIds": [item_id],
-                                         "memberReasons": [by_id[item_id].blocked_reason or ""],
-                                         "gatedIds": graph.gated_ids([item_id]),
-                                         "gatedCount": len(graph.gated_ids([item_id]))}
-                                        for item_id in conflicts)],
+        alone: list[ClusterJSON] = [{"clusterId": "c" + item_id, "memberIds": [item_id],
+                                     "memberReasons": [by_id[item_id].blocked_reason or ""],
+                                     "gatedIds": graph.gated_ids([item_id]),
+                                     "gatedCount": len(graph.gated_ids([item_id]))}
+                                    for item_id in conflicts]
+        clusters = sorted([*clusters, *alone],
                           key=lambda cluster: id_key(cluster["memberIds"][0]))
     if ctx.options.merges:
         clusters = merge_clusters(clusters, ctx.options.merges, id_key)
@@ -206,7 +209,7 @@ def cluster(ctx: Context, enumerated: Enumerated) -> Clustered:
 
 
 def _open_conflicts(ctx: Context, status: dict[str, str],
-                    reentry: dict[str, dict[str, Any]]) -> dict[str, ConflictRecord]:
+                    reentry: dict[str, decisions.DecisionJSON]) -> dict[str, ConflictRecord]:
     """The blocked items whose merge conflict is open (the loop's record says so)."""
     try:
         recorded = read_conflicts(ctx.workspace.state_dir)
@@ -216,7 +219,7 @@ def _open_conflicts(ctx: Context, status: dict[str, str],
             if record.open and status.get(item_id) == "blocked" and item_id not in reentry}
 
 
-def _refuse_merged_conflicts(clusters: list[dict[str, Any]],
+def _refuse_merged_conflicts(clusters: list[ClusterJSON],
                              conflicts: dict[str, ConflictRecord]) -> None:
     for cluster in clusters:
         members = cluster["memberIds"]
@@ -316,7 +319,7 @@ def record(ctx: Context, enumerated: Enumerated, consolidated: Questions) -> Rec
     collected = _as_conflicts_take_them(ctx, _collect(ctx, list(consolidated.questions)))
     _refuse_credentials(collected)
     entries = _new_entries(enumerated, collected)
-    written: list[dict[str, Any]] = []
+    written: list[decisions.DecisionJSON] = []
     if entries:
         try:
             document = decisions.record_all(ctx.rec, entries, actor=ctx.options.actor)
@@ -328,12 +331,20 @@ def record(ctx: Context, enumerated: Enumerated, consolidated: Questions) -> Rec
     chosen: dict[str, str] = {item_id: outcome.choice.kind for outcome in collected
                               if outcome.choice.kind in ("retry", "resolve")
                               for item_id in outcome.item_ids}
-    rows = tuple({"itemId": e.item_id, "answer": e.answer, "deferred": e.answer is None,
-                  **({"clusterId": e.cluster_id} if e.cluster_id else {}),
-                  **({"choice": chosen[e.item_id]} if e.item_id in chosen else {})}
-                 for e in entries)
-    return Recorded(rows, {entry["itemId"]: entry for entry in written
-                           if entry.get("answer") is not None}, chosen)
+    return Recorded(tuple(_row(entry, chosen) for entry in entries),
+                    {entry["itemId"]: entry for entry in written
+                     if entry.get("answer") is not None}, chosen)
+
+
+def _row(entry: decisions.NewDecision, chosen: dict[str, str]) -> RecordedJSON:
+    """One recorded entry as the report lists it."""
+    row: RecordedJSON = {"itemId": entry.item_id, "answer": entry.answer,
+                         "deferred": entry.answer is None}
+    if entry.cluster_id:
+        row["clusterId"] = entry.cluster_id
+    if entry.item_id in chosen:
+        row["choice"] = chosen[entry.item_id]
+    return row
 
 
 # --- step 5 -------------------------------------------------------------------------------
@@ -449,7 +460,7 @@ def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
     return Application(requested, tuple(applied), degraded, retried, stale, seen)
 
 
-def _no_longer_blocked(items: list[Item], to_apply: dict[str, dict[str, Any]]
+def _no_longer_blocked(items: list[Item], to_apply: dict[str, decisions.DecisionJSON]
                        ) -> tuple[dict[str, str], ...]:
     """The items of ``to_apply`` that are not blocked on ``items``, the runner's list
     read again: an interactive pass asks for minutes, and another terminal may answer
@@ -463,7 +474,7 @@ def _no_longer_blocked(items: list[Item], to_apply: dict[str, dict[str, Any]]
                  if status.get(item_id) != "blocked")
 
 
-def _retry_conflicts(ctx: Context, to_apply: dict[str, dict[str, Any]]
+def _retry_conflicts(ctx: Context, to_apply: dict[str, decisions.DecisionJSON]
                      ) -> tuple[ConflictRecord, ...]:
     """Before their answers reach the runner, the conflicts answered ``retry``: each
     attempt kept under a safety ref, its worktree and branch removed
@@ -547,9 +558,9 @@ def backlog_before(ctx: Context, enumerated: Enumerated) -> BacklogBefore:
         return BacklogBefore(dirty=True)
     held = {item.id: item.human_answer for item in enumerated.items}
     latest = decisions.latest_entries(document["decisions"]) if document else {}
-    answers = {item_id: entry["answer"] for item_id, entry in latest.items()
-               if isinstance(entry.get("answer"), str)
-               and (entry.get("appliedAt") is not None or held.get(item_id) == entry["answer"])}
+    answers = {item_id: answer for item_id, entry in latest.items()
+               if isinstance(answer := entry.get("answer"), str)
+               and (entry.get("appliedAt") is not None or held.get(item_id) == answer)}
     leftover = only_applied_answers(head, work, answers) if head is not None and answers else []
     return BacklogBefore(leftover=tuple(leftover)) if leftover else BacklogBefore(dirty=True)
 

@@ -10,7 +10,7 @@ only: whatever failed underneath, its message is the runner's own words.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from git_forge.errors import ForgeError
@@ -18,7 +18,6 @@ from git_forge.errors import ForgeError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
 
     from git_forge.backlog.item import Item
 
@@ -81,14 +80,16 @@ class Runner(ABC):
         return derive(self.list_items())
 
     @abstractmethod
-    def answer(self, item_id: str, text: str) -> dict[str, Any]:
+    def answer(self, item_id: str, text: str) -> Mapping[str, object]:
         """blocked → pending with the answer threaded into the next prompt;
-        ``{"answered": id, "status": "pending"}``."""
+        ``{"answered": id, "status": "pending"}`` (``AnsweredJSON``; a runner
+        program's object is read as it printed it)."""
 
     @abstractmethod
-    def unblock(self, item_id: str | None = None) -> dict[str, Any]:
+    def unblock(self, item_id: str | None = None) -> Mapping[str, object]:
         """blocked → pending (every blocked item when ``item_id`` is None);
-        ``{"unblockedCount": n, "unblockedIds": [...]}``."""
+        ``{"unblockedCount": n, "unblockedIds": [...]}`` (``UnblockedJSON``; a
+        runner program's object is read as it printed it)."""
 
     @abstractmethod
     def version(self) -> str | None:

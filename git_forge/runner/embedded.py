@@ -11,10 +11,10 @@ from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, TypeVar
+    from typing import TypeVar
 
     from git_forge.backlog.item import Item
-    from git_forge.backlog.store import BacklogStore, Snapshot
+    from git_forge.backlog.store import AnsweredJSON, BacklogStore, Snapshot, UnblockedJSON
 
     T = TypeVar("T")
 
@@ -70,10 +70,10 @@ class EmbeddedRunner(Runner):
     def _wrote(self, snapshot: Snapshot) -> None:
         self._seen = snapshot
 
-    def answer(self, item_id: str, text: str) -> dict[str, Any]:
+    def answer(self, item_id: str, text: str) -> AnsweredJSON:
         return _as_runner_error(lambda: self.store.answer(item_id, text))
 
-    def unblock(self, item_id: str | None = None) -> dict[str, Any]:
+    def unblock(self, item_id: str | None = None) -> UnblockedJSON:
         return _as_runner_error(lambda: self.store.unblock(item_id))
 
     def apply_changes(

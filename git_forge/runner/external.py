@@ -192,20 +192,20 @@ class ExternalRunner(Runner):
                 f"({exc.message}): {_quote(stdout)}", argv=argv, exit_status=0, stdout=stdout,
             ) from exc
 
-    def _object(self, argv: list[str]) -> dict[str, Any]:
+    def _object(self, argv: list[str]) -> dict[str, object]:
         document = self.run_json(argv)
         if not isinstance(document, dict):
             raise RunnerError(f"`{shlex.join(argv)}` printed JSON that is not an object: "
                               f"{_quote(json.dumps(document))}", argv=argv)
         return document
 
-    def answer(self, item_id: str, text: str) -> dict[str, Any]:
+    def answer(self, item_id: str, text: str) -> dict[str, object]:
         refusal = credential_refusal(text, f"to pass the answer for {item_id} to the runner")
         if refusal:
             raise RunnerError(refusal)
         return self._object(self.argv("answerCommand", item_id=item_id, answer=text))
 
-    def unblock(self, item_id: str | None = None) -> dict[str, Any]:
+    def unblock(self, item_id: str | None = None) -> dict[str, object]:
         return self._object(self.argv("unblockCommand", item_id=item_id))
 
     def probe_version(self) -> tuple[str | None, str | None]:
