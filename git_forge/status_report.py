@@ -10,22 +10,96 @@ when something already looks wrong.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 from git_forge.errors import StoreError
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.loop.control import live_agents, loop_lock_path, orphaned_agents
 from git_forge.loop.state import RunState, read_state, state_path
-from git_forge.reconcile.item_trees import item_trees
+from git_forge.reconcile.item_trees import ItemTreeJSON, item_trees
 from git_forge.runner.base import Runner
 from git_forge.workspace import Workspace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from git_forge.backlog.item import Item
+    from git_forge.backlog.model import BacklogSummaryJSON
+    from git_forge.backlog.topology import StarvationJSON, WaitingJSON
+    from git_forge.loop.receipts import CostsJSON
 
 STATUS_SCHEMA_VERSION = "1"
+
+
+class LockJSON(TypedDict):
+    """``{stateDir}/loop.lock``: there, held right now, and by whom."""
+
+    present: bool
+    alive: bool
+    holder: str | None
+
+
+class OrphanJSON(TypedDict):
+    handle: str
+    itemId: str | None
+
+
+class LivenessJSON(TypedDict):
+    loopAlive: bool
+    endedWithoutShutdown: bool
+    runId: str | None
+    orphans: list[OrphanJSON]
+
+
+class AgentJSON(TypedDict):
+    """An agent the live run supervises."""
+
+    handle: str
+    itemId: str | None
+    startedAt: str | None
+    outputBytes: int
+    worktree: str | None
+
+
+class ParallelJSON(TypedDict):
+    worktrees: list[ItemTreeJSON]
+    agents: list[AgentJSON]
+    mergeQueue: list[str]
+
+
+class StatusTopologyJSON(TypedDict):
+    """The topology's figures status shows, and what a starved backlog waits on."""
+
+    maxChainDepth: int
+    selectable: int
+    starvation: StarvationJSON | None
+    waitingOn: list[WaitingJSON]
+
+
+class StatusJSON(TypedDict):
+    """The ``status --json`` document (formats.md, "Runner contract outputs")."""
+
+    loopState: str
+    iteration: int | None
+    maxIterations: int | None
+    currentItem: str | None
+    runningItems: list[str]
+    lastSignal: str | None
+    startedAt: str | None
+    waitingUntil: str | None
+    backlogSummary: BacklogSummaryJSON
+    lock: LockJSON
+    liveness: LivenessJSON
+    topology: StatusTopologyJSON
+    runner: str
+    costs: CostsJSON | None
+    worktrees: list[ItemTreeJSON]
+    agents: list[AgentJSON]
+    mergeQueue: list[str]
+    error: str | None
+    statusSchemaVersion: str
+    projectPath: str
+    backlogDir: str
+    stateDir: str
 
 
 def read_loop_state(state_dir: Path) -> tuple[RunState | None, str | None]:
@@ -41,7 +115,7 @@ def read_loop_state(state_dir: Path) -> tuple[RunState | None, str | None]:
     return state, None
 
 
-def lock_status(state_dir: Path) -> dict[str, Any]:
+def lock_status(state_dir: Path) -> LockJSON:
     """``{present, alive, holder}`` of ``{stateDir}/loop.lock``."""
     path = loop_lock_path(state_dir)
     present = path.exists()
@@ -54,7 +128,7 @@ def lock_status(state_dir: Path) -> dict[str, Any]:
 _LIVE_STATES = ("starting", "running")
 
 
-def _parallel(workspace: Workspace, done: set[str], run_id: str | None) -> dict[str, Any]:
+def _parallel(workspace: Workspace, done: set[str], run_id: str | None) -> ParallelJSON:
     """``worktrees``: the items' worktrees and ``forge/<id>`` branches, each with its
     state (a git failure leaves the list empty: status reports, it does not stop);
     ``agents``: one entry per agent the live run supervises; ``mergeQueue``: the
@@ -67,10 +141,11 @@ def _parallel(workspace: Workspace, done: set[str], run_id: str | None) -> dict[
     except ForgeError:
         trees = []
     where = {tree.item_id: tree.worktree for tree in trees if tree.worktree is not None}
-    agents = [{"handle": agent.handle, "itemId": agent.item_id, "startedAt": agent.started_at,
-               "outputBytes": agent.output_bytes,
-               "worktree": str(where[agent.item_id]) if agent.item_id in where else None}
-              for agent in live_agents(workspace.state_dir, run_id)]
+    agents: list[AgentJSON] = [
+        {"handle": agent.handle, "itemId": agent.item_id, "startedAt": agent.started_at,
+         "outputBytes": agent.output_bytes,
+         "worktree": str(where[agent.item_id]) if agent.item_id in where else None}
+        for agent in live_agents(workspace.state_dir, run_id)]
     return {"worktrees": [tree.to_json() for tree in trees], "agents": agents,
             "mergeQueue": [tree.item_id for tree in trees
                            if tree.item_id in done and not tree.integrated]}
@@ -102,7 +177,7 @@ def backlog_facts(items: list[Item]) -> str:
 
 
 def loop_status(workspace: Workspace, runner: Runner, *,
-                item_costs: bool = True) -> dict[str, Any]:
+                item_costs: bool = True) -> StatusJSON:
     """The ``status --json`` document. Without ``item_costs`` its ``costs`` hold the
     last run's totals alone (``{"run": …}``): all a text status shows, without a
     pass over every item the ledger ever summed."""
@@ -117,7 +192,7 @@ def loop_status(workspace: Workspace, runner: Runner, *,
     else:
         loop_state = "idle" if state.status is None else state.status
     crashed = loop_state in _LIVE_STATES and not lock["alive"]
-    document: dict[str, Any] = {
+    return {
         # Liveness is the lock: a state.json still saying "running" with the lock free
         # is a run that ended without shutting down, never a running loop.
         "loopState": "stopped" if crashed else loop_state,
@@ -128,8 +203,6 @@ def loop_status(workspace: Workspace, runner: Runner, *,
         "lastSignal": state.last_signal,
         "startedAt": state.started_at,
         "waitingUntil": state.waiting_until,
-    }
-    document.update({
         "backlogSummary": facts["summary"],
         "lock": lock,
         "liveness": {
@@ -148,18 +221,17 @@ def loop_status(workspace: Workspace, runner: Runner, *,
         "projectPath": str(workspace.root),
         "backlogDir": workspace.relative(workspace.backlog_dir),
         "stateDir": workspace.relative(workspace.state_dir),
-    })
-    return document
+    }
 
 
-def no_costs() -> dict[str, Any]:
+def no_costs() -> CostsJSON:
     """``costs`` when there is no ledger at all (no agent has reported yet): what
     ``costs_json`` gives an empty ledger, without importing the receipts (a test
     holds the two equal)."""
     return {"run": None, "runItems": {}, "items": {}}
 
 
-def _costs(state_dir: Path, run_id: str | None, items: bool) -> dict[str, Any] | None:
+def _costs(state_dir: Path, run_id: str | None, items: bool) -> CostsJSON | None:
     """What the last run and (with ``items``) each item cost so far
     (``loop/receipts.py``); ``None`` when the ledger cannot be read (status still
     reports the rest)."""

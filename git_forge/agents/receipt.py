@@ -10,7 +10,7 @@ run, and ``import dataclasses`` (it imports ``inspect``) costs it ~12 ms."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict
 
 from git_forge.words import counted, usd
 
@@ -44,6 +44,42 @@ def count_of(value: Any) -> int | None:
     return value if 0 <= value <= MAX_COUNT else None
 
 
+class TokensJSON(TypedDict):
+    """An attempt's tokens, each ``None`` when the agent did not report it."""
+
+    input: int | None
+    output: int | None
+    cached: int | None
+
+
+class ReceiptJSON(TypedDict):
+    """A receipt as the manifest's ``receipt`` and the journal's ``llm_exited`` hold it."""
+
+    durationMs: int | None
+    exitCode: int | None
+    sessionId: str | None
+    resumed: str | None
+    turns: int | None
+    tokens: TokensJSON
+    costUsd: float | None
+
+
+class TokenCountsJSON(TypedDict):
+    input: int
+    output: int
+    cached: int
+
+
+class TotalsJSON(TypedDict):
+    """Receipts summed (the receipts ledgers, ``status --json``'s ``costs``)."""
+
+    attempts: int
+    durationMs: int
+    tokens: TokenCountsJSON
+    #: ``null`` while no agent reported a cost, never an invented zero.
+    costUsd: float | None
+
+
 class Receipt(NamedTuple):
     duration_ms: int | None = None
     exit_code: int | None = None
@@ -59,7 +95,7 @@ class Receipt(NamedTuple):
     def with_(self, **changes: Any) -> Receipt:
         return self._replace(**changes)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ReceiptJSON:
         return {"durationMs": self.duration_ms, "exitCode": self.exit_code,
                 "sessionId": self.session_id, "resumed": self.resumed, "turns": self.turns,
                 "tokens": {"input": self.input_tokens, "output": self.output_tokens,
@@ -71,7 +107,7 @@ class Receipt(NamedTuple):
         """Tolerant: a missing or odd field is unknown (``None``), never an error —
         a figure that is not a cost or a count (``cost_of``, ``count_of``) too."""
         found = document.get("tokens")
-        tokens: dict[str, Any] = found if isinstance(found, dict) else {}
+        tokens: dict[str, object] = found if isinstance(found, dict) else {}
         code = document.get("exitCode")
 
         def text(value: Any) -> str | None:
@@ -158,7 +194,7 @@ class Totals(NamedTuple):
                    count(tokens.get("input")), count(tokens.get("output")),
                    count(tokens.get("cached")), cost_of(document.get("costUsd")))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TotalsJSON:
         return {"attempts": self.attempts, "durationMs": self.duration_ms,
                 "tokens": {"input": self.input_tokens, "output": self.output_tokens,
                            "cached": self.cached_tokens},

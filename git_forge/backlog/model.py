@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TypedDict
 
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import Item
@@ -208,11 +209,24 @@ def kind(item: Item) -> str:
     return str(item.status)
 
 
-def summarize(items: Iterable[Item]) -> dict[str, int]:
+class BacklogSummaryJSON(TypedDict):
+    """``status --json``'s ``backlogSummary`` (formats.md): counts per status;
+    ``needsHuman`` and ``deferred`` are disjoint subsets of ``blocked``."""
+
+    pending: int
+    inProgress: int
+    blocked: int
+    needsHuman: int
+    deferred: int
+    done: int
+    total: int
+
+
+def summarize(items: Iterable[Item]) -> BacklogSummaryJSON:
     """``backlogSummary``: counts per status; needsHuman and deferred are disjoint
     subsets of blocked."""
-    summary = {"pending": 0, "inProgress": 0, "blocked": 0, "needsHuman": 0, "deferred": 0,
-               "done": 0, "total": 0}
+    summary: BacklogSummaryJSON = {"pending": 0, "inProgress": 0, "blocked": 0,
+                                   "needsHuman": 0, "deferred": 0, "done": 0, "total": 0}
     for item in items:
         summary["total"] += 1
         status = item.status

@@ -13,7 +13,7 @@ import argparse
 import shlex
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from git_forge.cli.output import paint
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from git_forge.reconcile.attribution import Plan
     from git_forge.reconcile.execution import Decision
     from git_forge.recovery.report import Report
+    from git_forge.status_report import StatusJSON
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,7 +71,7 @@ class TerminalScreen:
         self.say(f"loop ended: {run_status_words(result.status)} (exit {result.exit_code})"
                  + (f" — {result.message}" if result.message else ""))
 
-    def status(self, document: dict[str, Any]) -> None:
+    def status(self, document: StatusJSON) -> None:
         from git_forge.cli.status import render_status
 
         for line in render_status(document):

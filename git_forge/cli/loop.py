@@ -18,15 +18,17 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, is_terminal, json_text, one_line, own, paint
 from git_forge.words import counted, size
 
 if TYPE_CHECKING:
+    from git_forge.agents.receipt import TotalsJSON
     from git_forge.backlog.item import Item
     from git_forge.loop.engine import LoopResult
+    from git_forge.loop.journal import EventJSON
     from git_forge.loop.options import LoopFlags, LoopOptions
     from git_forge.loop.progress import RunningAgent
     from git_forge.reconcile.preflight import Preflight
@@ -205,7 +207,7 @@ class TerminalProgress:
             self.line = ""
         self._write(f"  {item.id} {paint(outcome, style)}: {detail}")
 
-    def event(self, event: dict[str, Any]) -> None:
+    def event(self, event: EventJSON) -> None:
         if self.ndjson:
             self._emit(json_text(event, indent=None) + "\n")
 
@@ -384,12 +386,12 @@ def render_summary(result: LoopResult) -> list[str]:
     return lines
 
 
-def _reported(totals: dict[str, Any]) -> bool:
+def _reported(totals: TotalsJSON) -> bool:
     tokens = totals.get("tokens") or {}
     return totals.get("costUsd") is not None or any(tokens.values())
 
 
-def render_costs(run: dict[str, Any], items: dict[str, Any]) -> list[str]:
+def render_costs(run: TotalsJSON, items: dict[str, TotalsJSON]) -> list[str]:
     """``spent: 4 attempts, 12.3k tokens in / 4.1k out, $0.42``, then one line per item."""
     from git_forge.agents.receipt import Totals
 

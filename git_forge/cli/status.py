@@ -10,9 +10,12 @@ from git_forge.words import counted, size
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Mapping
     from typing import Any
 
     from git_forge.cli.main import QuickArgs
+    from git_forge.reconcile.item_trees import ItemTreeJSON
+    from git_forge.status_report import AgentJSON
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,7 +62,7 @@ def run_status_words(status: str) -> str:
     return RUN_STATUS_WORDS.get(status, status)
 
 
-def render_status(document: dict[str, Any]) -> list[str]:
+def render_status(document: Mapping[str, Any]) -> list[str]:
     """The status document (``status_report.loop_status``) in a few aligned, quiet lines."""
     from git_forge.cli.render_topology import waiting_text
 
@@ -125,7 +128,7 @@ def render_status(document: dict[str, Any]) -> list[str]:
     return [f"{label + ':':<10}{value}" for label, value in rows]
 
 
-def _tree_line(tree: dict[str, Any], root: str) -> str:
+def _tree_line(tree: ItemTreeJSON, root: str) -> str:
     """One item's worktree or branch, from its ``status --json`` entry."""
     import os
 
@@ -140,7 +143,7 @@ def _tree_line(tree: dict[str, Any], root: str) -> str:
     return f"item {tree['itemId']} {where}: {state}"
 
 
-def _agent_line(agent: dict[str, Any], root: str) -> str:
+def _agent_line(agent: AgentJSON, root: str) -> str:
     """One running agent: its item, since when, its output so far, where it works."""
     import os
 

@@ -20,7 +20,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from git_forge.backlog.item import Item
 from git_forge.backlog.topology import TopologyJSON, topology_report
@@ -37,7 +37,7 @@ from git_forge.recovery.report import Report
 from git_forge.recovery.steps import Asker
 from git_forge.runner import runner_for
 from git_forge.runner.base import Runner
-from git_forge.status_report import loop_status
+from git_forge.status_report import StatusJSON, loop_status
 from git_forge.workspace import Workspace
 
 #: The loop command each loop step shows: the demo's .forge.yaml names the scripted agent.
@@ -72,7 +72,7 @@ class Screen(Protocol):
     def backlog(self, items: list[Item]) -> None: ...
     def progress(self) -> ClosingProgress: ...
     def loop_ended(self, result: LoopResult) -> None: ...
-    def status(self, document: dict[str, Any]) -> None: ...
+    def status(self, document: StatusJSON) -> None: ...
     def topology(self, payload: TopologyJSON) -> None: ...
     def report(self, report: Report) -> None: ...
     def finished(self, directory: Path) -> None: ...

@@ -14,11 +14,10 @@ from __future__ import annotations
 import threading
 from collections import deque
 from datetime import datetime
-from typing import Any
 
 from git_forge.agents.classify import Classified, Verdict, classify
 from git_forge.agents.profiles import Profile
-from git_forge.agents.receipt import Receipt, Session, added_since
+from git_forge.agents.receipt import Receipt, ReceiptJSON, Session, added_since
 from git_forge.agents.streams import Facts
 from git_forge.loop.process_events import duration_ms
 from git_forge.loop.signals import NO_SIGNAL, Signal, parse_signal
@@ -57,7 +56,7 @@ class Attempt:
                 self._facts = self.reader.finish() if self.reader is not None else Facts()
             return self._facts
 
-    def make_receipt(self, manifest: Manifest) -> dict[str, Any]:
+    def make_receipt(self, manifest: Manifest) -> ReceiptJSON:
         """The supervisor's receipt hook: this start's receipt, kept in its manifest.
         It says what this start added: where the agent reports the session's running
         totals, what the resumed session had reported before is taken off."""

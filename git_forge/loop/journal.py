@@ -33,7 +33,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from git_forge.atomic import fsync_directory, write_all, write_failure
 from git_forge.clock import compact_precise_stamp, precise_now
@@ -47,7 +47,19 @@ SCHEMA_VERSION = "1"
 _RESERVED = ("seq", "schemaVersion", "eventId", "type", "timestamp", "projectPath")
 
 
-def _line(event: dict[str, Any]) -> bytes:
+class EventJSON(TypedDict):
+    """One line of events.ndjson as ``append`` writes it: the envelope (``_RESERVED``),
+    then the fields of its type, which the envelope does not name (formats.md)."""
+
+    seq: int
+    schemaVersion: str
+    eventId: str
+    type: str
+    timestamp: str
+    projectPath: str
+
+
+def _line(event: EventJSON) -> bytes:
     """One event's line: compact JSON, and never ``NaN`` or ``Infinity`` (not JSON)."""
     return (json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
             + "\n").encode("utf-8")
@@ -86,7 +98,7 @@ def _journaled(raw: bytes, event_id: str) -> bool:
     )
 
 
-def _parse(line: bytes) -> dict[str, Any] | None:
+def _parse(line: bytes) -> dict[str, object] | None:
     """One event, or ``None`` for a line that is not one (skipped, never fatal)."""
     try:
         event = load_json(line.decode("utf-8"), "events.ndjson")
@@ -160,7 +172,7 @@ class Journal:
                 os.close(owned.fd)
 
     def _append_owned(self, owned: _Owned, event_id: str | None,
-                      build: Callable[[int, str], dict[str, Any]]) -> dict[str, Any] | None:
+                      build: Callable[[int, str], EventJSON]) -> EventJSON | None:
         if event_id is not None and event_id in owned.ids:
             return None
         event = build(owned.seq, event_id or str(uuid.uuid4()))
@@ -193,7 +205,7 @@ class Journal:
 
     def append(
         self, type: str, event_id: str | None = None, **fields: Any
-    ) -> dict[str, Any] | None:
+    ) -> EventJSON | None:
         """Append one event; return it, or ``None`` when ``event_id`` is already journaled."""
         if not type:
             raise StoreError("an event needs a type")
@@ -201,10 +213,11 @@ class Journal:
         if clash:
             raise StoreError(f"event field {clash[0]!r} is reserved")
 
-        def build(seq: int, identity: str) -> dict[str, Any]:
-            return {"seq": seq, "schemaVersion": SCHEMA_VERSION, "eventId": identity,
-                    "type": type, "timestamp": precise_now(),
-                    "projectPath": self.project_path, **fields}
+        def build(seq: int, identity: str) -> EventJSON:
+            envelope: EventJSON = {
+                "seq": seq, "schemaVersion": SCHEMA_VERSION, "eventId": identity, "type": type,
+                "timestamp": precise_now(), "projectPath": self.project_path}
+            return cast(EventJSON, {**envelope, **fields})  # fields: no reserved name
 
         with self._mutex:  # the supervisor's threads publish through the same journal
             owned = self._still_owned()
@@ -221,8 +234,9 @@ class Journal:
             self._write_line(_line(event), created=not raw)
             return event
 
-    def read(self) -> list[dict[str, Any]]:
-        """Every complete, parseable event in order (a torn last line is ignored)."""
+    def read(self) -> list[dict[str, object]]:
+        """Every complete, parseable event in order (a torn last line is ignored): read
+        as another writer may have written it, each field checked where it is used."""
         events = []
         for line in _complete_lines(self._read_raw()):
             event = _parse(line)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from git_forge import capture
 from git_forge.clock import wire_now
@@ -33,6 +33,12 @@ PAUSED = "paused_human"
 BREAKER = "circuit_breaker"
 WAITING = "waiting_for_decision"
 STOPPED = "stopped"
+
+
+class SentJSON(TypedDict):
+    """notified.json: the keys of the notifications sent, the latest ``KEEP_KEYS``."""
+
+    sent: list[str]
 
 
 def check_record(state_dir: Path) -> None:
@@ -76,7 +82,7 @@ class Notifier:
     def _claim(self, key: str) -> bool:
         """Add ``key`` to the sent set; ``False`` when it was already there."""
 
-        def claim(current: Any) -> dict[str, Any]:
+        def claim(current: Any) -> SentJSON:
             found = current.get("sent") if isinstance(current, dict) else None
             sent = [entry for entry in found if isinstance(entry, str)] \
                 if isinstance(found, list) else []

@@ -8,7 +8,7 @@ its ``eventId``, so publishing again (after a crash, on restore) is a no-op.
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from git_forge.clock import parse_stamp
 from git_forge.loop.control import item_of
@@ -32,7 +32,36 @@ def duration_ms(manifest: Manifest) -> int | None:
     return max(0, round((parse_stamp(end) - parse_stamp(start)).total_seconds() * 1000))
 
 
-def event_fields(kind: str, manifest: Manifest) -> tuple[str, dict[str, Any]]:
+class LlmSpawnedJSON(TypedDict):
+    """``llm_spawned``'s fields: an agent started."""
+
+    itemId: str | None
+    handle: str
+    command: str
+    timeoutMinutes: float | None
+
+
+class LlmExitedJSON(TypedDict):
+    """``llm_exited``'s fields: an agent ended (its receipt when the loop made one)."""
+
+    itemId: str | None
+    handle: str
+    exitCode: int | None
+    state: str
+    timedOut: bool
+    durationMs: int | None
+    receipt: NotRequired[dict[str, object]]
+
+
+class ProcessLostJSON(TypedDict):
+    """``process_lost``'s fields: an agent's process was lost (a crash, a restore)."""
+
+    itemId: str | None
+    handle: str
+
+
+def event_fields(kind: str, manifest: Manifest
+                 ) -> tuple[str, LlmSpawnedJSON | LlmExitedJSON | ProcessLostJSON]:
     """The journal type and fields of one lifecycle event."""
     item_id = item_of(manifest)
     if kind == "started":
@@ -45,7 +74,7 @@ def event_fields(kind: str, manifest: Manifest) -> tuple[str, dict[str, Any]]:
             ),
         }
     if kind == "completed":
-        fields: dict[str, Any] = {
+        fields: LlmExitedJSON = {
             "itemId": item_id,
             "handle": manifest.handle,
             "exitCode": manifest.result.exit_code,

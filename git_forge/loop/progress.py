@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from git_forge.backlog.item import Item
+    from git_forge.loop.journal import EventJSON
 
 
 class RunningAgent(NamedTuple):
@@ -32,7 +33,7 @@ class Progress(Protocol):
     def tick(self, elapsed: float, output_bytes: int) -> None: ...
     def output(self, text: str) -> None: ...
     def finished(self, item: Item, outcome: str, detail: str) -> None: ...
-    def event(self, event: dict[str, Any]) -> None: ...
+    def event(self, event: EventJSON) -> None: ...
     def note(self, text: str) -> None: ...
     def limit_wait(self, until: str, reason: str) -> None: ...
     def countdown(self, seconds_left: float) -> None: ...
@@ -58,7 +59,7 @@ class NullProgress:
     def finished(self, item: Item, outcome: str, detail: str) -> None:
         return None
 
-    def event(self, event: dict[str, Any]) -> None:
+    def event(self, event: EventJSON) -> None:
         return None
 
     def note(self, text: str) -> None:

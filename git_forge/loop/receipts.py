@@ -38,8 +38,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NotRequired, TypedDict, cast
 
-from git_forge.agents.receipt import Receipt, Totals
+from git_forge.agents.receipt import Receipt, Totals, TotalsJSON
 from git_forge.errors import StoreError
 from git_forge.jsonfile import read_json, read_json_bytes, read_known, update_json, write_json
 from git_forge.layout import RECEIPTS_FILE, RUN_DIR, RUN_RECEIPTS_FILE
@@ -54,6 +55,27 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = "1"
 #: Runs kept in the ledger (the oldest go first); items are kept for good.
 KEEP_RUNS = 50
+
+
+class RunReceiptsJSON(TypedDict):
+    """The run file, ``{stateDir}/run/receipts.json``, as its writer writes it (see the
+    module). Read back, it is checked only to be a run's (``_is_run``) and its sums are
+    read tolerantly (``Totals.from_json``)."""
+
+    schemaVersion: str
+    runId: str
+    folded: bool
+    totals: TotalsJSON
+    items: dict[str, TotalsJSON]
+
+
+class CostsJSON(TypedDict):
+    """``status --json``'s ``costs``: the run's totals (``None`` when it ran no agent),
+    and, unless status asked for the run's alone, its items' and every item's."""
+
+    run: TotalsJSON | None
+    runItems: NotRequired[dict[str, TotalsJSON]]
+    items: NotRequired[dict[str, TotalsJSON]]
 
 
 class Ledger:
@@ -104,14 +126,16 @@ def _run_of(entry: Any) -> tuple[Totals, dict[str, Totals]]:
     return Totals.from_json(entry.get("totals")), _totals_map(entry.get("items"))
 
 
-def _read_run_file(state_dir: Path) -> dict[str, Any] | None:
+def _read_run_file(state_dir: Path) -> RunReceiptsJSON | None:
     """The run file's document (``None`` when there is none); a ``StoreError`` when it
     does not parse or is not a run's sums."""
     path = run_path(state_dir)
-    document: dict[str, Any] | None = _present(read_json(path, default=None), path)
-    if document is not None and not _is_run(document):
+    document = _present(read_json(path, default=None), path)
+    if document is None:
+        return None
+    if not _is_run(document):
         raise _not_a_run(path)
-    return document
+    return cast(RunReceiptsJSON, document)  # a run's: its sums are read tolerantly
 
 
 def _present(document: Any, path: Path) -> Any:
@@ -133,7 +157,7 @@ def _not_a_run(path: Path) -> StoreError:
     return StoreError(f"{path} is corrupt (not a run's receipts); refusing to touch it")
 
 
-def _ledger_document(document: Any, path: Path) -> dict[str, Any]:
+def _ledger_document(document: Any, path: Path) -> dict[str, object]:
     """receipts.json's document (an empty one when there is no file); a
     ``StoreError`` when it is not a ledger — refused, never overwritten."""
     document = _present(document, path)
@@ -144,7 +168,7 @@ def _ledger_document(document: Any, path: Path) -> dict[str, Any]:
     return document
 
 
-def _add_run(document: dict[str, Any], run: dict[str, Any] | None) -> bool:
+def _add_run(document: dict[str, object], run: RunReceiptsJSON | None) -> bool:
     """Add the run file's ``run`` to receipts.json's ``document``, in place — its items'
     sums to theirs, itself as the latest run, the oldest dropped beyond ``KEEP_RUNS``
     — unless there is none to add: no run, one marked folded, or one the document
@@ -163,7 +187,7 @@ def _add_run(document: dict[str, Any], run: dict[str, Any] | None) -> bool:
     return True
 
 
-def _with_current_run(state_dir: Path) -> dict[str, Any]:
+def _with_current_run(state_dir: Path) -> dict[str, object]:
     """receipts.json's document with the run file's run added when it was not folded
     in yet: what every reader of the whole ledger sees. The run file is read first
     (see the module)."""
@@ -292,7 +316,7 @@ class LedgerWriter:
         written: list[bytes] = []
         known, self._known = self._known, None  # a failure below must not leave it
 
-        def add(current: Any) -> dict[str, Any]:
+        def add(current: Any) -> RunReceiptsJSON:
             run = self._run_to_add_to(current, run_id)
             if known is None or run is not known[1]:  # read afresh: no text is known
                 self._items = None
@@ -310,7 +334,8 @@ class LedgerWriter:
                                on_write=written.append, encode=self._encode)
         self._known = (written[0], document)
 
-    def _run_to_add_to(self, current: dict[str, Any] | None, run_id: str) -> dict[str, Any]:
+    def _run_to_add_to(self, current: dict[str, object] | None,
+                       run_id: str) -> dict[str, object]:
         """The run's sums so far: the file's when it is this run's, else none yet."""
         if current is None:
             return {}
@@ -325,7 +350,7 @@ class LedgerWriter:
                              f"{RECEIPTS_FILE} while it ran; this one is not added")
         return current
 
-    def _encode(self, document: dict[str, Any]) -> bytes:
+    def _encode(self, document: RunReceiptsJSON) -> bytes:
         if self._items is None:
             self._items = {key: _member(key, value) for key, value in document["items"].items()}
         return ('{"schemaVersion":' + _compact(document["schemaVersion"]) + ',"runId":'
@@ -334,14 +359,14 @@ class LedgerWriter:
                 + "}}\n").encode("utf-8")
 
 
-def run_costs_json(state_dir: Path, run_id: str | None) -> dict[str, Any] | None:
+def run_costs_json(state_dir: Path, run_id: str | None) -> TotalsJSON | None:
     """``costs_json``'s ``run`` alone (``run_totals``: what the text of ``status``
     shows); a ``StoreError`` when a file is corrupt."""
     totals = run_totals(state_dir, run_id)[0]
     return totals.to_json() if totals.attempts else None
 
 
-def costs_json(ledger: Ledger, run_id: str | None) -> dict[str, Any]:
+def costs_json(ledger: Ledger, run_id: str | None) -> CostsJSON:
     """``status --json``'s ``costs``: the run's totals and each item's so far."""
     run, run_items = ledger.run(run_id)
     return {"run": run.to_json() if run.attempts else None,

@@ -38,7 +38,7 @@ from git_forge.loop.breaker import Breaker
 from git_forge.loop.context import RunContext, commit, dirty
 from git_forge.loop.errors import LoopError, LoopRefused
 from git_forge.loop.iteration import remove_prompt_files
-from git_forge.loop.journal import Journal
+from git_forge.loop.journal import EventJSON, Journal
 from git_forge.loop.notify import Notifier
 from git_forge.loop.options import LoopOptions
 from git_forge.loop.places import MainCheckout, Worktrees
@@ -282,7 +282,7 @@ class _Journal(Journal):
         self.progress = progress
 
     def append(self, type: str, event_id: str | None = None,  # noqa: A002
-               **fields: Any) -> dict[str, Any] | None:
+               **fields: Any) -> EventJSON | None:
         event = super().append(type, event_id, **fields)
         if event is not None:
             self.progress.event(event)

@@ -65,7 +65,7 @@ from git_forge.loop.places import (
     Unavailable,
 )
 from git_forge.loop.progress import RunningAgent
-from git_forge.loop.summary import LoopResult, loop_result
+from git_forge.loop.summary import LoopResult, RunCostsJSON, loop_result
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.tree.errors import GitError
@@ -533,7 +533,7 @@ def result(run: RunContext, code: int, status: str, message: str = "") -> LoopRe
     return loop_result(run.store.items(), run.state, code, status, message, costs(run))
 
 
-def costs(run: RunContext) -> dict[str, Any] | None:
+def costs(run: RunContext) -> RunCostsJSON | None:
     """This run's totals and its items' (``receipts.costs_json``), when it ran any."""
     try:
         totals, items = receipts.run_totals(run.workspace.state_dir, run.state.run_id)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict, cast
 
 from git_forge.errors import StoreError
 from git_forge.jsonfile import read_json, write_json
@@ -32,6 +32,29 @@ LAST_SIGNALS = ("clean", "blocked", "needs_human", "error")
 
 class StateNotAnObject(StoreError):
     """state.json parses, but not as an object: readers word this one themselves."""
+
+
+class StateJSON(TypedDict):
+    """state.json as the loop writes it (formats.md), keys in the file's order. A
+    reader takes it tolerantly (``RunState.from_json``): another writer's may lack
+    a field, or hold it as something else."""
+
+    status: str | None
+    iteration: int | None
+    maxIterations: int | None
+    currentItem: str | None
+    lastSignal: str | None
+    startedAt: str | None
+    updatedAt: str | None
+    completedItems: list[str]
+    blockedItems: list[str]
+    deferredItems: list[str]
+    needsHumanItems: list[str]
+    baseCommitHash: str | None
+    runId: str | None
+    error: str | None
+    waitingUntil: str | None
+    runningItems: list[str]
 
 
 class RunState(NamedTuple):
@@ -73,13 +96,13 @@ class RunState(NamedTuple):
         """The state a parsed state.json object records (tolerant, see the module)."""
         return cls(**{name: read(document.get(wire)) for name, wire, read in _FIELDS})
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> StateJSON:
         """The state.json object, camelCase keys in the file's order."""
-        document: dict[str, Any] = {}
+        document: dict[str, object] = {}
         for name, wire, _ in _FIELDS:
             value = self.running if name == "running_items" else getattr(self, name)
             document[wire] = list(value) if isinstance(value, tuple) else value
-        return document
+        return cast(StateJSON, document)  # every key of StateJSON: ``_FIELDS`` names them
 
 
 def _text(value: object) -> str | None:

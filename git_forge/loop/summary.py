@@ -8,13 +8,30 @@ not only this run's items — and nothing is rendered: the caller words
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
+from git_forge.agents.receipt import TotalsJSON
 from git_forge.backlog.item import Item
-from git_forge.backlog.model import kind, select_next, summarize
+from git_forge.backlog.model import BacklogSummaryJSON, kind, select_next, summarize
 from git_forge.backlog.topology import dependency_cycles, id_key
 from git_forge.exit_codes import LOOP_BLOCKED, LOOP_DONE
 from git_forge.loop.state import RunState
+
+
+class WaitingItemJSON(TypedDict):
+    """An item waiting on a decision, as the run's summary lists it."""
+
+    id: str
+    kind: str
+    since: str | None
+    reason: str | None
+
+
+class RunCostsJSON(TypedDict):
+    """What a run's agents cost: the run's totals and each item's (``loop run --json``)."""
+
+    run: TotalsJSON
+    items: dict[str, TotalsJSON]
 
 
 @dataclass
@@ -25,27 +42,28 @@ class LoopResult:
     state: RunState
     message: str = ""
     #: The whole backlog at the end (``backlogSummary`` counts), not only this run.
-    backlog: dict[str, int] = field(default_factory=dict)
+    backlog: BacklogSummaryJSON | None = None
     #: Every item waiting on a decision, this run's or an earlier one's.
-    waiting: list[dict[str, Any]] = field(default_factory=list)
-    #: What this run's agents cost: ``{"run": Totals, "items": {id: Totals}}`` as JSON
-    #: (``loop/receipts.py``), ``None`` when nothing was recorded.
-    costs: dict[str, Any] | None = None
+    waiting: list[WaitingItemJSON] = field(default_factory=list)
+    #: What this run's agents cost (``loop/receipts.py``), ``None`` when nothing was
+    #: recorded.
+    costs: RunCostsJSON | None = None
 
 
 def loop_result(items: list[Item], state: RunState, code: int, status: str,
-                message: str = "", costs: dict[str, Any] | None = None) -> LoopResult:
+                message: str = "", costs: RunCostsJSON | None = None) -> LoopResult:
     """The result of a run whose backlog now holds ``items``."""
     return LoopResult(code, status, state.run_id or "", state, message,
                       summarize(items), waiting_items(items), costs)
 
 
-def waiting_items(items: list[Item]) -> list[dict[str, Any]]:
+def waiting_items(items: list[Item]) -> list[WaitingItemJSON]:
     """The blocked items, in id order: ``{id, kind, since, reason}`` (``since`` is
     when the item was blocked, ``None`` for one blocked before that was recorded)."""
-    waiting = [{"id": item.id, "kind": kind(item), "since": item.blocked_at,
-                "reason": item.blocked_reason}
-               for item in items if item.status == "blocked"]
+    waiting: list[WaitingItemJSON] = [
+        {"id": item.id, "kind": kind(item), "since": item.blocked_at,
+         "reason": item.blocked_reason}
+        for item in items if item.status == "blocked"]
     return sorted(waiting, key=lambda entry: id_key(entry["id"]))
 
 

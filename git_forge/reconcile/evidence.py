@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from git_forge.errors import StoreError
 from git_forge.layout import EVENTS_FILE
@@ -37,7 +36,7 @@ class Evidence:
                                          self.in_flight is not None)
 
 
-def in_flight_from_events(events: list[dict[str, Any]]) -> str | None:
+def in_flight_from_events(events: list[dict[str, object]]) -> str | None:
     """The item of the latest selection or spawn that no ``llm_exited`` followed."""
     in_flight: str | None = None
     for event in events:
