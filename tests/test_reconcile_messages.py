@@ -35,7 +35,7 @@ def test_commit_subjects_read_back_through_git(git_repo: Path) -> None:
     for number, (_, message, _) in enumerate(COMMITS):
         (git_repo / f"f{number}.txt").write_text(f"{number}\n")
         commit_paths(repo, [f"f{number}.txt"], message)
-    subjects = [commit.subject for commit in log_subjects(open_repo(git_repo), base)]
+    subjects = [commit.subject for commit in log_subjects(git_repo, base)]
     assert subjects == git("log", "--reverse", "--format=%s", f"{base}..HEAD",
                            cwd=git_repo).splitlines()
     found = [messages.item_of_subject(subject) for subject in subjects]
@@ -65,7 +65,7 @@ def test_stash_messages_read_back_through_git(git_repo: Path) -> None:
     for number, (_, message, _) in enumerate(STASHES):
         (git_repo / f"s{number}.txt").write_text(f"{number}\n")
         stash_paths(repo, [f"s{number}.txt"], message)
-    listed = [entry.message for entry in reversed(stash_list(open_repo(git_repo)))]
+    listed = [entry.message for entry in reversed(stash_list(git_repo))]
     assert listed == [f"On main: {message}" for _, message, _ in STASHES]
     assert [messages.item_of_stash(text) for text in listed] == [i for _, _, i in STASHES]
 

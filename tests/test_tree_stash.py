@@ -115,7 +115,7 @@ def test_git_applies_it_back_exactly(busy: Path) -> None:
 
 def test_listed_with_its_paths(busy: Path) -> None:
     stash_paths(open_repo(busy), ["a", "*.new"], MESSAGE)
-    entries = stash_list(open_repo(busy))
+    entries = stash_list(busy)
     assert [(e.ref, e.message, e.paths) for e in entries] == [
         ("stash@{0}", f"On main: {MESSAGE}", ("*.new", "a")),
     ]
@@ -218,7 +218,7 @@ def test_two_kept_in_the_same_second_get_two_refs(busy: Path) -> None:
     write(busy, "a", "changed again\n")
     second = keep_paths(open_repo(busy), ["a"], MESSAGE, PREFIX)
     assert first.ref != second.ref
-    entries = kept_list(open_repo(busy), PREFIX)
+    entries = kept_list(busy, PREFIX)
     assert {(e.ref, e.message, e.paths) for e in entries} == {
         (first.ref, f"On main: {MESSAGE}", ("a",)), (second.ref, f"On main: {MESSAGE}", ("a",))}
     assert git("show", f"{second.ref}:a", cwd=busy) == "changed again\n"

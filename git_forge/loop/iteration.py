@@ -129,8 +129,8 @@ def earlier_work(run: RunContext, item_id: str, *, resumed: bool) -> EarlierWork
     attempt resumes the session whose changes are still in the tree (``outcomes.again``).
     Refs that cannot be read are left unsaid: the attempt starts all the same."""
     refs = messages.abandoned_refs(item_id)
-    try:
-        kept = kept_list(run.repo, refs)  # in-process: no git to start at every item
+    try:  # git is asked only for an item with work kept: a start runs no git but its own
+        kept = kept_list(run.repo.workdir, refs) if run.repo.has_refs(refs) else []
     except GitError:
         kept = []
     return EarlierWork(resumed, tuple((entry.ref, tuple(quote_path(p) for p in entry.paths))

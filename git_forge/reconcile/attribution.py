@@ -37,39 +37,8 @@ from git_forge.reconcile.evidence import Evidence
 from git_forge.reconcile.item_trees import ItemTree, PathJSON
 from git_forge.reconcile.messages import item_of_abandoned_ref, item_of_stash, item_of_subject
 from git_forge.tree.errors import GitError
-from git_forge.tree.log_cli import CliHistory, Commit, StashEntry
+from git_forge.tree.history import kept_list, log_subjects, stash_list
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from git_forge.tree.repo import Repo
-
-
-def _log(repo: Repo | CliHistory, base: str) -> list[Commit]:
-    """``base..HEAD`` from an opened repository (pygit2), or from the git CLI when
-    the caller must not import pygit2 (the pre-launch STOP path)."""
-    if isinstance(repo, CliHistory):
-        return repo.log_subjects(base)
-    from git_forge.tree.history import log_subjects
-
-    return log_subjects(repo, base)
-
-
-def _stashes(repo: Repo | CliHistory) -> list[StashEntry]:
-    if isinstance(repo, CliHistory):
-        return repo.stash_list()
-    from git_forge.tree.history import stash_list
-
-    return stash_list(repo)
-
-
-def _kept(repo: Repo | CliHistory) -> list[StashEntry]:
-    """The items' abandoned work under ``refs/forge/abandoned/``."""
-    if isinstance(repo, CliHistory):
-        return repo.kept_list(ABANDONED_REF_PREFIX)
-    from git_forge.tree.history import kept_list
-
-    return kept_list(repo, ABANDONED_REF_PREFIX)
 
 
 class GroupKind(StrEnum):
@@ -184,25 +153,25 @@ class Plan:
         raise ReconcileError(f"no group {group_id} to reconcile (groups: {known})")
 
 
-def stranded_stashes(repo: Repo | CliHistory) -> list[StrandedStash]:
+def stranded_stashes(root: Path) -> list[StrandedStash]:
     """The items' abandoned work under their refs, by item and time, then the stash
     entries whose message names an item (``… from item <id>``)."""
     found = []
-    for entry in _kept(repo):
+    for entry in kept_list(root, ABANDONED_REF_PREFIX):
         item = item_of_abandoned_ref(entry.ref)
         if item is not None:
             found.append(StrandedStash(entry.ref, item, entry.message, entry.paths))
-    for entry in _stashes(repo):
+    for entry in stash_list(root):
         item = item_of_stash(entry.message)
         if item is not None:
             found.append(StrandedStash(entry.ref, item, entry.message, entry.paths))
     return found
 
 
-def _item_paths(repo: Repo | CliHistory, base: str) -> dict[str, tuple[str, str]]:
+def _item_paths(root: Path, base: str) -> dict[str, tuple[str, str]]:
     """path → (item id, commit) of the latest item commit since ``base`` touching it."""
     owners: dict[str, tuple[str, str]] = {}
-    for commit in _log(repo, base):
+    for commit in log_subjects(root, base):
         item = item_of_subject(commit.subject)
         if item is None:
             continue
@@ -241,11 +210,12 @@ def tree_groups(trees: Iterable[ItemTree], taken: set[str]) -> list[Group]:
     return groups
 
 
-def plan(repo: Repo | CliHistory, evidence: Evidence, entries: list[StatusEntry], *,
+def plan(root: Path, evidence: Evidence, entries: list[StatusEntry], *,
          recovery_paths: Iterable[str] = (), trees: Iterable[ItemTree] = (),
          onto: str | None = None) -> Plan:
-    """Attribute the stranded ``entries`` (the runner's own changes already left out,
-    see ``preflight.stranded``). ``recovery_paths``: recover's own backlog change.
+    """Attribute the stranded ``entries`` of the work tree at ``root`` (the runner's
+    own changes already left out, see ``preflight.stranded``). ``recovery_paths``:
+    recover's own backlog change.
     ``trees``: the items' worktrees and branches (``item_trees``), integrated or
     not against ``onto``."""
     recovery = set(recovery_paths)
@@ -256,7 +226,7 @@ def plan(repo: Repo | CliHistory, evidence: Evidence, entries: list[StatusEntry]
         in_flight = evidence.in_flight
         if evidence.base_commit:
             try:
-                owners = _item_paths(repo, evidence.base_commit)
+                owners = _item_paths(root, evidence.base_commit)
             except GitError as exc:
                 notes.append(f"git log {evidence.base_commit[:12]}..HEAD failed: {exc.message}")
     elif evidence.problem:
@@ -294,7 +264,7 @@ def plan(repo: Repo | CliHistory, evidence: Evidence, entries: list[StatusEntry]
                    key=lambda group: (_RANK[group.kind], id_key(group.item_id or ""),
                                       group.worktree is not None))
     try:
-        stashes = stranded_stashes(repo)
+        stashes = stranded_stashes(root)
     except GitError as exc:
         stashes = []
         notes.append(exc.message)

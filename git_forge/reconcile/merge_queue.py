@@ -108,11 +108,10 @@ Outcome = Integrated | Conflicted | Refused
 def _collisions(root: Path, fork: str, tip: str, paths: Iterable[str]) -> tuple[Collision, ...]:
     """The commits of ``fork..tip`` that touched any of ``paths``, oldest first."""
     from git_forge.tree.history import log_subjects
-    from git_forge.tree.repo import open_repo
 
     wanted = set(paths)
     found = []
-    for commit in log_subjects(open_repo(root), fork, tip):
+    for commit in log_subjects(root, fork, tip):
         touched = tuple(path for path in commit.paths if path in wanted)
         if touched:
             found.append(Collision(commit.id, commit.subject, item_of_subject(commit.subject),

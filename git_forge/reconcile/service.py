@@ -213,7 +213,7 @@ def reconcile_tree(workspace: Workspace, decide: Decide, *,
     onto = loop_branch(workspace.root) if trees or integrate else None
     work, queued = stranded_now()
     ours = [queued] if queued is not None and queued.path in recovery else []
-    found = plan(repo, gather(workspace.state_dir), work + ours,
+    found = plan(workspace.root, gather(workspace.state_dir), work + ours,
                  recovery_paths=recovery, trees=trees, onto=onto)
     integrate = _check_integrations(integrate, trees, onto)
     decisions = decide(found)

@@ -3,7 +3,7 @@ touched (its evidence, as candidates) and which it did not ("changed outside the
 run"), and which of its items still wait on a decision *now*.
 
 Only the STOP path comes here (a dirty tree with a prior run). It reads history
-through the git CLI (``tree/log_cli.py``), never pygit2, which costs more to
+through the git CLI (``tree/history.py``), never pygit2, which costs more to
 import than the rest of the explanation; the clean path reads no history at all.
 """
 
@@ -16,12 +16,7 @@ from typing import TypedDict, cast
 from git_forge.backlog.item import BacklogItemJSON, Item
 from git_forge.loop.state import RunState
 from git_forge.parsing import DocumentTooComplex, load_json
-from git_forge.tree.log_cli import CliHistory
 from git_forge.tree.porcelain import StatusEntry
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from git_forge.tree.repo import Repo
 
 
 class TouchedJSON(TypedDict):
@@ -79,19 +74,15 @@ def current_waits(backlog_file: Path, run: RunState) -> tuple[list[str], list[st
 
 
 def explain(root: Path, state_dir: Path, backlog_file: Path,
-            entries: list[StatusEntry], run: RunState,
-            history: Repo | CliHistory | None = None) -> StopExplanation:
-    """Attribute ``entries`` (the stranded ones) the way ``git forge reconcile`` does;
-    the history is read by the git CLI unless an opened repository is given (the
-    two read the same records: ``tree/log_cli.py``)."""
+            entries: list[StatusEntry], run: RunState) -> StopExplanation:
+    """Attribute ``entries`` (the stranded ones) the way ``git forge reconcile`` does."""
     from git_forge.errors import ForgeError
     from git_forge.reconcile.attribution import GroupKind, plan
     from git_forge.reconcile.evidence import gather
 
     blocked, needs_human = current_waits(backlog_file, run)
     try:
-        found = plan(CliHistory(root) if history is None else history, gather(state_dir),
-                     entries)
+        found = plan(root, gather(state_dir), entries)
     except ForgeError as exc:
         return StopExplanation(outside=list(entries), blocked=blocked,
                                needs_human=needs_human,

@@ -21,10 +21,9 @@ Modules and what other layers call (every failure is a ``GitError``):
 * ``worktree``    — ``refusals(repo, paths, action)``: the paths a commit,
   stash or discard cannot handle as git would (each with the git command to
   use); ``restore_to_head`` puts paths back as ``git checkout`` does.
-* ``history``     — ``log_subjects(repo, base)``, ``stash_list(repo)``,
-  ``kept_list(repo, prefix)``.
-* ``log_cli``     — ``CliHistory(root)``: the same records through the git CLI, no
-  pygit2 import (the pre-launch STOP path's).
+* ``history``     — ``log_subjects(root, base)``, ``stash_list(root)``,
+  ``kept_list(root, prefix)``: the one history reader, ``git log`` and
+  ``git for-each-ref`` (no pygit2: the pre-launch STOP path reads it).
 * ``commit``      — ``commit_paths(repo, paths, message) -> commit id``.
 * ``stash``       — ``stash_paths(repo, paths, message) -> stash id``;
   ``keep_paths(repo, paths, message, prefix) -> SafetyRef`` (the same commit, under

@@ -95,6 +95,13 @@ class Repo:
             reference = self.repository.references.get(f"refs/heads/{branch}")
             return None if reference is None else str(reference.resolve().target)
 
+    def has_refs(self, prefix: str) -> bool:
+        """Whether any ref is named ``<prefix>…``: read in-process, where a loop asks
+        at every item's start whether the item has work kept (``history.kept_list``
+        then reads it)."""
+        with git_failures("cannot read the refs"):
+            return any(name.startswith(prefix) for name in self.repository.references)
+
     def is_ancestor(self, commit: str, of: str) -> bool:
         """Whether ``commit`` is reachable from ``of`` (itself included), as ``git
         merge-base --is-ancestor`` answers."""
