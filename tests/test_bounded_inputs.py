@@ -136,9 +136,9 @@ def test_git_flooding_stderr_fails_with_the_tail_of_it(git_repo: Path) -> None:
         cwd=git_repo)
     peak, printed = peak_rss_kib(textwrap.dedent('''
         from git_forge.tree.errors import GitError
-        from git_forge.tree.gitcli import capture_git, run_git
+        from git_forge.tree.gitcli import run_git, start_git
         for call in (lambda: run_git(["flood"], cwd="."),
-                     lambda: capture_git(["flood"], repo_root=".")):
+                     lambda: start_git(["flood"], cwd=".").result()):
             try:
                 call()
             except GitError as exc:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 
 from git_forge.tree.errors import GitError
-from git_forge.tree.gitcli import capture_git
+from git_forge.tree.gitcli import run_git
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def porcelain_fast(repo_root: str | os.PathLike[str]) -> list[StatusEntry]:
     repository from there, as it would for ``git -C repo_root status``).
     Raises ``GitError`` with git's message outside a repository.
     """
-    listed = capture_git(STATUS_ARGS, repo_root=repo_root)
+    listed = run_git(STATUS_ARGS, cwd=repo_root)
     if not listed:  # the clean tree: the pre-launch check's hot path imports no parser
         return []
     from git_forge.tree.porcelain import parse_porcelain_z
@@ -54,7 +54,7 @@ def porcelain_fast(repo_root: str | os.PathLike[str]) -> list[StatusEntry]:
 
 def is_clean(repo_root: str | os.PathLike[str]) -> bool:
     """True when ``git status --porcelain`` would print nothing (ignored files never count)."""
-    return not capture_git(STATUS_ARGS, repo_root=repo_root)
+    return not run_git(STATUS_ARGS, cwd=repo_root)
 
 
 def head_blob(repo_root: str | os.PathLike[str], path: str) -> bytes | None:
@@ -62,7 +62,7 @@ def head_blob(repo_root: str | os.PathLike[str], path: str) -> bytes | None:
     when HEAD has no such file or no commit. Through git, for the same reason
     as the status above: the hot path must not import pygit2."""
     try:
-        return capture_git(("cat-file", "blob", f"HEAD:{path}"), repo_root=repo_root)
+        return run_git(("cat-file", "blob", f"HEAD:{path}"), cwd=repo_root)
     except GitError:
         return None
 
@@ -126,7 +126,7 @@ def head_commit(repo_root: str | os.PathLike[str]) -> str | None:
     if head is not None and head[1] is not None and len(head[1]) >= 40:
         return head[1]
     try:
-        out = capture_git(("rev-parse", "-q", "--verify", "HEAD^{commit}"), repo_root=repo_root)
+        out = run_git(("rev-parse", "-q", "--verify", "HEAD^{commit}"), cwd=repo_root)
     except GitError:
         return None
     return out.decode().strip() or None
@@ -175,11 +175,11 @@ def _read_text(path: str) -> str:
 
 def _head_problem_from_git(repo_root: str | os.PathLike[str]) -> str | None:
     try:
-        capture_git(("symbolic-ref", "-q", "HEAD"), repo_root=repo_root)
+        run_git(("symbolic-ref", "-q", "HEAD"), cwd=repo_root)
     except GitError:
         return DETACHED_HEAD
     try:
-        capture_git(("rev-parse", "-q", "--verify", "HEAD^{commit}"), repo_root=repo_root)
+        run_git(("rev-parse", "-q", "--verify", "HEAD^{commit}"), cwd=repo_root)
     except GitError:
         return UNBORN_BRANCH
     return None

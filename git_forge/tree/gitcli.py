@@ -1,65 +1,56 @@
-"""Running the git CLI, for the few things pygit2 cannot do (or does slower).
+"""The one way git-forge starts git: every git process goes through ``start_git``.
 
-Each caller says in a comment why it goes through git. This module must not
-import pygit2: the pre-launch hot path (``fast_status``) uses it and pays for
-every import. Every git it starts runs with optional locks off (``GIT``).
+Each caller says in a comment why it goes through git rather than pygit2.
+This module must not import pygit2: the pre-launch check (``fast_status``)
+uses it and would pay for that import on every launch.
+
+What every git started here shares:
+
+* optional locks off (``GIT``): a ``git status`` otherwise holds the index's
+  lock while it walks the tree (to write back a refreshed stat cache), and a
+  commit, ``read-tree`` or ``update-index`` meanwhile — the loop's, in the main
+  checkout or an item's worktree — fails on ``index.lock``: a read must never
+  make a run fail. Commands that write still take the locks they need; git
+  passes the setting on to the git processes it starts (hooks, ``worktree
+  remove``'s own ``status``);
+* the caller's environment, locale included, plus what the caller adds (a
+  ``None`` value removes a variable): ``GIT_DIR``, ``git -c`` values
+  (``GIT_CONFIG_PARAMETERS``) and the rest reach git as they would reach the
+  operator's own git, and so do the filters and hooks git runs. Nothing here
+  reads git's messages for their words, so they stay in the operator's
+  language;
+* an empty stdin unless the caller gives one;
+* stdout kept whole (it is data), stderr only as its last
+  ``capture.TAIL_BYTES`` (it only ever becomes a message: a hook or a filter
+  may print without end);
+* one error: git that cannot start, or that exits non-zero where the caller
+  wants its output, is a ``GitError`` carrying git's stderr verbatim, exit
+  code 1 — the machine failed, not the input.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+from collections.abc import Mapping, Sequence
 
 from git_forge import capture
 from git_forge.errors import os_error_text
 from git_forge.tree.errors import GitError
 
-# ``subprocess`` (with ``threading``, ``selectors``, ``signal``) and ``collections.abc``
-# cost ~10 ms to import: the pre-launch hot path spawns git through ``capture_git``
-# with ``os.posix_spawnp`` alone, and the rest import them when they run.
-#
-# git's stdout is data and kept whole; its stderr only ever becomes a message (a
-# ``GitError``), so only its last ``capture.TAIL_BYTES`` are kept: a hook or a filter
-# git runs may print without end.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
 #: Pathspecs built from real file names must never be read as globs or magic
 #: (``*.txt``, ``:x``, ``[ab].txt`` are ordinary names here).
 LITERAL_PATHSPECS = {"GIT_LITERAL_PATHSPECS": "1"}
 
-#: How every git command here starts: with git's optional locks off. A ``git status``
-#: otherwise holds the index's lock while it walks the tree (to write back a refreshed
-#: stat cache), and a commit, ``read-tree`` or ``update-index`` meanwhile — the loop's,
-#: in the main checkout or an item's worktree — fails on ``index.lock``: a read must
-#: never make a run fail. Commands that write still take the locks they need; git
-#: passes the setting on to the git processes it starts (hooks, ``worktree remove``'s
-#: own ``status``).
+#: How every git command here starts: with git's optional locks off (see the module).
 GIT = ("git", "--no-optional-locks")
 
 
-def git_result(
-    args: Sequence[str],
-    *,
-    cwd: str | os.PathLike[str],
-    env: Mapping[str, str | None] | None = None,
-    input: bytes | None = None,
-) -> capture.Finished:
-    """Run ``git ARGS`` in ``cwd`` and return the finished process, whatever its exit.
-
-    For the commands whose exit code is an answer (``merge-tree``: 1 means
-    conflicts; ``merge-base --is-ancestor``: 1 means no). ``env`` adds to the
-    inherited environment; a ``None`` value removes that variable (a command
-    meant for another work tree must not inherit ``GIT_DIR``). Without ``input``
-    git's stdin is empty.
-    """
-    return start_git(args, cwd=cwd, env=env, input=input).wait()
-
-
-def _merged_env(env: Mapping[str, str | None] | None) -> dict[str, str] | None:
+def _merged_env(env: Mapping[str, str | None] | None) -> Mapping[str, str]:
     """The inherited environment plus ``env`` (a ``None`` value removes that name)."""
     if not env:
-        return None
+        return os.environ
     merged = {**os.environ}
     for name, value in env.items():
         if value is None:
@@ -74,20 +65,38 @@ class StartedGit:
     waits for it and is ``run_git``'s answer; leaving the ``with`` block without
     asking still waits for git, so no process outlives the block."""
 
-    def __init__(self, args: Sequence[str], helper: capture.Helper) -> None:
+    def __init__(self, args: Sequence[str], pid: int, stdout: int, stderr: int,
+                 stdin: int | None, input: bytes) -> None:
         self._args = list(args)
-        self._helper = helper
+        self.pid = pid
+        self._pipes = (stdout, stderr, stdin)
+        self._input = input
         self._finished: capture.Finished | None = None
 
     def wait(self) -> capture.Finished:
-        """Wait for git to end: the finished process, read once."""
+        """Read git's output to its end and wait for it to exit: the finished process,
+        read once. On any exception meanwhile, an interrupt included, git is killed
+        and waited for."""
         if self._finished is None:
-            self._finished = self._helper.finish()
+            stdout, stderr, stdin = self._pipes
+            try:
+                out, err = capture.read_output(stdout, stderr, keep_stdout=True, stdin=stdin,
+                                               input=self._input)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+                raise
+            _pid, status = os.waitpid(self.pid, 0)
+            self._finished = capture.Finished(os.waitstatus_to_exitcode(status), out, err)
         return self._finished
 
     def result(self) -> bytes:
+        """git's stdout, or ``GitError`` (git's stderr verbatim) when it failed."""
         finished = self.wait()
-        return _checked(self._args, finished.returncode, finished.stdout, finished.stderr)
+        if finished.returncode != 0:
+            raise failure(self._args, finished)
+        return finished.stdout
 
     def __enter__(self) -> StartedGit:
         return self
@@ -99,87 +108,78 @@ class StartedGit:
 def start_git(
     args: Sequence[str],
     *,
-    cwd: str | os.PathLike[str],
+    cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str | None] | None = None,
     input: bytes | None = None,
 ) -> StartedGit:
-    """Start ``git ARGS`` in ``cwd`` (as ``run_git`` would run it) without waiting:
-    git works on the other core while the caller does what does not change the
-    answer git is computing."""
+    """Start ``git ARGS`` in ``cwd`` (``None``: where git-forge runs) without
+    waiting — the one place git is started: git works on the other core while
+    the caller does what does not change the answer git is computing.
+
+    Started with ``os.posix_spawnp`` rather than ``subprocess``, whose import
+    (with ``threading``, ``selectors`` and the rest) measured 10 to 15 ms here — a
+    good half of the pre-launch check's budget of ``git status`` + 25 ms on a clean
+    1,000-file tree (``benchmarks/preflight_bench.py --files 1000``). So ``cwd``
+    is git's ``-C`` (git changes there before it reads anything, ``GIT_DIR``
+    included, as for a ``cwd``); SIGPIPE and SIGXFSZ go back to their defaults in
+    git, as ``subprocess`` restores them; no descriptor of git-forge's own is
+    inherited (PEP 446).
+    """
+    argv = [*GIT, *(("-C", os.fspath(cwd)) if cwd is not None else ()), *args]
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    in_read, in_write = os.pipe() if input is not None else (None, None)
+    actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
+        (os.POSIX_SPAWN_DUP2, out_write, 1), (os.POSIX_SPAWN_DUP2, err_write, 2),
+        (os.POSIX_SPAWN_DUP2, in_read, 0) if in_read is not None
+        else (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
     try:
-        helper = capture.start([*GIT, *args], cwd=cwd, env=_merged_env(env), input=input,
-                               keep_stdout=True)
+        pid = os.posix_spawnp("git", argv, _merged_env(env), file_actions=actions,
+                              setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
     except OSError as exc:
+        for fd in (out_read, err_read, in_write):
+            if fd is not None:
+                os.close(fd)
         raise GitError(f"cannot run git: {os_error_text(exc)}", exit_code=1) from exc
-    return StartedGit(args, helper)
+    finally:
+        for fd in (out_write, err_write, in_read):
+            if fd is not None:
+                os.close(fd)
+    return StartedGit(args, pid, out_read, err_read, in_write, input or b"")
 
 
-def failure(args: Sequence[str], result: capture.Finished) -> GitError:
-    """git's stderr verbatim as a ``GitError`` (exit code 1)."""
-    return _failure(args, result.returncode, result.stderr)
+def git_result(
+    args: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str | None] | None = None,
+    input: bytes | None = None,
+) -> capture.Finished:
+    """Run ``git ARGS`` and return the finished process, whatever its exit.
+
+    For the commands whose exit code is an answer (``merge-tree``: 1 means
+    conflicts; ``merge-base --is-ancestor``: 1 means no; ``config``: 1 means
+    not set).
+    """
+    return start_git(args, cwd=cwd, env=env, input=input).wait()
 
 
 def run_git(
     args: Sequence[str],
     *,
-    cwd: str | os.PathLike[str],
+    cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str | None] | None = None,
     input: bytes | None = None,
 ) -> bytes:
-    """Run ``git ARGS`` in ``cwd`` and return its stdout (bytes, unparsed).
-
-    A non-zero exit raises ``GitError`` with git's stderr verbatim (exit code 1).
-    ``env`` adds to (never replaces) the inherited environment, so ``GIT_DIR``
-    and friends the operator set keep working; a ``None`` value removes one.
-    """
-    result = git_result(args, cwd=cwd, env=env, input=input)
-    return _checked(args, result.returncode, result.stdout, result.stderr)
+    """Run ``git ARGS`` in ``cwd`` and return its stdout (bytes, unparsed); a
+    non-zero exit is a ``GitError`` with git's stderr verbatim (exit code 1)."""
+    return start_git(args, cwd=cwd, env=env, input=input).result()
 
 
-def capture_git(args: Sequence[str], *, repo_root: str | os.PathLike[str]) -> bytes:
-    """``run_git(args, cwd=repo_root)`` for the pre-launch hot path: the same
-    result and the same errors, without importing ``subprocess``.
-
-    git is started with ``os.posix_spawnp`` as ``GIT -C ROOT ARGS`` (git
-    changes into ``ROOT`` before it reads anything, ``GIT_DIR`` included, as a
-    ``cwd`` would), stdout and stderr on two pipes read together by
-    ``capture.read_output`` (neither can fill and stall git), stdin inherited,
-    SIGPIPE and SIGXFSZ back to their defaults as ``subprocess`` restores them.
-    Python's own descriptors are never inherited (PEP 446).
-    """
-    import _signal  # type: ignore[import-not-found]  # the builtin ``signal`` wraps (~1 ms less)
-
-    out_read, out_write = os.pipe()
-    err_read, err_write = os.pipe()
-    try:
-        pid = os.posix_spawnp("git", [*GIT, "-C", os.fspath(repo_root), *args], os.environ,
-                              file_actions=[(os.POSIX_SPAWN_DUP2, out_write, 1),
-                                            (os.POSIX_SPAWN_DUP2, err_write, 2)],
-                              setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
-    except OSError as exc:
-        os.close(out_read)
-        os.close(err_read)
-        raise GitError(f"cannot run git: {os_error_text(exc)}", exit_code=1) from exc
-    finally:
-        os.close(out_write)
-        os.close(err_write)
-    try:
-        stdout, stderr = capture.read_output(out_read, err_read, keep_stdout=True)
-    finally:
-        _pid, status = os.waitpid(pid, 0)
-    return _checked(args, os.waitstatus_to_exitcode(status), stdout, stderr)
-
-
-def _checked(args: Sequence[str], returncode: int, stdout: bytes, stderr: bytes) -> bytes:
-    """git's stdout, or ``GitError`` with its stderr verbatim (exit code 1)."""
-    if returncode != 0:
-        raise _failure(args, returncode, stderr)
-    return stdout
-
-
-def _failure(args: Sequence[str], returncode: int, stderr: bytes) -> GitError:
-    message = stderr.decode("utf-8", "replace").strip()
-    return GitError(message or f"git {args[0]} exited with {returncode}", exit_code=1)
+def failure(args: Sequence[str], result: capture.Finished) -> GitError:
+    """git's stderr verbatim as a ``GitError`` (exit code 1)."""
+    message = result.stderr.decode("utf-8", "replace").strip()
+    return GitError(message or f"git {args[0]} exited with {result.returncode}", exit_code=1)
 
 
 def config_entries(pattern: str) -> list[tuple[str, str | None]]:
@@ -188,9 +188,8 @@ def config_entries(pattern: str) -> list[tuple[str, str | None]]:
     without a value (``-c color.ui``). Nothing set, or git not runnable, is ``[]``:
     callers ask for optional settings (colour) and fall back to their default."""
     try:
-        result = capture.run([*GIT, "config", "--get-regexp", pattern], timeout=10,
-                             keep_stdout=True)
-    except (OSError, capture.HelperTimeout):
+        result = git_result(["config", "--get-regexp", pattern])
+    except GitError:
         return []
     entries: list[tuple[str, str | None]] = []
     for line in result.stdout.decode("utf-8", "replace").splitlines():
