@@ -138,11 +138,13 @@ def test_four_agents_twelve_items_twelve_linear_commits(twelve: Path, agent: Pat
     assert result.returncode == 0, result.stdout + result.stderr
     # the git the run cost: at an item's start none but its worktree's (made ahead, or
     # moved to the tip); in its merge no lookup of where HEAD is, and one look at the
-    # refs per fast-forward, which may serve several items
+    # refs per fast-forward, which may serve several items; each item's commit has its
+    # files hashed by git (hash-object), as git add would store them
     started = git_commands(trace)
     assert started["symbolic-ref"] == 0, started
     assert started["for-each-ref"] <= started["read-tree"], started
-    assert sum(started.values()) <= 15 * 12, started
+    assert started["hash-object"] <= 13, started
+    assert sum(started.values()) <= 16 * 12, started
     commits = item_commits(twelve)
     assert commits == {f"{n:03d}": [f"item-{n:03d}.txt"] for n in range(1, 13)}
     assert git("rev-list", "--merges", "HEAD", cwd=twelve) == ""

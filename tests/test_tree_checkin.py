@@ -1,6 +1,7 @@
-"""A commit hashes files in-process only where ``git add`` would store their bytes
-as they are; wherever an attribute or ``core.autocrlf`` could apply, git hashes
-them — and either way the committed blob is the one ``git add`` stores."""
+"""The blob a commit stores for a file is the one ``git add`` stores: git hashes
+every file, so whatever attribute source or setting converts it — a clean filter,
+end-of-line conversion, ``ident``, ``working-tree-encoding``, ``core.autocrlf``,
+from any file or ``git -c`` — the committed blob is git's."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import pytest
 from helpers import git
 from tree_helpers import git_bytes, whole_state, write
 
-from git_forge.tree.checkin import stored_as_on_disk
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
 from git_forge.tree.repo import open_repo
@@ -59,6 +59,13 @@ def global_attributes_file(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     git("config", "core.attributesFile", str(target), cwd=root)
 
 
+def relative_attributes_file(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Relative to the work tree's top, for git (a copy of git's rules looked for it
+    where git-forge ran, found nothing and stored the bytes unconverted)."""
+    write(root, "attributes", RULE)
+    git("config", "core.attributesFile", "attributes", cwd=root)
+
+
 def xdg_default_attributes(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     xdg = root.parent / "xdg"
     write(xdg, "git/attributes", RULE)
@@ -79,15 +86,43 @@ def bare_autocrlf_in_the_repository(root: Path, monkeypatch: pytest.MonkeyPatch)
         config.write("[core]\n\tautocrlf\n")
 
 
+def ident_rule(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(root, PATH, "$Id: stale $\r\n")
+    write(root, ".gitattributes", "*.txt ident\n")
+
+
+def eol_rule(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(root, ".gitattributes", "*.txt eol=lf\n")
+
+
+def encoding_rule(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(root, PATH, CONTENT.encode("utf-16"))
+    write(root, ".gitattributes", "*.txt working-tree-encoding=UTF-16\n")
+
+
+def filter_from_the_command_line(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule in the tree, the filter's command only in ``git -c``, a value with
+    spaces and quotes."""
+    git("config", "--unset", "filter.upper.clean", cwd=root)
+    write(root, ".gitattributes", "*.txt filter=upper\n")
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS",
+                       "'filter.upper.clean'='sed \"s/Case/'\\''CASE'\\''/\"'")
+
+
 Source = Callable[[Path, pytest.MonkeyPatch], None]
 SOURCES: dict[str, Source] = {
     "info/attributes": info_attributes,
     "a parent directory's .gitattributes": nested_attributes,
     "core.attributesFile": global_attributes_file,
+    "a relative core.attributesFile": relative_attributes_file,
     "XDG attributes": xdg_default_attributes,
     "git -c core.autocrlf": autocrlf_from_the_command_line,
     "core.autocrlf in the repository": autocrlf_in_the_repository,
     "a bare core.autocrlf": bare_autocrlf_in_the_repository,
+    "ident": ident_rule,
+    "eol": eol_rule,
+    "working-tree-encoding": encoding_rule,
+    "a clean filter from git -c": filter_from_the_command_line,
 }
 
 
@@ -107,14 +142,13 @@ def _setup(root: Path, source: Source | None,
 
 
 @pytest.mark.parametrize("name", list(SOURCES))
-def test_any_attribute_source_sends_the_file_to_git(
+def test_a_converted_file_is_committed_as_git_add_stores_it(
     git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
     _setup(git_repo, SOURCES[name], monkeypatch)
-    repo = open_repo(git_repo)
-    assert not stored_as_on_disk(repo, [PATH])
+    on_disk = (git_repo / PATH).read_bytes()
     expected = _what_git_add_stores(git_repo, tmp_path / "copy")
-    assert expected != CONTENT.encode()  # the source really converts the file
+    assert expected != on_disk  # the source really converts the file
 
     commit_paths(open_repo(git_repo), [PATH], "converted")
     assert git_bytes("cat-file", "blob", f"HEAD:{PATH}", cwd=git_repo) == expected
@@ -125,24 +159,14 @@ def test_with_nothing_that_converts_the_bytes_are_stored_as_they_are(
 ) -> None:
     _setup(git_repo, None, monkeypatch)
     write(git_repo, "other/.gitattributes", RULE)  # not above PATH: it does not apply
-    repo = open_repo(git_repo)
-    assert stored_as_on_disk(repo, [PATH])
     expected = _what_git_add_stores(git_repo, tmp_path / "copy")
     assert expected == CONTENT.encode()
 
-    commit_id = commit_paths(repo, [PATH], "as is")
+    commit_id = commit_paths(open_repo(git_repo), [PATH], "as is")
     blob = git("rev-parse", f"{commit_id}:{PATH}", cwd=git_repo).strip()
     assert blob == git("hash-object", PATH, cwd=git_repo).strip()
     assert git_bytes("cat-file", "blob", blob, cwd=git_repo) == expected
     git("fsck", "--strict", "--no-progress", cwd=git_repo)
-
-
-def test_autocrlf_false_keeps_the_fast_path(git_repo: Path, monkeypatch: pytest.MonkeyPatch
-                                            ) -> None:
-    _setup(git_repo, None, monkeypatch)
-    git("config", "core.autocrlf", "false", cwd=git_repo)
-    repo = open_repo(git_repo)
-    assert stored_as_on_disk(repo, [PATH])
 
 
 def test_a_commit_records_each_files_stat_as_git_add_does(

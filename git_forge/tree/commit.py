@@ -12,10 +12,9 @@ What differs from ``git commit``, on purpose or by libgit2's nature:
   none, and an unattended loop must not stop on one;
 * the commit is not signed, even with ``commit.gpgSign`` set;
 * the blobs are git's own: every regular file is hashed by ``git hash-object``
-  (clean filters such as git-lfs, end-of-line conversion, from every config
-  source git reads) — in-process where no attribute and no ``core.autocrlf`` can
-  apply, since git then stores the bytes as they are (``tree/checkin.py``) —
-  links are stored as links, never followed;
+  (clean filters such as git-lfs, end-of-line conversion, ``ident``, from every
+  attribute and config source git reads); links are stored as links, never
+  followed;
 * a path git-forge cannot commit as git would (a nested repository, a
   submodule whose changes are uncommitted inside it, a special file) is
   refused before anything changes, naming the git command to use.

@@ -14,12 +14,10 @@ Three rules hold for every path, at any depth:
   when it is tracked, and is refused when it is not.
 * **Content is what git would store and write.** Blobs of regular files are
   hashed by ``git hash-object`` (clean filters, ``working-tree-encoding``,
-  ``core.autocrlf`` from every config source git reads: libgit2 knows fewer) —
-  or in-process when no attribute and no ``core.autocrlf`` can apply
-  (``checkin``), where git stores the bytes as they are,
-  and putting a path back is ``git checkout-index --force`` (smudge filters,
-  symlinks as symlinks, and a link standing in the way is replaced, never
-  written through).
+  ``ident``, end-of-line conversion, from every attribute and config source git
+  reads: libgit2 knows fewer), and putting a path back is ``git checkout-index
+  --force`` (smudge filters, symlinks as symlinks, and a link standing in the
+  way is replaced, never written through).
 * **What git-forge cannot do as git would, it refuses before changing
   anything** (``refusals``): nested repositories, submodules' own changes,
   special files, conflicts for a stash — each refusal names the path and the
@@ -43,7 +41,6 @@ from pygit2.errors import check_error
 from pygit2.ffi import C, ffi
 
 from git_forge.errors import os_error_text
-from git_forge.tree.checkin import attributes_only_in_the_index, stored_as_on_disk
 from git_forge.tree.errors import GitError
 from git_forge.tree.gitconfig import config_value
 from git_forge.tree.porcelain import quote_path
@@ -57,8 +54,10 @@ Action = Literal["commit", "stash", "discard"]
 _INTENT_TO_ADD = 1 << 13
 _SKIP_WORKTREE = 1 << 14
 
-_TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0", ""}
+
+#: The attributes file git reads in each directory.
+ATTRIBUTES = ".gitattributes"
 
 
 @dataclass(frozen=True)
@@ -336,16 +335,38 @@ def _file_mode_trusted(repo: Repo) -> bool:
     return value is None or value.strip().lower() not in _FALSE
 
 
+def _attributes_only_in_the_index(paths: Iterable[str], index: pygit2.Index,
+                                  workdir: Path) -> list[str]:
+    """The ``.gitattributes`` of the directories above ``paths`` that are in the
+    index but gone from the work tree. ``git add`` reads such a file from the
+    index; ``git hash-object`` does not (git 2.39 has no way to make it), so no
+    commit made with it can match git's: the caller refuses."""
+    directories = {""}
+    for path in paths:
+        parent = path.rpartition("/")[0]
+        while parent and parent not in directories:
+            directories.add(parent)
+            parent = parent.rpartition("/")[0]
+    found = []
+    for directory in sorted(directories):
+        name = f"{directory}/{ATTRIBUTES}" if directory else ATTRIBUTES
+        if name in index and not os.path.lexists(workdir / name):
+            found.append(name)
+    return found
+
+
 def _hash_with_git(repo: Repo, paths: list[str]) -> list[pygit2.Oid]:
     """The blobs ``git add`` would store for ``paths``, written to the object store.
 
     One ``git hash-object -w --stdin-paths`` for all of them: it applies clean
-    filters, ``working-tree-encoding`` and end-of-line conversion exactly as
-    ``git add`` does, from every attribute and config source git reads. A name
+    filters, ``working-tree-encoding``, ``ident`` and end-of-line conversion
+    exactly as ``git add`` does, from every attribute and config source git
+    reads — whichever apply is git's to know, so every file is hashed by git. A name
     is C-quoted when git's ``quote_path`` would quote it, which that command
     reads back (a newline or a trailing space in a name survives).
     """
-    lines = b"".join(os.fsencode(quote_path(path)) + b"\n" for path in paths)
+    lines = b"".join(os.fsencode(quote_path(path, quote_path_fully=True)) + b"\n"
+                    for path in paths)
     out = repo.run_git(["hash-object", "-w", "--stdin-paths"], input=lines)
     ids = out.decode("ascii").split()
     if len(ids) != len(paths):
@@ -445,17 +466,14 @@ def read_worktree_files(
     if to_hash:
         hashed = [path for path, _, _ in to_hash]
         if index is not None:
-            stale = attributes_only_in_the_index(repo, hashed, index)
+            stale = _attributes_only_in_the_index(hashed, index, repo.workdir)
             if stale:
                 raise GitError(
                     f"{_shown(stale[0])} is deleted from the working tree but still in the "
                     f"index, where git add would read it and git-forge cannot; restore it "
                     f"(git checkout -- {quote_path(stale[0])}) or stage its removal "
                     f"(git rm --cached {quote_path(stale[0])}) first")
-        if stored_as_on_disk(repo, hashed):
-            ids = [_blob_of_bytes(repo, path) for path in hashed]
-        else:
-            ids = _hash_with_git(repo, hashed)
+        ids = _hash_with_git(repo, hashed)
         for (path, mode, info), blob_id in zip(to_hash, ids, strict=True):
             files[path] = WorktreeFile(path, blob_id, mode, info)
     return [files[path] for path in names]
