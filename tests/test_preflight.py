@@ -84,6 +84,23 @@ def test_dirty_without_prior_run_is_the_ordinary_refusal(project: Path) -> None:
     assert "?? scratch.txt" in result.stderr and "STOP" not in result.stderr
 
 
+def test_paths_are_shown_as_git_shows_them_by_its_own_config(project: Path) -> None:
+    # core.quotePath from `git -c` (handed down in the environment) and from the
+    # repository's config, as `git status --porcelain` honours it.
+    (project / "ünï côdé.txt").write_text("x")
+    (project / "tab\tü.txt").write_text("x")
+    for config in ((), ("-c", "core.quotePath=false"), ("-c", "core.quotepath=off")):
+        result = waiting.run(["git", *config, "forge", "preflight"], cwd=project,
+                             capture_output=True, text=True)
+        lines = git(*config, "status", "--porcelain", cwd=project).splitlines()
+        assert result.returncode == 1 and len(lines) == 2
+        for line in lines:
+            assert f"  {line}\n" in result.stderr
+        assert ("ünï" in result.stderr) is bool(config)
+    git("config", "core.quotePath", "no", cwd=project)
+    assert "  ?? \"ünï côdé.txt\"\n" in run_forge("preflight", cwd=project).stderr
+
+
 def test_crash_bookkeeping_in_backlog_is_not_stranded_work(project: Path) -> None:
     prior_run(project)
     backlog = project / ".forge" / "backlog.json"

@@ -297,10 +297,10 @@ def test_quote_path_follows_git_rules() -> None:
     assert quote_path('q"') == '"q\\""'
     assert quote_path("t\tn\n") == '"t\\tn\\n"'
     assert quote_path("\x7f\x01") == '"\\177\\001"'
-    assert quote_path("é") == '"\\303\\251"'
+    assert quote_path("é", quote_path_fully=True) == '"\\303\\251"'
     assert quote_path("é", quote_path_fully=False) == "é"
     assert quote_path("é\n", quote_path_fully=False) == '"é\\n"'
-    assert quote_path(os.fsdecode(b"\xff")) == '"\\377"'
+    assert quote_path(os.fsdecode(b"\xff"), quote_path_fully=True) == '"\\377"'
 
 
 def test_core_quotepath_false_rendering_matches_git(git_repo: Path) -> None:

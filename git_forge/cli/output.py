@@ -17,14 +17,13 @@ verbs use — except that C1 controls, DEL and lone surrogates are written as
 ``\\u`` escapes, so ``cat``-ing the JSON to a terminal is harmless (the files
 on disk keep their bytes as they are).
 
-**Colour** is decided as git decides it, once per process and only when
-something is painted: never with ``--no-color`` or a non-empty ``NO_COLOR``
-(https://no-color.org), which win over everything; otherwise ``color.forge``,
-else ``color.ui``, from every config source git reads (``git -c`` included,
-which git passes to a subcommand through ``GIT_CONFIG_PARAMETERS``):
+**Colour** is decided by git, once per process and only when something is
+painted: never with ``--no-color`` or a non-empty ``NO_COLOR``
+(https://no-color.org), which win over everything; otherwise what ``git config
+--get-colorbool color.forge`` answers for a terminal or a pipe — ``color.forge``,
+else ``color.ui``, from every config source git reads (``git -c`` included):
 ``never``/``false`` off, ``always`` on even when piped, ``auto``/``true``
-(the default) on a terminal that is not ``TERM=dumb``. Asking costs one
-``git config`` (~2 ms), never pygit2.
+(the default) on a terminal that is not ``TERM=dumb``.
 """
 
 from __future__ import annotations
@@ -157,40 +156,29 @@ def print_json_text(text: str, stream: TextIO | None = None) -> None:
 
 # --- colour ----------------------------------------------------------------------------------
 
-_UNREAD = "unread"
 _no_color_flag = False
-_git_setting = _UNREAD
-_NEVER = ("never", "false", "no", "off", "0", "")
+#: git's answer, for a terminal (``True``) and for anything else.
+_git_colour: dict[bool, bool] = {}
 
 
 def configure_color(*, no_color: bool) -> None:
     """Start a command: ``no_color`` is its ``--no-color``; git's setting is asked
     again the first time something is painted."""
-    global _no_color_flag, _git_setting
-    _no_color_flag, _git_setting = no_color, _UNREAD
+    global _no_color_flag
+    _no_color_flag = no_color
+    _git_colour.clear()
 
 
-def _parse_colorbool(value: str | None) -> str:
-    """git's colour setting as ``always``, ``never`` or ``auto``; ``None`` is a key
-    given without a value (``-c color.ui``), which git reads as true."""
-    if value is None:
-        return "auto"
-    value = value.strip().lower()
-    if value == "always":
-        return "always"
-    return "never" if value in _NEVER else "auto"
+def _git_wants_colour(terminal: bool) -> bool:
+    """git's colour decision for ``color.forge`` on a terminal or not; where git
+    cannot be asked, its default (``auto``: a terminal only)."""
+    from git_forge.tree.errors import GitError
+    from git_forge.tree.gitconfig import wants_color
 
-
-def _git_color_setting() -> str:
-    """``color.forge``, else ``color.ui``, as git's config reports them; ``auto``
-    when neither is set or git cannot be asked."""
-    from git_forge.tree.gitcli import config_entries
-
-    found = dict(config_entries(r"^color\.(ui|forge)$"))  # the last value of a key wins
-    for key in ("color.forge", "color.ui"):
-        if key in found:
-            return _parse_colorbool(found[key])
-    return "auto"
+    try:
+        return wants_color("color.forge", terminal)
+    except GitError:
+        return terminal
 
 
 def is_terminal(stream: TextIO | None = None) -> bool:
@@ -204,14 +192,12 @@ def is_terminal(stream: TextIO | None = None) -> bool:
 
 def color_enabled(stream: TextIO | None = None) -> bool:
     """Whether to colour ``stream`` (see the module docstring for the rules)."""
-    global _git_setting
     if _no_color_flag or os.environ.get("NO_COLOR"):
         return False
-    if _git_setting == _UNREAD:
-        _git_setting = _git_color_setting()
-    if _git_setting != "auto":
-        return _git_setting == "always"
-    return is_terminal(stream)
+    terminal = is_terminal(stream)
+    if terminal not in _git_colour:
+        _git_colour[terminal] = _git_wants_colour(terminal)
+    return _git_colour[terminal]
 
 
 def paint(text: str, style: str, stream: TextIO | None = None) -> str:

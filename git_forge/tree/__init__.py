@@ -8,6 +8,8 @@ Modules and what other layers call (every failure is a ``GitError``):
 
 * ``gitcli``      — ``run_git``, ``start_git``, ``git_result``: the one way git
   is started (the same environment, optional locks off, one error).
+* ``gitconfig``   — configuration values, booleans and colour as ``git config``
+  answers them.
 * ``repo``        — ``open_repo(path) -> Repo`` (``GIT_DIR``/``GIT_WORK_TREE``,
   worktrees); ``Repo.head_commit_id()``, ``is_unborn``, ``is_detached``,
   ``branch_name``, ``workdir``.

@@ -180,19 +180,3 @@ def failure(args: Sequence[str], result: capture.Finished) -> GitError:
     """git's stderr verbatim as a ``GitError`` (exit code 1)."""
     message = result.stderr.decode("utf-8", "replace").strip()
     return GitError(message or f"git {args[0]} exited with {result.returncode}", exit_code=1)
-
-
-def config_entries(pattern: str) -> list[tuple[str, str | None]]:
-    """``git config --get-regexp PATTERN`` where the user stands, in git's order
-    (the last value of a key wins): ``(key, value)``, ``None`` for a key given
-    without a value (``-c color.ui``). Nothing set, or git not runnable, is ``[]``:
-    callers ask for optional settings (colour) and fall back to their default."""
-    try:
-        result = git_result(["config", "--get-regexp", pattern])
-    except GitError:
-        return []
-    entries: list[tuple[str, str | None]] = []
-    for line in result.stdout.decode("utf-8", "replace").splitlines():
-        key, separator, value = line.partition(" ")
-        entries.append((key, value if separator else None))
-    return entries

@@ -1,15 +1,19 @@
 """Porcelain status entries and the exact line ``git status --porcelain`` prints.
 
-Pure code, no pygit2: the status (``git_status.py`` for an opened repository,
+No pygit2: the status (``git_status.py`` for an opened repository,
 ``fast_status.py`` on the hot path — both git itself) produces these entries,
 and the pre-launch STOP message prints paths exactly as git prints them.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from typing import NamedTuple
+
+from git_forge.tree.errors import GitError
+from git_forge.tree.gitconfig import config_flag
 
 UNTRACKED = "??"
 
@@ -42,24 +46,31 @@ _C_ESCAPES = {7: b"\\a", 8: b"\\b", 9: b"\\t", 10: b"\\n", 11: b"\\v", 12: b"\\f
 _PLAIN = bytes(byte for byte in range(0x20, 0x7F) if byte not in _C_ESCAPES)
 
 
-def quote_path(path: str, *, quote_path_fully: bool = True) -> str:
+def quote_path(path: str, *, quote_path_fully: bool | None = None) -> str:
     """``path`` as ``git status --porcelain`` prints it (git's ``quote_path``).
 
     C-style quoting when a byte needs it (control characters, ``"``, ``\\``,
     DEL, and bytes >= 0x80 unless ``core.quotePath`` is false), and the whole
     path in double quotes when it contains a space — git's short and porcelain
-    formats quote those too.
+    formats quote those too. ``quote_path_fully`` is ``core.quotePath``; by
+    default git's own setting, asked only for a path that holds such a byte.
+
+    Kept here rather than asked of git: the paths come from ``git status -z``
+    (raw, the only form that reads back exactly), and a second listing without
+    ``-z`` to print them would cost a whole ``git status`` more.
     """
     raw = os.fsencode(path)
     if not raw.translate(None, _PLAIN):  # the common case, without a loop per byte
         return f'"{path}"' if b" " in raw else path
+    if quote_path_fully is None and max(raw) >= 0x80:
+        quote_path_fully = _quote_path_setting()
     parts: list[bytes] = []
     escaped = False
     for byte in raw:
         if byte in _C_ESCAPES:
             parts.append(_C_ESCAPES[byte])
             escaped = True
-        elif byte < 0x20 or byte == 0x7F or (byte >= 0x80 and quote_path_fully):
+        elif byte < 0x20 or byte == 0x7F or (byte >= 0x80 and quote_path_fully is not False):
             parts.append(b"\\%03o" % byte)
             escaped = True
         else:
@@ -69,7 +80,17 @@ def quote_path(path: str, *, quote_path_fully: bool = True) -> str:
     return path
 
 
-def render_porcelain_line(entry: StatusEntry, *, quote_path_fully: bool = True) -> str:
+@functools.cache
+def _quote_path_setting() -> bool:
+    """``core.quotePath`` as git reads it where git-forge runs (``git -c`` included),
+    once per process; true (git's default) when git cannot say."""
+    try:
+        return config_flag("core.quotePath") is not False
+    except GitError:
+        return True
+
+
+def render_porcelain_line(entry: StatusEntry, *, quote_path_fully: bool | None = None) -> str:
     """The line git prints for ``entry`` (no newline): ``XY PATH``, path quoted as git does."""
     return f"{entry.xy} {quote_path(entry.path, quote_path_fully=quote_path_fully)}"
 

@@ -166,13 +166,14 @@ class Repo:
     def run_git(self, args: list[str], *, input: bytes | None = None) -> bytes:
         """Run git on this repository (explicit ``GIT_DIR``/``GIT_WORK_TREE``, so
         git acts on the very repository pygit2 opened), literal pathspecs."""
-        return run_git(args, cwd=self.workdir, env=self._git_env(), input=input)
+        return run_git(args, cwd=self.workdir, env=self.git_env(), input=input)
 
     def start_git(self, args: list[str]) -> StartedGit:
         """``run_git`` started now and answered by ``result()`` (``gitcli.start_git``)."""
-        return start_git(args, cwd=self.workdir, env=self._git_env())
+        return start_git(args, cwd=self.workdir, env=self.git_env())
 
-    def _git_env(self) -> dict[str, str]:
+    def git_env(self) -> dict[str, str]:
+        """What a git run on this repository adds to the environment."""
         return {
             "GIT_DIR": str(self.gitdir),
             "GIT_WORK_TREE": str(self.workdir),

@@ -42,7 +42,7 @@ from pygit2.ffi import C, ffi
 
 from git_forge.errors import os_error_text
 from git_forge.tree.errors import GitError
-from git_forge.tree.gitconfig import config_value
+from git_forge.tree.gitconfig import config_flag
 from git_forge.tree.porcelain import quote_path
 from git_forge.tree.repo import Repo
 from git_forge.words import counted
@@ -53,8 +53,6 @@ Action = Literal["commit", "stash", "discard"]
 #: GIT_INDEX_ENTRY_INTENT_TO_ADD / _SKIP_WORKTREE in libgit2's index.h (extended flags).
 _INTENT_TO_ADD = 1 << 13
 _SKIP_WORKTREE = 1 << 14
-
-_FALSE = {"false", "no", "off", "0", ""}
 
 #: The attributes file git reads in each directory.
 ATTRIBUTES = ".gitattributes"
@@ -331,8 +329,7 @@ def refuse(repo: Repo, paths: Iterable[str], action: Action) -> None:
 
 def _file_mode_trusted(repo: Repo) -> bool:
     """``core.fileMode`` as git reads it (every config source, ``git -c`` included)."""
-    value = config_value(repo, "core.fileMode")
-    return value is None or value.strip().lower() not in _FALSE
+    return config_flag("core.fileMode", repo) is not False
 
 
 def _attributes_only_in_the_index(paths: Iterable[str], index: pygit2.Index,
