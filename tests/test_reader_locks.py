@@ -37,7 +37,7 @@ from git_forge.layout import item_worktree
 from git_forge.tree.fast_status import is_clean, porcelain_fast
 from git_forge.tree.git_status import ListingMeanwhile, porcelain
 from git_forge.tree.repo import open_repo
-from git_forge.tree.worktrees import add_worktree, git_dir_of_tree, status
+from git_forge.tree.worktrees import add_worktree, status
 
 READERS = (
     ("status", "--json"),
@@ -56,8 +56,8 @@ def make_stale(root: Path, *names: str) -> None:
 
 def index_of(tree: Path) -> Path:
     """The index file of the (main or linked) worktree at ``tree``."""
-    git_dir = git_dir_of_tree(tree)
-    return (git_dir if git_dir is not None else tree / ".git") / "index"
+    return Path(git("rev-parse", "--path-format=absolute", "--git-path", "index",
+                    cwd=tree).strip())
 
 
 def file_state(path: Path) -> tuple[int, int, str]:

@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 from builders import submodule_upstream
 from helpers import git
-from tree_helpers import git_bytes, git_status_z, worktree_state, write
+from tree_helpers import git_bytes, git_status_entries, git_status_z, worktree_state, write
 
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.discard import discard_paths, restore_discarded
 from git_forge.tree.errors import GitError
 from git_forge.tree.fast_status import porcelain_fast
 from git_forge.tree.git_status import porcelain
-from git_forge.tree.porcelain import parse_porcelain_z
+from git_forge.tree.porcelain import StatusEntry
 from git_forge.tree.repo import open_repo
 from git_forge.tree.stash import stash_paths
 from git_forge.tree.worktree import refusals, restore_to_head
@@ -70,7 +70,7 @@ def assert_same_as_git(ours: Path, theirs: Path) -> None:
 
 def statuses_agree(root: Path) -> list[tuple[str, str]]:
     """The one status source, through both entry points, equals git's."""
-    expected = parse_porcelain_z(git_status_z(root))
+    expected = [StatusEntry(path, xy) for path, xy in git_status_entries(root)]
     assert porcelain(open_repo(root)) == expected
     assert porcelain_fast(root) == expected
     return [(entry.path, entry.xy) for entry in expected]

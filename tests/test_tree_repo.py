@@ -38,7 +38,8 @@ def test_a_branch_tip_and_ancestry_as_git_answers_them(git_repo: Path) -> None:
 
 
 def test_not_a_repository(tmp_path: Path) -> None:
-    with pytest.raises(GitError, match=r"^not a git repository: ") as caught:
+    with pytest.raises(GitError, match=r"^cannot open the repository at .*: not a git "
+                                       r"repository \(or any of the parent") as caught:
         open_repo(tmp_path)
     assert caught.value.exit_code == 2
 
@@ -94,7 +95,7 @@ def test_git_dir_without_work_tree_means_current_directory(
 
 def test_git_dir_that_is_not_a_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_DIR", str(tmp_path / "nothing"))
-    with pytest.raises(GitError, match="not a git repository: .*GIT_DIR"):
+    with pytest.raises(GitError, match="not a git repository: '.*/nothing'"):
         open_repo(tmp_path)
 
 
@@ -142,5 +143,27 @@ def test_repository_owned_by_another_user_is_refused_with_the_fix(git_repo: Path
     for directory, dirs, files in os.walk(git_repo):
         for name in [*dirs, *files, "."]:
             os.lchown(os.path.join(directory, name), 65534, 65534)
-    with pytest.raises(GitError, match="not owned by current user.*safe.directory"):
+    with pytest.raises(GitError, match="dubious ownership .* call: git config --global "
+                                       "--add safe.directory "):
         open_repo(git_repo)
+
+
+def test_a_git_file_and_core_worktree_are_followed_as_git_follows_them(
+        tmp_path: Path) -> None:
+    moved = tmp_path / "moved"
+    git("init", "-q", "-b", "main", "--separate-git-dir", str(tmp_path / "store.git"),
+        str(moved), cwd=tmp_path)
+    write(moved, "a.txt")
+    repo = open_repo(moved / ".")
+    assert repo.workdir.resolve() == moved.resolve()
+    assert repo.gitdir.resolve() == (tmp_path / "store.git").resolve()
+    assert [(e.path, e.xy) for e in porcelain(repo)] == [("a.txt", "??")]
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    git("config", "core.worktree", str(elsewhere), cwd=moved)
+    (moved / ".git").rename(elsewhere / ".git")
+    write(elsewhere, "b.txt")
+    repo = open_repo(elsewhere)
+    assert repo.workdir.resolve() == elsewhere.resolve()
+    assert [(e.path, e.xy) for e in porcelain(repo)] == [("b.txt", "??")]

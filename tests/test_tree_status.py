@@ -1,9 +1,9 @@
-"""Porcelain status through pygit2 and through the fast path, against real git.
+"""Porcelain status for an opened repository and on the fast path, against real git.
 
-A generator builds many working trees (seeded random plus hand-written cases)
-and each is compared with ``git status --porcelain -uall --no-renames`` (with
-and without ``-z``): the same (path, XY) entries, the same lines byte for byte,
-in the same order — zero mismatches.
+git-forge reads git's porcelain v2; a generator builds many working trees (seeded
+random plus hand-written cases) and each is compared with ``git status --porcelain
+-uall --no-renames`` in format v1 (with and without ``-z``): the same (path, XY)
+entries, the same lines byte for byte, in the same order — zero mismatches.
 """
 
 from __future__ import annotations
@@ -16,18 +16,18 @@ from pathlib import Path
 import pytest
 import waiting
 from builders import submodule_upstream
-from tree_helpers import TRICKY_NAMES, git_bytes, git_status_lines, git_status_z, write
+from tree_helpers import (
+    TRICKY_NAMES,
+    git_bytes,
+    git_status_entries,
+    git_status_lines,
+    write,
+)
 
 from git_forge.tree.errors import GitError
 from git_forge.tree.fast_status import is_clean, porcelain_fast
 from git_forge.tree.git_status import porcelain
-from git_forge.tree.porcelain import (
-    StatusEntry,
-    parse_porcelain_z,
-    quote_path,
-    render_porcelain_line,
-    render_porcelain_z,
-)
+from git_forge.tree.porcelain import StatusEntry, quote_path, render_porcelain_line
 from git_forge.tree.repo import open_repo
 
 BASE_FILES = TRICKY_NAMES + [f"pkg/mod{n}.py" for n in range(8)] + ["tool.sh", "lib/deep/a.c"]
@@ -35,15 +35,17 @@ BASE_FILES = TRICKY_NAMES + [f"pkg/mod{n}.py" for n in range(8)] + ["tool.sh", "
 
 def assert_matches_git(root: Path) -> list[StatusEntry]:
     """Both status sources agree with git on entries, lines, -z bytes and order."""
-    expected_z = git_status_z(root)
-    expected = parse_porcelain_z(expected_z)
+    expected = git_entries(root)
     ours = porcelain(open_repo(root))
     assert ours == expected, _mismatch(ours, expected)
     assert [render_porcelain_line(e) for e in ours] == git_status_lines(root)
-    assert render_porcelain_z(ours) == expected_z
     assert porcelain_fast(root) == expected
     assert is_clean(root) is (not expected)
     return ours
+
+
+def git_entries(root: Path) -> list[StatusEntry]:
+    return [StatusEntry(path, xy) for path, xy in git_status_entries(root)]
 
 
 def _mismatch(ours: list[StatusEntry], expected: list[StatusEntry]) -> str:
@@ -366,7 +368,7 @@ def test_a_listing_started_meanwhile_is_gits_listing(base_repo: Path, tmp_path: 
     repo = open_repo(root)
     with ListingMeanwhile(repo) as listing:
         entries = listing.entries()
-    assert entries == porcelain(repo) == parse_porcelain_z(git_status_z(root))
+    assert entries == porcelain(repo) == git_entries(root)
     assert entries  # the random tree is dirty: a listing that came back empty would pass
 
     with ListingMeanwhile(repo) as unasked:
@@ -391,8 +393,51 @@ def test_a_listing_started_meanwhile_is_gits_listing(base_repo: Path, tmp_path: 
     with ListingMeanwhile(repo) as listing:
         entries = listing.entries()
     assert cached_mtime() == stale
-    assert entries == parse_porcelain_z(git_status_z(root))
+    assert entries == git_entries(root)
 
     shutil.rmtree(root / ".git" / "objects")  # git can no longer read the repository
     with ListingMeanwhile(repo) as broken, pytest.raises(GitError):
         broken.entries()
+
+
+def _separate_git_dir(root: Path, tmp_path: Path) -> Path:
+    """A work tree whose ``.git`` is a file (``gitdir: …``), its refs packed."""
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    git_bytes("init", "-q", "-b", "main", "--separate-git-dir", str(tmp_path / "elsewhere.git"),
+              str(moved), cwd=tmp_path)
+    write(moved, "a.txt")
+    git_bytes("add", "a.txt", cwd=moved)
+    git_bytes("commit", "-qm", "first", cwd=moved)
+    git_bytes("pack-refs", "--all", cwd=moved)
+    assert (moved / ".git").is_file()
+    assert not (tmp_path / "elsewhere.git" / "refs" / "heads" / "main").exists()
+    return moved
+
+
+def test_head_is_read_as_git_reads_it_wherever_the_repository_is(
+        git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pre-launch check's HEAD: a branch (its ref packed, behind a ``.git`` file,
+    in a linked worktree, or through ``GIT_DIR``/``GIT_WORK_TREE``), detached, unborn
+    — each as git answers it, with the entries of the same listing."""
+    from git_forge.tree.fast_status import DETACHED_HEAD, UNBORN_BRANCH, launch_status
+
+    moved = _separate_git_dir(git_repo, tmp_path)
+    write(moved, "new.txt")
+    assert launch_status(moved) == (None, [StatusEntry("new.txt", "??")])
+    git_bytes("checkout", "-q", "--detach", cwd=moved)
+    assert launch_status(moved) == (DETACHED_HEAD, [StatusEntry("new.txt", "??")])
+
+    linked = tmp_path / "linked"
+    git_bytes("worktree", "add", "-q", "-b", "side", str(linked), cwd=git_repo)
+    git_bytes("checkout", "-q", "--detach", cwd=git_repo)  # the main one detached: not this
+    assert launch_status(linked) == (None, [])
+    git_bytes("checkout", "-q", "--orphan", "fresh", cwd=linked)
+    assert launch_status(linked)[0] == UNBORN_BRANCH
+
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    git_bytes("checkout", "-q", "main", cwd=git_repo)
+    monkeypatch.setenv("GIT_DIR", str(git_repo / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(checkout))
+    assert launch_status(tmp_path) == (None, [StatusEntry("README.md", " D")])

@@ -365,7 +365,10 @@ def test_a_worktree_whose_directory_is_gone(repo: Path) -> None:
     assert len(worktrees(repo)) == 1
 
 
-def test_the_cheap_look_is_never_wrong_when_it_says_no(repo: Path) -> None:
+def test_the_cheap_look_is_never_wrong_when_it_says_no(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not may_have_worktrees_or_branches(repo, "forge/")
+    git("branch", "forged", cwd=repo)  # a name that only starts like the prefix
     assert not may_have_worktrees_or_branches(repo, "forge/")
     tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
     assert may_have_worktrees_or_branches(repo, "forge/")
@@ -377,6 +380,13 @@ def test_the_cheap_look_is_never_wrong_when_it_says_no(repo: Path) -> None:
     assert may_have_worktrees_or_branches(repo, "forge/")  # packed, still there
     git("branch", "-D", "forge/001", cwd=repo)
     assert not may_have_worktrees_or_branches(repo, "forge/")
+    detached = repo.parent / "detached"  # a linked worktree on no branch at all
+    git("worktree", "add", "-q", "--detach", str(detached), cwd=repo)
+    assert may_have_worktrees_or_branches(repo, "forge/")
+    git("worktree", "remove", str(detached), cwd=repo)
+    assert not may_have_worktrees_or_branches(repo, "forge/")
+    monkeypatch.setenv("GIT_DIR", str(repo / ".git"))  # found through GIT_DIR: git is asked
+    assert may_have_worktrees_or_branches(repo, "forge/")
 
 
 def git_tree_of_everything(tree: Path) -> str:

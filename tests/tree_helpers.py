@@ -62,7 +62,15 @@ def replace_line(text: str, number: int, new: str) -> str:
 
 
 def git_status_z(root: Path) -> bytes:
+    """What ``git status --porcelain -z`` (format v1) prints: the reference."""
     return git_bytes("status", "--porcelain", "-z", "-uall", "--no-renames", cwd=root)
+
+
+def git_status_entries(root: Path) -> list[tuple[str, str]]:
+    """``(path, XY)`` of each record of ``git status --porcelain -z`` (format v1,
+    which git-forge does not read: an independent reference), in git's order."""
+    return [(os.fsdecode(record[3:]), record[:2].decode("ascii"))
+            for record in git_status_z(root).split(b"\0") if record]
 
 
 def git_status_lines(root: Path) -> list[str]:

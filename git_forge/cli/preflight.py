@@ -162,20 +162,15 @@ def probe(path: str) -> Probe:
     then the tree's status."""
     from git_forge.layout import ITEM_BRANCH_PREFIX, work_tree_top
     from git_forge.loop.control import launch_blocker
-    from git_forge.tree.fast_status import (
-        head_problem,
-        may_have_worktrees_or_branches,
-        porcelain_fast,
-    )
+    from git_forge.tree.fast_status import launch_status, may_have_worktrees_or_branches
 
     root = work_tree_top(path)
     blocker = launch_blocker(None, root)
     if blocker is not None:
         return root, blocker, [], False
-    problem = head_problem(root)  # refused exactly as loop run refuses it
-    if problem is not None:
+    problem, entries = launch_status(root)
+    if problem is not None:  # refused exactly as loop run refuses it
         return root, problem, [], False
-    entries = porcelain_fast(root)
     return root, None, entries, may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX)
 
 

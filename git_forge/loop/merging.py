@@ -46,7 +46,7 @@ from git_forge.reconcile.item_trees import tree_changes
 from git_forge.reconcile.merge_queue import Outcome, integrate_items, tidy
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
-from git_forge.tree.repo import open_repo
+from git_forge.tree.repo import Repo, open_repo
 from git_forge.tree.stash import keep_paths
 from git_forge.tree.worktree import refusals
 from git_forge.tree.worktrees import hold_on
@@ -139,8 +139,16 @@ class MergeWorker:
         self.baseline = self._baseline()
         #: The paths of each worktree a sibling wrote: never committed or kept.
         self.foreign: dict[Path, set[str]] = {}
+        self._repo: Repo | None = None
         self._thread = threading.Thread(target=self._work, name="forge-merge", daemon=True)
         self._thread.start()
+
+    def _opened(self, tree: Path) -> Repo:
+        """The item's worktree at ``tree``, opened through the repository at the root
+        (the thread's own, opened once: a pygit2 handle is not shared)."""
+        if self._repo is None:
+            self._repo = open_repo(self.root)
+        return self._repo.worktree(tree)
 
     def _baseline(self) -> Baseline:
         return take_baseline(self.root, self.state_dir, self.backlog_file,
@@ -262,7 +270,7 @@ class MergeWorker:
         hold the item's branch there; what git-forge cannot commit as git would stays
         there, and so does the worktree."""
         paths = self._paths(job)
-        repo = open_repo(job.tree)
+        repo = self._opened(job.tree)
         refused = dict(refusals(repo, paths, "commit")) if paths else {}
         for path, why in refused.items():
             self._results.put(Noted(job, f"item {job.item_id}: {path} left in its worktree, "
@@ -288,7 +296,7 @@ class MergeWorker:
         try:
             paths = self._paths(job)
             if paths:
-                repo = open_repo(job.tree)
+                repo = self._opened(job.tree)
                 refused = dict(refusals(repo, paths, "stash"))
                 keepable = [path for path in paths if path not in refused]
                 if keepable:

@@ -10,18 +10,19 @@ Modules and what other layers call (every failure is a ``GitError``):
   is started (the same environment, optional locks off, one error).
 * ``gitconfig``   — configuration values, booleans and colour as ``git config``
   answers them.
-* ``repo``        — ``open_repo(path) -> Repo`` (``GIT_DIR``/``GIT_WORK_TREE``,
-  worktrees); ``Repo.head_commit_id()``, ``is_unborn``, ``is_detached``,
-  ``branch_name``, ``workdir``.
+* ``repo``        — ``open_repo(path) -> Repo``: the repository git finds from
+  ``path``, opened with pygit2 for index and tree writes; ``Repo.head_commit_id()``,
+  ``is_unborn``, ``is_detached``, ``branch_name``, ``workdir``.
 * ``identity``    — ``signature(repo, "author"|"committer")``,
   ``author_and_committer(repo)``: environment, then config, else an error.
-* ``porcelain``   — ``StatusEntry(path, xy)``, ``render_porcelain_line(entry)``
-  (the line git prints), ``quote_path``.
-* ``status``      — ``porcelain(repo) -> list[StatusEntry]``: the one status
+* ``porcelain``   — ``StatusEntry(path, xy)``, ``parse_status_z`` (git's
+  porcelain v2), ``render_porcelain_line(entry)`` (the line git prints),
+  ``quote_path``.
+* ``git_status``  — ``porcelain(repo) -> list[StatusEntry]``: the one status
   source, git's own ``status --porcelain`` (for an opened ``Repo``).
-* ``fast_status`` — ``is_clean(root)``, ``porcelain_fast(root)``: the same
-  command for the hot path, no pygit2 import (keep this package's
-  ``__init__`` import-free).
+* ``fast_status`` — ``is_clean(root)``, ``porcelain_fast(root)``,
+  ``launch_status(root, prefix)``: the same command for the hot path, no pygit2
+  import (keep this package's ``__init__`` import-free).
 * ``worktree``    — ``refusals(repo, paths, action)``: the paths a commit,
   stash or discard cannot handle as git would (each with the git command to
   use); ``restore_to_head`` puts paths back as ``git checkout`` does.

@@ -15,7 +15,7 @@ pygit2 is kept for what needs index-level detail (``worktree``).
 from __future__ import annotations
 
 from git_forge.tree.fast_status import STATUS_ARGS
-from git_forge.tree.porcelain import StatusEntry, parse_porcelain_z, render_porcelain_line
+from git_forge.tree.porcelain import StatusEntry, parse_status_z, render_porcelain_line
 from git_forge.tree.repo import Repo
 
 __all__ = ["ListingMeanwhile", "StatusEntry", "dirty_paths", "porcelain",
@@ -29,7 +29,7 @@ def porcelain(repo: Repo) -> list[StatusEntry]:
     never, skip-worktree entries never, a submodule as one entry. A git
     failure is a ``GitError`` carrying git's message verbatim.
     """
-    return parse_porcelain_z(repo.run_git(list(STATUS_ARGS)))
+    return parse_status_z(repo.run_git(list(STATUS_ARGS)))[1]
 
 
 class ListingMeanwhile:
@@ -48,7 +48,7 @@ class ListingMeanwhile:
         self._started = repo.start_git(list(STATUS_ARGS))
 
     def entries(self) -> list[StatusEntry]:
-        return parse_porcelain_z(self._started.result())
+        return parse_status_z(self._started.result())[1]
 
     def __enter__(self) -> ListingMeanwhile:
         return self

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable
 from typing import NamedTuple
 
 from git_forge.tree.errors import GitError
@@ -95,33 +94,39 @@ def render_porcelain_line(entry: StatusEntry, *, quote_path_fully: bool | None =
     return f"{entry.xy} {quote_path(entry.path, quote_path_fully=quote_path_fully)}"
 
 
-def render_porcelain_z(entries: Iterable[StatusEntry]) -> bytes:
-    """What ``git status --porcelain -z --no-renames`` prints for ``entries``."""
-    return b"".join(f"{e.xy} ".encode("ascii") + os.fsencode(e.path) + b"\0" for e in entries)
+def parse_status_z(data: bytes) -> tuple[dict[str, str], list[StatusEntry]]:
+    """The headers (``branch.oid``, ``branch.head`` … with ``--branch``) and the
+    entries of ``git status --porcelain=v2 -z`` output, in git's order.
 
-
-def parse_porcelain_z(data: bytes) -> list[StatusEntry]:
-    """Entries from ``git status --porcelain -z`` output.
-
-    With ``-z`` git prints paths raw (no quoting); a rename or copy (not
-    produced with ``--no-renames``, handled anyway) is followed by its source
-    path as a separate record, which is skipped.
+    Porcelain v2 is git's format for programs: every field fixed, paths raw
+    (no quoting), ``.`` where v1 prints a space in ``XY``, and no translated
+    words (an unborn branch is ``branch.oid (initial)``, a detached HEAD
+    ``branch.head (detached)``). A rename or copy (not produced with
+    ``--no-renames``, handled anyway) is followed by its source path as a
+    record of its own, which is skipped; ignored entries are skipped.
     """
+    headers: dict[str, str] = {}
     entries: list[StatusEntry] = []
     records = data.split(b"\0")
     index = 0
     while index < len(records):
         record = records[index]
         index += 1
-        if not record:
-            continue
-        xy = record[:2].decode("ascii")
-        entries.append(StatusEntry(os.fsdecode(record[3:]), xy))
-        if xy[0] in "RC":
-            index += 1
-    return entries
+        kind = record[:1]
+        if kind == b"#":
+            name, _, value = os.fsdecode(record[2:]).partition(" ")
+            headers[name] = value
+        elif kind == b"?":
+            entries.append(StatusEntry(os.fsdecode(record[2:]), UNTRACKED))
+        elif kind in _FIELDS:
+            fields = record.split(b" ", _FIELDS[kind])
+            entries.append(StatusEntry(os.fsdecode(fields[-1]),
+                                       fields[1].decode("ascii").replace(".", " ")))
+            if kind == b"2":
+                index += 1
+    return headers, entries
 
 
-def sort_like_git(entries: Iterable[StatusEntry]) -> list[StatusEntry]:
-    """git's order: changed entries by path bytes, then untracked by path bytes."""
-    return sorted(entries, key=lambda e: (e.untracked, os.fsencode(e.path)))
+#: How many fields come before the path in each kind of changed entry: ordinary,
+#: renamed or copied, unmerged.
+_FIELDS = {b"1": 8, b"2": 9, b"u": 10}

@@ -1,19 +1,15 @@
-"""Finding and opening the repository the way git does.
+"""Opening the repository git itself finds.
 
-pygit2's ``Repository(path)`` ignores ``GIT_DIR`` and ``GIT_WORK_TREE`` (even
-with ``FROM_ENV``), so they are honoured here, with git's rules:
+Where the repository and its working tree are is git's answer (``git rev-parse``
+from the directory given): ``GIT_DIR``, ``GIT_WORK_TREE``, ``core.worktree``,
+``GIT_CEILING_DIRECTORIES``, ``GIT_DISCOVERY_ACROSS_FILESYSTEM``, a ``.git``
+file, a linked worktree and ``safe.directory`` all mean what they mean to git.
+pygit2 then opens that git dir (its own discovery ignores ``GIT_DIR``) with
+that working tree, for what needs it: index and tree writes, and reads in the
+loop's hot path.
 
-* ``GIT_DIR`` names the repository (relative to ``path``, as after
-  ``git -C path``); the working tree is then ``GIT_WORK_TREE``, else
-  ``core.worktree``, else — git's documented rule — the directory the command
-  runs in, ``path`` itself.
-* Without ``GIT_DIR`` the repository is discovered upwards from ``path``,
-  within ``GIT_CEILING_DIRECTORIES`` and, unless
-  ``GIT_DISCOVERY_ACROSS_FILESYSTEM`` is set, on one file system.
-* Linked worktrees open as themselves (their own HEAD and index).
-
-``GIT_INDEX_FILE`` is not honoured by pygit2 operations (it is by the
-git-backed ``fast_status``); it is set only inside git's own commit hooks.
+``GIT_INDEX_FILE`` is not honoured by pygit2 operations (it is by git's own
+status); it is set only inside git's own commit hooks.
 """
 
 from __future__ import annotations
@@ -29,9 +25,7 @@ from pygit2.enums import RepositoryOpenFlag
 
 from git_forge.errors import os_error_text
 from git_forge.tree.errors import GitError
-from git_forge.tree.gitcli import LITERAL_PATHSPECS, StartedGit, run_git, start_git
-
-_TRUE = {"1", "true", "yes", "on"}
+from git_forge.tree.gitcli import LITERAL_PATHSPECS, StartedGit, git_result, run_git, start_git
 
 
 @contextlib.contextmanager
@@ -48,10 +42,13 @@ def git_failures(action: str) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class Repo:
-    """An opened non-bare repository: the pygit2 handle and its working tree."""
+    """An opened non-bare repository: the pygit2 handle, its working tree, and
+    where its refs live (``common_dir``: the git dir, or for a linked worktree
+    the main one's), as git named them."""
 
     repository: pygit2.Repository
     workdir: Path
+    common_dir: Path
 
     @property
     def gitdir(self) -> Path:
@@ -95,6 +92,20 @@ class Repo:
             reference = self.repository.references.get(f"refs/heads/{branch}")
             return None if reference is None else str(reference.resolve().target)
 
+    def worktree(self, tree: Path) -> Repo:
+        """The linked worktree of this repository at ``tree`` (one git-forge made),
+        opened from its own ``.git`` by libgit2 — as git finds it with ``GIT_DIR``
+        and friends removed, the way every git command for another worktree runs
+        (``worktrees._OTHER_TREE``) —, its refs where this repository's are.
+        Without a git process: the merge thread opens one per item, and
+        ``tests/test_parallel.py`` holds a parallel run to 16 git processes per item
+        (twelve items on four agents start about 180; ``open_repo`` there: 14 more)."""
+        with git_failures(f"cannot open the worktree at {tree}"):
+            repository = pygit2.Repository(str(tree), RepositoryOpenFlag.NO_SEARCH)
+        if repository.workdir is None:
+            raise GitError(f"{tree} is not a worktree")
+        return Repo(repository, Path(repository.workdir), self.common_dir)
+
     def has_refs(self, prefix: str) -> bool:
         """Whether any ref is named ``<prefix>…``: read in-process, where a loop asks
         at every item's start whether the item has work kept (``history.kept_list``
@@ -118,16 +129,6 @@ class Repo:
         index: pygit2.Index = self.repository.index
         index.read(force=True)
         return index
-
-    @property
-    def common_dir(self) -> Path:
-        """Where the refs live: the git dir, or for a linked worktree the main one's."""
-        pointer = self.gitdir / "commondir"
-        try:
-            target = pointer.read_text(encoding="utf-8").strip()
-        except OSError:
-            return self.gitdir
-        return (self.gitdir / target).resolve() if target else self.gitdir
 
     def held_locks(self, *, commit: bool = True, stash: bool = True) -> list[Path]:
         """The lock files in the way of a commit (the index's, ``HEAD``'s, the
@@ -181,72 +182,38 @@ class Repo:
         }
 
 
-def _from_env(name: str) -> str | None:
-    value = os.environ.get(name)
-    return value if value else None
-
-
-def _resolve(base: Path, value: str) -> Path:
-    return (base / value).absolute() if not os.path.isabs(value) else Path(value)
-
-
 def open_repo(path: Path | str = ".") -> Repo:
-    """Open the repository containing ``path`` (any directory of its working tree).
+    """Open the repository git finds from ``path`` (any directory of its working tree).
 
-    Raises ``GitError`` outside a repository ("not a git repository: PATH"),
-    for a bare repository (there is no working tree to act on), and when git's
-    safety rules refuse it (owned by another user, not in ``safe.directory``).
+    Raises ``GitError`` (exit code 2) where git finds none, for a bare repository
+    (there is no working tree to act on), and where git's safety rules refuse it
+    (owned by another user, not in ``safe.directory``) — with git's own words.
     An unborn branch opens fine; callers that need a commit check ``is_unborn``.
     """
     start = Path(path).absolute()
     if not start.is_dir():
         raise GitError(f"not a git repository: {path} (no such directory)")
-    git_dir = _from_env("GIT_DIR")
-    work_tree = _from_env("GIT_WORK_TREE")
+    args = ["rev-parse", "--is-bare-repository", "--path-format=absolute", "--git-dir",
+            "--git-common-dir", "--show-toplevel"]
+    found = git_result(args, cwd=start)
+    lines = os.fsdecode(found.stdout).splitlines()
+    if lines[:1] == ["true"]:
+        raise GitError(f"{lines[1] if len(lines) > 1 else path} is a bare repository: "
+                       "there is no working tree")
+    if found.returncode != 0 or len(lines) != 4:
+        words = ""
+        for line in os.fsdecode(found.stderr).splitlines():  # git's words, on one line
+            line = line.strip().removeprefix("fatal: ")
+            if line:
+                words += (" " if not words or words.endswith(":") else "; ") + line
+        raise GitError(f"cannot open the repository at {path}:{words}")
+    git_dir, common_dir, work_tree = lines[1:]
     try:
-        if git_dir is not None:
-            repository = pygit2.Repository(
-                str(_resolve(start, git_dir)), RepositoryOpenFlag.NO_SEARCH
-            )
-            if work_tree is None and not _has_core_worktree(repository):
-                if repository.is_bare:
-                    raise GitError(f"{git_dir} is a bare repository: there is no working tree")
-                # git: GIT_DIR without GIT_WORK_TREE or core.worktree means the
-                # current directory is the top of the working tree.
-                work_tree = str(start)
-        else:
-            found = pygit2.discover_repository(
-                str(start),
-                (os.environ.get("GIT_DISCOVERY_ACROSS_FILESYSTEM") or "").lower() in _TRUE,
-                os.environ.get("GIT_CEILING_DIRECTORIES", ""),
-            )
-            if found is None:
-                raise GitError(f"not a git repository: {path}")
-            repository = pygit2.Repository(found)
-        if work_tree is not None:
-            repository.workdir = str(_resolve(start, work_tree))
+        repository = pygit2.Repository(git_dir, RepositoryOpenFlag.NO_SEARCH)
+        repository.workdir = work_tree
     except pygit2.GitError as exc:
-        message = str(exc)
-        if git_dir is not None and "not found" in message.lower():
-            raise GitError(f"not a git repository: {git_dir} (from GIT_DIR)") from exc
-        if "not owned by current user" in message:
-            message += (
-                "; if you trust it: git config --global --add safe.directory"
-                f" {start.resolve()}"
-            )
-        raise GitError(f"cannot open the repository at {path}: {message}") from exc
-    if repository.is_bare or repository.workdir is None:
-        raise GitError(
-            f"{repository.path.rstrip('/')} is a bare repository: there is no working tree"
-        )
-    return Repo(repository, Path(repository.workdir))
-
-
-def _has_core_worktree(repository: pygit2.Repository) -> bool:
-    try:
-        return bool(repository.config["core.worktree"])
-    except KeyError:
-        return False
+        raise GitError(f"cannot open the repository at {path}: {exc}") from exc
+    return Repo(repository, Path(work_tree), Path(common_dir))
 
 
 def init_repository(path: Path | str, branch: str = "main") -> Repo:

@@ -44,7 +44,7 @@ from git_forge.owned import make_dir, refuse_link
 from git_forge.tree.errors import GitError
 from git_forge.tree.fast_status import STATUS_ARGS
 from git_forge.tree.gitcli import LITERAL_PATHSPECS, failure, git_result, run_git
-from git_forge.tree.porcelain import StatusEntry, parse_porcelain_z
+from git_forge.tree.porcelain import StatusEntry, parse_status_z
 
 #: What a command meant for one linked worktree must not inherit from the one it
 #: was started in: git then finds the repository from that worktree's ``.git``.
@@ -151,7 +151,7 @@ def move_to(root: Path, tree: Path, branch: str, commit: str) -> None:
 
 def status(root: Path, tree: Path) -> list[StatusEntry]:
     """``git status --porcelain -uall --no-renames`` in the worktree at ``tree``."""
-    return parse_porcelain_z(_in_tree(root, tree, list(STATUS_ARGS)))
+    return parse_status_z(_in_tree(root, tree, list(STATUS_ARGS)))[1]
 
 
 def git_dir_of_tree(tree: Path) -> Path | None:
@@ -206,7 +206,14 @@ _IN_PROGRESS = (
 
 def operation_in_progress(tree: Path) -> Operation | None:
     """The half-done operation in a linked worktree — a rebase, a merge, a
-    cherry-pick… — with the branch a rebase replays, or ``None``."""
+    cherry-pick… — with the branch a rebase replays, or ``None``: the file git
+    keeps in the worktree's git dir while it lasts.
+
+    Read in-process, through the worktree's ``.git`` file: asking git where those
+    files are (``git rev-parse --git-path``) is a git process more for every
+    worktree a parallel run removes, and ``tests/test_parallel.py`` holds such a
+    run to 16 git processes per item (twelve items on four agents start about 180
+    with it in-process, 12 more without)."""
     git_dir = git_dir_of_tree(tree)
     if git_dir is None:
         return None
