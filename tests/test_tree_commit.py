@@ -259,3 +259,25 @@ def test_a_commit_for_a_branch_lands_there_or_nowhere(git_repo: Path) -> None:
     assert git("rev-parse", "elsewhere", cwd=git_repo) == git("rev-parse", "main~1",
                                                               cwd=git_repo)
     assert git("show", "--name-only", "--format=", made, cwd=git_repo) == ""
+
+
+@pytest.mark.parametrize("file_mode", ["true", "false"])
+def test_an_executable_bit_counts_as_core_file_mode_says(
+        git_repo: Path, monkeypatch: pytest.MonkeyPatch, file_mode: str) -> None:
+    """``git -c core.fileMode=false`` (what git hands a subcommand) keeps the mode
+    git knew; true commits the new one — as git add would."""
+    write(git_repo, "run.sh", "#!/bin/sh\n")
+    write(git_repo, "tool.sh", "#!/bin/sh\n", executable=True)
+    git("add", "run.sh", "tool.sh", cwd=git_repo)
+    git("commit", "-qm", "scripts", cwd=git_repo)
+    os.chmod(git_repo / "run.sh", 0o755)
+    os.chmod(git_repo / "tool.sh", 0o644)
+    write(git_repo, "tool.sh", "#!/bin/sh\nexit 0\n")
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", f"'core.fileMode'='{file_mode}'")
+    commit_paths(open_repo(git_repo), ["run.sh", "tool.sh"], "modes")
+    modes = {line.split()[-1]: line.split()[0] for line in
+             git("ls-tree", "HEAD", "run.sh", "tool.sh", cwd=git_repo).splitlines()}
+    kept = file_mode == "false"
+    assert modes == {"run.sh": "100644" if kept else "100755",
+                     "tool.sh": "100755" if kept else "100644"}
+    assert git("status", "--porcelain", cwd=git_repo) == ""

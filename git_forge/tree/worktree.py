@@ -451,7 +451,8 @@ def read_worktree_files(
                            "directory")
         else:
             mode: int = FileMode.BLOB_EXECUTABLE if info.st_mode & stat.S_IXUSR else FileMode.BLOB
-            if previous in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE):
+            if previous in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE) and mode != previous:
+                # Only a changed executable bit asks git whether it counts.
                 if trust_mode is None:
                     trust_mode = _file_mode_trusted(repo)
                 if not trust_mode:
