@@ -4,4 +4,4 @@ import sys
 
 from git_forge.cli.main import main
 
-sys.exit(main(exit_at_once=True))
+sys.exit(main())

@@ -143,7 +143,7 @@ def test_a_stop_still_works_on_a_full_disk(full, how: str) -> None:
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
 @pytest.mark.parametrize("command", [("--version",), ("status",), ("backlog", "show", "001"),
                                      ("backlog", "list", "--status", "pending"),
-                                     ("config", "--json")])
+                                     ("backlog", "list", "--json"), ("config", "--json")])
 def test_an_answer_that_cannot_be_written_is_one_clear_error(tmp_path: Path,
                                                              command: tuple[str, ...]) -> None:
     # stdout on a full disk: one Error line and exit 2, not the interpreter's

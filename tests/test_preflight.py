@@ -7,14 +7,13 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import waiting
 from builders import backlog_repo
-from helpers import block_buffered_env, forge_argv, git, run_forge
+from helpers import forge_argv, git, run_forge
 from templates import Templates
 
 from git_forge.loop.state import RunState, write_state
@@ -422,65 +421,10 @@ def test_the_stop_text_names_the_runs_evidence_from_its_history(project: Path) -
     assert (out.returncode, out.stdout, out.stderr) == (1, "", text)
 
 
-@pytest.mark.parametrize("command", [
-    ["preflight"], ["status"], ["backlog", "list", "--json"],  # quick command lines
-    ["backlog", "list", "--status", "pending"], ["backlog", "show", "001"],  # parsed, read-only
-    ["recover", "--plan"],  # read-only by an option
-])
-def test_a_launchers_read_only_answer_ends_the_process_at_once(project: Path,
-                                                               command: list[str]) -> None:
-    # The launchers pass exit_at_once: the success of a command that only reads ends
-    # the process without the interpreter's finalization — what is buffered flushed
-    # first (all of the answer), nothing run at exit; a failure, and main() called
-    # without it, return as ever.
-    code = ("import atexit, sys\n"
-            "atexit.register(lambda: print('finalized'))\n"
-            "print('buffered', end='')\n"
-            "from git_forge.cli.main import main\n"
-            "sys.exit(main(sys.argv[2:], exit_at_once=sys.argv[1] == 'at-once'))\n")
-    env = block_buffered_env()
-    answer = run_forge(*command, cwd=project)
-    assert answer.returncode == 0 and (answer.stdout != "") == (command != ["preflight"])
-    for how, ending in (("at-once", ""), ("returns", "finalized\n")):
-        out = waiting.run([sys.executable, "-c", code, how, *command], cwd=project,
-                          capture_output=True, text=True, env=env)
-        assert (out.returncode, out.stdout, out.stderr) == (
-            0, "buffered" + answer.stdout + ending, "")
-    failing = [*command, str(project.parent)]  # not a work tree
-    refused = waiting.run([sys.executable, "-c", code, "at-once", *failing], cwd=project,
-                          capture_output=True, text=True, env=env)
-    assert (refused.returncode, refused.stdout) == (2, "bufferedfinalized\n")
-    assert refused.stderr.startswith("Error: ")
-    # An answer that cannot be written (a full disk) is not a success that ends at
-    # once: it is the command's error, one line, exit 2.
-    if command != ["preflight"] and Path("/dev/full").exists():  # preflight prints nothing
-        with open("/dev/full", "w") as full:
-            lost = waiting.run([sys.executable, "-c", code, "at-once", *command],
-                               cwd=project, stdout=full, stderr=subprocess.PIPE, text=True,
-                               env=env)
-        assert (lost.returncode, lost.stderr) == (
-            2, "Error: cannot write the output: no space left on device\n")
-
-
-def test_recover_without_plan_is_not_read_only_and_finalizes(project: Path) -> None:
-    # recover writes (its decisions, the backlog, a commit): its success returns, and
-    # the interpreter finalizes as ever — only --plan ends at once.
-    code = ("import atexit, sys\n"
-            "atexit.register(lambda: print('finalized'))\n"
-            "from git_forge.cli.main import main\n"
-            "sys.exit(main(sys.argv[1:], exit_at_once=True))\n")
-    out = waiting.run([sys.executable, "-c", code, "recover", "--non-interactive"],
-                      cwd=project, capture_output=True, text=True, env=block_buffered_env())
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.endswith("finalized\n")
-    planned = waiting.run([sys.executable, "-c", code, "recover", "--plan"],
-                          cwd=project, capture_output=True, text=True, env=block_buffered_env())
-    assert planned.returncode == 0 and not planned.stdout.endswith("finalized\n")
-
-
-def test_the_launchers_end_a_read_only_answer_at_once(project: Path, tmp_path: Path) -> None:
-    # The installed launcher and ``python -m git_forge`` both pass exit_at_once: run
-    # with a site hook that prints at exit, a read-only answer never reaches it.
+def test_the_launchers_end_as_python_programs_do(project: Path, tmp_path: Path) -> None:
+    # The installed launcher and ``python -m git_forge`` end every command, one that
+    # only reads or the clean pre-launch check included, by returning its exit code:
+    # the interpreter finalizes, running what was registered at exit.
     import git_forge
 
     source = Path(git_forge.__file__).resolve().parent.parent
@@ -489,30 +433,12 @@ def test_the_launchers_end_a_read_only_answer_at_once(project: Path, tmp_path: P
     (hook / "sitecustomize.py").write_text(
         "import atexit\natexit.register(lambda: print('finalized'))\n")
     env = {**os.environ, "PYTHONPATH": f"{hook}{os.pathsep}{source}"}
-    launchers = ([sys.executable, str(source / "bin" / "git-forge")],
-                 [sys.executable, "-m", "git_forge"])
-    for launcher in launchers:
-        read = waiting.run([*launcher, "status"], cwd=project, capture_output=True,
-                           text=True, env=env)
-        assert read.returncode == 0 and read.stdout.startswith("loop:")
-        assert "finalized" not in read.stdout, launcher
-        wrote = waiting.run([*launcher, "backlog", "add", "--title", "x"], cwd=project,
-                            capture_output=True, text=True, env=env)
-        assert wrote.returncode == 0 and wrote.stdout.endswith("finalized\n"), launcher
-
-
-def test_a_command_that_writes_or_leaves_a_thread_finalizes_as_ever(project: Path) -> None:
-    code = ("import atexit, sys, threading\n"
-            "atexit.register(lambda: print('finalized'))\n"
-            "if sys.argv[1] == 'thread':\n"
-            "    threading.Thread(target=lambda: (__import__('time').sleep(0.2),\n"
-            "                                     print('thread ended'))).start()\n"
-            "from git_forge.cli.main import main\n"
-            "sys.exit(main(sys.argv[2:], exit_at_once=True))\n")
-    added = waiting.run([sys.executable, "-c", code, "-", "backlog", "add", "--title", "x"],
-                        cwd=project, capture_output=True, text=True)
-    assert added.returncode == 0 and added.stdout.endswith("finalized\n")
-    waited = waiting.run([sys.executable, "-c", code, "thread", "status"], cwd=project,
-                         capture_output=True, text=True)
-    assert waited.returncode == 0
-    assert waited.stdout.endswith("thread ended\nfinalized\n")
+    for launcher in ([sys.executable, str(source / "bin" / "git-forge")],
+                     [sys.executable, "-m", "git_forge"]):
+        for command, answer in ((["preflight"], ""), (["status"], "loop:"),
+                                (["backlog", "add", "--title", "x"], "")):
+            out = waiting.run([*launcher, *command], cwd=project, capture_output=True,
+                              text=True, env=env)
+            assert out.returncode == 0, (launcher, command, out.stderr)
+            assert out.stdout.startswith(answer) and out.stdout.endswith("finalized\n"), (
+                launcher, command)

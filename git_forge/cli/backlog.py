@@ -58,14 +58,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                      help="only items with status S (pending, in_progress, done, blocked, "
                           "needs-human, deferred)")
     _json_flag(lst, "a bare array of item objects")
-    lst.set_defaults(func=run_list, read_only=True)
+    lst.set_defaults(func=run_list)
 
     show = verbs.add_parser("show", help="show one item", description="Show one item.")
     add_path(show)
     show.add_argument("id", metavar="ID", help="item id")
     add_backlog(show)
     _json_flag(show, "the item")
-    show.set_defaults(func=run_show, read_only=True)
+    show.set_defaults(func=run_show)
 
     add = verbs.add_parser("add", help="add an item",
                            description="Add a pending item with the next id; prints the id.")
@@ -164,7 +164,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     source.add_argument("--items-stdin", action="store_true",
                         help="read the item list from standard input")
     _json_flag(topology, "the topology payload")
-    topology.set_defaults(func=run_topology, read_only=True)
+    topology.set_defaults(func=run_topology)
 
 
 # --- helpers --------------------------------------------------------------------------------

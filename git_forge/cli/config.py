@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_location(parser)
     parser.add_argument("--json", action="store_true",
                         help='print {KEY: {"value": V, "source": S}, ...}')
-    parser.set_defaults(func=run, read_only=True)
+    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

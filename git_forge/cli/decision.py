@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _common(lst)
     lst.add_argument("--unapplied", action="store_true",
                      help="only the latest entry per item whose appliedAt is null")
-    lst.set_defaults(func=run_list, read_only=True)
+    lst.set_defaults(func=run_list)
 
     app = verbs.add_parser("apply", help="stamp an item's latest decision as applied",
                            description="Stamp appliedAt/appliedBy on the item's latest entry.")

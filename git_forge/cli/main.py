@@ -18,8 +18,6 @@ from git_forge.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import argparse
-
     from git_forge.cli.preflight import Probe
 
 #: What ``git forge --version`` prints (argparse's ``version`` action prints the same).
@@ -120,12 +118,9 @@ def quick_decision_list_args(words: list[str]) -> QuickDecisionListArgs | None:
                                  "--unapplied" in given, "--no-color" in given)
 
 
-def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
+def main(argv: list[str] | None = None) -> int:
     """The command ``argv`` (default: the process's arguments) names, run: its exit
-    code. ``exit_at_once`` is the launchers': the success of a command that only
-    reads — a quick command (the pre-launch check's clean answer, ``status``,
-    ``backlog list``, ``decision list``) or one whose parser says ``read_only`` —
-    then ends the process on the spot (``_exit_at_once``)."""
+    code."""
     words = sys.argv[1:] if argv is None else argv
     if words == ["--version"]:  # the one command that needs neither a parser nor a guard
         try:  # unbuffered, the write itself fails; buffered, the flush
@@ -150,8 +145,6 @@ def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
         from git_forge.cli.preflight import go
 
         answer = go(quick)
-        if answer == 0 and exit_at_once:
-            _exit_at_once()
         if answer is not None:
             return answer
     from git_forge.cli.output import guarded
@@ -159,7 +152,7 @@ def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = guarded(sys.stdout), guarded(sys.stderr)
     try:
-        return _dispatch(words, quick, exit_at_once=exit_at_once)
+        return _dispatch(words, quick)
     except Exception:  # a bug: its traceback still passes the terminal boundary
         import traceback
 
@@ -167,38 +160,6 @@ def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> int:
         return EXIT_ERROR
     finally:
         sys.stdout, sys.stderr = streams
-
-
-def _only_read(args: argparse.Namespace) -> bool:
-    """Whether the parsed command only reads: its parser's ``read_only`` default, a
-    flag or, for a command one of whose options makes it read-only (``recover
-    --plan``), a function of the parsed arguments."""
-    read_only = getattr(args, "read_only", False)
-    return bool(read_only(args) if callable(read_only) else read_only)
-
-
-def _exit_at_once() -> None:
-    """End the process now, exit 0, without the interpreter's finalization: a few ms
-    of tearing down modules (more than the rest of the clean pre-launch check, ``git
-    status`` aside), and tens of ms freeing a large backlog's objects. Only after a
-    command that only reads, whose files are closed and whose children have ended;
-    while another thread lives this returns, and the interpreter waits for it as
-    ever. The answer itself has left stdout's buffer already (``_written``); what
-    the streams still hold is flushed here: a reader that went away (``| head``) is
-    no error, as on the ordinary path, and any other failure to write returns, for
-    the interpreter's own last flush to report."""
-    threading = sys.modules.get("threading")
-    if threading is not None and threading.active_count() > 1:
-        return
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:  # a closed standard stream
-                stream.flush()
-        except (BrokenPipeError, ValueError):
-            pass
-        except OSError:
-            return
-    os._exit(0)
 
 
 def _written(code: int) -> int:
@@ -248,10 +209,10 @@ def _run_quick(command: str, quick: QuickArgs | QuickDecisionListArgs) -> int:
     return run_list(quick)
 
 
-def _dispatch(argv: list[str], quick: QuickArgs | QuickDecisionListArgs | None = None,
-              *, exit_at_once: bool = False) -> int:
+def _dispatch(argv: list[str], quick: QuickArgs | QuickDecisionListArgs | None = None
+              ) -> int:
     """Run the command ``argv`` names; ``quick`` is a quick command's arguments
-    when its plain command line needed no parser; ``exit_at_once``: ``main``'s."""
+    when its plain command line needed no parser."""
     if argv[:1] == ["__complete"]:
         # The completion scripts' fast path: no parser, no core imports (see cli.completion).
         from git_forge.cli.completion import complete_values
@@ -262,10 +223,7 @@ def _dispatch(argv: list[str], quick: QuickArgs | QuickDecisionListArgs | None =
 
         if quick is not None:
             configure_color(no_color=quick.no_color)
-            code = _written(_run_quick(argv[0], quick))
-            if code == 0 and exit_at_once:
-                _exit_at_once()
-            return code
+            return _written(_run_quick(argv[0], quick))
         from git_forge.cli.parser import build_parser, commands_for, parse_command_line
 
         parser = build_parser(prog="git forge", commands=commands_for(argv))
@@ -275,10 +233,7 @@ def _dispatch(argv: list[str], quick: QuickArgs | QuickDecisionListArgs | None =
             return EXIT_ERROR
         args = parse_command_line(parser, argv)
         configure_color(no_color=getattr(args, "no_color", False))
-        code = _written(int(args.func(args)))
-        if code == 0 and exit_at_once and _only_read(args):
-            _exit_at_once()
-        return code
+        return _written(int(args.func(args)))
     except ForgeError as exc:
         from git_forge.cli.output import error
         from git_forge.cli.plain import plain

@@ -4,9 +4,8 @@ Exit 0: go (silent). Exit 1: STOP — a prior run left stranded work, or the
 tree is dirty without one. This is the hot path of every launch: a clean tree
 is answered before the configuration is even read, and a plain command line
 (``cli.main.quick_args``) before any parser is built or anything but ``os`` is imported
-(``go``) — from a launcher, the process then ends on the spot (``cli.main``'s
-``exit_at_once``); whatever is not answered there takes the ordinary path
-(``run``), which reuses what the quick one found.
+(``go``); whatever is not answered there takes the ordinary path (``run``),
+which reuses what the quick one found.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_location(parser)
     parser.add_argument("--json", action="store_true",
                         help='print {"status": "ok"|"stop", "run": …, "paths": […]}')
-    parser.set_defaults(func=run, read_only=True)
+    parser.set_defaults(func=run)
 
 
 def _items(ids: list[str]) -> str:

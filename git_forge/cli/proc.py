@@ -73,14 +73,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                                        "process), item, start, finish and output size.")
     add_backlog(lst)
     lst.add_argument("--json", action="store_true", help="print a JSON array")
-    lst.set_defaults(func=run_list, read_only=True)
+    lst.set_defaults(func=run_list)
 
     show = verbs.add_parser("show", help="one process's manifest",
                             description="Print the manifest of HANDLE.")
     add_backlog(show)
     show.add_argument("handle", metavar="HANDLE", help=HANDLE_HELP)
     show.add_argument("--json", action="store_true", help="print the manifest as JSON")
-    show.set_defaults(func=run_show, read_only=True)
+    show.set_defaults(func=run_show)
 
     out = verbs.add_parser(
         "output", help="a process's output by cursor",

@@ -68,8 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--actor", metavar="LABEL",
                         help="recordedBy/appliedBy label (default git-forge@<host>)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    # Only --plan only reads: it alone may end the process at once (``cli.main``).
-    parser.set_defaults(func=run, read_only=_plans)
+    parser.set_defaults(func=run)
 
 
 MERGE_HELP = """\
@@ -434,10 +433,6 @@ def render_gate(gate: Gate) -> list[str]:
                   "git status"),
             check("no stranded work in items' worktrees or branches",
                   [f"item {item}" for item in gate.items_left], "git worktree list")]
-
-
-def _plans(args: argparse.Namespace) -> bool:
-    return bool(args.plan)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_location(parser)
     parser.add_argument("--json", action="store_true", help="print the status document")
-    parser.set_defaults(func=run, read_only=True)
+    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace | QuickArgs) -> int:
