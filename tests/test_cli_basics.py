@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 import waiting
@@ -224,3 +226,84 @@ def test_a_command_named_first_gets_the_same_parser_built_alone() -> None:
             for action in ours._actions:
                 if isinstance(action, argparse._SubParsersAction):
                     pending += [[*words, word] for word in action.choices]
+
+
+#: A child that gives every command of the tree one more flag, as a change to a command
+#: adds one, and a handler that says what reached it, then runs each command line it
+#: reads from stdin (a JSON list of words) through ``main``: one JSON line per run,
+#: [words, exit code, stdout, stderr].
+NEW_FLAG_EVERYWHERE = r"""
+import argparse, contextlib, io, json, sys
+from git_forge.cli import main as cli_main, parser as cli_parser
+
+built = cli_parser.build_parser
+
+def with_a_new_flag(*args, **kwargs):
+    root = built(*args, **kwargs)
+    pending = [root]
+    while pending:
+        parser = pending.pop()
+        verbs = [action.choices for action in parser._actions
+                 if isinstance(action, argparse._SubParsersAction)]
+        if verbs:
+            pending += verbs[0].values()
+        else:
+            parser.add_argument("--new-flag", action="store_true")
+            parser.set_defaults(func=lambda args: print("reached", args.new_flag) or 0)
+    return root
+
+cli_parser.build_parser = with_a_new_flag
+for line in sys.stdin:
+    words = json.loads(line)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli_main.main(words)
+        except SystemExit as exc:  # --help
+            code = exc.code
+    print(json.dumps([words, code, out.getvalue(), err.getvalue()]))
+"""
+
+
+def test_every_command_line_is_read_by_the_commands_parser(tmp_path: Path) -> None:
+    """One argument model: whatever a command's parser declares reaches its handler.
+    A flag added to any command is there when the command is run plain (`git forge
+    backlog list`, which a reader of its own once answered without it) and in its
+    --help; a command that needs an argument is the parser's usage error."""
+    from git_forge.cli.parser import build_parser
+
+    groups: list[list[str]] = []
+    leaves: list[list[str]] = []
+    pending: list[tuple[list[str], argparse.ArgumentParser]] = [([], build_parser())]
+    while pending:
+        words, parser = pending.pop()
+        verbs = [action.choices for action in parser._actions
+                 if isinstance(action, argparse._SubParsersAction)]
+        if words:
+            (groups if verbs else leaves).append(words)
+        if verbs:
+            pending += [([*words, name], sub) for name, sub in verbs[0].items()]
+    assert {"status", "preflight", "backlog list", "decision list"} <= {
+        " ".join(words) for words in leaves}
+    runs = [command for words in groups + leaves for command in (words, [*words, "--help"])]
+    child = waiting.run([sys.executable, "-c", NEW_FLAG_EVERYWHERE], cwd=tmp_path,
+                        input="".join(json.dumps(words) + "\n" for words in runs),
+                        capture_output=True, text=True)
+    assert child.returncode == 0, child.stderr
+    results = [json.loads(line) for line in child.stdout.splitlines()]
+    assert [words for words, *_ in results] == runs
+    reached = []
+    for words, code, out, err in results:
+        if words[-1] == "--help":
+            command = " ".join(words[:-1])
+            assert (code, err) == (0, ""), words
+            assert re.match(rf"usage: git forge {command}\s", out), words
+            assert ("--new-flag" in out) == (words[:-1] in leaves), words
+        elif code == 0:
+            assert (out, err) == ("reached False\n", ""), words
+            reached.append(" ".join(words))
+        else:
+            assert (code, out) == (2, ""), words
+            assert err.startswith("Error: the following arguments are required: "), words
+            assert err.count("\n") == 1, words
+    assert {"status", "preflight", "backlog list", "decision list"} <= set(reached)

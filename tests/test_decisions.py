@@ -217,63 +217,13 @@ def test_list_of_an_empty_record_prints_nothing(backlog: Path, tmp_path: Path) -
     assert ok("list", "--backlog-dir", str(backlog), cwd=tmp_path).stdout == ""
 
 
-DECISION_QUICK_SHAPES = [
-    [], ["--json"], ["--unapplied", "--no-color"],
-    ["--backlog-dir", "b"], ["--backlog-dir=b"], ["--backlog-dir", "b", "--json"],
-    ["--unapplied", "--backlog-dir", "b"], ["--backlog-dir", "b", "--state-dir", "s"],
-    ["--backlog-dir", "b", "--state-dir=s", "--config", "c.json", "--unapplied", "--json",
-     "--no-color"], ["--config=c", "--backlog-dir", "b"]]
-DECISION_PARSER_SHAPES = [
-    ["--backlog", "b"], ["--backlog-d", "b"], ["--unapp", "--backlog-dir", "b"],
-    ["--backlog-dir"], ["--backlog-dir", "-b"], ["--backlog-dir="], ["--backlog-dir", ""],
-    ["--backlog-dir", "b", "--state-dir", ""], ["--backlog-dir", "b", "--state-dir="],
-    ["--backlog-dir", "b", "--backlog-dir", "c"], ["--backlog-dir", "b", "--json", "--json"],
-    ["--backlog-dir", "b", "p"], ["--backlog-dir", "b", "-h"], ["--backlog-dir", "b", "--"],
-    ["--backlog-dir", "b", "--item", "1"], ["--backlog-dir", "b", "--json=1"]]
-
-
-@pytest.mark.parametrize("words", DECISION_QUICK_SHAPES + DECISION_PARSER_SHAPES)
-def test_the_quick_decision_list_arguments_are_argparses_or_nothing(words: list[str]) -> None:
-    # The plain shapes are read without a parser, exactly as argparse reads them;
-    # every other one (abbreviations, an empty state dir, help, repeats, errors) is
-    # left to argparse.
-    from git_forge.cli.main import quick_decision_list_args
-    from git_forge.cli.parser import build_parser
-
-    quick = quick_decision_list_args(words)
-    if words not in DECISION_QUICK_SHAPES:
-        assert quick is None
-        return
-    assert quick is not None
-    parsed = build_parser(prog="git forge", commands=["decision"]).parse_args(
-        ["decision", "list", *words])
-    assert (quick.backlog_dir, quick.state_dir, quick.config, quick.json, quick.unapplied,
-            quick.no_color) == (parsed.backlog_dir, parsed.state_dir, parsed.config,
-                                parsed.json, parsed.unapplied,
-                                getattr(parsed, "no_color", False))
-
-
-def test_the_quick_decision_list_answers_as_the_parser_does(backlog: Path,
-                                                             tmp_path: Path) -> None:
-    # An abbreviation takes the parser's path: the same bytes and exit either way, for
-    # a record, an empty one and a refusal.
+def test_list_unapplied_names_the_items_still_waiting_in_the_order_recorded(
+        backlog: Path, tmp_path: Path) -> None:
     d = str(backlog)
     for item, answer in (("2", "yes"), ("1", None), ("10", "no")):
         ok("record", "--backlog-dir", d, "--item", item, "--question", f"Q{item}?",
            *(("--answer", answer) if answer else ("--deferred",)), cwd=tmp_path)
     ok("apply", "--backlog-dir", d, "--item", "2", cwd=tmp_path)
-    for quick, parsed in (
-            (["--backlog-dir", d], ["--backlog-d", d]),
-            (["--backlog-dir", d, "--unapplied"], ["--backlog-dir", d, "--unapp"]),
-            (["--backlog-dir", d, "--unapplied", "--json"], ["--backlog-dir", d, "--unapp",
-                                                             "--js"]),
-            (["--backlog-dir", d, "--json", "--state-dir", "other"],
-             ["--backlog-dir", d, "--js", "--state-dir", "other"]),
-            (["--backlog-dir", str(tmp_path / "absent")],
-             ["--backlog-d", str(tmp_path / "absent")])):
-        ours, theirs = forge("list", *quick, cwd=tmp_path), forge("list", *parsed, cwd=tmp_path)
-        assert (ours.returncode, ours.stdout, ours.stderr) == (
-            theirs.returncode, theirs.stdout, theirs.stderr), quick
     assert forge("list", "--backlog-dir", d, "--unapplied", cwd=tmp_path).stdout == (
         "2 unapplied decision(s)\n  1: deferred — Q1?\n  10: answered — Q10?\n")
 

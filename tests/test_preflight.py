@@ -337,39 +337,6 @@ def test_a_stray_file_after_a_clean_run_is_not_called_the_runs_work(project: Pat
     assert document["outside"] == ["?? notes.txt"] and document["touched"] == []
 
 
-QUICK_SHAPES = [[], ["."], ["sub dir"], ["--json"], ["--no-color"], ["--backlog", "x"],
-                ["--backlog=x"], ["--json", "p"], ["p", "--json"],
-                ["x", "--json", "--backlog", "y", "--no-color"], ["--backlog", "b", "p"]]
-PARSER_SHAPES = [["--js"], ["--back", "x"], ["-h"], ["--"], ["a", "b"], ["--backlog"],
-                 ["--backlog", "-x"], ["--backlog="], ["--backlog=-x"], ["--json", "--json"], [""],
-                 ["--backlog", "a", "--backlog", "b"], ["-x"], ["--no-colour"]]
-
-
-@pytest.mark.parametrize("command", [["preflight"], ["status"], ["backlog", "list"]])
-@pytest.mark.parametrize("words", QUICK_SHAPES + PARSER_SHAPES)
-def test_the_quick_arguments_are_argparses_or_nothing(command: list[str],
-                                                      words: list[str]) -> None:
-    # The plain shapes are read without a parser, exactly as argparse reads them;
-    # every other shape is left to argparse (abbreviations, help, `--`, errors).
-    from git_forge.cli.main import quick_args
-    from git_forge.cli.parser import build_parser
-    from git_forge.errors import UsageError
-
-    quick = quick_args(words)
-    if words not in QUICK_SHAPES:
-        assert quick is None
-        return
-    assert quick is not None
-    parser = build_parser(prog="git forge", commands=command[:1])
-    parsed = parser.parse_args([*command, *words])
-    ours = (quick.path, quick.backlog, quick.json, quick.no_color, quick.status)
-    assert ours == (parsed.path, parsed.backlog, parsed.json,
-                    getattr(parsed, "no_color", False), getattr(parsed, "status", None))
-    with pytest.raises(UsageError):  # and a second PATH is argparse's error, not ours
-        build_parser(prog="git forge", commands=command[:1]).parse_args(
-            [*command, *words, "p1", "p2"])
-
-
 def test_the_clean_answer_in_json_is_the_one_json_helper_prints(project: Path) -> None:
     from git_forge.cli.output import json_text
 
@@ -378,7 +345,7 @@ def test_the_clean_answer_in_json_is_the_one_json_helper_prints(project: Path) -
     assert (result.returncode, result.stdout, result.stderr) == (0, expected, "")
 
 
-def test_outside_a_work_tree_the_quick_path_reports_as_every_command(tmp_path: Path) -> None:
+def test_outside_a_work_tree_preflight_reports_as_every_command(tmp_path: Path) -> None:
     result = run_forge("preflight", str(tmp_path), cwd=tmp_path)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == ("Error: not a git repository (or any of the parent "

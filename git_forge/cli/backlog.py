@@ -8,8 +8,6 @@ from __future__ import annotations
 from git_forge.cli.output import emit_json, one_line, paint
 from git_forge.errors import os_error_text
 
-# ``backlog list`` is a quick command (``cli.main.quick_args``): argparse and typing
-# are not imported when its command line needs no parser.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -17,7 +15,6 @@ if TYPE_CHECKING:
 
     from git_forge.backlog.item import Item
     from git_forge.backlog.store import BacklogStore
-    from git_forge.cli.main import QuickArgs
     from git_forge.workspace import Workspace
 
 #: ``backlog list --json``'s output in the state dir's cache (``backlog/cache.py``).
@@ -170,13 +167,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _workspace(args: argparse.Namespace | QuickArgs) -> Workspace:
+def _workspace(args: argparse.Namespace) -> Workspace:
     from git_forge.workspace import locate
 
     return locate(args.path, args.backlog)
 
 
-def _store(args: argparse.Namespace | QuickArgs) -> BacklogStore:
+def _store(args: argparse.Namespace) -> BacklogStore:
     from git_forge.backlog.store import BacklogStore
 
     return BacklogStore.in_dir(_workspace(args).backlog_dir)
@@ -189,7 +186,7 @@ def _busy(args: argparse.Namespace) -> str | None:
     return in_progress_refusal(_workspace(args).state_dir)
 
 
-def _live_note(args: argparse.Namespace | QuickArgs) -> None:
+def _live_note(args: argparse.Namespace) -> None:
     """Read-only commands keep working beside a live loop, and say it is live."""
     from git_forge.cli.output import note
     from git_forge.loop.control import live_note
@@ -237,7 +234,7 @@ def _line(item: Item) -> str:
 # --- handlers -------------------------------------------------------------------------------
 
 
-def run_list(args: argparse.Namespace | QuickArgs) -> int:
+def run_list(args: argparse.Namespace) -> int:
     from git_forge.errors import UsageError
 
     if args.status is not None and args.status not in _STATUS_FILTERS:

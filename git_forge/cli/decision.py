@@ -7,15 +7,12 @@ from pathlib import Path
 
 from git_forge.cli.output import emit_json
 
-# ``decision list`` is a quick command (``cli.main.quick_decision_list_args``):
-# argparse and typing are not imported when its command line needs no parser.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Mapping
     from typing import Any
 
-    from git_forge.cli.main import QuickDecisionListArgs
     from git_forge.decisions import DecisionJSON, DecisionRecord
 
 
@@ -92,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     rev.set_defaults(func=run_revoke)
 
 
-def _open(args: argparse.Namespace | QuickDecisionListArgs) -> DecisionRecord:
+def _open(args: argparse.Namespace) -> DecisionRecord:
     """The record of ``--backlog-dir`` (default: the project's backlog dir, as
     ``workspace.locate`` finds it for every command) in the state dir the flags, the
     config named by ``--config``, ./forge.config.json or the effective configuration
@@ -132,7 +129,7 @@ def run_record(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_list(args: argparse.Namespace | QuickDecisionListArgs) -> int:
+def run_list(args: argparse.Namespace) -> int:
     from git_forge import decisions
 
     rec = _open(args)

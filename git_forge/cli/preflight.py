@@ -1,27 +1,22 @@
 """``git forge preflight [PATH] [--backlog DIR] [--json]`` — the launch blocker.
 
 Exit 0: go (silent). Exit 1: STOP — a prior run left stranded work, or the
-tree is dirty without one. This is the hot path of every launch: a clean tree
-is answered before the configuration is even read, and a plain command line
-(``cli.main.quick_args``) before any parser is built or anything but ``os`` is imported
-(``go``); whatever is not answered there takes the ordinary path (``run``),
-which reuses what the quick one found.
+tree is dirty without one. It runs before every launch: a clean tree is answered
+from ``git status`` and the run's lock (``probe``), before the configuration is
+even read.
 """
 
 from __future__ import annotations
 
 import sys
 
-from git_forge.exit_codes import EXIT_INTERRUPTED, PREFLIGHT_STOP
+from git_forge.exit_codes import PREFLIGHT_STOP
 
-# Nothing else at the top: argparse, typing and pathlib together cost more than
-# the rest of the clean path, ``git status`` included.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from pathlib import Path
 
-    from git_forge.cli.main import QuickArgs
     from git_forge.reconcile.preflight import Preflight
     from git_forge.reconcile.stop import StopExplanation
     from git_forge.tree.porcelain import StatusEntry
@@ -147,18 +142,12 @@ def _stop_for(reason: str, json_output: bool) -> int:
     return PREFLIGHT_STOP
 
 
-if TYPE_CHECKING:
-    #: What the checks that need no configuration found: the work tree's top, why
-    #: the launch must stop whatever the tree holds (or ``None``), the entries of
-    #: ``git status``, and whether items' worktrees or branches may exist (``False``
-    #: is certain).
-    Probe = tuple[str, str | None, list[StatusEntry], bool]
-
-
-def probe(path: str) -> Probe:
+def probe(path: str) -> tuple[str, str | None, list[StatusEntry], bool]:
     """The checks that need no configuration, in their order: a live loop owning
     the tree or an agent of its last run still alive, a HEAD no commit can go onto,
-    then the tree's status."""
+    then the tree's status. What they found: the work tree's top, why the launch
+    must stop whatever the tree holds (or ``None``), the entries of ``git status``,
+    and whether items' worktrees or branches may exist (``False`` is certain)."""
     from git_forge.layout import ITEM_BRANCH_PREFIX, work_tree_top
     from git_forge.loop.control import launch_blocker
     from git_forge.tree.fast_status import launch_status, may_have_worktrees_or_branches
@@ -173,7 +162,7 @@ def probe(path: str) -> Probe:
     return root, None, entries, may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX)
 
 
-def _names_a_location(args: argparse.Namespace | QuickArgs) -> bool:
+def _names_a_location(args: argparse.Namespace) -> bool:
     """The command line names a backlog dir, or a ``PATH`` that is no directory: it is
     resolved (and refused) as every command resolves it, before any verdict — a clean
     tree does not make ``--backlog ../outside`` an answer of 0 where ``status`` says 2."""
@@ -182,30 +171,17 @@ def _names_a_location(args: argparse.Namespace | QuickArgs) -> bool:
     return args.backlog is not None or not os.path.isdir(args.path)
 
 
-def go(args: QuickArgs) -> int | None:
-    """0 when the launch may go and there is nothing to print — the clean tree,
-    answered without the terminal boundary, the parser or the configuration;
-    else ``None`` (``args.probe`` keeps what was found, for ``run``). A failure
-    is not answered here: ``run`` meets it again and reports it, and so is a
-    location to resolve (``_names_a_location``)."""
-    if _names_a_location(args):
-        return None
-    try:
-        args.probe = probe(args.path)
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
-    except Exception:  # reported by the ordinary path, behind the terminal boundary
-        return None
-    _root, reason, entries, trees = args.probe
-    return 0 if reason is None and not entries and not trees and not args.json else None
-
-
-def run(args: argparse.Namespace | QuickArgs) -> int:
+def _located(args: argparse.Namespace) -> Workspace:
+    """The project as every command finds it, its configuration read: what a tree
+    that is not clean is judged against. A clean one is answered without it."""
     from git_forge.workspace import locate
 
-    workspace = locate(args.path, args.backlog) if _names_a_location(args) else None
-    found = getattr(args, "probe", None)
-    _root, reason, entries, trees = found if found is not None else probe(args.path)
+    return locate(args.path, args.backlog)
+
+
+def run(args: argparse.Namespace) -> int:
+    workspace = _located(args) if _names_a_location(args) else None
+    _root, reason, entries, trees = probe(args.path)
     if reason is not None:
         return _stop_for(reason, args.json)
     if not entries and not trees:
@@ -217,7 +193,7 @@ def run(args: argparse.Namespace | QuickArgs) -> int:
     from git_forge.loop.control import launch_blocker
     from git_forge.reconcile.preflight import check
 
-    workspace = workspace or locate(args.path, args.backlog)
+    workspace = workspace or _located(args)
     blocker = launch_blocker(workspace.state_dir, workspace.root)
     if blocker is not None:
         return _stop_for(blocker, args.json)

@@ -5,15 +5,12 @@ from __future__ import annotations
 from git_forge.cli.output import emit_json
 from git_forge.words import counted, size
 
-# ``status`` is a quick command (``cli.main.quick_args``): argparse and typing are
-# not imported when its command line needs no parser.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Mapping
     from typing import Any
 
-    from git_forge.cli.main import QuickArgs
     from git_forge.reconcile.item_trees import ItemTreeJSON
     from git_forge.status_report import AgentJSON
 
@@ -32,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace | QuickArgs) -> int:
+def run(args: argparse.Namespace) -> int:
     from git_forge.runner import runner_for
     from git_forge.status_report import loop_status
     from git_forge.workspace import locate
