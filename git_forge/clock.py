@@ -12,9 +12,6 @@ Three shapes, each named by what it is for rather than by how it is made:
   ref names, run ids and archived file names.
 
 Standard library only, and nothing else of git-forge: any module may import it.
-``datetime`` is imported by the first function called, not here: a command that
-only reads (``status``) reaches this module through the locks and never asks the
-time, and the import is ~5 ms of its start-up.
 """
 
 from __future__ import annotations

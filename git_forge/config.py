@@ -54,9 +54,6 @@ class ConfigError(ForgeError):
     """A configuration file that cannot be used (exit 2), naming the file and key."""
 
 
-# NamedTuples and a plain class rather than dataclasses: every command resolves its
-# configuration, the pre-launch check on its hot path too, and ``dataclasses``
-# (with ``inspect``) costs ~9 ms to import.
 class _Key(NamedTuple):
     default: Any
     kinds: tuple[type, ...]
@@ -311,8 +308,7 @@ def _read_yaml(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8 text: {exc}") from exc
     if only_comments(text):
-        # The example .forge.yaml ``init`` writes is all comments: answering it
-        # without importing pyyaml (~10 ms) keeps the pre-launch check fast.
+        # The example .forge.yaml ``init`` writes is all comments: nothing to parse.
         return None
     import yaml
 

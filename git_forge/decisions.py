@@ -88,9 +88,6 @@ def default_actor() -> str:
     return f"git-forge@{host_name()}"
 
 
-# NamedTuples rather than dataclasses: ``decision list`` is a small command scripts
-# call often, and ``dataclasses`` (with ``inspect``) costs more to import than
-# reading a record of thousands of entries.
 class DecisionRecord(NamedTuple):
     """The record file of one backlog directory."""
 

@@ -2,11 +2,11 @@
 large list's rewrite that re-encodes only the elements that changed.
 
 Every git-forge file is written indented (feature-forge's format). The loop
-rewrites backlog.json several times per iteration; at 10,000 items one
-``json.dumps`` of the whole document costs ~140 ms, so the held backlog
+rewrites backlog.json several times per iteration, so the held backlog
 (``backlog.held``) keeps each item's encoded text and re-encodes only the item
 that changed (``encode_nested``), joining the texts into the document's bytes
-(``join_list_in``). The result is byte for byte what ``dumps_indented`` gives.
+(``join_list_in``): what that saves at 10,000 items is in ARCHITECTURE.md ("What
+is measured, and where"). The result is byte for byte what ``dumps_indented`` gives.
 """
 
 from __future__ import annotations

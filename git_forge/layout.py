@@ -14,9 +14,9 @@ import sys
 
 from git_forge.errors import ForgeError
 
-# ``pathlib`` costs ~10 ms to import and the pre-launch check's clean path needs
-# none of it: the finders below work on ``str`` (``work_tree_top``, ``git_dir_path``)
-# and their ``Path`` forms import it when called.
+# The pre-launch check's clean path imports no ``pathlib`` (ARCHITECTURE.md, "What is
+# measured, and where"): the finders below work on ``str`` (``work_tree_top``,
+# ``git_dir_path``) and their ``Path`` forms import it when called.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -218,7 +218,7 @@ def user_config_dir() -> str:
 
     On Linux, with ``XDG_CONFIG_HOME`` unset, blank or absolute and an absolute
     ``HOME``, platformdirs' answer (every version this project allows) is computed
-    here: importing platformdirs costs ``status`` a sixth of its run. Anything
+    here, without importing platformdirs. Anything
     else — another platform, a relative ``XDG_CONFIG_HOME``, no usable ``HOME`` —
     asks platformdirs. A test holds the two equal."""
     environ = os.environ

@@ -10,9 +10,9 @@ without taking it, is ``lockprobe``'s job.
 The locks are portalocker's — on POSIX, portalocker's default locker is
 ``fcntl.flock`` — taken with ``fcntl.flock`` itself: the same lock, so a tool
 locking the same file through portalocker (feature-forge, a runner) and
-git-forge exclude each other (``tests/test_atomic.py``), without
-``import portalocker``, which reads package metadata and costs ~100 ms, more
-than most commands that lock.
+git-forge exclude each other (``tests/test_atomic.py``), without importing
+portalocker, which costs more than most commands that lock (ARCHITECTURE.md,
+"What is measured, and where").
 """
 
 from __future__ import annotations
@@ -49,8 +49,7 @@ _LABEL_PREFIX: tuple[int, str] | None = None
 
 def host_name() -> str:
     """This machine's name, as ``socket.gethostname()`` gives it (on POSIX both are
-    the kernel's node name), without ``import socket`` (~3 ms of every command that
-    locks)."""
+    the kernel's node name)."""
     return os.uname().nodename
 
 

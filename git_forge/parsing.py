@@ -151,7 +151,7 @@ def _safe_loader(as_text: bool = False) -> type:
     node that has an anchor or is an alias — every node passes ``compose_node``.
     ``as_text``: every plain scalar is the text written (no implicit types)."""
     if as_text not in _loaders:
-        import yaml  # ~10 ms; only YAML readers need it
+        import yaml
 
         class Loader(yaml.SafeLoader):
             def compose_node(self, parent: Any, index: Any) -> Any:

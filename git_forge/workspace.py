@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-# A NamedTuple rather than a dataclass: the pre-launch check resolves a workspace
-# on its hot path, and ``dataclasses`` (with ``inspect``) costs ~9 ms to import.
 class Workspace(NamedTuple):
     """The resolved directories of one project, and its effective config."""
 

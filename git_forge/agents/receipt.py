@@ -2,10 +2,7 @@
 
 Only what the agent itself reports is recorded: Claude Code reports its cost in
 USD, Codex reports tokens only — so a Codex receipt has no cost, never an
-invented price. Wire names (camelCase) appear only at the JSON edge.
-
-Both are named tuples, not dataclasses: ``status`` reads the totals after every
-run, and ``import dataclasses`` (it imports ``inspect``) costs it ~12 ms."""
+invented price. Wire names (camelCase) appear only at the JSON edge."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """What a read-only command derives from backlog.json, kept for the next one.
 
 ``status`` and ``backlog list --json`` read the whole backlog every time: parse,
-the depth check, validation, the topology — tens of milliseconds per thousand
-items, where the command's own work is constant. Most runs find the very file
+the depth check, validation, the topology — a cost that grows with the items,
+where the command's own work is constant (what the cache saves at 5,000 items is
+in ARCHITECTURE.md, "What is measured, and where"). Most runs find the very file
 the previous one read, so the text a command derives from it (its summary and
 topology, its listing) is kept in ``{stateDir}/cache/`` and used again — under
 rules that make it unable to change an output byte:

@@ -100,7 +100,6 @@ def _refuse_invalid(path: Path, document: Any) -> BacklogJSON:
 
 
 def _refuse_credential(text: str) -> None:
-    # Only a write asks: its patterns cost every reader of the backlog ~3 ms to compile.
     from git_forge.credentials import credential_refusal
 
     refusal = credential_refusal(text)
@@ -139,8 +138,7 @@ class Snapshot(NamedTuple):
 
 
 class BacklogStore:
-    """The ``backlog.json`` at ``path``. A plain class rather than a dataclass:
-    every backlog command makes one, and ``import dataclasses`` costs it ~10 ms."""
+    """The ``backlog.json`` at ``path``."""
 
     __slots__ = ("path",)
 

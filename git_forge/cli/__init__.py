@@ -1,7 +1,10 @@
-"""The command line: argparse wiring only.
+"""The command line: parse, call the core, render.
 
-One module per command group; each has ``register(subparsers)`` and handlers
-that parse → call the core → render. Building the parser must stay cheap (it
-runs on every invocation, the pre-launch hook and completion included), so CLI
-modules import core modules inside their handlers, not at the top.
+One module per command group; each has ``register(subparsers)``, its part of the
+parser, and handlers that take what the parser read (an ``argparse.Namespace``),
+call the core and render what it returns (``output`` is the one terminal
+boundary). Only the named command's parser is built (``cli.parser``), and CLI
+modules import core modules inside their handlers: a command pays for its own
+parser and code, not every command's (one of the measured boundaries, see
+ARCHITECTURE.md).
 """

@@ -4,7 +4,8 @@ hidden ``git forge __complete KIND`` the scripts call for dynamic values.
 The scripts are generated from the parser (``tools/generate_docs.py``), committed
 under ``completions/`` and shipped in the package, so printing one needs no
 generator. ``__complete`` is dispatched by ``main`` before any parser is built: it
-runs on every TAB and must answer in a few tens of milliseconds.
+runs on every TAB, whose budget is in ARCHITECTURE.md ("What is measured, and
+where").
 """
 
 from __future__ import annotations

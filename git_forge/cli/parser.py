@@ -1,6 +1,6 @@
 """The command tree: ``build_parser`` and the rules every parser shares (usage
 errors as ``UsageError``, git's "did you mean", ``--no-color`` anywhere, and the
-hot commands whose parser is built alone).
+commands whose parser is built alone).
 
 Apart from ``cli.main`` so that a command that needs no parser (``--version``)
 never imports argparse.
@@ -40,13 +40,11 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 #: The commands that read the whole tree (a command's help, the completion scripts).
-#: Every other one, named first on the command line, gets its parser built alone:
-#: importing every command module to build the whole tree costs ~30 ms, which
-#: ``preflight`` (before every launch, which must cost about what ``git status``
-#: costs), the small data commands scripts and prompts call often, and ``loop run``
-#: itself need not pay. The parser built is the very subparser the whole tree has
-#: (same ``prog``, so the same help and the same usage errors). ``--version``
-#: alone needs no command at all.
+#: Every other one, named first on the command line, gets its parser built alone, and
+#: imports no other command's module: one of the measured boundaries (ARCHITECTURE.md,
+#: "What is measured, and where"). The parser built is the very subparser the whole
+#: tree has (same ``prog``, so the same help and the same usage errors).
+#: ``--version`` alone needs no command at all.
 WHOLE_TREE_COMMANDS: frozenset[str] = frozenset({"help", "completion"})
 
 

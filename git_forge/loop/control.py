@@ -29,8 +29,6 @@ from git_forge.layout import (
 )
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 
-# The pre-launch check's clean path asks ``tree_owner``: ``pathlib``, ``typing``,
-# ``re`` and ``contextlib`` (~25 ms together) are imported where they are used.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path

@@ -156,7 +156,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
 
 
 def new_run_id() -> str:
-    return f"{compact_stamp()}-{os.urandom(3).hex()}"  # not ``secrets``: ~15 ms to import
+    return f"{compact_stamp()}-{os.urandom(3).hex()}"
 
 
 def _recorded_wait(workspace: Workspace, max_minutes: float

@@ -60,8 +60,7 @@ class StateJSON(TypedDict):
 class RunState(NamedTuple):
     """The fields of state.json, in the order the file lists them. A field nobody
     set is ``None`` (the lists: empty); the loop sets every one when it starts.
-    A NamedTuple, not a dataclass: ``status`` reads it, and importing dataclasses
-    costs it ~15 ms; a copy with changes is ``_replace``."""
+    A copy with changes is ``_replace``."""
 
     status: str | None = None
     iteration: int | None = None

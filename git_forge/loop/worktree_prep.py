@@ -1,7 +1,7 @@
 """The next items' worktrees, made while the running agents work.
 
-In a parallel run a freed slot used to wait for ``git worktree add`` (tens of
-milliseconds, far more on a busy machine) before its agent could start. The loop
+In a parallel run a freed slot used to wait for ``git worktree add`` before its
+agent could start. The loop
 names the items it would start next (``prepare``); this thread creates each
 item's worktree at the tip the loop knows then, and the start takes it
 (``take``), with the tip it was made at and the item's dependencies as they were

@@ -55,8 +55,6 @@ class PriorRunJSON(TypedDict):
     needsHumanItems: list[str]
 
 
-# A NamedTuple rather than a dataclass: ``dataclasses`` (with ``inspect``) costs
-# ~9 ms to import, a noticeable share of what the pre-launch hot path may spend.
 class Preflight(NamedTuple):
     """The check's verdict, the stranded entries and the prior run (if any)."""
 

@@ -18,7 +18,7 @@ _HANDLE_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{20}[AQgw]")
 def mint_handle() -> str:
     """A new handle. It never begins with ``-``, so it is always a safe CLI argument."""
     import base64
-    import secrets  # with hmac and OpenSSL, ~5 ms: only a start mints a handle
+    import secrets
 
     while True:
         handle = base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode("ascii")
