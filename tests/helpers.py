@@ -30,7 +30,7 @@ def load_generator() -> Any:
 
 
 def forge_argv() -> list[str]:
-    """The installed console script, as a user runs it."""
+    """The installed launcher (``bin/git-forge``), as a user runs it."""
     script = _BIN_DIR / "git-forge"
     if script.exists():
         return [str(script)]

@@ -2,7 +2,7 @@
 right too. Each test is a case a user met, run with one slot (``--parallel 1``, the
 serial loop) and with three, where it applies.
 
-Real repositories, the real ``git forge`` console script, real agent processes: a
+Real repositories, the real installed ``git forge``, real agent processes: a
 small Python program doing what its item's plan says (write, run git, wait for the
 test to say go), every wait with a deadline.
 """

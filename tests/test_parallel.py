@@ -1,7 +1,7 @@
 """``loop run --parallel N``: agents at once, each in a worktree of its own, every done
 item integrated onto the branch — linear, one commit each, nothing lost.
 
-Real repositories, the real ``git forge`` console script, real agent processes
+Real repositories, the real installed ``git forge``, real agent processes
 (a small Python program whose behaviour each test picks through the environment).
 """
 

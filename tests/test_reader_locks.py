@@ -13,7 +13,7 @@ story: the readers a user (or a prompt, or an editor) runs — ``status --json``
 item ids — in a tight loop beside a parallel run on a 20,000-file checkout, and the
 run ends with every item done and on the branch.
 
-Real repositories, the real ``git forge`` console script, real agent processes.
+Real repositories, the real installed ``git forge``, real agent processes.
 """
 
 from __future__ import annotations

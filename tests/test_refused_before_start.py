@@ -4,7 +4,7 @@ cannot go through with is found before it takes an item, records an answer or sa
 half-way through, with items left ``in_progress``. And what git can create,
 git-forge can put back.
 
-Real repositories, the real ``git forge`` console script, an agent that is a
+Real repositories, the real installed ``git forge``, an agent that is a
 script first on PATH (it logs every start: a refused run starts none).
 """
 
