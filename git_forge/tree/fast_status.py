@@ -1,14 +1,11 @@
 """The pre-launch hot path: is the tree clean, and if not, which paths.
 
-This runs before every loop launch, so it must cost about what ``git status``
-costs. Measured on a 100,000-file repository with 1,000 modified and 1,000
-untracked files (``benchmarks/status_bench.py``): ``git status --porcelain``
-≈ 0.19 s; ``import pygit2`` + ``Repository.status()`` ≈ 0.40 s (libgit2 has no
-untracked cache, no fsmonitor, no multi-threaded preload, and pygit2 costs
-~0.1 s to import); Python start-up + this module + a ``git status -z``
-subprocess ≈ 0.20 s. So the hot path asks git itself — git is the fastest
-porcelain source there is — and this module must never import pygit2 (nor
-anything that does).
+This runs before every loop launch, within a budget of what ``git status``
+costs (ARCHITECTURE.md, "What is measured, and where"). So it asks git itself —
+git is the fastest porcelain source there is: libgit2 has no untracked cache, no
+fsmonitor and no multi-threaded preload (``benchmarks/status_bench.py`` compares
+them on 100,000 files) — and this module must never import pygit2 (nor anything
+that does), whose import alone costs more than the budget leaves.
 
 ``--porcelain=v2`` is git's format for programs (``porcelain.parse_status_z``),
 ``-uall`` lists untracked files one by one, ``--no-renames`` keeps a
@@ -87,11 +84,9 @@ def may_have_worktrees_or_branches(root: str | os.PathLike[str], prefix: str) ->
 
     From the git dir's files (``False`` is certain, ``True`` means ask git; a
     reftable repository, or one found through ``GIT_DIR``, is always asked) — the
-    one place git-forge reads refs itself. Asking git (``git rev-parse --branches
-    --git-path worktrees``, one process) measured 2 ms of CPU more for every
-    ``status`` and every launch, which are at their budgets' edge on a clean
-    1,000-file tree and 5,000 items (``benchmarks/budget_bench.py``: the pre-launch
-    check 27 ms of CPU against git status + 25 = 29, ``status`` 49.5 against 50).
+    one place git-forge reads refs itself: asking git (``git rev-parse --branches
+    --git-path worktrees``) is a process more for every ``status`` and every launch
+    (ARCHITECTURE.md, "What is measured, and where").
     """
     git_dir = None if os.environ.get("GIT_DIR") else git_dir_path(root)
     if git_dir is None:

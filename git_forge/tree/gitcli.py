@@ -116,10 +116,9 @@ def start_git(
     waiting — the one place git is started: git works on the other core while
     the caller does what does not change the answer git is computing.
 
-    Started with ``os.posix_spawnp`` rather than ``subprocess``, whose import
-    (with ``threading``, ``selectors`` and the rest) measured 10 to 15 ms here — a
-    good half of the pre-launch check's budget of ``git status`` + 25 ms on a clean
-    1,000-file tree (``benchmarks/preflight_bench.py --files 1000``). So ``cwd``
+    Started with ``os.posix_spawnp`` rather than ``subprocess``, whose import (with
+    ``threading``, ``selectors`` and the rest) the pre-launch check's budget cannot
+    spare (ARCHITECTURE.md, "What is measured, and where"). So ``cwd``
     is git's ``-C`` (git changes there before it reads anything, ``GIT_DIR``
     included, as for a ``cwd``); SIGPIPE and SIGXFSZ go back to their defaults in
     git, as ``subprocess`` restores them; no descriptor of git-forge's own is
