@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from builders import blocked, item, write_backlog
-from helpers import PtySession, git, run_forge, snapshot
+from helpers import PtySession, forge_argv, git, run_forge, snapshot
 
 
 @pytest.fixture
@@ -111,3 +111,46 @@ def test_drop_asks_on_a_terminal_and_is_refused_without_one(project: Path) -> No
     assert "dropped: 001, 002" in session.text
     assert list(items(project)) == ["003", "004", "005", "006"]
     assert items(project)["005"]["dependsOn"] == ["003"]
+
+
+def test_an_edit_during_a_run_is_committed_apart_from_the_items(git_repo: Path) -> None:
+    """``backlog done`` and ``backlog add`` from another process while an item runs:
+    each lands as its own ``[forge] backlog: …`` commit before the running item's
+    commit (done or blocked), which holds only that item's own change."""
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    for title in ("A", "B", "C"):
+        assert run_forge("backlog", "add", "--title", title, cwd=git_repo).returncode == 0
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "backlog", cwd=git_repo)
+    forge = " ".join(f"'{part}'" for part in forge_argv())
+    agent = git_repo.parent / "agent.sh"
+    agent.write_text(f"""#!/bin/sh
+cat >/dev/null
+case $FORGE_ITEM_ID in
+001) {forge} backlog done 2 >/dev/null && echo a > a.txt && echo FORGE_DONE;;
+003) {forge} backlog add --title D >/dev/null && echo "FORGE_NEEDS_HUMAN: which one?";;
+*) echo FORGE_DONE;;
+esac
+""")
+    agent.chmod(0o755)
+    result = run_forge("loop", "run", "--agent", str(agent), cwd=git_repo)
+    assert result.returncode == 5, result.stdout + result.stderr  # 003 waits on a human
+    subjects = git("log", "--format=%s", "HEAD~5..", cwd=git_repo).splitlines()[::-1]
+    assert subjects == ["[forge] backlog: change 002", "[forge] 001: A",
+                        "[forge] backlog: add 004", "[forge] 003: blocked — which one?",
+                        "[forge] 004: D"]
+    changed = {subject: git("show", "--format=", "--name-only", f"HEAD~{4 - at}",
+                            cwd=git_repo).split()
+               for at, subject in enumerate(subjects)}
+    assert changed["[forge] 001: A"] == [".forge/backlog.json", "a.txt"]
+
+    def statuses(rev: str) -> dict[str, str]:
+        document = json.loads(git("show", f"{rev}:.forge/backlog.json", cwd=git_repo))
+        return {entry["id"]: entry["status"] for entry in document["items"]}
+
+    assert statuses("HEAD~4") == {"001": "pending", "002": "done", "003": "pending"}
+    assert statuses("HEAD~3") == {"001": "done", "002": "done", "003": "pending"}
+    assert statuses("HEAD~2") == {"001": "done", "002": "done", "003": "pending",
+                                  "004": "pending"}
+    assert statuses("HEAD~1")["003"] == "blocked"
+    assert git("status", "--porcelain", cwd=git_repo) == ""

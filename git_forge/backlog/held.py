@@ -113,6 +113,9 @@ class HeldBacklog:
         self._order: list[int] | None = None
         self._identity: FileIdentity | None = None
         self._fd: int | None = None
+        #: Set when a file another writer made was read (``backlog add``, ``done`` …
+        #: from another terminal): the loop commits that change apart from its own.
+        self.changed_elsewhere = False
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -142,6 +145,7 @@ class HeldBacklog:
         except BaseException:
             os.close(fd)
             raise
+        self.changed_elsewhere = self.changed_elsewhere or self._identity is not None
         self._hold(fd, identity)
         items = [Item.from_json(fields) for fields in document["items"]]
         # the top-level fields in their order; "items" keeps its place, its list is ours

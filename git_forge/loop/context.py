@@ -13,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from git_forge.backlog.bookkeeping import describe_changes
 from git_forge.backlog.held import HeldBacklog
+from git_forge.backlog.item import Item
 from git_forge.locks import locked
 from git_forge.loop.agent_state import AgentState
 from git_forge.loop.errors import BranchLeft
@@ -21,9 +23,12 @@ from git_forge.loop.journal import Journal
 from git_forge.loop.options import LoopOptions
 from git_forge.loop.progress import Progress
 from git_forge.loop.state import RunState, write_state
+from git_forge.parsing import DocumentTooComplex, load_json
+from git_forge.reconcile import messages
 from git_forge.reconcile.preflight import stranded
 from git_forge.supervisor.supervisor import Supervisor
 from git_forge.tree.commit import commit_paths
+from git_forge.tree.fast_status import head_blob
 from git_forge.tree.git_status import porcelain
 from git_forge.tree.porcelain import StatusEntry, quote_path
 from git_forge.tree.repo import Repo
@@ -84,6 +89,46 @@ def commit(run: RunContext, paths: list[str], message: str, *,
     with locked(run.store.path):
         return commit_paths(run.repo, paths, message, allow_empty=allow_empty,
                             branch=run.branch)
+
+
+def commit_others(run: RunContext, item_id: str) -> None:
+    """Another writer's backlog change made while ``item_id`` ran (``backlog done``,
+    ``add``, ``edit`` … from another terminal) committed on its own, as ``[forge]
+    backlog: …``, before the item's commit — which then holds only the item's own
+    change. The change committed is the working backlog.json with ``item_id`` as
+    HEAD has it (the run's mark on it is the item's commit's); an edit to the
+    running item itself goes with that item's commit."""
+    store = run.store
+    if not store.changed_elsewhere:
+        return
+    store.changed_elsewhere = False
+    head_raw = head_blob(run.workspace.root, run.backlog_rel)
+    at_head = _item_in(head_raw, item_id) if head_raw is not None else None
+    if at_head is None:
+        return
+    current = store.get(item_id)
+    store.replace(at_head)
+    try:
+        if run.backlog_rel in dirty(run):
+            summary = describe_changes(head_raw, store.path.read_bytes())
+            commit(run, [run.backlog_rel], messages.backlog_queued(summary))
+            run.progress.note(f"committed a backlog change made during the run ({summary})")
+    finally:
+        store.replace(current)
+
+
+def _item_in(raw: bytes, item_id: str) -> Item | None:
+    """The item ``item_id`` as the backlog.json text ``raw`` holds it (``None``: not there
+    or not readable)."""
+    try:
+        document = load_json(raw, "backlog.json at HEAD")
+    except (ValueError, DocumentTooComplex):
+        return None
+    items = document.get("items") if isinstance(document, dict) else None
+    for fields in items if isinstance(items, list) else []:
+        if isinstance(fields, dict) and fields.get("id") == item_id:
+            return Item.from_json(fields)  # type: ignore[arg-type]
+    return None
 
 
 def left_branch(run: RunContext) -> str | None:

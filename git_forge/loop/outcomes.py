@@ -168,7 +168,7 @@ def block(run: RunContext, place: Place, item: Item, reason: str, *, needs_human
                          deferred=deferred, **fields)
     subject = reason.splitlines()[0] if reason else "no reason given"
     try:
-        place.record(messages.item_blocked(item_id, subject))
+        place.record(item_id, messages.item_blocked(item_id, subject))
     except GitError as exc:
         run.journal.append("item_blocked", itemId=item_id, reason=reason)
         raise LoopError(f"item {item_id} is blocked, but its bookkeeping commit failed: "

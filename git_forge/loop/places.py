@@ -41,7 +41,7 @@ from git_forge.backlog.item import Item
 from git_forge.exit_codes import LOOP_REFUSED
 from git_forge.layout import item_worktree
 from git_forge.loop.containment import Escape, Window
-from git_forge.loop.context import RunContext, actionable, commit, dirty
+from git_forge.loop.context import RunContext, actionable, commit, commit_others, dirty
 from git_forge.loop.errors import LoopError
 from git_forge.loop.merging import (
     CommitFailed,
@@ -186,8 +186,9 @@ class Place(Protocol):
         it wrote all the same."""
         ...
 
-    def record(self, message: str) -> None:
-        """The backlog's change for one outcome, recorded (``message``: its commit)."""
+    def record(self, item_id: str, message: str) -> None:
+        """The backlog's change for ``item_id``'s outcome, recorded (``message``: its
+        commit)."""
         ...
 
     @property
@@ -245,6 +246,7 @@ class MainCheckout:
         """One commit of the item's work and its done mark. A changed path git-forge
         cannot commit as git would stays in the tree (see ``actionable``)."""
         run = self.run
+        commit_others(run, item.id)
         changed = dirty(run, listed)
         if run.backlog_rel not in changed:  # the listing may predate the done mark
             changed.append(run.backlog_rel)
@@ -283,7 +285,8 @@ class MainCheckout:
     def contain(self, item: Item) -> None:
         return None
 
-    def record(self, message: str) -> None:
+    def record(self, item_id: str, message: str) -> None:
+        commit_others(self.run, item_id)
         commit(self.run, [self.run.backlog_rel], message, allow_empty=True)
 
     @property
@@ -454,7 +457,7 @@ class Worktrees:
     def contain(self, item: Item) -> None:
         self._submit("contain", item)
 
-    def record(self, message: str) -> None:
+    def record(self, item_id: str, message: str) -> None:
         return None  # committed once, as the run ends (``finish``)
 
     @property
