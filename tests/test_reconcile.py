@@ -47,6 +47,22 @@ def test_clean_tree_is_silent(project: Path) -> None:
     assert report(project) == (0, {"groups": [], "stashes": [], "actions": []})
 
 
+def test_abandoned_work_is_listed_on_a_clean_tree(project: Path) -> None:
+    """An item's abandoned work is listed, with the commands to see, apply and drop
+    it, whether or not the tree holds anything else."""
+    (project / "a.txt").write_text("left by item 001\n")
+    kept = git("stash", "create", "forge: abandoned work from item 001", cwd=project).strip()
+    git("update-ref", "refs/forge/abandoned/001/20260101T000000Z", kept, cwd=project)
+    git("checkout", "--", "a.txt", cwd=project)
+    before = snapshot(project)
+    result = run_forge("reconcile", cwd=project)
+    assert (result.returncode, result.stderr) == (0, ""), result.stdout + result.stderr
+    assert "refs/forge/abandoned/001/20260101T000000Z  item 001" in result.stdout
+    assert "git stash show --include-untracked -p refs/forge/abandoned/001/" in result.stdout
+    assert "git update-ref -d refs/forge/abandoned/001/20260101T000000Z" in result.stdout
+    assert snapshot(project) == before
+
+
 def test_attribution_is_candidates_and_nothing_changes(project: Path) -> None:
     dirty(project)
     before = snapshot(project)

@@ -246,14 +246,15 @@ def run(args: argparse.Namespace) -> int:
         decisions = _flag_decisions(args)
         for group_id in decisions:
             plan.group(group_id)  # an unknown group is refused before anything runs
-        if not plan.groups and not plan.branches:
-            return {}
-        if not args.json:
-            if live is not None:
+        pending = bool(plan.groups or plan.branches)
+        if not args.json and (pending or plan.stashes):  # kept work is listed on a clean tree too
+            if live is not None and pending:
                 note(f"a loop is running on this backlog ({live.described}); these changes "
                      "may be its agent's work in progress, and nothing is reconciled until "
                      "it ends")
             print("\n".join(render_plan(plan, workspace.root)))
+        if not pending:
+            return {}
         if (plan.groups and not decisions and not args.json and ask.interactive()
                 and live is None):
             try:
