@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import waiting
 from builders import backlog_repo
-from helpers import forge_argv, git, run_forge
+from helpers import forge_argv, git, run_forge, snapshot
 from templates import Templates
 
 from git_forge.loop.state import RunState, write_state
@@ -255,6 +255,29 @@ def test_a_hooks_path_inside_the_work_tree_holds_no_work_of_its_own(project: Pat
     assert run_forge("hooks", "uninstall", cwd=project).returncode == 0
     assert exclude.read_bytes() == before
     assert not (project / ".githooks/pre-launch").exists()
+
+
+def test_install_refuses_a_committed_hook_and_names_the_line_to_add(project: Path) -> None:
+    """A team's pre-launch hook committed in an in-tree core.hooksPath: renaming it
+    would dirty the tree and stop every launch, so the install refuses and says what
+    to add to that hook instead."""
+    hook = project / ".githooks" / "pre-launch"
+    hook.parent.mkdir()
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    git("add", ".githooks", cwd=project)
+    git("commit", "-qm", "team hook", cwd=project)
+    git("config", "core.hooksPath", ".githooks", cwd=project)
+    before = snapshot(project, skip_git=False)
+    result = run_forge("hooks", "install", cwd=project)
+    assert (result.returncode, result.stdout) == (2, ""), result.stdout + result.stderr
+    assert result.stderr == (
+        "Error: .githooks/pre-launch is a committed hook: installing would rename it and "
+        "leave the tree dirty, which stops every launch; add the line "
+        "'git forge preflight || exit $?' to it instead\n")
+    assert snapshot(project, skip_git=False) == before
+    assert git("status", "--porcelain", "-uall", cwd=project) == ""
+    assert run_forge("preflight", cwd=project).returncode == 0
 
 
 def test_uninstall_refuses_a_foreign_hook(project: Path) -> None:

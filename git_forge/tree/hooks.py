@@ -14,6 +14,11 @@ where that interpreter is gone. That makes the hook this clone's own file: a
 work, stopping every launch because of itself, so it is kept out of ``git status``
 by a rule in ``info/exclude`` (unless git ignores it already), removed again by
 ``uninstall``.
+
+A pre-launch hook committed there (a team's hook, tracked by git) is refused
+rather than renamed: renaming it would change a committed file and leave the
+tree dirty, so the install itself would stop every launch. The refusal names the
+line to add to that hook instead (``git forge preflight || exit $?``).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 
 from git_forge.atomic import atomic_write
+from git_forge.errors import UsageError
 from git_forge.tree.errors import GitError
 from git_forge.tree.gitcli import run_git
 from git_forge.tree.ignores import exclude_locally, unexclude_locally
@@ -33,6 +39,10 @@ from git_forge.tree.ignores import exclude_locally, unexclude_locally
 HOOK_NAME = "pre-launch"
 CHAINED_NAME = "pre-launch.pre-forge"
 MARKER = b"git-forge pre-launch hook"
+
+
+#: The line a team's committed pre-launch hook gets instead of our install.
+TEAM_HOOK_LINE = "git forge preflight || exit $?"
 
 
 #: Where the shipped hook names the interpreter that runs git-forge.
@@ -98,10 +108,20 @@ def _in_work_tree(root: Path, path: Path) -> str | None:
         return None
 
 
+def _tracked(root: Path, relative: str) -> bool:
+    """Whether git tracks ``relative`` (a path from the work tree's top)."""
+    return bool(run_git(("ls-files", "-z", "--", f":(literal){relative}"), cwd=root))
+
+
 def install(root: Path) -> HookState:
     """Install (or refresh) our hook, keeping a foreign one chained; inside the work
     tree, keep it out of ``git status`` (see the module docstring)."""
     current = state(root)
+    inside = _in_work_tree(root, current.hook)
+    if current.foreign and inside is not None and _tracked(root, inside):
+        raise UsageError(f"{inside} is a committed hook: installing would rename it and leave "
+                         f"the tree dirty, which stops every launch; add the line "
+                         f"'{TEAM_HOOK_LINE}' to it instead")
     current.directory.mkdir(parents=True, exist_ok=True)
     if current.foreign:
         if current.chained:
@@ -109,7 +129,6 @@ def install(root: Path) -> HookState:
                            "move one of them away first")
         os.rename(current.hook, current.directory / CHAINED_NAME)
     atomic_write(current.hook, hook_script(sys.executable), mode=0o755)
-    inside = _in_work_tree(root, current.hook)
     excluded = None if inside is None else exclude_locally(root, inside)
     return replace(state(root), excluded_by=excluded)
 
