@@ -135,6 +135,7 @@ esac
     agent.chmod(0o755)
     result = run_forge("loop", "run", "--agent", str(agent), cwd=git_repo)
     assert result.returncode == 5, result.stdout + result.stderr  # 003 waits on a human
+    assert "complete: this run 2 done, 1 needs a human, 0 blocked" in result.stdout
     subjects = git("log", "--format=%s", "HEAD~5..", cwd=git_repo).splitlines()[::-1]
     assert subjects == ["[forge] backlog: change 002", "[forge] 001: A",
                         "[forge] backlog: add 004", "[forge] 003: blocked — which one?",

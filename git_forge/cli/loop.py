@@ -366,7 +366,9 @@ def render_summary(result: LoopResult) -> list[str]:
 
     state = result.state
     lines = [f"{run_status_words(result.status)}: this run {len(state.completed_items)} done, "
-             f"{len(state.needs_human_items)} need a human, {len(state.blocked_items)} blocked, "
+             f"{len(state.needs_human_items)} "
+             f"{'needs' if len(state.needs_human_items) == 1 else 'need'} a human, "
+             f"{len(state.blocked_items)} blocked, "
              f"{len(state.deferred_items)} deferred"]
     if result.costs and _reported(result.costs["run"]):  # a generic agent reports nothing
         lines.extend(render_costs(result.costs["run"], result.costs.get("items") or {}))
