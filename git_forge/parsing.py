@@ -15,7 +15,10 @@ any check could see them — and no file git-forge reads needs one. The loader
 stops at the first anchor, before the parser reads further. So is, for a JSON
 reader that asks (``finite=True``: the backlog, which no writer may write back
 with one), a number JSON has no text for — ``NaN``, ``Infinity``, ``1e999`` —
-which Python's parser accepts. Syntax
+which Python's parser accepts. So is,
+for a reader that asks (``unique_keys=True``: an answers file), a key written
+twice in one mapping, which both parsers otherwise settle silently by keeping
+the last (``<file>: the key '001' is given twice``). Syntax
 errors are left to each reader (``json.JSONDecodeError``, ``UnicodeDecodeError``,
 ``yaml.YAMLError``), which words them for its file (``yaml_problem``: a YAML
 error in one line).
@@ -47,6 +50,24 @@ TOO_LARGE = "number too large"
 NOT_FINITE = "a number that is not finite (NaN or an infinity: not JSON)"
 
 
+def _twice(key: object) -> str:
+    return f"the key {key!r} is given twice"
+
+
+class _DuplicateKey(ValueError):
+    """A mapping's key met a second time by the parser."""
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook`` refusing a repeated key."""
+    document: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in document:
+            raise _DuplicateKey(_twice(key))
+        document[key] = value
+    return document
+
+
 class _NotFinite(ValueError):
     """``NaN``, ``Infinity`` or a float beyond the largest, met by the parser."""
 
@@ -64,7 +85,8 @@ def _finite_float(text: str) -> float:
 
 class DocumentTooComplex(ForgeError):
     """A document nested deeper than ``MAX_DEPTH``, holding a number too large to
-    convert, or a YAML anchor or alias: a refusal (exit 2) that names the source."""
+    convert, a YAML anchor or alias, or (where refused) a key given twice: a refusal
+    (exit 2) that names the source."""
 
     def __init__(self, source: str | Path, problem: str) -> None:
         super().__init__(f"{source}: {problem}")
@@ -107,20 +129,27 @@ def check_depth(document: Any, source: str | Path) -> None:
 
 
 def load_json(data: str | bytes, source: str | Path, *, limit_depth: bool = True,
-              finite: bool = False) -> Any:
+              finite: bool = False, unique_keys: bool = False) -> Any:
     """``json.loads(data)``, refusing a document too deep or a number too large.
     ``limit_depth=False``: for a reader that walks only a part of the document it
     picks out without recursion (``decision list --unapplied`` prints an item's
     latest entry, never the ones before), which checks that part (``check_depth``)
     before anything walks it. A document too deep for the parser itself is refused
-    all the same. ``finite``: a number that is not finite is refused too."""
+    all the same. ``finite``: a number that is not finite is refused too.
+    ``unique_keys``: so is a key given twice in one object."""
+    options: dict[str, Any] = {}
+    if finite:
+        options.update(parse_constant=_refuse_constant, parse_float=_finite_float)
+    if unique_keys:
+        options["object_pairs_hook"] = _unique_pairs
     try:
-        document = (json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
-                    if finite else json.loads(data))
+        document = json.loads(data, **options)
     except RecursionError:
         raise DocumentTooComplex(source, TOO_DEEP) from None
     except _NotFinite:
         raise DocumentTooComplex(source, NOT_FINITE) from None
+    except _DuplicateKey as exc:
+        raise DocumentTooComplex(source, str(exc)) from None
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are the reader's
         if not isinstance(exc, json.JSONDecodeError | UnicodeDecodeError) and \
                 _number_too_large(exc):
@@ -143,14 +172,25 @@ class _AliasFound(Exception):
         self.line = line
 
 
-_loaders: dict[bool, type] = {}
+class _KeyTwice(Exception):
+    """A mapping's key given twice, at ``line`` (1-based)."""
+
+    def __init__(self, key: object, line: int) -> None:
+        super().__init__(key, line)
+        self.key = key
+        self.line = line
 
 
-def _safe_loader(as_text: bool = False) -> type:
+_loaders: dict[tuple[bool, bool], type] = {}
+
+
+def _safe_loader(as_text: bool = False, unique_keys: bool = False) -> type:
     """pyyaml's ``SafeLoader`` (what ``yaml.safe_load`` uses) stopping at the first
     node that has an anchor or is an alias — every node passes ``compose_node``.
-    ``as_text``: every plain scalar is the text written (no implicit types)."""
-    if as_text not in _loaders:
+    ``as_text``: every plain scalar is the text written (no implicit types).
+    ``unique_keys``: a mapping's key given twice is refused, where pyyaml keeps the
+    last."""
+    if (as_text, unique_keys) not in _loaders:
         import yaml
 
         class Loader(yaml.SafeLoader):
@@ -161,23 +201,38 @@ def _safe_loader(as_text: bool = False) -> type:
                     raise _AliasFound(event.start_mark.line + 1)
                 return super().compose_node(parent, index)
 
+            def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+                mapping = super().construct_mapping(node, deep)
+                if unique_keys and len(mapping) < len(node.value):
+                    seen: set[object] = set()
+                    for key_node, _ in node.value:
+                        key = self.construct_object(key_node, deep)
+                        if key in seen:
+                            raise _KeyTwice(key, key_node.start_mark.line + 1)
+                        seen.add(key)
+                return mapping
+
         if as_text:  # no implicit resolver: a plain scalar resolves to a string
             Loader.yaml_implicit_resolvers = {}
-        _loaders[as_text] = Loader
-    return _loaders[as_text]
+        _loaders[as_text, unique_keys] = Loader
+    return _loaders[as_text, unique_keys]
 
 
-def load_yaml(text: str, source: str | Path, *, as_text: bool = False) -> Any:
+def load_yaml(text: str, source: str | Path, *, as_text: bool = False,
+              unique_keys: bool = False) -> Any:
     """``yaml.safe_load(text)``, refusing an anchor or alias, a document too deep
     or a number too large. ``as_text``: every plain scalar is read as the text
     written — YAML 1.1 reads ``010`` as the octal 8, ``0x10`` as 16, ``1:20`` as 80
     and ``yes`` as true, where a file of ids and answers means the words (an
-    explicitly tagged value, ``!!int 10``, is still what its tag says)."""
-    loader = _safe_loader(as_text)(text)
+    explicitly tagged value, ``!!int 10``, is still what its tag says).
+    ``unique_keys``: a key given twice in one mapping is refused."""
+    loader = _safe_loader(as_text, unique_keys)(text)
     try:
         document = loader.get_single_data()
     except _AliasFound as found:
         raise DocumentTooComplex(source, f"line {found.line}: {NO_ALIASES}") from None
+    except _KeyTwice as twice:
+        raise DocumentTooComplex(source, f"line {twice.line}: {_twice(twice.key)}") from None
     except RecursionError:
         raise DocumentTooComplex(source, TOO_DEEP) from None
     except ValueError as exc:

@@ -261,6 +261,24 @@ def test_contradictory_or_empty_choices_are_refused_and_change_nothing(
     assert after == before
 
 
+@pytest.mark.parametrize(("name", "content", "problem"), [
+    ("answers.yaml", "006: Use SQLite\n006: Use Postgres\n",
+     "line 2: the key '006' is given twice"),
+    ("answers.json", '{"006": "Use SQLite", "006": "Use Postgres"}',
+     "the key '006' is given twice"),
+])
+def test_a_key_given_twice_in_an_answers_file_is_refused(
+        after_run: Path, tmp_path: Path, name: str, content: str, problem: str) -> None:
+    """Neither parser may keep the last of two answers for one id without a word."""
+    answers_file = tmp_path / name
+    answers_file.write_text(content)
+    before = snapshot(after_run, skip_git=False)
+    result = recover(after_run, "--non-interactive", "--answers", str(answers_file))
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2, "", f"Error: {answers_file}: {problem}\n")
+    assert snapshot(after_run, skip_git=False) == before
+
+
 def test_corrupt_record_is_a_failed_read(after_run: Path) -> None:
     record = after_run / ".forge" / "forge-decisions.json"
     record.write_text("{corrupt")

@@ -14,7 +14,9 @@ An answers file's keys and values are read as the text written: YAML 1.1 would
 read an unquoted ``010:`` as the octal 8 (so item 008), and ``yes`` as true.
 An id that names no open question is refused before anything is recorded
 (``normalise``); a number still names the id with that value (``10`` is ``010``,
-``backlog.model.match_id``).
+``backlog.model.match_id``). A key written twice (``001: a`` then ``001: b``) is
+refused like two spellings of one id: neither parser may keep the last without a
+word.
 """
 
 from __future__ import annotations
@@ -117,10 +119,10 @@ def load_file(path: Path) -> dict[str, Choice]:
     except UnicodeDecodeError:
         raise UsageError(f"cannot read answers file {path}: not UTF-8 text") from None
     try:
-        document = load_json(raw, path)
+        document = load_json(raw, path, unique_keys=True)
     except json.JSONDecodeError:
         try:
-            document = load_yaml(raw, path, as_text=True)
+            document = load_yaml(raw, path, as_text=True, unique_keys=True)
         except yaml.YAMLError as exc:
             raise UsageError(f"answers file {path} is neither JSON nor YAML: "
                              f"{yaml_problem(exc)}") from exc
