@@ -119,6 +119,41 @@ def test_lines_that_arrive_together_are_one_answer(questions: Path) -> None:
     assert record_of(questions)[0] == ("001", "Use SQLite\nand keep\nthe old schema")
 
 
+def test_a_bursts_unfinished_last_line_is_that_answers_not_the_next_questions(
+        questions: Path) -> None:
+    """A paste whose last line has no newline: the terminal holds that line until
+    Enter, and Enter ends this answer — it never answers question 2."""
+    session = to_the_first_question(questions, "--yes")
+    session.type(b"Use SQLite\rand keep\rthe old schema")
+    session.send(" for now")
+    assert finish_deferring(session) == 0, session.text
+    assert record_of(questions) == [("001", "Use SQLite\nand keep\nthe old schema for now"),
+                                    ("002", "Use SQLite\nand keep\nthe old schema for now"),
+                                    ("003", None)]
+
+
+@pytest.mark.parametrize("paste", [
+    b"\x1b[200~" + b"x" * 5000 + b"\x1b[201~",  # its end marker is lost with the tail
+    b"x" * 5000,
+    b"Use SQLite\r" + b"x" * 5000,
+])
+def test_a_line_the_terminal_cuts_is_refused_never_cut_or_waited_on(
+        questions: Path, paste: bytes) -> None:
+    """A terminal keeps 4095 characters of a line: a longer one is refused with a
+    word once Enter ends it, and the question asked again — never recorded cut,
+    never a paste waited on for ever."""
+    session = to_the_first_question(questions, "--yes")
+    session.type(paste)
+    session.send("")
+    session.expect("That answer has a line longer than the terminal keeps (4095 characters)",
+                   timeout=10)
+    session.expect("Your decision")
+    session.send("Use SQLite")
+    assert finish_deferring(session) == 0, session.text
+    assert record_of(questions) == [("001", "Use SQLite"), ("002", "Use SQLite"),
+                                    ("003", None)]
+
+
 def test_a_paste_at_a_prompt_for_one_line_is_refused_and_asked_again(questions: Path) -> None:
     session = PtySession("recover", cwd=questions)
     session.expect("Merge questions that share a cause?")

@@ -14,10 +14,17 @@ another question). While a prompt waits, the terminal's bracketed paste is on
 everything between is the reply, with what is typed after it up to Enter. A
 terminal without it sends a paste as lines in one burst: lines that reach us
 within ``TOGETHER`` seconds of each other are one reply (nobody types a line and
-Enter that fast). The mode is switched on for each read and off again as the read
-ends — by a reply, Ctrl-C, end of input or an error — so the shell never inherits
-it. A prompt that takes one word (a choice, yes or no, ids) refuses a block of
-several lines and asks again.
+Enter that fast). A burst's last line may come without its newline: the terminal
+holds it back until Enter, so the line that Enter ends belongs to the burst, not
+to the next prompt — when a burst goes quiet, what the terminal holds unfinished
+is taken (read once in non-canonical mode, ``_unfinished``) and the reply goes on
+to Enter, as after a bracketed paste. A line the terminal cut (it holds at most
+``LINE_MAX`` characters a line; the rest, a paste's end marker included, is
+dropped) is never taken as it was cut: the whole reply is refused with a word,
+read to its end, and the prompt asked again. The mode is switched on for each
+read and off again as the read ends — by a reply, Ctrl-C, end of input or an
+error — so the shell never inherits it. A prompt that takes one word (a choice,
+yes or no, ids) refuses a block of several lines and asks again.
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ PASTE_ON, PASTE_OFF = b"\x1b[?2004h", b"\x1b[?2004l"
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 #: Lines that arrive within this many seconds of each other are one paste.
 TOGETHER = 0.05
+#: The characters of one line a terminal keeps (Linux: its 4096-byte buffer less the
+#: newline); a line read this long may have lost its end.
+LINE_MAX = 4095
 
 
 def interactive() -> bool:
@@ -75,12 +85,39 @@ def _arrives(fd: int, seconds: float) -> bool:
     return bool(select.select([fd], [], [], seconds)[0])
 
 
+def _unfinished(fd: int) -> bytes:
+    """What the terminal at ``fd`` holds of a line not yet ended (canonical mode
+    shows a reader only whole lines): switched to non-canonical mode for one read
+    that does not wait, then back. Nothing when ``fd`` is not a terminal."""
+    import termios
+
+    try:
+        saved = termios.tcgetattr(fd)
+    except termios.error:
+        return b""
+    raw = list(saved)
+    raw[3] &= ~termios.ICANON
+    raw[6] = list(saved[6])
+    raw[6][termios.VMIN], raw[6][termios.VTIME] = 0, 0
+    termios.tcsetattr(fd, termios.TCSANOW, raw)
+    try:
+        return os.read(fd, 65536)
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+class _LineCut(Exception):
+    """A reply with a line the terminal cut at ``LINE_MAX`` characters."""
+
+
 def _read_block(fd: int) -> bytes:
     """One reply from the terminal at ``fd`` (canonical mode: a read returns at most
     one line): a line, a bracketed paste and the rest of its line, or lines that
-    arrived together. End of input with nothing read (or inside a paste) is
-    ``InputClosed``."""
+    arrived together with the rest of their last line. End of input with nothing
+    read (or inside a paste) is ``InputClosed``; a line the terminal cut is
+    ``_LineCut``, once the whole reply is read."""
     block = b""
+    cut = False
     while True:
         chunk = os.read(fd, 65536)
         if not chunk:
@@ -88,20 +125,40 @@ def _read_block(fd: int) -> bytes:
                 raise InputClosed
             return block
         block += chunk
-        if block.count(PASTE_START) > block.count(PASTE_END) or not block.endswith(b"\n"):
+        # A cut line's paste end may be lost with its tail: the reply then ends at a
+        # quiet Enter, as a reply without a paste does.
+        cut = cut or (chunk.endswith(b"\n") and len(chunk) > LINE_MAX)
+        inside = block.count(PASTE_START) > block.count(PASTE_END) and not cut
+        if inside or not block.endswith(b"\n"):
             continue  # inside a paste, or a line not ended yet (Ctrl-D mid-line)
-        if not _arrives(fd, TOGETHER):
-            return block
+        if _arrives(fd, TOGETHER):
+            continue
+        rest = _unfinished(fd)  # the burst's last line, held until Enter
+        if rest:
+            block += rest
+            cut = cut or len(rest) >= LINE_MAX
+            continue
+        if cut:
+            raise _LineCut
+        return block
 
 
 def _read(prompt: str) -> str:
     """The reply to ``prompt``: its lines joined by newlines, without the markers
-    and the final line break."""
-    sys.stdout.write(prompt)  # through the terminal boundary (``output.SafeStream``)
-    sys.stdout.flush()
+    and the final line break. A reply with a line the terminal cut is refused and
+    ``prompt`` asked again."""
     fd = sys.stdin.fileno()
-    with _paste_mode(fd):
-        block = _read_block(fd)
+    while True:
+        sys.stdout.write(prompt)  # through the terminal boundary (``output.SafeStream``)
+        sys.stdout.flush()
+        try:
+            with _paste_mode(fd):
+                block = _read_block(fd)
+            break
+        except _LineCut:
+            print(paint(f"That answer has a line longer than the terminal keeps ({LINE_MAX} "
+                        "characters): it was cut, so it is not taken. Give it in shorter "
+                        "lines, or in a file with --answers.", "yellow"))
     text = block.replace(PASTE_START, b"").replace(PASTE_END, b"").decode("utf-8", "replace")
     return text.replace("\r\n", "\n").replace("\r", "\n").removesuffix("\n")
 
