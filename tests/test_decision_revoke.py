@@ -121,6 +121,29 @@ def test_an_answer_recorded_but_not_yet_applied_is_revoked_in_the_record(
     assert report["applied"] == [] and items_of(git_repo)["001"]["status"] == "blocked"
 
 
+def test_an_answer_given_with_backlog_answer_is_revoked_and_the_revoke_recorded(
+        git_repo: Path) -> None:
+    """The record never saw it, yet the item holds it for its next attempt."""
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    set_items(git_repo / ".forge" / "backlog.json", [
+        blocked("001", "Which database engine do we deploy on?")])
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "backlog", cwd=git_repo)
+    assert run_forge("backlog", "answer", "1", "Use Postgres", cwd=git_repo).returncode == 0
+    result = run_forge("decision", "revoke", "1", "--json", cwd=git_repo)
+    assert (result.returncode, result.stderr) == (0, ""), result.stdout
+    shown = json.loads(result.stdout)
+    assert (shown["revokedAnswer"], shown["status"], shown["needsHuman"], shown["putBack"]) == (
+        "Use Postgres", "blocked", True, True)
+    item_001 = items_of(git_repo)["001"]
+    assert not {"humanAnswer", "answeredReason", "answeredKind"} & set(item_001)
+    assert item_001["blockedReason"] == "Which database engine do we deploy on?"
+    document = assert_schema_valid(git_repo / RECORD)
+    assert [(e["itemId"], e["question"], e["answer"], e["deferred"])
+            for e in document["decisions"]] == [
+        ("001", "Which database engine do we deploy on?", None, True)]
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["009"], "no item 009 in the backlog"),
     (["003"], "item 003 has no answer to revoke (nothing is recorded for it)"),

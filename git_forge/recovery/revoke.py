@@ -13,9 +13,13 @@ gone, so no agent gets it.
 
 What can be taken back is an answer no agent has acted on: one still waiting in
 the item for its next attempt, or one recorded but not yet applied (the item is
-still blocked). An item that ran with the answer (in progress, done, or blocked
-on another question since) is refused, as is an applied ``retry`` of a merge
-conflict (its worktree and branch are gone; the attempt is kept under
+still blocked). An answer given with ``backlog answer``, which the record never
+saw, is taken back the same way (the item holds it, and it is newer than
+anything recorded): the item waits again and the deferral entry, for what the
+answer answered, records that it does. An item that ran with the answer (in
+progress, done, or blocked on another question since) is refused, as is an
+applied ``retry`` of a merge conflict (its worktree and branch are gone; the
+attempt is kept under
 ``refs/forge/retried/…``). The backlog is changed first and the record second:
 cut short between the two, the item already waits and a second revoke records
 the entry. Only the embedded runner's backlog can be put back; an external
@@ -91,12 +95,16 @@ def revoke(workspace: Workspace, runner: Runner, item_ref: str, *,
         latest = decisions.latest_entries(document["decisions"]).get(item_id) if document \
             else None
         answer = latest.get("answer") if latest is not None else None
-        if latest is None or answer is None:
+        held = item.human_answer if item.status == "pending" else None
+        if held is not None and held != answer:  # given with backlog answer, unrecorded
+            answer, question, applied = held, item.answered_reason or "", False
+        elif latest is None or answer is None:
             why = "nothing is recorded for it" if latest is None else \
                 "its latest decision is a deferral: it is waiting for one already"
             raise UsageError(f"item {item_id} has no answer to revoke ({why})")
-        question = latest.get("question") or ""
-        applied = latest.get("appliedAt") is not None
+        else:
+            question = latest.get("question") or ""
+            applied = latest.get("appliedAt") is not None
         if item.status == "blocked":
             if applied and item.blocked_reason != question:
                 raise UsageError(f"item {item_id} has run with that answer already and now "
