@@ -229,6 +229,9 @@ def test_yes_or_the_config_key_records_without_asking_to_confirm(questions: Path
         git("add", ".forge.yaml", cwd=questions)
         git("commit", "-qm", "confirm no answers", cwd=questions)
     session = to_the_first_question(questions, *(["--yes"] if how == "--yes" else []))
+    session.send("?")  # the help says what happens to an answer now
+    text = session.expect("Your decision")
+    assert "recorded for the items this question names as you give it" in text
     session.send("Use SQLite")
     assert finish_deferring(session) == 0, session.text
     assert "Record it?" not in session.text

@@ -81,11 +81,15 @@ of their items gets the same answer. A merge conflict is always a question of it
 
 DECISION_HELP = """\
 Type your decision for the items this question names, then Enter; a paste of several
-lines is one answer. It is shown back with the items it applies to, and recorded only
-once you confirm it. Never type a secret: say where it is ("use the key in $VAR").
+lines is one answer. {recorded} Never type a secret: say where it is ("use the key in $VAR").
   Enter or defer   decide nothing now: the question is asked again next time
   cancel           stop asking: this and every later question is deferred
   ? or help        this help"""
+
+#: DECISION_HELP's word on recording, with confirmation on and off.
+RECORDED_CONFIRMED = ("It is shown back with the items it applies to, and recorded only\n"
+                      "once you confirm it.")
+RECORDED_AT_ONCE = "It is recorded for the items this question names as you give it."
 
 CONFLICT_HELP = """\
 This item's work could not be integrated. Answer with one word, then Enter:
@@ -218,7 +222,8 @@ class TerminalAsker:
             reply = ask.text(prompt)
             word = reply.lower()
             if word in ("?", "help"):
-                print(CONFLICT_HELP if question.conflict else DECISION_HELP)
+                print(CONFLICT_HELP if question.conflict else DECISION_HELP.format(
+                    recorded=RECORDED_CONFIRMED if self.confirm else RECORDED_AT_ONCE))
                 continue
             if reply == "" or word == "defer":
                 return DEFER
