@@ -19,12 +19,24 @@ from git_forge.loop.state import RunState, read_state, write_state
     ("work\n  RAUF_DONE  \n\n", Signal("done")),
     ("FORGE_BLOCKED: the API is down\n", Signal("blocked", "the API is down")),
     ("RAUF_BLOCKED:   spaced  \n", Signal("blocked", "spaced")),
-    ("x\nFORGE_NEEDS_HUMAN: which DB?\ntrailing chatter\n", Signal("needs_human", "which DB?")),
     ("RAUF_NEEDS_HUMAN: ok?", Signal("needs_human", "ok?")),
-    # The last signal line wins: a protocol quoted earlier does not count.
+    # The final line is the signal: one quoted earlier does not count.
     ("I will print FORGE_DONE at the end\nFORGE_DONE\nFORGE_BLOCKED: no\n",
      Signal("blocked", "no")),
     ("FORGE_BLOCKED: first\nFORGE_DONE\n", Signal("done")),
+    # A signal line followed by more text is no signal: the text takes it back.
+    ("x\nFORGE_NEEDS_HUMAN: which DB?\ntrailing chatter\n", NO_SIGNAL),
+    ("When the tests pass I will print:\n\n```\nFORGE_DONE\n```\n\nThe tests still fail; "
+     "I could not finish: I need the API key.\n", NO_SIGNAL),
+    # A closing code fence right after the signal line is the model's wrapping.
+    ("Done.\n\n```\nFORGE_DONE\n```\n\n", Signal("done")),
+    ("```text\nFORGE_BLOCKED: no key\n~~~~\n", Signal("blocked", "no key")),
+    ("FORGE_DONE\n```\n```\n", NO_SIGNAL),
+    # The protocol restated: a placeholder in angle brackets asks nothing.
+    ("- `FORGE_DONE`\n- `FORGE_NEEDS_HUMAN: <question>`\n", NO_SIGNAL),
+    ("FORGE_BLOCKED: <reason>\n", NO_SIGNAL),
+    ("FORGE_BLOCKED: the <input> tag is unsupported\n",
+     Signal("blocked", "the <input> tag is unsupported")),
     ("say FORGE_DONE\n", NO_SIGNAL),
     ("", NO_SIGNAL),
 ])
@@ -71,8 +83,9 @@ def test_parse_signal(text: str, expected: Signal) -> None:
 ])
 def test_the_signal_line_as_markdown_writes_it(line: str, expected: Signal | None) -> None:
     assert parse_signal(f"Some work.\n{line}\n") == (expected or NO_SIGNAL)
-    assert parse_signal(f"FORGE_BLOCKED: earlier\n{line}\nmore words\n") == (
-        expected or Signal("blocked", "earlier"))
+    assert parse_signal(f"FORGE_BLOCKED: earlier\n{line}\n") == (
+        expected or NO_SIGNAL)
+    assert parse_signal(f"{line}\nmore words\n") == NO_SIGNAL
 
 
 def test_the_prompt_tells_the_grammar_and_its_own_lines_are_no_signal() -> None:
@@ -80,7 +93,7 @@ def test_the_prompt_tells_the_grammar_and_its_own_lines_are_no_signal() -> None:
     protocol it was given has not signalled."""
     protocol = build_prompt(Item({"id": "001", "title": "T"})).split("## When you stop", 1)[1]
     assert "Markdown around it is fine (`**FORGE_DONE**`" in protocol
-    assert "a signal inside a sentence is not read" in protocol
+    assert "a signal inside a sentence, or followed by more text, is not read" in protocol
     assert parse_signal(protocol) == NO_SIGNAL
 
 

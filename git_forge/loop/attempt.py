@@ -6,7 +6,7 @@ ended — its signal and what its failure was.
 A structured agent (Claude Code, Codex) says its signal in its final result
 text, never in the JSON around it; Claude's ``is_error: true`` is a failed
 attempt whatever its exit code. A generic agent's signal is its stdout's last
-signal line, as ever, and its failure is classified only when it gave none.
+line, when that is a signal, and its failure is classified only when it gave none.
 """
 
 from __future__ import annotations

@@ -30,8 +30,9 @@ End your output with exactly one of these lines:
 - `FORGE_BLOCKED: <reason>` — you cannot proceed for a reason outside your control.
 - `FORGE_NEEDS_HUMAN: <question>` — you need a human decision; ask for the decision (which
   option, which policy), never for a secret or credential.
-The signal is a line of its own: Markdown around it is fine (`**FORGE_DONE**`, a list
-marker, a final period), but a signal inside a sentence is not read.
+The signal is a line of its own, the last of your output.
+Markdown around it is fine (`**FORGE_DONE**`, a list marker, a final period), but
+a signal inside a sentence, or followed by more text, is not read.
 Do not commit; the runner commits your changes for the item."""
 
 

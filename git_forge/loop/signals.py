@@ -2,8 +2,12 @@
 
 The agent ends with one of ``FORGE_DONE``, ``FORGE_BLOCKED: <reason>`` or
 ``FORGE_NEEDS_HUMAN: <reason>`` (the rauf runner's ``RAUF_`` spellings are
-accepted too). Lines are scanned from the end and the first signal line wins,
-so an agent quoting the protocol earlier in its output is not misread.
+accepted too). The signal is the output's final line — trailing blank lines
+aside, and a closing code fence right after it, since models wrap the line in
+one. A signal line followed by anything else is no signal: the agent's prompt
+asks it to *end* with the line, and prose after it ("The tests still fail; I
+could not finish") is the agent taking it back. So an agent quoting the
+protocol, or a signal it means to print later, is not misread.
 
 Models answer in Markdown, so a signal line is the signal *as Markdown writes
 it*; its grammar (each line stripped of surrounding white space):
@@ -24,7 +28,9 @@ So ```FORGE_DONE```, ``**FORGE_DONE**``, ``FORGE_DONE.``, ``- FORGE_DONE``,
 The line is the signal and nothing else: a keyword inside prose ("I would have
 printed FORGE_DONE once…"), followed by words ("FORGE_DONE once the tests
 pass") or by a wrapper that does not close where the line ends (the protocol
-quoted as ```FORGE_BLOCKED: <reason>` — you cannot proceed``) is not.
+quoted as ```FORGE_BLOCKED: <reason>` — you cannot proceed``) is not; nor is a
+reason that is a placeholder in angle brackets (``FORGE_NEEDS_HUMAN: <question>``,
+the protocol restated), which asks nothing.
 """
 
 from __future__ import annotations
@@ -54,17 +60,30 @@ class Signal:
 NO_SIGNAL = Signal("none")
 
 
+#: A code fence's line (``` or ~~~, with no info string: a closing one).
+_FENCE = re.compile(r"(?:`{3,}|~{3,})")
+#: A reason that is a placeholder: ``<reason>``, ``<question>``.
+_PLACEHOLDER = re.compile(r"<[^<>]*>")
+
+
 def parse_signal(text: str) -> Signal:
-    """The last signal line of ``text``, or ``NO_SIGNAL``."""
-    for line in reversed(text.splitlines()):
-        signal = signal_of(line)
-        if signal is not None:
-            return signal
-    return NO_SIGNAL
+    """The signal ``text``'s final line is, or ``NO_SIGNAL``: blank lines at the
+    end are skipped, and one closing code fence right after the signal line."""
+    lines = text.rstrip().splitlines()
+    if len(lines) >= 2 and _FENCE.fullmatch(lines[-1].strip()):
+        lines.pop()
+    return (signal_of(lines[-1]) if lines else None) or NO_SIGNAL
 
 
 def signal_of(line: str) -> Signal | None:
     """The signal ``line`` is, by the module's grammar, or ``None``."""
+    signal = _signal_of(line)
+    if signal is not None and signal.reason and _PLACEHOLDER.fullmatch(signal.reason):
+        return None
+    return signal
+
+
+def _signal_of(line: str) -> Signal | None:
     match = _SIGNAL.fullmatch(line.strip())
     if match is None:
         return None
