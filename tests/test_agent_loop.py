@@ -312,6 +312,38 @@ def test_the_same_failure_on_a_second_item_trips_the_breaker(project: Project) -
     assert project.events("circuit_breaker")[0]["itemIds"] == ["001", "002"]
 
 
+def test_a_plain_agent_failing_the_same_way_on_two_items_trips_the_breaker(
+        project: Project, tmp_path: Path) -> None:
+    """A plain command line's failure has no classified kind: its exit code and last
+    error line are its signature, an address in it aside."""
+    agent = tmp_path / "overloaded.sh"
+    agent.write_text("#!/bin/sh\ncat >/dev/null\necho working\n"
+                     "echo \"Traceback (pid $$)\" >&2\n"
+                     "echo \"RuntimeError:  model overloaded, see https://x.test/$$\" >&2\n"
+                     "exit 1\n")
+    agent.chmod(0o755)
+    before = (project.root / ".forge" / "backlog.json").read_bytes()
+    result = project.run("--agent", str(agent))
+    assert result.returncode == 1, result.stderr
+    assert ("failed 4 times in a row the same way (exit 1: RuntimeError: model overloaded, "
+            "see <address>)") in result.stderr
+    assert "items 001, 002 back to pending" in result.stderr
+    assert (project.root / ".forge" / "backlog.json").read_bytes() == before
+    assert project.events("circuit_breaker")[0]["itemIds"] == ["001", "002"]
+
+
+def test_a_plain_agent_failing_differently_per_item_does_not_trip_the_breaker(
+        project: Project, tmp_path: Path) -> None:
+    agent = tmp_path / "tests.sh"
+    agent.write_text("#!/bin/sh\ncat >/dev/null\n"
+                     "echo \"error: test_$FORGE_ITEM_ID failed\" >&2\nexit 1\n")
+    agent.chmod(0o755)
+    result = project.run("--agent", str(agent), "--retries", "0")
+    assert result.returncode == 5, result.stderr
+    assert not project.events("circuit_breaker")
+    assert all(item["deferred"] for item in project.items().values())
+
+
 def test_a_success_between_two_items_failing_alike_starts_the_count_again(
         project: Project) -> None:
     project.fakes.plan({"001": {"do": "is_error"}, "002": {"do": "done"},

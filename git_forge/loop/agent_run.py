@@ -93,10 +93,8 @@ def after_attempt(run: RunContext, taken: Item, result: AgentResult) -> Step | E
                       f"stopped: the agent refused its command line ({words}); no item is "
                       "at fault — fix loop.agentArgs / --agent-arg and run the loop again",
                       error=f"the agent refused its command line: {words}")
-    signature = (verdict.signature(result.exit_code)
-                 if verdict.verdict is Verdict.FAILED and verdict.kind else None)
-    tripped = agent.breaker.record(taken, signature, verdict.message, result.stderr_lines,
-                                   agents_own=verdict.agents_own)
+    tripped = agent.breaker.record(taken, result.failure_signature(), verdict.message,
+                                   result.stderr_lines, agents_own=verdict.agents_own)
     if tripped is None:
         return Step.SETTLE
     restored = []

@@ -4,7 +4,9 @@ backlog item by item.
 The breaker is about the agent, not one item. An agent that is not logged in, not
 installed or failing on every API call fails every attempt the same way. The
 breaker counts consecutive attempts — across items — whose failure has the same
-signature (exit code and classified kind, ``exit 1: not logged in``); any other
+signature (exit code and classified kind, ``exit 1: not logged in``; for a
+failure with no kind, such as a plain command line's, exit code and last error
+line, ``exit 1: RuntimeError: model overloaded``); any other
 attempt (one that ran, or failed differently, or was cut off by a backstop)
 starts the count again. It trips at ``--max-consecutive-failures`` (3) such
 attempts once they span at least two items: one item that keeps failing is
@@ -58,7 +60,7 @@ class Breaker:
     def record(self, before: Item, signature: str | None, said: str | None = None,
                stderr: tuple[str, ...] = (), *, agents_own: bool = False) -> Tripped | None:
         """One finished attempt on the item that was ``before`` when it was taken:
-        ``signature`` when it failed with a classified kind, ``None`` otherwise;
+        ``signature`` when it failed (``AgentResult.failure_signature``), ``None`` otherwise;
         ``agents_own`` when that kind is the agent's, whatever the item."""
         if signature is None:
             self.reset()

@@ -10,6 +10,7 @@ agent whose output cannot be recorded).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,6 +69,30 @@ class AgentResult:
     refused: dict[str, str] = field(default_factory=dict)
     #: The session a retry of the item resumes (``None``: a fresh one).
     session: Session | None = None
+    #: Its last error line (stderr's last ``error:`` line, else its last line).
+    error: str | None = None
+
+    def failure_signature(self) -> str | None:
+        """What the circuit breaker compares: a classified failure's exit code and
+        kind, or — for any agent, a plain command line too — an attempt that gave
+        no signal, exited non-zero on its own and said why: its exit code and its
+        last error line, its white space collapsed and any address (which may
+        differ between attempts of the same failure) left out. Numbers stay: an
+        item's id or test's name in the line is what tells two failures apart. An
+        exit code with no words says too little to blame the agent rather than the
+        item, and a cut-off attempt is the backstop's."""
+        verdict = self.verdict
+        if verdict.verdict is Verdict.FAILED and verdict.kind:
+            return verdict.signature(self.exit_code)
+        if (self.signal.kind != "none" or self.timed_out or self.idle or not self.error
+                or self.exit_code in (0, None)
+                or verdict.verdict not in (Verdict.RAN, Verdict.FAILED)):
+            return None
+        return f"exit {self.exit_code}: {_ADDRESS.sub('<address>', self.error)}"
+
+
+#: An address in an error line (a request's URL may differ between attempts).
+_ADDRESS = re.compile(r"\b\w+://\S+")
 
 
 def start_agent(run: RunContext, item: Item, number: int, *,
@@ -206,8 +231,9 @@ def _result_of(run: RunContext, handle: str, manifest: Manifest, idle: bool,
     verdict = limits_wait.after_its_reset(run, verdict, ended)
     failure = verdict.kind if verdict.verdict is Verdict.FAILED and verdict.kind else None
     lines = stderr_lines(stderr)
+    error = _trim(error_line(safe_text(stderr, final=True).text))
     why = what_happened(exit_code, manifest.state, timed_out, run.options.timeout_minutes,
-                        failure or _trim(error_line(safe_text(stderr, final=True).text)),
+                        failure or error,
                         idle_minutes=run.options.idle_minutes if idle else None,
                         failed=failure is not None)
     receipt = attempt.receipt
@@ -218,7 +244,8 @@ def _result_of(run: RunContext, handle: str, manifest: Manifest, idle: bool,
                        timed_out=timed_out, what_happened=why,
                        verdict=verdict, receipt=receipt, idle=idle,
                        stderr_lines=tuple(lines), listed=listed,
-                       refused=dict(attempt.facts().refused), session=attempt.ended_in())
+                       refused=dict(attempt.facts().refused), session=attempt.ended_in(),
+                       error=error)
 
 
 def _trim(line: str | None) -> str | None:
