@@ -412,6 +412,30 @@ def test_a_limit_wait_survives_sigkill_and_the_next_run_waits_too(project: Proje
     assert project.items()["001"]["status"] == "done"
 
 
+def test_the_work_of_an_item_waiting_out_a_limit_is_its_own_after_sigkill(
+        project: Project) -> None:
+    """Killed during the wait, the run leaves the attempt's changes in the tree for
+    the retry: state.json names the item they are the work of."""
+    project.fakes.plan({"001": {"do": "rejected", "resets_in": 120, "files": {"x.txt": "x\n"}}})
+    first = project.spawn("--agent", "claude")
+    state = project.root / ".forge" / "state.json"
+    waiting.wait_for(lambda: state.exists() and json.loads(state.read_text()).get("waitingUntil"),
+                     timeout=30, what="the run to record its wait")
+    os.kill(first.pid, signal.SIGKILL)
+    waiting.communicate(first, timeout=10)
+    assert git("status", "--porcelain", "--", "x.txt", cwd=project.root) == "?? x.txt\n"
+    assert project.state()["currentItem"] == "001" and project.state()["runningItems"] == []
+    result = project.run("--agent", "claude")
+    assert result.returncode == 2, result.stderr
+    assert "STOP: a previous git-forge run left work in the tree." in result.stderr
+    assert "item in flight: 001" in result.stderr
+    assert "did not make" not in result.stderr
+    plan = json.loads(project.forge("reconcile", "--json").stdout)
+    groups = [(group["kind"], group["itemId"], [p["path"] for p in group["paths"]])
+              for group in plan["groups"]]
+    assert ("item", "001", ["x.txt"]) in groups
+
+
 def test_on_limit_stop_ends_the_run_with_exit_4_and_when_to_come_back(
         project: Project) -> None:
     lisbon = ZoneInfo("Europe/Lisbon")

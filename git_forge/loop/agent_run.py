@@ -119,8 +119,10 @@ def _limit(run: RunContext, item_id: str, result: AgentResult) -> Step | Ending:
     options = run.options
     until, reason = limits_wait.until_of(result.verdict, options.limit_wait_minutes,
                                          options.limit_wait_max_minutes)
-    _back_to_pending(run, item_id)
+    if run.store.get(item_id).status == "in_progress":
+        run.store.transition(item_id, "pending")  # state.json's item in flight: wait_out's
     if options.on_limit == "stop":
+        run.save(current_item=None)
         stamp = wire_stamp(until)
         run.save(waiting_until=stamp)
         run.journal.append("usage_limit_wait", itemId=item_id, until=stamp, reason=reason,

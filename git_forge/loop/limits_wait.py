@@ -97,9 +97,16 @@ def recorded_wait(value: str | None, max_minutes: float,
 def wait_out(run: RunContext, until: datetime, reason: str, item_id: str | None,
              source: str = "agent") -> bool:
     """Record the wait, tell the operator, sleep until ``until`` plus the margin;
-    ``False`` when a stop ended it (``waitingUntil`` then stays recorded)."""
+    ``False`` when a stop ended it (``waitingUntil`` then stays recorded).
+
+    In the main checkout, ``item_id``'s attempt left its changes in the tree for
+    the retry: state.json keeps naming it as the item in flight while the wait
+    lasts, so a run killed during it (``kill -9``) leaves them attributed to the
+    item (reconcile, the pre-launch check), not as changes no run made."""
     stamp = wire_stamp(until)
-    run.save(waiting_until=stamp, current_item=None)
+    serial = run.options.parallel == 1
+    run.save(waiting_until=stamp, current_item=item_id if serial else None,
+             **({"running_items": ()} if serial else {}))  # no agent runs meanwhile
     run.journal.append("usage_limit_wait", itemId=item_id, until=stamp, reason=reason,
                        source=source)
     run.journal.sync()  # a killed loop's successor reads the wait from state.json
@@ -117,6 +124,6 @@ def wait_out(run: RunContext, until: datetime, reason: str, item_id: str | None,
         run.progress.countdown(left)
         if run.agent.wake.wait(min(WAKE_SECONDS, left)) or run.stop():
             return False
-    run.save(waiting_until=None)
+    run.save(waiting_until=None, **({"running_items": None} if serial else {}))
     run.journal.append("usage_limit_resumed", itemId=item_id)
     return True

@@ -426,6 +426,8 @@ class Engine:
         session no later run resumes."""
         for item_id in item_ids:
             self.place.clear(self.run.store.get(item_id), None)
+            if self.run.state.current_item == item_id:  # its changes are in the tree no more
+                self.run.save(current_item=None, running_items=None)
 
     def _drain(self) -> None:
         """The place's git work under way, finished and acted on."""
