@@ -35,6 +35,9 @@ def test_demo_without_a_terminal_walks_the_whole_lifecycle(tmp_path: Path) -> No
     # What the demo says to do next works there as typed: recover 006, then the
     # NEXT-STEPS command (its .forge.yaml names the scripted agent).
     assert "$ git forge loop run\n" in out
+    # a run that ends with blocked items exits 5: not called complete
+    assert "loop ended: nothing more can run while blocked items remain (exit 5)" in out
+    assert "complete (exit 5)" not in out
     recovered = run_forge("recover", "--answer", "006=Publish to the test index first",
                           cwd=root)
     assert recovered.returncode == 0, recovered.stderr

@@ -351,7 +351,7 @@ def test_a_stray_file_after_a_clean_run_is_not_called_the_runs_work(project: Pat
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert lines[0] == ("STOP: the working tree has changes that git-forge's last run "
-                        f"(started {STARTED} (run run-9)) did not make.")
+                        f"(run run-9, started {STARTED}) did not make.")
     assert "previous git-forge run left work" not in result.stderr
     assert "  blocked:        none" in lines and "  needs human:    none" in lines
     assert lines[lines.index("Changed outside the run (as git status --porcelain prints "

@@ -66,9 +66,10 @@ class TerminalScreen:
         return TerminalProgress(follow=False, ndjson=False)
 
     def loop_ended(self, result: LoopResult) -> None:
-        from git_forge.cli.status import run_status_words
+        from git_forge.cli.status import run_end_words
 
-        self.say(f"loop ended: {run_status_words(result.status)} (exit {result.exit_code})"
+        self.say(f"loop ended: {run_end_words(result.status, result.exit_code)} "
+                 f"(exit {result.exit_code})"
                  + (f" — {result.message}" if result.message else ""))
 
     def status(self, document: StatusJSON) -> None:

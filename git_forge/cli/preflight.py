@@ -64,8 +64,9 @@ def render_stop(result: Preflight, explanation: StopExplanation | None = None,
         lines = ["STOP: a previous git-forge run left work in its items' worktrees or "
                  "branches."]
     else:
-        lines = [f"STOP: the working tree has changes that git-forge's last run (started "
-                 f"{started}{named}) did not make."]
+        run_named = f"run {run.run_id}, " if run.run_id else ""
+        lines = [f"STOP: the working tree has changes that git-forge's last run ({run_named}"
+                 f"started {started}) did not make."]
     if result.run is not None or not result.trees:  # a run is known of
         lines.append(f"  run started:   {started}{named}")
         lines.append(f"  item in flight: {run.current_item or 'none'}")

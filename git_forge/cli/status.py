@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from git_forge.cli.output import emit_json
+from git_forge.exit_codes import LOOP_BLOCKED
 from git_forge.words import counted, size
 
 TYPE_CHECKING = False
@@ -57,6 +58,14 @@ RUN_STATUS_WORDS = {
 def run_status_words(status: str) -> str:
     """The words for a run's status: ``paused for a human``, not ``paused_human``."""
     return RUN_STATUS_WORDS.get(status, status)
+
+
+def run_end_words(status: str, exit_code: int) -> str:
+    """How a run ended, in words true to its exit code: a run that ran out of work
+    with blocked items left is recorded ``complete`` but exits 5, which is not done."""
+    if exit_code == LOOP_BLOCKED:
+        return "nothing more can run while blocked items remain"
+    return run_status_words(status)
 
 
 def render_status(document: Mapping[str, Any]) -> list[str]:
