@@ -218,6 +218,39 @@ def test_nothing_to_recover_is_clean_and_never_resolved(git_repo: Path) -> None:
     assert report["outcome"] == "complete" and report["affected"] == []
 
 
+def test_before_any_run_recover_says_no_run_has_happened(git_repo: Path) -> None:
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "empty backlog", cwd=git_repo)
+    empty = recover(git_repo).stdout
+    assert "no loop run has happened yet" in empty and "run evidence unusable" not in empty
+    assert run_forge("backlog", "add", "--title", "A", cwd=git_repo).returncode == 0
+    queued = recover(git_repo)
+    assert queued.returncode == 0, queued.stderr
+    assert ("outcome: partial (no loop run has happened yet: the items wait for "
+            "git forge loop run)") in queued.stdout
+    assert "the run stopped" not in queued.stdout and "run evidence unusable" not in queued.stdout
+    assert queued.stdout.split("NEXT-STEPS\n", 1)[1].strip() == "git forge loop run"
+
+
+def test_a_hand_broken_backlog_is_named_as_the_file_to_fix(git_repo: Path) -> None:
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    assert run_forge("backlog", "add", "--title", "A", cwd=git_repo).returncode == 0
+    git("add", "-A", cwd=git_repo)
+    git("commit", "-qm", "backlog", cwd=git_repo)
+    backlog = git_repo / ".forge" / "backlog.json"
+    backlog.write_text(backlog.read_text().replace('"001"', '"A01"'))
+    before = backlog.read_bytes()
+    result = recover(git_repo)
+    assert result.returncode == 10
+    assert 'invalid item id "A01"' in result.stdout
+    assert ".forge/backlog.json must be fixed first" in result.stdout
+    assert "git checkout -- .forge/backlog.json" in result.stdout
+    next_step = result.stdout.split("NEXT-STEPS\n", 1)[1].strip()
+    assert next_step == "git diff -- .forge/backlog.json"  # not recover, which fails again
+    assert backlog.read_bytes() == before
+
+
 def test_credential_answers_are_refused_before_recording(after_run: Path) -> None:
     record = after_run / ".forge" / "forge-decisions.json"
     result = recover(after_run, "--answer", "006=ghp_abcdefghijklmnopqrstuvwxyz0123456789")

@@ -408,6 +408,10 @@ def render_report(report: Report) -> list[str]:
         failure = report.failure
         lines.append(paint(f"  FAILED at step {failure.step.number} ({failure.kind}):", "red"))
         lines.append(f"    {failure.error}")
+        if failure.source is not None:
+            lines.append(f"    {failure.source} must be fixed first (running recover again "
+                         f"fails the same way): git diff -- {failure.source} shows the edit, "
+                         f"git checkout -- {failure.source} restores the committed file")
     elif report.gate is not None:
         lines += render_gate(report.gate)
         outcome = report.outcome

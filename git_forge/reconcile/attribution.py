@@ -231,6 +231,9 @@ def plan(root: Path, evidence: Evidence, entries: list[StatusEntry], *,
                 notes.append(f"git log {evidence.base_commit[:12]}..HEAD failed: {exc.message}")
     elif evidence.problem:
         notes.append(f"run evidence unusable ({evidence.problem}): nothing is attributed")
+    elif evidence.no_run:
+        notes.append("no loop run has happened yet (no state.json): nothing is attributed "
+                     "to one")
 
     groups: dict[str, _Building] = {}
 

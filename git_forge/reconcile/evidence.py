@@ -29,6 +29,9 @@ class Evidence:
     in_flight: str | None = None
     citations: tuple[str, ...] = ()
     problem: str | None = None
+    #: No state.json: no run has happened yet, so there is nothing to attribute and
+    #: nothing wrong with that (not "evidence unusable").
+    no_run: bool = False
 
     @property
     def usable(self) -> bool:
@@ -57,7 +60,7 @@ def gather(state_dir: Path) -> Evidence:
     except StoreError as exc:
         return Evidence(problem=f"state.json unreadable: {exc.message}")
     if state is None:
-        return Evidence(problem="no state.json from a prior run")
+        return Evidence(no_run=True)
     base = state.base_commit_hash
     current = state.current_item
     citations = [f"state.json: run {state.run_id or '?'} started "

@@ -115,7 +115,9 @@ def select_outcome(gate: Gate, items: list[Item], topology: TopologyJSON,
                    run_state: RunState | None,
                    waiting: list[WaitingJSON] | None = None) -> Outcome:
     """The outcome of a pass that did not fail, from the gate and the re-read list;
-    ``waiting`` (``topology.waiting_on``) names what a starved backlog waits on."""
+    ``waiting`` (``topology.waiting_on``) names what a starved backlog waits on.
+    ``run_state`` is None when no run has happened yet (no state.json): said as such,
+    not as a run that stopped early."""
     if gate.passed:
         return Outcome("resolved")
     counts = _counts(items)
@@ -138,8 +140,14 @@ def select_outcome(gate: Gate, items: list[Item], topology: TopologyJSON,
             return Outcome("partial", "dependency starvation",
                            {"blockingRoots": starvation["blockingRoots"] if starvation else [],
                             "waitingOn": waiting or []})
+        if run_state is None:  # items queued with backlog add, never run
+            return Outcome("partial", "no loop run has happened yet: the items wait for "
+                           "git forge loop run", {"selectable": selectable})
         return Outcome("partial", "the run stopped before the work was done",
                        {"selectable": selectable})
+    if run_state is None and not items:
+        return Outcome("complete", "no loop run has happened yet and the backlog is empty: "
+                       "add items with git forge backlog add")
     return Outcome("complete")
 
 

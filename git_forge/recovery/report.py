@@ -133,11 +133,14 @@ class RecoverJSON(TypedDict):
 
 @dataclass(frozen=True)
 class Failure:
-    """The step that stopped the pass, and its source's error, verbatim."""
+    """The step that stopped the pass, and its source's error, verbatim. ``source``:
+    the project file that could not be read (a hand-edited backlog.json), which must
+    be fixed before recover can read it — running recover again fails the same way."""
 
     kind: FailureKind
     step: Step
     error: str
+    source: str | None = None
 
     def to_json(self) -> FailureJSON:
         return {"kind": self.kind.value, "step": self.step.wire, "error": self.error}
@@ -422,6 +425,8 @@ class Report:
         that resolution's commands (the rebase in the item's worktree), not
         ``recover``: the item stays blocked until its branch lands, and running
         recover again would only ask about it again."""
+        if self.failure is not None and self.failure.source is not None:
+            return f"git diff -- {self.failure.source}"
         if self.failure is not None or self.outcome is None:
             return RECOVER
         by_hand = [q.conflict for q in self._by_hand if q.conflict is not None]

@@ -31,7 +31,7 @@ from git_forge.credentials import credential_refusal
 from git_forge.errors import ForgeError, UsageError
 from git_forge.interrupts import Caught
 from git_forge.loop.receipts import spent_so_far
-from git_forge.loop.state import read_state
+from git_forge.loop.state import RunState, read_state
 from git_forge.reconcile import service
 from git_forge.reconcile.attribution import GroupKind, Plan
 from git_forge.reconcile.conflicts import (
@@ -121,28 +121,32 @@ class RecoveryFailed(Exception):
     exactly that much and nothing past it."""
 
     def __init__(self, step: Step, kind: FailureKind, message: str, *,
-                 partial: StepResult | None = None) -> None:
+                 partial: StepResult | None = None, source: str | None = None) -> None:
         super().__init__(message)
         self.step = step
         self.kind = kind
         self.message = message
         self.partial = partial
+        self.source = source
 
     @property
     def failure(self) -> Failure:
-        return Failure(self.kind, self.step, self.message)
+        return Failure(self.kind, self.step, self.message, self.source)
 
 
 def _status_of(items: Iterable[Item]) -> dict[str, str]:
     return {item.id: str(item.status) for item in items}
 
 
-def _list(runner: Runner, step: Step) -> list[Item]:
-    """The runner's item list: the one data source of steps 1, 2 and 6."""
+def _list(ctx: Context, step: Step) -> list[Item]:
+    """The runner's item list: the one data source of steps 1, 2 and 6. The embedded
+    runner's refusal is of the project's backlog.json, which is named as the file to fix."""
     try:
-        return runner.list_items()
+        return ctx.runner.list_items()
     except RunnerError as exc:
-        raise RecoveryFailed(step, FailureKind.READ, exc.message) from exc
+        source = (ctx.workspace.relative(ctx.workspace.backlog_file)
+                  if ctx.runner.kind == "embedded" else None)
+        raise RecoveryFailed(step, FailureKind.READ, exc.message, source=source) from exc
 
 
 def _unapplied(rec: decisions.DecisionRecord, step: Step) -> list[decisions.DecisionJSON]:
@@ -158,7 +162,7 @@ def _unapplied(rec: decisions.DecisionRecord, step: Step) -> list[decisions.Deci
 def enumerate_items(ctx: Context) -> Enumerated:
     """Step 1: the record's unapplied entries, then the runner's list."""
     unapplied = _unapplied(ctx.rec, Step.ENUMERATE)
-    return Enumerated(_list(ctx.runner, Step.ENUMERATE), unapplied)
+    return Enumerated(_list(ctx, Step.ENUMERATE), unapplied)
 
 
 # --- step 2 -------------------------------------------------------------------------------
@@ -407,7 +411,7 @@ def apply(ctx: Context, enumerated: Enumerated, clustered: Clustered,
     to_apply.update(recorded.answers)
     if not to_apply:
         return Application()
-    seen = _list(ctx.runner, Step.APPLY) if ctx.asker is not None else None
+    seen = _list(ctx, Step.APPLY) if ctx.asker is not None else None
     stale = _no_longer_blocked(seen, to_apply) if seen is not None else ()
     for row in stale:
         del to_apply[row["id"]]
@@ -506,7 +510,7 @@ def _retry_conflicts(ctx: Context, to_apply: dict[str, decisions.DecisionJSON]
 
 def prove(ctx: Context, application: Application) -> Proof:
     """Step 6: re-read the runner's list; every applied item must have moved."""
-    items = _list(ctx.runner, Step.PROVE)
+    items = _list(ctx, Step.PROVE)
     status = _status_of(items)
     movers: list[dict[str, str]] = []
     non_movers: list[dict[str, str]] = []
@@ -610,9 +614,9 @@ def gate(ctx: Context, enumerated: Enumerated, application: Application,
         affected=affected,
     )
     try:
-        run_state = read_state(ctx.workspace.state_dir)
+        run_state = read_state(ctx.workspace.state_dir)  # None: no run has happened yet
     except ForgeError:
-        run_state = None
+        run_state = RunState()  # a run is known of; its state is unreadable
     items = (proof.items if proof is not None else
              application.seen if application.seen is not None else enumerated.items)
     graph = build_graph(items)
