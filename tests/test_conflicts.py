@@ -422,3 +422,17 @@ def test_no_merge_is_offered_when_only_one_question_could_merge(conflict: Confli
     session.end_input()
     session.finish()
     assert "Merge questions" not in session.text
+
+
+def test_a_stop_for_item_worktrees_names_only_items_still_waiting(conflict: Conflict) -> None:
+    # the run named both as needing a human; the winner has been settled since
+    state_file = conflict.root / ".forge" / "state.json"
+    state = json.loads(state_file.read_text())
+    state["needsHumanItems"] = sorted({conflict.winner, conflict.loser})
+    state_file.write_text(json.dumps(state))
+    result = conflict.run("preflight")
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    waiting = "001, 002".replace(conflict.winner, "").strip(", ")
+    needs = next(line for line in lines if line.startswith("  needs human:"))
+    assert needs == f"  needs human:    {waiting}" and waiting == conflict.loser

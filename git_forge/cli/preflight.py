@@ -106,12 +106,19 @@ def render_stop(result: Preflight, explanation: StopExplanation | None = None,
 
 def explain_stop(workspace: Workspace, result: Preflight) -> StopExplanation | None:
     """The STOP's explanation (``reconcile.stop.explain``), or ``None`` when the
-    launch stopped for another reason."""
-    if result.status != "stop" or result.reason is not None or not result.entries:
+    launch stopped for another reason. A STOP for items' worktrees alone still names
+    only the run's items that are blocked now: one answered since (a conflict retried)
+    waits for the next run, not for a human."""
+    if result.status != "stop" or result.reason is not None:
         return None
     from git_forge.loop.state import RunState
-    from git_forge.reconcile.stop import explain
+    from git_forge.reconcile.stop import StopExplanation, current_waits, explain
 
+    if not result.entries:
+        if not result.trees:
+            return None
+        blocked, needs_human = current_waits(workspace.backlog_file, result.run or RunState())
+        return StopExplanation(blocked=blocked, needs_human=needs_human)
     return explain(workspace.root, workspace.state_dir, workspace.backlog_file,
                    result.entries, result.run or RunState())
 
