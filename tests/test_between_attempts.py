@@ -204,6 +204,8 @@ def test_a_run_ending_between_attempts_keeps_the_item_s_work(
         _, stderr = waiting.communicate(loop, timeout=30)
         assert loop.returncode == code, stderr
         assert len(project.events("llm_spawned")) == 1  # the stop started no other agent
+        # the work was set aside and said so: the last line points at no tree
+        assert "in the tree for git forge reconcile" not in stderr, stderr
     else:
         result = project.run(*args)
         assert result.returncode == code, result.stderr

@@ -470,7 +470,11 @@ class Engine:
         running = sorted(self.running)
         self._wind_down()
         self._record_stop(running)
-        return result(run, LOOP_STOPPED, "stopped", self.place.stopped)
+        # With no agent running (a stop during a limit wait, between attempts), whatever
+        # the last attempt left was set aside and said so as it was kept: the tree holds
+        # nothing of an agent's for this line to point at.
+        return result(run, LOOP_STOPPED, "stopped",
+                      self.place.stopped if running else "stopped; no agent was running")
 
     def _switched(self, what: str) -> LoopResult:
         """The main checkout left the run's branch: every agent ends, nothing more is
