@@ -888,3 +888,18 @@ def test_an_answer_to_a_runner_deferred_item_is_threaded_into_its_prompt(git_rep
 def test_the_report_says_where_an_answer_went(after_run: Path) -> None:
     result = recover(after_run, "--answer", "c003=Use SQLite", "--answer", "006=Use TestPyPI")
     assert "  applied   006: answer threaded into the next prompt" in result.stdout
+
+
+def test_items_whose_agents_gave_no_reason_are_never_one_question(tmp_path: Path) -> None:
+    # "**FORGE_BLOCKED:**" and "FORGE_NEEDS_HUMAN:" alone store the same placeholder
+    # reason; nothing says the two items wait on the same thing.
+    root = blocked_backlog(init_repository(tmp_path / "repo"),
+                           {"001": "no reason given", "002": "no reason given",
+                            "003": "Which database should the store use?",
+                            "004": "Which database should the cache use?"})
+    code, plan = (lambda r: (r.returncode, json.loads(r.stdout)))(
+        recover(root, "--plan", "--json"))
+    assert code == 0, plan
+    asked = [question["itemIds"] for question in plan["questions"]]
+    assert ["001"] in asked and ["002"] in asked, asked
+    assert ["003", "004"] in asked, asked  # alike reasons are still one question

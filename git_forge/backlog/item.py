@@ -57,6 +57,10 @@ class BacklogItemJSON(TypedDict):
     answeredKind: NotRequired[str | None]
 
 
+#: The reason a blocked item holds when its agent's signal gave none. Two such items
+#: are never one question: nothing says they wait on the same thing.
+NO_REASON = "no reason given"
+
 #: snake_case attribute → its name in backlog.json (formats.md, "Item").
 WIRE_NAMES: Mapping[str, str] = {
     "id": "id",

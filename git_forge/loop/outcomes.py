@@ -22,7 +22,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from git_forge.backlog.item import Item
+from git_forge.backlog.item import NO_REASON, Item
 from git_forge.exit_codes import LOOP_ERROR
 from git_forge.loop.context import RunContext
 from git_forge.loop.errors import LoopError
@@ -63,7 +63,7 @@ def settle(run: RunContext, place: Place, item: Item, result: AgentResult) -> Ou
     if signal.kind == "done":
         return done(run, place, item, result)
     if signal.kind in ("blocked", "needs_human"):
-        return block(run, place, item, signal.reason or "no reason given",
+        return block(run, place, item, signal.reason or NO_REASON,
                      needs_human=signal.kind == "needs_human", result=result)
     return no_signal(run, place, item, result)
 

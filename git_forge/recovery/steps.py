@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from git_forge import decisions
-from git_forge.backlog.item import Item
+from git_forge.backlog.item import NO_REASON, Item
 from git_forge.backlog.topology import (
     ClusterJSON,
     build_graph,
@@ -194,16 +194,23 @@ def cluster(ctx: Context, enumerated: Enumerated) -> Clustered:
             continue
         reentry[item_id] = entry
     conflicts = _open_conflicts(ctx, status, reentry)
-    asked = [item.with_changes(status="pending") if item.id in reentry or item.id in conflicts
+    # an item whose agent gave no reason is a question of its own: nothing says two
+    # such items wait on the same thing
+    unexplained = [item.id for item in enumerated.items
+                   if status.get(item.id) == "blocked" and item.id not in reentry
+                   and item.id not in conflicts
+                   and (item.blocked_reason or "").strip() in ("", NO_REASON)]
+    apart = {**conflicts, **dict.fromkeys(unexplained)}
+    asked = [item.with_changes(status="pending") if item.id in reentry or item.id in apart
              else item for item in enumerated.items]
     clusters = cluster_blocked(asked)
-    if conflicts:  # each merge conflict is a question of its own, never clustered
+    if apart:  # each merge conflict, each item without a reason: a question of its own
         graph = build_graph(enumerated.items)
         alone: list[ClusterJSON] = [{"clusterId": "c" + item_id, "memberIds": [item_id],
                                      "memberReasons": [by_id[item_id].blocked_reason or ""],
                                      "gatedIds": graph.gated_ids([item_id]),
                                      "gatedCount": len(graph.gated_ids([item_id]))}
-                                    for item_id in conflicts]
+                                    for item_id in apart]
         clusters = sorted([*clusters, *alone],
                           key=lambda cluster: id_key(cluster["memberIds"][0]))
     if ctx.options.merges:
