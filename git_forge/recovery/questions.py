@@ -188,7 +188,8 @@ def merge_clusters(clusters: list[ClusterJSON], merges: list[list[str]],
     names clusters by their ids or by a member's id (``match_id`` rules). A merged
     cluster's gated set is the union of its parts' gated sets minus all members,
     exactly what the topology computes for a cluster; ``parts`` lists the clusters
-    it was made of.
+    it was made of. A merge that names one cluster twice (``c001,001``) merges
+    nothing and is refused, as the prompt refuses it.
     """
     by_id = {cluster["clusterId"]: cluster for cluster in clusters}
     names = {cid: cid for cid in by_id}
@@ -210,6 +211,9 @@ def merge_clusters(clusters: list[ClusterJSON], merges: list[list[str]],
                 raise UsageError(f"no cluster {name} to merge (clusters: "
                                  f"{', '.join(by_id) or 'none'})")
             resolved.append(names[found])
+        if len(set(resolved)) < 2:  # as the prompt refuses "c001 c001"
+            raise UsageError(f"--merge {','.join(group)} names one question only: name two "
+                             "or more different questions to merge")
         for cid in resolved[1:]:
             parent[find(cid)] = find(resolved[0])
 
