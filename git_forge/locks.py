@@ -83,6 +83,16 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+def _still_linked(fd: int, path: Path) -> bool:
+    """Whether the file open as ``fd`` is still the one at ``path``."""
+    try:
+        here = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (here.st_dev, here.st_ino) == (opened.st_dev, opened.st_ino)
+
+
 class FileLock:
     """An exclusive advisory lock on exactly ``path`` (created if needed).
 
@@ -128,6 +138,9 @@ class FileLock:
         except BaseException:
             handle.close()
             raise
+        if not _still_linked(fd, self.path):  # its holder removed it (release(remove=True))
+            handle.close()
+            return self._try_once(holder)
         try:  # the label only informs a waiter: a full disk must not cost the lock
             self._previous_label = _read_all(fd)
             _write_label(fd, (holder or _holder_label()).encode("utf-8"), self._previous_label)
@@ -149,15 +162,21 @@ class FileLock:
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
 
-    def release(self, *, restore_label: bool = False) -> None:
+    def release(self, *, restore_label: bool = False, remove: bool = False) -> None:
         """Unlock. ``restore_label`` puts back the label the file held before this
         holder wrote its own — for a holder that refused and changed nothing, so
-        that not even the lock file's bytes differ afterwards."""
+        that not even the lock file's bytes differ afterwards. ``remove`` deletes the
+        lock file, still held, for a holder that refused and created it: a waiter
+        that then gets the removed file's lock sees it is gone and locks the path
+        afresh (``_still_linked``), so no two holders ever hold the one path."""
         if self._handle is None:
             return
         handle, self._handle = self._handle, None
         try:
-            if restore_label:
+            if remove:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path)
+            elif restore_label:
                 with contextlib.suppress(OSError):
                     fd = handle.fileno()
                     _write_label(fd, self._previous_label, _read_all(fd))

@@ -143,3 +143,24 @@ def test_a_killed_pass_never_blocks_the_next(waits_half_a_second: Path) -> None:
         holder.kill()
         waiting.wait_process(holder)
     assert run_forge("recover", "--defer", "001", cwd=root).returncode == 3  # needs-human
+
+
+def test_a_lock_file_removed_by_its_holder_is_never_held_twice(tmp_path: Path) -> None:
+    """A refused pass removes the lock file it created while still holding it: a
+    waiter that had the removed file open must lock the path afresh, or it and the
+    next comer would each hold a lock of their own on one path."""
+    import threading
+
+    from git_forge.locks import FileLock
+
+    path = tmp_path / "recover.lock"
+    first, second = FileLock(path), FileLock(path)
+    first.acquire(timeout=1)
+    waiting = threading.Thread(target=lambda: second.acquire(timeout=5))
+    waiting.start()
+    time.sleep(0.1)  # the waiter has the file open and waits on it
+    first.release(remove=True)
+    waiting.join(timeout=10)
+    assert second.held and path.exists()
+    assert not FileLock(path).try_acquire()
+    second.release()

@@ -91,7 +91,9 @@ def one_pass_at_a_time(workspace: Workspace) -> Iterator[None]:
     once would each record over the other's questions and stamp the other's
     entries. A second pass waits ``recover.lockWaitSeconds``, then refuses naming
     the holder; the lock dies with its holder, so a killed pass never blocks one.
-    A project not set up is refused first (``refuse_not_set_up``): nothing made."""
+    A project not set up is refused first (``refuse_not_set_up``): nothing made;
+    a pass refused on its input removes the lock file it created (byte-for-byte
+    unchanged)."""
     refuse_not_set_up(workspace)
     path = workspace.state_dir / RECOVER_LOCK_FILE
     wait = float(workspace.config["recover.lockWaitSeconds"])
@@ -99,6 +101,7 @@ def one_pass_at_a_time(workspace: Workspace) -> Iterator[None]:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ForgeError(f"cannot create {path.parent}: {exc.strerror or exc}") from exc
+    existed = path.exists()
     lock = FileLock(path)
     try:
         lock.acquire(timeout=wait)
@@ -116,7 +119,7 @@ def one_pass_at_a_time(workspace: Workspace) -> Iterator[None]:
         refused = True  # refused input changes nothing: not even the lock's label
         raise
     finally:
-        lock.release(restore_label=refused)
+        lock.release(restore_label=refused, remove=refused and not existed)
 
 
 def recover(workspace: Workspace, runner: Runner, options: RecoverOptions,
