@@ -282,18 +282,34 @@ def test_unknown_ids_and_bad_answers_files_are_usage_errors(after_run: Path,
      "two decisions for 006 (given as 6 and 006)"),
     (["--merge", ","], "--merge takes two or more cluster or item ids, C1,C2 (got ',')"),
     (["--merge", "c003"], "--merge takes two or more cluster or item ids, C1,C2 (got 'c003')"),
+    (["--merge", "c003,c003"],  # as the prompt refuses "c003 c003"
+     "--merge c003,c003 names one question only: name two or more different questions to "
+     "merge"),
+    (["--merge", "c003,4"],  # 004 is a member of c003
+     "--merge c003,4 names one question only: name two or more different questions to merge"),
 ])
 def test_contradictory_or_empty_choices_are_refused_and_change_nothing(
         after_run: Path, args: list[str], message: str) -> None:
     """One id, one decision: a choice that would be dropped by its order is refused.
-    (Ids written two ways are told apart against the questions, read under recover's
-    lock: its lock file may be created then, empty, and is never removed.)"""
+    Ids written two ways are told apart against the questions, read under recover's
+    lock: a refused pass removes the lock file it created, so no file changes."""
     before = snapshot(after_run, skip_git=False)
     result = recover(after_run, "--non-interactive", *args)
     assert (result.returncode, result.stdout, result.stderr) == (2, "", f"Error: {message}\n")
     after = snapshot(after_run, skip_git=False)
-    assert after.pop(".forge/recover.lock", b"") == b""
     assert after == before
+
+
+def test_a_flag_replaces_the_answers_files_choice_however_the_id_is_spelled(
+        after_run: Path, tmp_path: Path) -> None:
+    """The file's 006 and ``--answer 6=…`` are one id: the flag wins, as the docs say,
+    where they were refused as two decisions."""
+    answers_file = tmp_path / "answers.yaml"
+    answers_file.write_text("c003: Use SQLite\n006: Use TestPyPI\n")
+    code, report = recover_json(after_run, "--answers", str(answers_file),
+                                "--answer", "6=Use the real PyPI")
+    assert (code, report["outcome"]) == (0, "resolved"), report
+    assert items_of(after_run)["006"]["humanAnswer"] == "Use the real PyPI"
 
 
 @pytest.mark.parametrize(("name", "content", "problem"), [

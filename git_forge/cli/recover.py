@@ -295,9 +295,8 @@ def _confirmed(question: Question, choice: Choice) -> bool:
 def _choices(args: argparse.Namespace) -> dict[str, Choice]:
     from git_forge.recovery import answers
 
-    choices = answers.load_file(Path(args.answers)) if args.answers else {}
-    choices.update(answers.parse_flags(args.answer, args.defer))
-    return choices
+    from_file = answers.load_file(Path(args.answers)) if args.answers else {}
+    return answers.with_flags(from_file, answers.parse_flags(args.answer, args.defer))
 
 
 def _merges(args: argparse.Namespace) -> list[list[str]]:

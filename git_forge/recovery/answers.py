@@ -105,6 +105,15 @@ def parse_flags(answers: Iterable[str], defers: Iterable[str]) -> dict[str, Choi
     return choices
 
 
+def with_flags(from_file: dict[str, Choice], flags: dict[str, Choice]) -> dict[str, Choice]:
+    """The answers file's choices with the flags' in place of the file's for the same
+    id, however either spells it (``010`` in the file, ``--answer 10=…``:
+    ``match_id``): a flag is the operator's latest word, not a second decision."""
+    kept = {key: choice for key, choice in from_file.items()
+            if not any(match_id(key, [flag]) is not None for flag in flags)}
+    return {**kept, **flags}
+
+
 def _flag(key: str, choice: Choice) -> str:
     """The flag that gave ``choice``, as the operator typed it (near enough)."""
     return f"--defer {key}" if choice == DEFER else f"--answer {key}={choice.text!r}"
