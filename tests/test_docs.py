@@ -405,3 +405,16 @@ def test_the_index_and_the_architecture_link_every_page() -> None:
         if path.name != "README.md":
             assert path.name in index, f"docs/README.md does not link {path.name}"
         assert f"docs/{path.name}" in mapped, f"ARCHITECTURE.md does not link {path.name}"
+
+
+def test_the_docs_say_ctrl_c_at_recovers_prompt_is_no_130() -> None:
+    """Ctrl-C at recover's prompt records the answers confirmed and defers the rest
+    (tests/test_recover.py: exit 3); where the docs promise 130 to every interrupted
+    command, they name that exception instead of contradicting it."""
+    readme = " ".join(text_of(README).split())
+    assert "130 when interrupted — except `Ctrl-C` at `recover`'s prompt" in readme
+    rows = {line.split("|")[1].strip(): line for line in
+            text_of(DOCS / "exit-codes.md").splitlines() if line.startswith("| ")}
+    assert "not at `recover`'s prompt" in rows["every command"]
+    assert "at its prompt is cancel-early, not 130" in rows["`recover`"]
+    assert "3 while a deferred question remains" in rows["`recover`"]

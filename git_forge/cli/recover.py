@@ -106,9 +106,12 @@ class TerminalAsker:
     Ctrl-C or end of input at any question is cancel-early (so is the answer
     ``cancel``): every question not yet answered is recorded as a deferral, the
     answers already given are applied, and the tree is left as it is — nothing more
-    is asked. Each answer is shown back with the items it applies to and recorded
-    only once confirmed (``confirm``: off with ``--yes`` or ``recover.confirmAnswers:
-    false``); ``?`` or ``help`` at a prompt shows what it takes."""
+    is asked. Being a decision (the answers confirmed stand), the pass then exits
+    with its outcome (3 while a question is deferred), not the 130 of an
+    interrupted command: README and docs/exit-codes.md say so. Each answer is shown
+    back with the items it applies to and recorded only once confirmed (``confirm``:
+    off with ``--yes`` or ``recover.confirmAnswers: false``); ``?`` or ``help`` at a
+    prompt shows what it takes."""
 
     def __init__(self, *, confirm: bool = True) -> None:
         self.cancelled = False
