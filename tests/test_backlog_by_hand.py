@@ -103,6 +103,14 @@ def test_drop_asks_on_a_terminal_and_is_refused_without_one(project: Path) -> No
     assert session.finish() == 1
     assert "nothing dropped" in session.text
     assert snapshot(project) == before
+    for stop in ("interrupt", "end_input"):  # Ctrl-C, Ctrl-D: interrupted, and says so
+        session = PtySession("backlog", "drop", "1", cwd=project)
+        session.expect("Drop this item? [y/N]")
+        session.wait_reading()
+        getattr(session, stop)()
+        assert session.finish() == 130
+        assert session.text.rstrip().endswith("nothing dropped"), session.text
+        assert snapshot(project) == before
     session = PtySession("backlog", "drop", "1", "002", "--keep-dependents", cwd=project)
     session.expect("(004, 005 will no longer depend on them)")
     session.expect("Drop these items? [y/N]")

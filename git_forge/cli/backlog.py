@@ -376,7 +376,12 @@ def run_drop(args: argparse.Namespace) -> int:
         if detached:
             print(f"  ({', '.join(detached)} will no longer depend on "
                   f"{'it' if len(named) == 1 else 'them'})")
-        if not ask.confirm(f"Drop {'this item' if len(named) == 1 else 'these items'}?"):
+        try:
+            dropping = ask.confirm(f"Drop {'this item' if len(named) == 1 else 'these items'}?")
+        except KeyboardInterrupt:  # Ctrl-C or Ctrl-D: still 130, but never a silent one
+            print("\nnothing dropped", file=sys.stderr)
+            raise
+        if not dropping:
             print("nothing dropped", file=sys.stderr)
             return 1
     dropped, detached = store.drop(args.ids, keep_dependents=args.keep_dependents)
