@@ -101,7 +101,7 @@ _shtab_git_forge_decision_list___config_COMPGEN=_shtab_compgen_files
 _shtab_git_forge_decision_apply___backlog_dir_COMPGEN=_git_forge_backlog_dirs
 _shtab_git_forge_decision_apply___config_COMPGEN=_shtab_compgen_files
 _shtab_git_forge_decision_apply___item_COMPGEN=_git_forge_blocked
-_shtab_git_forge_decision_revoke_pos_0_COMPGEN=_git_forge_items
+_shtab_git_forge_decision_revoke_pos_0_COMPGEN=_git_forge_revocable
 _shtab_git_forge_decision_revoke___backlog_COMPGEN=_git_forge_backlogs
 _shtab_git_forge_preflight_pos_0_COMPGEN=_shtab_compgen_dirs
 _shtab_git_forge_preflight___backlog_COMPGEN=_git_forge_backlogs
@@ -323,6 +323,7 @@ _git_forge_items() { _git_forge_values items "$1"; }
 _git_forge_blocked() { _git_forge_values blocked "$1"; }
 _git_forge_answerable() { _git_forge_values answerable "$1"; }
 _git_forge_clusters() { _git_forge_values clusters "$1"; }
+_git_forge_revocable() { _git_forge_values revocable "$1"; }
 _git_forge_handles() { _git_forge_values handles "$1"; }
 _git_forge_backlogs() { _git_forge_values backlogs "$1"; }
 _git_forge_backlog_dirs() { _git_forge_values backlog-dirs "$1"; }

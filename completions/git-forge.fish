@@ -262,7 +262,7 @@ complete -c git-forge -n '_shtab_git_forge_using decision revoke' -s h -l help -
 complete -c git-forge -n '_shtab_git_forge_using decision revoke' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
 complete -c git-forge -n '_shtab_git_forge_using decision revoke' -l actor -x -d 'recordedBy label (default git-forge@<host>)'
 complete -c git-forge -n '_shtab_git_forge_using decision revoke' -l json -d 'print what was revoked, the item'"'"'s state and the new entry as JSON'
-complete -c git-forge -n '_shtab_git_forge_using decision revoke; and test $_shtab_git_forge_npos -eq 0' -ka "(__git_forge_values items)" -d 'the item whose answer to take back'
+complete -c git-forge -n '_shtab_git_forge_using decision revoke; and test $_shtab_git_forge_npos -eq 0' -ka "(__git_forge_values revocable)" -d 'the item whose answer to take back'
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a agents -d 'list the agent profiles: command, binary on PATH, version'
 complete -c git-forge -n '_shtab_git_forge_using agents' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using agents' -l json -d 'print [{name, binary, path, version, versionText, verified, versionStatus, command, …}, …]'

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, cast
 
 from git_forge.layout import (
     BACKLOG_FILE,
+    DECISIONS_FILE,
     DEFAULT_BACKLOG_DIR,
     DEFAULT_STATE_DIR,
     FEATURE_FORGE_CONFIG,
@@ -41,6 +42,7 @@ KINDS: tuple[str, ...] = (
     "blocked",      # blocked item ids                    (backlog answer/unblock, --item)
     "answerable",   # blocked ids + multi-item clusters   (recover --answer/--defer)
     "clusters",     # cluster ids of the blocked items    (recover --merge)
+    "revocable",    # ids with an answer to take back     (decision revoke)
     "handles",      # item ids with a process, then handles (proc show/output/wait/stop)
     "backlogs",     # backlog dirs, relative to the root  (--backlog)
     "backlog-dirs",  # backlog dirs, relative to the cwd  (decision --backlog-dir)
@@ -105,6 +107,25 @@ def _items(backlog_dir: Path) -> list[BacklogItemJSON]:
     return cast("list[BacklogItemJSON]",
                 [item for item in items
                  if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"]])
+
+
+def _revocable(items: list[BacklogItemJSON], state_dir: Path) -> list[BacklogItemJSON]:
+    """The items ``decision revoke`` can take an answer back from: pending with an
+    answer waiting for its next attempt, or blocked with an answer recorded last
+    (``recovery.revoke`` has the exact rule). A done item ran with its answer."""
+    answered: set[object] = set()
+    try:
+        document = load_json((state_dir / DECISIONS_FILE).read_bytes(), DECISIONS_FILE)
+        entries = document.get("decisions") if isinstance(document, dict) else None
+        latest = {entry.get("itemId"): entry for entry in entries or ()
+                  if isinstance(entry, dict)}
+        answered = {item_id for item_id, entry in latest.items()
+                    if entry.get("answer") is not None}
+    except (OSError, ValueError, AttributeError, TypeError, DocumentTooComplex):
+        pass
+    return [item for item in items
+            if (item.get("status") == "pending" and item.get("humanAnswer") is not None)
+            or (item.get("status") == "blocked" and item["id"] in answered)]
 
 
 def _one_line(text: object) -> str:
@@ -206,6 +227,8 @@ def candidate_rows(
     items = _items(directory)
     if kind == "items":
         return _item_rows(items)
+    if kind == "revocable":
+        return _item_rows(_revocable(items, state_dir))
     blocked = [item for item in items if item.get("status") == "blocked"]
     if kind == "blocked":
         return _item_rows(blocked)

@@ -136,6 +136,22 @@ def test_fast_path_lists_item_ids_clusters_and_backlogs(project: Path) -> None:
     assert complete("clusters", "--describe", cwd=project)[0] == "c002\tcluster of items 002, 003"
 
 
+def test_decision_revoke_is_offered_only_items_with_an_answer_to_take_back(
+        project: Path) -> None:
+    """A pending item holding an answer (``backlog answer``) and a blocked item whose
+    answer is recorded: those two; a done item ran with its answer, and items never
+    answered (or only deferred) have nothing to take back."""
+    assert run_forge("backlog", "answer", "005", "Retry three times", cwd=project).returncode == 0
+    for args in (("--item", "002", "--answer", "Use SQLite"), ("--item", "003", "--deferred")):
+        result = run_forge("decision", "record", "--question", SHARED_REASON, *args, cwd=project)
+        assert result.returncode == 0, result.stderr
+    assert complete("revocable", cwd=project) == ["002", "005"]
+    replies = run_bash(f"source {COMPLETIONS / 'git-forge.bash'}\n"
+                       "complete_line _shtab_git_forge git-forge decision revoke ''",
+                       cwd=project)
+    assert replies == {"git-forge decision revoke ": ["002", "005"]}
+
+
 def test_fast_path_lists_the_handles_of_real_processes(project: Path, handles) -> None:
     # the proc verbs take an item id too (its latest process): offered first
     assert complete("handles", cwd=project) == ["001", *handles]

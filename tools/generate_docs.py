@@ -146,7 +146,7 @@ VALUE_COMPLETIONS: dict[tuple[tuple[str, ...], str], dict[str, str] | str] = {
     (("backlog", "unblock"), "id"): _dynamic("blocked"),
     (("decision", "record"), "--item"): _dynamic("blocked"),
     (("decision", "apply"), "--item"): _dynamic("blocked"),
-    (("decision", "revoke"), "item"): _dynamic("items"),
+    (("decision", "revoke"), "item"): _dynamic("revocable"),
     (("decision", "*"), "--backlog-dir"): _dynamic("backlog-dirs"),
     (("decision", "*"), "--config"): "file",
     (("recover",), "--answer"): {"bash": "_git_forge_answers", "zsh": "_git_forge_answers",

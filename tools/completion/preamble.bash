@@ -31,6 +31,7 @@ _git_forge_items() { _git_forge_values items "$1"; }
 _git_forge_blocked() { _git_forge_values blocked "$1"; }
 _git_forge_answerable() { _git_forge_values answerable "$1"; }
 _git_forge_clusters() { _git_forge_values clusters "$1"; }
+_git_forge_revocable() { _git_forge_values revocable "$1"; }
 _git_forge_handles() { _git_forge_values handles "$1"; }
 _git_forge_backlogs() { _git_forge_values backlogs "$1"; }
 _git_forge_backlog_dirs() { _git_forge_values backlog-dirs "$1"; }

@@ -20,6 +20,7 @@ _git_forge_blocked() { _git_forge_values blocked 'blocked item id' }
 _git_forge_answerable() { _git_forge_values answerable 'item or cluster id' }
 _git_forge_answers() { _git_forge_values answerable 'item or cluster id' -S = }
 _git_forge_clusters() { _git_forge_values clusters 'cluster id' }
+_git_forge_revocable() { _git_forge_values revocable 'answered item id' }
 _git_forge_handles() { _git_forge_values handles 'item id or process handle' }
 _git_forge_backlogs() { _git_forge_values backlogs 'backlog directory' }
 _git_forge_backlog_dirs() { _git_forge_values backlog-dirs 'backlog directory' }
