@@ -85,7 +85,10 @@ def render_plan(plan: Plan, root: Path | None = None) -> list[str]:
     from git_forge.cli.render_trees import render_item_trees
 
     lines: list[str] = []
-    if plan.groups:
+    if plan.groups and all(group.kind == "recovery" for group in plan.groups):
+        # recover's own answers, to commit: queued work, not stranded (see the note)
+        lines.append(paint("This recovery's change", "bold") + ":")
+    elif plan.groups:
         lines.append(paint("Stranded work", "bold")
                      + " (attributions are candidates, not facts):")
     for group in plan.groups:
