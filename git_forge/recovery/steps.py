@@ -200,7 +200,7 @@ def cluster(ctx: Context, enumerated: Enumerated) -> Clustered:
                    if status.get(item.id) == "blocked" and item.id not in reentry
                    and item.id not in conflicts
                    and (item.blocked_reason or "").strip() in ("", NO_REASON)]
-    apart = {**conflicts, **dict.fromkeys(unexplained)}
+    apart = {*conflicts, *unexplained}
     asked = [item.with_changes(status="pending") if item.id in reentry or item.id in apart
              else item for item in enumerated.items]
     clusters = cluster_blocked(asked)
