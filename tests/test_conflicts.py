@@ -199,6 +199,16 @@ def test_resolve_by_hand_then_integrate_lands_it_done(conflict: Conflict,
     assert (f"            no stranded work in items' worktrees or branches: no — item "
             f"{conflict.loser} (git worktree list)\n") in again.stdout
     assert f"git forge reconcile --integrate {conflict.loser}" in again.stdout
+    # every listing of the branch now gives the resolution, not the question again
+    rebase = f"git -C {conflict.tree} rebase main   (resolve each path"
+    for command in (["preflight"], ["reconcile"]):
+        shown = conflict.run(*command)
+        said = shown.stdout + shown.stderr  # preflight's STOP is on stderr
+        assert rebase in said and "git forge recover" not in said, said
+    recorded = json.loads((conflict.root / ".forge" / "conflicts.json").read_text())
+    assert recorded["conflicts"][conflict.loser]["resolvingByHand"] is True
+    plan = json.loads(conflict.run("recover", "--plan", "--json").stdout)
+    assert "You chose to resolve it by hand" in plan["questions"][0]["text"]
     # the operator resolves in the worktree and commits there
     resolve_in(conflict.tree, "line one, as both items have it\nline two\n")
     landed = conflict.run("reconcile", "--integrate", conflict.loser, "--json")

@@ -177,6 +177,11 @@ def test_no_commit_leaves_recovers_change_queued_as_the_launch_takes_it(after_ru
     assert git("status", "--porcelain", cwd=after_run).strip() == "M .forge/backlog.json"
     assert git("rev-parse", "HEAD", cwd=after_run) == head
     assert run_forge("preflight", cwd=after_run).returncode == 0
+    # in words: recover's own change, never a candidate beside "not stranded work"
+    again = recover(after_run, "--no-commit")
+    assert "tree      recovery (this recovery's own backlog change): .forge/backlog.json" \
+        in again.stdout, again.stdout
+    assert "candidate" not in again.stdout
     before = snapshot(after_run)
     shown = run_forge("reconcile", cwd=after_run)
     assert (shown.returncode, shown.stderr) == (0, "")

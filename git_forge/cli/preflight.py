@@ -67,12 +67,11 @@ def render_stop(result: Preflight, explanation: StopExplanation | None = None,
         run_named = f"run {run.run_id}, " if run.run_id else ""
         lines = [f"STOP: the working tree has changes that git-forge's last run ({run_named}"
                  f"started {started}) did not make."]
+    blocked = explanation.blocked if explanation is not None else list(run.blocked_items)
+    needs = explanation.needs_human if explanation is not None else list(run.needs_human_items)
     if result.run is not None or not result.trees:  # a run is known of
         lines.append(f"  run started:   {started}{named}")
         lines.append(f"  item in flight: {run.current_item or 'none'}")
-        blocked = explanation.blocked if explanation is not None else list(run.blocked_items)
-        needs = (explanation.needs_human if explanation is not None
-                 else list(run.needs_human_items))
         lines.append(f"  blocked:        {_items(blocked)}")
         lines.append(f"  needs human:    {_items(needs)}")
         if result.run_error:
@@ -99,8 +98,13 @@ def render_stop(result: Preflight, explanation: StopExplanation | None = None,
     lines += [
         "Decide what happens to this work before the next launch:",
         "  git forge reconcile   commit, stash or discard it, group by group",
-        "  git forge recover     answer the run's questions, then reconcile the tree",
     ]
+    # A conflict recover was told to leave for a resolution by hand is no question
+    # any more: its commands are in the listing above.
+    by_hand = {tree.item_id for tree in result.trees if tree.conflict and tree.resolving}
+    if touched or outside or (set(blocked) | set(needs)) - by_hand:
+        lines.append("  git forge recover     answer the run's questions, then reconcile "
+                     "the tree")
     return lines
 
 

@@ -385,7 +385,9 @@ def render_report(report: Report) -> list[str]:
     for group in tree["groups"]:
         paths = ", ".join(p["path"] for p in group["paths"])
         where = f" in worktree {group['worktree']}" if group.get("worktree") else ""
-        lines.append(f"  tree      {group['id']} (candidate{where}): {paths}")
+        what = ("this recovery's own backlog change" if group["kind"] == "recovery"
+                else f"candidate{where}")
+        lines.append(f"  tree      {group['id']} ({what}): {paths}")
     for action in tree["actions"]:
         ref = f" → {action['ref']}" if action.get("ref") else ""
         lines.append(f"  tree      {action['group']}: {action['action']}{ref}")

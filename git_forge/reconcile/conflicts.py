@@ -18,7 +18,9 @@ and what it offers:
 * **resolve by hand** (``resolve_commands``): the commands to enter the
   worktree, rebase onto the branch and resolve there; then ``git forge
   reconcile --integrate ITEM`` lands it (``landed``: the item is done, the
-  record gone).
+  record gone). The record is marked ``resolvingByHand`` meanwhile, so that
+  every listing of the item's branch gives those commands, not the question
+  again.
 
 The file is written through the one JSON helper under its sidecar lock; a
 corrupt one is refused, never overwritten.
@@ -29,7 +31,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from git_forge.clock import wire_now
 from git_forge.errors import StoreError
@@ -59,6 +61,7 @@ class ConflictJSON(TypedDict):
     recordedAt: str
     retried: bool
     retriedRef: str | None
+    resolvingByHand: NotRequired[bool]
 
 
 class RetriedJSON(TypedDict):
@@ -94,12 +97,15 @@ class ConflictRecord:
     #: Once retried: the ref that keeps the previous attempt (``None`` before).
     retried_ref: str | None = None
     retried: bool = False
+    #: recover's answer was "resolve by hand": the commands are the next step.
+    resolving: bool = False
 
     def to_json(self) -> ConflictJSON:
         return {"itemId": self.item_id, "commit": self.commit, "paths": list(self.paths),
                 "collidedWith": list(self.collided_with), "branch": self.branch,
                 "worktree": self.worktree, "onto": self.onto, "recordedAt": self.recorded_at,
-                "retried": self.retried, "retriedRef": self.retried_ref}
+                "retried": self.retried, "retriedRef": self.retried_ref,
+                "resolvingByHand": self.resolving}
 
     @classmethod
     def from_json(cls, document: Any) -> ConflictRecord | None:
@@ -118,7 +124,8 @@ class ConflictRecord:
                    tuple(map(str, lists["paths"] or [])),
                    tuple(map(str, lists["collidedWith"] or [])), str(text["branch"]),
                    str(text["worktree"]), str(text["onto"]), str(text["recordedAt"]),
-                   ref if isinstance(ref, str) else None, document.get("retried") is True)
+                   ref if isinstance(ref, str) else None, document.get("retried") is True,
+                   document.get("resolvingByHand") is True)
 
     @property
     def open(self) -> bool:
@@ -199,6 +206,18 @@ def clear_conflict(state_dir: Path, item_id: str) -> None:
     if conflict_of(state_dir, item_id) is None:
         return
     _update(state_dir, lambda records: records.pop(item_id, None))
+
+
+def mark_resolving(state_dir: Path, item_ids: set[str]) -> None:
+    """recover's answer for these items' conflicts was "resolve by hand"; a record
+    not open any more (retried) or already marked is left as it is."""
+    def mark(records: dict[str, ConflictRecord]) -> None:
+        for item_id in item_ids & records.keys():
+            if records[item_id].open:
+                records[item_id] = replace(records[item_id], resolving=True)
+
+    if item_ids and conflicts_path(state_dir).exists():
+        _update(state_dir, mark)
 
 
 def retry_refusal(root: Path, record: ConflictRecord) -> str | None:

@@ -81,6 +81,9 @@ class ItemTree(NamedTuple):
     #: A rebase, merge, cherry-pick… half done in its worktree (a rebase's worktree is
     #: listed with the branch it replays, though its HEAD is detached meanwhile).
     operation: Operation | None = None
+    #: The conflict is being resolved by hand (recover's answer): its commands, not
+    #: the question again, are what comes next.
+    resolving: bool = False
 
     @property
     def stranded(self) -> bool:
@@ -101,8 +104,13 @@ class ItemTree(NamedTuple):
         target = onto or "HEAD"
         if self.worktree is not None and self.dirty:
             lines.append(f"git -C {_quoted(self.worktree)} status")
+        by_hand = (self.conflict and self.resolving and self.operation is None
+                   and self.worktree is not None and self.branch is not None)
         if not self.integrated and self.branch is not None:
             lines.append(f"git log -p {target}..{self.branch}")
+            if by_hand and self.worktree is not None:  # recover's answer: resolve it first
+                lines.append(f"git -C {_quoted(self.worktree)} rebase {target}   (resolve "
+                             "each path, git add it, git rebase --continue)")
             if self.operation is None:
                 lines.append(f"git forge reconcile --integrate {self.item_id}")
         elif not self.integrated and self.commit is not None:
@@ -111,6 +119,8 @@ class ItemTree(NamedTuple):
             then = (f", then git forge reconcile --integrate {self.item_id}"
                     if not self.integrated and self.branch is not None else "")
             lines.append(self.operation.advice(self.worktree) + then)
+        elif by_hand:
+            pass  # the resolution's commands are above
         elif self.conflict and self.branch is not None:  # recover's two answers, no drop
             lines.append("git forge recover   (retry it on the new tip, its work kept under "
                          "a ref; or resolve it by hand)")
@@ -243,22 +253,25 @@ def item_trees(root: Path, state_dir: Path, backlog_file: Path) -> list[ItemTree
             ok = entry.branch not in on_branches or integrated(root, entry.commit, onto)
         else:
             ok = integrated(root, entry.commit, onto)
-        result.append(entry._replace(integrated=ok, conflict=entry.item_id in conflicts))
+        result.append(entry._replace(integrated=ok, conflict=entry.item_id in conflicts,
+                                     resolving=conflicts.get(entry.item_id, False)))
     return result
 
 
-def _open_conflicts(state_dir: Path) -> set[str]:
-    """The items with an open merge conflict (none when the record cannot be read:
-    the listing goes on without it)."""
+def _open_conflicts(state_dir: Path) -> dict[str, bool]:
+    """The items with an open merge conflict, each with whether recover's answer was
+    to resolve it by hand (none when the record cannot be read: the listing goes on
+    without it)."""
     from git_forge.errors import StoreError
     from git_forge.reconcile.conflicts import conflicts_path, read_conflicts
 
     if not conflicts_path(state_dir).exists():
-        return set()
+        return {}
     try:
-        return {item for item, record in read_conflicts(state_dir).items() if record.open}
+        return {item: record.resolving for item, record in read_conflicts(state_dir).items()
+                if record.open}
     except StoreError:
-        return set()
+        return {}
 
 
 def _head_commit(root: Path) -> str | None:

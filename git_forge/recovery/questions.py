@@ -250,6 +250,9 @@ def conflict_text(item_id: str, conflict: ConflictRecord, resolve: Sequence[str]
              "next run starts it afresh from the tip, told of the conflict",
              "  resolve  resolve it by hand in its worktree, then land it:"]
     lines += [f"             {command}" for command in resolve]
+    if conflict.resolving:
+        lines.append("You chose to resolve it by hand in an earlier pass: those commands "
+                     "are still the next step, unless you retry it now.")
     return "\n".join(lines)
 
 

@@ -37,6 +37,7 @@ from git_forge.reconcile.attribution import GroupKind, Plan
 from git_forge.reconcile.conflicts import (
     RETRY_ANSWER,
     ConflictRecord,
+    mark_resolving,
     read_conflicts,
     resolve_commands,
     retry,
@@ -342,6 +343,11 @@ def record(ctx: Context, enumerated: Enumerated, consolidated: Questions) -> Rec
     chosen: dict[str, str] = {item_id: outcome.choice.kind for outcome in collected
                               if outcome.choice.kind in ("retry", "resolve")
                               for item_id in outcome.item_ids}
+    try:
+        mark_resolving(ctx.workspace.state_dir,
+                       {item_id for item_id, kind in chosen.items() if kind == "resolve"})
+    except ForgeError as exc:
+        raise RecoveryFailed(Step.RECORD, FailureKind.RECORD, exc.message) from exc
     return Recorded(tuple(_row(entry, chosen) for entry in entries),
                     {entry["itemId"]: entry for entry in written
                      if entry.get("answer") is not None}, chosen)
