@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ import pytest
 import waiting
 from builders import backlog_repo, one_item_backlog
 from fake_agents import FakeAgents
-from helpers import abandoned, forge_argv, git, run_forge
+from helpers import PtySession, abandoned, forge_argv, git, run_forge
 from templates import Templates
 
 #: A plain agent: its item's steps, one per attempt (the last repeating); each
@@ -217,6 +218,56 @@ def test_a_run_ending_between_attempts_keeps_the_item_s_work(
     assert kept, "the work was kept"
     lines = project.kept_text(kept[-1], "notes.txt").splitlines()
     assert lines and set(lines) == {"work of 001"}
+
+
+def test_a_stopped_wait_s_countdown_leaves_the_terminal_before_the_kept_note(
+        project: Project) -> None:
+    """On a terminal the wait's countdown is a live line: once the wait is stopped,
+    the note that the work is kept (and the run's last line) come without it."""
+    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 3600, "append": WORK}]})
+    session = PtySession("loop", "run", "--agent", "claude", cwd=project.root, env=project.env)
+    session.expect("waiting for the usage limit to lift")
+    assert project.forge("loop", "stop").returncode == 0
+    assert session.finish(timeout=30) == 130, session.text
+    text = session.text
+    [kept] = abandoned(project.root, "001")
+    assert f"kept at {kept}" in text, text
+    assert text.rfind("to lift —") < text.index(f"kept at {kept}"), text
+
+
+@SLOTS
+def test_kill_9_between_a_failed_attempt_and_its_resumed_retry_keeps_the_work_the_item_s(
+        project: Project, slots: str) -> None:
+    """The first attempt gives no signal and leaves its changes for the retry, which
+    resumes the session (no usage limit in between); the loop is killed while that
+    retry runs. Its changes are the item's for the next launch and for reconcile —
+    never changes "the last run did not make"."""
+    project.fakes.plan({"001": [{"do": "done", "signal": "not yet", "append": WORK},
+                                {"do": "hang", "seconds": 60,
+                                 "append": {"notes.txt": "more of 001\n"}}]})
+    loop = project.spawn("--agent", "claude", "--parallel", slots)
+    waiting.wait_for(lambda: len(project.fakes.starts("001")) == 2, timeout=30,
+                     what="the resumed retry to start")
+    assert project.fakes.starts("001")[1]["argv"][-1] == "--resume=sess-001-0"
+    os.kill(loop.pid, signal.SIGKILL)
+    waiting.communicate(loop, timeout=30)
+    waiting.wait_for(lambda: "in progress" not in project.forge("preflight").stderr,
+                     timeout=30, what="the killed run's agent to end")
+    stopped = project.forge("preflight")
+    assert stopped.returncode == 1, stopped.stderr
+    assert "did not make" not in stopped.stderr, stopped.stderr
+    if slots == "1":
+        assert stopped.stderr.startswith("STOP: a previous git-forge run left work in the "
+                                         "tree."), stopped.stderr
+        document = json.loads(project.forge("reconcile", "--json").stdout)
+        [group] = document["groups"]
+        assert (group["kind"], group["itemId"]) == ("item", "001")
+        assert [entry["path"] for entry in group["paths"]] == ["notes.txt"]
+        held = (project.root / "notes.txt").read_text()
+    else:
+        assert "item 001" in stopped.stderr, stopped.stderr
+        held = (project.root / ".forge" / "worktrees" / "001" / "notes.txt").read_text()
+    assert held == "work of 001\nmore of 001\n"
 
 
 def test_the_next_run_tells_the_agent_where_the_work_of_a_run_before_is_kept(

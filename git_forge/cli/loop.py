@@ -229,8 +229,15 @@ class TerminalProgress:
                     "(git forge loop stop or Ctrl-C to stop)")
 
     def countdown(self, seconds_left: float) -> None:
-        """A live countdown on a terminal; nothing elsewhere (the wait was said once)."""
+        """A live countdown on a terminal; nothing elsewhere (the wait was said once).
+        At 0 the wait is over and its line leaves the screen: a note written after
+        it (the item's work kept, the run stopped) must not bring it back."""
         if not self.live:
+            return
+        if seconds_left <= 0:
+            if self.line:
+                self._emit(self._erase())
+                self.line = ""
             return
         left = int(seconds_left + 0.999)
         hours, rest = divmod(left, 3600)

@@ -117,13 +117,16 @@ def wait_out(run: RunContext, until: datetime, reason: str, item_id: str | None,
     now = datetime.now(UTC)
     total = max(0.0, (until - now).total_seconds())
     deadline = until + timedelta(seconds=margin(total))
-    while True:
-        left = (deadline - datetime.now(UTC)).total_seconds()
-        if left <= 0:
-            break
-        run.progress.countdown(left)
-        if run.agent.wake.wait(min(WAKE_SECONDS, left)) or run.stop():
-            return False
+    try:
+        while True:
+            left = (deadline - datetime.now(UTC)).total_seconds()
+            if left <= 0:
+                break
+            run.progress.countdown(left)
+            if run.agent.wake.wait(min(WAKE_SECONDS, left)) or run.stop():
+                return False
+    finally:
+        run.progress.countdown(0)  # the wait is over, whichever way: its line goes
     run.save(waiting_until=None, **({"running_items": None} if serial else {}))
     run.journal.append("usage_limit_resumed", itemId=item_id)
     return True

@@ -70,7 +70,10 @@ class NullProgress:
         return None
 
     def countdown(self, seconds_left: float) -> None:
-        """Called about once a second during that wait."""
+        """Called about once a second during that wait, and with 0 when it ends
+        (waited out or stopped)."""
+        return None
+
     def agents(self, running: Sequence[RunningAgent], queued: Sequence[str]) -> None:
         """Items run in parallel: every running agent, and the done items waiting
         to be integrated (oldest first)."""
