@@ -491,9 +491,12 @@ _shtab_git_forge() {
   return 0
 }
 
-# A space after a whole word, none after ID= (recover --answer ID=TEXT).
+# A space after a whole word, none after ID= (recover --answer ID=TEXT). Nothing to
+# offer (a command's last argument typed, free text) is nothing: not the file names
+# bash's -o default would fall back to (git's completion registers git with it too).
 _git_forge_spacing() {
   local candidate
+  ((${#COMPREPLY[@]})) || { compopt +o default +o bashdefault 2>/dev/null; return 0; }
   for candidate in "${COMPREPLY[@]}"; do
     [[ $candidate == *= ]] || { compopt +o nospace 2>/dev/null; return 0; }
   done

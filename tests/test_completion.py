@@ -476,6 +476,20 @@ def test_an_answer_id_completes_to_one_equals_sign_and_no_more(project: Path,
             f"{command} recover --answer 005=")
 
 
+@pytest.mark.parametrize("shell", sorted(LINE_SHELLS))
+def test_nothing_is_offered_after_the_last_argument(project: Path, shell: str) -> None:
+    """``proc output`` takes one HANDLE: once it is typed, a TAB offers nothing —
+    not the shell's fallback of file names (bash's ``-o default``)."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed")
+    if shell == "bash" and not (BASH_COMPLETION.is_file() and GIT_BASH_COMPLETION.is_file()):
+        pytest.skip("bash-completion or git's bash completion is not installed")
+    (project / "zz-only-file.txt").write_text("a file TAB must not offer here\n")
+    for command in ("git forge", "git-forge"):
+        typed = f"{command} proc output 001 zz"
+        assert _line_after_tabs(shell, project, typed + "\t") == typed
+
+
 # --- the README's install lines, verbatim ------------------------------------------------------
 
 
