@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from typing import NamedTuple
 
 ESC = 0x1B
 BEL = 0x07
@@ -55,15 +56,13 @@ def _without_controls(text: str) -> str:
     return text if text.isascii() else bidi_controls().sub("", text)
 
 
-class SafeText:
+class SafeText(NamedTuple):
     """Safe text of a window of bytes."""
 
-    __slots__ = ("text", "consumed", "normalized")
-
-    def __init__(self, text: str, consumed: int, normalized: bool) -> None:
-        self.text = text
-        self.consumed = consumed  # raw bytes the text stands for; the rest waits for more
-        self.normalized = normalized
+    text: str
+    #: The raw bytes the text stands for; the rest waits for more.
+    consumed: int
+    normalized: bool
 
 
 def _escape_end(data: bytes, start: int) -> tuple[int, bool]:

@@ -183,3 +183,34 @@ def test_the_check_sees_a_crossing(tmp_path, source, forbidden):
     unit = next(unit for unit in units() if unit.name == forbidden)
     assert any((other := unit_of(target)) is not None and other.name != unit.name
                and other.name not in unit.may_import for target in targets)
+
+
+#: The classes that write out equality or a repr themselves, each for a reason no
+#: record has; every other record is a ``typing.NamedTuple``, the one record idiom.
+HAND_WRITTEN = {
+    "git_forge.backlog.item.Item": "a read-only mapping equal to its JSON object",
+    "git_forge.config.Config": "a mutable mapping built layer by layer",
+    "git_forge.supervisor.lifecycle.ProcessError": "an error, equal to another of its code",
+}
+
+
+def test_records_are_named_tuples():
+    """No class subclasses ``tuple`` by hand or writes its own ``__eq__``, ``__hash__``
+    or ``__repr__`` outside ``HAND_WRITTEN``."""
+    offenders = []
+    for name, path in module_names().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases = [ast.unparse(base) for base in node.bases]
+            written = {target.id if isinstance(target, ast.Name) else target.name
+                       for statement in node.body
+                       for target in ([statement] if isinstance(statement, ast.FunctionDef)
+                                      else getattr(statement, "targets", []))
+                       if isinstance(target, ast.Name | ast.FunctionDef)}
+            by_hand = written & {"__eq__", "__hash__", "__repr__"}
+            if any(base == "tuple" or base.startswith("tuple[") for base in bases):
+                by_hand.add("a tuple subclass")
+            if by_hand and f"{name}.{node.name}" not in HAND_WRITTEN:
+                offenders.append(f"{name}.{node.name}: {sorted(by_hand)}")
+    assert offenders == []

@@ -203,7 +203,7 @@ def test_costs_without_a_ledger_are_what_an_empty_ledger_gives(repo: Path) -> No
     from git_forge.status_report import no_costs
 
     for run_id in (None, "20250101T000000Z-abcdef"):
-        assert no_costs() == costs_json(Ledger(), run_id)
+        assert no_costs() == costs_json(Ledger({}, {}), run_id)
     assert not ledger_path(repo / ".forge").exists()
     assert status_of(repo)["costs"] == no_costs()
     assert no_costs() is not no_costs() and no_costs()["items"] is not no_costs()["items"]

@@ -137,24 +137,10 @@ class Snapshot(NamedTuple):
         return _items_of(self.document)
 
 
-class BacklogStore:
+class BacklogStore(NamedTuple):
     """The ``backlog.json`` at ``path``."""
 
-    __slots__ = ("path",)
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __repr__(self) -> str:
-        return f"BacklogStore(path={self.path!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BacklogStore):
-            return NotImplemented
-        return other.path == self.path
-
-    def __hash__(self) -> int:
-        return hash(self.path)
+    path: Path
 
     @classmethod
     def in_dir(cls, backlog_dir: Path | str) -> BacklogStore:

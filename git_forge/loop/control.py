@@ -18,6 +18,7 @@ While a loop runs, the tree belongs to it: commands that change the tree
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 from git_forge.errors import ForgeError
 from git_forge.layout import (
@@ -42,30 +43,12 @@ class LoopRunning(ForgeError):
     """A loop holds the tree: the command would strand or mis-commit its work."""
 
 
-class LiveLoop(tuple[str | None, str | None]):
-    """The run holding a loop lock: ``(run_id, started_at)``, either ``None`` when
-    the label is not the loop's. A tuple of two written out rather than a
-    ``NamedTuple`` or a namedtuple: neither ``typing`` nor ``collections`` is
-    imported on the clean path."""
+class LiveLoop(NamedTuple):
+    """The run holding a loop lock; either field ``None`` when the label is not the
+    loop's."""
 
-    __slots__ = ()
-
-    def __new__(cls, run_id: str | None, started_at: str | None) -> LiveLoop:
-        return tuple.__new__(cls, (run_id, started_at))
-
-    def __getnewargs__(self) -> tuple[str | None, str | None]:
-        return (self[0], self[1])
-
-    def __repr__(self) -> str:
-        return f"LiveLoop(run_id={self[0]!r}, started_at={self[1]!r})"
-
-    @property
-    def run_id(self) -> str | None:
-        return self[0]
-
-    @property
-    def started_at(self) -> str | None:
-        return self[1]
+    run_id: str | None
+    started_at: str | None
 
     @property
     def described(self) -> str:
@@ -207,33 +190,13 @@ def item_of(manifest: Any) -> str | None:
     return item_id if isinstance(item_id, str) else None
 
 
-class OrphanedAgent(tuple[str, str | None, tuple[int, ...]]):
-    """An orphaned agent tree: ``(handle, item_id, pids)`` — ``pids`` are the
-    processes holding its liveness lock, as the kernel lists them (a tuple written
-    out, as ``LiveLoop`` is)."""
+class OrphanedAgent(NamedTuple):
+    """An orphaned agent tree."""
 
-    __slots__ = ()
-
-    def __new__(cls, handle: str, item_id: str | None, pids: tuple[int, ...]) -> OrphanedAgent:
-        return tuple.__new__(cls, (handle, item_id, pids))
-
-    def __getnewargs__(self) -> tuple[str, str | None, tuple[int, ...]]:
-        return (self[0], self[1], self[2])
-
-    def __repr__(self) -> str:
-        return f"OrphanedAgent(handle={self[0]!r}, item_id={self[1]!r}, pids={self[2]!r})"
-
-    @property
-    def handle(self) -> str:
-        return self[0]
-
-    @property
-    def item_id(self) -> str | None:
-        return self[1]
-
-    @property
-    def pids(self) -> tuple[int, ...]:
-        return self[2]
+    handle: str
+    item_id: str | None
+    #: The processes holding its liveness lock, as the kernel lists them.
+    pids: tuple[int, ...]
 
 
 def _any_tree_alive(proc_root: str) -> bool:
@@ -280,43 +243,14 @@ def orphaned_agents(state_dir: Path | str) -> list[OrphanedAgent]:
     return found
 
 
-class LiveAgent(tuple[str, str | None, str | None, int, str]):
-    """An agent the running loop supervises, as its manifest says: ``(handle,
-    item_id, started_at, output_bytes, cwd)`` (a tuple written out, as ``LiveLoop``
-    is)."""
+class LiveAgent(NamedTuple):
+    """An agent the running loop supervises, as its manifest says."""
 
-    __slots__ = ()
-
-    def __new__(cls, handle: str, item_id: str | None, started_at: str | None,
-                output_bytes: int, cwd: str) -> LiveAgent:
-        return tuple.__new__(cls, (handle, item_id, started_at, output_bytes, cwd))
-
-    def __getnewargs__(self) -> tuple[str, str | None, str | None, int, str]:
-        return (self[0], self[1], self[2], self[3], self[4])
-
-    def __repr__(self) -> str:
-        return (f"LiveAgent(handle={self[0]!r}, item_id={self[1]!r}, "
-                f"started_at={self[2]!r}, output_bytes={self[3]!r}, cwd={self[4]!r})")
-
-    @property
-    def handle(self) -> str:
-        return self[0]
-
-    @property
-    def item_id(self) -> str | None:
-        return self[1]
-
-    @property
-    def started_at(self) -> str | None:
-        return self[2]
-
-    @property
-    def output_bytes(self) -> int:
-        return self[3]
-
-    @property
-    def cwd(self) -> str:
-        return self[4]
+    handle: str
+    item_id: str | None
+    started_at: str | None
+    output_bytes: int
+    cwd: str
 
 
 def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NotRequired, TypedDict, cast
+from typing import NamedTuple, NotRequired, TypedDict, cast
 
 from git_forge.agents.receipt import Receipt, Totals, TotalsJSON
 from git_forge.errors import StoreError
@@ -78,16 +78,12 @@ class CostsJSON(TypedDict):
     items: NotRequired[dict[str, TotalsJSON]]
 
 
-class Ledger:
-    """The ledger as read (a plain class: no ``import dataclasses`` on status's path)."""
+class Ledger(NamedTuple):
+    """The ledger as read."""
 
-    __slots__ = ("items", "runs")
-
-    def __init__(self, items: dict[str, Totals] | None = None,
-                 runs: dict[str, tuple[Totals, dict[str, Totals]]] | None = None) -> None:
-        self.items: dict[str, Totals] = {} if items is None else items
-        #: runId → (the run's totals, its items' totals), oldest first.
-        self.runs: dict[str, tuple[Totals, dict[str, Totals]]] = {} if runs is None else runs
+    items: dict[str, Totals]
+    #: runId → (the run's totals, its items' totals), oldest first.
+    runs: dict[str, tuple[Totals, dict[str, Totals]]]
 
     def item(self, item_id: str) -> Totals:
         return self.items.get(item_id, Totals())
@@ -228,7 +224,7 @@ def run_totals(state_dir: Path, run_id: str | None) -> tuple[Totals, dict[str, T
 
 def _ledger_of(document: Any) -> Ledger:
     if not isinstance(document, dict):
-        return Ledger()
+        return Ledger({}, {})
     runs: dict[str, tuple[Totals, dict[str, Totals]]] = {}
     found = document.get("runs")
     for run_id, entry in (found.items() if isinstance(found, dict) else ()):
