@@ -12,7 +12,7 @@ from builders import item as json_item
 
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
-from git_forge.backlog.item import Item
+from git_forge.backlog.item import Item, kind
 
 NOW = "2026-02-01T10:00:00Z"
 
@@ -93,7 +93,7 @@ def test_derived_kinds_are_disjoint_subsets_of_blocked() -> None:
         item("005", "pending", needsHuman=True),  # not blocked: neither kind
         item("006", "done"), item("007", "in_progress"),
     ]
-    assert [model.kind(i) for i in items] == [
+    assert [kind(i) for i in items] == [
         "needs-human", "deferred", "needs-human", "blocked", "pending", "done", "in_progress"]
     assert model.summarize(items) == {"pending": 1, "inProgress": 1, "blocked": 4,
                                       "needsHuman": 2, "deferred": 1, "done": 1, "total": 7}

@@ -15,6 +15,7 @@ an operator's edit beside them.
 
 from __future__ import annotations
 
+from git_forge.backlog.topology import id_key
 from git_forge.parsing import DocumentTooComplex, load_json
 
 TYPE_CHECKING = False
@@ -115,8 +116,6 @@ def describe_changes(head_raw: bytes | None, work_raw: bytes) -> str:
         work_items = _items_by_id(load_json(work_raw, "backlog.json")) or {}
     except (ValueError, DocumentTooComplex):
         return "update the backlog"
-    from git_forge.backlog.topology import id_key
-
     parts = []
     for verb, ids in (
         ("add", [i for i in work_items if i not in head_items]),

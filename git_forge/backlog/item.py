@@ -259,3 +259,25 @@ class Item(_Fields):
 
 
 _new_object = object.__new__
+
+
+# --- the kind of an item, read from its status and flags ------------------------------------
+
+
+def is_needs_human(item: Item) -> bool:
+    """needs-human ⇔ blocked and ``needsHuman``."""
+    return item.status == "blocked" and item.needs_human
+
+
+def is_deferred(item: Item) -> bool:
+    """deferred ⇔ blocked and ``deferred`` — and not needs-human, so the kinds never overlap."""
+    return item.status == "blocked" and item.deferred and not item.needs_human
+
+
+def kind(item: Item) -> str:
+    """``needs-human``, ``deferred``, or the item's status."""
+    if is_needs_human(item):
+        return "needs-human"
+    if is_deferred(item):
+        return "deferred"
+    return str(item.status)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TypedDict
 
 from git_forge.backlog.errors import BacklogError
-from git_forge.backlog.item import Item
+from git_forge.backlog.item import Item, is_deferred, is_needs_human
 from git_forge.backlog.topology import cycle_through, id_key, is_selectable
 from git_forge.clock import parse_stamp
 from git_forge.errors import UsageError
@@ -187,26 +187,7 @@ def backlog_problem(document: Any, *, valid: Any = None) -> str | None:
     return None
 
 
-# --- derived kinds and summaries ------------------------------------------------------------
-
-
-def is_needs_human(item: Item) -> bool:
-    """needs-human ⇔ blocked and ``needsHuman``."""
-    return item.status == "blocked" and item.needs_human
-
-
-def is_deferred(item: Item) -> bool:
-    """deferred ⇔ blocked and ``deferred`` — and not needs-human, so the kinds never overlap."""
-    return item.status == "blocked" and item.deferred and not item.needs_human
-
-
-def kind(item: Item) -> str:
-    """``needs-human``, ``deferred``, or the item's status."""
-    if is_needs_human(item):
-        return "needs-human"
-    if is_deferred(item):
-        return "deferred"
-    return str(item.status)
+# --- summaries ---------------------------------------------------------------------------
 
 
 class BacklogSummaryJSON(TypedDict):

@@ -25,8 +25,10 @@ from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import BacklogItemJSON, Item
 from git_forge.clock import wire_now
+from git_forge.credentials import credential_refusal
 from git_forge.errors import StoreError, os_error_text
 from git_forge.jsonfile import update_json
+from git_forge.layout import backlog_file
 from git_forge.parsing import DocumentTooComplex, load_json
 
 TYPE_CHECKING = False  # typing only for the checker: status reads this module
@@ -100,8 +102,6 @@ def _refuse_invalid(path: Path, document: Any) -> BacklogJSON:
 
 
 def _refuse_credential(text: str) -> None:
-    from git_forge.credentials import credential_refusal
-
     refusal = credential_refusal(text)
     if refusal:
         raise BacklogError(refusal)
@@ -144,8 +144,6 @@ class BacklogStore(NamedTuple):
 
     @classmethod
     def in_dir(cls, backlog_dir: Path | str) -> BacklogStore:
-        from git_forge.layout import backlog_file
-
         return cls(backlog_file(Path(backlog_dir)))
 
     def missing(self) -> BacklogError:

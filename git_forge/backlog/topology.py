@@ -28,12 +28,13 @@ import functools
 import gc
 import re
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, filterfalse, repeat
 from typing import NotRequired, TypedDict, cast
 
 from git_forge.backlog.errors import BacklogError
-from git_forge.backlog.item import BacklogItemJSON, Item
+from git_forge.backlog.item import BacklogItemJSON, Item, kind
 from git_forge.parsing import DocumentTooComplex, load_json
 
 TYPE_CHECKING = False  # typing only for the checker: status reads this module
@@ -417,8 +418,6 @@ def _acyclic_order(succ: list[list[int]]) -> list[int] | None:
     """The nodes with every node before its successors (Kahn), or ``None`` when some
     are on a cycle (a self-dependency included). A backlog is almost always acyclic,
     and this is ten times cheaper than Tarjan's walk."""
-    from collections import Counter
-
     incoming = Counter(chain.from_iterable(succ))
     indegree = [incoming.get(node, 0) for node in range(len(succ))]
     order = [node for node, degree in enumerate(indegree) if not degree]
@@ -949,8 +948,6 @@ def waiting_on(graph: DependencyGraph) -> list[WaitingJSON]:
     )
     if not any(pending) or selectable:
         return []
-    from git_forge.backlog.model import kind
-
     found: list[tuple[int, WaitingJSON]] = []
     cycles: dict[int, list[int]] = {}
     for node, item in enumerate(graph.items):

@@ -222,7 +222,7 @@ def _field_changes(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _line(item: Item) -> str:
-    from git_forge.backlog.model import kind
+    from git_forge.backlog.item import kind
 
     label = kind(item)
     style = {"done": "green", "blocked": "red", "needs-human": "yellow", "deferred": "yellow",
@@ -249,7 +249,7 @@ def run_list(args: argparse.Namespace) -> int:
                            lambda snapshot: json_text(
                                [item.to_json() for item in snapshot.items])))
         return 0
-    from git_forge.backlog.model import kind
+    from git_forge.backlog.item import kind
 
     items = _store(args).items()
     if args.status in ("needs-human", "deferred"):
@@ -266,7 +266,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from git_forge.backlog.model import kind
+    from git_forge.backlog.item import kind
 
     item = _store(args).get(args.id)
     if args.json:

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from git_forge.agents.receipt import TotalsJSON
-from git_forge.backlog.item import Item
-from git_forge.backlog.model import BacklogSummaryJSON, kind, select_next, summarize
+from git_forge.backlog.item import Item, kind
+from git_forge.backlog.model import BacklogSummaryJSON, select_next, summarize
 from git_forge.backlog.topology import dependency_cycles, id_key
 from git_forge.exit_codes import LOOP_BLOCKED, LOOP_DONE
 from git_forge.loop.state import RunState
