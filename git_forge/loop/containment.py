@@ -26,7 +26,7 @@ claimed to be.
 
 The runner's own files (state files, the item worktrees under the state dir,
 a backlog.json differing only by ``in_progress`` marks) are not agents' work
-(``reconcile.preflight.stranded``).
+(``reconcile.stranded``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from git_forge.reconcile.preflight import stranded
+from git_forge.reconcile.stranded import stranded
 from git_forge.tree.fast_status import porcelain_fast
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 

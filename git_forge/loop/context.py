@@ -25,7 +25,7 @@ from git_forge.loop.progress import Progress
 from git_forge.loop.state import RunState, write_state
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.reconcile import messages
-from git_forge.reconcile.preflight import stranded
+from git_forge.reconcile.stranded import stranded
 from git_forge.supervisor.supervisor import Supervisor
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.fast_status import head_blob

@@ -1,8 +1,9 @@
 """Reconciliation above ``tree/`` and ``loop/``: what a prior run left stranded, whose
 work it is a candidate of, and what to do about it.
 
-* ``preflight``   — the launch blocker (``check``) and the one filter of the
-  runner's own changes (``stranded``); the hot path of every launch.
+* ``stranded``    — the one filter of the runner's own changes: what is left is
+  stranded work.
+* ``preflight``   — the launch blocker (``check``); the hot path of every launch.
 * ``stop``        — the STOP's explanation in the operator's terms.
 * ``evidence``    — what a prior run left to attribute by (state.json, events).
 * ``attribution`` — ``plan``: stranded entries grouped by candidate item.
@@ -12,6 +13,8 @@ work it is a candidate of, and what to do about it.
 * ``messages``    — every commit and stash message git-forge writes, beside
   its parser.
 
-The loop uses ``preflight`` and ``messages`` only; both import nothing from
-``loop/``. Keep this ``__init__`` import-free: ``preflight`` is on the hot path.
+The loop uses the leaves ARCHITECTURE.md names (``stranded``, ``preflight``,
+``messages``, ``item_trees``, ``merge_queue``, ``conflicts``); none imports from
+``loop/`` but its records. Keep this ``__init__`` import-free: ``preflight`` is on
+the hot path.
 """

@@ -11,7 +11,7 @@ abandoned work on the stash list before it kept it under its own refs), are
 stranded work too; they are listed (with the git commands to inspect and
 restore them), never applied or dropped.
 
-The stranded entries come from ``preflight.stranded`` (git's own porcelain
+The stranded entries come from ``stranded`` (git's own porcelain
 status, less the runner's own changes); item commits and stashes are
 recognised by the parsers in ``messages``.
 
@@ -214,7 +214,7 @@ def plan(root: Path, evidence: Evidence, entries: list[StatusEntry], *,
          recovery_paths: Iterable[str] = (), trees: Iterable[ItemTree] = (),
          onto: str | None = None) -> Plan:
     """Attribute the stranded ``entries`` of the work tree at ``root`` (the runner's
-    own changes already left out, see ``preflight.stranded``). ``recovery_paths``:
+    own changes already left out, see ``stranded``). ``recovery_paths``:
     recover's own backlog change.
     ``trees``: the items' worktrees and branches (``item_trees``), integrated or
     not against ``onto``."""

@@ -12,6 +12,7 @@ list every worktree shares, its discard's safety ref is restored from there.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -97,8 +98,6 @@ class Action:
             return []
         hints = restore_hint(self.ref)
         if self.worktree is not None:
-            import shlex
-
             where = f"git -C {shlex.quote(str(self.worktree))} "
             hints = [where + hint.removeprefix("git ") for hint in hints]
         return hints

@@ -18,11 +18,14 @@ No pygit2 here (``tree.worktrees`` asks git): the launch blocker lists these.
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import NamedTuple, TypedDict
 
+from git_forge.errors import StoreError
 from git_forge.layout import ITEM_BRANCH_PREFIX, WORKTREES_DIR
 from git_forge.reconcile.messages import item_branch, item_of_branch
+from git_forge.reconcile.stranded import relative, stranded
 from git_forge.tree.fast_status import may_have_worktrees_or_branches
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 
@@ -30,9 +33,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from git_forge.tree.worktrees import Operation, Worktree
 
-# ``tree.worktrees`` is imported where it is used: a repository with no item
-# worktree or branch (``may_have_worktrees_or_branches``) never needs it, and
-# ``status`` and the pre-launch check read this module on every run.
+# ``tree.worktrees`` and ``conflicts`` are imported where they are used (the common-case
+# boundary, ARCHITECTURE.md): ``status`` reads this module on every run, and a repository
+# with no item worktree or branch (``may_have_worktrees_or_branches``) never needs them.
 
 
 class PathJSON(TypedDict):
@@ -148,14 +151,12 @@ class ItemTree(NamedTuple):
 
 
 def _quoted(path: Path) -> str:
-    import shlex
-
     return shlex.quote(str(path))
 
 
 def loop_branch(root: Path, trees: list[Worktree] | None = None) -> str | None:
     """The branch checked out where the loop runs (the worktree at ``root``)."""
-    from git_forge.tree.worktrees import worktrees
+    from git_forge.tree.worktrees import worktrees  # common-case boundary
 
     for tree in trees if trees is not None else worktrees(root):
         if os.path.realpath(tree.path) == os.path.realpath(root):
@@ -175,22 +176,14 @@ def _item_of_tree(tree: Worktree, holder: Path) -> str | None:
     return None
 
 
-def _relative(path: Path, root: Path) -> str | None:
-    try:
-        return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
-    except ValueError:
-        return None
-
-
 def tree_changes(root: Path, tree: Path, state_dir: Path,
                  backlog_file: Path) -> tuple[StatusEntry, ...]:
     """The changes in the item worktree at ``tree``, less the runner's own (its copy
     of the state dir, and of backlog.json when only ``in_progress`` marks differ)."""
-    from git_forge.reconcile.preflight import stranded
-    from git_forge.tree.worktrees import status
+    from git_forge.tree.worktrees import status  # common-case boundary
 
     entries = status(root, tree)
-    state_rel, backlog_rel = _relative(state_dir, root), _relative(backlog_file, root)
+    state_rel, backlog_rel = relative(state_dir, root), relative(backlog_file, root)
     if not entries or state_rel is None or backlog_rel is None:
         return tuple(entries)
     return tuple(stranded(entries, tree, tree / state_rel, tree / backlog_rel))
@@ -202,7 +195,7 @@ def item_trees(root: Path, state_dir: Path, backlog_file: Path) -> list[ItemTree
     detached HEAD there, against that commit)."""
     if not may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX):
         return []
-    from git_forge.tree.worktrees import (
+    from git_forge.tree.worktrees import (  # common-case boundary
         branch_tips,
         integrated,
         is_ancestor,
@@ -262,7 +255,7 @@ def _open_conflicts(state_dir: Path) -> dict[str, bool]:
     """The items with an open merge conflict, each with whether recover's answer was
     to resolve it by hand (none when the record cannot be read: the listing goes on
     without it)."""
-    from git_forge.errors import StoreError
+    # common-case boundary
     from git_forge.reconcile.conflicts import conflicts_path, read_conflicts
 
     if not conflicts_path(state_dir).exists():
@@ -275,7 +268,7 @@ def _open_conflicts(state_dir: Path) -> dict[str, bool]:
 
 
 def _head_commit(root: Path) -> str | None:
-    from git_forge.tree.worktrees import resolve
+    from git_forge.tree.worktrees import resolve  # common-case boundary
 
     return resolve(root, "HEAD")
 

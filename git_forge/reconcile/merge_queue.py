@@ -30,6 +30,7 @@ from pathlib import Path
 from git_forge.layout import item_worktree
 from git_forge.reconcile.messages import item_branch, item_of_subject
 from git_forge.tree.errors import GitError
+from git_forge.tree.history import log_subjects
 from git_forge.tree.worktrees import (
     Integration,
     delete_branch,
@@ -107,8 +108,6 @@ Outcome = Integrated | Conflicted | Refused
 
 def _collisions(root: Path, fork: str, tip: str, paths: Iterable[str]) -> tuple[Collision, ...]:
     """The commits of ``fork..tip`` that touched any of ``paths``, oldest first."""
-    from git_forge.tree.history import log_subjects
-
     wanted = set(paths)
     found = []
     for commit in log_subjects(root, fork, tip):

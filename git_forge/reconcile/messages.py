@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from git_forge.backlog.topology import id_key
 from git_forge.layout import ABANDONED_REF_PREFIX, ITEM_BRANCH_PREFIX
 from git_forge.safetext import clean
 
@@ -59,8 +60,6 @@ def items_settled(settled: list[tuple[str, list[str]]]) -> str:
     ``[forge] backlog: 001, 003 done; 002 needs a human`` (each done item's work is
     its own commit already). ``settled``: (what, ids) pairs, empty ones left out;
     each group's ids in id order, whatever order the items settled in."""
-    from git_forge.backlog.topology import id_key
-
     parts = [f"{', '.join(sorted(ids, key=id_key))} {what}" for what, ids in settled if ids]
     return backlog_queued("; ".join(parts) or "update the backlog")
 

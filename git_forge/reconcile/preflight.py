@@ -13,32 +13,30 @@ state.json survives.
 
 It runs before every launch, so it must cost about what ``git status`` costs:
 it never imports pygit2 (``fast_status`` asks git itself) and reads nothing
-else while the tree is clean. Two kinds of change are the runner's own and are
-not stranded work: state files (git-ignored, but skipped here even when the
-ignore rules are missing) and a backlog.json whose only difference from HEAD is
-an item left ``in_progress`` by a run that crashed. A backlog.json changed any
-other way that is still a valid backlog is queued work (``queued_apart``), not
-stranded either — here, in reconcile and in recover alike.
+else while the tree is clean. The runner's own changes are not stranded work
+(``stranded``), and a backlog.json changed in any other way that is still a
+valid backlog is queued work (``queued_apart``), not stranded either — here, in
+reconcile and in recover alike.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import NamedTuple, NotRequired, TypedDict
 
-from git_forge.backlog.bookkeeping import only_in_progress_marks
+from git_forge.backlog.model import backlog_problem
 from git_forge.errors import StoreError
+from git_forge.loop.state import RunState, StateNotAnObject, read_state, state_path
 from git_forge.parsing import DocumentTooComplex, load_json
-from git_forge.tree.fast_status import head_blob, porcelain_fast
+from git_forge.reconcile.errors import ReconcileError
+from git_forge.reconcile.item_trees import ItemTree, loop_branch, stranded_trees
+from git_forge.reconcile.stranded import relative, stranded
+from git_forge.tree.fast_status import porcelain_fast
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
-
-    from git_forge.loop.state import RunState
-    from git_forge.reconcile.item_trees import ItemTree
 
     Verdict = Literal["ok", "stop", "dirty"]
 
@@ -97,56 +95,9 @@ class Preflight(NamedTuple):
         return document
 
 
-def _relative(path: Path, root: Path) -> str | None:
-    try:
-        return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
-    except ValueError:
-        return None
-
-
-def _runner_owned(entries: list[StatusEntry], root: Path, state_dir: Path,
-                  backlog_path: Path, keep_backlog: bool) -> set[str]:
-    """The entries that are the runner's own: state files and crash bookkeeping."""
-    owned: set[str] = set()
-    state_rel = _relative(state_dir, root)
-    backlog_rel = _relative(backlog_path, root)
-    for entry in entries:
-        if entry.path == backlog_rel:
-            if keep_backlog:
-                continue
-            head = head_blob(root, backlog_rel)
-            if head is not None and entry.xy in (" M", "M ", "MM"):
-                try:
-                    work = backlog_path.read_bytes()
-                except OSError:
-                    continue
-                if only_in_progress_marks(head, work):
-                    owned.add(entry.path)
-        elif state_rel and (entry.path == state_rel or entry.path.startswith(state_rel + "/")):
-            owned.add(entry.path)
-    return owned
-
-
-def stranded(entries: list[StatusEntry], root: Path, state_dir: Path,
-             backlog_path: Path, *, keep_backlog: bool = False) -> list[StatusEntry]:
-    """The entries that are stranded work: every change except the runner's own.
-
-    ``keep_backlog``: a changed backlog.json is kept whatever the change (the
-    running loop commits its own bookkeeping with the item), which also saves
-    reading HEAD's copy to compare.
-    """
-    if not entries:
-        return []
-    owned = _runner_owned(entries, root, state_dir, backlog_path, keep_backlog)
-    return [entry for entry in entries if entry.path not in owned]
-
-
 def prior_run(state_dir: Path) -> tuple[RunState | None, str | None]:
     """The prior run from state.json: (run, error reading it). A state.json that
-    cannot be read is still a prior run, of which nothing is known. (Imported here:
-    a clean tree never asks, and ``loop.state`` brings ``dataclasses``.)"""
-    from git_forge.loop.state import RunState, StateNotAnObject, read_state, state_path
-
+    cannot be read is still a prior run, of which nothing is known."""
     try:
         return read_state(state_dir), None
     except StateNotAnObject:
@@ -158,9 +109,6 @@ def prior_run(state_dir: Path) -> tuple[RunState | None, str | None]:
 def backlog_file_problem(path: Path) -> str | None:
     """Why the backlog file cannot be used (missing, not JSON, not a backlog), or
     ``None``. The words are the ones every refusal uses: ``… is corrupt (…)``."""
-
-    from git_forge.backlog.model import backlog_problem
-
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -180,9 +128,7 @@ def refuse_corrupt_backlog_commit(groups: list[tuple[str, list[str]]], root: Pat
                                   backlog_path: Path) -> None:
     """A commit must never record a backlog.json that does not parse: ``groups`` are
     the (group id, paths) about to be committed. Raises ``ReconcileError`` (exit 2)."""
-    from git_forge.reconcile.errors import ReconcileError
-
-    backlog_rel = _relative(backlog_path, root)
+    backlog_rel = relative(backlog_path, root)
     if any(backlog_rel in paths for _, paths in groups) and backlog_path.exists():
         problem = backlog_file_problem(backlog_path)
         if problem is not None:
@@ -203,7 +149,7 @@ def queued_apart(work: list[StatusEntry], root: Path, backlog_path: Path
     blocker lets it through, and reconcile and recover, which answer to the same
     question (what must be decided before the next launch), agree: it is no
     group to decide, and leaves the tree clean."""
-    backlog_rel = _relative(backlog_path, root)
+    backlog_rel = relative(backlog_path, root)
     entry = next((entry for entry in work if entry.path == backlog_rel), None)
     if entry is None:
         return work, None, None
@@ -227,12 +173,11 @@ def check(root: Path, state_dir: Path, backlog_path: Path,
     work, _queued, problem = queued_apart(stranded(entries, root, state_dir, backlog_path),
                                           root, backlog_path)
     if problem is not None:
-        backlog_rel = _relative(backlog_path, root)
+        backlog_rel = relative(backlog_path, root)
         run, error = prior_run(state_dir)
         return Preflight("stop", work, run, error, reason=(
             f"{backlog_rel} is corrupt ({problem}); repair it, or restore it with "
             f"git checkout HEAD -- {backlog_rel}"))
-    from git_forge.reconcile.item_trees import loop_branch, stranded_trees
 
     trees = tuple(stranded_trees(root, state_dir, backlog_path))
     if not work and not trees:

@@ -19,12 +19,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 
+from git_forge import decisions
+from git_forge.backlog.bookkeeping import describe_changes, only_applied_answers
+from git_forge.backlog.model import match_id
 from git_forge.backlog.store import BacklogStore
+from git_forge.errors import ForgeError
+from git_forge.locks import locked
 from git_forge.reconcile.attribution import GroupJSON, Plan, StashJSON, plan
 from git_forge.reconcile.conflicts import (
     ConflictRecord,
     RetriedJSON,
+    clear_conflict,
     read_conflicts,
+    retry,
     retry_refusal,
 )
 from git_forge.reconcile.errors import ReconcileError
@@ -32,8 +39,11 @@ from git_forge.reconcile.evidence import gather
 from git_forge.reconcile.execution import Action, ActionJSON, Decision, execute
 from git_forge.reconcile.item_trees import ItemTree, ItemTreeJSON, item_trees, loop_branch
 from git_forge.reconcile.merge_queue import Conflicted, Integrated, Outcome, integrate_item
-from git_forge.reconcile.messages import item_branch
-from git_forge.reconcile.preflight import queued_apart, stranded
+from git_forge.reconcile.messages import item_branch, items_settled
+from git_forge.reconcile.preflight import queued_apart
+from git_forge.reconcile.stranded import stranded
+from git_forge.tree.commit import commit_paths
+from git_forge.tree.fast_status import head_blob
 from git_forge.tree.git_status import porcelain
 from git_forge.tree.porcelain import StatusEntry
 from git_forge.tree.repo import open_repo
@@ -247,11 +257,6 @@ def queued_backlog(workspace: Workspace, entry: StatusEntry) -> QueuedBacklog:
     item's work (every item's commit touches backlog.json, so the last of them is
     no evidence of whose the change is). A record that cannot be read names no
     answers: the change is still described."""
-    from git_forge import decisions
-    from git_forge.backlog.bookkeeping import describe_changes, only_applied_answers
-    from git_forge.errors import ForgeError
-    from git_forge.tree.fast_status import head_blob
-
     try:
         work = workspace.backlog_file.read_bytes()
         head = head_blob(workspace.root, entry.path)
@@ -276,8 +281,6 @@ def retry_items(workspace: Workspace, item_ids: Sequence[str]
     """Retry conflicts on the new tip from reconcile (``conflicts.retry``): each
     item back to pending, that bookkeeping committed (``[forge] backlog: 003
     pending (retry on the new tip)``). The records, and the notes."""
-    from git_forge.reconcile.conflicts import retry
-
     if not item_ids:
         return (), ()
     done = tuple(retry(workspace.root, workspace.state_dir, item) for item in item_ids)
@@ -297,8 +300,6 @@ def land(workspace: Workspace, item_ids: Sequence[str]) -> tuple[tuple[str, ...]
     integrated (resolved by hand): each is done and its record gone, and that
     bookkeeping committed (``[forge] backlog: 003 done``). The landed ids, and the
     notes."""
-    from git_forge.reconcile.conflicts import clear_conflict
-
     if not item_ids:
         return (), ()
     recorded = read_conflicts(workspace.state_dir)
@@ -322,10 +323,6 @@ def _bookkeeping(workspace: Workspace, change: Callable[[BacklogStore], list[str
     as ``[forge] backlog: <ids> <what>`` — unless backlog.json held changes of its
     own before, which are the operator's: then it is left uncommitted, and the
     note says so."""
-    from git_forge.locks import locked
-    from git_forge.reconcile.messages import items_settled
-    from git_forge.tree.commit import commit_paths
-
     backlog_rel = workspace.relative(workspace.backlog_file)
     was_dirty = any(entry.path == backlog_rel for entry in porcelain(open_repo(workspace.root)))
     changed = change(BacklogStore(workspace.backlog_file))
@@ -360,8 +357,6 @@ def _check_integrations(items: Sequence[str], trees: list[ItemTree], onto: str |
     branch to integrate; refused for an item with no branch, with nothing to put it
     on, or whose worktree is in the middle of a rebase, merge, cherry-pick… (its
     branch is not what the operator is making of it yet: they finish that first)."""
-    from git_forge.backlog.model import match_id
-
     if not items:
         return []
     if onto is None:

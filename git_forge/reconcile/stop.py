@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import TypedDict, cast
 
 from git_forge.backlog.item import BacklogItemJSON, Item
+from git_forge.errors import ForgeError
 from git_forge.loop.state import RunState
 from git_forge.parsing import DocumentTooComplex, load_json
-from git_forge.tree.porcelain import StatusEntry
+from git_forge.reconcile.attribution import GroupKind, plan
+from git_forge.reconcile.evidence import gather
+from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 
 
 class TouchedJSON(TypedDict):
@@ -46,8 +49,6 @@ class StopExplanation:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> StopExplanationJSON:
-        from git_forge.tree.porcelain import render_porcelain_line
-
         return {"touched": [{"path": render_porcelain_line(entry), "evidence": why}
                             for entry, why in self.touched],
                 "outside": [render_porcelain_line(entry) for entry in self.outside],
@@ -76,10 +77,6 @@ def current_waits(backlog_file: Path, run: RunState) -> tuple[list[str], list[st
 def explain(root: Path, state_dir: Path, backlog_file: Path,
             entries: list[StatusEntry], run: RunState) -> StopExplanation:
     """Attribute ``entries`` (the stranded ones) the way ``git forge reconcile`` does."""
-    from git_forge.errors import ForgeError
-    from git_forge.reconcile.attribution import GroupKind, plan
-    from git_forge.reconcile.evidence import gather
-
     blocked, needs_human = current_waits(backlog_file, run)
     try:
         found = plan(root, gather(state_dir), entries)
