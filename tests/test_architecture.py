@@ -73,17 +73,69 @@ def unit_of(module: str) -> Unit | None:
     return best[1] if best else None
 
 
-def imports_of(path: Path, known: set[str]) -> set[str]:
+def _resolved(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The absolute name of the module a ``from`` import reads, relative ones included
+    (``from . import x`` in ``git_forge.tree.repo`` reads ``git_forge.tree``)."""
+    if not node.level:
+        return node.module or ""
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    base = parts[:len(parts) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports_of(path: Path, known: set[str], module: str = "") -> set[str]:
     """The git_forge modules (and outside packages) a file imports, anywhere in it.
     ``from git_forge.reconcile import messages`` names the submodule when it is one."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            submodules = {f"{node.module}.{alias.name}" for alias in node.names} & known
-            found.update(submodules or {node.module})
+        elif isinstance(node, ast.ImportFrom):
+            source = _resolved(node, module, path.name == "__init__.py")
+            submodules = {f"{source}.{alias.name}" for alias in node.names} & known
+            found.update(submodules or {source})
     return found
+
+
+def _module_of(target: str, known: set[str]) -> str:
+    """``git_forge.x.y`` where only ``git_forge.x`` is a module: a name in it."""
+    while target not in known and "." in target:
+        target = target.rsplit(".", 1)[0]
+    return target
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the git_forge modules it imports: at the top, inside functions and
+    under ``TYPE_CHECKING`` alike, so that no lazy or type-only import hides a cycle.
+    A package's ``__init__`` run before its submodule is not an edge."""
+    modules = module_names()
+    known = set(modules)
+    return {name: {module for target in imports_of(path, known, name)
+                   if target.startswith("git_forge")
+                   and (module := _module_of(target, known)) != name}
+            for name, path in modules.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as the modules along it, the first repeated at the end;
+    ``None`` when there is none. An iterative depth-first search, in name order."""
+    done: set[str] = set()
+    for start in sorted(graph):
+        if start in done:
+            continue
+        path = [start]
+        pending = [iter(sorted(graph[start]))]
+        while pending:
+            following = next(pending[-1], None)
+            if following is None:
+                done.add(path.pop())
+                pending.pop()
+            elif following in path:
+                return path[path.index(following):] + [following]
+            elif following not in done:
+                path.append(following)
+                pending.append(iter(sorted(graph[following])))
+    return None
 
 
 def test_the_map_names_every_module():
@@ -105,12 +157,10 @@ def test_no_import_crosses_a_layer():
     for name, path in modules.items():
         own = unit_of(name)
         assert own is not None
-        for target in sorted(imports_of(path, known)):
+        for target in sorted(imports_of(path, known, name)):
             if not target.startswith("git_forge"):
                 continue
-            # ``git_forge.x.y`` where only ``git_forge.x`` is a module: a name in it
-            while target not in known and "." in target:
-                target = target.rsplit(".", 1)[0]
+            target = _module_of(target, known)
             other = unit_of(target)
             assert other is not None, f"{name} imports {target}, which the map does not place"
             if other.name != own.name and other.name not in own.may_import:
@@ -165,6 +215,31 @@ def test_the_watchdog_stands_alone():
     assert not any(target.startswith("git_forge") for target in probe)
     assert not any(target.split(".")[0] in {"pygit2", "psutil", "yaml", "portalocker"}
                    for target in imported | probe)
+
+
+def test_no_import_cycle():
+    """No module imports, however indirectly, a module that imports it back: a cycle
+    is broken by moving what both need below both, not by importing lazily."""
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "an import cycle: " + " -> ".join(cycle or ())
+
+
+@pytest.mark.parametrize("modules, cycle", [
+    ({"a": {"b"}, "b": {"c"}, "c": set()}, None),
+    ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, ["a", "b", "c", "a"]),
+    ({"a": {"b", "c"}, "b": set(), "c": {"d"}, "d": {"c"}}, ["c", "d", "c"]),
+])
+def test_the_check_finds_a_cycle(modules, cycle):
+    assert find_cycle(modules) == cycle
+
+
+def test_the_graph_resolves_relative_and_lazy_imports(tmp_path):
+    """A relative import inside a function is an edge like any other."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from ..backlog import topology\n    from . import model\n",
+                     encoding="utf-8")
+    found = imports_of(probe, set(module_names()), "git_forge.backlog.item")
+    assert found == {"git_forge.backlog.topology", "git_forge.backlog.model"}
 
 
 @pytest.mark.parametrize("source, forbidden", [
