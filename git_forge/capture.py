@@ -15,8 +15,11 @@ spawns git without importing ``subprocess``, reads through it as well.
 
 from __future__ import annotations
 
+import math
 import os
-import time  # built into the interpreter: importing it costs nothing
+import select
+import signal
+import time
 from typing import NamedTuple
 
 TYPE_CHECKING = False
@@ -50,8 +53,6 @@ def read_output(stdout: int, stderr: int, *, keep_stdout: bool, stdin: int | Non
     helper stops reading); every descriptor given is closed here. ``stdout`` is
     kept whole when ``keep_stdout``, else its last ``TAIL_BYTES`` like
     ``stderr``'s. Past ``deadline`` (``time.monotonic()``) ``HelperTimeout``."""
-    import select
-
     kept = {stdout: bytearray(), stderr: bytearray()}
     limits = {stdout: None if keep_stdout else TAIL_BYTES, stderr: TAIL_BYTES}
     cut: set[int] = set()
@@ -103,8 +104,6 @@ def _milliseconds_left(deadline: float | None) -> int | None:
     """``poll``'s timeout for ``deadline``: ``None`` waits for ever."""
     if deadline is None:
         return None
-    import math
-
     return max(0, math.ceil((deadline - time.monotonic()) * 1000))
 
 
@@ -136,7 +135,7 @@ class Helper:
         ``timeout`` seconds — or on any exception, an interrupt included — it is
         killed (with its process group when it has one of its own) and waited
         for; the deadline is ``HelperTimeout``."""
-        import subprocess
+        import subprocess  # common-case boundary: the pre-launch check spawns git alone
 
         deadline = None if timeout is None else time.monotonic() + timeout
         stdout, stderr, stdin = self._pipes
@@ -154,8 +153,6 @@ class Helper:
         return Finished(returncode, out, err)
 
     def _kill(self) -> None:
-        import signal
-
         try:
             if self._new_session:
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -172,7 +169,7 @@ def start(argv: Sequence[str], *, cwd: str | os.PathLike[str] | None = None,
     """Start ``argv`` (never a shell) with ``input`` on its stdin (``None``: an
     empty stdin, ``/dev/null``); ``new_session`` gives it a process group of its
     own, killed whole past a deadline. ``OSError`` when it cannot start."""
-    import subprocess
+    import subprocess  # common-case boundary: the pre-launch check spawns git alone
 
     stdin_read, stdin_write = os.pipe() if input is not None else (subprocess.DEVNULL, None)
     out_read, out_write = os.pipe()

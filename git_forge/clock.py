@@ -12,6 +12,9 @@ Three shapes, each named by what it is for rather than by how it is made:
   ref names, run ids and archived file names.
 
 Standard library only, and nothing else of git-forge: any module may import it.
+``datetime`` is imported where a timestamp is made or read (the common-case boundary,
+ARCHITECTURE.md): ``status`` and ``decision list`` import this module and, on their
+common path, call none of it.
 """
 
 from __future__ import annotations
@@ -23,28 +26,28 @@ if TYPE_CHECKING:
 
 def wire_now() -> str:
     """Now as ``2026-11-29T10:11:12Z`` — the timestamp of every durable record."""
-    from datetime import UTC, datetime
+    from datetime import UTC, datetime  # common-case boundary
 
     return wire_stamp(datetime.now(UTC))
 
 
 def wire_stamp(moment: datetime) -> str:
     """``moment`` as ``wire_now`` writes it (a usage limit's end in state.json)."""
-    from datetime import UTC
+    from datetime import UTC  # common-case boundary
 
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def precise_stamp(moment: datetime) -> str:
     """``moment`` as ``2026-11-29T10:11:12.345Z`` — a manifest's or an event's time."""
-    from datetime import UTC
+    from datetime import UTC  # common-case boundary
 
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def precise_now() -> str:
     """Now as ``precise_stamp`` writes it."""
-    from datetime import UTC, datetime
+    from datetime import UTC, datetime  # common-case boundary
 
     return precise_stamp(datetime.now(UTC))
 
@@ -52,14 +55,14 @@ def precise_now() -> str:
 def parse_stamp(value: str) -> datetime:
     """A timestamp written by this module (or any ISO-8601 text) back to a moment;
     ``ValueError`` when it is not one."""
-    from datetime import datetime
+    from datetime import datetime  # common-case boundary
 
     return datetime.fromisoformat(value)
 
 
 def compact_stamp() -> str:
     """Now as ``20261129T101112Z`` — for a safety ref's name and a run id."""
-    from datetime import UTC, datetime
+    from datetime import UTC, datetime  # common-case boundary
 
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
@@ -67,6 +70,6 @@ def compact_stamp() -> str:
 def compact_precise_stamp() -> str:
     """Now as ``20261129T101112345678Z`` (microseconds) — for an archived file's name,
     where two archives in one second must not collide."""
-    from datetime import UTC, datetime
+    from datetime import UTC, datetime  # common-case boundary
 
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from git_forge.errors import ForgeError
 from git_forge.layout import (
     BACKLOG_FILE,
     DECISIONS_FILE,
@@ -82,8 +83,7 @@ def _directories(start: Path, backlog: str | None, backlog_dir: str | None) -> t
         return directory, state_directory(directory, DEFAULT_STATE_DIR)
     root = find_root(start)
     if _config_matters(root):
-        from git_forge.errors import ForgeError
-        from git_forge.workspace import locate
+        from git_forge.workspace import locate  # common-case boundary: no config file
 
         try:
             workspace = locate(root, backlog)
@@ -138,6 +138,7 @@ def _item_rows(items: list[BacklogItemJSON]) -> list[tuple[str, str]]:
 
 def _cluster_rows(blocked: list[BacklogItemJSON], *,
                   multi_only: bool) -> list[tuple[str, str]]:
+    # common-case boundary: a TAB on an item id clusters nothing
     from git_forge.backlog.errors import BacklogError
     from git_forge.backlog.item import Item
     from git_forge.backlog.topology import cluster_blocked

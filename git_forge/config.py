@@ -30,7 +30,7 @@ from git_forge.layout import (
     USER_CONFIG,
     user_config_dir,
 )
-from git_forge.parsing import DocumentTooComplex, load_json, load_yaml, yaml_problem
+from git_forge.parsing import DocumentTooComplex, load_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -310,14 +310,14 @@ def _read_yaml(path: Path) -> Any:
     if only_comments(text):
         # The example .forge.yaml ``init`` writes is all comments: nothing to parse.
         return None
-    import yaml
+    from git_forge import yamlfile  # common-case boundary: PyYAML only for settings
 
     try:
-        return load_yaml(text, path)
+        return yamlfile.load_yaml(text, path)
     except DocumentTooComplex as exc:
         raise ConfigError(exc.message) from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {yaml_problem(exc)}") from exc
+    except yamlfile.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {yamlfile.yaml_problem(exc)}") from exc
 
 
 def feature_forge_layer(path: Path) -> dict[str, Any]:

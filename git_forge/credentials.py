@@ -16,15 +16,18 @@ import math
 import re
 from collections import Counter
 
-_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+# The patterns are compiled where they are first searched with (``re``'s own cache): only
+# a text about to be recorded is, and every command that reads a record imports this module.
+_PRIVATE_KEY = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
 
-def _token(pattern: str) -> re.Pattern[str]:
+
+def _token(pattern: str) -> str:
     """A token that starts a word (not the tail of a longer one)."""
-    return re.compile(r"(?<![A-Za-z0-9])" + pattern)
+    return r"(?<![A-Za-z0-9])" + pattern
 
 
 #: (description, pattern) of well-known token shapes.
-_TOKEN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+_TOKEN_PATTERNS: tuple[tuple[str, str], ...] = (
     ("a GitHub token", _token(r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
     ("an API secret key (sk-…)", _token(r"sk-[A-Za-z0-9_-]{20,}")),
     ("an AWS access key id", _token(r"(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}(?![A-Z0-9])")),
@@ -34,10 +37,10 @@ _TOKEN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("an npm token", _token(r"npm_[A-Za-z0-9]{36}")),
     ("a Stripe key", _token(r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
     ("a JSON Web Token", _token(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+")),
-    ("a password in a URL", re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@")),
+    ("a password in a URL", r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"),
 )
 
-_CANDIDATE_WORD = re.compile(r"[A-Za-z0-9+/=_\-]{24,}")
+_CANDIDATE_WORD = r"[A-Za-z0-9+/=_\-]{24,}"
 _MIN_SECRET_LENGTH = 24
 _MIN_ENTROPY_BITS = 4.0
 
@@ -62,12 +65,12 @@ def _looks_random(word: str) -> bool:
 
 def credential_problem(text: str) -> str | None:
     """Why ``text`` looks like it carries a credential, or ``None`` if it does not."""
-    if _PRIVATE_KEY.search(text):
+    if re.search(_PRIVATE_KEY, text):
         return "a private key block"
     for description, pattern in _TOKEN_PATTERNS:
-        if pattern.search(text):
+        if re.search(pattern, text):
             return description
-    for word in _CANDIDATE_WORD.findall(text):
+    for word in re.findall(_CANDIDATE_WORD, text):
         if _looks_random(word):
             return "a long high-entropy string"
     return None

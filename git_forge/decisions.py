@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import NamedTuple, NotRequired, TypedDict, cast
 
 from git_forge.clock import wire_now
+from git_forge.credentials import credential_refusal
 from git_forge.errors import ForgeError, StoreError
 from git_forge.jsonfile import read_json, update_json
 from git_forge.layout import DECISIONS_FILE, state_directory
+from git_forge.locks import host_name
 from git_forge.parsing import DocumentTooComplex, check_depth
 
 TYPE_CHECKING = False
@@ -83,8 +85,6 @@ class UnappliedJSON(TypedDict):
 
 def default_actor() -> str:
     """``git-forge@<host>``: a machine label, never a person's identity."""
-    from git_forge.locks import host_name
-
     return f"git-forge@{host_name()}"
 
 
@@ -200,8 +200,6 @@ def record_all(
 
     A credential-looking answer is refused before anything is written.
     """
-    from git_forge.credentials import credential_refusal  # its patterns: only a write
-
     for entry in entries:
         if not entry.item_id:
             raise DecisionError("an item id may not be empty")

@@ -8,6 +8,8 @@ on one line and exits with ``exit_code``.
 
 from __future__ import annotations
 
+import errno
+
 from git_forge.exit_codes import EXIT_USAGE
 
 
@@ -41,24 +43,20 @@ class StoreError(ForgeError):
 
 
 #: What the commonest file-system failures mean, in the words a message uses.
-_OS_ERROR_WORDS: dict[int, str] = {}
+_OS_ERROR_WORDS: dict[int, str] = {
+    errno.ENOENT: "no such file", errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied", errno.EISDIR: "is a directory",
+    errno.ENOTDIR: "a part of the path is not a directory",
+    errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system", errno.EEXIST: "already exists",
+    errno.ELOOP: "too many levels of symbolic links",
+    errno.ENAMETOOLONG: "file name too long",
+}
 
 
 def os_error_text(exc: OSError) -> str:
     """An ``OSError`` as the end of a message (``cannot read X: no such file``):
     plain words, never Python's ``[Errno 2] …: 'X'`` (the caller names the file)."""
-    import errno
-
-    if not _OS_ERROR_WORDS:
-        _OS_ERROR_WORDS.update({
-            errno.ENOENT: "no such file", errno.EACCES: "permission denied",
-            errno.EPERM: "permission denied", errno.EISDIR: "is a directory",
-            errno.ENOTDIR: "a part of the path is not a directory",
-            errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
-            errno.EROFS: "read-only file system", errno.EEXIST: "already exists",
-            errno.ELOOP: "too many levels of symbolic links",
-            errno.ENAMETOOLONG: "file name too long",
-        })
     words = _OS_ERROR_WORDS.get(exc.errno) if exc.errno is not None else None
     if words is None and exc.strerror:
         words = exc.strerror[:1].lower() + exc.strerror[1:]

@@ -55,7 +55,7 @@ def write_json(
         raise StoreError(unencodable(path)) from exc
     except ValueError as exc:  # NaN or an infinity: json.dumps would write what is not JSON
         raise StoreError(f"refusing to write {path}: {exc}") from exc
-    from git_forge.atomic import atomic_write  # a reader (status) imports no writer
+    from git_forge.atomic import atomic_write  # common-case boundary: a reader writes none
 
     atomic_write(path, data, mode=mode, durable=durable)
     return data
@@ -151,6 +151,7 @@ def update_json(
     refused before ``mutate`` runs.
     """
     path = Path(path)
+    # common-case boundary: a read command writes nothing, locks nothing
     from git_forge.atomic import remove_stale_temp_files
     from git_forge.locks import DEFAULT_LOCK_TIMEOUT, locked
 

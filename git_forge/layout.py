@@ -14,8 +14,8 @@ import sys
 
 from git_forge.errors import ForgeError
 
-# The pre-launch check's clean path imports no ``pathlib`` (ARCHITECTURE.md, "What is
-# measured, and where"): the finders below work on ``str`` (``work_tree_top``,
+# The pre-launch check's clean path imports no ``pathlib`` (the common-case boundary,
+# ARCHITECTURE.md): the finders below work on ``str`` (``work_tree_top``,
 # ``git_dir_path``) and their ``Path`` forms import it when called.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ USER_CONFIG = "config.yaml"
 
 def state_directory(backlog_dir: Path, state_dir: str) -> Path:
     """The directory holding the state files of the backlog at ``backlog_dir``."""
-    from pathlib import Path
+    from pathlib import Path  # common-case boundary: the clean pre-launch check
 
     if not state_dir or Path(backlog_dir).resolve().name == state_dir:
         return Path(backlog_dir)
@@ -97,13 +97,13 @@ def state_directory(backlog_dir: Path, state_dir: str) -> Path:
 
 def item_worktree(state_dir: Path, item_id: str) -> Path:
     """Where the linked worktree of item ``item_id`` lives."""
-    from pathlib import Path
+    from pathlib import Path  # common-case boundary: the clean pre-launch check
 
     return Path(state_dir) / WORKTREES_DIR / item_id
 
 
 def backlog_file(backlog_dir: Path) -> Path:
-    from pathlib import Path
+    from pathlib import Path  # common-case boundary: the clean pre-launch check
 
     return Path(backlog_dir) / BACKLOG_FILE
 
@@ -133,7 +133,7 @@ def work_tree_root(path: Path | str) -> Path:
     """The top of the git work tree containing ``path``; refuses (``NotAWorkTree``)
     outside a repository and in a bare one, the way every command words it. With
     ``GIT_DIR`` set, git decides where the work tree is: nothing is refused here."""
-    from pathlib import Path
+    from pathlib import Path  # common-case boundary: the clean pre-launch check
 
     return Path(work_tree_top(path))
 
@@ -157,7 +157,7 @@ def find_root(path: Path | str) -> Path:
     ``.git`` file or directory), else ``path`` itself. Here rather than in
     ``workspace`` so that the pre-launch check's clean path can call it without
     importing the configuration machinery."""
-    from pathlib import Path
+    from pathlib import Path  # common-case boundary: the clean pre-launch check
 
     return Path(_nearest_dot_git(os.path.realpath(path)))
 
@@ -173,7 +173,7 @@ def git_dir_of(root: Path) -> Path | None:
     """The git dir of the work tree at ``root`` (``.git``, or where a linked
     worktree's ``.git`` file points; ``GIT_DIR`` when set), else ``None``. Read
     from the file system alone, so the pre-launch hot path can find the tree lock."""
-    from pathlib import Path
+    from pathlib import Path  # common-case boundary: the clean pre-launch check
 
     found = git_dir_path(root)
     return Path(found) if found is not None else None
@@ -228,6 +228,7 @@ def user_config_dir() -> str:
             and home.startswith("/") and (not xdg.strip() or xdg.startswith("/"))):
         base = xdg if xdg.startswith("/") else os.path.expanduser("~/.config")
         return os.path.join(base, APP_NAME)
+    # common-case boundary: platformdirs where the rule above does not answer
     from platformdirs import user_config_dir as platform_user_config_dir
 
     return platform_user_config_dir(APP_NAME)

@@ -1,27 +1,22 @@
-"""Parsing JSON and YAML that git-forge did not write itself, within limits.
+"""Parsing JSON that git-forge did not write itself, within limits (YAML: ``yamlfile``).
 
 Every document git-forge reads — backlog.json, state.json, the decision record,
 journal lines, supervisor manifests and spool indexes, an answers file, the
-configuration, a runner's output — is parsed here. A hand-edited or hostile
+configuration, a runner's output — is parsed here, or as YAML by ``yamlfile``
+under the same limits. A hand-edited or hostile
 file may nest thousands of levels deep (the parsers recurse and fail with a
 ``RecursionError``; code that walks a merely deep document later fails the same
 way) or hold an integer of thousands of digits (Python refuses to convert more
 than 4300 digits). Either is refused here, as ``DocumentTooComplex`` naming the
-source: ``<file>: too deeply nested`` / ``<file>: number too large``. So is a YAML
-anchor or alias (``<file>: line N: YAML anchors and aliases are not allowed``):
-nine lines of aliases, each naming the one above nine times ("billion laughs"),
-expand to hundreds of millions of values — minutes of work and gigabytes before
-any check could see them — and no file git-forge reads needs one. The loader
-stops at the first anchor, before the parser reads further. So is, for a JSON
+source: ``<file>: too deeply nested`` / ``<file>: number too large``. So is, for a JSON
 reader that asks (``finite=True``: the backlog, which no writer may write back
 with one), a number JSON has no text for — ``NaN``, ``Infinity``, ``1e999`` —
 which Python's parser accepts. So is,
 for a reader that asks (``unique_keys=True``: an answers file), a key written
 twice in one mapping, which both parsers otherwise settle silently by keeping
 the last (``<file>: the key '001' is given twice``). Syntax
-errors are left to each reader (``json.JSONDecodeError``, ``UnicodeDecodeError``,
-``yaml.YAMLError``), which words them for its file (``yaml_problem``: a YAML
-error in one line).
+errors are left to each reader (``json.JSONDecodeError``, ``UnicodeDecodeError``),
+which words them for its file.
 
 No document git-forge or feature-forge writes nests deeper than a handful of
 levels; ``MAX_DEPTH`` leaves a wide margin and still keeps every walk of a
@@ -35,6 +30,8 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import chain, compress, repeat
+from operator import is_, is_not
 from pathlib import Path
 
 from git_forge.errors import ForgeError
@@ -50,7 +47,7 @@ TOO_LARGE = "number too large"
 NOT_FINITE = "a number that is not finite (NaN or an infinity: not JSON)"
 
 
-def _twice(key: object) -> str:
+def key_twice(key: object) -> str:
     return f"the key {key!r} is given twice"
 
 
@@ -63,7 +60,7 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     document: dict[str, Any] = {}
     for key, value in pairs:
         if key in document:
-            raise _DuplicateKey(_twice(key))
+            raise _DuplicateKey(key_twice(key))
         document[key] = value
     return document
 
@@ -93,7 +90,7 @@ class DocumentTooComplex(ForgeError):
         self.problem = problem
 
 
-def _number_too_large(exc: ValueError) -> bool:
+def number_too_large(exc: ValueError) -> bool:
     """The interpreter's integer-digits limit (``sys.set_int_max_str_digits``)."""
     return "integer string conversion" in str(exc)
 
@@ -108,9 +105,6 @@ def check_depth(document: Any, source: str | Path) -> None:
     safe to measure. Each level's children are gathered and their types taken by C
     loops (``chain``, ``map``); a level holding no container — most documents' third
     or fourth — ends the walk without a Python step per value."""
-    from itertools import chain, compress, repeat
-    from operator import is_, is_not
-
     level = [document] if type(document) in _CONTAINERS else []
     for _ in range(MAX_DEPTH):
         if not level:
@@ -152,104 +146,9 @@ def load_json(data: str | bytes, source: str | Path, *, limit_depth: bool = True
         raise DocumentTooComplex(source, str(exc)) from None
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are the reader's
         if not isinstance(exc, json.JSONDecodeError | UnicodeDecodeError) and \
-                _number_too_large(exc):
+                number_too_large(exc):
             raise DocumentTooComplex(source, TOO_LARGE) from None
         raise
     if limit_depth:
         check_depth(document, source)
     return document
-
-
-#: Why a YAML document with an anchor or an alias is refused.
-NO_ALIASES = "YAML anchors and aliases are not allowed"
-
-
-class _AliasFound(Exception):
-    """An anchor or alias in the event stream, at ``line`` (1-based)."""
-
-    def __init__(self, line: int) -> None:
-        super().__init__(line)
-        self.line = line
-
-
-class _KeyTwice(Exception):
-    """A mapping's key given twice, at ``line`` (1-based)."""
-
-    def __init__(self, key: object, line: int) -> None:
-        super().__init__(key, line)
-        self.key = key
-        self.line = line
-
-
-_loaders: dict[tuple[bool, bool], type] = {}
-
-
-def _safe_loader(as_text: bool = False, unique_keys: bool = False) -> type:
-    """pyyaml's ``SafeLoader`` (what ``yaml.safe_load`` uses) stopping at the first
-    node that has an anchor or is an alias — every node passes ``compose_node``.
-    ``as_text``: every plain scalar is the text written (no implicit types).
-    ``unique_keys``: a mapping's key given twice is refused, where pyyaml keeps the
-    last."""
-    if (as_text, unique_keys) not in _loaders:
-        import yaml
-
-        class Loader(yaml.SafeLoader):
-            def compose_node(self, parent: Any, index: Any) -> Any:
-                event = self.peek_event()  # type: ignore[no-untyped-call]
-                if isinstance(event, yaml.AliasEvent) or \
-                        getattr(event, "anchor", None) is not None:
-                    raise _AliasFound(event.start_mark.line + 1)
-                return super().compose_node(parent, index)
-
-            def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-                mapping = super().construct_mapping(node, deep)
-                if unique_keys and len(mapping) < len(node.value):
-                    seen: set[object] = set()
-                    for key_node, _ in node.value:
-                        key = self.construct_object(key_node, deep)
-                        if key in seen:
-                            raise _KeyTwice(key, key_node.start_mark.line + 1)
-                        seen.add(key)
-                return mapping
-
-        if as_text:  # no implicit resolver: a plain scalar resolves to a string
-            Loader.yaml_implicit_resolvers = {}
-        _loaders[as_text, unique_keys] = Loader
-    return _loaders[as_text, unique_keys]
-
-
-def load_yaml(text: str, source: str | Path, *, as_text: bool = False,
-              unique_keys: bool = False) -> Any:
-    """``yaml.safe_load(text)``, refusing an anchor or alias, a document too deep
-    or a number too large. ``as_text``: every plain scalar is read as the text
-    written — YAML 1.1 reads ``010`` as the octal 8, ``0x10`` as 16, ``1:20`` as 80
-    and ``yes`` as true, where a file of ids and answers means the words (an
-    explicitly tagged value, ``!!int 10``, is still what its tag says).
-    ``unique_keys``: a key given twice in one mapping is refused."""
-    loader = _safe_loader(as_text, unique_keys)(text)
-    try:
-        document = loader.get_single_data()
-    except _AliasFound as found:
-        raise DocumentTooComplex(source, f"line {found.line}: {NO_ALIASES}") from None
-    except _KeyTwice as twice:
-        raise DocumentTooComplex(source, f"line {twice.line}: {_twice(twice.key)}") from None
-    except RecursionError:
-        raise DocumentTooComplex(source, TOO_DEEP) from None
-    except ValueError as exc:
-        if _number_too_large(exc):
-            raise DocumentTooComplex(source, TOO_LARGE) from None
-        raise
-    finally:
-        loader.dispose()
-    check_depth(document, source)
-    return document
-
-
-def yaml_problem(exc: Exception) -> str:
-    """A ``yaml.YAMLError`` in one line — ``line N: <problem>`` — for a refusal
-    that names its file: pyyaml's own text runs over several lines, quoting the
-    document."""
-    mark = getattr(exc, "problem_mark", None)
-    where = f"line {mark.line + 1}: " if mark is not None else ""
-    lines = str(exc).splitlines()
-    return where + (getattr(exc, "problem", None) or (lines[0] if lines else type(exc).__name__))

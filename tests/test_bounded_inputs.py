@@ -218,7 +218,8 @@ def test_an_answers_file_bomb_is_refused_at_once(git_repo: Path, tmp_path: Path)
     ("--- &top\nkey: value\n", 1),
 ])
 def test_any_anchor_or_alias_is_refused_with_its_line(text: str, line: int) -> None:
-    from git_forge.parsing import DocumentTooComplex, load_yaml
+    from git_forge.parsing import DocumentTooComplex
+    from git_forge.yamlfile import load_yaml
 
     with pytest.raises(DocumentTooComplex) as refused:
         load_yaml(text, "c.yaml")

@@ -13,7 +13,8 @@ from helpers import git, run_forge, snapshot
 from templates import Templates
 
 from git_forge.exit_codes import RECOVER_FAILED_READ
-from git_forge.parsing import MAX_DEPTH, DocumentTooComplex, load_json, load_yaml
+from git_forge.parsing import MAX_DEPTH, DocumentTooComplex, load_json
+from git_forge.yamlfile import load_yaml
 
 DEPTH = 100_000
 DEEP_ARRAY = "[" * DEPTH + "]" * DEPTH

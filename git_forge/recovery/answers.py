@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
 from git_forge.backlog.model import match_id
 from git_forge.backlog.topology import id_key
 from git_forge.errors import UsageError, os_error_text
-from git_forge.parsing import load_json, load_yaml, yaml_problem
+from git_forge.parsing import load_json
 from git_forge.recovery.questions import Question
+from git_forge.yamlfile import YAMLError, load_yaml, yaml_problem
 
 ChoiceKind = Literal["answer", "defer", "cancel", "retry", "resolve"]
 
@@ -132,7 +131,7 @@ def load_file(path: Path) -> dict[str, Choice]:
     except json.JSONDecodeError:
         try:
             document = load_yaml(raw, path, as_text=True, unique_keys=True)
-        except yaml.YAMLError as exc:
+        except YAMLError as exc:
             raise UsageError(f"answers file {path} is neither JSON nor YAML: "
                              f"{yaml_problem(exc)}") from exc
     if document is None:
