@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo
 
 _EPOCH = re.compile(r"(?:\|\s*|resets?(?:At)?\"?\s*[:=]?\s*)(\d{10})(?:\.\d+)?\b")
 #: What introduces a time the limit lifts at.
@@ -65,10 +66,8 @@ def _zone(name: str | None) -> tzinfo | None:
     if name.upper() in ("UTC", "GMT", "Z"):
         return UTC
     try:
-        from zoneinfo import ZoneInfo
-
         return ZoneInfo(name)
-    except (KeyError, ValueError, OSError, ImportError):
+    except (KeyError, ValueError, OSError):
         return None
 
 

@@ -7,7 +7,11 @@ any path is built: anything that is not exactly a canonical handle is
 
 from __future__ import annotations
 
+import base64
+import os
 import re
+
+from git_forge.supervisor.lifecycle import ProcessError
 
 HANDLE_LENGTH = 22
 #: Canonical unpadded URL-safe base64 of 16 bytes, not starting with ``-``: the
@@ -17,11 +21,8 @@ _HANDLE_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{20}[AQgw]")
 
 def mint_handle() -> str:
     """A new handle. It never begins with ``-``, so it is always a safe CLI argument."""
-    import base64
-    import secrets
-
     while True:
-        handle = base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode("ascii")
+        handle = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode("ascii")
         if not handle.startswith("-"):
             return handle
 
@@ -34,8 +35,6 @@ def is_valid_handle(value: object) -> bool:
 
 def require_handle(value: object) -> str:
     """``value`` if it is a valid handle, else ``not_found`` (without touching any file)."""
-    from git_forge.supervisor.lifecycle import ProcessError
-
     if not is_valid_handle(value):
         raise ProcessError("not_found", "no such process handle")
     return value  # type: ignore[return-value]

@@ -457,7 +457,7 @@ def main(argv: list[str]) -> int:
     fd = int(argv[1])
     sys.path.insert(0, argv[2])
     global lock_is_held
-    from git_forge.lockprobe import lock_is_held
+    from git_forge.lockprobe import lock_is_held  # importable once the line above has run
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fd)
     os.set_inheritable(fd, False)
     os.chdir("/")

@@ -36,6 +36,7 @@ the operator; the replay and the fast-forward run none (``commit-tree``,
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -180,8 +181,6 @@ class Operation(NamedTuple):
 
     def advice(self, tree: Path) -> str:
         """``finish the rebase (git -C TREE rebase --continue / --abort)``."""
-        import shlex
-
         return f"finish the {self.name} (git -C {shlex.quote(str(tree))} {self.finish})"
 
     def refusal(self, tree: Path) -> str:
@@ -739,6 +738,7 @@ def _unkept(root: Path, tree: Worktree) -> str | None:
     dirty = status(root, tree.path)
     if not dirty:
         return None
+    # pygit2 boundary: status reads this module, and lists worktrees with git alone
     from git_forge.tree.repo import open_repo
     from git_forge.tree.worktree import refusals
 
@@ -769,6 +769,7 @@ def retire(root: Path, branch: str, ref_prefix: str, worktree: Path | None = Non
     tree = _checked_out(trees, branch)
     saved: tuple[str, ...] = ()
     ref: str
+    # pygit2 boundary: status reads this module, and lists worktrees with git alone
     from git_forge.tree.discard import create_safety_ref, discard_paths
     from git_forge.tree.repo import open_repo
 
