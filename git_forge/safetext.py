@@ -21,8 +21,9 @@ Neutral on purpose: the supervisor renders agent output with it and the command
 line renders everything else with it, and neither imports the other.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: it would make SafeText's field types
+# text that typing compiles as the class is made — on a TAB's path the process's first
+# compile, 10 million instructions (ARCHITECTURE.md, "What is measured, and where").
 import codecs
 import re
 from typing import NamedTuple
