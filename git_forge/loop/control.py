@@ -17,7 +17,9 @@ While a loop runs, the tree belongs to it: commands that change the tree
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 from typing import NamedTuple
 
 from git_forge.errors import ForgeError
@@ -56,13 +58,13 @@ class LiveLoop(NamedTuple):
 
 
 def loop_lock_path(state_dir: Path) -> Path:
-    from pathlib import Path
+    from pathlib import Path  # common-case boundary: the clean pre-launch check
 
     return Path(state_dir) / LOOP_LOCK_FILE
 
 
 def run_token_path(state_dir: Path) -> Path:
-    from pathlib import Path
+    from pathlib import Path  # common-case boundary: the clean pre-launch check
 
     return Path(state_dir) / LOOP_RUN_FILE
 
@@ -101,7 +103,6 @@ def recorded_state_dir(root: Path | str) -> str | None:
 def _holding(path: Path | str | None) -> LiveLoop | None:
     if path is None or not lock_is_held(path):
         return None
-    import re
 
     match = re.match(HOLDER_PATTERN, read_lock_holder(path))
     return LiveLoop(match.group(1), match.group(2)) if match else LiveLoop(None, None)
@@ -171,7 +172,7 @@ def stop_requested(state_dir: Path) -> bool:
 
 def arm_stop_token(state_dir: Path, run_id: str) -> None:
     """At the start of a run (under the loop lock): the token a stop removes."""
-    from git_forge.atomic import atomic_write
+    from git_forge.atomic import atomic_write  # common-case boundary: the check writes none
 
     atomic_write(run_token_path(state_dir), f"run {run_id}\n".encode())
 
@@ -212,6 +213,7 @@ def _any_tree_alive(proc_root: str) -> bool:
 
 def orphaned_agent(state_dir: Path | str, handle: str, item_id: str | None) -> OrphanedAgent:
     """The orphan ``handle`` with the processes that hold its liveness lock now."""
+    # common-case boundary: the supervisor, and pathlib, only for an agent tree alive
     from pathlib import Path
 
     from git_forge.supervisor.liveness import holders
@@ -226,7 +228,7 @@ def orphaned_agents(state_dir: Path | str) -> list[OrphanedAgent]:
     (their liveness locks are held; see ``supervisor.liveness``)."""
     if not _any_tree_alive(os.path.join(state_dir, PROC_DIR)):
         return []  # the common case, answered without importing the supervisor
-    from contextlib import suppress
+    # common-case boundary: the supervisor, and pathlib, only for an agent tree alive
     from pathlib import Path
 
     from git_forge.supervisor.liveness import orphans
@@ -237,7 +239,7 @@ def orphaned_agents(state_dir: Path | str) -> list[OrphanedAgent]:
     found = []
     for orphan in orphans(ProcPaths(root)):
         item_id = None
-        with suppress(ForgeError):
+        with contextlib.suppress(ForgeError):
             item_id = item_of(ManifestStore(root).load(orphan.handle))
         found.append(orphaned_agent(state_dir, orphan.handle, item_id))
     return found
@@ -256,14 +258,12 @@ class LiveAgent(NamedTuple):
 def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:
     """The agents of run ``run_id`` whose manifests say they run (``status`` shows one
     line each; a parallel run has several)."""
-    from pathlib import Path
+    from pathlib import Path  # common-case boundary: the clean pre-launch check
 
     root = Path(state_dir) / PROC_DIR
     if run_id is None or not root.is_dir():
         return []
-    import contextlib
-
-    from git_forge.supervisor.view import ProcView
+    from git_forge.supervisor.view import ProcView  # common-case boundary: a live run
 
     view = ProcView(root)
     found = []

@@ -27,6 +27,7 @@ from git_forge.exit_codes import LOOP_ERROR
 from git_forge.loop.context import RunContext
 from git_forge.loop.errors import LoopError
 from git_forge.loop.iteration import AgentResult
+from git_forge.loop.places import NotLanded
 from git_forge.reconcile import messages
 from git_forge.reconcile.conflicts import clear_conflict
 from git_forge.supervisor.lifecycle import ProcessError
@@ -87,8 +88,6 @@ def landed(run: RunContext, place: Place, before: Item, landing: Landing,
            handle: str | None) -> Outcome:
     """What landing a done item's work came to: done, or blocked with the reason
     (the item put back as it was ``before`` its done mark)."""
-    from git_forge.loop.places import NotLanded
-
     item_id = before.id
     if isinstance(landing, NotLanded):
         run.store.replace(before)

@@ -41,12 +41,11 @@ from pathlib import Path
 from typing import NamedTuple, NotRequired, TypedDict, cast
 
 from git_forge.agents.receipt import Receipt, Totals, TotalsJSON
+from git_forge.atomic import make_durable, make_ignored_dir, remove_stale_temp_files
 from git_forge.errors import StoreError
 from git_forge.jsonfile import read_json, read_json_bytes, read_known, update_json, write_json
 from git_forge.layout import RECEIPTS_FILE, RUN_DIR, RUN_RECEIPTS_FILE
-
-# The writers' modules (``atomic``, with ``contextlib``, and ``locks``) are imported by
-# the writers: ``status`` after a run reads the ledger and imports neither.
+from git_forge.locks import locked
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -240,8 +239,6 @@ def fold_runs(state_dir: Path, known: tuple[bytes, Any] | None = None) -> None:
     ledger_file, run_file = ledger_path(state_dir), run_path(state_dir)
     if not run_file.exists():  # no run summed yet (only a run, under the loop lock, makes one)
         return
-    from git_forge.atomic import make_durable, remove_stale_temp_files
-    from git_forge.locks import locked
 
     with locked(ledger_file), locked(run_file):  # always in this order
         remove_stale_temp_files(run_file)
@@ -306,8 +303,6 @@ class LedgerWriter:
 
     def _record(self, run_id: str, item_id: str, receipt: Receipt) -> None:
         if self._known is None:  # before its first file: no project's rules know of it
-            from git_forge.atomic import make_ignored_dir
-
             make_ignored_dir(self.path.parent, _IGNORE)
         written: list[bytes] = []
         known, self._known = self._known, None  # a failure below must not leave it

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple, TypedDict, cast
 
+from git_forge.clock import wire_now
 from git_forge.errors import StoreError
 from git_forge.jsonfile import read_json, write_json
 from git_forge.layout import STATE_FILE
@@ -160,7 +161,6 @@ def write_state(state_dir: Path, state: RunState, *, durable: bool = True) -> Ru
         raise ValueError(f"unknown loop status {state.status!r}")
     if state.last_signal is not None and state.last_signal not in LAST_SIGNALS:
         raise ValueError(f"unknown last signal {state.last_signal!r}")
-    from git_forge.clock import wire_now  # datetime: readers (status) need none of it
 
     stamped = state._replace(updated_at=wire_now())
     write_json(state_path(state_dir), stamped.to_json(), durable=durable)
