@@ -9,12 +9,18 @@ when something already looks wrong.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import TypedDict
 
-from git_forge.errors import StoreError
+from git_forge.backlog.model import summarize
+from git_forge.backlog.topology import build_graph, topology_of, waiting_on
+from git_forge.errors import ForgeError, StoreError
+from git_forge.layout import RECEIPTS_FILE, RUN_DIR, RUN_RECEIPTS_FILE
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.loop.control import live_agents, loop_lock_path, orphaned_agents
+from git_forge.loop.receipts import costs_json, read_ledger, run_costs_json
 from git_forge.loop.state import RunState, read_state, state_path
 from git_forge.reconcile.item_trees import ItemTreeJSON, item_trees
 from git_forge.runner.base import Runner
@@ -134,8 +140,6 @@ def _parallel(workspace: Workspace, done: set[str], run_id: str | None) -> Paral
     ``agents``: one entry per agent the live run supervises; ``mergeQueue``: the
     items done whose branch is not integrated yet (a parallel run marks an item
     done, then merges it)."""
-    from git_forge.errors import ForgeError
-
     try:
         trees = item_trees(workspace.root, workspace.state_dir, workspace.backlog_file)
     except ForgeError:
@@ -159,11 +163,6 @@ def backlog_facts(items: list[Item]) -> str:
     """What status reports of the item list — the summary, the topology's figures
     and what a starved backlog waits on, the done items' ids — as JSON text: the
     embedded runner keeps it between commands while backlog.json is unchanged."""
-    import json
-
-    from git_forge.backlog.model import summarize
-    from git_forge.backlog.topology import build_graph, topology_of, waiting_on
-
     graph = build_graph(items)
     topology = topology_of(graph)
     return json.dumps({
@@ -181,8 +180,6 @@ def loop_status(workspace: Workspace, runner: Runner, *,
     """The ``status --json`` document. Without ``item_costs`` its ``costs`` hold the
     last run's totals alone (``{"run": …}``): all a text status shows, without a
     pass over every item the ledger ever summed."""
-    import json
-
     facts = json.loads(runner.derived(workspace.state_dir, STATUS_CACHE, backlog_facts))
     found, problem = read_loop_state(workspace.state_dir)
     state = found or RunState()
@@ -235,14 +232,9 @@ def _costs(state_dir: Path, run_id: str | None, items: bool) -> CostsJSON | None
     """What the last run and (with ``items``) each item cost so far
     (``loop/receipts.py``); ``None`` when the ledger cannot be read (status still
     reports the rest)."""
-    import os
-
-    from git_forge.layout import RECEIPTS_FILE, RUN_DIR, RUN_RECEIPTS_FILE
-
     if not any(os.path.lexists(os.path.join(state_dir, *name))
                for name in ((RECEIPTS_FILE,), (RUN_DIR, RUN_RECEIPTS_FILE))):
         return no_costs() if items else {"run": None}
-    from git_forge.loop.receipts import costs_json, read_ledger, run_costs_json
 
     try:
         if not items:

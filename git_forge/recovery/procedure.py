@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import TypedDict
 
 from git_forge import decisions
+from git_forge.backlog.store import BacklogStore
 from git_forge.errors import ForgeError, StoreError, UsageError
 from git_forge.layout import RECOVER_LOCK_FILE
 from git_forge.lockprobe import lock_is_held, read_lock_holder
@@ -79,8 +80,6 @@ def refuse_not_set_up(workspace: Workspace) -> None:
     that keeps the decision record. A pass's lock would make the state dir, and the
     failed pass then only suggest itself again."""
     if workspace.config.runner_bin is None and not workspace.backlog_file.is_file():
-        from git_forge.backlog.store import BacklogStore
-
         raise BacklogStore(workspace.backlog_file).missing()
     decisions.open_record(workspace.backlog_dir, workspace.config.state_dir)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from git_forge import decisions
+from git_forge.backlog.bookkeeping import only_applied_answers
 from git_forge.backlog.item import NO_REASON, Item
 from git_forge.backlog.topology import (
     ClusterJSON,
@@ -71,6 +72,7 @@ from git_forge.recovery.report import (
     TreeResult,
 )
 from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
+from git_forge.tree.fast_status import head_blob, porcelain_fast
 from git_forge.workspace import Workspace
 
 
@@ -560,9 +562,6 @@ def backlog_before(ctx: Context, enumerated: Enumerated) -> BacklogBefore:
     the answers of an interrupted pass (``bookkeeping.only_applied_answers``, over
     each item's latest answer that is stamped applied or that the runner's list
     shows it holds), or anything else."""
-    from git_forge.backlog.bookkeeping import only_applied_answers
-    from git_forge.tree.fast_status import head_blob, porcelain_fast
-
     workspace = ctx.workspace
     backlog_rel = workspace.relative(workspace.backlog_file)
     try:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from git_forge import config as cfg
+from git_forge.runner.embedded import EmbeddedRunner
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from git_forge.runner.base import Runner
@@ -11,14 +14,10 @@ if TYPE_CHECKING:
 def runner_for(workspace: Workspace) -> Runner:
     """The runner the configuration selects: external when ``loopRunner.bin`` names
     a program, else the embedded runner on the workspace's backlog."""
-    from git_forge import config as cfg
-
     bin = workspace.config.runner_bin
     if bin is None:
-        from git_forge.runner.embedded import EmbeddedRunner
-
         return EmbeddedRunner(workspace.backlog_dir)
-    from git_forge.runner.external import ExternalRunner
+    from git_forge.runner.external import ExternalRunner  # common-case boundary: subprocess
 
     settings = workspace.config
     return ExternalRunner(

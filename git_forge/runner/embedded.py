@@ -6,7 +6,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from git_forge import __version__
+from git_forge.backlog.store import BacklogStore
 from git_forge.errors import ForgeError
+from git_forge.layout import backlog_file
 from git_forge.runner.base import Change, ChangeFailed, Runner, RunnerError
 
 TYPE_CHECKING = False
@@ -14,7 +16,7 @@ if TYPE_CHECKING:
     from typing import TypeVar
 
     from git_forge.backlog.item import Item
-    from git_forge.backlog.store import AnsweredJSON, BacklogStore, Snapshot, UnblockedJSON
+    from git_forge.backlog.store import AnsweredJSON, Snapshot, UnblockedJSON
 
     T = TypeVar("T")
 
@@ -39,29 +41,19 @@ class EmbeddedRunner(Runner):
 
     def __init__(self, backlog_dir: Path) -> None:
         self.backlog_dir = Path(backlog_dir)
-        self._store: BacklogStore | None = None
+        self.store = BacklogStore.in_dir(self.backlog_dir)
         #: What this runner last read or wrote: the next call that finds the file
         #: holding the same bytes uses its document instead of parsing them again
         #: (one recover pass lists, applies and lists again).
         self._seen: Snapshot | None = None
-
-    @property
-    def store(self) -> BacklogStore:
-        """The backlog file's store, made when first needed: a ``status`` answered
-        from the cache (``derived``) never imports the store and the item rules."""
-        if self._store is None:
-            from git_forge.backlog.store import BacklogStore
-
-            self._store = BacklogStore.in_dir(self.backlog_dir)
-        return self._store
 
     def list_items(self) -> list[Item]:
         self._seen = _as_runner_error(lambda: self.store.snapshot(self._seen))
         return self._seen.items
 
     def derived(self, state_dir: Path, name: str, derive: Callable[[list[Item]], str]) -> str:
+        # common-case boundary: the cache and its writer only where a command derives (status)
         from git_forge.backlog.cache import derived_text
-        from git_forge.layout import backlog_file
 
         return _as_runner_error(lambda: derived_text(
             backlog_file(self.backlog_dir), state_dir, name,
