@@ -378,7 +378,7 @@ def test_outside_a_work_tree_preflight_reports_as_every_command(tmp_path: Path) 
 def test_the_stop_text_names_the_runs_evidence_from_its_history(project: Path) -> None:
     # The STOP path reads the run's history (item commits since the run's base, a
     # stash naming an item) and says which stranded paths they touched.
-    from git_forge.cli.preflight import render_stop
+    from git_forge.cli.stop import render_stop
     from git_forge.reconcile.preflight import check
     from git_forge.reconcile.stop import explain
     from git_forge.tree.fast_status import porcelain_fast

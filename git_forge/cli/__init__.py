@@ -3,8 +3,8 @@
 One module per command group; each has ``register(subparsers)``, its part of the
 parser, and handlers that take what the parser read (an ``argparse.Namespace``),
 call the core and render what it returns (``output`` is the one terminal
-boundary). Only the named command's parser is built (``cli.parser``), and CLI
-modules import core modules inside their handlers: a command pays for its own
-parser and code, not every command's (one of the measured boundaries, see
-ARCHITECTURE.md).
+boundary). Only the named command's module is loaded and its parser built
+(``cli.parser``): a command pays for its own parser and code, not every command's
+(the parser-tree boundary, ARCHITECTURE.md). ``stop`` is the pre-launch check's
+verdict on a tree that is not clean, apart from its clean answer (``preflight``).
 """

@@ -306,7 +306,7 @@ def _refuse_embedded_flags(args: argparse.Namespace, runner_bin: str) -> None:
 
 def _print_refusal(workspace: Workspace, preflight: Preflight) -> None:
     """What the pre-launch check found, as ``git forge preflight`` shows it."""
-    from git_forge.cli.preflight import explain_stop, render_dirty, render_stop
+    from git_forge.cli.stop import explain_stop, render_dirty, render_stop
 
     lines = (render_stop(preflight, explain_stop(workspace, preflight), workspace.root)
              if preflight.status == "stop" else render_dirty(preflight))
