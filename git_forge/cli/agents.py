@@ -13,7 +13,11 @@ listing is what was asked for.
 from __future__ import annotations
 
 import argparse
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from git_forge.agents.profiles import GENERIC, PROFILES, describe
+from git_forge.cli.output import emit_json, paint
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,11 +35,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from git_forge.agents.profiles import GENERIC, PROFILES, describe
-    from git_forge.cli.output import emit_json, paint
-
     profiles = [*PROFILES.values(), GENERIC]
     with ThreadPoolExecutor(max_workers=len(profiles)) as pool:  # versions asked at once
         described = list(pool.map(describe, profiles))

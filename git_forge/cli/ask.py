@@ -33,6 +33,7 @@ import contextlib
 import os
 import select
 import sys
+import termios
 from collections.abc import Iterator, Sequence
 
 from git_forge.cli.output import paint
@@ -60,8 +61,6 @@ def _paste_mode(fd: int) -> Iterator[None]:
     """Bracketed paste on while the terminal at ``fd`` is read, off again however
     the read ends. The terminal's echo of control characters (``ECHOCTL``) is off
     meanwhile too, so the markers are not shown as ``^[[200~`` as a paste is echoed."""
-    import termios
-
     out = sys.stdout.fileno()
     try:
         saved = termios.tcgetattr(fd) if os.isatty(out) else None
@@ -89,8 +88,6 @@ def _unfinished(fd: int) -> bytes:
     """What the terminal at ``fd`` holds of a line not yet ended (canonical mode
     shows a reader only whole lines): switched to non-canonical mode for one read
     that does not wait, then back. Nothing when ``fd`` is not a terminal."""
-    import termios
-
     try:
         saved = termios.tcgetattr(fd)
     except termios.error:

@@ -5,8 +5,23 @@ outputs), acting on the embedded backlog file, and git-forge's own ``done`` and 
 
 from __future__ import annotations
 
-from git_forge.cli.output import emit_json, one_line, paint
-from git_forge.errors import os_error_text
+import re
+import sys
+from pathlib import Path
+
+from git_forge.backlog.errors import BacklogError
+from git_forge.backlog.item import kind
+from git_forge.backlog.model import drop_items
+from git_forge.backlog.store import BacklogStore
+from git_forge.backlog.topology import build_graph, parse_items, topology_report, waiting_on
+from git_forge.cli import ask
+from git_forge.cli.arguments import add_backlog, add_path
+from git_forge.cli.output import emit_json, json_text, note, one_line, paint, print_json_text
+from git_forge.cli.render_topology import render_text
+from git_forge.config import feature_forge_layer
+from git_forge.errors import UsageError, os_error_text
+from git_forge.loop.control import in_progress_refusal, live_note, refuse_if_live
+from git_forge.workspace import locate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -14,7 +29,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from git_forge.backlog.item import Item
-    from git_forge.backlog.store import BacklogStore
     from git_forge.workspace import Workspace
 
 #: ``backlog list --json``'s output in the state dir's cache (``backlog/cache.py``).
@@ -38,8 +52,6 @@ def _item_fields(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from git_forge.cli.arguments import add_backlog, add_path
-
     parser = subparsers.add_parser(
         "backlog", help="list and change backlog items (rauf runner contract)",
         description="Read and change the backlog (backlog.json): items, answers, unblocking.",
@@ -168,29 +180,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _workspace(args: argparse.Namespace) -> Workspace:
-    from git_forge.workspace import locate
-
     return locate(args.path, args.backlog)
 
 
 def _store(args: argparse.Namespace) -> BacklogStore:
-    from git_forge.backlog.store import BacklogStore
-
     return BacklogStore.in_dir(_workspace(args).backlog_dir)
 
 
 def _busy(args: argparse.Namespace) -> str | None:
     """The refusal for the item a live loop works on (``None`` when no loop runs)."""
-    from git_forge.loop.control import in_progress_refusal
-
     return in_progress_refusal(_workspace(args).state_dir)
 
 
 def _live_note(args: argparse.Namespace) -> None:
     """Read-only commands keep working beside a live loop, and say it is live."""
-    from git_forge.cli.output import note
-    from git_forge.loop.control import live_note
-
     message = live_note(_workspace(args).state_dir)
     if message is not None:
         note(message)
@@ -203,8 +206,6 @@ def _split_ids(value: str) -> list[str]:
 def _field_changes(args: argparse.Namespace) -> dict[str, Any]:
     """The fields ``add`` and ``edit`` were given. A title is one line (it is the
     subject of the item's commit and one row of every listing)."""
-    from git_forge.errors import UsageError
-
     changes: dict[str, Any] = {}
     for attr, key in (("title", "title"), ("type", "type"), ("priority", "priority"),
                       ("description", "description"), ("notes", "notes")):
@@ -222,8 +223,6 @@ def _field_changes(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _line(item: Item) -> str:
-    from git_forge.backlog.item import kind
-
     label = kind(item)
     style = {"done": "green", "blocked": "red", "needs-human": "yellow", "deferred": "yellow",
              "in_progress": "cyan"}.get(label)
@@ -235,21 +234,17 @@ def _line(item: Item) -> str:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from git_forge.errors import UsageError
-
     if args.status is not None and args.status not in _STATUS_FILTERS:
         raise UsageError(f"unknown status {args.status!r} "
                          f"(expected one of {', '.join(_STATUS_FILTERS)})")
     if args.json and args.status is None:  # the whole listing: kept while the file is the same
-        from git_forge.backlog.cache import derived_text
-        from git_forge.cli.output import json_text, print_json_text
+        from git_forge.backlog.cache import derived_text  # common-case boundary: --json
 
         workspace = _workspace(args)
         print_json_text(derived_text(workspace.backlog_file, workspace.state_dir, LIST_CACHE,
                            lambda snapshot: json_text(
                                [item.to_json() for item in snapshot.items])))
         return 0
-    from git_forge.backlog.item import kind
 
     items = _store(args).items()
     if args.status in ("needs-human", "deferred"):
@@ -266,8 +261,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from git_forge.backlog.item import kind
-
     item = _store(args).get(args.id)
     if args.json:
         emit_json(item.to_json())
@@ -304,8 +297,6 @@ def run_add(args: argparse.Namespace) -> int:
 
 
 def run_edit(args: argparse.Namespace) -> int:
-    from git_forge.errors import UsageError
-
     changes = _field_changes(args)
     if args.status is not None:
         changes["status"] = args.status
@@ -327,8 +318,6 @@ def run_answer(args: argparse.Namespace) -> int:
 
 
 def run_unblock(args: argparse.Namespace) -> int:
-    import re
-
     if args.id is None and re.match(r"^[0-9]+$", args.path):
         args.id, args.path = args.path, "."
     result = _store(args).unblock(args.id, busy=_busy(args))
@@ -353,14 +342,6 @@ def run_done(args: argparse.Namespace) -> int:
 def run_drop(args: argparse.Namespace) -> int:
     """Checked before it asks (a refusal never follows a yes), asked on a terminal,
     then dropped under the lock, where every check is made again."""
-    import sys
-
-    from git_forge.backlog.model import drop_items
-    from git_forge.backlog.store import BacklogStore
-    from git_forge.cli import ask
-    from git_forge.errors import UsageError
-    from git_forge.loop.control import refuse_if_live
-
     workspace = _workspace(args)
     refuse_if_live(workspace.state_dir, workspace.root)  # it may be selecting them
     store = BacklogStore.in_dir(workspace.backlog_dir)
@@ -400,13 +381,6 @@ def _topology_items(args: argparse.Namespace) -> list[Item]:
     """The item list from --items-json, --items-stdin, or the configured runner (the
     one ``--config`` names, when given). A ``--config`` file that is there is read
     whatever the source, and refused if it is not valid."""
-    import sys
-    from pathlib import Path
-
-    from git_forge.backlog.errors import BacklogError
-    from git_forge.backlog.topology import parse_items
-    from git_forge.config import feature_forge_layer
-
     config = None if args.config is None else Path(args.config)
     if config is not None and config.is_file():
         feature_forge_layer(config)
@@ -424,16 +398,13 @@ def _topology_items(args: argparse.Namespace) -> list[Item]:
         except UnicodeDecodeError as exc:
             raise BacklogError(f"standard input is not UTF-8 text: {exc}") from exc
         return parse_items(raw)
-    from git_forge.runner import runner_for
-    from git_forge.workspace import locate
+
+    from git_forge.runner import runner_for  # parser-tree boundary: backlog list needs none
 
     return runner_for(locate(args.path, args.backlog, feature_forge=config)).list_items()
 
 
 def run_topology(args: argparse.Namespace) -> int:
-    from git_forge.backlog.topology import build_graph, topology_report, waiting_on
-    from git_forge.cli.render_topology import render_text
-
     items = _topology_items(args)
     report = topology_report(items, cluster=args.cluster)
     if args.json:

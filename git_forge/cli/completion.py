@@ -13,6 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from git_forge.cli.output import error
+from git_forge.completion_values import candidate_rows
+
 #: Shell → the script's file name (as installed: bash-completion, zsh fpath, fish).
 SCRIPTS: dict[str, str] = {
     "bash": "git-forge.bash",
@@ -38,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def script(shell: str) -> str:
     """The completion script for ``shell``, as shipped in the package."""
-    from importlib.resources import files
+    from importlib.resources import files  # common-case boundary: a TAB prints no script
 
     return (files("git_forge") / "data" / "completions" / SCRIPTS[shell]).read_text("utf-8")
 
@@ -52,9 +55,6 @@ def complete_values(argv: list[str]) -> int:
     """``__complete KIND [--backlog DIR] [--backlog-dir DIR] [--describe]``: one
     candidate per line (``VALUE<TAB>DESCRIPTION`` with ``--describe``). Exit 2 with one
     ``Error:`` line for a malformed call; an unreadable project simply has no candidates."""
-    from git_forge.cli.output import error
-    from git_forge.completion_values import candidate_rows
-
     options: dict[str, str | None] = {"--backlog": None, "--backlog-dir": None}
     describe = False
     positional: list[str] = []

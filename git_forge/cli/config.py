@@ -7,6 +7,7 @@ import json
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json
+from git_forge.workspace import locate
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,8 +23,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from git_forge.workspace import locate
-
     config = locate(args.path, args.backlog, need_work_tree=False).config
     settings = list(config.settings())
     if args.json:

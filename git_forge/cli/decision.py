@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from git_forge.cli.output import emit_json
+from git_forge import decisions
+from git_forge.cli.arguments import add_backlog, add_path
+from git_forge.cli.output import emit_json, one_line
+from git_forge.config import decision_state_dir, feature_forge_state_dir, load_config
+from git_forge.layout import FEATURE_FORGE_CONFIG, find_root
+from git_forge.workspace import locate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,8 +36,6 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from git_forge.cli.arguments import add_backlog, add_path
-
     parser = subparsers.add_parser(
         "decision", help="the decision record (forge-decisions.json)",
         description="Read and append to the durable decision record of the recovery procedure.",
@@ -96,11 +99,6 @@ def _open(args: argparse.Namespace) -> DecisionRecord:
     give.
     A ``--config`` naming no file means the defaults, as in feature-forge, whose own
     tests call these verbs so: the state dir is then the effective configuration's."""
-    from git_forge import decisions
-    from git_forge.config import decision_state_dir, feature_forge_state_dir, load_config
-    from git_forge.layout import FEATURE_FORGE_CONFIG, find_root
-    from git_forge.workspace import locate
-
     config_path = Path(args.config if args.config is not None else FEATURE_FORGE_CONFIG)
     if args.backlog_dir is None:  # the project's, as every other command finds it
         workspace = locate(".")
@@ -114,8 +112,6 @@ def _open(args: argparse.Namespace) -> DecisionRecord:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from git_forge import decisions
-
     document = decisions.record(
         _open(args), args.items, args.question, answer=args.answer, deferred=args.deferred,
         cluster_id=args.cluster, actor=args.actor,
@@ -130,8 +126,6 @@ def run_record(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from git_forge import decisions
-
     rec = _open(args)
     view: Mapping[str, Any] = (decisions.unapplied_view(rec) if args.unapplied
                                else decisions.list_view(rec))
@@ -155,8 +149,6 @@ def decision_lines(entries: list[DecisionJSON]) -> list[str]:
     answer's first line (`` …`` when it has more), or ``(deferred)``. Line breaks in
     what a record holds are shown escaped (``one_line``), and everything printed
     passes the terminal boundary."""
-    from git_forge.cli.output import one_line
-
     groups: list[list[DecisionJSON]] = []
     for entry in entries:
         last = groups[-1][0] if groups else None
@@ -181,8 +173,6 @@ def decision_lines(entries: list[DecisionJSON]) -> list[str]:
 
 
 def run_apply(args: argparse.Namespace) -> int:
-    from git_forge import decisions
-
     document = decisions.apply(_open(args), args.item, actor=args.actor)
     if args.json:
         emit_json(document)
@@ -193,10 +183,11 @@ def run_apply(args: argparse.Namespace) -> int:
 
 
 def run_revoke(args: argparse.Namespace) -> int:
+    # parser-tree boundary: decision list reads the record alone; revoke takes an answer
+    # back through the runner and git (pygit2), 650 million instructions more of it
     from git_forge.loop.control import refuse_if_live
     from git_forge.recovery.revoke import revoke
     from git_forge.runner import runner_for
-    from git_forge.workspace import locate
 
     workspace = locate(args.path, args.backlog)
     refuse_if_live(workspace.state_dir, workspace.root)  # the loop may be running the item

@@ -15,12 +15,17 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from git_forge.cli import ask
+from git_forge.cli.loop import TerminalProgress
 from git_forge.cli.output import paint
+from git_forge.cli.recover import TerminalAsker, render_report
+from git_forge.cli.render_topology import render_text
+from git_forge.cli.status import render_status, run_end_words
+from git_forge.demo.walk import run_demo
 
 if TYPE_CHECKING:
     from git_forge.backlog.item import Item
     from git_forge.backlog.topology import TopologyJSON
-    from git_forge.cli.loop import TerminalProgress
     from git_forge.demo.walk import DemoAsker
     from git_forge.loop.summary import LoopResult
     from git_forge.reconcile.attribution import Plan
@@ -61,32 +66,22 @@ class TerminalScreen:
             self.say(f"{item.id}  P{item.priority}  {item.title}{depends}")
 
     def progress(self) -> TerminalProgress:
-        from git_forge.cli.loop import TerminalProgress
-
         return TerminalProgress(follow=False, ndjson=False)
 
     def loop_ended(self, result: LoopResult) -> None:
-        from git_forge.cli.status import run_end_words
-
         self.say(f"loop ended: {run_end_words(result.status, result.exit_code)} "
                  f"(exit {result.exit_code})"
                  + (f" — {result.message}" if result.message else ""))
 
     def status(self, document: StatusJSON) -> None:
-        from git_forge.cli.status import render_status
-
         for line in render_status(document):
             self.say(line)
 
     def topology(self, payload: TopologyJSON) -> None:
-        from git_forge.cli.render_topology import render_text
-
         for line in render_text(payload):
             self.say(line)
 
     def report(self, report: Report) -> None:
-        from git_forge.cli.recover import render_report
-
         for line in render_report(report):
             print(f"   {line}" if line else "")
 
@@ -111,8 +106,6 @@ class TerminalScreen:
 def _demo_asker() -> DemoAsker:
     """The recovery's terminal dialogue, which asks nothing more once Ctrl-C was typed
     (recover itself goes on to the tree question; the demo stops instead)."""
-    from git_forge.cli.recover import TerminalAsker
-
     class DemoAsker(TerminalAsker):
         interrupted = False
 
@@ -126,9 +119,6 @@ def _demo_asker() -> DemoAsker:
 
 
 def run(args: argparse.Namespace) -> int:
-    from git_forge.cli import ask
-    from git_forge.demo.walk import run_demo
-
     directory = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="git-forge-demo-"))
     interactive = not args.non_interactive and ask.interactive()
     return run_demo(directory, TerminalScreen(), _demo_asker() if interactive else None)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from git_forge.cli.parser import build_parser, command_parser
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
@@ -22,7 +24,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from git_forge.cli.parser import build_parser, command_parser
-
     command_parser(build_parser(prog="git forge"), args.command).print_help()
     return 0

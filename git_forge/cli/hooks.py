@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 
 from git_forge.cli.arguments import add_path
 from git_forge.cli.output import emit_json
+from git_forge.layout import work_tree_root
+from git_forge.tree import hooks
+from git_forge.tree.repo import open_repo
 
 if TYPE_CHECKING:
     from git_forge.tree.hooks import HookState
@@ -66,10 +69,6 @@ def _describe(state: HookState, root: Path) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from git_forge.layout import work_tree_root
-    from git_forge.tree import hooks
-    from git_forge.tree.repo import open_repo
-
     work_tree_root(args.path)  # the same refusal as every command outside a work tree
     root = Path(open_repo(args.path).workdir)
     before = hooks.state(root) if args.action == "uninstall" else None

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, note
+from git_forge.scaffold import commit_command, init_backlog, relative_to
+from git_forge.tree import ignores
+from git_forge.workspace import locate
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,12 +27,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from git_forge.scaffold import commit_command, init_backlog, relative_to
-    from git_forge.tree import ignores
-    from git_forge.workspace import locate
-
     workspace = locate(args.path, args.backlog)  # a work tree, never a bare repository
     result = init_backlog(workspace, backlog_flag=args.backlog)
     here = Path.cwd()

@@ -20,16 +20,29 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from git_forge.agents.receipt import Totals
+from git_forge.backlog.topology import id_key
 from git_forge.cli.arguments import add_location
-from git_forge.cli.output import emit_json, is_terminal, json_text, one_line, own, paint
+from git_forge.cli.output import emit_json, is_terminal, json_text, one_line, own, paint, warn
+from git_forge.cli.plain import plain
+from git_forge.cli.status import run_status_words
+from git_forge.cli.stop import explain_stop, render_dirty, render_stop
+from git_forge.errors import UsageError
+from git_forge.interrupts import stop_on_signals
+from git_forge.loop import engine
+from git_forge.loop.control import request_stop
+from git_forge.loop.engine import LoopRefused
+from git_forge.loop.launch import launch_external
+from git_forge.loop.options import LoopFlags, loop_options
 from git_forge.words import counted, size
+from git_forge.workspace import locate
 
 if TYPE_CHECKING:
     from git_forge.agents.receipt import TotalsJSON
     from git_forge.backlog.item import Item
     from git_forge.loop.engine import LoopResult
     from git_forge.loop.journal import EventJSON
-    from git_forge.loop.options import LoopFlags, LoopOptions
+    from git_forge.loop.options import LoopOptions
     from git_forge.loop.progress import RunningAgent
     from git_forge.reconcile.preflight import Preflight
     from git_forge.workspace import Workspace
@@ -213,14 +226,11 @@ class TerminalProgress:
 
     def note(self, text: str) -> None:
         if not self.ndjson:
-            from git_forge.cli.plain import plain
-
             self._write(f"  note: {plain(text)}")
 
     def limit_wait(self, until: str, reason: str) -> None:
         if self.ndjson:
             return
-        from git_forge.cli.plain import plain
 
         if self.live:
             self._emit(ERASE_LINE)
@@ -250,7 +260,6 @@ class TerminalProgress:
         elapsed, bytes of output, worktree) and one for the merge queue."""
         if not self.live:
             return
-        from git_forge.cli.plain import plain
 
         rows = [paint(f"  {agent.item.id} {one_line(plain(agent.item.title))} — "
                       f"{agent.elapsed:.0f}s, "
@@ -283,8 +292,6 @@ EMBEDDED_ONLY = ("agent", "agent_args", "iterations", "retries", "timeout", "idl
 
 
 def _flags(args: argparse.Namespace) -> LoopFlags:
-    from git_forge.loop.options import LoopFlags
-
     return LoopFlags(agent=args.agent, iterations=args.iterations, retries=args.retries,
                      timeout_minutes=args.timeout, prompt_file=args.prompt_file,
                      pause_on_needs_human=args.pause_on_needs_human, force=args.force,
@@ -296,8 +303,6 @@ def _flags(args: argparse.Namespace) -> LoopFlags:
 
 
 def _refuse_embedded_flags(args: argparse.Namespace, runner_bin: str) -> None:
-    from git_forge.errors import UsageError
-
     given = [name for name in EMBEDDED_ONLY if getattr(args, name) not in (None, False)]
     if given:
         flag = "--" + given[0].replace("_", "-")
@@ -306,19 +311,12 @@ def _refuse_embedded_flags(args: argparse.Namespace, runner_bin: str) -> None:
 
 def _print_refusal(workspace: Workspace, preflight: Preflight) -> None:
     """What the pre-launch check found, as ``git forge preflight`` shows it."""
-    from git_forge.cli.stop import explain_stop, render_dirty, render_stop
-
     lines = (render_stop(preflight, explain_stop(workspace, preflight), workspace.root)
              if preflight.status == "stop" else render_dirty(preflight))
     print("\n".join(lines), file=sys.stderr)
 
 
 def run_loop(args: argparse.Namespace) -> int:
-    from git_forge.loop.engine import LoopRefused
-    from git_forge.loop.launch import launch_external
-    from git_forge.loop.options import loop_options
-    from git_forge.workspace import locate
-
     workspace = locate(args.path, args.backlog)
     runner_bin = workspace.config.runner_bin
     if runner_bin is None:
@@ -332,10 +330,6 @@ def run_loop(args: argparse.Namespace) -> int:
 
 
 def _run_embedded(args: argparse.Namespace, workspace: Workspace, options: LoopOptions) -> int:
-    from git_forge.cli.output import warn
-    from git_forge.interrupts import stop_on_signals
-    from git_forge.loop.engine import LoopRefused, run_loop
-
     for warning in options.warnings():
         warn(one_line(warning))
     stop = threading.Event()
@@ -343,7 +337,7 @@ def _run_embedded(args: argparse.Namespace, workspace: Workspace, options: LoopO
         progress = TerminalProgress(follow=args.follow, ndjson=args.ndjson,
                                     silent=args.json and not args.ndjson, on_closed=stop.set)
         try:
-            result = run_loop(workspace, options, progress, stop)
+            result = engine.run_loop(workspace, options, progress, stop)
         except LoopRefused as exc:
             _print_refusal(workspace, exc.preflight)
             return exc.exit_code
@@ -369,8 +363,6 @@ _KIND_WORDS = {"needs-human": "needs a human", "deferred": "deferred", "blocked"
 def render_summary(result: LoopResult) -> list[str]:
     """This run's outcome, then the whole backlog: every item that waits on a
     decision, since when and why — this run's or an earlier one's."""
-    from git_forge.cli.status import run_status_words
-
     state = result.state
     lines = [f"{run_status_words(result.status)}: this run {len(state.completed_items)} done, "
              f"{len(state.needs_human_items)} "
@@ -402,10 +394,7 @@ def _reported(totals: TotalsJSON) -> bool:
 
 def render_costs(run: TotalsJSON, items: dict[str, TotalsJSON]) -> list[str]:
     """``spent: 4 attempts, 12.3k tokens in / 4.1k out, $0.42``, then one line per item."""
-    from git_forge.agents.receipt import Totals
-
     lines = [f"spent: {Totals.from_json(run).describe()}"]
-    from git_forge.backlog.topology import id_key
 
     for item_id, totals in sorted(items.items(), key=lambda pair: id_key(pair[0])):
         lines.append(f"  {item_id}  {Totals.from_json(totals).describe()}")
@@ -413,9 +402,6 @@ def render_costs(run: TotalsJSON, items: dict[str, TotalsJSON]) -> list[str]:
 
 
 def stop_loop(args: argparse.Namespace) -> int:
-    from git_forge.loop.control import request_stop
-    from git_forge.workspace import locate
-
     workspace = locate(args.path, args.backlog)
     requested = request_stop(workspace.state_dir)
     if args.json:

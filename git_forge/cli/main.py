@@ -35,16 +35,14 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"Error: {_unwritable(exc)}\n")
             return EXIT_USAGE
         return 0
-    from git_forge.cli.output import guarded
+    from git_forge.cli.output import guarded  # parser-tree boundary: --version needs none
 
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = guarded(sys.stdout), guarded(sys.stderr)
     try:
         return _dispatch(words)
-    except Exception:  # a bug: its traceback still passes the terminal boundary
-        import traceback
-
-        traceback.print_exc()
+    except Exception:  # a bug: its traceback, as Python prints it, still passes the boundary
+        sys.excepthook(*sys.exc_info())
         return EXIT_ERROR
     finally:
         sys.stdout, sys.stderr = streams
@@ -82,11 +80,12 @@ def _dispatch(argv: list[str]) -> int:
     """Run the command ``argv`` names: its parser (only that command's, ``cli.parser``)
     reads the command line, and its handler gets what the parser read."""
     if argv[:1] == ["__complete"]:
-        # The completion scripts' fast path: no parser, no core imports (see cli.completion).
+        # parser-tree boundary: the completion scripts' fast path, no parser (cli.completion)
         from git_forge.cli.completion import complete_values
 
         return complete_values(argv[1:])
     try:
+        # parser-tree boundary: only a command's own parser is built (cli.parser)
         from git_forge.cli.output import configure_color
         from git_forge.cli.parser import build_parser, commands_for, parse_command_line
 
@@ -99,7 +98,7 @@ def _dispatch(argv: list[str]) -> int:
         configure_color(no_color=getattr(args, "no_color", False))
         return _written(int(args.func(args)))
     except ForgeError as exc:
-        from git_forge.cli.output import error
+        from git_forge.cli.output import error  # parser-tree boundary, as above
         from git_forge.cli.plain import plain
 
         error(plain(exc.message))
@@ -113,7 +112,7 @@ def _dispatch(argv: list[str]) -> int:
         _stdout_to_devnull()
         return 0
     except OSError as exc:
-        from git_forge.cli.output import error
+        from git_forge.cli.output import error  # parser-tree boundary, as above
 
         error(f"{exc.filename}: {os_error_text(exc)}" if exc.filename else os_error_text(exc))
         return EXIT_USAGE

@@ -28,6 +28,7 @@ else ``color.ui``, from every config source git reads (``git -c`` included):
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -117,8 +118,6 @@ def _escape(match: re.Match[str]) -> str:
 def json_text(document: Any, *, indent: int | None = 2) -> str:
     """A JSON document as every output prints it (``indent=None``: one line, for NDJSON)."""
     if indent is None:
-        import json
-
         text = json.dumps(document, ensure_ascii=False, allow_nan=False)
     else:
         text = dumps_indented(document, indent)
@@ -170,6 +169,7 @@ def configure_color(*, no_color: bool) -> None:
 def _git_wants_colour(terminal: bool) -> bool:
     """git's colour decision for ``color.forge`` on a terminal or not; where git
     cannot be asked, its default (``auto``: a terminal only)."""
+    # common-case boundary: git is asked only when something is painted on a terminal
     from git_forge.tree.errors import GitError
     from git_forge.tree.gitconfig import wants_color
 

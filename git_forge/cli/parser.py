@@ -65,7 +65,7 @@ class UnknownCommand(UsageError):
 def similar_commands(word: str, choices: Sequence[str]) -> list[str]:
     """Commands ``word`` may have meant: those it begins, in alphabetical order (``rec``
     → reconcile, recover), then the closest spellings (``staus`` → status)."""
-    import difflib
+    import difflib  # parser-tree boundary: a mistyped command alone needs it
 
     found = sorted(name for name in choices if len(word) >= 2 and name.startswith(word))
     found += [name for name in difflib.get_close_matches(word, choices, n=3, cutoff=0.6)

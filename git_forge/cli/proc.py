@@ -12,6 +12,7 @@ process (``ProcView.resolve``). Human output speaks in words; ``--json`` keeps t
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -19,16 +20,18 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from git_forge.cli.arguments import add_backlog
 from git_forge.cli.output import emit_json, note, warn
 from git_forge.cli.plain import plain
+from git_forge.layout import PROC_DIR
+from git_forge.supervisor.lifecycle import ProcessError
+from git_forge.supervisor.view import ProcView
 from git_forge.words import counted
+from git_forge.workspace import locate
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from git_forge.supervisor.follow import OutputReader
-    from git_forge.supervisor.lifecycle import ProcessError
     from git_forge.supervisor.manifest import Manifest
     from git_forge.supervisor.render import RenderedOutput
-    from git_forge.supervisor.view import ProcView
 
 #: The window of one ``--json`` document when ``--limit`` is not given.
 DEFAULT_LIMIT = 32 * 1024
@@ -44,9 +47,6 @@ INPUT_ERRORS = ("invalid_arguments", "not_found", "cursor_ahead")
 def resolve_proc_root(backlog: str | None) -> Path:
     """``{stateDir}/proc`` of the backlog the workspace resolver picks (the project
     containing the current directory, ``--backlog DIR`` or the configured one)."""
-    from git_forge.layout import PROC_DIR
-    from git_forge.workspace import locate
-
     return locate(".", backlog).state_dir / PROC_DIR
 
 
@@ -144,8 +144,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _view(args: argparse.Namespace) -> ProcView:
-    from git_forge.supervisor.view import ProcView
-
     return ProcView(resolve_proc_root(args.backlog))
 
 
@@ -161,8 +159,6 @@ def _resolved(args: argparse.Namespace, view: ProcView, reference: str,
               document: Mapping[str, object]) -> str:
     """The handle ``reference`` names (see ``ProcView.resolve``), or the command's
     failure with ``document`` as its --json result."""
-    from git_forge.supervisor.lifecycle import ProcessError
-
     try:  # the loop's label, and an item's id as every command takes it (``3`` is ``003``)
         return view.resolve(reference, label="item_id", noun="item", named=_item_named)
     except ProcessError as exc:
@@ -172,8 +168,8 @@ def _resolved(args: argparse.Namespace, view: ProcView, reference: str,
 def _item_named(reference: str, item_ids: list[str]) -> str | None:
     """The item id among ``item_ids`` that ``reference`` names (``match_id``); two of
     the same number is the supervisor's ``invalid_arguments``, as any ambiguity."""
+    # common-case boundary: the item rules (11 million instructions) for an item's id
     from git_forge.backlog.model import AmbiguousId, match_id
-    from git_forge.supervisor.lifecycle import ProcessError
 
     try:
         return match_id(reference, item_ids)
@@ -227,7 +223,7 @@ def run_list(args: argparse.Namespace) -> int:
         emit_json(rows)
     else:
         if owner_alive:
-            from git_forge.loop.control import live_note
+            from git_forge.loop.control import live_note  # common-case boundary: a live run
 
             message = live_note(view.paths.root.parent)
             if message is not None:
@@ -240,8 +236,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def _show_text(manifest: Manifest) -> None:
-    import shlex
-
     result = manifest.state
     if manifest.result.exit_code is not None:
         result += f" (exit {manifest.result.exit_code})"
@@ -269,8 +263,6 @@ def _show_text(manifest: Manifest) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from git_forge.supervisor.lifecycle import ProcessError
-
     view = _view(args)
     handle = _resolved(args, view, args.handle, {"handle": args.handle})
     try:
@@ -341,9 +333,6 @@ def _more_follows(handle: str, limit: int, rendered: RenderedOutput) -> None:
 
 
 def run_output(args: argparse.Namespace) -> int:
-    from git_forge.supervisor.follow import OutputReader
-    from git_forge.supervisor.lifecycle import ProcessError
-
     view = _view(args)
     if args.limit is not None and args.limit <= 0:
         _fail(args, ProcessError("invalid_arguments", "--limit must be positive"),
@@ -353,6 +342,9 @@ def run_output(args: argparse.Namespace) -> int:
         window = args.limit
     else:
         window = DEFAULT_LIMIT if args.json else STREAM_CHUNK
+    # parser-tree boundary: proc list and show read no growing output
+    from git_forge.supervisor.follow import OutputReader
+
     reader = OutputReader(view, handle, args.cursor, window=window,
                           encoding="base64" if args.base64 else "text")
     try:
@@ -380,8 +372,6 @@ def _outcome_line(manifest: Manifest) -> str:
 
 
 def run_wait(args: argparse.Namespace) -> int:
-    from git_forge.supervisor.lifecycle import ProcessError
-
     view = _view(args)
     handles = [_resolved(args, view, reference, {"handle": reference})
                for reference in args.handles]
@@ -398,8 +388,6 @@ def run_wait(args: argparse.Namespace) -> int:
 
 
 def run_stop(args: argparse.Namespace) -> int:
-    from git_forge.supervisor.lifecycle import ProcessError
-
     view = _view(args)
     handle = _resolved(args, view, args.handle, {"handle": args.handle})
     try:
@@ -422,10 +410,6 @@ def run_stop(args: argparse.Namespace) -> int:
 
 
 def run_prune(args: argparse.Namespace) -> int:
-    from git_forge.layout import PROC_DIR
-    from git_forge.supervisor.view import ProcView
-    from git_forge.workspace import locate
-
     workspace = locate(".", args.backlog)
     view = ProcView(workspace.state_dir / PROC_DIR)
     report = view.prune(workspace.config["supervisor.keepRuns"], dry_run=args.dry_run)

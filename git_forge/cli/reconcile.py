@@ -16,16 +16,27 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from git_forge.cli import ask
 from git_forge.cli.arguments import add_location
-from git_forge.cli.output import emit_json, paint
+from git_forge.cli.output import emit_json, note, paint
+from git_forge.cli.render_trees import render_item_trees
+from git_forge.errors import UsageError
 from git_forge.exit_codes import EXIT_INTERRUPTED, RECONCILE_TREE_DIRTY
+from git_forge.loop.control import live_loop, refuse_if_live, tree_owner
+from git_forge.reconcile.execution import Decision, TreeAction
+from git_forge.reconcile.merge_queue import Conflicted, Integrated
+from git_forge.reconcile.preflight import refuse_corrupt_backlog_commit
+from git_forge.reconcile.service import reconcile_tree
+from git_forge.tree.discard import restore_discarded
+from git_forge.tree.repo import open_repo
 from git_forge.words import counted
+from git_forge.workspace import locate
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from git_forge.reconcile.attribution import Plan
-    from git_forge.reconcile.execution import Action, Decision
+    from git_forge.reconcile.execution import Action
     from git_forge.reconcile.merge_queue import Outcome
     from git_forge.reconcile.service import QueuedBacklogJSON, ReconcileReport
 
@@ -63,9 +74,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _flag_decisions(args: argparse.Namespace) -> dict[str, Decision]:
-    from git_forge.errors import UsageError
-    from git_forge.reconcile.execution import Decision, TreeAction
-
     decisions: dict[str, Decision] = {}
     for action in TreeAction:
         for group in getattr(args, action.value):
@@ -82,8 +90,6 @@ _TITLES = {"item": "candidate of item {}", "recovery": "this recovery's own back
 
 
 def render_plan(plan: Plan, root: Path | None = None) -> list[str]:
-    from git_forge.cli.render_trees import render_item_trees
-
     lines: list[str] = []
     if plan.groups and all(group.kind == "recovery" for group in plan.groups):
         # recover's own answers, to commit: queued work, not stranded (see the note)
@@ -130,8 +136,6 @@ def render_actions(actions: Iterable[Action]) -> list[str]:
 
 
 def render_integrations(outcomes: Iterable[Outcome]) -> list[str]:
-    from git_forge.reconcile.merge_queue import Conflicted, Integrated
-
     lines = []
     for outcome in outcomes:
         if isinstance(outcome, Integrated):
@@ -171,9 +175,6 @@ class _Cancelled(Exception):
 def ask_decisions(plan: Plan, *, commit_recovery: bool = False) -> dict[str, Decision]:
     """One question per group on a terminal; discard is confirmed a second time.
     The default is always to leave the work, except recover's own backlog change."""
-    from git_forge.cli import ask
-    from git_forge.reconcile.execution import Decision, TreeAction
-
     decisions: dict[str, Decision] = {}
     for group in plan.groups:
         what = f"commit for item {group.item_id}" if group.kind == "item" else "commit"
@@ -196,8 +197,6 @@ def ask_branches(plan: Plan, conflicts: frozenset[str]) -> dict[str, str]:
     (the step ``--integrate`` runs), leave it, or — for a merge conflict — retry it
     on the new tip. The default is to leave it. A branch whose worktree is in the
     middle of a rebase (or merge…) is not asked about: its hint says to finish that."""
-    from git_forge.cli import ask
-
     choices: dict[str, str] = {}
     for tree in plan.branches:
         if tree.branch is None or tree.operation is not None:
@@ -222,22 +221,12 @@ def render_retried(report: ReconcileReport) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from git_forge.cli import ask
-    from git_forge.cli.output import note
-    from git_forge.loop.control import live_loop, refuse_if_live, tree_owner
-    from git_forge.reconcile.preflight import refuse_corrupt_backlog_commit
-    from git_forge.reconcile.service import reconcile_tree
-    from git_forge.workspace import locate
-
     workspace = locate(args.path, args.backlog)
     acting = bool(args.restore or args.commit or args.stash or args.discard or args.integrate)
     if acting:  # the tree belongs to a live loop: its agent's work is not stranded
         refuse_if_live(workspace.state_dir, workspace.root)
     live = live_loop(workspace.state_dir) or tree_owner(workspace.root)
     if args.restore:
-        from git_forge.tree.discard import restore_discarded
-        from git_forge.tree.repo import open_repo
-
         restored = restore_discarded(open_repo(workspace.root), args.restore)
         if args.json:
             emit_json({"restored": restored, "ref": args.restore})
@@ -298,8 +287,6 @@ def run(args: argparse.Namespace) -> int:
         for line in report.notes:
             print(f"  note: {line}")
         if (report.actions or report.integrations or report.retried) and report.trees_left:
-            from git_forge.cli.render_trees import render_item_trees
-
             print(f"Items' worktrees and branches still holding work not on "
                   f"{report.plan.onto or 'HEAD'}:")
             print("\n".join(render_item_trees(report.trees_left, report.plan.onto,

@@ -15,18 +15,32 @@ read; 11 failed record; 12 failed apply; 13 ran but nothing moved.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from git_forge.backlog.topology import id_key
+from git_forge.cli import ask
 from git_forge.cli.arguments import add_location
-from git_forge.cli.output import emit_json, paint
+from git_forge.cli.ask import InputClosed
+from git_forge.cli.output import emit_json, note, paint
+from git_forge.cli.reconcile import ask_decisions, queued_text, render_plan
+from git_forge.cli.render_topology import waiting_text
+from git_forge.credentials import credential_refusal
+from git_forge.errors import UsageError
+from git_forge.loop.control import live_note, refuse_if_live
+from git_forge.recovery import answers
+from git_forge.recovery.answers import CANCEL, DEFER, Choice, Collected, conflict_choice
+from git_forge.recovery.procedure import RecoverOptions, plan, recover
+from git_forge.recovery.questions import merge_targets, question_id
+from git_forge.runner import runner_for
+from git_forge.workspace import locate
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from git_forge.reconcile.attribution import Plan
     from git_forge.reconcile.execution import Decision
-    from git_forge.recovery.answers import Choice, Collected
     from git_forge.recovery.outcome import Gate
     from git_forge.recovery.procedure import PlanJSON
     from git_forge.recovery.questions import Question
@@ -120,8 +134,6 @@ class TerminalAsker:
         self.confirm = confirm
 
     def _stopped(self, stop: KeyboardInterrupt) -> None:
-        from git_forge.cli.ask import InputClosed
-
         self.input_closed = self.input_closed or isinstance(stop, InputClosed)
 
     def merges(self, questions: list[Question]) -> list[list[str]]:
@@ -137,13 +149,6 @@ class TerminalAsker:
         """The questions first, then merges until Enter: a merge is shown and can be
         undone; a wrong entry, or one that cannot merge (a merge conflict), is
         explained and asked again."""
-        import re
-
-        from git_forge.backlog.topology import id_key
-        from git_forge.cli import ask
-        from git_forge.errors import UsageError
-        from git_forge.recovery.questions import merge_targets, question_id
-
         alone = {q.item_ids[0] for q in questions if q.conflict is not None}
         if len(questions) - len(alone) < 2:
             return []  # nothing that could be merged: no prompt
@@ -188,8 +193,6 @@ class TerminalAsker:
             _list_questions(groups, reasons, alone)
 
     def ask(self, questions: list[Question]) -> list[Collected]:
-        from git_forge.recovery.answers import CANCEL, Collected
-
         if self.cancelled:
             return [Collected(q, q.item_ids, CANCEL) for q in questions]
         collected: list[Collected] = []
@@ -213,11 +216,6 @@ class TerminalAsker:
     def _decision(self, question: Question) -> Choice:
         """One question's choice: asked until it is one (help, a refusal and an answer
         not confirmed ask again)."""
-        from git_forge.cli import ask
-        from git_forge.credentials import credential_refusal
-        from git_forge.errors import UsageError
-        from git_forge.recovery.answers import CANCEL, DEFER, Choice, conflict_choice
-
         prompt = ("Your decision (retry / resolve; Enter: defer; 'cancel': cancel the run "
                   "early; ?: help) > " if question.conflict else
                   "Your decision (Enter: defer; 'cancel': cancel the run early; ?: help) > ")
@@ -249,8 +247,6 @@ class TerminalAsker:
                 return choice
 
     def tree(self, plan: Plan) -> dict[str, Decision]:
-        from git_forge.cli.reconcile import ask_decisions, render_plan
-
         print()
         print("\n".join(render_plan(plan)))
         if self.cancelled:  # the run was cancelled early: nothing more is asked
@@ -268,8 +264,6 @@ def _list_questions(groups: list[list[str]], reasons: dict[str, str],
                     alone: set[str]) -> None:
     """The questions as they stand, each with its items' reasons: what a merge is
     judged on."""
-    from git_forge.recovery.questions import question_id
-
     print(paint(f"{len(groups)} questions from the blocked items:", "bold"))
     for group in groups:
         noun = "items" if len(group) > 1 else "item"
@@ -281,8 +275,6 @@ def _list_questions(groups: list[list[str]], reasons: dict[str, str],
 
 def _confirmed(question: Question, choice: Choice) -> bool:
     """The choice shown back with the items it applies to, and the operator's yes."""
-    from git_forge.cli import ask
-
     items = question.item_ids
     noun = "items" if len(items) > 1 else "item"
     words = {"retry": "retry on the new tip", "resolve": "resolve by hand"}
@@ -296,16 +288,12 @@ def _confirmed(question: Question, choice: Choice) -> bool:
 
 
 def _choices(args: argparse.Namespace) -> dict[str, Choice]:
-    from git_forge.recovery import answers
-
     from_file = answers.load_file(Path(args.answers)) if args.answers else {}
     return answers.with_flags(from_file, answers.parse_flags(args.answer, args.defer))
 
 
 def _merges(args: argparse.Namespace) -> list[list[str]]:
     """Each ``--merge C1,C2``: the clusters it makes one question of (two or more)."""
-    from git_forge.errors import UsageError
-
     merges = [[part.strip() for part in spec.split(",") if part.strip()] for spec in args.merge]
     for spec, names in zip(args.merge, merges, strict=True):
         if len(names) < 2:
@@ -327,8 +315,6 @@ def render_plan_text(document: PlanJSON) -> list[str]:
 
 def render_report(report: Report) -> list[str]:
     """The human report: what each step did, with its source, then NEXT-STEPS."""
-    from git_forge.cli.render_topology import waiting_text
-
     lines: list[str] = []
     if report.failure:
         title = "failed"
@@ -405,8 +391,6 @@ def render_report(report: Report) -> list[str]:
                      + "; ".join(branch["hints"]))
     lines += [f"  note      {note}" for note in report.tree_notes]
     if tree.get("queuedBacklog"):
-        from git_forge.cli.reconcile import queued_text
-
         lines.append(f"  note      {queued_text(tree['queuedBacklog'])}")
     if report.failure:
         failure = report.failure
@@ -449,13 +433,6 @@ def render_gate(gate: Gate) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from git_forge.cli import ask
-    from git_forge.cli.output import note
-    from git_forge.loop.control import live_note, refuse_if_live
-    from git_forge.recovery.procedure import RecoverOptions, plan, recover
-    from git_forge.runner import runner_for
-    from git_forge.workspace import locate
-
     workspace = locate(args.path, args.backlog)
     if not args.plan:  # recovery runs after a run ends: the tree is the live loop's
         refuse_if_live(workspace.state_dir, workspace.root)

@@ -6,6 +6,8 @@ Rendering only: ``git_forge.backlog.topology`` computes the payloads these read.
 
 from __future__ import annotations
 
+from git_forge.backlog.topology import WARN_FANOUT
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from git_forge.backlog.topology import TopologyJSON, WaitingJSON
@@ -70,7 +72,6 @@ def render_text(payload: TopologyJSON, *, verbose: bool = False,
 def _warning_detail(payload: TopologyJSON, warning: str, count: int) -> str:
     """Why a warning fired: the measure and the threshold (half the backlog, rounded up)."""
     threshold = (count + 1) // 2
-    from git_forge.backlog.topology import WARN_FANOUT
 
     if warning == WARN_FANOUT:
         widest = max(payload["roots"], key=lambda row: row["gatedCount"])

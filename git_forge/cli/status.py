@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
+from git_forge.agents.receipt import Totals
+from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json
+from git_forge.cli.plain import plain
+from git_forge.cli.render_topology import waiting_text
 from git_forge.exit_codes import LOOP_BLOCKED
+from git_forge.runner import runner_for
+from git_forge.status_report import loop_status
 from git_forge.words import counted, size
+from git_forge.workspace import locate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -17,8 +26,6 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from git_forge.cli.arguments import add_location
-
     parser = subparsers.add_parser(
         "status", help="loop state, backlog summary, topology and lock liveness",
         description="Show the loop's state (state.json), the backlog summary from the "
@@ -31,17 +38,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from git_forge.runner import runner_for
-    from git_forge.status_report import loop_status
-    from git_forge.workspace import locate
-
     workspace = locate(args.path, args.backlog)
     document = loop_status(workspace, runner_for(workspace), item_costs=args.json)
     if args.json:
         emit_json(document)
     else:
-        from git_forge.cli.plain import plain
-
         print("\n".join(plain(line) for line in render_status(document)))
     return 0
 
@@ -70,8 +71,6 @@ def run_end_words(status: str, exit_code: int) -> str:
 
 def render_status(document: Mapping[str, Any]) -> list[str]:
     """The status document (``status_report.loop_status``) in a few aligned, quiet lines."""
-    from git_forge.cli.render_topology import waiting_text
-
     summary = document["backlogSummary"]
     blocked = f"{summary['blocked']} blocked"
     kinds = [f"{summary[key]} {label}" for key, label in
@@ -116,8 +115,6 @@ def render_status(document: Mapping[str, Any]) -> list[str]:
              ("runner", document["runner"])]
     costs = document.get("costs") or {}
     if costs.get("run"):
-        from git_forge.agents.receipt import Totals
-
         rows.append(("spent", f"{Totals.from_json(costs['run']).describe()} in the last run"))
     for agent in document.get("agents", []):
         rows.append(("agent", _agent_line(agent, document["projectPath"])))
@@ -136,8 +133,6 @@ def render_status(document: Mapping[str, Any]) -> list[str]:
 
 def _tree_line(tree: ItemTreeJSON, root: str) -> str:
     """One item's worktree or branch, from its ``status --json`` entry."""
-    import os
-
     where = (f"{os.path.relpath(tree['worktree'], root)} (branch {tree['branch'] or 'none'})"
              if tree["worktree"] else f"branch {tree['branch']}")
     state = {"dirty": "uncommitted changes", "unintegrated": "commits not on the branch",
@@ -151,8 +146,6 @@ def _tree_line(tree: ItemTreeJSON, root: str) -> str:
 
 def _agent_line(agent: AgentJSON, root: str) -> str:
     """One running agent: its item, since when, its output so far, where it works."""
-    import os
-
     where = f", in {os.path.relpath(agent['worktree'], root)}" if agent["worktree"] else ""
     return (f"item {agent['itemId'] or 'unknown'} running since {agent['startedAt'] or '?'}, "
             f"{size(agent['outputBytes'])} of output{where} (handle {agent['handle']})")
