@@ -289,3 +289,160 @@ def test_records_are_named_tuples():
             if by_hand and f"{name}.{node.name}" not in HAND_WRITTEN:
                 offenders.append(f"{name}.{node.name}: {sorted(by_hand)}")
     assert offenders == []
+
+
+#: The imports kept inside functions, and why: each sits at one of the boundaries
+#: ARCHITECTURE.md's "What is measured, and where" lists, and saves what its figure
+#: says (valgrind instructions of the budgeted command that would pay for it
+#: otherwise, from an installed copy). Every other import is at its module's top.
+LAZY_IMPORTS: dict[tuple[str, str], tuple[str, str]] = {
+    # pygit2: imported where an index or a tree is written
+    ("git_forge.tree.worktrees", "git_forge.tree.repo"): (
+        "pygit2", "keeping a worktree's work; status lists worktrees with git (+293 M)"),
+    ("git_forge.tree.worktrees", "git_forge.tree.worktree"): ("pygit2", "as above"),
+    ("git_forge.tree.worktrees", "git_forge.tree.discard"): ("pygit2", "as above"),
+    # the parser tree: a command loads its own module and parser, no other's
+    ("git_forge.cli.main", "git_forge.cli.parser"): (
+        "parser-tree", "--version builds no parser, a TAB neither (+51 M of --version)"),
+    ("git_forge.cli.main", "git_forge.cli.output"): (
+        "parser-tree", "--version wraps no stream (+50 M)"),
+    ("git_forge.cli.main", "git_forge.cli.plain"): ("parser-tree", "as above (+26 M)"),
+    ("git_forge.cli.main", "git_forge.cli.completion"): (
+        "parser-tree", "the TAB's own module (+79 M of --version)"),
+    ("git_forge.cli.parser", "difflib"): (
+        "parser-tree", "a mistyped command alone (+3 M, 2% of the pre-launch check)"),
+    ("git_forge.cli.backlog", "git_forge.runner"): (
+        "parser-tree", "backlog topology reads a runner, backlog list none (+3 M)"),
+    ("git_forge.cli.decision", "git_forge.recovery.revoke"): (
+        "parser-tree", "decision revoke's git (pygit2), not decision list's (+645 M)"),
+    ("git_forge.cli.decision", "git_forge.runner"): ("parser-tree", "as above (+18 M)"),
+    ("git_forge.cli.decision", "git_forge.loop.control"): ("parser-tree", "as above (+4 M)"),
+    ("git_forge.cli.proc", "git_forge.supervisor.follow"): (
+        "parser-tree", "proc output's reader, not proc list's or show's (+3 M)"),
+    # the common case: what a budgeted command reads only in a state the benchmark's
+    # common case is not in
+    ("git_forge.capture", "subprocess"): (
+        "common-case", "the clean pre-launch check spawns git alone (+10 M, 7%)"),
+    ("git_forge.layout", "pathlib"): (
+        "common-case", "the clean pre-launch check reads the str finders (+16 M, 11%)"),
+    ("git_forge.layout", "platformdirs"): (
+        "common-case", "where the XDG rule does not answer (+12 M of status)"),
+    ("git_forge.loop.control", "pathlib"): ("common-case", "as layout's"),
+    ("git_forge.loop.control", "git_forge.atomic"): (
+        "common-case", "the clean pre-launch check writes nothing (+27 M, 19%)"),
+    ("git_forge.loop.control", "git_forge.supervisor.liveness"): (
+        "common-case", "only with an agent tree alive (+59 M of the pre-launch check)"),
+    ("git_forge.loop.control", "git_forge.supervisor.paths"): ("common-case", "as above"),
+    ("git_forge.loop.control", "git_forge.supervisor.manifest"): ("common-case", "as above"),
+    ("git_forge.loop.control", "git_forge.supervisor.view"): (
+        "common-case", "only while a run is live (+152 M of status)"),
+    ("git_forge.cli.preflight", "git_forge.cli.stop"): (
+        "common-case", "the verdict on a tree that is not clean (+139 M of the check)"),
+    ("git_forge.cli.preflight", "git_forge.workspace"): (
+        "common-case", "the configuration, for a location named (+25 M of the check)"),
+    ("git_forge.config", "git_forge.yamlfile"): (
+        "common-case", "PyYAML for a file with settings (+93 M of every read command)"),
+    ("git_forge.clock", "datetime"): (
+        "common-case", "a timestamp made or read (+4 M: 2% of status, 3% of decision list)"),
+    ("git_forge.jsonfile", "git_forge.atomic"): (
+        "common-case", "a read command writes nothing (+8 M of backlog list, +17 M of a TAB)"),
+    ("git_forge.jsonfile", "git_forge.locks"): ("common-case", "as above (+2 M of a TAB)"),
+    ("git_forge.reconcile.item_trees", "git_forge.tree.worktrees"): (
+        "common-case", "only with items' worktrees or branches (+8 M of status)"),
+    ("git_forge.reconcile.item_trees", "git_forge.reconcile.conflicts"): (
+        "common-case", "as above (+62 M of status)"),
+    ("git_forge.runner", "git_forge.runner.external"): (
+        "common-case", "a runner named by loopRunner.bin (+9 M of status)"),
+    ("git_forge.runner.embedded", "git_forge.backlog.cache"): (
+        "common-case", "only a command that derives (status) (+12 M of backlog topology)"),
+    ("git_forge.cli.backlog", "git_forge.backlog.cache"): (
+        "common-case", "backlog list --json, not backlog list (+8 M)"),
+    ("git_forge.cli.proc", "git_forge.backlog.model"): (
+        "common-case", "an item id, not a handle (+11 M of proc show)"),
+    ("git_forge.cli.proc", "git_forge.loop.control"): (
+        "common-case", "only while a run is live (+4 M of proc list)"),
+    ("git_forge.cli.output", "git_forge.tree.gitconfig"): (
+        "common-case", "git's colour only when something is painted (+18 M, 15% of a TAB)"),
+    ("git_forge.cli.output", "git_forge.tree.errors"): ("common-case", "as above"),
+    ("git_forge.cli.completion", "importlib.resources"): (
+        "common-case", "a TAB prints no script (+16 M, 13% of it)"),
+    ("git_forge.completion_values", "git_forge.workspace"): (
+        "common-case", "a config file that moves the backlog (+6 M, 4% of a TAB)"),
+    ("git_forge.completion_values", "git_forge.backlog.topology"): (
+        "common-case", "clusters, not a TAB on an item id (+10 M, 8% of it)"),
+    ("git_forge.completion_values", "git_forge.backlog.item"): ("common-case", "as above"),
+    ("git_forge.completion_values", "git_forge.backlog.errors"): ("common-case", "as above"),
+    ("git_forge.supervisor.liveness", "psutil"): (
+        "common-case", "ending an orphaned tree (+60 M, 18% of proc list)"),
+    ("git_forge.supervisor.liveness", "git_forge.supervisor.process"): (
+        "common-case", "as above"),
+    # not a measured boundary: a program of its own
+    ("git_forge.supervisor.watchdog_process", "git_forge.lockprobe"): (
+        "watchdog", "python -I -S finds the package once main has put it on sys.path"),
+}
+
+#: The measured boundaries (ARCHITECTURE.md); an import kept for one says which in a
+#: comment on its line or just above it (``# common-case boundary: …``).
+BOUNDARIES = ("pygit2", "parser-tree", "common-case")
+
+
+def function_imports(path: Path, module: str, known: set[str]
+                     ) -> list[tuple[str, int, list[str]]]:
+    """(imported module, line, the comment lines on and just above it) of every
+    import inside a function of the file."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+
+    def visit(node: ast.AST, inside: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import | ast.ImportFrom) and inside:
+                if isinstance(child, ast.Import):
+                    targets = [alias.name for alias in child.names]
+                else:
+                    source = _resolved(child, module, path.name == "__init__.py")
+                    targets = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in known
+                               else source for alias in child.names]
+                above = child.lineno - 1  # the comments and imports just above it
+                while above > 0 and (not lines[above - 1].strip() or lines[above - 1].strip()
+                                     .startswith(("#", "from ", "import "))):
+                    above -= 1
+                comments = [line for line in lines[above:child.end_lineno] if "#" in line]
+                found.extend((target, child.lineno, comments) for target in dict.fromkeys(targets))
+            visit(child, inside or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
+
+    visit(ast.parse("\n".join(lines)), False)
+    return found
+
+
+def test_imports_are_at_the_top_but_at_the_measured_boundaries():
+    """An import inside a function is one ``LAZY_IMPORTS`` allows, and says the boundary
+    it is kept for; and every entry there is still needed."""
+    modules = module_names()
+    known = set(modules)
+    offenders, seen = [], set()
+    for name, path in modules.items():
+        for target, line, comments in function_imports(path, name, known):
+            key = (name, target)
+            seen.add(key)
+            if key not in LAZY_IMPORTS:
+                offenders.append(f"{path.relative_to(ROOT)}:{line} imports {target} inside "
+                                 "a function: import it at the top of the module")
+                continue
+            boundary = LAZY_IMPORTS[key][0]
+            if boundary in BOUNDARIES and not any(f"{boundary} boundary" in comment
+                                                  for comment in comments):
+                offenders.append(f"{path.relative_to(ROOT)}:{line}: no comment names the "
+                                 f"{boundary} boundary")
+    assert offenders == []
+    assert sorted(set(LAZY_IMPORTS) - seen) == [], "entries no import needs any more"
+
+
+def test_the_check_finds_an_import_inside_a_function(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import os\n\n\ndef f():\n    # common-case boundary: why\n"
+                     "    from git_forge.backlog import topology\n    import json\n",
+                     encoding="utf-8")
+    found = function_imports(probe, "git_forge.probe", set(module_names()))
+    assert [(target, line) for target, line, _ in found] == [
+        ("git_forge.backlog.topology", 6), ("json", 7)]
+    assert any("common-case boundary" in comment for comment in found[0][2])
