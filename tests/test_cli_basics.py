@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import waiting
 from helpers import forge_argv, run_forge, snapshot
 
@@ -202,21 +203,12 @@ def test_a_command_named_first_gets_the_same_parser_built_alone() -> None:
     """Building only the named command's parser (no other command module is
     imported) must change nothing a user can see: the same help, for the command and
     each of its sub-commands, and the same parse."""
-    from git_forge.cli.parser import (
-        COMMAND_MODULES,
-        WHOLE_TREE_COMMANDS,
-        build_parser,
-        command_parser,
-        commands_for,
-    )
+    from git_forge.cli.parser import COMMAND_MODULES, build_parser, command_parser, commands_for
 
     whole = build_parser(prog="git forge")
     for name in COMMAND_MODULES:
-        argv = [name, "--no-color"]
-        if name in WHOLE_TREE_COMMANDS:
-            assert commands_for(argv) == COMMAND_MODULES
-            continue
-        assert commands_for(argv) == (name,)
+        assert commands_for([name, "--no-color"]) == (name,)
+        assert commands_for(["--no-color", name]) == commands_for(["--no-col", name]) == (name,)
         alone = build_parser(prog="git forge", commands=(name,))
         pending = [[name]]
         while pending:
@@ -226,6 +218,36 @@ def test_a_command_named_first_gets_the_same_parser_built_alone() -> None:
             for action in ours._actions:
                 if isinstance(action, argparse._SubParsersAction):
                     pending += [[*words, word] for word in action.choices]
+
+
+def test_the_overview_lists_every_command_without_loading_any() -> None:
+    """With no command named (``git forge``, ``-h``, ``help``, a mistyped word), every
+    command is listed by its line alone, its module not loaded: the same overview as
+    the whole tree's, and the same nearest commands for a mistyped one."""
+    from git_forge.cli.parser import (
+        UnknownCommand,
+        build_parser,
+        commands_for,
+        parse_command_line,
+    )
+
+    for argv in ([], ["-h"], ["--no-color"], ["staus"], ["--version", "status"]):
+        assert commands_for(argv) == (), argv
+    listed = build_parser(prog="git forge", commands=(), listed=True)
+    assert listed.format_help() == build_parser(prog="git forge").format_help()
+    with pytest.raises(UnknownCommand) as mistyped:
+        parse_command_line(listed, ["staus"])
+    assert mistyped.value.hint[-1] == "\tstatus"
+
+
+def test_help_names_a_command_and_builds_only_that_one(tmp_path: Path) -> None:
+    """``git forge help backlog answer`` prints what ``git forge backlog answer -h``
+    prints, and ``git forge help`` the overview, as ``git forge -h`` does."""
+    for help_words, own in ((["help", "backlog", "answer"], ["backlog", "answer", "-h"]),
+                            (["help"], ["-h"]), (["help", "help"], ["help", "-h"])):
+        asked, direct = run_forge(*help_words, cwd=tmp_path), run_forge(*own, cwd=tmp_path)
+        assert (asked.returncode, direct.returncode) == (0, 0), asked.stderr
+        assert asked.stdout == direct.stdout and asked.stdout.startswith("usage: git forge")
 
 
 #: A child that gives every command of the tree one more flag, as a change to a command

@@ -20,14 +20,13 @@ from git_forge.agents.profiles import GENERIC, PROFILES, describe
 from git_forge.cli.output import emit_json, paint
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "agents", help="list the agent profiles: command, binary on PATH, version",
-        description="List the built-in agent profiles (claude, codex) — the command each "
-                    "runs, whether its binary is on PATH and its version, with a warning "
-                    "when that version is outside the range git-forge was verified with "
-                    "(exit 0 all the same) — and the generic profile (any other --agent "
-                    "command line).")
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "List the built-in agent profiles (claude, codex) — the command each "
+        "runs, whether its binary is on PATH and its version, with a warning "
+        "when that version is outside the range git-forge was verified with "
+        "(exit 0 all the same) — and the generic profile (any other --agent "
+        "command line).")
     parser.add_argument("--json", action="store_true",
                         help="print [{name, binary, path, version, versionText, verified, "
                              "versionStatus, command, …}, …]")

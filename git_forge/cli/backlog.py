@@ -51,11 +51,8 @@ def _item_fields(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notes", help="free-form notes")
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "backlog", help="list and change backlog items (rauf runner contract)",
-        description="Read and change the backlog (backlog.json): items, answers, unblocking.",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Read and change the backlog (backlog.json): items, answers, unblocking."
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
 

@@ -26,14 +26,12 @@ SCRIPTS: dict[str, str] = {
 #: The hidden fast path's name (``git forge __complete KIND``).
 COMPLETE_COMMAND = "__complete"
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "completion", help="print a shell completion script (bash, zsh or fish)",
-        description="Print the completion script for SHELL. bash's also completes "
-                    "`git forge` when git's bash completion is loaded; zsh's is the "
-                    "_git-forge function (zsh's _git uses it for `git forge`); fish's "
-                    "completes git-forge. Where to install them: EXAMPLES in git-forge(1).",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Print the completion script for SHELL. bash's also completes "
+        "`git forge` when git's bash completion is loaded; zsh's is the "
+        "_git-forge function (zsh's _git uses it for `git forge`); fish's "
+        "completes git-forge. Where to install them: EXAMPLES in git-forge(1).")
     parser.add_argument("shell", choices=tuple(SCRIPTS), metavar="SHELL",
                         help="bash, zsh or fish")
     parser.set_defaults(func=run)

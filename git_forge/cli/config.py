@@ -10,12 +10,10 @@ from git_forge.cli.output import emit_json
 from git_forge.workspace import locate
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "config", help="show the effective configuration and where each value came from",
-        description="Print every effective setting with its source: default, user (<file>), "
-                    ".forge.yaml, forge.config.json or flag.",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Print every effective setting with its source: default, user (<file>), "
+        ".forge.yaml, forge.config.json or flag.")
     add_location(parser)
     parser.add_argument("--json", action="store_true",
                         help='print {KEY: {"value": V, "source": S}, ...}')

@@ -35,11 +35,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the document as JSON")
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "decision", help="the decision record (forge-decisions.json)",
-        description="Read and append to the durable decision record of the recovery procedure.",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Read and append to the durable decision record of the recovery procedure."
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
 

@@ -34,12 +34,10 @@ if TYPE_CHECKING:
     from git_forge.status_report import StatusJSON
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "demo", help="watch the whole loop-and-recover lifecycle in a throwaway repository",
-        description="Create a throwaway repository with a small backlog, run the loop with a "
-                    "scripted agent, recover the run (interactive on a terminal), resume it.",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Create a throwaway repository with a small backlog, run the loop with a "
+        "scripted agent, recover the run (interactive on a terminal), resume it.")
     parser.add_argument("dir", nargs="?", metavar="DIR",
                         help="where to create the repository (default: a new temporary dir)")
     parser.add_argument("--non-interactive", action="store_true",

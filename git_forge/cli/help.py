@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import argparse
 
-from git_forge.cli.parser import build_parser, command_parser
+from git_forge.cli.parser import build_parser, command_parser, commands_for
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "help", help="show the overview, or a command's help",
-        description="Print the overview of every command, or the help of COMMAND (and "
-                    "VERB: git forge help backlog answer). The manual: git help forge.",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Print the overview of every command, or the help of COMMAND (and "
+        "VERB: git forge help backlog answer). The manual: git help forge.")
     parser.add_argument("command", nargs="*", metavar="COMMAND",
                         help="a command, and a verb of it")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    command_parser(build_parser(prog="git forge"), args.command).print_help()
+    tree = build_parser(prog="git forge", commands=commands_for(args.command), listed=True)
+    command_parser(tree, args.command).print_help()
     return 0

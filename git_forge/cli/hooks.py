@@ -16,16 +16,14 @@ if TYPE_CHECKING:
     from git_forge.tree.hooks import HookState
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "hooks", help="install the pre-launch hook for any launcher",
-        description="Install hooks/pre-launch where `git hook run pre-launch` finds it "
-                    "(core.hooksPath aware; an existing pre-launch hook is kept and runs "
-                    "first). Any launcher then runs `git hook run --ignore-missing pre-launch` "
-                    "before it starts a loop. The hook runs this git-forge through its "
-                    "interpreter, whatever the launcher's PATH; inside the work tree, "
-                    ".git/info/exclude keeps it out of git status.",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Install hooks/pre-launch where `git hook run pre-launch` finds it "
+        "(core.hooksPath aware; an existing pre-launch hook is kept and runs "
+        "first). Any launcher then runs `git hook run --ignore-missing pre-launch` "
+        "before it starts a loop. The hook runs this git-forge through its "
+        "interpreter, whatever the launcher's PATH; inside the work tree, "
+        ".git/info/exclude keeps it out of git status.")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
     for name, help_text in (("install", "install the hook (chaining a foreign one)"),

@@ -12,13 +12,11 @@ from git_forge.tree import ignores
 from git_forge.workspace import locate
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "init", help="create a backlog directory, its ignore rules and an example config",
-        description="Create the backlog dir with backlog.json, ignore rules that keep state "
-                    "files untracked, and .forge.yaml if absent. Never overwrites; commits "
-                    "nothing and prints the git command that would.",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Create the backlog dir with backlog.json, ignore rules that keep state "
+        "files untracked, and .forge.yaml if absent. Never overwrites; commits "
+        "nothing and prints the git command that would.")
     add_location(parser)
     parser.add_argument("--json", action="store_true",
                         help='print {"created": [...], "updated": [...], "kept": [...], '

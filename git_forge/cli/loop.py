@@ -51,12 +51,10 @@ if TYPE_CHECKING:
 ERASE_LINE = "\r" + own("\x1b[K")
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "loop", help="run the agent loop over the backlog, or stop it",
-        description="The embedded loop runner: runs an agent on each ready backlog item under "
-                    "a crash-safe supervisor, commits done items and keeps the tree clean.",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "The embedded loop runner: runs an agent on each ready backlog item under "
+        "a crash-safe supervisor, commits done items and keeps the tree clean.")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
     run = verbs.add_parser(

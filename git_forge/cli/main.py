@@ -89,7 +89,8 @@ def _dispatch(argv: list[str]) -> int:
         from git_forge.cli.output import configure_color
         from git_forge.cli.parser import build_parser, commands_for, parse_command_line
 
-        parser = build_parser(prog="git forge", commands=commands_for(argv))
+        named = commands_for(argv)
+        parser = build_parser(prog="git forge", commands=named, listed=not named)
         if all(word == "--no-color" for word in argv):
             # like `git` alone (or `git --no-pager`): the overview on stdout, exit 1
             parser.print_help()

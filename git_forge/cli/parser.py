@@ -1,6 +1,6 @@
 """The command tree: ``build_parser`` and the rules every parser shares (usage
-errors as ``UsageError``, git's "did you mean", ``--no-color`` anywhere, and the
-commands whose parser is built alone).
+errors as ``UsageError``, git's "did you mean", ``--no-color`` anywhere), and which
+command's module is loaded: the one the command line names, no other.
 
 Apart from ``cli.main`` so that a command that needs no parser (``--version``)
 never imports argparse.
@@ -16,36 +16,29 @@ from typing import Any
 from git_forge import __version__
 from git_forge.errors import UsageError
 
-#: Command-group modules under ``git_forge.cli``, in the order ``--help`` lists them: by
-#: what a user does — set up, run, look, recover, the backlog and its decisions — then
-#: the agents, the launch gate for other launchers, processes and settings, and the
-#: rest (the demo, completion, the version, help).
-COMMAND_MODULES: tuple[str, ...] = (
-    "init",
-    "loop",
-    "status",
-    "recover",
-    "reconcile",
-    "backlog",
-    "decision",
-    "agents",
-    "preflight",
-    "hooks",
-    "proc",
-    "config",
-    "demo",
-    "completion",
-    "version",
-    "help",
-)
-
-#: The commands that read the whole tree (a command's help, the completion scripts).
-#: Every other one, named first on the command line, gets its parser built alone, and
-#: imports no other command's module: one of the measured boundaries (ARCHITECTURE.md,
-#: "What is measured, and where"). The parser built is the very subparser the whole
-#: tree has (same ``prog``, so the same help and the same usage errors).
-#: ``--version`` alone needs no command at all.
-WHOLE_TREE_COMMANDS: frozenset[str] = frozenset({"help", "completion"})
+#: The commands — each a module under ``git_forge.cli`` — in the order ``--help`` lists them,
+#: each with its line there: by what a user does — set up, run, look, recover, the backlog
+#: and its decisions — then the agents, the launch gate for other launchers, processes and
+#: settings, and the rest (the demo, completion, the version, help).
+COMMANDS: dict[str, str] = {
+    "init": 'create a backlog directory, its ignore rules and an example config',
+    "loop": 'run the agent loop over the backlog, or stop it',
+    "status": 'loop state, backlog summary, topology and lock liveness',
+    "recover": "answer a stopped run's questions and make the backlog resumable",
+    "reconcile": 'decide what happens to stranded work in the tree',
+    "backlog": 'list and change backlog items (rauf runner contract)',
+    "decision": 'the decision record (forge-decisions.json)',
+    "agents": 'list the agent profiles: command, binary on PATH, version',
+    "preflight": "stop a launch while a prior run's work is stranded",
+    "hooks": 'install the pre-launch hook for any launcher',
+    "proc": 'supervised processes: state, output, stop',
+    "config": 'show the effective configuration and where each value came from',
+    "demo": 'watch the whole loop-and-recover lifecycle in a throwaway repository',
+    "completion": 'print a shell completion script (bash, zsh or fish)',
+    "version": 'print the version',
+    "help": "show the overview, or a command's help",
+}
+COMMAND_MODULES: tuple[str, ...] = tuple(COMMANDS)
 
 
 class UnknownCommand(UsageError):
@@ -139,12 +132,13 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]
     return args
 
 
-def build_parser(
-    prog: str = "git-forge", commands: Sequence[str] = COMMAND_MODULES
-) -> argparse.ArgumentParser:
-    """The whole command tree (or the named command groups of it). ``prog`` is
-    set by ``main``; the man page and the completion generators call this with
-    the defaults."""
+def build_parser(prog: str = "git-forge", commands: Sequence[str] = COMMAND_MODULES, *,
+                 listed: bool = False) -> argparse.ArgumentParser:
+    """The command tree with the named ``commands`` in full, each from its module (the
+    man page and the completion generators call this with the defaults: all of them);
+    ``listed``: every other command too, by its name and line alone, its module not
+    loaded — what the overview and a mistyped command's nearest ones read. ``prog`` is
+    set by ``main``."""
     parser = ForgeArgumentParser(
         prog=prog,
         description=(
@@ -159,8 +153,12 @@ def build_parser(
                              "color.ui")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for name in commands:
-        importlib.import_module(f"git_forge.cli.{name}").register(subparsers)
+    for name, line in COMMANDS.items():
+        if name in commands:
+            module = importlib.import_module(f"git_forge.cli.{name}")
+            module.register(subparsers.add_parser(name, help=line))
+        elif listed:
+            subparsers.add_parser(name, help=line)
     _accept_no_color(subparsers)
     return parser
 
@@ -178,10 +176,11 @@ def _accept_no_color(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def commands_for(argv: Sequence[str]) -> Sequence[str]:
-    """Only a command's own parser when the command line names it first (but for
-    the commands that read the whole tree)."""
-    if list(argv) == ["--version"]:
-        return ()
-    if argv and argv[0] in COMMAND_MODULES and argv[0] not in WHOLE_TREE_COMMANDS:
-        return (argv[0],)
-    return COMMAND_MODULES
+    """The command a command line names — its first word, ``--no-color`` (or a prefix
+    of it, as argparse takes one) before it aside — as the one whose module is loaded
+    and parser built (the parser-tree boundary, ARCHITECTURE.md); none when it names
+    none: every command is then listed by its line alone (``build_parser(listed=True)``)."""
+    words = list(argv)
+    while words and len(words[0]) > 2 and "--no-color".startswith(words[0]):
+        del words[0]
+    return (words[0],) if words and words[0] in COMMANDS else ()

@@ -23,12 +23,10 @@ if TYPE_CHECKING:
     from git_forge.workspace import Workspace
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "preflight", help="stop a launch while a prior run's work is stranded",
-        description="The launch blocker. Exit 0 when the working tree is clean; otherwise "
-                    "STOP (exit 1), naming the prior run and listing the stranded paths.",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "The launch blocker. Exit 0 when the working tree is clean; otherwise "
+        "STOP (exit 1), naming the prior run and listing the stranded paths.")
     add_location(parser)
     parser.add_argument("--json", action="store_true",
                         help='print {"status": "ok"|"stop", "run": …, "paths": […]}')

@@ -60,11 +60,8 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "proc", help="supervised processes: state, output, stop",
-        description="Inspect and stop the processes the embedded supervisor runs.",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Inspect and stop the processes the embedded supervisor runs."
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
 

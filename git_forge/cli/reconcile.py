@@ -41,15 +41,13 @@ if TYPE_CHECKING:
     from git_forge.reconcile.service import QueuedBacklogJSON, ReconcileReport
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "reconcile", help="decide what happens to stranded work in the tree",
-        description="Detect uncommitted work, attribute it to backlog items (candidates, "
-                    "from state.json, events.ndjson, item commits and stashes), and commit, "
-                    "stash, discard or leave each group. Nothing changes without a decision. "
-                    "Items' abandoned work kept under refs/forge/abandoned/ is listed with the "
-                    "commands to see, restore and drop it.",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Detect uncommitted work, attribute it to backlog items (candidates, "
+        "from state.json, events.ndjson, item commits and stashes), and commit, "
+        "stash, discard or leave each group. Nothing changes without a decision. "
+        "Items' abandoned work kept under refs/forge/abandoned/ is listed with the "
+        "commands to see, restore and drop it.")
     add_location(parser)
     parser.add_argument("--commit", action="append", default=[], metavar="GROUP",
                         help="commit the group's paths ([forge] <id>: stranded work (reconciled))")

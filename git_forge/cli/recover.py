@@ -47,15 +47,13 @@ if TYPE_CHECKING:
     from git_forge.recovery.report import Report
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "recover", help="answer a stopped run's questions and make the backlog resumable",
-        description="The post-run recovery procedure: enumerate → cluster → consolidated "
-                    "questions → record → apply → prove → gate & exit, with tree "
-                    "reconciliation. Exit: 0 safe to resume, 2 refused input, 3 needs-human "
-                    "remains, 4 blocked remains, 6 tree left dirty, 10 failed read, 11 failed "
-                    "record, 12 failed apply, 13 ran but nothing moved.",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "The post-run recovery procedure: enumerate → cluster → consolidated "
+        "questions → record → apply → prove → gate & exit, with tree "
+        "reconciliation. Exit: 0 safe to resume, 2 refused input, 3 needs-human "
+        "remains, 4 blocked remains, 6 tree left dirty, 10 failed read, 11 failed "
+        "record, 12 failed apply, 13 ran but nothing moved.")
     add_location(parser)
     parser.add_argument("--answer", action="append", default=[], metavar="ID=TEXT",
                         help="answer a question by its cluster id (c003; c006 for one item) "

@@ -25,13 +25,11 @@ if TYPE_CHECKING:
     from git_forge.status_report import AgentJSON
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "status", help="loop state, backlog summary, topology and lock liveness",
-        description="Show the loop's state (state.json), the backlog summary from the "
-                    "configured runner, dependency depth and starvation, and whether a "
-                    "loop holds the lock.",
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Show the loop's state (state.json), the backlog summary from the "
+        "configured runner, dependency depth and starvation, and whether a "
+        "loop holds the lock.")
     add_location(parser)
     parser.add_argument("--json", action="store_true", help="print the status document")
     parser.set_defaults(func=run)

@@ -8,10 +8,8 @@ from git_forge import __version__
 from git_forge.cli.output import emit_json
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "version", help="print the version", description="Print git-forge's version."
-    )
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Print git-forge's version."
     parser.add_argument("--json", action="store_true", help='print {"version": "X.Y.Z"}')
     parser.set_defaults(func=run)
 
