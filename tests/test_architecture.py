@@ -2,7 +2,9 @@
 
 The table is read from ARCHITECTURE.md itself (between its ``layers`` markers), so
 the map and the check cannot drift apart. Imports are found with ``ast``,
-including those inside functions and under ``TYPE_CHECKING``.
+including those inside functions and under ``TYPE_CHECKING``. The same imports may
+form no cycle, and one inside a function is kept only at a measured boundary
+(``LAZY_IMPORTS``, ARCHITECTURE.md's "What is measured, and where").
 """
 
 from __future__ import annotations
