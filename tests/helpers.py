@@ -176,10 +176,20 @@ class PtySession:
     def _reading(self) -> bool:
         """The child sleeps in ``read(0, …)``: a read of its terminal.
         ``/proc/PID/syscall`` names the call and its arguments."""
+        pid = self.pid
+        try:  # through git: the reader is git's child (git-forge), not git
+            while True:
+                with open(f"/proc/{pid}/task/{pid}/children") as children:
+                    below = children.read().split()
+                if not below:
+                    break
+                pid = int(below[0])
+        except OSError:
+            pid = self.pid
         try:
-            with open(f"/proc/{self.pid}/stat") as stat:
+            with open(f"/proc/{pid}/stat") as stat:
                 state = stat.read().rsplit(")", 1)[1].split()[0]
-            with open(f"/proc/{self.pid}/syscall") as call:
+            with open(f"/proc/{pid}/syscall") as call:
                 fields = call.read().split()
         except OSError:
             return True  # no /proc to ask: the prompt on the screen is all there is

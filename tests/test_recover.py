@@ -546,8 +546,11 @@ def test_a_singleton_cluster_id_defers_and_an_unknown_id_lists_the_real_ones(
     assert snapshot(after_run, skip_git=False) == before
 
 
-def test_ctrl_c_cancels_early_and_is_recorded(after_run: Path) -> None:
-    session = PtySession("recover", cwd=after_run)
+@pytest.mark.parametrize("through_git", [False, True])
+def test_ctrl_c_cancels_early_and_is_recorded(after_run: Path, through_git: bool) -> None:
+    """Through git too: Ctrl-C at a prompt is a key, not a signal, so git does not die
+    of a SIGINT after its child exited (a shell would see 130, not the outcome)."""
+    session = PtySession("recover", cwd=after_run, through_git=through_git)
     session.expect("Merge questions that share a cause?")
     session.send("")
     session.expect("Your decision")

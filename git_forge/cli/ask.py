@@ -25,6 +25,12 @@ read to its end, and the prompt asked again. The mode is switched on for each
 read and off again as the read ends — by a reply, Ctrl-C, end of input or an
 error — so the shell never inherits it. A prompt that takes one word (a choice,
 yes or no, ids) refuses a block of several lines and asks again.
+
+While a prompt reads, Ctrl-C is a key rather than a signal (the terminal's
+interrupt character is switched off and made an end of line instead), read as
+``KeyboardInterrupt``: a signal would reach git too when run as ``git forge``,
+and git dies of it once its child has exited, so the shell would see 130
+whatever the command answered to the cancel.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ TOGETHER = 0.05
 #: The characters of one line a terminal keeps (Linux: its 4096-byte buffer less the
 #: newline); a line read this long may have lost its end.
 LINE_MAX = 4095
+#: A control character's slot switched off (``_POSIX_VDISABLE`` on Linux).
+_DISABLED = b"\x00"
 
 
 def interactive() -> bool:
@@ -57,24 +65,33 @@ class InputClosed(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
-def _paste_mode(fd: int) -> Iterator[None]:
+def _paste_mode(fd: int) -> Iterator[bytes | None]:
     """Bracketed paste on while the terminal at ``fd`` is read, off again however
     the read ends. The terminal's echo of control characters (``ECHOCTL``) is off
-    meanwhile too, so the markers are not shown as ``^[[200~`` as a paste is echoed."""
+    meanwhile too, so the markers are not shown as ``^[[200~`` as a paste is echoed.
+    Gives the interrupt key when the terminal now sends it as a byte (see below)."""
     out = sys.stdout.fileno()
     try:
         saved = termios.tcgetattr(fd) if os.isatty(out) else None
     except termios.error:
         saved = None
     if saved is None:  # not a terminal at both ends: nothing to switch
-        yield
+        yield None
         return
     quiet = list(saved)
     quiet[3] &= ~termios.ECHOCTL
+    quiet[6] = list(saved[6])
+    if quiet[3] & termios.ISIG and quiet[6][termios.VINTR] != _DISABLED:
+        # Ctrl-C is a key here, not a signal: it ends the line (VEOL) and the read
+        # raises KeyboardInterrupt. As a signal it would reach the whole process group,
+        # git too when run as ``git forge``, and git, once its child exits, dies of it:
+        # the shell would see 130 where recover's cancel-early exits with its outcome.
+        quiet[6][termios.VEOL] = quiet[6][termios.VINTR]
+        quiet[6][termios.VINTR] = _DISABLED
     try:
         termios.tcsetattr(fd, termios.TCSANOW, quiet)
         os.write(out, PASTE_ON)
-        yield
+        yield quiet[6][termios.VEOL] if quiet[6][termios.VINTR] == _DISABLED else None
     finally:
         os.write(out, PASTE_OFF)
         termios.tcsetattr(fd, termios.TCSANOW, saved)
@@ -107,16 +124,19 @@ class _LineCut(Exception):
     """A reply with a line the terminal cut at ``LINE_MAX`` characters."""
 
 
-def _read_block(fd: int) -> bytes:
+def _read_block(fd: int, interrupt: bytes | None = None) -> bytes:
     """One reply from the terminal at ``fd`` (canonical mode: a read returns at most
     one line): a line, a bracketed paste and the rest of its line, or lines that
     arrived together with the rest of their last line. End of input with nothing
-    read (or inside a paste) is ``InputClosed``; a line the terminal cut is
-    ``_LineCut``, once the whole reply is read."""
+    read (or inside a paste) is ``InputClosed``; the ``interrupt`` key read as a
+    byte is ``KeyboardInterrupt``; a line the terminal cut is ``_LineCut``, once
+    the whole reply is read."""
     block = b""
     cut = False
     while True:
         chunk = os.read(fd, 65536)
+        if interrupt is not None and interrupt in chunk:
+            raise KeyboardInterrupt
         if not chunk:
             if not block or block.count(PASTE_START) > block.count(PASTE_END):
                 raise InputClosed
@@ -131,6 +151,8 @@ def _read_block(fd: int) -> bytes:
         if _arrives(fd, TOGETHER):
             continue
         rest = _unfinished(fd)  # the burst's last line, held until Enter
+        if interrupt is not None and interrupt in rest:
+            raise KeyboardInterrupt
         if rest:
             block += rest
             cut = cut or len(rest) >= LINE_MAX
@@ -149,8 +171,8 @@ def _read(prompt: str) -> str:
         sys.stdout.write(prompt)  # through the terminal boundary (``output.SafeStream``)
         sys.stdout.flush()
         try:
-            with _paste_mode(fd):
-                block = _read_block(fd)
+            with _paste_mode(fd) as interrupt:
+                block = _read_block(fd, interrupt)
             break
         except _LineCut:
             print(paint(f"That answer has a line longer than the terminal keeps ({LINE_MAX} "
