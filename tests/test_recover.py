@@ -546,6 +546,20 @@ def test_a_singleton_cluster_id_defers_and_an_unknown_id_lists_the_real_ones(
     assert snapshot(after_run, skip_git=False) == before
 
 
+def test_a_pass_resolved_for_what_it_applied_names_what_it_deferred(after_run: Path) -> None:
+    """The recovery spec: deferred items are not the pass's affected items, so the pass
+    is resolved (exit 0) for the answers it applied — and says what stays blocked."""
+    result = recover(after_run, "--answer", "c003=Use SQLite", "--defer", "c006")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "  outcome: resolved\n  still open: 006 (deferred: the run leaves it blocked, " \
+        "and git forge recover asks again)\n" in result.stdout
+    items = {i["id"]: i for i in json.loads(
+        run_forge("backlog", "list", "--json", cwd=after_run).stdout)}
+    assert items["006"]["status"] == "blocked" and items["003"]["status"] == "pending"
+    again = recover(after_run, "--answer", "c006=Use TestPyPI")
+    assert again.returncode == 0 and "still open" not in again.stdout, again.stdout
+
+
 @pytest.mark.parametrize("through_git", [False, True])
 def test_ctrl_c_cancels_early_and_is_recorded(after_run: Path, through_git: bool) -> None:
     """Through git too: Ctrl-C at a prompt is a key, not a signal, so git does not die

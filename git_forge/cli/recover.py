@@ -406,6 +406,14 @@ def render_report(report: Report) -> list[str]:
         if report.waiting:
             detail += f"; nothing is selectable, waiting on {waiting_text(report.waiting)}"
         lines.append(f"  outcome: {outcome.name}{detail}")
+        deferred = [entry["itemId"] for entry in report.recorded
+                    if entry["answer"] is None and not entry.get("choice")]
+        if outcome.name == "resolved" and deferred:
+            # Deferred items are not this pass's affected items (recovery spec): the
+            # pass is resolved for what it applied; these wait for the next one.
+            lines.append(f"  still open: {', '.join(deferred)} (deferred: the run leaves "
+                         f"{'it' if len(deferred) == 1 else 'them'} blocked, and git forge "
+                         "recover asks again)")
     lines += ["", "NEXT-STEPS", f"  {report.next}"]
     return lines
 
