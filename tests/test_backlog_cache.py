@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 from builders import blocked, item, write_backlog
-from helpers import git, run_forge
+from helpers import git, run_forge, snapshot
 
-#: The commands whose output the cache may serve, each read as the user sees it.
+#: The commands whose output the cache may serve (or whose checks it may spare), each
+#: read as the user sees it.
 COMMANDS = (("status", "--json"), ("status",), ("backlog", "list", "--json"),
-            ("backlog", "list"))
+            ("backlog", "list"), ("backlog", "show", "2"))
+#: What those commands keep, beside the directory's ``.gitignore``.
+KEPT = {"status-backlog.json", "backlog-list.json", "backlog-valid"}
 
 
 @pytest.fixture
@@ -58,7 +61,7 @@ def test_outputs_are_the_same_bytes_with_and_without_the_cache(repo: Path) -> No
     shutil.rmtree(repo / ".forge" / "cache", ignore_errors=True)
     assert outputs(repo) == reference  # written by this pass
     written = cache_files(repo)
-    assert set(written) == {".gitignore", "status-backlog.json", "backlog-list.json"}
+    assert set(written) == {".gitignore", *KEPT}
     assert outputs(repo) == reference  # used by this one
     assert cache_files(repo) == written  # a hit rewrites no text
     assert git("status", "--porcelain", "--ignored=no", "-uall", cwd=repo) == ""
@@ -109,7 +112,7 @@ def test_a_forged_key_is_a_miss_and_the_cache_is_rewritten(repo: Path) -> None:
         "empty": b"",
     }
     for what, data in forged.items():
-        for name in ("status-backlog.json", "backlog-list.json"):
+        for name in KEPT:
             (repo / ".forge" / "cache" / name).write_bytes(data)
         assert outputs(repo) == reference, what
         assert cache_files(repo) == good, what
@@ -120,15 +123,60 @@ def test_an_invalid_backlog_is_refused_and_never_cached(repo: Path) -> None:
     path = repo / ".forge" / "backlog.json"
     path.write_text(path.read_text().replace('"type": "feature"', '"type": "nonsense"', 1))
     cached_before = cache_files(repo)
-    for command in (("status",), ("backlog", "list", "--json")):
+    for command in COMMANDS:
         result = run_forge(*command, cwd=repo)
         assert result.returncode == 2 and result.stdout == ""
         assert result.stderr.startswith("Error: ") and "invalid type" in result.stderr
     assert cache_files(repo) == cached_before  # nothing cached for those bytes
     path.write_text("{ torn")
-    result = run_forge("backlog", "list", "--json", cwd=repo)
-    assert result.returncode == 2 and "is corrupt" in result.stderr
+    for command in COMMANDS:
+        result = run_forge(*command, cwd=repo)
+        assert result.returncode == 2 and "is corrupt" in result.stderr
     assert cache_files(repo) == cached_before
+
+
+def test_a_command_refused_on_its_input_keeps_nothing(repo: Path) -> None:
+    """The bytes are marked valid once the command has used them: a refusal leaves
+    every file as it was, the cache's too."""
+    before = snapshot(repo)
+    result = run_forge("backlog", "show", "9", cwd=repo)
+    assert (result.returncode, result.stderr) == (2, "Error: Item not found: 9\n")
+    assert snapshot(repo) == before
+    assert run_forge("backlog", "show", "2", cwd=repo).returncode == 0
+    assert set(cache_files(repo)) == {".gitignore", "backlog-valid"}
+
+
+def test_the_checks_run_once_per_file_content(repo: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each read below stands for a command of its own (the store's memory of the
+    bytes it checked is emptied between them): the checks of every item run for the
+    first, which marks the bytes valid, and again only for other bytes."""
+    from git_forge.backlog import model, store
+    from git_forge.backlog.cache import derived_text, read_valid
+
+    checked: list[int] = []
+    problem = model.backlog_problem
+
+    def counted(document, **kwargs):  # type: ignore[no-untyped-def]
+        checked.append(len(document["items"]))
+        return problem(document, **kwargs)
+
+    monkeypatch.setattr(model, "backlog_problem", counted)
+    path, state_dir = repo / ".forge" / "backlog.json", repo / ".forge"
+
+    def command(read):  # type: ignore[no-untyped-def]
+        store._VALIDATED.clear()
+        return read()
+
+    assert command(lambda: read_valid(path, state_dir, lambda s: s.get("2").id)) == "002"
+    assert command(lambda: read_valid(path, state_dir, lambda s: len(s.items))) == 5
+    assert command(lambda: derived_text(path, state_dir, "test.txt",
+                                        lambda s: str(len(s.items)))) == "5"
+    assert checked == [5]
+    assert run_forge("backlog", "edit", "5", "--title", "Renamed", cwd=repo).returncode == 0
+    assert command(lambda: read_valid(path, state_dir, lambda s: s.get("5").title)) == (
+        "Renamed")
+    assert checked == [5, 5]
 
 
 def test_an_unwritable_cache_changes_nothing_but_speed(repo: Path) -> None:
@@ -137,13 +185,3 @@ def test_an_unwritable_cache_changes_nothing_but_speed(repo: Path) -> None:
     (repo / ".forge" / "cache").write_text("a file where the directory would be\n")
     assert outputs(repo) == reference
     assert (repo / ".forge" / "cache").read_text() == "a file where the directory would be\n"
-
-
-def _derived(repo: Path, calls: list[int]) -> str:
-    from git_forge.backlog.cache import derived_text
-
-    def derive(snapshot) -> str:  # type: ignore[no-untyped-def]
-        calls.append(len(snapshot.items))
-        return f"{len(snapshot.items)} items"
-
-    return derived_text(repo / ".forge" / "backlog.json", repo / ".forge", "test.txt", derive)

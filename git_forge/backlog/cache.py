@@ -28,6 +28,13 @@ rules that make it unable to change an output byte:
   an older cache, which its key then rejects), into a directory that ignores
   itself (its own ``.gitignore``), so it never shows in ``git status`` whatever
   the backlog dir's ignore rules say.
+
+The first thing derived is that the file is valid: its checks (``model.backlog_problem``
+over every item, the depth of the document) cost more than parsing it, so they are made
+once per file content — by a derivation, or by a read-only command that needs the
+document itself (``read_valid``: ``backlog show``). Bytes found valid are marked so
+under the same key (``backlog-valid``, which holds no text), and a reader that finds
+the mark parses them as the store parses bytes it has found valid before.
 """
 
 from __future__ import annotations
@@ -38,9 +45,15 @@ from pathlib import Path
 from zlib import crc32
 
 from git_forge.atomic import atomic_write, make_ignored_dir
-from git_forge.backlog.store import BacklogStore, Snapshot, file_identity
+from git_forge.backlog.store import BacklogStore, Snapshot, file_identity, remember_valid
 from git_forge.errors import StoreError
 from git_forge.layout import CACHE_DIR
+
+TYPE_CHECKING = False  # typing only for the checker, as in the store
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 #: What makes git ignore the cache directory (``layout.CACHE_DIR``).
 _IGNORE = b"# git-forge's derived caches: never tracked\n*\n"
@@ -48,6 +61,8 @@ _IGNORE = b"# git-forge's derived caches: never tracked\n*\n"
 #: JSON outputs escape the bidirectional overrides (a version-1 text holds them raw).
 #: Version 4: the key is the identity and the checksum alone.
 _MAGIC = b"git-forge cache 4"
+#: The cache file that marks the bytes of its key valid (its text is empty).
+_VALID = "backlog-valid"
 
 
 def _key(stat: os.stat_result, raw: bytes) -> bytes:
@@ -83,12 +98,8 @@ def _keep(directory: str, path: str, key: bytes, text: str) -> None:
         pass
 
 
-def derived_text(backlog_file: Path, state_dir: Path, name: str,
-                 derive: Callable[[Snapshot], str]) -> str:
-    """``derive(snapshot)`` for the backlog ``backlog_file`` holds now — kept under
-    ``name`` in the state dir's cache and used again while the file is the same
-    file with the same bytes. A missing, corrupt or invalid backlog is the store's
-    refusal, exactly as ``BacklogStore.snapshot()`` raises it."""
+def _read(backlog_file: Path) -> tuple[bytes, bytes]:
+    """The file's bytes and their key, or the store's refusal to read it."""
     try:
         with open(backlog_file, "rb") as handle:
             stat = os.fstat(handle.fileno())  # of exactly the bytes read next
@@ -96,13 +107,46 @@ def derived_text(backlog_file: Path, state_dir: Path, name: str,
     except OSError as exc:
         raise BacklogStore(backlog_file).unreadable(exc) from (
             None if isinstance(exc, FileNotFoundError) else exc)
-    key = _key(stat, raw)
+    return raw, _key(stat, raw)
+
+
+def _use(backlog_file: Path, state_dir: Path, raw: bytes, key: bytes,
+         use: Callable[[Snapshot], T]) -> T:
+    """``use`` the snapshot of ``raw`` (read under ``key``), its checks skipped when
+    the cache marks the bytes valid, and marked once ``use`` has returned."""
+    directory = os.path.join(os.fspath(state_dir), CACHE_DIR)
+    path = os.path.join(directory, _VALID)
+    marked = _kept(path, key) is not None
+    if marked:
+        remember_valid(backlog_file, raw)  # the store parses them without the checks
+    result = use(Snapshot(raw, BacklogStore(backlog_file).validated(raw)))
+    if not marked and os.path.isdir(state_dir):
+        _keep(directory, path, key, "")
+    return result
+
+
+def read_valid(backlog_file: Path, state_dir: Path, use: Callable[[Snapshot], T]) -> T:
+    """``use(snapshot)`` of the backlog ``backlog_file`` holds now, its checks made
+    once per file content (the module docstring); the store's refusal for a
+    missing, corrupt or invalid backlog. The bytes are marked valid only once
+    ``use`` has returned: a command refused on its input leaves every file as it was."""
+    raw, key = _read(backlog_file)
+    return _use(backlog_file, state_dir, raw, key, use)
+
+
+def derived_text(backlog_file: Path, state_dir: Path, name: str,
+                 derive: Callable[[Snapshot], str]) -> str:
+    """``derive(snapshot)`` for the backlog ``backlog_file`` holds now — kept under
+    ``name`` in the state dir's cache and used again while the file is the same
+    file with the same bytes. A missing, corrupt or invalid backlog is the store's
+    refusal, exactly as ``BacklogStore.snapshot()`` raises it."""
+    raw, key = _read(backlog_file)
     directory = os.path.join(os.fspath(state_dir), CACHE_DIR)
     path = os.path.join(directory, name)
     kept = _kept(path, key)
     if kept is not None:
         return kept
-    text = derive(Snapshot(raw, BacklogStore(backlog_file).validated(raw)))
+    text = _use(backlog_file, state_dir, raw, key, derive)
     if os.path.isdir(state_dir):
         _keep(directory, path, key, text)
     return text

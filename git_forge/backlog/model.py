@@ -276,19 +276,22 @@ def match_id(key: str, known: Iterable[str]) -> str | None:
 def _index_of(items: Sequence[Item], item_id: str,
               index: Mapping[str, int] | None = None) -> int:
     """Where the item ``item_id`` names is (``index``: ``index_items(items)``, to
-    find it without a scan): its own id, else a short number of it (``match_id``);
-    refused with the runner contract's message if absent."""
+    find it without a scan): see ``id_position``."""
     if index is not None:
         found = index.get(item_id)
         if found is not None:
             return found
-    else:
-        for position, item in enumerate(items):
-            if item.id == item_id:
-                return position
-    named = match_id(item_id, (item.id for item in items))
+    return id_position([item.id for item in items], item_id)
+
+
+def id_position(ids: list[str], item_id: str) -> int:
+    """Where the id ``item_id`` names is in ``ids``: its own id, else a short number
+    of it (``match_id``); refused with the runner contract's message if absent."""
+    if item_id in ids:
+        return ids.index(item_id)
+    named = match_id(item_id, ids)
     if named is not None:
-        return next(position for position, item in enumerate(items) if item.id == named)
+        return ids.index(named)
     raise BacklogError(f"Item not found: {item_id}")
 
 

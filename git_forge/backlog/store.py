@@ -46,7 +46,8 @@ _VALIDATED: dict[Path, bytes] = {}
 
 
 def remember_valid(path: Path, data: bytes) -> None:
-    """``data`` is what ``path`` now holds, and it was validated before it was written."""
+    """``data``, what ``path`` holds now, passed every check: validated before it was
+    written, or marked valid in the read-only commands' cache (``backlog/cache.py``)."""
     _VALIDATED[path] = data
 
 
@@ -136,6 +137,12 @@ class Snapshot(NamedTuple):
     def items(self) -> list[Item]:
         return _items_of(self.document)
 
+    def get(self, item_id: str) -> Item:
+        """The item ``item_id`` names (``model.find_item``'s rule), made alone."""
+        fields = self.document["items"]
+        return Item.from_json(fields[model.id_position([entry["id"] for entry in fields],
+                                                       item_id)])
+
 
 class BacklogStore(NamedTuple):
     """The ``backlog.json`` at ``path``."""
@@ -207,7 +214,7 @@ class BacklogStore(NamedTuple):
         return Snapshot(raw, self.validated(raw))
 
     def get(self, item_id: str) -> Item:
-        return model.find_item(self.items(), item_id)
+        return self.snapshot().get(item_id)
 
     # --- changing --------------------------------------------------------------------------
 

@@ -258,7 +258,11 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    item = _store(args).get(args.id)
+    from git_forge.backlog.cache import read_valid  # common-case boundary: --json
+
+    workspace = _workspace(args)
+    item = read_valid(workspace.backlog_file, workspace.state_dir,
+                      lambda snapshot: snapshot.get(args.id))
     if args.json:
         emit_json(item.to_json())
         return 0
