@@ -357,8 +357,6 @@ LAZY_IMPORTS: dict[tuple[str, str], tuple[str, str]] = {
         "common-case", "a runner named by loopRunner.bin (+9 M of status)"),
     ("git_forge.runner.embedded", "git_forge.backlog.cache"): (
         "common-case", "only a command that derives (status) (+12 M of backlog topology)"),
-    ("git_forge.cli.backlog", "git_forge.backlog.cache"): (
-        "common-case", "backlog list --json, not backlog list (+8 M)"),
     ("git_forge.cli.proc", "git_forge.backlog.model"): (
         "common-case", "an item id, not a handle (+11 M of proc show)"),
     ("git_forge.cli.proc", "git_forge.loop.control"): (

@@ -16,9 +16,10 @@ from helpers import git, run_forge, snapshot
 #: The commands whose output the cache may serve (or whose checks it may spare), each
 #: read as the user sees it.
 COMMANDS = (("status", "--json"), ("status",), ("backlog", "list", "--json"),
-            ("backlog", "list"), ("backlog", "show", "2"))
+            ("backlog", "list"), ("backlog", "list", "--status", "needs-human"),
+            ("backlog", "list", "--json", "--status", "blocked"), ("backlog", "show", "2"))
 #: What those commands keep, beside the directory's ``.gitignore``.
-KEPT = {"status-backlog.json", "backlog-list.json", "backlog-valid"}
+KEPT = {"status-backlog.json", "backlog-list.json", "backlog-list-rows.json", "backlog-valid"}
 
 
 @pytest.fixture

@@ -95,6 +95,19 @@ def test_a_title_a_file_gives_over_several_lines_is_listed_on_one(git_repo: Path
     assert json.loads(ok("list", "--json", cwd=git_repo).stdout)[0]["title"] == forged
 
 
+def test_a_sequence_a_title_leaves_open_takes_no_line_after_it(git_repo: Path) -> None:
+    """The listing is printed in one write, but each title is made safe text alone,
+    as when every line was printed by itself: an OSC string runs to its BEL, and one
+    left open at the end of a title ends with that title, not lines later."""
+    write_backlog(git_repo / ".forge", [
+        {"id": "001", "type": "feature", "priority": 1, "title": "open \x1b]0;x",
+         "status": "pending"},
+        {"id": "002", "type": "bug", "priority": 2, "title": "next \x07 one",
+         "status": "pending"}])
+    assert ok("list", cwd=git_repo).stdout.splitlines() == [
+        "001  pending      P1  feature   open ", "002  pending      P2  bug       next  one"]
+
+
 def test_show(repo: Path) -> None:
     assert json.loads(ok("show", "002", "--json", cwd=repo).stdout) == ITEMS[1]
     assert json.loads(ok("show", ".", "002", "--json", cwd=repo).stdout) == ITEMS[1]

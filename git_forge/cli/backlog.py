@@ -5,10 +5,12 @@ outputs), acting on the embedded backlog file, and git-forge's own ``done`` and 
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
 
+from git_forge.backlog.cache import derived_text, read_valid
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import kind
 from git_forge.backlog.model import drop_items
@@ -21,6 +23,7 @@ from git_forge.cli.render_topology import render_text
 from git_forge.config import feature_forge_layer
 from git_forge.errors import UsageError, os_error_text
 from git_forge.loop.control import in_progress_refusal, live_note, refuse_if_live
+from git_forge.safetext import clean
 from git_forge.workspace import locate
 
 TYPE_CHECKING = False
@@ -29,10 +32,13 @@ if TYPE_CHECKING:
     from typing import Any
 
     from git_forge.backlog.item import Item
+    from git_forge.backlog.store import Snapshot
     from git_forge.workspace import Workspace
 
 #: ``backlog list --json``'s output in the state dir's cache (``backlog/cache.py``).
 LIST_CACHE = "backlog-list.json"
+#: ``backlog list``'s rows in the state dir's cache (``_listing_rows``).
+ROWS_CACHE = "backlog-list-rows.json"
 _STATUS_FILTERS = ("pending", "in_progress", "done", "blocked", "needs-human", "deferred")
 
 
@@ -219,12 +225,33 @@ def _field_changes(args: argparse.Namespace) -> dict[str, Any]:
     return changes
 
 
-def _line(item: Item) -> str:
-    label = kind(item)
-    style = {"done": "green", "blocked": "red", "needs-human": "yellow", "deferred": "yellow",
-             "in_progress": "cyan"}.get(label)
-    shown = paint(f"{label:<11}", style) if style else f"{label:<11}"
-    return f"{item.id}  {shown}  P{item.priority}  {item.type or '':<8}  {one_line(item.title)}"
+#: The colour of each kind of item in a listing (the others are not painted).
+_KIND_STYLES = {"done": "green", "blocked": "red", "needs-human": "yellow",
+                "deferred": "yellow", "in_progress": "cyan"}
+
+
+def _listing_rows(snapshot: Snapshot) -> str:
+    """What each line of a listing shows of its item — id, status, kind, priority,
+    type, title — as JSON text: kept between commands while backlog.json is the same
+    (``backlog/cache.py``), as status keeps its facts, and painted as it is printed."""
+    return json.dumps([[item.id, item.status, kind(item), item.priority, item.type,
+                        item.title] for item in snapshot.items])
+
+
+def _listed(wanted: str | None, status: str | None, kind: str) -> bool:
+    """Whether an item of ``status`` and ``kind`` is listed under ``--status wanted``."""
+    return wanted is None or wanted == (kind if wanted in ("needs-human", "deferred")
+                                        else status)
+
+
+def _listing(rows: list[list[Any]]) -> str:
+    """The lines of a listing. Colour is decided once, for each kind's column; each
+    title is made safe text alone, as when every line was printed by itself, so that
+    a sequence a title leaves open (an OSC runs to its BEL) takes no line after it."""
+    columns = {label: paint(f"{label:<11}", style) for label, style in _KIND_STYLES.items()}
+    return "\n".join(
+        f"{item_id}  {columns.get(kind) or f'{kind:<11}'}  P{priority}  {type_ or '':<8}  "
+        f"{clean(one_line(title))}" for item_id, _, kind, priority, type_, title in rows)
 
 
 # --- handlers -------------------------------------------------------------------------------
@@ -234,32 +261,26 @@ def run_list(args: argparse.Namespace) -> int:
     if args.status is not None and args.status not in _STATUS_FILTERS:
         raise UsageError(f"unknown status {args.status!r} "
                          f"(expected one of {', '.join(_STATUS_FILTERS)})")
+    workspace = _workspace(args)
     if args.json and args.status is None:  # the whole listing: kept while the file is the same
-        from git_forge.backlog.cache import derived_text  # common-case boundary: --json
-
-        workspace = _workspace(args)
         print_json_text(derived_text(workspace.backlog_file, workspace.state_dir, LIST_CACHE,
-                           lambda snapshot: json_text(
-                               [item.to_json() for item in snapshot.items])))
-        return 0
-
-    items = _store(args).items()
-    if args.status in ("needs-human", "deferred"):
-        items = [item for item in items if kind(item) == args.status]
-    elif args.status is not None:
-        items = [item for item in items if item.status == args.status]
-    if args.json:
-        emit_json([item.to_json() for item in items])
+                                     lambda snapshot: json_text(
+                                         [item.to_json() for item in snapshot.items])))
+    elif args.json:
+        emit_json(read_valid(workspace.backlog_file, workspace.state_dir, lambda snapshot: [
+            item.to_json() for item in snapshot.items
+            if _listed(args.status, item.status, kind(item))]))
     else:
+        rows = [row for row in json.loads(derived_text(
+                    workspace.backlog_file, workspace.state_dir, ROWS_CACHE, _listing_rows))
+                if _listed(args.status, row[1], row[2])]
         _live_note(args)
-        for item in items:
-            print(_line(item))
+        if rows:  # nothing at all for no item; the listing in one write
+            print(_listing(rows))
     return 0
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from git_forge.backlog.cache import read_valid  # common-case boundary: --json
-
     workspace = _workspace(args)
     item = read_valid(workspace.backlog_file, workspace.state_dir,
                       lambda snapshot: snapshot.get(args.id))
