@@ -17,9 +17,12 @@ from helpers import git, run_forge, snapshot
 #: read as the user sees it.
 COMMANDS = (("status", "--json"), ("status",), ("backlog", "list", "--json"),
             ("backlog", "list"), ("backlog", "list", "--status", "needs-human"),
-            ("backlog", "list", "--json", "--status", "blocked"), ("backlog", "show", "2"))
+            ("backlog", "list", "--json", "--status", "blocked"), ("backlog", "show", "2"),
+            ("backlog", "topology"), ("backlog", "topology", "--cluster", "--verbose"),
+            ("backlog", "topology", "--json"))
 #: What those commands keep, beside the directory's ``.gitignore``.
-KEPT = {"status-backlog.json", "backlog-list.json", "backlog-list-rows.json", "backlog-valid"}
+KEPT = {"status-backlog.json", "backlog-list.json", "backlog-list-rows.json",
+        "backlog-topology.json", "backlog-topology-cluster.json", "backlog-valid"}
 
 
 @pytest.fixture

@@ -90,6 +90,7 @@ def test_plan_names_every_member_and_the_topology_blast_radius(after_run: Path) 
     before = snapshot(after_run, skip_git=False)
     code, plan = (lambda r: (r.returncode, json.loads(r.stdout)))(
         recover(after_run, "--plan", "--json"))
+    assert snapshot(after_run, skip_git=False) == before  # --plan writes nothing
     assert code == 0 and plan["reentry"] == []
     cluster = plan["questions"][0]
     assert (cluster["id"], cluster["kind"], cluster["itemIds"]) == ("c003", "cluster",
@@ -105,7 +106,6 @@ def test_plan_names_every_member_and_the_topology_blast_radius(after_run: Path) 
     # One id form: the questions' ids are the topology's cluster ids, singletons too.
     assert [q["id"] for q in plan["questions"]] == [
         c["clusterId"] for c in topology["clusters"]] == ["c003", "c006"]
-    assert snapshot(after_run, skip_git=False) == before  # --plan writes nothing
 
 
 def test_scripted_pass_records_applies_proves_and_resolves(after_run: Path) -> None:

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 LIST_CACHE = "backlog-list.json"
 #: ``backlog list``'s rows in the state dir's cache (``_listing_rows``).
 ROWS_CACHE = "backlog-list-rows.json"
+#: What ``backlog topology`` shows, without and with ``--cluster`` (``_topology``).
+TOPOLOGY_CACHE = "backlog-topology.json"
+TOPOLOGY_CLUSTER_CACHE = "backlog-topology-cluster.json"
 _STATUS_FILTERS = ("pending", "in_progress", "done", "blocked", "needs-human", "deferred")
 
 
@@ -399,10 +402,18 @@ def run_drop(args: argparse.Namespace) -> int:
     return 0
 
 
-def _topology_items(args: argparse.Namespace) -> list[Item]:
-    """The item list from --items-json, --items-stdin, or the configured runner (the
-    one ``--config`` names, when given). A ``--config`` file that is there is read
-    whatever the source, and refused if it is not valid."""
+def _topology(items: list[Item], cluster: bool) -> dict[str, Any]:
+    """What ``backlog topology`` shows of ``items``: the payload (``report``) and what
+    a starved backlog waits on (``waiting``, for ``--verbose``)."""
+    return {"report": topology_report(items, cluster=cluster),
+            "waiting": waiting_on(build_graph(items))}
+
+
+def _topology_facts(args: argparse.Namespace) -> dict[str, Any]:
+    """``_topology`` of the item list from --items-json, --items-stdin, or the
+    configured runner (the one ``--config`` names, when given), which keeps it
+    between commands as JSON (``Runner.derived``). A ``--config`` file that is there
+    is read whatever the source, and refused if it is not valid."""
     config = None if args.config is None else Path(args.config)
     if config is not None and config.is_file():
         feature_forge_layer(config)
@@ -413,27 +424,31 @@ def _topology_items(args: argparse.Namespace) -> list[Item]:
             raise BacklogError(f"cannot read {args.items_json}: {os_error_text(exc)}") from exc
         except UnicodeDecodeError as exc:
             raise BacklogError(f"{args.items_json} is not UTF-8 text: {exc}") from exc
-        return parse_items(raw)
+        return _topology(parse_items(raw), args.cluster)
     if args.items_stdin:
         try:
             raw = sys.stdin.buffer.read().decode("utf-8")
         except UnicodeDecodeError as exc:
             raise BacklogError(f"standard input is not UTF-8 text: {exc}") from exc
-        return parse_items(raw)
+        return _topology(parse_items(raw), args.cluster)
 
     from git_forge.runner import runner_for  # parser-tree boundary: backlog list needs none
 
-    return runner_for(locate(args.path, args.backlog, feature_forge=config)).list_items()
+    workspace = locate(args.path, args.backlog, feature_forge=config)
+    name = TOPOLOGY_CLUSTER_CACHE if args.cluster else TOPOLOGY_CACHE
+    facts: dict[str, Any] = json.loads(runner_for(workspace).derived(
+        workspace.state_dir, name,
+        lambda items: json.dumps(_topology(items, args.cluster), allow_nan=False)))
+    return facts
 
 
 def run_topology(args: argparse.Namespace) -> int:
-    items = _topology_items(args)
-    report = topology_report(items, cluster=args.cluster)
+    facts = _topology_facts(args)
     if args.json:
-        emit_json(report)
+        emit_json(facts["report"])
     else:
         if args.items_json is None and not args.items_stdin:
             _live_note(args)
-        waiting = waiting_on(build_graph(items)) if args.verbose else None
-        print("\n".join(render_text(report, verbose=args.verbose, waiting=waiting)))
+        waiting = facts["waiting"] if args.verbose else None
+        print("\n".join(render_text(facts["report"], verbose=args.verbose, waiting=waiting)))
     return 0
