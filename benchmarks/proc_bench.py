@@ -128,10 +128,12 @@ def launch(root: Path) -> tuple[float, float]:
 
 def prune(root: Path) -> tuple[float, int]:
     """(ms, processes removed) of one prune to the last 10 runs."""
-    from git_forge.supervisor.view import ProcView
+    from git_forge.supervisor.manifest import ManifestStore
+    from git_forge.supervisor.retention import prune as prune_root
 
+    store = ManifestStore(root)
     started = time.perf_counter()
-    report = ProcView(root).prune(10)
+    report = prune_root(store, store.paths, 10)
     return (time.perf_counter() - started) * 1000, len(report.removed)
 
 

@@ -14,10 +14,17 @@ from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.handles import mint_handle
 from git_forge.supervisor.manifest import Manifest, ManifestStore
 from git_forge.supervisor.process import PreparedProcess
+from git_forge.supervisor.retention import PruneReport, prune
 from git_forge.supervisor.supervisor import Supervisor
 from git_forge.supervisor.view import ProcView
 
 FAST = {"grace_seconds": 0.3, "drain_timeout_seconds": 0.3, "flush_interval_seconds": 0.1}
+
+
+def prune_from_outside(root: Path, keep_runs: int, *, dry_run: bool = False) -> PruneReport:
+    """A prune as ``git forge proc prune`` runs it, from a process of its own."""
+    store = ManifestStore(root)
+    return prune(store, store.paths, keep_runs, dry_run=dry_run)
 
 
 class CountingStore(ManifestStore):
@@ -120,7 +127,7 @@ def test_prune_keeps_what_is_not_settled_lost_or_marked(root: Path) -> None:
     with Supervisor(SupervisorConfig(keep_runs=1, **FAST), store) as supervisor:
         supervisor.keep(marked)
     # from another terminal, before any restore: what a crash left is not settled
-    report = ProcView(root).prune(1)
+    report = prune_from_outside(root, 1)
     assert {m.handle for m in report.removed} == {ordinary, made["run-2"][0]}
     assert [m.handle for m in report.kept] == [marked]
     assert sorted(store.scan()) == sorted([marked, unpublished, lost, made["run-3"][0]])
@@ -139,7 +146,7 @@ def test_a_dry_run_changes_nothing_and_says_what_would_go(root: Path) -> None:
     with Supervisor(SupervisorConfig(**FAST), ManifestStore(root)) as supervisor:
         supervisor.restore()
     before = snapshot(root)
-    report = ProcView(root).prune(1, dry_run=True)
+    report = prune_from_outside(root, 1, dry_run=True)
     assert sorted(m.handle for m in report.removed) == sorted(made["run-1"])
     assert snapshot(root) == before
 
@@ -152,7 +159,7 @@ def test_a_prune_cut_short_leaves_no_half_process_and_the_next_one_finishes(root
     (root / f"{cut}.manifest.json").unlink()  # a crash right after the manifest went
     manifests, errors = ProcView(root).manifests()
     assert cut not in {m.handle for m in manifests} and errors == []  # not listed at all
-    ProcView(root).prune(1)
+    prune_from_outside(root, 1)
     assert files_of(root, cut) == [] and files_of(root, made["run-1"][1]) == []
     assert ManifestStore(root).scan() == made["run-2"]
 
@@ -164,7 +171,7 @@ def test_a_live_supervisor_s_processes_are_never_pruned(root: Path) -> None:
         live = supervisor.start({"run_id": "run-2"}, None,
                                 PreparedProcess(["sleep", "30"], cwd="/"))
         # another terminal prunes meanwhile: the live run is the newest, and unsettled
-        report = ProcView(root).prune(1)
+        report = prune_from_outside(root, 1)
         assert report.removed == [] and ManifestStore(root).load(live).state == "running"
         supervisor.stop(live, "kill")
 

@@ -22,6 +22,7 @@ from git_forge.cli.output import emit_json, note, warn
 from git_forge.cli.plain import plain
 from git_forge.layout import PROC_DIR
 from git_forge.supervisor.lifecycle import ProcessError
+from git_forge.supervisor.manifest import ManifestStore
 from git_forge.supervisor.view import ProcView
 from git_forge.words import counted
 from git_forge.workspace import locate
@@ -407,9 +408,14 @@ def run_stop(args: argparse.Namespace) -> int:
 
 
 def run_prune(args: argparse.Namespace) -> int:
+    """Safe beside a live loop: ``retention.prune`` touches only settled processes,
+    and the live run is the most recent."""
+    from git_forge.supervisor.retention import prune  # parser-tree boundary: proc list
+
     workspace = locate(".", args.backlog)
-    view = ProcView(workspace.state_dir / PROC_DIR)
-    report = view.prune(workspace.config["supervisor.keepRuns"], dry_run=args.dry_run)
+    store = ManifestStore(workspace.state_dir / PROC_DIR)
+    report = prune(store, store.paths, workspace.config["supervisor.keepRuns"],
+                   dry_run=args.dry_run)
     if args.json:
         emit_json({"dry_run": args.dry_run,
                    "removed": [_summary(m, m.cursors.total_bytes, None) for m in report.removed],

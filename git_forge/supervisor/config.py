@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from git_forge.supervisor.lifecycle import ProcessError
+from git_forge.supervisor.requests import DEFAULT_GRACE_SECONDS
 from git_forge.supervisor.spool import DEFAULT_CEILING, MAX_SEGMENT_BYTES
 
 MiB = 1024 * 1024
@@ -54,7 +55,7 @@ class SupervisorConfig:
     memory_buffer_bytes: int | None = None
     memory_budget_bytes: int | None = None
     spool_budget_bytes: int | None = None
-    grace_seconds: float = 10.0
+    grace_seconds: float = DEFAULT_GRACE_SECONDS
     flush_interval_seconds: float = 1.0
     drain_timeout_seconds: float = 2.0
     stop_poll_seconds: float = 0.25

@@ -18,6 +18,9 @@ from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.paths import FILE_MODE, ProcPaths
 
 STOP_MODES = ("interrupt", "terminate", "kill")
+#: How long a stop waits for a process to end before it escalates, unless a request or
+#: the configuration (``supervisor.graceSeconds``) says otherwise.
+DEFAULT_GRACE_SECONDS = 10.0
 
 
 @dataclass(frozen=True)

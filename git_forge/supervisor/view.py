@@ -2,6 +2,7 @@
 wait and request a stop. This is what ``git forge proc`` uses; it works while
 the owning supervisor runs in another process and after it is gone, because it
 only reads durable manifests and spools (and writes nothing but stop requests).
+Removing finished processes is ``retention``'s, which ``proc list`` never imports.
 """
 
 from __future__ import annotations
@@ -11,15 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from git_forge.lockprobe import lock_is_held
-from git_forge.supervisor import liveness, retention
+from git_forge.supervisor import liveness
 from git_forge.supervisor.buffer import Chunk
-from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.handles import is_valid_handle
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest, ManifestStore
 from git_forge.supervisor.paths import ProcPaths
 from git_forge.supervisor.render import RenderedOutput, render_base64, render_text
 from git_forge.supervisor.requests import (
+    DEFAULT_GRACE_SECONDS,
     StopRequest,
     check_stop,
     discard_stop_request,
@@ -190,13 +191,7 @@ class ProcView:
         if self.owner_alive() or not liveness.tree_alive(path):
             return None
         return liveness.end_orphan(
-            path, SupervisorConfig.grace_seconds if grace is None else grace)
-
-    def prune(self, keep_runs: int, *, dry_run: bool = False) -> retention.PruneReport:
-        """Remove the settled processes of all but the ``keep_runs`` most recent runs
-        (``retention.prune``). Safe beside a live supervisor: it touches only
-        settled processes, and the live run is the most recent."""
-        return retention.prune(self.store, self.spool_paths, keep_runs, dry_run=dry_run)
+            path, DEFAULT_GRACE_SECONDS if grace is None else grace)
 
     def wait(self, handles: list[str], timeout: float | None = None) -> list[Manifest]:
         """Wait until every handle is terminal; ``owner_gone`` when nobody will finish one."""
@@ -243,7 +238,7 @@ class ProcView:
                 handle=handle,
             )
         write_stop_request(self.paths, handle, StopRequest(mode, grace))
-        wait_for = (grace if grace is not None else SupervisorConfig.grace_seconds) + (
+        wait_for = (grace if grace is not None else DEFAULT_GRACE_SECONDS) + (
             0.0 if mode == "interrupt" else STOP_MARGIN_SECONDS
         )
         try:
