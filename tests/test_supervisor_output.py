@@ -21,10 +21,10 @@ from git_forge.supervisor.spool import (
     INDEX_FILE,
     Extent,
     SpoolReader,
-    SpoolWriter,
     retained_start,
     segment_name,
 )
+from git_forge.supervisor.spool_writer import SpoolWriter
 
 KIB = 1024
 _CYCLE = bytes(range(251)) * 64  # a prime period: chunk edges never line up with it
@@ -349,7 +349,7 @@ import sys, random
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from test_supervisor_output import pattern
-from git_forge.supervisor.spool import SpoolWriter
+from git_forge.supervisor.spool_writer import SpoolWriter
 writer = SpoolWriter(Path(sys.argv[1]), ceiling=256 * 1024, segment_bytes=32 * 1024,
                      flush_interval=3600.0)
 total, position, rng = int(sys.argv[2]), 0, random.Random(5)
@@ -403,7 +403,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from test_supervisor_output import pattern
-from git_forge.supervisor.spool import SpoolWriter
+from git_forge.supervisor.spool_writer import SpoolWriter
 step = 1024
 writer = SpoolWriter(Path(sys.argv[1]), ceiling=2 * step, segment_bytes=step,
                      flush_interval=3600.0)
@@ -534,7 +534,8 @@ def test_segment_size_limits_are_enforced(tmp_path: Path) -> None:
 
 
 def test_retention_is_arithmetic_alone() -> None:
-    from git_forge.supervisor.spool import Extent, Retention
+    from git_forge.supervisor.spool import Extent
+    from git_forge.supervisor.spool_writer import Retention
 
     rules = Retention(ceiling=64 * KIB, segment_bytes=16 * KIB)
     assert [rules.start(total) for total in (0, 64 * KIB, 64 * KIB + 1, 81 * KIB)] == [

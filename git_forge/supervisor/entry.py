@@ -48,7 +48,7 @@ from git_forge.supervisor.publication import (
     publish_completion,
 )
 from git_forge.supervisor.requests import discard_stop_request, take_stop_request
-from git_forge.supervisor.spool import SpoolWriter
+from git_forge.supervisor.spool_writer import SpoolWriter
 from git_forge.supervisor.stopplan import StopKind, StopPlan, stop_kind
 from git_forge.supervisor.watchdog import Child
 

@@ -45,7 +45,7 @@ from git_forge.supervisor.quota import Quota, Reservation
 from git_forge.supervisor.render import RenderedOutput
 from git_forge.supervisor.requests import check_stop
 from git_forge.supervisor.restore import RestoreReport, reconcile
-from git_forge.supervisor.spool import SpoolWriter
+from git_forge.supervisor.spool_writer import SpoolWriter
 from git_forge.supervisor.view import ProcView, render_chunk
 from git_forge.supervisor.watchdog import Child, Watchdog
 
