@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import stat
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -113,7 +112,7 @@ INVALID = {
     "empty run id": lambda m: m.evolve(owner=Owner("")),
     "bad timestamp": lambda m: m.evolve(created_at="yesterday"),
     "running without started_at": lambda m: m.evolve(state="running"),
-    "event id not a UUID": lambda m: m.evolve(events=replace(m.events, lost="x")),
+    "event id not a UUID": lambda m: m.evolve(events=m.events._replace(lost="x")),
     "negative marker": lambda m: m.evolve(completion_published=-1),
     "bad handle": lambda m: m.evolve(handle="../../etc/passwd"),
 }
@@ -151,9 +150,9 @@ def _changes(m: Manifest) -> dict:
         "total moves back": (r, running(m, 99, 0), "manifest_conflict"),
         "retained moves back": (running(m, 100, 50), running(m, 100, 40), "manifest_conflict"),
         "marker moves back": (e.evolve(completion_published=1), e, "manifest_conflict"),
-        "event id replaced": (r, r.evolve(events=replace(r.events, completed=other_event)),
+        "event id replaced": (r, r.evolve(events=r.events._replace(completed=other_event)),
                               "manifest_conflict"),
-        "event id removed": (r, r.evolve(events=replace(r.events, lost=None)),
+        "event id removed": (r, r.evolve(events=r.events._replace(lost=None)),
                              "manifest_conflict"),
         # allowed updates
         "cursors move forward": (r, running(m, 200, 100), None),
@@ -163,7 +162,7 @@ def _changes(m: Manifest) -> dict:
                                            result=Result(None, "failed")), None),
         "marker moves forward": (e, e.evolve(completion_published=1), None),
         "event id allocated": (
-            m.evolve(events=replace(m.events, lost=None)), m, None,
+            m.evolve(events=m.events._replace(lost=None)), m, None,
         ),
         "same terminal manifest again": (e, e, None),
     }

@@ -17,8 +17,8 @@ import contextlib
 import fcntl
 import os
 import signal
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from git_forge.errors import os_error_text
 from git_forge.lockprobe import lock_is_held
@@ -75,8 +75,7 @@ def forget(path: Path) -> None:
         os.close(fd)
 
 
-@dataclass(frozen=True)
-class Orphan:
+class Orphan(NamedTuple):
     """A supervised tree still alive with no live supervisor owning its root."""
 
     handle: str

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, NamedTuple, NotRequired, TypedDict, cast
 
 from git_forge.clock import parse_stamp, precise_now
 from git_forge.errors import StoreError, os_error_text
@@ -45,8 +44,7 @@ def new_event_id() -> str:
     return str(uuid.uuid4())
 
 
-@dataclass(frozen=True)
-class Owner:
+class Owner(NamedTuple):
     """Who started the process (opaque to the supervisor)."""
 
     run_id: str
@@ -55,8 +53,7 @@ class Owner:
 Label = str | int | None
 
 
-@dataclass(frozen=True)
-class Origin:
+class Origin(NamedTuple):
     """What the process was started for: labels its caller chose (the loop gives
     ``item_id`` and ``iteration``), stored and handed back as they are. The
     supervisor never reads them; it only keeps them scalars (strings, integers,
@@ -83,28 +80,24 @@ class Origin:
         return dict(self.labels)
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):
     argv: tuple[str, ...]
     cwd: str
 
 
-@dataclass(frozen=True)
-class Cursors:
+class Cursors(NamedTuple):
     """The durable output window: bytes ``[retained_from, total_bytes)`` are kept."""
 
     total_bytes: int = 0
     retained_from: int = 0
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
     exit_code: int | None = None
     reason: str | None = None
 
 
-@dataclass(frozen=True)
-class EventIds:
+class EventIds(NamedTuple):
     """Lifecycle ids minted before the spawn, so every publication can be retried
     and deduplicated by id."""
 
@@ -166,8 +159,7 @@ class ManifestJSON(TypedDict):
     receipt: NotRequired[dict[str, object]]
 
 
-@dataclass(frozen=True)
-class Manifest:
+class Manifest(NamedTuple):
     handle: str
     owner: Owner
     origin: Origin
@@ -177,9 +169,9 @@ class Manifest:
     started_at: str | None = None
     finished_at: str | None = None
     deadline: str | None = None
-    cursors: Cursors = field(default_factory=Cursors)
-    result: Result = field(default_factory=Result)
-    events: EventIds = field(default_factory=EventIds)
+    cursors: Cursors = Cursors()
+    result: Result = Result()
+    events: EventIds = EventIds()
     completion_published: int = 0
     version: int = MANIFEST_VERSION
     #: What the caller made of the process (a JSON object it handed the gate, see
@@ -191,7 +183,7 @@ class Manifest:
         return is_terminal(self.state)
 
     def evolve(self, **changes: Any) -> Manifest:
-        return replace(self, **changes)
+        return self._replace(**changes)
 
     def to_dict(self) -> ManifestJSON:
         """The on-disk form: snake_case keys, optional timestamps omitted when unset."""

@@ -6,8 +6,8 @@ a file (or a directory outside the root).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from git_forge.layout import ALIVE_SUFFIX as ALIVE_SUFFIX  # see layout
 from git_forge.layout import MANIFEST_SUFFIX
@@ -27,8 +27,7 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 
 
-@dataclass(frozen=True)
-class ProcPaths:
+class ProcPaths(NamedTuple):
     """The file layout of one process root."""
 
     root: Path

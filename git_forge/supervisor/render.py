@@ -18,8 +18,7 @@ from __future__ import annotations
 import base64
 import math
 from collections import Counter
-from dataclasses import dataclass
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 from git_forge.safetext import safe_text
 from git_forge.supervisor.buffer import Chunk
@@ -53,8 +52,7 @@ class OutputJSON(TypedDict):
     artifact: ArtifactJSON
 
 
-@dataclass(frozen=True)
-class RenderedOutput:
+class RenderedOutput(NamedTuple):
     """A rendered window of one process's output."""
 
     handle: str

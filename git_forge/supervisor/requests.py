@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from git_forge.clock import precise_now
 from git_forge.errors import StoreError
@@ -23,8 +23,7 @@ STOP_MODES = ("interrupt", "terminate", "kill")
 DEFAULT_GRACE_SECONDS = 10.0
 
 
-@dataclass(frozen=True)
-class StopRequest:
+class StopRequest(NamedTuple):
     mode: str
     grace: float | None = None
 

@@ -22,8 +22,8 @@ files.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from git_forge.errors import os_error_text
 from git_forge.parsing import DocumentTooComplex, load_json
@@ -51,16 +51,14 @@ def segment_name(start: int) -> str:
     return f"{start:020d}{SEGMENT_SUFFIX}"
 
 
-@dataclass(frozen=True)
-class Extent:
+class Extent(NamedTuple):
     """The bytes a spool holds: ``[retained_from, total_bytes)``."""
 
     total_bytes: int = 0
     retained_from: int = 0
 
 
-@dataclass(frozen=True)
-class _Index:
+class _Index(NamedTuple):
     total_bytes: int
     retained_from: int
     segment_bytes: int
