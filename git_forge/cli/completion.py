@@ -10,11 +10,14 @@ where").
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from git_forge.cli.output import error
 from git_forge.completion_values import candidate_rows
+
+TYPE_CHECKING = False  # argparse only for the checker: a TAB builds no parser
+if TYPE_CHECKING:
+    import argparse
 
 #: Shell → the script's file name (as installed: bash-completion, zsh fpath, fish).
 SCRIPTS: dict[str, str] = {
