@@ -22,7 +22,8 @@ COMMANDS = (("status", "--json"), ("status",), ("backlog", "list", "--json"),
             ("backlog", "topology", "--json"))
 #: What those commands keep, beside the directory's ``.gitignore``.
 KEPT = {"status-backlog.json", "backlog-list.json", "backlog-list-rows.json",
-        "backlog-topology.json", "backlog-topology-cluster.json", "backlog-valid"}
+        "backlog-items.txt", "backlog-topology.json", "backlog-topology-cluster.json",
+        "backlog-valid"}
 
 
 @pytest.fixture
@@ -147,7 +148,7 @@ def test_a_command_refused_on_its_input_keeps_nothing(repo: Path) -> None:
     assert (result.returncode, result.stderr) == (2, "Error: Item not found: 9\n")
     assert snapshot(repo) == before
     assert run_forge("backlog", "show", "2", cwd=repo).returncode == 0
-    assert set(cache_files(repo)) == {".gitignore", "backlog-valid"}
+    assert set(cache_files(repo)) == {".gitignore", "backlog-valid", "backlog-items.txt"}
 
 
 def test_the_checks_run_once_per_file_content(repo: Path,

@@ -1,12 +1,13 @@
 """What a read-only command derives from backlog.json, kept for the next one.
 
-``status`` and ``backlog list --json`` read the whole backlog every time: parse,
-the depth check, validation, the topology — a cost that grows with the items,
-where the command's own work is constant (what the cache saves at 5,000 items is
-in ARCHITECTURE.md, "What is measured, and where"). Most runs find the very file
-the previous one read, so the text a command derives from it (its summary and
-topology, its listing) is kept in ``{stateDir}/cache/`` and used again — under
-rules that make it unable to change an output byte:
+``status`` and ``backlog list|show|topology`` would read the whole backlog every
+time: parse, the depth check, validation, the topology — a cost that grows with the
+items, where the command's own work is constant (what the cache saves at 5,000 items
+is in ARCHITECTURE.md, "What is measured, and where"). Most runs find the very file
+the previous one read, so the text a command derives from it (status's facts, the
+listing and its rows, the topology, every item on a line of its own for ``show``) is
+kept in ``{stateDir}/cache/`` and used again — under rules that make it unable to
+change an output byte:
 
 * it is keyed on the file's identity as it was read (``store.file_identity``, the
   test the loop's held backlog uses too) *and* a checksum of the bytes read
@@ -19,7 +20,9 @@ rules that make it unable to change an output byte:
   digest;
 * it is written only after the bytes passed every check the store makes, so
   using it skips the checks only for bytes that passed them; an invalid or
-  corrupt backlog is never cached and is refused as the store refuses it;
+  corrupt backlog is never cached and is refused as the store refuses it; nor is
+  anything kept for a command refused on its input (``backlog show`` of an id that
+  names no item): a refusal leaves every file as it was;
 * anything unexpected in a cache file — torn, truncated, another version, other
   bytes — is a miss: the text is derived again and the file rewritten. It is not
   user data, so it is never refused, and a cache that cannot be written (a
@@ -30,11 +33,11 @@ rules that make it unable to change an output byte:
   the backlog dir's ignore rules say.
 
 The first thing derived is that the file is valid: its checks (``model.backlog_problem``
-over every item, the depth of the document) cost more than parsing it, so they are made
-once per file content — by a derivation, or by a read-only command that needs the
-document itself (``read_valid``: ``backlog show``). Bytes found valid are marked so
-under the same key (``backlog-valid``, which holds no text), and a reader that finds
-the mark parses them as the store parses bytes it has found valid before.
+over every item, the depth of the document) cost more than parsing it, so they are
+made once per file content — by a derivation, or by a read-only command that needs
+the document itself (``read_valid``: ``backlog list --json --status``). Bytes found
+valid are marked so under the same key (``backlog-valid``, which holds no text), and
+a reader that finds the mark parses them as the store parses bytes it checked before.
 """
 
 from __future__ import annotations
@@ -134,19 +137,32 @@ def read_valid(backlog_file: Path, state_dir: Path, use: Callable[[Snapshot], T]
     return _use(backlog_file, state_dir, raw, key, use)
 
 
-def derived_text(backlog_file: Path, state_dir: Path, name: str,
-                 derive: Callable[[Snapshot], str]) -> str:
-    """``derive(snapshot)`` for the backlog ``backlog_file`` holds now — kept under
-    ``name`` in the state dir's cache and used again while the file is the same
-    file with the same bytes. A missing, corrupt or invalid backlog is the store's
-    refusal, exactly as ``BacklogStore.snapshot()`` raises it."""
+def derived(backlog_file: Path, state_dir: Path, name: str,
+            derive: Callable[[Snapshot], str], use: Callable[[str], T]) -> T:
+    """``use(text)``, ``text`` being ``derive(snapshot)`` for the backlog
+    ``backlog_file`` holds now — kept under ``name`` in the state dir's cache and used
+    again while the file is the same file with the same bytes. A missing, corrupt or
+    invalid backlog is the store's refusal, exactly as ``BacklogStore.snapshot()``
+    raises it. What is derived is kept once ``use`` has returned: a command refused
+    on its input leaves every file as it was."""
     raw, key = _read(backlog_file)
     directory = os.path.join(os.fspath(state_dir), CACHE_DIR)
     path = os.path.join(directory, name)
     kept = _kept(path, key)
     if kept is not None:
-        return kept
-    text = _use(backlog_file, state_dir, raw, key, derive)
+        return use(kept)
+    text, result = _use(backlog_file, state_dir, raw, key,
+                        lambda snapshot: _used(derive(snapshot), use))
     if os.path.isdir(state_dir):
         _keep(directory, path, key, text)
-    return text
+    return result
+
+
+def _used(text: str, use: Callable[[str], T]) -> tuple[str, T]:
+    return text, use(text)
+
+
+def derived_text(backlog_file: Path, state_dir: Path, name: str,
+                 derive: Callable[[Snapshot], str]) -> str:
+    """``derived`` for a caller that takes the text as it is."""
+    return derived(backlog_file, state_dir, name, derive, lambda text: text)

@@ -10,10 +10,10 @@ import re
 import sys
 from pathlib import Path
 
-from git_forge.backlog.cache import derived_text, read_valid
+from git_forge.backlog.cache import derived, derived_text, read_valid
 from git_forge.backlog.errors import BacklogError
-from git_forge.backlog.item import kind
-from git_forge.backlog.model import drop_items
+from git_forge.backlog.item import Item, kind
+from git_forge.backlog.model import drop_items, id_position
 from git_forge.backlog.store import BacklogStore
 from git_forge.backlog.topology import build_graph, parse_items, topology_report, waiting_on
 from git_forge.cli import ask
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-    from git_forge.backlog.item import Item
     from git_forge.backlog.store import Snapshot
     from git_forge.workspace import Workspace
 
@@ -39,6 +38,8 @@ if TYPE_CHECKING:
 LIST_CACHE = "backlog-list.json"
 #: ``backlog list``'s rows in the state dir's cache (``_listing_rows``).
 ROWS_CACHE = "backlog-list-rows.json"
+#: Every item, a line each, for ``backlog show`` (``_item_lines``).
+ITEMS_CACHE = "backlog-items.txt"
 #: What ``backlog topology`` shows, without and with ``--cluster`` (``_topology``).
 TOPOLOGY_CACHE = "backlog-topology.json"
 TOPOLOGY_CLUSTER_CACHE = "backlog-topology-cluster.json"
@@ -283,10 +284,26 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _item_lines(snapshot: Snapshot) -> str:
+    """Every item's JSON object on a line of its own after its id and a tab — kept
+    between commands while backlog.json is the same (``backlog/cache.py``), so that
+    ``backlog show`` parses the one line of the item it shows, not the whole file."""
+    return "\n".join(f"{fields['id']}\t{json.dumps(fields)}"
+                     for fields in snapshot.document["items"])
+
+
+def _item_in(lines: str, item_id: str) -> Item:
+    """The item ``item_id`` names among ``_item_lines``' lines (``model.id_position``:
+    ``find_item``'s rule), its own line alone parsed."""
+    rows = [line.partition("\t") for line in lines.split("\n")] if lines else []
+    fields = json.loads(rows[id_position([row[0] for row in rows], item_id)][2])
+    return Item.from_json(fields)
+
+
 def run_show(args: argparse.Namespace) -> int:
     workspace = _workspace(args)
-    item = read_valid(workspace.backlog_file, workspace.state_dir,
-                      lambda snapshot: snapshot.get(args.id))
+    item = derived(workspace.backlog_file, workspace.state_dir, ITEMS_CACHE, _item_lines,
+                   lambda lines: _item_in(lines, args.id))
     if args.json:
         emit_json(item.to_json())
         return 0
