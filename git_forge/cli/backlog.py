@@ -235,11 +235,15 @@ _KIND_STYLES = {"done": "green", "blocked": "red", "needs-human": "yellow",
 
 
 def _listing_rows(snapshot: Snapshot) -> str:
-    """What each line of a listing shows of its item — id, status, kind, priority,
-    type, title — as JSON text: kept between commands while backlog.json is the same
-    (``backlog/cache.py``), as status keeps its facts, and painted as it is printed."""
-    return json.dumps([[item.id, item.status, kind(item), item.priority, item.type,
-                        item.title] for item in snapshot.items])
+    """Each line of a listing as the status and kind of its item (for ``--status``
+    and the kind's colour) and its text before and after the kind's column, as JSON:
+    kept between commands while backlog.json is the same (``backlog/cache.py``), as
+    status keeps its facts, and painted as it is printed. Each title is made safe
+    text alone, as when every line was printed by itself, so that a sequence a title
+    leaves open (an OSC runs to its BEL) takes no line after it in the one write."""
+    return json.dumps([[item.status, kind(item), f"{item.id}  ",
+                        f"  P{item.priority}  {item.type or '':<8}  "
+                        f"{clean(one_line(item.title))}"] for item in snapshot.items])
 
 
 def _listed(wanted: str | None, status: str | None, kind: str) -> bool:
@@ -248,14 +252,12 @@ def _listed(wanted: str | None, status: str | None, kind: str) -> bool:
                                         else status)
 
 
-def _listing(rows: list[list[Any]]) -> str:
-    """The lines of a listing. Colour is decided once, for each kind's column; each
-    title is made safe text alone, as when every line was printed by itself, so that
-    a sequence a title leaves open (an OSC runs to its BEL) takes no line after it."""
+def _listing(rows: list[list[str]], wanted: str | None) -> str:
+    """The lines of the rows listed under ``--status wanted``; colour is decided
+    once, for each kind's column."""
     columns = {label: paint(f"{label:<11}", style) for label, style in _KIND_STYLES.items()}
-    return "\n".join(
-        f"{item_id}  {columns.get(kind) or f'{kind:<11}'}  P{priority}  {type_ or '':<8}  "
-        f"{clean(one_line(title))}" for item_id, _, kind, priority, type_, title in rows)
+    return "\n".join(f"{head}{columns.get(kind) or f'{kind:<11}'}{tail}"
+                     for status, kind, head, tail in rows if _listed(wanted, status, kind))
 
 
 # --- handlers -------------------------------------------------------------------------------
@@ -275,12 +277,12 @@ def run_list(args: argparse.Namespace) -> int:
             item.to_json() for item in snapshot.items
             if _listed(args.status, item.status, kind(item))]))
     else:
-        rows = [row for row in json.loads(derived_text(
-                    workspace.backlog_file, workspace.state_dir, ROWS_CACHE, _listing_rows))
-                if _listed(args.status, row[1], row[2])]
+        listing = _listing(json.loads(derived_text(
+            workspace.backlog_file, workspace.state_dir, ROWS_CACHE, _listing_rows)),
+            args.status)
         _live_note(args)
-        if rows:  # nothing at all for no item; the listing in one write
-            print(_listing(rows))
+        if listing:  # nothing at all for no item; the listing in one write
+            print(listing)
     return 0
 
 
