@@ -22,8 +22,8 @@ COMMANDS = (("status", "--json"), ("status",), ("backlog", "list", "--json"),
             ("backlog", "topology", "--json"))
 #: What those commands keep, beside the directory's ``.gitignore``.
 KEPT = {"status-backlog.json", "backlog-list.json", "backlog-list-rows.json",
-        "backlog-items.txt", "backlog-topology.json", "backlog-topology-cluster.json",
-        "backlog-valid"}
+        "backlog-items.txt", "backlog-topology.txt", "backlog-topology-cluster-verbose.txt",
+        "backlog-topology.json", "backlog-valid"}
 
 
 @pytest.fixture

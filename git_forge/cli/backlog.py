@@ -38,11 +38,9 @@ if TYPE_CHECKING:
 LIST_CACHE = "backlog-list.json"
 #: ``backlog list``'s rows in the state dir's cache (``_listing_rows``).
 ROWS_CACHE = "backlog-list-rows.json"
-#: Every item, a line each, for ``backlog show`` (``_item_lines``).
+#: Every item, a line each, for ``backlog show`` (``_item_lines``). ``backlog topology``
+#: keeps each of its outputs as ``backlog-topology[-cluster](.json|.txt|-verbose.txt)``.
 ITEMS_CACHE = "backlog-items.txt"
-#: What ``backlog topology`` shows, without and with ``--cluster`` (``_topology``).
-TOPOLOGY_CACHE = "backlog-topology.json"
-TOPOLOGY_CLUSTER_CACHE = "backlog-topology-cluster.json"
 _STATUS_FILTERS = ("pending", "in_progress", "done", "blocked", "needs-human", "deferred")
 
 
@@ -421,18 +419,21 @@ def run_drop(args: argparse.Namespace) -> int:
     return 0
 
 
-def _topology(items: list[Item], cluster: bool) -> dict[str, Any]:
-    """What ``backlog topology`` shows of ``items``: the payload (``report``) and what
-    a starved backlog waits on (``waiting``, for ``--verbose``)."""
-    return {"report": topology_report(items, cluster=cluster),
-            "waiting": waiting_on(build_graph(items))}
+def _topology_output(items: list[Item], args: argparse.Namespace) -> str:
+    """What ``backlog topology`` prints of ``items``: the payload as JSON (``--json``),
+    or its lines, explained with ``--verbose``."""
+    report = topology_report(items, cluster=args.cluster)
+    if args.json:
+        return json_text(report)
+    waiting = waiting_on(build_graph(items)) if args.verbose else None
+    return "\n".join(render_text(report, verbose=args.verbose, waiting=waiting))
 
 
-def _topology_facts(args: argparse.Namespace) -> dict[str, Any]:
-    """``_topology`` of the item list from --items-json, --items-stdin, or the
-    configured runner (the one ``--config`` names, when given), which keeps it
-    between commands as JSON (``Runner.derived``). A ``--config`` file that is there
-    is read whatever the source, and refused if it is not valid."""
+def _topology_text(args: argparse.Namespace) -> str:
+    """``_topology_output`` of the item list from --items-json, --items-stdin, or the
+    configured runner (the one ``--config`` names, when given), which keeps it between
+    commands, one text per output (``Runner.derived``). A ``--config`` file that is
+    there is read whatever the source, and refused if it is not valid."""
     config = None if args.config is None else Path(args.config)
     if config is not None and config.is_file():
         feature_forge_layer(config)
@@ -443,31 +444,29 @@ def _topology_facts(args: argparse.Namespace) -> dict[str, Any]:
             raise BacklogError(f"cannot read {args.items_json}: {os_error_text(exc)}") from exc
         except UnicodeDecodeError as exc:
             raise BacklogError(f"{args.items_json} is not UTF-8 text: {exc}") from exc
-        return _topology(parse_items(raw), args.cluster)
+        return _topology_output(parse_items(raw), args)
     if args.items_stdin:
         try:
             raw = sys.stdin.buffer.read().decode("utf-8")
         except UnicodeDecodeError as exc:
             raise BacklogError(f"standard input is not UTF-8 text: {exc}") from exc
-        return _topology(parse_items(raw), args.cluster)
+        return _topology_output(parse_items(raw), args)
 
     from git_forge.runner import runner_for  # parser-tree boundary: backlog list needs none
 
     workspace = locate(args.path, args.backlog, feature_forge=config)
-    name = TOPOLOGY_CLUSTER_CACHE if args.cluster else TOPOLOGY_CACHE
-    facts: dict[str, Any] = json.loads(runner_for(workspace).derived(
-        workspace.state_dir, name,
-        lambda items: json.dumps(_topology(items, args.cluster), allow_nan=False)))
-    return facts
+    name = "".join(("backlog-topology", "-cluster" if args.cluster else "",
+                    ".json" if args.json else "-verbose.txt" if args.verbose else ".txt"))
+    return runner_for(workspace).derived(workspace.state_dir, name,
+                                         lambda items: _topology_output(items, args))
 
 
 def run_topology(args: argparse.Namespace) -> int:
-    facts = _topology_facts(args)
+    text = _topology_text(args)
     if args.json:
-        emit_json(facts["report"])
+        print_json_text(text)
     else:
         if args.items_json is None and not args.items_stdin:
             _live_note(args)
-        waiting = facts["waiting"] if args.verbose else None
-        print("\n".join(render_text(facts["report"], verbose=args.verbose, waiting=waiting)))
+        print(text)
     return 0
