@@ -295,9 +295,9 @@ def _item_lines(snapshot: Snapshot) -> str:
 def _item_in(lines: str, item_id: str) -> Item:
     """The item ``item_id`` names among ``_item_lines``' lines (``model.id_position``:
     ``find_item``'s rule), its own line alone parsed."""
-    rows = [line.partition("\t") for line in lines.split("\n")] if lines else []
-    fields = json.loads(rows[id_position([row[0] for row in rows], item_id)][2])
-    return Item.from_json(fields)
+    rows = lines.split("\n") if lines else []
+    row = rows[id_position([row[:row.index("\t")] for row in rows], item_id)]
+    return Item.from_json(json.loads(row[row.index("\t") + 1:]))
 
 
 def run_show(args: argparse.Namespace) -> int:
