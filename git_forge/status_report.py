@@ -22,7 +22,7 @@ from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.loop.control import live_agents, loop_lock_path, orphaned_agents
 from git_forge.loop.receipts import costs_json, read_ledger, run_costs_json
 from git_forge.loop.state import RunState, read_state, state_path
-from git_forge.reconcile.item_trees import ItemTreeJSON, item_trees
+from git_forge.reconcile.item_trees import ItemTreeJSON, item_trees, loop_branch
 from git_forge.runner.base import Runner
 from git_forge.workspace import Workspace
 
@@ -150,7 +150,9 @@ def _parallel(workspace: Workspace, done: set[str], run_id: str | None) -> Paral
          "outputBytes": agent.output_bytes,
          "worktree": str(where[agent.item_id]) if agent.item_id in where else None}
         for agent in live_agents(workspace.state_dir, run_id)]
-    return {"worktrees": [tree.to_json() for tree in trees], "agents": agents,
+    onto = loop_branch(workspace.root) if any(tree.conflict for tree in trees) else None
+    return {"worktrees": [{**tree.to_json(), "next": tree.next_step(onto)} for tree in trees],
+            "agents": agents,
             "mergeQueue": [tree.item_id for tree in trees
                            if tree.item_id in done and not tree.integrated]}
 

@@ -174,6 +174,14 @@ def test_retry_keeps_the_attempt_and_the_next_run_lands_it(conflict: Conflict) -
 
 def test_resolve_by_hand_then_integrate_lands_it_done(conflict: Conflict,
                                                       tmp_path: Path) -> None:
+    def status_next() -> str | None:
+        (tree,) = [t for t in json.loads(conflict.run("status", "--json").stdout)["worktrees"]
+                   if t["itemId"] == conflict.loser]
+        text = conflict.run("status").stdout
+        assert f"conflicted with the branch; next: {tree['next']}\n" in text, text
+        return tree["next"]
+
+    assert status_next() == "git forge recover"
     answers = tmp_path / "answers.yaml"
     answers.write_text(f"{int(conflict.loser)}: Resolve\n")  # an unquoted key, any case
     shown = conflict.run("recover", "--answers", str(answers), "--json")
@@ -209,8 +217,20 @@ def test_resolve_by_hand_then_integrate_lands_it_done(conflict: Conflict,
     assert recorded["conflicts"][conflict.loser]["resolvingByHand"] is True
     plan = json.loads(conflict.run("recover", "--plan", "--json").stdout)
     assert "You chose to resolve it by hand" in plan["questions"][0]["text"]
-    # the operator resolves in the worktree and commits there
-    resolve_in(conflict.tree, "line one, as both items have it\nline two\n")
+    # a later pass that does not answer it (deferred, not asked) still gives the rebase
+    later = json.loads(conflict.run("recover", "--non-interactive", "--json").stdout)
+    assert later["next"] == f"git -C {conflict.tree} rebase main", later
+    assert later["resolveByHand"][0]["itemId"] == conflict.loser
+    assert status_next() == f"git -C {conflict.tree} rebase main"
+    # the operator resolves in the worktree and commits there; half way, the next
+    # step is to finish the rebase begun
+    start_rebase(conflict.tree)
+    later = json.loads(conflict.run("recover", "--non-interactive", "--json").stdout)
+    assert later["next"] == f"git -C {conflict.tree} rebase --continue", later
+    assert status_next() == f"git -C {conflict.tree} rebase --continue"
+    (conflict.tree / "shared.txt").write_text("line one, as both items have it\nline two\n")
+    git("add", "shared.txt", cwd=conflict.tree)
+    git("rebase", "--continue", cwd=conflict.tree, env={"GIT_EDITOR": "true"})
     landed = conflict.run("reconcile", "--integrate", conflict.loser, "--json")
     assert landed.returncode == 0, landed.stdout + landed.stderr
     assert json.loads(landed.stdout)["landed"] == [conflict.loser]

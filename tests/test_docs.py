@@ -417,4 +417,4 @@ def test_the_docs_say_ctrl_c_at_recovers_prompt_is_no_130() -> None:
             text_of(DOCS / "exit-codes.md").splitlines() if line.startswith("| ")}
     assert "not at `recover`'s prompt" in rows["every command"]
     assert "at its prompt is cancel-early, not 130" in rows["`recover`"]
-    assert "3 while a deferred question remains" in rows["`recover`"]
+    assert "otherwise 3 while a deferred needs-human question remains" in rows["`recover`"]

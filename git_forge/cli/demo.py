@@ -107,6 +107,11 @@ def _demo_asker() -> DemoAsker:
     class DemoAsker(TerminalAsker):
         interrupted = False
 
+        def _stopped(self, stop: KeyboardInterrupt) -> None:
+            # Ctrl-C at a prompt is read as a key (``ask``), not a signal: the same stop
+            super()._stopped(stop)
+            self.interrupted = self.interrupted or not isinstance(stop, ask.InputClosed)
+
         def tree(self, plan: Plan) -> dict[str, Decision]:
             if self.interrupted or self.input_closed:
                 print("\n   the tree is left as it is")

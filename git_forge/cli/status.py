@@ -139,6 +139,10 @@ def _tree_line(tree: ItemTreeJSON, root: str) -> str:
         state += ", commits not on the branch"
     if tree.get("operation"):  # git status's words: "rebase in progress"
         state = f"{tree['operation']} in progress, {state}"
+    if tree.get("conflict"):
+        state += ", conflicted with the branch"
+    if tree.get("next"):
+        state += f"; next: {tree['next']}"
     return f"item {tree['itemId']} {where}: {state}"
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
-from typing import NamedTuple, TypedDict
+from typing import NamedTuple, NotRequired, TypedDict
 
 from git_forge.errors import StoreError
 from git_forge.layout import ITEM_BRANCH_PREFIX, WORKTREES_DIR
@@ -59,6 +59,10 @@ class ItemTreeJSON(TypedDict):
     missing: bool
     conflict: bool
     operation: str | None
+    #: The conflict is being resolved by hand (recover's answer ``resolve``).
+    resolvingByHand: bool
+    #: What to run next for a conflicted item (``ItemTree.next_step``), in status's.
+    next: NotRequired[str | None]
 
 
 class ItemTree(NamedTuple):
@@ -136,6 +140,18 @@ class ItemTree(NamedTuple):
             lines.append(" && ".join(drop) + "   (drops this work)")
         return lines
 
+    def next_step(self, onto: str | None) -> str | None:
+        """The one command to run next for a conflicted item: finish an operation
+        begun in its worktree, else the rebase recover's "resolve by hand" began,
+        else recover's question. ``None`` for an item with no conflict."""
+        if not self.conflict:
+            return None
+        if self.operation is not None and self.worktree is not None:
+            return f"git -C {_quoted(self.worktree)} {self.operation.finish.split(' / ')[0]}"
+        if self.resolving and self.worktree is not None:
+            return f"git -C {_quoted(self.worktree)} rebase {onto or 'HEAD'}"
+        return "git forge recover"
+
     def lines(self) -> list[str]:
         """The worktree's dirty paths as ``git status --porcelain`` prints them."""
         return [render_porcelain_line(entry) for entry in self.dirty]
@@ -147,7 +163,8 @@ class ItemTree(NamedTuple):
                 "dirty": [{"path": e.path, "xy": e.xy} for e in self.dirty],
                 "locked": self.locked is not None, "missing": self.missing,
                 "conflict": self.conflict,
-                "operation": self.operation.name if self.operation is not None else None}
+                "operation": self.operation.name if self.operation is not None else None,
+                "resolvingByHand": self.resolving}
 
 
 def _quoted(path: Path) -> str:

@@ -11,6 +11,7 @@ applied or moved past a failed step (recovery.md, the failure rule).
 from __future__ import annotations
 
 import enum
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict, TypeVar
@@ -362,10 +363,12 @@ class Report:
 
     @property
     def _by_hand(self) -> list[Question]:
-        chosen = ({item for item, what in self.recording.chosen.items() if what == "resolve"}
-                  if self.recording else set())
-        return [question for question in self.questions
-                if question.conflict is not None and question.item_ids[0] in chosen]
+        """This pass's "resolve by hand" answers, and those of an earlier pass that this
+        one did not answer otherwise (deferred, or not asked: still the next step)."""
+        chosen = dict(self.recording.chosen) if self.recording else {}
+        return [question for question in self.questions if question.conflict is not None
+                and chosen.get(question.item_ids[0],
+                               "resolve" if question.conflict.resolving else None) == "resolve"]
 
     @property
     def affected(self) -> list[str]:
@@ -431,7 +434,12 @@ class Report:
             return RECOVER
         by_hand = [q.conflict for q in self._by_hand if q.conflict is not None]
         if by_hand:
-            return resolve_start(by_hand[0])
+            record = by_hand[0]
+            for tree in self.tree.get("branches", []):
+                if tree["itemId"] == record.item_id and tree.get("operation") == "rebase" \
+                        and tree.get("worktree"):  # the rebase is begun: finish it
+                    return f"git -C {shlex.quote(str(tree['worktree']))} rebase --continue"
+            return resolve_start(record)
         return next_command(self.outcome, self.tree_clean)
 
     def to_json(self) -> RecoverJSON:
