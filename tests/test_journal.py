@@ -209,6 +209,44 @@ def test_an_owner_appends_densely_dedups_and_syncs_only_when_asked(journal: Jour
     assert [event["seq"] for event in lines(journal)] == list(range(9))
 
 
+def test_a_sync_on_another_thread_never_holds_up_an_append(journal: Journal,
+                                                            monkeypatch) -> None:
+    """The merge thread syncs the journal before its git work while the loop's thread
+    appends: a slow disk flush there must never make an append wait, and a line
+    appended during the flush is left for the next sync."""
+    import os
+
+    journal.own()
+    journal.append("before the sync")
+    flushing, flushed = threading.Event(), threading.Event()
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        synced.append(fd)
+        flushing.set()
+        assert flushed.wait(30)  # the disk takes its time
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    syncer = threading.Thread(target=journal.sync)
+    syncer.start()
+    assert flushing.wait(30)
+    appender = threading.Thread(target=journal.append, args=("during the sync",))
+    appender.start()
+    appender.join(5)
+    appended = not appender.is_alive()
+    flushed.set()
+    waiting.join(syncer)
+    waiting.join(appender)
+    assert appended, "the append waited for the other thread's fsync"
+    assert [event["type"] for event in lines(journal)] == ["before the sync", "during the sync"]
+    before = len(synced)
+    journal.sync()  # the line appended meanwhile is still to be made durable
+    assert len(synced) == before + 1
+    journal.close()
+
+
 def test_a_foreign_append_sends_the_owner_back_through_the_lock(journal: Journal,
                                                                 tmp_path: Path) -> None:
     journal.own()

@@ -123,6 +123,7 @@ class Journal:
         self.project_path = str(project_path)
         self._owned: _Owned | None = None
         self._mutex = threading.Lock()
+        self._syncing = threading.Lock()
 
     # -- the owning loop ---------------------------------------------------------
     def own(self) -> None:
@@ -143,33 +144,37 @@ class Journal:
             self._owned = _Owned(fd, _complete_line_count(raw), ids, len(raw), created=not raw)
 
     def sync(self) -> None:
-        """Make the owner's appends durable (a no-op when nothing is pending)."""
-        with self._mutex:
-            self._sync()
-
-    def _sync(self) -> None:
-        owned = self._owned
-        if owned is None or not owned.unsynced:
-            return
-        try:
-            os.fsync(owned.fd)
-            if owned.created:
-                fsync_directory(self.path.parent)
-        except OSError as exc:
-            raise StoreError(write_failure(self.path, exc), exit_code=EXIT_ERROR) from exc
-        owned.unsynced = owned.created = False
+        """Make the owner's appends durable (a no-op when nothing is pending): every
+        line appended before the call. Any thread may sync while another appends:
+        the fsync is made on a copy of the descriptor, outside the appenders' mutex,
+        so an append never waits for a disk flush; one sync runs at a time."""
+        with self._syncing:
+            with self._mutex:
+                owned = self._owned
+                if owned is None or not owned.unsynced:
+                    return
+                fd, created = os.dup(owned.fd), owned.created  # the owner may let go meanwhile
+                owned.unsynced = owned.created = False
+            try:
+                os.fsync(fd)
+                if created:
+                    fsync_directory(self.path.parent)
+            except OSError as exc:
+                with self._mutex:  # still pending: the next sync tries again
+                    owned.unsynced, owned.created = True, owned.created or created
+                raise StoreError(write_failure(self.path, exc), exit_code=EXIT_ERROR) from exc
+            finally:
+                os.close(fd)
 
     def close(self) -> None:
         """Sync and stop owning; later appends take the locked path."""
-        with self._mutex:
-            owned = self._owned
-            if owned is None:
-                return
-            try:
-                self._sync()
-            finally:
-                self._owned = None
-                os.close(owned.fd)
+        try:
+            self.sync()
+        finally:
+            with self._mutex:
+                owned, self._owned = self._owned, None
+                if owned is not None:
+                    os.close(owned.fd)
 
     def _append_owned(self, owned: _Owned, event_id: str | None,
                       build: Callable[[int, str], EventJSON]) -> EventJSON | None:
