@@ -107,15 +107,23 @@ def make_ignored_dir(directory: Path | str, rules: bytes) -> None:
 def make_durable(path: Path | str) -> None:
     """Make a file that is already in place durable, with its name: for a writer
     that finds the replace of one killed before its fsyncs (``atomic_write``'s
-    own, after the rename)."""
+    own, after the rename), and for a version written with ``durable=False`` that
+    must now survive a power cut. Another thread may replace the file meanwhile: when
+    the name no longer holds the file synced, the newer one is made durable in turn
+    (every replace is a new file, and the one held open cannot be reused), so the
+    name on disk always holds bytes that are."""
     path = Path(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        fsync_directory(path.parent)
+        while True:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+                fsync_directory(path.parent)
+                held, named = os.fstat(fd), os.stat(path)
+            finally:
+                os.close(fd)
+            if (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino):
+                return
     except OSError as exc:
         raise StoreError(write_failure(path, exc), exit_code=EXIT_ERROR) from exc
 

@@ -290,6 +290,94 @@ def test_sigkill_with_four_agents_running_keeps_every_worktree(twelve: Path, age
     assert trees.count("worktree ") == 1, trees + done.stdout + done.stderr
 
 
+#: Item 001 is done without a change, 002 writes its file a moment later, the others
+#: work for two minutes (``FORGE_TEST_HANG``) or end at once.
+HOLD_AGENT = r'''
+import os, time
+item = os.environ["FORGE_ITEM_ID"]
+open(os.path.join(os.environ["FORGE_TEST_PIDS"], item), "w").write(str(os.getpid()))
+if item == "002":
+    time.sleep(0.5)
+    open("item-002.txt", "w").write("work of item 002\n")
+elif item != "001" and os.environ.get("FORGE_TEST_HANG"):
+    time.sleep(120)
+print("FORGE_DONE")
+'''
+
+#: A reference-transaction hook holding the first fast-forward of main (the merge
+#: thread's) until it is killed, its pid in ``$HOLD_MARK``.
+HOLD_FAST_FORWARD = """#!/bin/sh
+[ "$1" = prepared ] || exit 0
+if grep -q " refs/heads/main$" && [ ! -e "$HOLD_MARK" ]; then
+    echo $$ > "$HOLD_MARK"
+    exec sleep 120
+fi
+"""
+
+
+def test_sigkill_between_done_marks_and_their_merge_loses_nothing(templates: Templates,
+                                                                  tmp_path: Path) -> None:
+    """A done item's mark is written without an fsync; the merge thread makes it and
+    the journal durable just before it lands the item's work. SIGKILL at that instant —
+    001's fast-forward held, 002 marked done behind it, 003 running — leaves every
+    item's work where reconcile finds it: integrated by hand, and 003 run again, each
+    item is on the branch once."""
+    repo = templates.copy("parallel-three", lambda root: backlog_repo(
+        root, "Item 1", "Item 2", "Item 3"), tmp_path / "repo")
+    base = git("rev-parse", "main", cwd=repo).strip()
+    agent, pids, mark = tmp_path / "agent.py", tmp_path / "pids", tmp_path / "held"
+    agent.write_text(HOLD_AGENT)
+    pids.mkdir()
+    hook = repo / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(HOLD_FAST_FORWARD)
+    hook.chmod(0o755)
+    env = {**os.environ, "FORGE_TEST_PIDS": str(pids), "HOLD_MARK": str(mark)}
+    loop = subprocess.Popen([*forge_argv(), "loop", "run", "--agent", f"{sys.executable} {agent}",
+                             "--parallel", "3"], cwd=repo, env={**env, "FORGE_TEST_HANG": "1"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        waiting.wait_for(mark.exists, 60, what="001's fast-forward held")
+        waiting.wait_for(lambda: backlog(repo)["002"]["status"] == "done", 60,
+                         what="002 marked done behind it")
+    finally:
+        loop.send_signal(signal.SIGKILL)
+        loop.wait(timeout=30)
+        if mark.exists():
+            os.kill(int(mark.read_text()), signal.SIGKILL)  # the fast-forward is refused
+    started = {int(path.read_text()) for path in pids.iterdir()}
+    waiting.wait_for(lambda: not alive(started), 10, what="no agent alive after the loop died")
+    hook.unlink()
+    items = backlog(repo)
+    assert [items[i]["status"] for i in ("001", "002", "003")] == ["done", "done", "in_progress"]
+    assert git("rev-parse", "main", cwd=repo).strip() == base  # nothing landed
+    assert git("status", "--porcelain", cwd=repo) == " M .forge/backlog.json\n"
+    assert (repo / ".forge/worktrees/002/item-002.txt").read_text() == "work of item 002\n"
+    assert git("log", "-1", "--format=%s", "forge/001", cwd=repo) == "[forge] 001: Item 1\n"
+    journaled = [json.loads(line) for line in
+                 (repo / ".forge" / "events.ndjson").read_text().splitlines()]
+    assert {(e["itemId"], e["signal"]) for e in journaled if e["type"] == "signal_parsed"} == {
+        ("001", "done"), ("002", "done")}
+    stop = run_forge("preflight", "--json", cwd=repo)
+    assert stop.returncode == 1
+    assert {t["itemId"] for t in json.loads(stop.stdout)["worktrees"]} >= {"001", "002"}
+    # by hand: 001's commit integrated, 002's work committed in its worktree and integrated
+    assert run_forge("reconcile", "--integrate", "001", cwd=repo).returncode == 6  # 002 waits
+    assert run_forge("reconcile", "--commit", "item-002", cwd=repo).returncode == 6
+    assert run_forge("reconcile", "--integrate", "002", cwd=repo).returncode == 0
+    assert run_forge("preflight", cwd=repo).returncode == 0
+    done = run_forge("loop", "run", "--agent", f"{sys.executable} {agent}", "--parallel", "3",
+                     cwd=repo, env=env, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git("log", "--format=%s", f"{base}..main", cwd=repo).splitlines() == [
+        "[forge] backlog: 003 done", "[forge] 003: Item 3",
+        "[forge] 003: back to pending (process lost)",
+        "[forge] 002: stranded work (reconciled)", "[forge] 001: Item 1"]
+    assert git("show", "main:item-002.txt", cwd=repo) == "work of item 002\n"
+    assert [item["status"] for item in backlog(repo).values()] == ["done"] * 3
+    assert git("status", "--porcelain", cwd=repo) == ""
+    assert git("worktree", "list", "--porcelain", cwd=repo).count("worktree ") == 1
+
+
 def test_loop_stop_ends_every_agent_and_keeps_the_worktrees(twelve: Path, agent: Path,
                                                             tmp_path: Path) -> None:
     env = {**os.environ, **loop_env(tmp_path, FORGE_TEST_MODE="hang")}

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from git_forge.atomic import make_durable
 from git_forge.backlog.bookkeeping import describe_changes
 from git_forge.backlog.held import HeldBacklog
 from git_forge.backlog.item import Item
@@ -85,10 +86,22 @@ def commit(run: RunContext, paths: list[str], message: str, *,
     left = left_branch(run)
     if left is not None:
         raise BranchLeft(left)
-    run.journal.sync()  # what led to the commit is on disk before the commit is
+    on_disk(run)
     with locked(run.store.path):
         return commit_paths(run.repo, paths, message, allow_empty=allow_empty,
                             branch=run.branch)
+
+
+def on_disk(run: RunContext) -> None:
+    """What led to git work is on disk before the git work is: the journal synced and
+    backlog.json made durable. A done item's mark is written without an fsync
+    (``outcomes.done``); the git work that puts the item's work on the branch — the
+    commit in the main checkout, a parallel run's merges — must never outlive it in a
+    power cut, or the item would run again with its work on the branch. One call
+    serves every mark written since. Safe from the merge thread while the loop's
+    thread appends and writes: neither waits on the other."""
+    run.journal.sync()
+    make_durable(run.store.path)
 
 
 def commit_others(run: RunContext, item_id: str) -> None:

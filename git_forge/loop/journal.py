@@ -18,7 +18,8 @@ A running loop *owns* its journal (``own``): it holds the loop lock, so it is th
 journal's one writer, and it reads the file once instead of once per event. Its
 appends go straight to an open ``O_APPEND`` descriptor without the sidecar lock
 and without an fsync; ``sync`` makes them durable at the points that need it —
-before an agent starts, before a commit, at the end of the run (``close``). A
+before an agent starts, before the git work of an outcome (a commit, a parallel
+run's merge thread before its jobs), at the end of the run (``close``). A
 killed loop loses nothing (the kernel holds what was written); a power loss may
 lose the lines since the last sync, which restore and the manifests cover. A
 foreign append meanwhile (the file grew behind the owner's back) sends the next
@@ -145,9 +146,10 @@ class Journal:
 
     def sync(self) -> None:
         """Make the owner's appends durable (a no-op when nothing is pending): every
-        line appended before the call. Any thread may sync while another appends:
-        the fsync is made on a copy of the descriptor, outside the appenders' mutex,
-        so an append never waits for a disk flush; one sync runs at a time."""
+        line appended before the call. Any thread may sync (the merge thread does,
+        before its git work) while the loop appends: the fsync is made on a copy of
+        the descriptor, outside the appenders' mutex, so an append never waits for
+        a disk flush; one sync runs at a time."""
         with self._syncing:
             with self._mutex:
                 owned = self._owned

@@ -23,7 +23,9 @@ one fast-forward of the loop's branch (each replayed onto the one before it):
   way, the worktree left for the item's retry (which waits for this job).
 
 Every result goes back to the loop as data (``Result``), in order; the loop acts
-on it. Nothing here touches the backlog, the journal or the progress. The main
+on it. Nothing here touches the backlog, the journal or the progress, but for the
+hook the loop gives (``before``): what led to the jobs taken together made durable
+before their git work, once for them all, off the loop's thread. The main
 checkout is changed only here (the fast-forwards), so its containment baseline
 lives here too. A job whose item the containment check names (its agent ran alone
 when the change was made) is not integrated: its work is kept like a blocked
@@ -127,11 +129,15 @@ class MergeWorker:
     """One thread doing the jobs in order; ``results`` hands back what they came to."""
 
     def __init__(self, root: Path, state_dir: Path, backlog_file: Path, backlog_rel: str,
-                 onto: str, told: Callable[[], None] = lambda: None) -> None:
+                 onto: str, told: Callable[[], None] = lambda: None,
+                 before: Callable[[], None] = lambda: None) -> None:
         self.root, self.state_dir, self.backlog_file = root, state_dir, backlog_file
         self.backlog_rel, self.onto = backlog_rel, onto
         #: Called (in this thread) once the results of the jobs under way are all in.
         self.told = told
+        #: Called (in this thread) before the git work of the jobs taken together: the
+        #: loop's records of what led to them made durable, once for them all.
+        self.before = before
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._results: queue.Queue[Result] = queue.Queue()
         self.outstanding = 0
@@ -219,6 +225,7 @@ class MergeWorker:
         """The jobs in order: the containment check once for them all (a change it
         finds is the job's of the item it names, else the first's), then each job's
         commit or stash, then the done ones integrated together."""
+        self.before()
         looked = time.time()
         found = escaped(self.baseline, self.root, self.state_dir, self.backlog_file,
                         jobs[-1].windows, ignore=(self.backlog_rel,))

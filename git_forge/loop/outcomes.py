@@ -72,8 +72,11 @@ def settle(run: RunContext, place: Place, item: Item, result: AgentResult) -> Ou
 def done(run: RunContext, place: Place, item: Item, result: AgentResult) -> Outcome:
     """Mark the item done and have its work landed on the loop's branch."""
     before = run.store.get(item.id)
-    run.store.transition(item.id, "done")  # done first: the commit carries the mark
-    run.journal.sync()
+    # Done first: the commit carries the mark. Not fsynced here: the place makes it
+    # durable, with the journal, right before the git work that lands the item
+    # (``context.on_disk``) — in a parallel run on the merge thread, once for the
+    # items it lands together, and never on the loop's thread.
+    run.store.transition(item.id, "done", durable=False)
     try:
         landing = place.land(item, result.listed)
     except BaseException:

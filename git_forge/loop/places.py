@@ -41,7 +41,14 @@ from git_forge.backlog.item import Item
 from git_forge.exit_codes import LOOP_REFUSED
 from git_forge.layout import item_worktree
 from git_forge.loop.containment import Escape, Window
-from git_forge.loop.context import RunContext, actionable, commit, commit_others, dirty
+from git_forge.loop.context import (
+    RunContext,
+    actionable,
+    commit,
+    commit_others,
+    dirty,
+    on_disk,
+)
 from git_forge.loop.errors import LoopError
 from git_forge.loop.merging import (
     CommitFailed,
@@ -335,8 +342,10 @@ class Worktrees:
         self.setting_aside: set[str] = set()
         self._check_ignored()
         # what the merges came to wakes the loop's watch of the agents: acted on at once
+        # what led to the jobs is on disk before their git work is, made so on that thread
         self.worker = MergeWorker(workspace.root, workspace.state_dir, workspace.backlog_file,
-                                  run.backlog_rel, self.onto, told=run.supervisor.wake)
+                                  run.backlog_rel, self.onto, told=run.supervisor.wake,
+                                  before=lambda: on_disk(run))
         self.preparer = WorktreePreparer(workspace.root)
 
     def _tip(self) -> str:
@@ -431,7 +440,6 @@ class Worktrees:
     # --- the git work of an outcome: the merge thread's ----------------------------------
 
     def _submit(self, kind: Kind, item: Item) -> None:
-        self.run.journal.sync()  # what led to the job is on disk before its git work is
         windows = (*self.past, *(w for tree in self.trees.values() for w in tree.windows))
         self.worker.submit(Job(kind, item.id, item.title, self.trees[item.id].path, windows))
         if kind == "retry":
