@@ -60,6 +60,8 @@ class RunContext:
     kept_back: dict[str, str] = field(default_factory=dict)
     #: Its agent across iterations: breaker, notifier, resume, cost (``agent_state``).
     agent: AgentState = field(default_factory=AgentState)
+    #: The state holds a change state.json does not have yet (``note``).
+    noted: bool = False
 
     @property
     def backlog_rel(self) -> str:
@@ -75,6 +77,18 @@ class RunContext:
         durable = "status" in changes and changes["status"] != self.state.status
         self.state = write_state(self.workspace.state_dir, self.state._replace(**changes),
                                  durable=durable)
+        self.noted = False
+
+    def note(self, **changes: Any) -> None:
+        """Change the run's state in memory only, for a step that another write soon
+        after covers: state.json gets it with the next ``save``, or ``save_noted``."""
+        self.state = self.state._replace(**changes)
+        self.noted = True
+
+    def save_noted(self) -> None:
+        """state.json written when a change was ``note``d since it last was."""
+        if self.noted:
+            self.save()
 
 
 def commit(run: RunContext, paths: list[str], message: str, *,

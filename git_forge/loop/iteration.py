@@ -96,13 +96,17 @@ _ADDRESS = re.compile(r"\b\w+://\S+")
 
 
 def start_agent(run: RunContext, item: Item, number: int, *,
-                worktree: Path | None = None) -> tuple[str, Attempt]:
+                worktree: Path | None = None,
+                running: tuple[str, ...] | None = None) -> tuple[str, Attempt]:
     """Take ``item`` (in progress, journaled, told) and start its agent; the handle
     and the attempt that reads its stream.
 
     ``worktree``: the item's own linked worktree (items run in parallel) — the
     agent runs there, with ``FORGE_WORKTREE`` naming it, and only this item's
     prompt file is replaced (the others belong to agents still running).
+    ``running``: with several agents at once, the items whose agents run already;
+    state.json names them and this one after them (``runningItems``, the first as
+    ``currentItem``) in the one write that takes the item.
     """
     item_id = item.id
     options = run.options
@@ -120,7 +124,11 @@ def start_agent(run: RunContext, item: Item, number: int, *,
         # starts, naming the item) is what restore reads, and it sets the item back to
         # pending whether or not this mark survived.
         item = run.store.transition(item_id, "in_progress", durable=False)
-    run.save(iteration=number, current_item=item_id)
+    if running is None:
+        run.save(iteration=number, current_item=item_id)
+    else:
+        now = (*running, item_id)
+        run.save(iteration=number, current_item=now[0], running_items=now)
     run.journal.append("iteration_start", iteration=number, itemId=item_id)
     run.journal.append("item_selected", itemId=item_id, title=item.title,
                        priority=item.priority)
@@ -141,7 +149,10 @@ def start_agent(run: RunContext, item: Item, number: int, *,
         # No agent works on the item: it goes back to pending before the run ends.
         if run.store.get(item_id).status == "in_progress":
             run.store.transition(item_id, "pending")
-        run.save(current_item=None)
+        if running is None:
+            run.save(current_item=None)
+        else:
+            run.save(current_item=next(iter(running), None), running_items=running)
         if exc.code == "process_setup_failed":  # its manifest or spool cannot be written
             raise LoopError(str(exc.cause), exit_code=LOOP_ERROR) from exc
         raise

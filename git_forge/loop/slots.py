@@ -163,6 +163,7 @@ class Engine:
                     return self.stopped()
                 if not self.pause and self.spent is None:
                     self._start_what_can()
+                run.save_noted()  # the slots that freed, when no start wrote them
                 if self.running:
                     continue
                 if place.outstanding:  # nothing runs: wait for the git work (it may free work)
@@ -215,11 +216,12 @@ class Engine:
             self.number += 1
             self.taken.setdefault(item.id, item)
             place.began(item.id)
-            handle, attempt = start_agent(run, item, self.number, worktree=tree)
+            handle, attempt = start_agent(
+                run, item, self.number, worktree=tree,
+                running=tuple(self.running) if place.slots > 1 else None)
             now = time.monotonic()
             self.running[item.id] = _Agent(run.store.get(item.id), handle, tree, now, attempt,
                                            heard_at=now)
-            self._show_running()
             started = True
         if started:
             place.ahead(self._coming, 0)
@@ -252,13 +254,20 @@ class Engine:
             return []
         return self._next_items(min(count, self.run.options.iterations - self.number))
 
-    def _show_running(self) -> None:
+    def _show_running(self, *, now: bool = True) -> None:
         """state.json names the running agents: a slot's item is ``currentItem`` (set
         as it starts, cleared as it settles); with several slots ``runningItems``
-        lists them all and ``currentItem`` is the first."""
+        lists them all and ``currentItem`` is the first (written as each one starts,
+        ``start_agent``). ``now=False``, as an agent ends: noted, and written with the
+        run's next save — the start that takes its slot, its outcome's, or at the end
+        of the engine's look (``go``) — so a freed slot costs no write of its own."""
         if self.place.slots > 1:
-            self.run.save(current_item=next(iter(self.running), None),
-                          running_items=tuple(self.running))
+            changes = {"current_item": next(iter(self.running), None),
+                       "running_items": tuple(self.running)}
+            if now:
+                self.run.save(**changes)
+            else:
+                self.run.note(**changes)
 
     # --- watching --------------------------------------------------------------------------
 
@@ -340,7 +349,7 @@ class Engine:
         run, place = self.run, self.place
         item_id = agent.item.id
         place.ended(item_id)
-        self._show_running()
+        self._show_running(now=False)
         result = agent_result(run, agent.item, agent.handle, manifest, agent.attempt,
                               idle=agent.idle, listed=agent.listed())
         remove_prompt_files(run.workspace.state_dir, item_id)
