@@ -396,18 +396,15 @@ def feature_forge_state_dir(config_path: Path) -> str | None:
     """The state dir a feature-forge config implies, or ``None`` without one.
 
     Mirrors feature-forge's own resolver: an existing ``forge.config.json``
-    selects its ``loopRunner.stateDir``, defaulting to ``.rauf`` (also when the
-    file does not parse, as feature-forge tolerates that too); ``""`` is kept, as
-    there, and means the backlog dir itself.
+    selects its ``loopRunner.stateDir``, defaulting to ``.rauf``; ``""`` is kept,
+    as there, and means the backlog dir itself. Unlike feature-forge, a file that is
+    there but not a valid configuration is refused (``feature_forge_layer``), as
+    every other command refuses it, rather than read as the defaults: a record
+    written under a state dir the user did not mean is a decision lost.
     """
     if not config_path.is_file():
         return None
-    try:
-        document = load_json(config_path.read_text(encoding="utf-8"), config_path)
-    except (OSError, ValueError, DocumentTooComplex):
-        return RAUF_STATE_DIR
-    loop_runner = document.get("loopRunner") if isinstance(document, dict) else None
-    state_dir = loop_runner.get("stateDir") if isinstance(loop_runner, dict) else None
+    state_dir = feature_forge_layer(config_path)["loopRunner.stateDir"]
     return state_dir if isinstance(state_dir, str) else RAUF_STATE_DIR
 
 

@@ -104,7 +104,8 @@ def open_record(backlog_dir: Path | str, state_dir: str) -> DecisionRecord:
     """Locate the record of ``backlog_dir``; the directory must exist."""
     backlog_dir = Path(backlog_dir)
     if not backlog_dir.is_dir():
-        raise DecisionError(f"no backlog directory at {backlog_dir}")
+        raise DecisionError(f"no backlog directory at {backlog_dir} "
+                            "(git forge init sets one up)")
     state = state_directory(backlog_dir, state_dir)
     # A name in the backlog dir, or "" (the dir itself): never a way out of it. Read
     # as written (a state dir that is a symlink is the operator's layout, as

@@ -164,6 +164,7 @@ def test_contract_refusals_are_exact_and_write_nothing(
     (["add", "--title", "x", "--priority", "9"], "invalid priority 9"),
     (["add", "--title", "x", "--type", "epic"], 'invalid type "epic"'),
     (["add", "--title", "x", "--depends-on", "001,404"], "depends on unknown item 404"),
+    (["add", "--title", "x", "--depends-on", "7"], "depends on unknown item 007"),
     (["add", "--title", "x", "--depends-on", "006"], "item 006: depends on itself"),
     (["add", "--title", "  "], "invalid title"),
     (["add", "--title", "x", "--priority", "high"], "invalid int value"),

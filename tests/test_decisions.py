@@ -290,6 +290,7 @@ def test_missing_backlog_dir_is_refused(tmp_path: Path) -> None:
                  ["record", "--item", "1", "--question", "Q", "--deferred"]):
         result = refused(verb[0], "--backlog-dir", missing, *verb[1:], cwd=tmp_path)
         assert "no backlog directory" in result.stderr
+        assert result.stderr.endswith(" (git forge init sets one up)\n"), result.stderr
     assert not (tmp_path / "nope").exists()
 
 
@@ -480,3 +481,24 @@ def test_apply_entries_stamps_the_entry_applied_never_a_later_one(backlog: Path)
                            match="item '1': the decision to stamp .* not an unapplied answer"):
             decisions.apply_entries(rec, stale)
         assert rec.path.read_bytes() == before
+
+
+@pytest.mark.parametrize("config", ["{bad", "[]", '{"loopRunner": 3}',
+                                    '{"loopRunner": {"stateDir": 7}}'])
+@pytest.mark.parametrize("verb", [["record", "--item", "1", "--question", "Q", "--deferred"],
+                                  ["list"], ["apply", "--item", "1"]])
+def test_a_config_that_is_there_but_not_valid_is_refused(tmp_path: Path, config: str,
+                                                         verb: list[str]) -> None:
+    """As backlog topology refuses it: never read as the defaults, so no record is
+    written, or read, under a state dir the user did not mean."""
+    backlog = tmp_path / "feat"
+    backlog.mkdir()
+    path = tmp_path / "forge.config.json"
+    path.write_text(config)
+    for named in ([], ["--config", str(path)]):
+        result = run_forge("decision", *verb, "--backlog-dir", str(backlog), *named,
+                           cwd=tmp_path)
+        assert result.returncode == 2 and result.stdout == "", result.stdout
+        assert result.stderr.startswith("Error: ") and path.name in result.stderr
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert list(backlog.iterdir()) == [] and sorted(tmp_path.iterdir()) == [backlog, path]

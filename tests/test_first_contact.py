@@ -109,7 +109,7 @@ def test_a_corrupt_backlog_is_called_corrupt_never_stranded_work(project: Path,
     assert loop.returncode == 2 and "is corrupt" in loop.stderr
     before = snapshot(project, skip_git=False)
     commit = run_forge("reconcile", "--commit", "unattributed", cwd=project)
-    assert commit.returncode == 2
+    assert commit.returncode == 2 and commit.stdout == ""  # refused before any report
     assert commit.stderr.splitlines() == [
         "Error: refusing to commit .forge/backlog.json: it is corrupt ("
         + commit.stderr.split("it is corrupt (", 1)[1].rstrip("\n")]

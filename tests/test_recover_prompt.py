@@ -220,6 +220,26 @@ def test_an_answer_is_shown_back_with_its_items_and_recorded_only_once_confirmed
                                     ("003", None)]
 
 
+def test_help_or_another_word_at_the_confirmation_asks_it_again(questions: Path) -> None:
+    """Only y records; ? says what each answer does, and a word that is neither y nor
+    n (the decision typed again, say) is refused rather than taken as no."""
+    session = to_the_first_question(questions)
+    session.send("Use SQLite")
+    session.expect("Record it? [y/N]")
+    session.send("?")
+    session.expect("y records it, for the items above; n or Enter does not, and asks for "
+                   "your decision again")
+    session.expect("Record it? [y/N]")
+    session.send("Use SQLite")
+    session.expect("Please answer y or n (?: what each does).")
+    session.expect("Record it? [y/N]")
+    session.send("y")
+    assert finish_deferring(session) == 0, session.text
+    assert "Not recorded" not in session.text
+    assert record_of(questions) == [("001", "Use SQLite"), ("002", "Use SQLite"),
+                                    ("003", None)]
+
+
 @pytest.mark.parametrize("how", ["--yes", "config"])
 def test_yes_or_the_config_key_records_without_asking_to_confirm(questions: Path,
                                                                  how: str) -> None:
@@ -255,6 +275,7 @@ def test_the_questions_come_first_and_a_merge_can_be_undone(questions: Path) -> 
     session.expect("Nothing to undo: no questions are merged.")
     session.send("c001 c3")
     session.expect("Merged into one question: c001 (items 001, 002, 003); undo splits it again.")
+    session.expect("1 question from the blocked items:")
     session.expect("Merge questions that share a cause? (their ids; 'undo'")
     session.send("undo")
     session.expect("Merge undone.")

@@ -392,14 +392,16 @@ def _checked(item: Item) -> Item:
 
 def _named_dependencies(items: Sequence[Item], fields: Mapping[str, Any]) -> dict[str, Any]:
     """``fields`` with each dependency as the id it names (``match_id``: ``2`` is
-    ``002``; one that names none is kept as written, for the check of references to
-    refuse); a dependency named twice (``2,002``) is refused."""
+    ``002``; one that names none is kept as written — a short number as the id it
+    would name, ``7`` as ``007`` — for the check of references to refuse as an
+    unknown item); a dependency named twice (``2,002``) is refused."""
     if "depends_on" not in fields:
         return dict(fields)
     ids = [item.id for item in items]
     named = []
     for written in fields["depends_on"]:
-        dependency = match_id(written, ids) or written
+        dependency = match_id(written, ids) or (
+            written.zfill(3) if _number(written) is not None else written)
         if dependency in named:
             raise BacklogError(f"dependsOn names {dependency} more than once")
         named.append(dependency)

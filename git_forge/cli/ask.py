@@ -211,12 +211,21 @@ def choose(prompt: str, options: Sequence[tuple[str, str]], default: str) -> str
         print(paint(f"Please answer one of: {labels}", "yellow"))
 
 
-def confirm(prompt: str) -> bool:
-    """A yes/no question whose default is no."""
+def confirm(prompt: str, explained: str = "y: yes; n or Enter: no") -> bool:
+    """A yes/no question whose default is no. ``?`` or ``help`` shows ``explained``
+    and any other word is refused, each asked again: only y says yes, and a reply
+    meant for another prompt (a question's answer, a paste) is never read as no
+    without a word."""
     while True:
         answer = _read(f"{prompt} [y/N] ").strip().lower()
-        if _one_line(answer, "y or n"):
-            return answer in ("y", "yes")
+        if not _one_line(answer, "y or n"):
+            continue
+        if answer in ("y", "yes"):
+            return True
+        if answer in ("", "n", "no"):
+            return False
+        print(paint(explained if answer in ("?", "help") else
+                    "Please answer y or n (?: what each does).", "yellow"))
 
 
 def text(prompt: str) -> str:

@@ -232,10 +232,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"restored {counted(len(restored), 'path')} from {args.restore}")
         return 0
 
+    def refuse_corrupt_commit(decisions: dict[str, Decision], plan: Plan) -> None:
+        refuse_corrupt_backlog_commit(
+            [(group_id, plan.group(group_id).paths) for group_id, decision in decisions.items()
+             if decision.action == "commit"], workspace.root, workspace.backlog_file)
+
     def decide(plan: Plan) -> dict[str, Decision]:
         decisions = _flag_decisions(args)
         for group_id in decisions:
             plan.group(group_id)  # an unknown group is refused before anything runs
+        refuse_corrupt_commit(decisions, plan)  # …and before the plan is printed
         pending = bool(plan.groups or plan.branches)
         if not args.json and (pending or plan.stashes):  # kept work is listed on a clean tree too
             if live is not None and pending:
@@ -251,9 +257,7 @@ def run(args: argparse.Namespace) -> int:
                 decisions = ask_decisions(plan)
             except KeyboardInterrupt:  # Ctrl-C, or end of input (``ask.InputClosed``)
                 raise _Cancelled from None
-        refuse_corrupt_backlog_commit(
-            [(group_id, plan.group(group_id).paths) for group_id, decision in decisions.items()
-             if decision.action == "commit"], workspace.root, workspace.backlog_file)
+            refuse_corrupt_commit(decisions, plan)
         return decisions
 
     # On a terminal with nothing decided by flags, the branches are asked about too.

@@ -34,6 +34,7 @@ from git_forge.recovery.answers import CANCEL, DEFER, Choice, Collected, conflic
 from git_forge.recovery.procedure import RecoverOptions, plan, recover
 from git_forge.recovery.questions import merge_targets, question_id
 from git_forge.runner import runner_for
+from git_forge.words import counted
 from git_forge.workspace import locate
 
 if TYPE_CHECKING:
@@ -262,7 +263,7 @@ def _list_questions(groups: list[list[str]], reasons: dict[str, str],
                     alone: set[str]) -> None:
     """The questions as they stand, each with its items' reasons: what a merge is
     judged on."""
-    print(paint(f"{len(groups)} questions from the blocked items:", "bold"))
+    print(paint(f"{counted(len(groups), 'question')} from the blocked items:", "bold"))
     for group in groups:
         noun = "items" if len(group) > 1 else "item"
         own = " — a merge conflict, asked on its own" if group[0] in alone else ""
@@ -279,7 +280,8 @@ def _confirmed(question: Question, choice: Choice) -> bool:
     what = words.get(choice.kind) or choice.text or ""
     print(f"Your decision for {question.id}, to be recorded for {noun} {', '.join(items)}:")
     print("\n".join(f"  | {line}" for line in what.split("\n")))
-    if ask.confirm("Record it?"):
+    if ask.confirm("Record it?", "y records it, for the items above; n or Enter does not, "
+                   "and asks for your decision again"):
         return True
     print("Not recorded: give your decision again (Enter: defer).")
     return False
