@@ -120,6 +120,13 @@ KEYS: dict[str, _Key] = {
                         doc="command run with one JSON event on stdin (no shell)"),
     "loop.parallel": _Key(1, _INT, minimum=1,
                           doc="agents at once, each in a worktree of its own (1: one at a time)"),
+    "loop.verify": _Key((), _WORDS, doc="checks run after an agent says done: a list of "
+                                        "command lines (one line: one check), no shell"),
+    "loop.verifyTimeout": _Key(10, _NUMBER, minimum=0.01, maximum=MAX_MINUTES,
+                               doc="minutes one check may run"),
+    "loop.verifyBaseline": _Key(True, (bool,),
+                                doc="an item fails a check only for failures the run's "
+                                    "starting tip did not have"),
     "recover.lockWaitSeconds": _Key(10, _NUMBER, minimum=0, maximum=MAX_SECONDS,
                                     doc="how long a recover pass waits for another one"),
     "recover.confirmAnswers": _Key(True, (bool,),

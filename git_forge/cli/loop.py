@@ -108,6 +108,14 @@ def register(parser: argparse.ArgumentParser) -> None:
                      help="run up to N agents at once, each in a worktree of its own "
                           "(.forge/worktrees/<id>, branch forge/<id>), integrating each "
                           "done item onto the branch as it finishes (default: loop.parallel)")
+    run.add_argument("--verify", action="append", metavar="CMD",
+                     help="a check run in the item's tree after its agent says done, before "
+                          "anything is committed: a failure is a failed attempt, retried "
+                          "with the failure in the prompt (repeatable; each split once, no "
+                          "shell; {report} stands for a JUnit XML file it writes; "
+                          "default: loop.verify)")
+    run.add_argument("--no-verify", action="store_true", dest="no_verify",
+                     help="run no check this run, whatever loop.verify says")
     run.add_argument("--follow", action="store_true", help="stream the agent's output")
     run.add_argument("--ndjson", action="store_true", help="stream the journal as NDJSON")
     run.add_argument("--json", action="store_true",
@@ -286,7 +294,8 @@ def _relative(path: Path) -> str:
 #: The flags only the embedded runner reads: an error when ``loopRunner.bin`` is set.
 EMBEDDED_ONLY = ("agent", "agent_args", "iterations", "retries", "timeout", "idle_timeout",
                  "max_cost", "on_limit", "max_consecutive_failures", "notify", "prompt_file",
-                 "pause_on_needs_human", "parallel", "follow", "ndjson", "json")
+                 "pause_on_needs_human", "parallel", "verify", "no_verify", "follow", "ndjson",
+                 "json")
 
 
 def _flags(args: argparse.Namespace) -> LoopFlags:
@@ -297,7 +306,7 @@ def _flags(args: argparse.Namespace) -> LoopFlags:
                      max_cost_usd=args.max_cost, on_limit=args.on_limit,
                      max_consecutive_failures=args.max_consecutive_failures,
                      notify=args.notify, follow=args.follow and not args.ndjson,
-                     parallel=args.parallel)
+                     parallel=args.parallel, verify=args.verify, no_verify=args.no_verify)
 
 
 def _refuse_embedded_flags(args: argparse.Namespace, runner_bin: str) -> None:

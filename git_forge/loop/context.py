@@ -17,6 +17,7 @@ from git_forge.atomic import make_durable
 from git_forge.backlog.bookkeeping import describe_changes
 from git_forge.backlog.held import HeldBacklog
 from git_forge.backlog.item import Item
+from git_forge.gates.verdict import Baseline
 from git_forge.locks import locked
 from git_forge.loop.agent_state import AgentState
 from git_forge.loop.errors import BranchLeft
@@ -55,6 +56,11 @@ class RunContext:
     branch: str | None = None
     preexisting: frozenset[str] = frozenset()
     attempts: dict[str, int] = field(default_factory=dict)
+    #: What an item's last attempt failed of the verification gates (its excerpt),
+    #: for its next prompt (``loop.verify``).
+    verify_failures: dict[str, str] = field(default_factory=dict)
+    #: The gates' results on the run's starting tip (``loop.verifyBaseline``).
+    baselines: tuple[Baseline, ...] = ()
     #: Paths the run could not commit or keep as git would (path → why): left in
     #: the tree for reconcile, and never swept into a later item's commit.
     kept_back: dict[str, str] = field(default_factory=dict)

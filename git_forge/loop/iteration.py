@@ -138,7 +138,8 @@ def start_agent(run: RunContext, item: Item, number: int, *,
     prompt = build_prompt(item, project_description=run.store.description(),
                           prompt_file_text=prompt_text,
                           conflict=conflict_of(run.workspace.state_dir, item_id),
-                          earlier=earlier_work(run, item_id, resumed=session is not None))
+                          earlier=earlier_work(run, item_id, resumed=session is not None),
+                          verify_failure=run.verify_failures.pop(item_id, None))
     run.journal.sync()  # the item's start is on disk before its agent is
     attempt = Attempt(options.profile, follow=options.follow, resumed=session)
     try:

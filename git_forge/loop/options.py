@@ -49,6 +49,12 @@ class LoopOptions:
     follow: bool = False
     #: Agents at once; above 1 each item works in a linked worktree of its own.
     parallel: int = _default("parallel")
+    #: The verification gates (``loop.verify`` / ``--verify``): each command line split
+    #: once, ``{report}`` in a word standing for the JUnit XML file it is to write.
+    verify: tuple[tuple[str, ...], ...] = ()
+    verify_timeout_minutes: float = _default("verifyTimeout")
+    #: Judge a gate by the failures the run's starting tip did not have.
+    verify_baseline: bool = _default("verifyBaseline")
 
     @property
     def profile(self) -> Profile:
@@ -104,6 +110,10 @@ class LoopFlags:
     notify: str | None = None
     follow: bool = False
     parallel: int | None = None
+    #: ``--verify CMD``, each one command line (they replace ``loop.verify``).
+    verify: Sequence[str] | None = None
+    #: ``--no-verify``: no gate this run, whatever ``loop.verify`` says.
+    no_verify: bool = False
 
 
 def _words(value: Any, what: str) -> tuple[str, ...]:
@@ -166,6 +176,9 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     parallel = flags.parallel if flags.parallel is not None else setting("parallel")
     if parallel < 1:
         raise UsageError("--parallel must be at least 1")
+    verify = () if flags.no_verify else _commands(
+        flags.verify if flags.verify else setting("verify"),
+        "--verify" if flags.verify else "loop.verify")
     return LoopOptions(
         agent=argv,
         iterations=flags.iterations if flags.iterations is not None else setting("iterations"),
@@ -185,7 +198,25 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         notify=_words(given(flags.notify, "notify"), "the notify command line"),
         follow=flags.follow,
         parallel=parallel,
+        verify=verify,
+        verify_timeout_minutes=setting("verifyTimeout"),
+        verify_baseline=bool(setting("verifyBaseline")),
     )
+
+
+def _commands(value: Any, what: str) -> tuple[tuple[str, ...], ...]:
+    """Command lines, each split once (never through a shell): a list of lines, or
+    one line. An empty one is refused: it would run nothing and pass every item."""
+    lines = [value] if isinstance(value, str) else list(value or ())
+    if isinstance(value, str) and not value.strip():
+        return ()
+    commands = []
+    for line in lines:
+        argv = _words(str(line), what)
+        if not argv:
+            raise UsageError(f"{what}: an empty command line")
+        commands.append(argv)
+    return tuple(commands)
 
 
 def _prompt_file(workspace: Workspace, given: str | None) -> Path | None:

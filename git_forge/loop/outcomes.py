@@ -14,7 +14,10 @@ the run's state and the progress.
   the item is marked blocked and that is recorded;
 * **no signal**: retried while the item has retries left (``again``: the attempt's
   changes set aside, or left for the session the retry resumes), then deferred
-  (blocked).
+  (blocked);
+* **done, but a verification gate failed** (``verify_failed``): retried the same
+  way, its changes left in the tree and the failure in the next prompt, then
+  deferred with the gate's reason.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from git_forge.backlog.item import NO_REASON, Item
 from git_forge.exit_codes import LOOP_ERROR
+from git_forge.gates.verdict import Verdict
 from git_forge.loop.context import RunContext
 from git_forge.loop.errors import LoopError
 from git_forge.loop.iteration import AgentResult
@@ -123,6 +127,26 @@ def no_signal(run: RunContext, place: Place, item: Item, result: AgentResult) ->
         again(run, place, item, result.listed)
         return Outcome.RETRY
     return block(run, place, item, deferral_reason(why, attempts), deferred=True,
+                 result=result)
+
+
+def verify_failed(run: RunContext, place: Place, item: Item, result: AgentResult,
+                  verdict: Verdict) -> Outcome:
+    """The attempt said done and a verification gate failed: a failed attempt.
+    Retried while attempts are left — its changes stay in the tree for the retry,
+    whose prompt carries the failure — then deferred with the gate's reason."""
+    item_id = item.id
+    retries = run.options.retries
+    attempts = run.attempts[item_id] = run.attempts.get(item_id, 0) + 1
+    reason = verdict.reason or "verify failed"
+    if attempts <= retries:
+        run.save(last_signal="error")
+        run.progress.finished(item, Outcome.RETRY.label,
+                              f"{reason}; attempt {attempts} of {retries + 1}")
+        run.verify_failures[item_id] = verdict.excerpt
+        place.contain(item)
+        return Outcome.RETRY
+    return block(run, place, item, deferral_reason(reason, attempts), deferred=True,
                  result=result)
 
 

@@ -33,12 +33,13 @@ def duration_ms(manifest: Manifest) -> int | None:
 
 
 class LlmSpawnedJSON(TypedDict):
-    """``llm_spawned``'s fields: an agent started."""
+    """``llm_spawned``'s fields: an agent started (or a verification gate: ``gate``)."""
 
     itemId: str | None
     handle: str
     command: str
     timeoutMinutes: float | None
+    gate: NotRequired[str]
 
 
 class LlmExitedJSON(TypedDict):
@@ -51,6 +52,7 @@ class LlmExitedJSON(TypedDict):
     timedOut: bool
     durationMs: int | None
     receipt: NotRequired[dict[str, object]]
+    gate: NotRequired[str]
 
 
 class ProcessLostJSON(TypedDict):
@@ -58,14 +60,16 @@ class ProcessLostJSON(TypedDict):
 
     itemId: str | None
     handle: str
+    gate: NotRequired[str]
 
 
 def event_fields(kind: str, manifest: Manifest
                  ) -> tuple[str, LlmSpawnedJSON | LlmExitedJSON | ProcessLostJSON]:
     """The journal type and fields of one lifecycle event."""
     item_id = item_of(manifest)
+    gate = manifest.origin.get("gate")
     if kind == "started":
-        return "llm_spawned", {
+        spawned: LlmSpawnedJSON = {
             "itemId": item_id,
             "handle": manifest.handle,
             "command": shlex.join(manifest.command.argv),
@@ -73,6 +77,9 @@ def event_fields(kind: str, manifest: Manifest
                 manifest.started_at or manifest.created_at, manifest.deadline
             ),
         }
+        if isinstance(gate, str):  # a verification gate's process, not an agent
+            spawned["gate"] = gate
+        return "llm_spawned", spawned
     if kind == "completed":
         fields: LlmExitedJSON = {
             "itemId": item_id,
@@ -84,9 +91,14 @@ def event_fields(kind: str, manifest: Manifest
         }
         if manifest.receipt is not None:  # the iteration's receipt (loop/attempt.py)
             fields["receipt"] = manifest.receipt
+        if isinstance(gate, str):
+            fields["gate"] = gate
         return "llm_exited", fields
     if kind == "lost":
-        return "process_lost", {"itemId": item_id, "handle": manifest.handle}
+        lost: ProcessLostJSON = {"itemId": item_id, "handle": manifest.handle}
+        if isinstance(gate, str):
+            lost["gate"] = gate
+        return "process_lost", lost
     raise ValueError(f"unknown lifecycle event kind {kind!r}")
 
 

@@ -126,13 +126,25 @@ def earlier_work_section(earlier: EarlierWork) -> str | None:
     return "\n\n".join(parts) or None
 
 
+def verify_failure_section(excerpt: str) -> str:
+    """What the agent is told when its previous attempt said done and the project's
+    checks failed: the failure (a bounded excerpt, ``gates.verdict``), and that its
+    changes are still in the tree."""
+    return ("## Your previous attempt did not pass the project's checks\n"
+            "You signalled done, but a check the project runs before it accepts an item "
+            "failed:\n\n" + excerpt + "\n\nThe changes your previous attempt made are still "
+            "in the working tree, uncommitted: fix what fails (only failures your changes "
+            "caused count), then signal done again.")
+
+
 def build_prompt(
     item: Item, *, project_description: str = "", prompt_file_text: str | None = None,
     conflict: ConflictRecord | None = None, earlier: EarlierWork | None = None,
+    verify_failure: str | None = None,
 ) -> str:
     """The full prompt text for ``item`` (``conflict``: its previous attempt's merge
     conflict, described for this one; ``earlier``: what became of earlier attempts'
-    changes)."""
+    changes; ``verify_failure``: the checks its previous attempt failed)."""
     parts: list[str] = []
     if prompt_file_text and prompt_file_text.strip():
         parts.append(prompt_file_text.strip())
@@ -157,6 +169,8 @@ def build_prompt(
     told = earlier_work_section(earlier) if earlier is not None else None
     if told is not None:
         parts.append(told)
+    if verify_failure:
+        parts.append(verify_failure_section(verify_failure))
     answered = answer_section(item)
     # A conflict retried on the new tip: its section is that question and its answer.
     if answered and not (conflict is not None and item.human_answer == RETRY_ANSWER):

@@ -39,6 +39,7 @@ else is here once, for both:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,12 +49,13 @@ from git_forge.backlog.item import Item
 from git_forge.backlog.model import select_next
 from git_forge.errors import ForgeError
 from git_forge.exit_codes import LOOP_PAUSED, LOOP_STOPPED
+from git_forge.gates.verdict import describe_baseline, judge
 from git_forge.loop import agent_run, notify, outcomes, receipts
 from git_forge.loop.agent_run import Ending, Step
 from git_forge.loop.attempt import Attempt
 from git_forge.loop.context import RunContext, left_branch
 from git_forge.loop.errors import BranchLeft
-from git_forge.loop.iteration import agent_result, remove_prompt_files, start_agent
+from git_forge.loop.iteration import AgentResult, agent_result, remove_prompt_files, start_agent
 from git_forge.loop.outcomes import Outcome
 from git_forge.loop.places import (
     Escaped,
@@ -66,6 +68,7 @@ from git_forge.loop.places import (
 )
 from git_forge.loop.progress import RunningAgent
 from git_forge.loop.summary import LoopResult, RunCostsJSON, loop_result
+from git_forge.loop.verify import Gate, gate_run, journal_finished, run_baseline, start_gate
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.tree.errors import GitError
@@ -113,6 +116,17 @@ class _Agent:
 
 
 @dataclass
+class _Gating:
+    """An item whose agent said done, while its verification gates run (one at a
+    time, in order, in the tree it worked in): its slot stays taken meanwhile."""
+
+    item: Item
+    result: AgentResult
+    tree: Path | None
+    gate: Gate
+
+
+@dataclass
 class Engine:
     """One run's slots: what runs, what waits to run again, what is being landed."""
 
@@ -120,6 +134,8 @@ class Engine:
     place: Place
     number: int = 0
     running: dict[str, _Agent] = field(default_factory=dict)
+    #: Items whose verification gates run (``loop.verify``).
+    gating: dict[str, _Gating] = field(default_factory=dict)
     #: Items to run again (no signal with attempts left, or a usage limit waited out).
     retry: list[str] = field(default_factory=list)
     #: Each item as it was when first taken, before its retries (the circuit breaker's).
@@ -136,6 +152,11 @@ class Engine:
     def __post_init__(self) -> None:
         self.number = self.run.state.iteration or 0
 
+    @property
+    def busy(self) -> int:
+        """The slots taken: agents running, and items whose gates run."""
+        return len(self.running) + len(self.gating)
+
     # --- the run ---------------------------------------------------------------------------
 
     def go(self) -> LoopResult | None:
@@ -144,6 +165,8 @@ class Engine:
         ran out of work or budget (the session then ends it as any run)."""
         run, place = self.run, self.place
         try:
+            if run.options.verify and not self._baseline():
+                return self.stopped()
             while True:
                 if run.stop():
                     return self.stopped()
@@ -151,20 +174,21 @@ class Engine:
                 if left is not None:
                     raise BranchLeft(left)
                 self._apply(place.events())
-                ended = self._look(wait=bool(self.running))
+                ended = self._look(wait=bool(self.running or self.gating))
                 if ended and not self.pause and self.spent is None:  # their slots' next
-                    place.ahead(self._coming, place.slots - len(self.running) + len(ended))
+                    place.ahead(self._coming, place.slots - self.busy + len(ended))
                 for agent, manifest in ended:
                     del self.running[agent.item.id]
                     self._ended(agent, manifest)
                     if self.ending is not None:
                         return self.ended(self.ending)
+                self._gates_ended()
                 if run.stop():  # (one during a limit wait): nothing more starts
                     return self.stopped()
                 if not self.pause and self.spent is None:
                     self._start_what_can()
                 run.save_noted()  # the slots that freed, when no start wrote them
-                if self.running:
+                if self.running or self.gating:
                     continue
                 if place.outstanding:  # nothing runs: wait for the git work (it may free work)
                     self._apply(place.events(wait=POLL_SECONDS))
@@ -192,11 +216,11 @@ class Engine:
         """Fill the free slots: retries first (where they ran), then the next
         selectable items, while the iteration budget lasts."""
         run, place = self.run, self.place
-        if len(self.running) >= place.slots or self.number >= run.options.iterations:
+        if self.busy >= place.slots or self.number >= run.options.iterations:
             return
         place.ahead(self._coming, 0)
         started = False
-        while len(self.running) < place.slots and self.number < run.options.iterations:
+        while self.busy < place.slots and self.number < run.options.iterations:
             if self.retry and not place.ready(self.retry[0]):
                 return  # its last attempt is being set aside; the next look starts it
             item = run.store.get(self.retry[0]) if self.retry else self._next_item()
@@ -262,8 +286,8 @@ class Engine:
         run's next save — the start that takes its slot, its outcome's, or at the end
         of the engine's look (``go``) — so a freed slot costs no write of its own."""
         if self.place.slots > 1:
-            changes = {"current_item": next(iter(self.running), None),
-                       "running_items": tuple(self.running)}
+            busy = (*self.running, *self.gating)
+            changes = {"current_item": next(iter(busy), None), "running_items": busy}
             if now:
                 self.run.save(**changes)
             else:
@@ -287,7 +311,8 @@ class Engine:
             if only.tree_ended:
                 only.listing = self.place.listing()
             timeout = timeout if only.tree_ended else 0.0
-        settled = set(supervisor.wait_any([agent.handle for agent in running], timeout))
+        gates = [gating.gate.handle for gating in self.gating.values()]
+        settled = set(supervisor.wait_any([agent.handle for agent in running] + gates, timeout))
         ended: list[tuple[_Agent, Manifest]] = []
         idle_limit = run.options.idle_minutes * 60 if run.options.idle_minutes else None
         for agent in running:
@@ -368,6 +393,15 @@ class Engine:
         left = left_branch(run)  # nothing is settled on a checkout switched away
         if left is not None:
             raise BranchLeft(left)
+        if result.signal.kind == "done" and run.options.verify:
+            self.gating[item_id] = _Gating(agent.item, result, agent.tree, start_gate(
+                run, item_id, 0, agent.tree or run.workspace.root, iteration=self.number))
+            return
+        self._settle(item_id, result)
+
+    def _settle(self, item_id: str, result: AgentResult) -> None:
+        """The attempt's signal settled for its item (``outcomes``)."""
+        run, place = self.run, self.place
         before = run.store.get(item_id)
         outcome = outcomes.settle(run, place, before, result)
         if outcome is Outcome.RETRY:
@@ -375,6 +409,63 @@ class Engine:
         elif outcome is Outcome.LANDING:
             self.landing[item_id] = (before, result.handle)
         self._settled(item_id, outcome)
+
+    # --- the verification gates ----------------------------------------------------------
+
+    def _baseline(self) -> bool:
+        """The gates' results on the starting tip (``loop.verifyBaseline``), once, each
+        told when it fails there; ``False`` when the run was stopped meanwhile."""
+        run = self.run
+        if not run.options.verify_baseline or run.baselines:
+            return True
+        baselines = run_baseline(run)
+        if baselines is None:
+            return False
+        run.baselines = baselines
+        for baseline in baselines:
+            told = describe_baseline(baseline, run.branch or "HEAD")
+            if told is not None:
+                run.progress.note(told)
+        return True
+
+    def _gates_ended(self) -> None:
+        """Each gate that ended, judged against its baseline: the item's next gate
+        starts, or — every gate passed — its signal is settled as done (its tree listed
+        again: the gates may have written there), or — one failed — it is a failed
+        attempt (``outcomes.verify_failed``)."""
+        if not self.gating:
+            return
+        run = self.run
+        supervisor = run.supervisor
+        ended = supervisor.wait_any([g.gate.handle for g in self.gating.values()], 0.0)
+        for gating in [g for g in list(self.gating.values()) if g.gate.handle in ended]:
+            item_id = gating.item.id
+            gate = gating.gate
+            gate_result, problem = gate_run(run, gate, supervisor.wait(gate.handle))
+            baselines = run.baselines
+            verdict = judge(gate_result, baselines[gate.position] if gate.position < len(baselines)
+                            else None)
+            journal_finished(run, item_id, gate, gate_result, verdict.passed, verdict.reason)
+            if problem is not None:
+                run.progress.note(f"item {item_id}: `{gate.command}`'s report: {problem}")
+            left = left_branch(run)
+            if left is not None:
+                raise BranchLeft(left)
+            if verdict.passed and gate.position + 1 < len(run.options.verify):
+                self.gating[item_id] = dataclasses.replace(gating, gate=start_gate(
+                    run, item_id, gate.position + 1, gating.tree or run.workspace.root,
+                    iteration=self.number))
+                continue
+            del self.gating[item_id]
+            result = dataclasses.replace(gating.result, listed=None)
+            if verdict.passed:
+                self._settle(item_id, result)
+                continue
+            outcome = outcomes.verify_failed(run, self.place, run.store.get(item_id), result,
+                                             verdict)
+            if outcome is Outcome.RETRY:
+                self.retry.append(item_id)
+            self._settled(item_id, outcome)
 
     def _settled(self, item_id: str, outcome: Outcome) -> None:
         if outcome is Outcome.RETRY:
@@ -456,6 +547,7 @@ class Engine:
         for agent in self.running.values():
             agent.listed()
         self.running.clear()
+        self.gating.clear()  # their processes ended with the rest; their items back to pending
         self._show_running()
         if cancel:
             self.place.close(cancel=True)
@@ -476,7 +568,7 @@ class Engine:
         """A stop request or signal: every agent ends, its item back to pending, its
         work kept where it ran."""
         run = self.run
-        running = sorted(self.running)
+        running = sorted([*self.running, *self.gating])
         self._wind_down()
         self._record_stop(running)
         # With no agent running (a stop during a limit wait, between attempts), whatever
@@ -489,7 +581,7 @@ class Engine:
         """The main checkout left the run's branch: every agent ends, nothing more is
         committed (the git work not under way is not done), the agents' work stays."""
         run = self.run
-        running = sorted(self.running)
+        running = sorted([*self.running, *self.gating])
         self._wind_down(cancel=True)
         branch = run.branch
         back = (f"git checkout {branch}" if branch is not None else

@@ -1,0 +1,139 @@
+"""The verification gates of a run (``loop.verify``, ``--verify``): the project's
+own checks, run in the item's tree after its agent says it is done and before
+anything is committed, each one a process under the supervisor (its own spool,
+its timeout ``loop.verifyTimeout``, ended with the run's processes on a stop).
+
+What a gate's result means — the failing tests of its JUnit report compared with
+the run's baseline — is ``gates``'; this module starts the commands, reads what
+they came to, and runs the baseline once on the starting tip (``loop.verifyBaseline``).
+
+A word ``{report}`` in a command stands for a file in the state dir's
+``verify/`` directory the command is to write its JUnit XML report to; it is
+removed before the command starts (a report left from an earlier run is never
+read as this one's) and read once it ended.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from git_forge.atomic import make_ignored_dir
+from git_forge.gates.junit import ReportError, read_report
+from git_forge.gates.verdict import Baseline, GateRun
+from git_forge.loop.context import RunContext
+from git_forge.safetext import safe_text
+from git_forge.supervisor.manifest import Manifest
+from git_forge.supervisor.process import PreparedProcess
+
+#: The token a command's word may hold for the report file it writes.
+REPORT_TOKEN = "{report}"
+#: Where the reports are written, in the state dir.
+VERIFY_DIR = "verify"
+#: The reports' directory's ignore rules: nothing in it is ever tracked.
+_IGNORE = b"# git-forge's verification reports: never tracked\n*\n"
+#: How long one look at a baseline's process waits before a stop is checked again.
+BASELINE_POLL_SECONDS = 0.05
+
+
+class Gate(NamedTuple):
+    """One gate process: which command, for which item, and its report file."""
+
+    handle: str
+    #: The position of its command in ``loop.verify``.
+    position: int
+    #: The command line as the user wrote it (the words joined).
+    command: str
+    report: Path | None
+    started: float
+
+
+def command_text(argv: tuple[str, ...]) -> str:
+    """A command's words as one line, for reasons, the journal and ``proc list``."""
+    return " ".join(argv)
+
+
+def _report_file(run: RunContext, owner: str, index: int) -> Path:
+    return run.workspace.state_dir / VERIFY_DIR / f"{owner}-{index + 1}.xml"
+
+
+def start_gate(run: RunContext, owner: str, index: int, cwd: Path, *,
+               iteration: int | None = None) -> Gate:
+    """Start the ``index``-th gate in ``cwd`` for ``owner`` (an item's id, or
+    ``baseline``): under the supervisor, its standard input empty, its timeout the
+    run's ``loop.verifyTimeout``; journaled as ``verify_started``."""
+    argv = run.options.verify[index]
+    command = command_text(argv)
+    report = None
+    if any(REPORT_TOKEN in word for word in argv):
+        report = _report_file(run, owner, index)
+        make_ignored_dir(report.parent, _IGNORE)
+        try:
+            report.unlink()
+        except FileNotFoundError:
+            pass
+        argv = tuple(word.replace(REPORT_TOKEN, str(report)) for word in argv)
+    env = {**os.environ, "FORGE_RUN_ID": run.state.run_id or "", "FORGE_VERIFY": "1"}
+    if owner != "baseline":
+        env["FORGE_ITEM_ID"] = owner
+    timeout = run.options.verify_timeout_minutes * 60
+    item_id = None if owner == "baseline" else owner
+    handle = run.supervisor.start(
+        {"run_id": run.state.run_id},
+        {"item_id": item_id, "iteration": iteration, "gate": command},
+        PreparedProcess(argv=list(argv), cwd=cwd, env=env, stdin=None, timeout=timeout))
+    run.journal.append("verify_started", itemId=item_id, command=command, handle=handle)
+    return Gate(handle, index, command, report, time.monotonic())
+
+
+def gate_run(run: RunContext, gate: Gate, manifest: Manifest) -> tuple[GateRun, str | None]:
+    """What the ended ``gate`` came to, and why its report could not be read (a
+    report it should have written and did not, or a malformed one, counts as no
+    report: the judgement then goes by its exit status)."""
+    stdout = run.supervisor.tail(gate.handle, "stdout")
+    stderr = run.supervisor.tail(gate.handle, "stderr")
+    output = safe_text(stdout + b"\n" + stderr, final=True).text
+    exit_status = None if manifest.state == "timed_out" else manifest.result.exit_code
+    report = None
+    problem = None
+    if gate.report is not None:
+        try:
+            report = read_report(gate.report)
+        except FileNotFoundError:
+            problem = "it wrote no report"
+        except ReportError as exc:
+            problem = exc.message
+    return GateRun(gate.command, exit_status, report, output), problem
+
+
+def journal_finished(run: RunContext, item_id: str | None, gate: Gate, result: GateRun,
+                     passed: bool, reason: str | None) -> None:
+    """``verify_finished``: the command, its exit (``null``: timed out), how long it
+    took, whether it passed and why not, and how many tests its report failed."""
+    fields: dict[str, Any] = {"command": gate.command, "exitCode": result.exit_status,
+                                 "durationMs": round((time.monotonic() - gate.started) * 1000),
+                                 "passed": passed}
+    if result.report is not None:
+        fields["failing"] = len(result.report.failures)
+    if reason is not None:
+        fields["reason"] = reason
+    run.journal.append("verify_finished", itemId=item_id, **fields)
+
+
+def run_baseline(run: RunContext) -> tuple[Baseline, ...] | None:
+    """Each gate run once on the starting tip, in the main checkout, before any item
+    starts; ``None`` when the run was stopped meanwhile (the gate's process is then
+    ended with the run's)."""
+    baselines = []
+    for index in range(len(run.options.verify)):
+        gate = start_gate(run, "baseline", index, run.workspace.root)
+        while not run.supervisor.wait_any([gate.handle], BASELINE_POLL_SECONDS):
+            if run.stop():
+                return None
+        result, _ = gate_run(run, gate, run.supervisor.wait(gate.handle))
+        failing = result.report.failing if result.report is not None else None
+        journal_finished(run, None, gate, result, result.exit_status == 0, None)
+        baselines.append(Baseline(gate.command, result.exit_status, failing))
+    return tuple(baselines)
