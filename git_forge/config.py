@@ -124,6 +124,9 @@ KEYS: dict[str, _Key] = {
                                         "command lines (one line: one check), no shell"),
     "loop.verifyTimeout": _Key(10, _NUMBER, minimum=0.01, maximum=MAX_MINUTES,
                                doc="minutes one check may run"),
+    "loop.verifyOnIntegrate": _Key(True, (bool,),
+                                   doc="a parallel run checks an item's work again on the tip "
+                                       "it lands on, when that moved since the item started"),
     "loop.verifyBaseline": _Key(True, (bool,),
                                 doc="an item fails a check only for failures the run's "
                                     "starting tip did not have"),

@@ -130,7 +130,8 @@ class MergeWorker:
 
     def __init__(self, root: Path, state_dir: Path, backlog_file: Path, backlog_rel: str,
                  onto: str, told: Callable[[], None] = lambda: None,
-                 before: Callable[[], None] = lambda: None) -> None:
+                 before: Callable[[], None] = lambda: None,
+                 check: Callable[[str, str], str | None] | None = None) -> None:
         self.root, self.state_dir, self.backlog_file = root, state_dir, backlog_file
         self.backlog_rel, self.onto = backlog_rel, onto
         #: Called (in this thread) once the results of the jobs under way are all in.
@@ -138,6 +139,9 @@ class MergeWorker:
         #: Called (in this thread) before the git work of the jobs taken together: the
         #: loop's records of what led to them made durable, once for them all.
         self.before = before
+        #: The run's checks of an item's commits replayed onto a tip that moved since it
+        #: forked (``loop.verifyOnIntegrate``): why they may not land, or ``None``.
+        self.check = check
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._results: queue.Queue[Result] = queue.Queue()
         self.outstanding = 0
@@ -253,7 +257,7 @@ class MergeWorker:
         # a fast-forward moves only clean paths (a dirty one in the way refuses it): the
         # main checkout's baseline holds
         outcomes = integrate_items(self.root, self.state_dir,
-                                   [job.item_id for job, _ in committed], self.onto)
+                                   [job.item_id for job, _ in committed], self.onto, self.check)
         for (job, commit), outcome in zip(committed, outcomes, strict=True):
             self._results.put(Merged(job, commit, outcome))
 

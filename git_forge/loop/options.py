@@ -55,6 +55,8 @@ class LoopOptions:
     verify_timeout_minutes: float = _default("verifyTimeout")
     #: Judge a gate by the failures the run's starting tip did not have.
     verify_baseline: bool = _default("verifyBaseline")
+    #: A parallel run checks an item's commits again on a tip that moved meanwhile.
+    verify_on_integrate: bool = _default("verifyOnIntegrate")
 
     @property
     def profile(self) -> Profile:
@@ -201,6 +203,7 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         verify=verify,
         verify_timeout_minutes=setting("verifyTimeout"),
         verify_baseline=bool(setting("verifyBaseline")),
+        verify_on_integrate=bool(setting("verifyOnIntegrate")),
     )
 
 

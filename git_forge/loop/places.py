@@ -62,11 +62,12 @@ from git_forge.loop.merging import (
     Seen,
     kept_note,
 )
+from git_forge.loop.verify import STOPPED_CHECK, integration_check
 from git_forge.loop.worktree_prep import WorktreePreparer
 from git_forge.owned import make_dir
 from git_forge.reconcile import messages
 from git_forge.reconcile.conflicts import record_conflict
-from git_forge.reconcile.merge_queue import Conflicted, Integrated, tidy
+from git_forge.reconcile.merge_queue import Conflicted, Integrated, Unverified, tidy
 from git_forge.tree.errors import GitError
 from git_forge.tree.git_status import ListingMeanwhile
 from git_forge.tree.porcelain import StatusEntry
@@ -99,6 +100,9 @@ class NotLanded:
     reason: str
     needs_human: bool = False
     cleared: bool = False
+    #: The run stopped before the work could be checked on the new tip
+    #: (``loop.verifyOnIntegrate``): no outcome; the item goes back to pending.
+    stopped: bool = False
 
 
 Landing = Landed | NotLanded
@@ -345,7 +349,7 @@ class Worktrees:
         # what led to the jobs is on disk before their git work is, made so on that thread
         self.worker = MergeWorker(workspace.root, workspace.state_dir, workspace.backlog_file,
                                   run.backlog_rel, self.onto, told=run.supervisor.wake,
-                                  before=lambda: on_disk(run))
+                                  before=lambda: on_disk(run), check=integration_check(run))
         self.preparer = WorktreePreparer(workspace.root)
 
     def _tip(self) -> str:
@@ -505,6 +509,16 @@ class Worktrees:
                                     commit=outcome.commit)
             record_conflict(self.state_dir, outcome, self.onto, result.job.tree)
             return NotLanded(item_id, conflict_reason(outcome), needs_human=True, cleared=True)
+        if isinstance(outcome, Unverified):
+            if outcome.reason == STOPPED_CHECK:  # the run stops: the item goes back to pending
+                return NotLanded(item_id, outcome.reason, cleared=True, stopped=True)
+            self.run.journal.append("merge_conflict", itemId=item_id, paths=[], collidedWith=[],
+                                    commit=outcome.commit, failedCheck=outcome.reason)
+            record_conflict(self.state_dir, outcome, self.onto, result.job.tree)
+            return NotLanded(item_id, f"its work, replayed onto {self.onto}, failed the run's "
+                             f"checks there: {outcome.reason}. Retry it on the new tip or "
+                             "resolve it by hand: git forge recover", needs_human=True,
+                             cleared=True)
         return NotLanded(item_id, "the agent signalled done, but its commit could not be "
                          f"integrated: {outcome.reason}", cleared=True)
 

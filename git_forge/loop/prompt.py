@@ -40,11 +40,12 @@ def conflict_section(conflict: ConflictRecord) -> str:
     """What the agent of an item whose previous attempt conflicted is told."""
     kept = (f" The previous attempt is kept at {conflict.retried_ref} (git show "
             f"{conflict.retried_ref}) for reference." if conflict.retried_ref else "")
+    redo = ("so that the project's checks pass there" if conflict.failed_check is not None
+            else "keeping what the other items changed in those paths")
     return ("## Your previous attempt could not be integrated\n"
             f"Its work was done, but {conflict.describe()}. The branch has moved on: this "
-            "attempt starts from its current tip, which holds that other work. Redo the "
-            "item on top of it, keeping what the other items changed in those paths."
-            + kept)
+            f"attempt starts from its current tip, which holds that other work. Redo the "
+            f"item on top of it, {redo}." + kept)
 
 
 #: By what the answer answers (``answeredKind``): the section's heading, the words

@@ -491,6 +491,9 @@ class Engine:
         if found is None:  # settled already (blamed for an escape, or landed)
             return
         before, handle = found
+        if isinstance(landing, NotLanded) and landing.stopped:  # the ending puts it to pending
+            self.run.store.replace(before)
+            return
         self.taken.pop(landing.item_id, None)
         self._settled(landing.item_id,
                       outcomes.landed(self.run, self.place, before, landing, handle))

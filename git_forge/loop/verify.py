@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from git_forge.atomic import make_ignored_dir
 from git_forge.gates.junit import ReportError, read_report
-from git_forge.gates.verdict import Baseline, GateRun
+from git_forge.gates.verdict import Baseline, GateRun, judge
 from git_forge.loop.context import RunContext
 from git_forge.safetext import safe_text
+from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.supervisor.process import PreparedProcess
+from git_forge.tree.worktrees import scratch_worktree
 
 #: The token a command's word may hold for the report file it writes.
 REPORT_TOKEN = "{report}"
@@ -120,6 +123,44 @@ def journal_finished(run: RunContext, item_id: str | None, gate: Gate, result: G
     if reason is not None:
         fields["reason"] = reason
     run.journal.append("verify_finished", itemId=item_id, **fields)
+
+
+#: What a check of an integration answers when the run stops under it: no verdict,
+#: the item goes back to pending (``places.NotLanded.stopped``).
+STOPPED_CHECK = "the run stopped before its work was checked on the new tip"
+
+
+def integration_check(run: RunContext) -> Callable[[str, str], str | None] | None:
+    """The merge queue's check of an item's commits replayed onto a tip that moved
+    since it forked (``loop.verifyOnIntegrate``): the gates run, on the merge thread,
+    in a scratch worktree of the replayed commit under ``verify/``, removed after;
+    why they failed there (judged against the baseline, as the item's own gates
+    were), ``STOPPED_CHECK`` when the run stopped under them, else ``None``."""
+    if not run.options.verify or not run.options.verify_on_integrate:
+        return None
+
+    def check(item_id: str, commit: str) -> str | None:
+        directory = run.workspace.state_dir / VERIFY_DIR / f"tree-{item_id}"
+        with scratch_worktree(run.workspace.root, directory, commit):
+            for index in range(len(run.options.verify)):
+                try:
+                    gate = start_gate(run, item_id, index, directory)
+                except ProcessError as exc:
+                    if exc.code == "supervisor_shutting_down":
+                        return STOPPED_CHECK
+                    raise
+                manifest = run.supervisor.wait(gate.handle)
+                if manifest.state not in ("exited", "timed_out"):  # ended by the run's end
+                    return STOPPED_CHECK
+                result, _ = gate_run(run, gate, manifest)
+                baselines = run.baselines
+                verdict = judge(result, baselines[index] if index < len(baselines) else None)
+                journal_finished(run, item_id, gate, result, verdict.passed, verdict.reason)
+                if not verdict.passed:
+                    return verdict.reason
+        return None
+
+    return check
 
 
 def run_baseline(run: RunContext) -> tuple[Baseline, ...] | None:

@@ -38,7 +38,7 @@ from git_forge.errors import StoreError
 from git_forge.jsonfile import read_document, update_json
 from git_forge.layout import CONFLICTS_FILE, RETRIED_REF_PREFIX
 from git_forge.reconcile.errors import ReconcileError
-from git_forge.reconcile.merge_queue import Conflicted
+from git_forge.reconcile.merge_queue import Conflicted, Unverified
 from git_forge.reconcile.messages import item_branch
 from git_forge.tree.errors import GitError
 from git_forge.tree.worktrees import Retired, retire, retire_refusal
@@ -62,6 +62,9 @@ class ConflictJSON(TypedDict):
     retried: bool
     retriedRef: str | None
     resolvingByHand: NotRequired[bool]
+    #: Not a conflict of paths: the item's commits, replayed onto the new tip, failed
+    #: the run's checks there (``loop.verifyOnIntegrate``); why.
+    failedCheck: NotRequired[str]
 
 
 class RetriedJSON(TypedDict):
@@ -99,13 +102,19 @@ class ConflictRecord:
     retried: bool = False
     #: recover's answer was "resolve by hand": the commands are the next step.
     resolving: bool = False
+    #: The item's commits replayed onto the tip failed the run's checks there (why).
+    failed_check: str | None = None
 
     def to_json(self) -> ConflictJSON:
-        return {"itemId": self.item_id, "commit": self.commit, "paths": list(self.paths),
-                "collidedWith": list(self.collided_with), "branch": self.branch,
-                "worktree": self.worktree, "onto": self.onto, "recordedAt": self.recorded_at,
-                "retried": self.retried, "retriedRef": self.retried_ref,
-                "resolvingByHand": self.resolving}
+        document: ConflictJSON = {
+            "itemId": self.item_id, "commit": self.commit, "paths": list(self.paths),
+            "collidedWith": list(self.collided_with), "branch": self.branch,
+            "worktree": self.worktree, "onto": self.onto, "recordedAt": self.recorded_at,
+            "retried": self.retried, "retriedRef": self.retried_ref,
+            "resolvingByHand": self.resolving}
+        if self.failed_check is not None:
+            document["failedCheck"] = self.failed_check
+        return document
 
     @classmethod
     def from_json(cls, document: Any) -> ConflictRecord | None:
@@ -120,12 +129,14 @@ class ConflictRecord:
         if not all(isinstance(value, list) for value in lists.values()):
             return None
         ref = document.get("retriedRef")
+        failed = document.get("failedCheck")
         return cls(str(text["itemId"]), str(text["commit"]),
                    tuple(map(str, lists["paths"] or [])),
                    tuple(map(str, lists["collidedWith"] or [])), str(text["branch"]),
                    str(text["worktree"]), str(text["onto"]), str(text["recordedAt"]),
                    ref if isinstance(ref, str) else None, document.get("retried") is True,
-                   document.get("resolvingByHand") is True)
+                   document.get("resolvingByHand") is True,
+                   failed if isinstance(failed, str) else None)
 
     @property
     def open(self) -> bool:
@@ -134,6 +145,9 @@ class ConflictRecord:
 
     def describe(self) -> str:
         """The conflict in one sentence (the question's and the prompt's)."""
+        if self.failed_check is not None:
+            return (f"its commits, replayed onto {self.onto} (as {self.commit[:12]}), failed "
+                    f"the run's checks there: {self.failed_check}")
         whom = (f" with the work of item{'s' if len(self.collided_with) > 1 else ''} "
                 f"{', '.join(self.collided_with)}" if self.collided_with else "")
         return (f"its commit {self.commit[:12]} conflicted with {self.onto} in "
@@ -192,12 +206,19 @@ def _update(state_dir: Path, change: Any) -> None:
     update_json(path, mutate)
 
 
-def record_conflict(state_dir: Path, conflict: Conflicted, onto: str, worktree: Path) -> None:
+def record_conflict(state_dir: Path, conflict: Conflicted | Unverified, onto: str,
+                    worktree: Path) -> None:
     """The merge queue's conflict for its item (a retry's attempt that conflicted
-    again replaces the record; the ref of the attempt before stays in git)."""
-    record = ConflictRecord(conflict.item_id, conflict.commit, conflict.paths,
-                            conflict.collided_with, item_branch(conflict.item_id),
-                            str(worktree), onto, wire_now())
+    again replaces the record; the ref of the attempt before stays in git) — or its
+    commits that failed the run's checks on the new tip, asked about the same way."""
+    if isinstance(conflict, Unverified):
+        record = ConflictRecord(conflict.item_id, conflict.commit, (), (),
+                                item_branch(conflict.item_id), str(worktree), onto, wire_now(),
+                                failed_check=conflict.reason)
+    else:
+        record = ConflictRecord(conflict.item_id, conflict.commit, conflict.paths,
+                                conflict.collided_with, item_branch(conflict.item_id),
+                                str(worktree), onto, wire_now())
     _update(state_dir, lambda records: records.__setitem__(conflict.item_id, record))
 
 
@@ -262,8 +283,9 @@ def resolve_start(record: ConflictRecord) -> str:
 def resolve_commands(record: ConflictRecord, root: Path) -> list[str]:
     """The commands to resolve the conflict by hand in the item's worktree, then land it."""
     tree = shlex.quote(str(record.worktree))
+    how = ("then make the checks pass there, and commit" if record.failed_check is not None
+           else "resolve each path, git add it, git rebase --continue")
     return [f"cd {tree}",
-            f"git rebase {shlex.quote(record.onto)}   (resolve each path, git add it, "
-            "git rebase --continue)",
+            f"git rebase {shlex.quote(record.onto)}   ({how})",
             f"cd {shlex.quote(str(root))}",
             f"git forge reconcile --integrate {record.item_id}"]

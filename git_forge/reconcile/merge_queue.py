@@ -23,7 +23,7 @@ items finish) and ``git forge reconcile --integrate`` (by hand) run it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +96,17 @@ class Conflicted:
 
 
 @dataclass(frozen=True)
+class Unverified:
+    """The item's commits, replayed onto a tip that moved since its checks passed,
+    failed them there (``loop.verifyOnIntegrate``); nothing changed."""
+
+    item_id: str
+    #: The last of its replayed commits (held by no branch).
+    commit: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Refused:
     """git refused to integrate; nothing changed."""
 
@@ -103,7 +114,7 @@ class Refused:
     reason: str
 
 
-Outcome = Integrated | Conflicted | Refused
+Outcome = Integrated | Conflicted | Unverified | Refused
 
 
 def _collisions(root: Path, fork: str, tip: str, paths: Iterable[str]) -> tuple[Collision, ...]:
@@ -139,15 +150,20 @@ def integrate_item(root: Path, state_dir: Path, item_id: str, onto: str) -> Outc
 
 
 def integrate_items(root: Path, state_dir: Path, item_ids: Sequence[str],
-                    onto: str) -> list[Outcome]:
+                    onto: str, check: Callable[[str, str], str | None] | None = None
+                    ) -> list[Outcome]:
     """``integrate_item`` for several items, in order, as one integration
     (``tree.worktrees.integrate_all``: one fast-forward of ``onto`` for them all);
-    an outcome each."""
+    an outcome each. ``check(item_id, commit)``: why an item's commits replayed onto
+    a tip that moved since it forked may not land (``Unverified``), or ``None``."""
     branches = [item_branch(item_id) for item_id in item_ids]
     named = ", ".join(item_ids)
     reflog = f"forge: item{'s' if len(item_ids) > 1 else ''} {named}"
     try:
-        done = integrate_all(root, branches, onto, reflog=reflog, tidy=True)
+        done = integrate_all(
+            root, branches, onto, reflog=reflog, tidy=True,
+            check=None if check is None else
+            lambda branch, commit: check(item_ids[branches.index(branch)], commit))
     except GitError as exc:
         return [Refused(item_id, exc.message) for item_id in item_ids]
     return [_outcome(root, state_dir, item_id, onto, each)
@@ -165,6 +181,9 @@ def _outcome(root: Path, state_dir: Path, item_id: str, onto: str,
         except GitError:
             collisions = ()
         return Conflicted(item_id, done.conflict_commit, done.conflict_paths, collisions)
+    if done.outcome == "unverified":
+        assert done.conflict_commit is not None and done.failed_check is not None
+        return Unverified(item_id, done.conflict_commit, done.failed_check)
     if done.outcome == "integrated":
         return Integrated(item_id, done.commits, done.new_tip, done.kept)
     return Integrated(item_id, (), done.tip, tidy(root, state_dir, item_id, onto))

@@ -35,9 +35,10 @@ the operator; the replay and the fast-forward run none (``commit-tree``,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -128,6 +129,25 @@ def add_worktree(root: Path, directory: Path, branch: str, start: str) -> Path:
     refuse_link(directory)
     _run(root, ["worktree", "add", "--quiet", "-b", branch, str(directory), start])
     return directory
+
+
+@contextlib.contextmanager
+def scratch_worktree(root: Path, directory: Path, commit: str) -> Iterator[Path]:
+    """``commit`` checked out (detached) in a linked worktree at ``directory`` for the
+    block, then removed with whatever the block wrote there (``--force``): a place to
+    run a check on commits no branch holds yet. A worktree left there by a crash is
+    removed first."""
+    make_dir(directory.parent)
+    refuse_link(directory)
+    if directory.exists():
+        with contextlib.suppress(GitError):  # not a worktree: git's add refuses it below
+            _run(root, ["worktree", "remove", "--force", "--force", str(directory)])
+    _run(root, ["worktree", "prune"])
+    _run(root, ["worktree", "add", "--quiet", "--detach", str(directory), commit])
+    try:
+        yield directory
+    finally:
+        _run(root, ["worktree", "remove", "--force", "--force", str(directory)])
 
 
 def hold_on(root: Path, tree: Path, branch: str, current: str | None) -> None:
@@ -320,7 +340,7 @@ def commit_info(root: Path, commit: str) -> CommitInfo:
 class Integration(NamedTuple):
     """What ``integrate`` did (or, with ``dry_run``, would do)."""
 
-    outcome: Literal["integrated", "already", "conflict"]
+    outcome: Literal["integrated", "already", "conflict", "unverified"]
     branch: str
     onto: str
     #: ``onto``'s commit before, and after (the same unless integrated).
@@ -336,6 +356,14 @@ class Integration(NamedTuple):
     #: With ``tidy``: whether the branch and its worktree were removed, else why not.
     removed: bool = False
     kept: str | None = None
+    #: ``unverified``: why the replayed commits failed the caller's check
+    #: (``conflict_commit`` is the last of them).
+    failed_check: str | None = None
+
+
+#: A check of a branch's commits replayed onto a tip that moved since it forked
+#: (the branch, the last replayed commit): why they may not land, or ``None``.
+Check = Callable[[str, str], "str | None"]
 
 
 def _pick(root: Path, commit: CommitInfo, onto: str, onto_tree: str,
@@ -461,14 +489,17 @@ def integrate(root: Path, branch: str, onto: str, *, dry_run: bool = False,
 
 def integrate_all(root: Path, branches: Sequence[str], onto: str, *, dry_run: bool = False,
                   reflog: str | None = None, trees: list[Worktree] | None = None,
-                  tidy: bool = False) -> list[Integration | GitError]:
+                  tidy: bool = False, check: Check | None = None
+                  ) -> list[Integration | GitError]:
     """``integrate`` for several branches, in order, as one: each replayed onto the
     tip the ones before it made (a conflict, or a refusal — no such branch, merge
     commits, no common history — is that branch's alone: its ``GitError`` in the
-    list), then ``onto`` fast-forwarded once, to the last. One look at the refs and
-    the worktrees, one fast-forward, for them all. When that fast-forward is refused
-    (a local change in the way), each branch is integrated on its own, in order, so
-    that only those whose changes meet the local change are refused."""
+    list; so is a replay onto a tip that moved since the branch forked which
+    ``check`` fails: ``unverified``), then ``onto`` fast-forwarded once, to the last.
+    One look at the refs and the worktrees, one fast-forward, for them all. When that
+    fast-forward is refused (a local change in the way), each branch is integrated on
+    its own, in order, so that only those whose changes meet the local change are
+    refused."""
     found = _refs(root, (onto, *branches))
     if onto not in found:
         raise GitError(f"no branch {onto}")
@@ -491,6 +522,11 @@ def integrate_all(root: Path, branches: Sequence[str], onto: str, *, dry_run: bo
                                        conflict_paths=replay.conflict_paths))
         elif not replay.commits:
             results.append(Integration("already", branch, onto, current, current, replay.fork))
+        elif check is not None and current != replay.fork and (
+                failed := check(branch, replay.commits[-1])) is not None:
+            results.append(Integration("unverified", branch, onto, current, current, replay.fork,
+                                       conflict_commit=replay.commits[-1],
+                                       failed_check=failed))
         else:
             results.append(Integration("integrated", branch, onto, current, replay.commits[-1],
                                        replay.fork, replay.commits))
@@ -511,7 +547,7 @@ def integrate_all(root: Path, branches: Sequence[str], onto: str, *, dry_run: bo
     except GitError as exc:
         if len(landing) == 1:
             return [exc if result is landing[0] else result for result in results]
-        return [integrate_all(root, [branch], onto, reflog=reflog, tidy=tidy)[0]
+        return [integrate_all(root, [branch], onto, reflog=reflog, tidy=tidy, check=check)[0]
                 for branch in branches]
     return [_settle(root, trees, result, found[result.branch][0], message, tidy)
             if isinstance(result, Integration) and result.outcome == "integrated" else result
