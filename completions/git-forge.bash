@@ -14,7 +14,7 @@ _shtab_git_forge_proc_subparsers=(list show output wait stop prune)
 _shtab_git_forge_subparsers=(init loop status recover reconcile backlog decision agents preflight hooks proc config demo completion version help)
 
 _shtab_git_forge_init_option_strings=(-h --help --backlog --json)
-_shtab_git_forge_loop_run_option_strings=(-h --help --backlog --agent --agent-arg --iterations --retries --timeout --idle-timeout --max-cost --on-limit --max-consecutive-failures --notify --prompt-file --pause-on-needs-human --parallel --follow --ndjson --json --force)
+_shtab_git_forge_loop_run_option_strings=(-h --help --backlog --agent --agent-arg --iterations --retries --timeout --idle-timeout --max-cost --on-limit --max-consecutive-failures --notify --prompt-file --pause-on-needs-human --parallel --verify --no-verify --follow --ndjson --json --force)
 _shtab_git_forge_loop_stop_option_strings=(-h --help --backlog --json)
 _shtab_git_forge_loop_option_strings=(-h --help)
 _shtab_git_forge_status_option_strings=(-h --help --backlog --json)
@@ -144,6 +144,7 @@ _shtab_git_forge_init___json_nargs=0
 _shtab_git_forge_loop_run__h_nargs=0
 _shtab_git_forge_loop_run___help_nargs=0
 _shtab_git_forge_loop_run___pause_on_needs_human_nargs=0
+_shtab_git_forge_loop_run___no_verify_nargs=0
 _shtab_git_forge_loop_run___follow_nargs=0
 _shtab_git_forge_loop_run___ndjson_nargs=0
 _shtab_git_forge_loop_run___json_nargs=0

@@ -86,7 +86,7 @@ function _shtab_git_forge_using
 end
 
 set -g _shtab_git_forge_commands init loop 'loop run' 'loop stop' status recover reconcile backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog done' 'backlog drop' 'backlog topology' decision 'decision record' 'decision list' 'decision apply' 'decision revoke' agents preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' 'proc prune' config demo completion version help
-set -g _shtab_git_forge_opts_with_value --ac --actor --agent --agent-arg --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --idle-timeout --integrate --item --items-json --iterations --leave --limit --max-consecutive-failures --max-cost --merge --mode --notes --notify --on-limit --parallel --priority --prompt-file --question --restore --retries --stash --state-dir --status --timeout --title --type
+set -g _shtab_git_forge_opts_with_value --ac --actor --agent --agent-arg --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --idle-timeout --integrate --item --items-json --iterations --leave --limit --max-consecutive-failures --max-cost --merge --mode --notes --notify --on-limit --parallel --priority --prompt-file --question --restore --retries --stash --state-dir --status --timeout --title --type --verify
 
 complete -c git-forge -e
 complete -c git-forge -f
@@ -117,6 +117,8 @@ complete -c git-forge -n '_shtab_git_forge_using loop run' -l notify -x -d 'a co
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l prompt-file -xka "(__fish_complete_path (commandline -ct))" -d 'text prepended to every prompt (default: loop.promptFile)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l pause-on-needs-human -d 'stop (exit 3) at the first item that needs a human'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l parallel -x -d 'run up to N agents at once, each in a worktree of its own (.forge/worktrees/<id>, branch forge/<id>), integrating each done item onto the branch as it finishes (default: loop.parallel)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l verify -x -d 'a check run in the item'"'"'s tree after its agent says done, before anything is committed: a failure is a failed attempt, retried with the failure in the prompt (repeatable; each split once, no shell; {report} stands for a JUnit XML file it writes; default: loop.verify)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l no-verify -d 'run no check this run, whatever loop.verify says'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l follow -d 'stream the agent'"'"'s output'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l ndjson -d 'stream the journal as NDJSON'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l json -d 'print the run'"'"'s summary as JSON at the end (no progress lines)'

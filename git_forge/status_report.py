@@ -92,6 +92,7 @@ class StatusJSON(TypedDict):
     lastSignal: str | None
     startedAt: str | None
     waitingUntil: str | None
+    verifyFailures: dict[str, str]
     backlogSummary: BacklogSummaryJSON
     lock: LockJSON
     liveness: LivenessJSON
@@ -202,6 +203,7 @@ def loop_status(workspace: Workspace, runner: Runner, *,
         "lastSignal": state.last_signal,
         "startedAt": state.started_at,
         "waitingUntil": state.waiting_until,
+        "verifyFailures": dict(state.verify_failures),
         "backlogSummary": facts["summary"],
         "lock": lock,
         "liveness": {

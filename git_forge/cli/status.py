@@ -120,6 +120,8 @@ def render_status(document: Mapping[str, Any]) -> list[str]:
         rows.append(("merging", ", ".join(document["mergeQueue"])))
     for tree in document.get("worktrees", []):
         rows.append(("worktree", _tree_line(tree, document["projectPath"])))
+    for item_id, reason in (document.get("verifyFailures") or {}).items():
+        rows.append(("verify", f"item {item_id}'s last attempt failed its checks: {reason}"))
     for orphan in liveness["orphans"]:
         rows.append(("orphan", f"orphaned agent still running (handle {orphan['handle']}, "
                                f"item {orphan['itemId'] or 'unknown'}); stop it with "

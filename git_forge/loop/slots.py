@@ -458,6 +458,12 @@ class Engine:
                 continue
             del self.gating[item_id]
             result = dataclasses.replace(gating.result, listed=None)
+            failures = dict(run.state.verify_failures)
+            if verdict.passed:
+                failures.pop(item_id, None)
+            else:
+                failures[item_id] = verdict.reason or "verify failed"
+            run.note(verify_failures=tuple(failures.items()))  # written with its outcome
             if verdict.passed:
                 self._settle(item_id, result)
                 continue

@@ -56,6 +56,7 @@ class StateJSON(TypedDict):
     error: str | None
     waitingUntil: str | None
     runningItems: list[str]
+    verifyFailures: dict[str, str]
 
 
 class RunState(NamedTuple):
@@ -83,6 +84,9 @@ class RunState(NamedTuple):
     #: Every item whose agent is running (a parallel run has several); ``None``
     #: when the run set none: then it is ``current_item``'s (``running``).
     running_items: tuple[str, ...] | None = None
+    #: Items whose last attempt this run failed its verification gates, with why
+    #: (``loop.verify``); an item that passes them later leaves the list.
+    verify_failures: tuple[tuple[str, str], ...] = ()
 
     @property
     def running(self) -> tuple[str, ...]:
@@ -101,6 +105,8 @@ class RunState(NamedTuple):
         document: dict[str, object] = {}
         for name, wire, _ in _FIELDS:
             value = self.running if name == "running_items" else getattr(self, name)
+            if name == "verify_failures":
+                value = dict(self.verify_failures)
             document[wire] = list(value) if isinstance(value, tuple) else value
         return cast(StateJSON, document)  # every key of StateJSON: ``_FIELDS`` names them
 
@@ -128,6 +134,13 @@ def _ids_or_none(value: object) -> tuple[str, ...] | None:
     return tuple(map(str, value)) if isinstance(value, list) else None
 
 
+def _reasons(value: object) -> tuple[tuple[str, str], ...]:
+    """``{itemId: reason}``, the pairs whose reason is text."""
+    if not isinstance(value, dict):
+        return ()
+    return tuple((str(key), reason) for key, reason in value.items() if isinstance(reason, str))
+
+
 #: (attribute, state.json key, how a read value becomes the attribute), in file order:
 #: the one place the camelCase names of state.json appear.
 _FIELDS: tuple[tuple[str, str, Callable[[object], Any]], ...] = (
@@ -147,6 +160,7 @@ _FIELDS: tuple[tuple[str, str, Callable[[object], Any]], ...] = (
     ("error", "error", _text),
     ("waiting_until", "waitingUntil", _text),
     ("running_items", "runningItems", _ids_or_none),
+    ("verify_failures", "verifyFailures", _reasons),
 )
 
 
