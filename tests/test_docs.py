@@ -133,7 +133,7 @@ def _receipt() -> dict[str, Any]:
 def _totals() -> dict[str, Any]:
     from git_forge.agents.receipt import Totals
 
-    return Totals().to_json()
+    return Totals(checks=1).to_json()  # with its conditional field (a gate ran)
 
 
 def _backlog_document() -> dict[str, Any]:

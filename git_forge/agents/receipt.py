@@ -7,7 +7,7 @@ invented price. Wire names (camelCase) appear only at the JSON edge."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple, TypedDict
+from typing import NamedTuple, NotRequired, TypedDict
 
 from git_forge.words import counted, usd
 
@@ -67,6 +67,14 @@ class TokenCountsJSON(TypedDict):
     cached: int
 
 
+class ChecksJSON(TypedDict):
+    """The verification gates run after an item's attempts (``loop.verify``)."""
+
+    runs: int
+    failed: int
+    durationMs: int
+
+
 class TotalsJSON(TypedDict):
     """Receipts summed (the receipts ledgers, ``status --json``'s ``costs``)."""
 
@@ -75,6 +83,8 @@ class TotalsJSON(TypedDict):
     tokens: TokenCountsJSON
     #: ``null`` while no agent reported a cost, never an invented zero.
     costUsd: float | None
+    #: Present once a verification gate ran for the item (the run).
+    verify: NotRequired[ChecksJSON]
 
 
 class Receipt(NamedTuple):
@@ -150,15 +160,27 @@ class Totals(NamedTuple):
     cached_tokens: int = 0
     #: ``None`` while no receipt reported a cost (Codex), never an invented zero.
     cost_usd: float | None = None
+    #: Verification gates run after the attempts, how many failed, their time.
+    checks: int = 0
+    checks_failed: int = 0
+    checks_ms: int = 0
 
     def add(self, receipt: Receipt) -> Totals:
         cost = self.cost_usd
         if receipt.cost_usd is not None:
             cost = (cost or 0.0) + receipt.cost_usd
-        return Totals(self.attempts + 1, self.duration_ms + (receipt.duration_ms or 0),
-                      self.input_tokens + (receipt.input_tokens or 0),
-                      self.output_tokens + (receipt.output_tokens or 0),
-                      self.cached_tokens + (receipt.cached_tokens or 0), cost)
+        return self._replace(attempts=self.attempts + 1,
+                             duration_ms=self.duration_ms + (receipt.duration_ms or 0),
+                             input_tokens=self.input_tokens + (receipt.input_tokens or 0),
+                             output_tokens=self.output_tokens + (receipt.output_tokens or 0),
+                             cached_tokens=self.cached_tokens + (receipt.cached_tokens or 0),
+                             cost_usd=cost)
+
+    def add_check(self, duration_ms: int, passed: bool) -> Totals:
+        """One verification gate's run after an attempt, added."""
+        return self._replace(checks=self.checks + 1,
+                             checks_failed=self.checks_failed + (not passed),
+                             checks_ms=self.checks_ms + duration_ms)
 
     @classmethod
     def of(cls, receipts: Iterable[Receipt]) -> Totals:
@@ -174,7 +196,9 @@ class Totals(NamedTuple):
         return Totals(self.attempts + other.attempts, self.duration_ms + other.duration_ms,
                       self.input_tokens + other.input_tokens,
                       self.output_tokens + other.output_tokens,
-                      self.cached_tokens + other.cached_tokens, cost)
+                      self.cached_tokens + other.cached_tokens, cost,
+                      self.checks + other.checks, self.checks_failed + other.checks_failed,
+                      self.checks_ms + other.checks_ms)
 
     @classmethod
     def from_json(cls, document: Any) -> Totals:
@@ -187,15 +211,24 @@ class Totals(NamedTuple):
         def count(value: Any) -> int:
             return count_of(value) or 0
 
+        found = document.get("verify")
+        checks: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         return cls(count(document.get("attempts")), count(document.get("durationMs")),
                    count(tokens.get("input")), count(tokens.get("output")),
-                   count(tokens.get("cached")), cost_of(document.get("costUsd")))
+                   count(tokens.get("cached")), cost_of(document.get("costUsd")),
+                   count(checks.get("runs")), count(checks.get("failed")),
+                   count(checks.get("durationMs")))
 
     def to_json(self) -> TotalsJSON:
-        return {"attempts": self.attempts, "durationMs": self.duration_ms,
-                "tokens": {"input": self.input_tokens, "output": self.output_tokens,
-                           "cached": self.cached_tokens},
-                "costUsd": None if self.cost_usd is None else round(self.cost_usd, 6)}
+        document: TotalsJSON = {
+            "attempts": self.attempts, "durationMs": self.duration_ms,
+            "tokens": {"input": self.input_tokens, "output": self.output_tokens,
+                       "cached": self.cached_tokens},
+            "costUsd": None if self.cost_usd is None else round(self.cost_usd, 6)}
+        if self.checks:
+            document["verify"] = {"runs": self.checks, "failed": self.checks_failed,
+                                  "durationMs": self.checks_ms}
+        return document
 
     def describe(self) -> str:
         """``3 attempts, 12.3k tokens in / 4.1k out, $0.42``."""
@@ -207,4 +240,7 @@ class Totals(NamedTuple):
             text += f", {k(self.input_tokens)} tokens in / {k(self.output_tokens)} out"
         if self.cost_usd is not None:
             text += f", {usd(self.cost_usd)}"
+        if self.checks:
+            failed = f", {self.checks_failed} failed" if self.checks_failed else ""
+            text += f"; {counted(self.checks, 'check')} ({self.checks_ms / 1000:.1f} s{failed})"
         return text

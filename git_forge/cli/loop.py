@@ -378,6 +378,11 @@ def render_summary(result: LoopResult) -> list[str]:
              f"{len(state.deferred_items)} deferred"]
     if result.costs and _reported(result.costs["run"]):  # a generic agent reports nothing
         lines.extend(render_costs(result.costs["run"], result.costs.get("items") or {}))
+    checks = result.costs["run"].get("verify") if result.costs else None
+    if checks:  # the verification gates run after this run's attempts (loop.verify)
+        failed = f", {checks['failed']} failed" if checks["failed"] else ""
+        lines.append(f"verify: {counted(checks['runs'], 'check')} after its attempts"
+                     f"{failed}, {checks['durationMs'] / 1000:.1f} s")
     backlog = result.backlog
     if backlog:
         parts = [f"{backlog['done']} done", f"{backlog['pending']} pending"]

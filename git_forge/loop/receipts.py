@@ -36,7 +36,7 @@ ended one. A corrupt file is refused, never overwritten.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple, NotRequired, TypedDict, cast
 
@@ -291,17 +291,25 @@ class LedgerWriter:
         """Add one agent start's receipt to its item and its run (under the file's
         sidecar lock; a corrupt file is refused, never overwritten). A run file of an
         earlier run is folded first, as a run's start does."""
+        self._add(run_id, item_id, lambda totals: totals.add(receipt))
+
+    def record_check(self, run_id: str, item_id: str, duration_ms: int, passed: bool) -> None:
+        """Add one verification gate's run after an attempt of ``item_id`` (``record``'s
+        rules)."""
+        self._add(run_id, item_id, lambda totals: totals.add_check(duration_ms, passed))
+
+    def _add(self, run_id: str, item_id: str, change: Callable[[Totals], Totals]) -> None:
         try:
-            self._record(run_id, item_id, receipt)
+            self._record(run_id, item_id, change)
         except _AnotherRun:
             fold_runs(self.state_dir)
             try:
-                self._record(run_id, item_id, receipt)
+                self._record(run_id, item_id, change)
             except _AnotherRun:  # another writer, which the loop lock rules out
                 raise StoreError(f"{self.path} holds another run's receipts again after "
                                  "they were folded; this one is not added") from None
 
-    def _record(self, run_id: str, item_id: str, receipt: Receipt) -> None:
+    def _record(self, run_id: str, item_id: str, change: Callable[[Totals], Totals]) -> None:
         if self._known is None:  # before its first file: no project's rules know of it
             make_ignored_dir(self.path.parent, _IGNORE)
         written: list[bytes] = []
@@ -312,11 +320,11 @@ class LedgerWriter:
             if known is None or run is not known[1]:  # read afresh: no text is known
                 self._items = None
             items = _object(run.get("items"))
-            items[item_id] = Totals.from_json(items.get(item_id)).add(receipt).to_json()
+            items[item_id] = change(Totals.from_json(items.get(item_id))).to_json()
             if self._items is not None:  # a changed member keeps its place, a new one goes last
                 self._items[item_id] = _member(item_id, items[item_id])
             return {"schemaVersion": SCHEMA_VERSION, "runId": run_id, "folded": False,
-                    "totals": Totals.from_json(run.get("totals")).add(receipt).to_json(),
+                    "totals": change(Totals.from_json(run.get("totals"))).to_json(),
                     "items": items}
 
         # The run's first write is durable: a file a power cut left empty would be

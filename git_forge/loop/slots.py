@@ -68,7 +68,14 @@ from git_forge.loop.places import (
 )
 from git_forge.loop.progress import RunningAgent
 from git_forge.loop.summary import LoopResult, RunCostsJSON, loop_result
-from git_forge.loop.verify import Gate, gate_run, journal_finished, run_baseline, start_gate
+from git_forge.loop.verify import (
+    Gate,
+    count_check,
+    gate_run,
+    journal_finished,
+    run_baseline,
+    start_gate,
+)
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.tree.errors import GitError
@@ -445,7 +452,9 @@ class Engine:
             baselines = run.baselines
             verdict = judge(gate_result, baselines[gate.position] if gate.position < len(baselines)
                             else None)
-            journal_finished(run, item_id, gate, gate_result, verdict.passed, verdict.reason)
+            took = journal_finished(run, item_id, gate, gate_result, verdict.passed,
+                                    verdict.reason)
+            count_check(run, item_id, took, verdict.passed)
             if problem is not None:
                 run.progress.note(f"item {item_id}: `{gate.command}`'s report: {problem}")
             left = left_branch(run)

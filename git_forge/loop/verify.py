@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from git_forge.atomic import make_ignored_dir
+from git_forge.errors import ForgeError
 from git_forge.gates.junit import ReportError, read_report
 from git_forge.gates.verdict import Baseline, GateRun, judge
 from git_forge.loop.context import RunContext
+from git_forge.loop.receipts import LedgerWriter
 from git_forge.safetext import safe_text
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
@@ -112,17 +114,31 @@ def gate_run(run: RunContext, gate: Gate, manifest: Manifest) -> tuple[GateRun, 
 
 
 def journal_finished(run: RunContext, item_id: str | None, gate: Gate, result: GateRun,
-                     passed: bool, reason: str | None) -> None:
+                     passed: bool, reason: str | None) -> int:
     """``verify_finished``: the command, its exit (``null``: timed out), how long it
-    took, whether it passed and why not, and how many tests its report failed."""
+    took, whether it passed and why not, and how many tests its report failed. How
+    long it took, in milliseconds."""
+    took = round((time.monotonic() - gate.started) * 1000)
     fields: dict[str, Any] = {"command": gate.command, "exitCode": result.exit_status,
-                                 "durationMs": round((time.monotonic() - gate.started) * 1000),
-                                 "passed": passed}
+                              "durationMs": took, "passed": passed}
     if result.report is not None:
         fields["failing"] = len(result.report.failures)
     if reason is not None:
         fields["reason"] = reason
     run.journal.append("verify_finished", itemId=item_id, **fields)
+    return took
+
+
+def count_check(run: RunContext, item_id: str, duration_ms: int, passed: bool) -> None:
+    """An item's gate run added to the run's receipts (its item's and the run's
+    ``verify`` totals); on the loop's thread only, as every receipt."""
+    agent = run.agent
+    try:
+        if agent.ledger is None:
+            agent.ledger = LedgerWriter(run.workspace.state_dir)
+        agent.ledger.record_check(run.state.run_id or "", item_id, duration_ms, passed)
+    except ForgeError as exc:  # the journal keeps it all the same
+        run.progress.note(f"item {item_id}: its check could not be added up: {exc.message}")
 
 
 #: What a check of an integration answers when the run stops under it: no verdict,
