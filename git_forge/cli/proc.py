@@ -6,7 +6,8 @@ so it works from another terminal while a loop runs and after it has stopped.
 
 Every verb takes a HANDLE as a whole handle, a unique prefix of one (4 characters
 or more) or an item id (``3`` for ``003`` too), which names that item's latest
-process (``ProcView.resolve``). Human output speaks in words; ``--json`` keeps the codes.
+agent process — a verification gate's only when the item has no other
+(``ProcView.resolve``). Human output speaks in words; ``--json`` keeps the codes.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ DEFAULT_LIMIT = 32 * 1024
 #: memory stays bounded whatever the spool holds. A multiple of 3: base64 lines of
 #: whole reads join into one valid encoding of the raw bytes.
 STREAM_CHUNK = 3 * 64 * 1024
-HANDLE_HELP = "a handle, a unique prefix of one (4+ characters) or an item id (its latest process)"
+HANDLE_HELP = ("a handle, a unique prefix of one (4+ characters) or an item id (its latest "
+               "agent process)")
 #: Codes that mean "bad input": exit 2, and with --json the result object still prints.
 INPUT_ERRORS = ("invalid_arguments", "not_found", "cursor_ahead")
 
@@ -158,7 +160,8 @@ def _resolved(args: argparse.Namespace, view: ProcView, reference: str,
     """The handle ``reference`` names (see ``ProcView.resolve``), or the command's
     failure with ``document`` as its --json result."""
     try:  # the loop's label, and an item's id as every command takes it (``3`` is ``003``)
-        return view.resolve(reference, label="item_id", noun="item", named=_item_named)
+        return view.resolve(reference, label="item_id", noun="item", named=_item_named,
+                            aside="gate")
     except ProcessError as exc:
         _fail(args, exc, document)
 

@@ -63,7 +63,8 @@ class ProcView:
         return self.store.load(handle)
 
     def resolve(self, reference: str, label: str | None = None, noun: str = "label",
-                named: Callable[[str, list[str]], str | None] | None = None) -> str:
+                named: Callable[[str, list[str]], str | None] | None = None,
+                aside: str | None = None) -> str:
         """The handle ``reference`` names: a whole handle, a unique prefix of one
         (at least ``MIN_PREFIX`` characters), or — with ``label`` — a value of that
         origin label (the latest process started with it; the loop's ``item_id``
@@ -71,7 +72,9 @@ class ProcView:
         reference names a value among those the processes carry (the caller's rule:
         an item's short number; default: the value itself). An ambiguous reference
         is ``invalid_arguments`` naming the candidates; one that names nothing is
-        ``not_found``.
+        ``not_found``. ``aside``: a label that sets a process aside — the latest with
+        the value is one without it, when there is one (the loop's verification gates
+        carry ``gate``: an item's latest process is its agent's).
 
         Only the manifest root is listed and only handles it holds are returned:
         the reference itself never becomes part of a path, and nothing is created.
@@ -81,7 +84,7 @@ class ProcView:
         handles = self.store.scan()
         prefixed = [h for h in handles if h.startswith(reference)] if reference else []
         matches = list(prefixed) if len(reference) >= MIN_PREFIX else []
-        latest = self._latest_with(label, reference, named) if label else None
+        latest = self._latest_with(label, reference, named, aside) if label else None
         if latest is not None and latest not in matches:
             matches.append(latest)
         if len(matches) == 1:
@@ -100,9 +103,11 @@ class ProcView:
         raise ProcessError("not_found", f"no process or {noun} matches {reference!r}")
 
     def _latest_with(self, label: str, reference: str,
-                     named: Callable[[str, list[str]], str | None] | None) -> str | None:
+                     named: Callable[[str, list[str]], str | None] | None,
+                     aside: str | None = None) -> str | None:
         """The most recently created process whose origin ``label`` is the value
-        ``reference`` names (``named``; default: ``reference`` itself)."""
+        ``reference`` names (``named``; default: ``reference`` itself), one without
+        the label ``aside`` first."""
         if not reference:
             return None
         manifests, _ = self.manifests()
@@ -111,7 +116,8 @@ class ProcView:
             carried = {m.origin.get(label) for m in manifests}
             value = named(reference, sorted(v for v in carried if isinstance(v, str)))
         mine = [m for m in manifests if value is not None and m.origin.get(label) == value]
-        return mine[-1].handle if mine else None
+        preferred = [m for m in mine if aside is None or m.origin.get(aside) is None]
+        return (preferred or mine)[-1].handle if mine else None
 
     def manifests(self) -> tuple[list[Manifest], list[ProcessError]]:
         """Every readable manifest (oldest first) and an error for each unreadable one."""
