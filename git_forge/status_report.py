@@ -64,6 +64,8 @@ class AgentJSON(TypedDict):
     startedAt: str | None
     outputBytes: int
     worktree: str | None
+    #: A verification gate's process, not an agent: its command (else null).
+    gate: str | None
 
 
 class ParallelJSON(TypedDict):
@@ -149,7 +151,8 @@ def _parallel(workspace: Workspace, done: set[str], run_id: str | None) -> Paral
     agents: list[AgentJSON] = [
         {"handle": agent.handle, "itemId": agent.item_id, "startedAt": agent.started_at,
          "outputBytes": agent.output_bytes,
-         "worktree": str(where[agent.item_id]) if agent.item_id in where else None}
+         "worktree": str(where[agent.item_id]) if agent.item_id in where else None,
+         "gate": agent.gate}
         for agent in live_agents(workspace.state_dir, run_id)]
     onto = loop_branch(workspace.root) if any(tree.conflict for tree in trees) else None
     return {"worktrees": [{**tree.to_json(), "next": tree.next_step(onto)} for tree in trees],

@@ -151,5 +151,6 @@ def _tree_line(tree: ItemTreeJSON, root: str) -> str:
 def _agent_line(agent: AgentJSON, root: str) -> str:
     """One running agent: its item, since when, its output so far, where it works."""
     where = f", in {os.path.relpath(agent['worktree'], root)}" if agent["worktree"] else ""
-    return (f"item {agent['itemId'] or 'unknown'} running since {agent['startedAt'] or '?'}, "
+    doing = f"checking (`{agent['gate']}`)" if agent.get("gate") else "running"
+    return (f"item {agent['itemId'] or 'unknown'} {doing} since {agent['startedAt'] or '?'}, "
             f"{size(agent['outputBytes'])} of output{where} (handle {agent['handle']})")

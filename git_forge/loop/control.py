@@ -253,6 +253,8 @@ class LiveAgent(NamedTuple):
     started_at: str | None
     output_bytes: int
     cwd: str
+    #: A verification gate's process (``loop.verify``), not an agent: its command.
+    gate: str | None = None
 
 
 def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:
@@ -273,8 +275,10 @@ def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:
             if manifest.owner.run_id == run_id and manifest.state == "running":
                 # The count proc list shows: a running agent's spool is ahead of
                 # its manifest's last durable cursor (0 until it ends).
+                gate = manifest.origin.get("gate")
                 found.append(LiveAgent(handle, item_of(manifest), manifest.started_at,
-                                       view.total_bytes(manifest), manifest.command.cwd))
+                                       view.total_bytes(manifest), manifest.command.cwd,
+                                       gate if isinstance(gate, str) else None))
     return sorted(found, key=lambda agent: (agent.started_at or "", agent.handle))
 
 
