@@ -99,7 +99,7 @@ def test_list_show_output_of_a_finished_process(git_repo: Path, owners) -> None:
     handle = owner.handles[0]
     listing = json.loads(forge_ok("list", "--json", cwd=git_repo).stdout)
     assert listing == [{
-        "handle": handle, "state": "exited", "item_id": "001", "iteration": 1,
+        "handle": handle, "state": "exited", "item_id": "001", "iteration": 1, "gate": None,
         "started_at": listing[0]["started_at"], "finished_at": listing[0]["finished_at"],
         "total_bytes": len("\x1b[31mred\x1b[0m line one\n\x1b]0;title\x07line two 中\n".encode()),
         "exit_code": 0, "reason": "exited", "liveness": None,

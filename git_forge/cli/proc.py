@@ -184,6 +184,7 @@ def _summary(manifest: Manifest, total_bytes: int, liveness: str | None) -> dict
         "state": manifest.state,
         "item_id": manifest.origin.get("item_id"),
         "iteration": manifest.origin.get("iteration"),
+        "gate": manifest.origin.get("gate"),
         "started_at": manifest.started_at,
         "finished_at": manifest.finished_at,
         "total_bytes": total_bytes,

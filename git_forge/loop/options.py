@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from git_forge.agents.profiles import Profile, profile_for, profile_instead
 from git_forge.config import KEYS, MAX_MINUTES
@@ -19,6 +19,14 @@ from git_forge.workspace import Workspace
 
 def _default(name: str) -> Any:
     return KEYS[f"loop.{name}"].default
+
+
+class Command(NamedTuple):
+    """A command line from the configuration or a flag: as written (its white space
+    collapsed: what reasons and the journal show), and split once into its words."""
+
+    text: str
+    argv: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,7 @@ class LoopOptions:
     parallel: int = _default("parallel")
     #: The verification gates (``loop.verify`` / ``--verify``): each command line split
     #: once, ``{report}`` in a word standing for the JUnit XML file it is to write.
-    verify: tuple[tuple[str, ...], ...] = ()
+    verify: tuple[Command, ...] = ()
     verify_timeout_minutes: float = _default("verifyTimeout")
     #: Judge a gate by the failures the run's starting tip did not have.
     verify_baseline: bool = _default("verifyBaseline")
@@ -207,18 +215,16 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     )
 
 
-def _commands(value: Any, what: str) -> tuple[tuple[str, ...], ...]:
+def _commands(value: Any, what: str) -> tuple[Command, ...]:
     """Command lines, each split once (never through a shell): a list of lines, or
     one line. An empty one is refused: it would run nothing and pass every item."""
     lines = [value] if isinstance(value, str) else list(value or ())
-    if isinstance(value, str) and not value.strip():
-        return ()
     commands = []
     for line in lines:
         argv = _words(str(line), what)
         if not argv:
             raise UsageError(f"{what}: an empty command line")
-        commands.append(argv)
+        commands.append(Command(" ".join(str(line).split()), argv))
     return tuple(commands)
 
 

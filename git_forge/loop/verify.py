@@ -55,11 +55,6 @@ class Gate(NamedTuple):
     started: float
 
 
-def command_text(argv: tuple[str, ...]) -> str:
-    """A command's words as one line, for reasons, the journal and ``proc list``."""
-    return " ".join(argv)
-
-
 def _report_file(run: RunContext, owner: str, index: int) -> Path:
     return run.workspace.state_dir / VERIFY_DIR / f"{owner}-{index + 1}.xml"
 
@@ -69,8 +64,7 @@ def start_gate(run: RunContext, owner: str, index: int, cwd: Path, *,
     """Start the ``index``-th gate in ``cwd`` for ``owner`` (an item's id, or
     ``baseline``): under the supervisor, its standard input empty, its timeout the
     run's ``loop.verifyTimeout``; journaled as ``verify_started``."""
-    argv = run.options.verify[index]
-    command = command_text(argv)
+    command, argv = run.options.verify[index]
     report = None
     if any(REPORT_TOKEN in word for word in argv):
         report = _report_file(run, owner, index)
