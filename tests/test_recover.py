@@ -863,6 +863,26 @@ def test_ctrl_c_before_any_question_defers_everything(after_run: Path) -> None:
         ("003", True), ("004", True), ("006", True)]
 
 
+def test_an_unapplied_answer_to_an_earlier_question_is_not_applied_to_a_new_one(
+        after_run: Path) -> None:
+    """An answer recorded and never applied (a pass killed between the two, or one
+    that found the item answered from another terminal) re-enters only for the
+    question it answered: the item asking something else now is asked again."""
+    d = str(after_run / ".forge")
+    recorded = run_forge("decision", "record", "--backlog-dir", d, "--item", "006",
+                         "--question", "Which colour should the logo be?", "--answer", "blue",
+                         cwd=after_run)
+    assert recorded.returncode == 0, recorded.stderr
+    plan = json.loads(recover(after_run, "--plan", "--json").stdout)
+    assert plan["reentry"] == [] and ["006"] in [q["itemIds"] for q in plan["questions"]]
+    text = recover(after_run, "--non-interactive").stdout
+    assert ("skipped   006: its recorded answer was not applied — it answered an earlier "
+            "question, and the item asks another one now") in text, text
+    item = next(i for i in json.loads(run_forge("backlog", "list", "--json",
+                                                cwd=after_run).stdout) if i["id"] == "006")
+    assert item["status"] == "blocked" and item.get("humanAnswer") in (None, ""), item
+
+
 def test_an_answer_the_runner_holds_but_was_never_stamped_is_settled(after_run: Path) -> None:
     """A crash between the backlog write and the decision stamp costs nothing."""
     d = str(after_run / ".forge")

@@ -340,6 +340,10 @@ def render_report(report: Report) -> list[str]:
         lines.append(f"  settled   {item_id}: the runner already holds the recorded answer; "
                      "its decision is stamped applied now")
     for row in report.stale:
+        if row.get("asks"):
+            lines.append(f"  skipped   {row['id']}: its recorded answer was not applied — it "
+                         "answered an earlier question, and the item asks another one now")
+            continue
         lines.append(f"  skipped   {row['id']}: its recorded answer was not applied — the item "
                      f"is {row['status']}, no longer blocked")
     for applied in report.applied:

@@ -171,6 +171,16 @@ def enumerate_items(ctx: Context) -> Enumerated:
 # --- step 2 -------------------------------------------------------------------------------
 
 
+def _answers(entry: decisions.DecisionJSON, item: Item) -> bool:
+    """Whether ``entry`` answers what ``item`` is blocked on now: the question it
+    recorded is the item's reason (white space aside), or it recorded none. An
+    answer to an earlier question is never applied to a later one."""
+    question = entry.get("question")
+    if not isinstance(question, str) or not question.strip():
+        return True
+    return " ".join(question.split()) == " ".join((item.blocked_reason or "").split())
+
+
 def cluster(ctx: Context, enumerated: Enumerated) -> Clustered:
     """Step 2: sort the unapplied answers out first — one for a still-blocked item is
     re-entry (applied without asking, so it is not clustered as blocked), one the
@@ -194,6 +204,9 @@ def cluster(ctx: Context, enumerated: Enumerated) -> Clustered:
                 settled.append(item_id)
             else:
                 stale.append({"id": item_id, "status": status.get(item_id, "missing")})
+            continue
+        if not _answers(entry, by_id[item_id]):  # the item asks something else now
+            stale.append({"id": item_id, "status": "blocked", "asks": "another question"})
             continue
         reentry[item_id] = entry
     conflicts = _open_conflicts(ctx, status, reentry)
