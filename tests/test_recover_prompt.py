@@ -4,6 +4,8 @@ and as an answers file writes them: nothing is recorded that was not meant."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import termios
 from pathlib import Path
 
@@ -287,3 +289,26 @@ def test_the_questions_come_first_and_a_merge_can_be_undone(questions: Path) -> 
     session.send("")
     assert finish_deferring(session, answered=False) == 3, session.text
     assert record_of(questions) == [("001", None), ("002", None), ("003", None)]
+
+
+@pytest.mark.parametrize("number", [signal.SIGHUP, signal.SIGTERM])
+def test_a_hang_up_or_sigterm_at_a_prompt_records_what_was_confirmed(
+        questions: Path, number: int) -> None:
+    """The terminal closed (SIGHUP) or the process told to end (SIGTERM) at a prompt:
+    the input is over, as with Ctrl-D — the answers confirmed are recorded, the rest
+    deferred — where the process died and lost them; bracketed paste is switched
+    off on the way out (SIGTERM: the terminal is still there to see it)."""
+    session = to_the_first_question(questions)
+    session.send("Use SQLite")
+    session.expect("Record it?")
+    session.send("y")
+    session.expect("Question 2 of 2 (c003)")
+    session.expect("Your decision")
+    session.wait_reading()
+    os.kill(session.pid, number)
+    code = session.finish()
+    assert code in (0, 3), session.text  # the pass's outcome, not death by the signal
+    assert record_of(questions) == [("001", "Use SQLite"), ("002", "Use SQLite"),
+                                    ("003", None)]
+    if number == signal.SIGTERM:
+        assert paste_mode_switches(session.transcript)[-1] == PASTE_OFF

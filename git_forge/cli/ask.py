@@ -30,7 +30,9 @@ While a prompt reads, Ctrl-C is a key rather than a signal (the terminal's
 interrupt character is switched off and made an end of line instead), read as
 ``KeyboardInterrupt``: a signal would reach git too when run as ``git forge``,
 and git dies of it once its child has exited, so the shell would see 130
-whatever the command answered to the cancel.
+whatever the command answered to the cancel. SIGHUP (the terminal closed) and
+SIGTERM at a prompt end the input as Ctrl-D does, so what was confirmed is
+recorded rather than lost with the process.
 """
 
 from __future__ import annotations
@@ -38,8 +40,10 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import signal
 import sys
 import termios
+import threading
 from collections.abc import Iterator, Sequence
 
 from git_forge.cli.output import paint
@@ -62,6 +66,34 @@ def interactive() -> bool:
 
 class InputClosed(KeyboardInterrupt):
     """End of input at a prompt: the dialogue is cancelled, as by Ctrl-C."""
+
+
+@contextlib.contextmanager
+def _hang_up_closes() -> Iterator[None]:
+    """While a prompt waits, SIGHUP (the terminal closed) and SIGTERM end the input
+    as Ctrl-D does (``InputClosed``), so the dialogue's cancel-early records what was
+    confirmed instead of the process dying with it. After a hang-up nothing can
+    be written to the terminal: standard output and error go to the null device.
+    Only the main thread can set a handler; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def closed(number: int, _frame: object) -> None:
+        if number == signal.SIGHUP:
+            null = os.open(os.devnull, os.O_WRONLY)
+            for fd in (1, 2):
+                os.dup2(null, fd)
+            os.close(null)
+        raise InputClosed
+
+    previous = {number: signal.signal(number, closed)
+                for number in (signal.SIGHUP, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 @contextlib.contextmanager
@@ -93,8 +125,9 @@ def _paste_mode(fd: int) -> Iterator[bytes | None]:
         os.write(out, PASTE_ON)
         yield quiet[6][termios.VEOL] if quiet[6][termios.VINTR] == _DISABLED else None
     finally:
-        os.write(out, PASTE_OFF)
-        termios.tcsetattr(fd, termios.TCSANOW, saved)
+        with contextlib.suppress(OSError, termios.error):  # a terminal hung up
+            os.write(out, PASTE_OFF)
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 def _arrives(fd: int, seconds: float) -> bool:
@@ -171,7 +204,7 @@ def _read(prompt: str) -> str:
         sys.stdout.write(prompt)  # through the terminal boundary (``output.SafeStream``)
         sys.stdout.flush()
         try:
-            with _paste_mode(fd) as interrupt:
+            with _hang_up_closes(), _paste_mode(fd) as interrupt:
                 block = _read_block(fd, interrupt)
             break
         except _LineCut:
