@@ -416,9 +416,9 @@ def test_embedded_refusal_mid_batch_keeps_the_changes_before_it_and_stops(
 
     root = _blocked_backlog_repo(git_repo, ("001", "002", "003"))
     rec = decisions.open_record(root / ".forge", ".forge")
-    decisions.record_all(rec, [decisions.NewDecision("001", "q", "red"),
-                               decisions.NewDecision("002", "q", "   "),
-                               decisions.NewDecision("003", "q", "green")])
+    decisions.record_all(rec, [decisions.NewDecision(i, f"Which colour for {i}?", answer)
+                               for i, answer in (("001", "red"), ("002", "   "),
+                                                 ("003", "green"))])
     code, report = recover_json(root, "--non-interactive")
     assert code == 12, report
     assert report["failure"]["kind"] == "failed-apply"
@@ -445,7 +445,9 @@ def test_interactive_flow_through_a_real_terminal(after_run: Path) -> None:
     session.expect("Question 2 of 2 (c006)")
     session.expect("Your decision")
     session.send("")  # defer
-    session.expect("recovery:")
+    # recover's own change is committed or left, never stashed or discarded: its
+    # answers are recorded as applied (a discard blocked the items again behind them)
+    session.expect("recovery: [c]ommit / [l]eave (default: commit)")
     session.send("")  # default: commit recover's own change
     session.expect("unattributed:")
     session.send("d")

@@ -177,8 +177,12 @@ def ask_decisions(plan: Plan, *, commit_recovery: bool = False) -> dict[str, Dec
     for group in plan.groups:
         what = f"commit for item {group.item_id}" if group.kind == "item" else "commit"
         default = what if group.kind == "recovery" and commit_recovery else "leave"
-        choice = ask.choose(f"{group.id}:", [("c", what), ("s", "stash"), ("d", "discard"),
-                                              ("l", "leave")], default=default)
+        # recover's own change holds answers the decision record says are applied:
+        # stashed or discarded, the items would be blocked again behind a record that
+        # says otherwise (``decision revoke`` takes an answer back)
+        options = ([("c", what), ("l", "leave")] if group.kind == "recovery" else
+                   [("c", what), ("s", "stash"), ("d", "discard"), ("l", "leave")])
+        choice = ask.choose(f"{group.id}:", options, default=default)
         if choice == "discard":
             print("These paths will be discarded (saved to refs/forge/discarded/… first):")
             for line in group.lines:
