@@ -231,6 +231,10 @@ def test_resolve_by_hand_then_integrate_lands_it_done(conflict: Conflict,
     (conflict.tree / "shared.txt").write_text("line one, as both items have it\nline two\n")
     git("add", "shared.txt", cwd=conflict.tree)
     git("rebase", "--continue", cwd=conflict.tree, env={"GIT_EDITOR": "true"})
+    # the rebase done, landing it is next: never the rebase again
+    later = json.loads(conflict.run("recover", "--non-interactive", "--json").stdout)
+    assert later["next"] == f"git forge reconcile --integrate {conflict.loser}", later
+    assert status_next() == f"git forge reconcile --integrate {conflict.loser}"
     landed = conflict.run("reconcile", "--integrate", conflict.loser, "--json")
     assert landed.returncode == 0, landed.stdout + landed.stderr
     assert json.loads(landed.stdout)["landed"] == [conflict.loser]

@@ -91,6 +91,9 @@ class ItemTree(NamedTuple):
     #: The conflict is being resolved by hand (recover's answer): its commands, not
     #: the question again, are what comes next.
     resolving: bool = False
+    #: Its commit holds the loop branch's tip: the resolution's rebase is done, and
+    #: landing it is what comes next (known only while ``resolving``).
+    rebased: bool = False
 
     @property
     def stranded(self) -> bool:
@@ -148,6 +151,8 @@ class ItemTree(NamedTuple):
             return None
         if self.operation is not None and self.worktree is not None:
             return f"git -C {_quoted(self.worktree)} {self.operation.finish.split(' / ')[0]}"
+        if self.resolving and self.rebased:
+            return f"git forge reconcile --integrate {self.item_id}"
         if self.resolving and self.worktree is not None:
             return f"git -C {_quoted(self.worktree)} rebase {onto or 'HEAD'}"
         return "git forge recover"
@@ -263,8 +268,11 @@ def item_trees(root: Path, state_dir: Path, backlog_file: Path) -> list[ItemTree
             ok = entry.branch not in on_branches or integrated(root, entry.commit, onto)
         else:
             ok = integrated(root, entry.commit, onto)
+        resolving = conflicts.get(entry.item_id, False)
+        rebased = (resolving and not ok and onto is not None and entry.commit is not None
+                   and is_ancestor(root, f"refs/heads/{onto}", entry.commit))
         result.append(entry._replace(integrated=ok, conflict=entry.item_id in conflicts,
-                                     resolving=conflicts.get(entry.item_id, False)))
+                                     resolving=resolving, rebased=rebased))
     return result
 
 

@@ -164,7 +164,8 @@ class ReconcileReport:
             "stashes": [stash.to_json() for stash in self.plan.stashes],
             "actions": [action.to_json() for action in self.actions]}
         if self.plan.branches:
-            document["branches"] = [{**tree.to_json(), "hints": tree.hints(self.plan.onto)}
+            document["branches"] = [{**tree.to_json(), "hints": tree.hints(self.plan.onto),
+                                     "next": tree.next_step(self.plan.onto)}
                                     for tree in self.plan.branches]
         if self.integrations:
             document["integrations"] = [integration_json(o) for o in self.integrations]

@@ -11,7 +11,6 @@ applied or moved past a failed step (recovery.md, the failure rule).
 from __future__ import annotations
 
 import enum
-import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict, TypeVar
@@ -436,9 +435,8 @@ class Report:
         if by_hand:
             record = by_hand[0]
             for tree in self.tree.get("branches", []):
-                if tree["itemId"] == record.item_id and tree.get("operation") == "rebase" \
-                        and tree.get("worktree"):  # the rebase is begun: finish it
-                    return f"git -C {shlex.quote(str(tree['worktree']))} rebase --continue"
+                if tree["itemId"] == record.item_id and tree.get("next"):
+                    return str(tree["next"])  # a rebase begun, or done (``next_step``)
             return resolve_start(record)
         return next_command(self.outcome, self.tree_clean)
 
