@@ -911,3 +911,33 @@ def test_a_command_line_the_program_refuses_stops_the_run_at_once(
     assert backlog.read_bytes() == before  # the item is pending as it was
     assert project.events("agent_command_refused")[0]["itemId"] == "001"
     assert project.state()["status"] == "error"
+
+
+@pytest.mark.parametrize("lines", [
+    ("2026-12-04T12:38:49 ERROR: upstream returned HTTP 502",
+     "2026-12-04T12:39:02.118Z ERROR: upstream returned HTTP 502"),
+    ("12:38:49 upstream 502 from 10.0.0.4:8443", "12:41:07 upstream 502 from 10.0.0.17:8443"),
+    ("error: request 3f2b8c1e-9a7d-4c2b-8e1f-0a9b8c7d6e5f failed",
+     "error: request 0b1c2d3e-4f5a-4b6c-9d8e-7f6a5b4c3d2e failed"),
+    ("error: trace 9f86d081884c7d65 failed", "error: trace 2c26b46b68ffc68f failed"),
+])
+def test_what_differs_between_attempts_of_one_failure_is_left_out_of_its_signature(
+        lines: tuple[str, str]) -> None:
+    """A log line's timestamp, an IP address and a request's id differ between attempts
+    of the same failure: the circuit breaker compares the lines without them."""
+    from git_forge.loop.iteration import AgentResult
+    from git_forge.loop.signals import NO_SIGNAL
+
+    first, second = (AgentResult("h", NO_SIGNAL, 1, "exited", False, "exit 1", error=line)
+                     for line in lines)
+    assert first.failure_signature() == second.failure_signature() is not None
+
+
+def test_numbers_that_tell_failures_apart_stay_in_the_signature() -> None:
+    from git_forge.loop.iteration import AgentResult
+    from git_forge.loop.signals import NO_SIGNAL
+
+    one, two = (AgentResult("h", NO_SIGNAL, 1, "exited", False, "exit 1",
+                            error=f"FAILED tests/test_api.py::test_item_{n} - assert 1 == {n}")
+                for n in (3, 4))
+    assert one.failure_signature() != two.failure_signature()

@@ -80,7 +80,9 @@ class AgentResult:
         differ between attempts of the same failure) left out. Numbers stay: an
         item's id or test's name in the line is what tells two failures apart. An
         exit code with no words says too little to blame the agent rather than the
-        item, and a cut-off attempt is the backstop's."""
+        item, and a cut-off attempt is the backstop's. Besides addresses (a URL, an
+        IPv4 address), a log line's timestamp and a request's id (a UUID, a long run
+        of hex digits) are left out: they differ between attempts of one failure."""
         verdict = self.verdict
         if verdict.verdict is Verdict.FAILED and verdict.kind:
             return verdict.signature(self.exit_code)
@@ -88,11 +90,18 @@ class AgentResult:
                 or self.exit_code in (0, None)
                 or verdict.verdict not in (Verdict.RAN, Verdict.FAILED)):
             return None
-        return f"exit {self.exit_code}: {_ADDRESS.sub('<address>', self.error)}"
+        error = _ADDRESS.sub("<address>", self.error)
+        return f"exit {self.exit_code}: {_MOMENT.sub('<time>', _TOKEN.sub('<id>', error))}"
 
 
 #: An address in an error line (a request's URL may differ between attempts).
-_ADDRESS = re.compile(r"\b\w+://\S+")
+_ADDRESS = re.compile(r"\b\w+://\S+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b")
+#: A moment in an error line (a log line's timestamp): a date with its time, or a time.
+_MOMENT = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?"
+                     r"(?:Z|[+-]\d{2}:?\d{2})?)?|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?")
+#: A request's or a process's id: a UUID, or a run of 12 or more hex digits.
+_TOKEN = re.compile(r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"
+                    r"|\b(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{12,}\b")
 
 
 def start_agent(run: RunContext, item: Item, number: int, *,
