@@ -292,12 +292,31 @@ def test_unknown_ids_and_bad_answers_files_are_usage_errors(after_run: Path,
      "merge"),
     (["--merge", "c003,4"],  # 004 is a member of c003
      "--merge c003,4 names one question only: name two or more different questions to merge"),
+    (["--answer", "c003=defer"],  # the prompt's and the file's word, never an answer's text
+     "--answer c003=defer: to defer a question, use --defer c003 (an answer is the decision "
+     "in words)"),
+    (["--answer", "c003=Cancel"],
+     "--answer c003=Cancel: to defer a question, use --defer c003 (an answer is the decision "
+     "in words)"),
+    (["--answers", "FILE:c003: ~\n"], "answers file FILE: the answer for c003 must be text, "
+     "'defer' or 'cancel'"),
+    (["--answers", "FILE:c003: null\n"], "answers file FILE: the answer for c003 must be "
+     "text, 'defer' or 'cancel'"),
+    (["--answers", "FILE:c006: Use TestPyPI\nc003: cancel\n"],
+     "answers file FILE: c003: cancel defers every later question, answers included; write "
+     "defer for the questions to leave"),
 ])
 def test_contradictory_or_empty_choices_are_refused_and_change_nothing(
         after_run: Path, args: list[str], message: str) -> None:
     """One id, one decision: a choice that would be dropped by its order is refused.
     Ids written two ways are told apart against the questions, read under recover's
     lock: a refused pass removes the lock file it created, so no file changes."""
+    file = after_run.parent / "answers.yaml"
+    for number, arg in enumerate(args):
+        if arg.startswith("FILE:"):  # an answers file of this text, outside the tree
+            file.write_text(arg.removeprefix("FILE:"))
+            args = [*args[:number], str(file), *args[number + 1:]]
+            message = message.replace("FILE", str(file))
     before = snapshot(after_run, skip_git=False)
     result = recover(after_run, "--non-interactive", *args)
     assert (result.returncode, result.stdout, result.stderr) == (2, "", f"Error: {message}\n")

@@ -66,8 +66,12 @@ class Collected:
         return None
 
 
+#: What YAML writes for no value, read as the text written: never an answer.
+_YAML_NULLS = ("~", "null", "Null", "NULL")
+
+
 def _choice_from_value(key: str, value: object, source: str) -> Choice:
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or not value.strip() or value.strip() in _YAML_NULLS:
         raise UsageError(f"{source}: the answer for {key} must be text, 'defer' or 'cancel'")
     lowered = value.strip().lower()
     if lowered == "defer":
@@ -96,6 +100,9 @@ def parse_flags(answers: Iterable[str], defers: Iterable[str]) -> dict[str, Choi
             raise UsageError(f"--answer takes ID=TEXT, got {flag!r}")
         if not text.strip():
             raise UsageError(f"--answer {key.strip()}= needs an answer text")
+        if text.strip().lower() in ("defer", "cancel"):  # the prompt's and the file's words
+            raise UsageError(f"--answer {key.strip()}={text.strip()}: to defer a question, "
+                             f"use --defer {key.strip()} (an answer is the decision in words)")
         decide(key.strip(), Choice("answer", text.strip()))
     for key in defers:
         if not key.strip():
@@ -142,8 +149,15 @@ def load_file(path: Path) -> dict[str, Choice]:
         if not isinstance(key, str):  # a tagged key (!!int 10): not the text written
             raise UsageError(f"answers file {path}: the key {key!r} is not an item or "
                              "question id written as text")
-    return {key: _choice_from_value(key, value, f"answers file {path}")
-            for key, value in document.items()}
+    choices = {key: _choice_from_value(key, value, f"answers file {path}")
+               for key, value in document.items()}
+    cancelled = [key for key, choice in choices.items() if choice == CANCEL]
+    if cancelled and any(choice.kind == "answer" for choice in choices.values()):
+        # cancel defers every question after it: the file's answers to those would be
+        # dropped without a word (a file has no order the operator sees)
+        raise UsageError(f"answers file {path}: {cancelled[0]}: cancel defers every later "
+                         "question, answers included; write defer for the questions to leave")
+    return choices
 
 
 def _names(questions: Iterable[Question]) -> dict[str, tuple[str, ...]]:
