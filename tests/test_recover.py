@@ -982,3 +982,15 @@ def test_items_whose_agents_gave_no_reason_are_never_one_question(tmp_path: Path
     asked = [question["itemIds"] for question in plan["questions"]]
     assert ["001"] in asked and ["002"] in asked, asked
     assert ["003", "004"] in asked, asked  # alike reasons are still one question
+
+
+def test_a_dialogue_without_a_terminal_says_why_nothing_was_asked(after_run: Path) -> None:
+    """stdin a file, or stdout a pipe: no prompt can be put, every question is deferred,
+    and a line on stderr says so and how to answer — where the pass was silent."""
+    result = recover(after_run)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.stderr == ("note: not a terminal: nothing was asked, and every question is "
+                             "deferred (answer with --answers FILE or --answer ID=TEXT; --plan "
+                             "lists the questions)\n")
+    quiet = recover(after_run, "--non-interactive")  # deferring on purpose: nothing to say
+    assert quiet.stderr == "", quiet.stderr

@@ -64,9 +64,14 @@ def test_flags_and_files(tmp_path: Path) -> None:
         with pytest.raises(UsageError):
             answers.parse_flags(bad, [])
     yaml_file = tmp_path / "a.yaml"
-    yaml_file.write_text("c3: Use SQLite\n003: defer\n8: cancel\n")
+    yaml_file.write_text("c3: Use SQLite\n003: defer\n")
     assert answers.load_file(yaml_file) == {"c3": Choice("answer", "Use SQLite"),
-                                            "003": DEFER, "8": CANCEL}
+                                            "003": DEFER}
+    yaml_file.write_text("003: defer\n8: cancel\n")
+    assert answers.load_file(yaml_file) == {"003": DEFER, "8": CANCEL}
+    yaml_file.write_text("c3: Use SQLite\n8: cancel\n")  # cancel would drop the answer
+    with pytest.raises(UsageError, match="8: cancel defers every later question"):
+        answers.load_file(yaml_file)
     json_file = tmp_path / "a.json"
     json_file.write_text(json.dumps({"6": "retry later"}))
     assert answers.load_file(json_file) == {"6": Choice("answer", "retry later")}
@@ -82,10 +87,14 @@ def test_an_answers_file_is_read_as_the_text_written(tmp_path: Path) -> None:
     """YAML 1.1 reads 010 as the octal 8, 0x10 as 16, 1:20 as 80 and yes as true: an
     answers file's keys and values are the words written, so 010 names item 010."""
     yaml_file = tmp_path / "a.yaml"
-    yaml_file.write_text("010: Use SQLite\n0x10: yes\n1:20: 42\nc011: ~\n")
+    yaml_file.write_text("010: Use SQLite\n0x10: yes\n1:20: 42\n")
     assert answers.load_file(yaml_file) == {
         "010": Choice("answer", "Use SQLite"), "0x10": Choice("answer", "yes"),
-        "1:20": Choice("answer", "42"), "c011": Choice("answer", "~")}
+        "1:20": Choice("answer", "42")}
+    for empty in ("~", "null", "NULL", ""):  # YAML's empty value answers nothing
+        yaml_file.write_text(f"c011: {empty}\n")
+        with pytest.raises(UsageError, match="the answer for c011 must be text"):
+            answers.load_file(yaml_file)
     yaml_file.write_text("!!int 10: Use SQLite\n")  # a tag says otherwise: no id as written
     with pytest.raises(UsageError, match="the key 10 is not an item or question id"):
         answers.load_file(yaml_file)

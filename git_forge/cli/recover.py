@@ -466,6 +466,11 @@ def run(args: argparse.Namespace) -> int:
     confirm = not args.yes and bool(workspace.config["recover.confirmAnswers"])
     asker = TerminalAsker(confirm=confirm) if interactive else None
     report = recover(workspace, runner, options, asker)
+    untold = not (interactive or args.non_interactive or args.json or options.choices)
+    if untold and any(entry["answer"] is None for entry in report.recorded):
+        # asked for a dialogue, without a terminal at both ends: say why nothing was
+        note("not a terminal: nothing was asked, and every question is deferred (answer "
+             "with --answers FILE or --answer ID=TEXT; --plan lists the questions)")
     if args.json:
         emit_json(report.to_json())
     else:
