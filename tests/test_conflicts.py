@@ -278,6 +278,27 @@ def test_a_worktree_mid_rebase_is_refused_and_nothing_changes(conflict: Conflict
     assert conflict.files() == before and conflict.refs() == refs
 
 
+def test_a_worktree_mid_rebase_is_never_offered_to_commit_stash_or_discard(
+        conflict: Conflict) -> None:
+    """Its changes are the rebase's (an unmerged path among them): a commit, a stash or
+    a discard there would take them for the item's work — a discard once resolved the
+    conflict to the branch's side and the item landed with none of its work. It is no
+    group to decide on; its branch's hints say to finish the rebase, and recover's
+    checks count it as work left in an item's worktree."""
+    start_rebase(conflict.tree)
+    before, refs = conflict.files(), conflict.refs()
+    document = json.loads(conflict.run("reconcile", "--json").stdout)
+    assert document["groups"] == [], document["groups"]
+    (branch,) = document["branches"]
+    assert branch["next"] == f"git -C {conflict.tree} rebase --continue"
+    refused = conflict.run("reconcile", "--discard", f"item-{conflict.loser}",
+                           "--confirm-discard")
+    assert refused.returncode == 2 and refused.stderr.startswith("Error: "), refused.stderr
+    assert conflict.files() == before and conflict.refs() == refs
+    report = json.loads(conflict.run("recover", "--non-interactive", "--json").stdout)
+    assert report["gate"]["itemTreesClean"] is False and report["tree"]["groups"] == []
+
+
 #: A half-done operation in the item's worktree: how it is started (each stops at the
 #: conflict with the line of the item integrated first, WINNER), what ``git status``
 #: says of it, what finishes it.

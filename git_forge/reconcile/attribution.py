@@ -192,18 +192,19 @@ class _Building:
 
 def tree_groups(trees: Iterable[ItemTree], taken: set[str]) -> list[Group]:
     """A group per dirty item worktree: ``item-<id>``, or ``item-<id>-worktree``
-    when the main tree already has a group of that name."""
+    when the main tree already has a group of that name. A worktree in the middle of
+    a rebase (a merge…) is none: its changes are that operation's, which git alone
+    finishes or gives up (its branch's hints say how) — a commit, a stash or a
+    discard there would take the operation's half-done state for the item's work."""
     groups = []
     for tree in trees:
-        if not tree.dirty or tree.worktree is None:
+        if not tree.dirty or tree.worktree is None or tree.operation is not None:
             continue
         key = f"item-{tree.item_id}"
         if key in taken:
             key += "-worktree"
         taken.add(key)
         branch = f"branch {tree.branch}" if tree.branch else "HEAD detached"
-        if tree.operation is not None:
-            branch = f"{tree.operation.doing}, {branch}"
         groups.append(Group(key, GroupKind.ITEM, tree.item_id, tree.dirty,
                             (f"in item {tree.item_id}'s worktree {tree.worktree} ({branch})",),
                             tree.worktree))
