@@ -312,3 +312,15 @@ def test_a_hang_up_or_sigterm_at_a_prompt_records_what_was_confirmed(
                                     ("003", None)]
     if number == signal.SIGTERM:
         assert paste_mode_switches(session.transcript)[-1] == PASTE_OFF
+
+
+def test_an_arrow_key_at_a_prompt_leaves_nothing_in_the_answer(questions: Path) -> None:
+    """The line reader takes a cursor key in as its bytes (ESC O A, ESC [ D): they are
+    no part of the answer, where the Up arrow's final letter stayed in it."""
+    session = to_the_first_question(questions)
+    session.type(b"\x1bOAUse \x1b[DSQLite\x1b[1;5C\r")
+    text = session.expect("Record it?")
+    assert "  | Use SQLite\r\n" in text, text
+    session.send("y")
+    assert finish_deferring(session) == 0, session.text
+    assert record_of(questions)[:2] == [("001", "Use SQLite"), ("002", "Use SQLite")]

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import select
 import signal
 import sys
@@ -55,6 +56,10 @@ TOGETHER = 0.05
 #: The characters of one line a terminal keeps (Linux: its 4096-byte buffer less the
 #: newline); a line read this long may have lost its end.
 LINE_MAX = 4095
+#: What a cursor or function key sends (CSI ``ESC [ … final``, SS3 ``ESC O x``): no
+#: part of an answer, whose letters would otherwise stay in it once the escape is
+#: made safe (the Up arrow left an ``A``).
+_KEYS = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1bO.")
 #: A control character's slot switched off (``_POSIX_VDISABLE`` on Linux).
 _DISABLED = b"\x00"
 
@@ -212,6 +217,7 @@ def _read(prompt: str) -> str:
                         "characters): it was cut, so it is not taken. Give it in shorter "
                         "lines, or in a file with --answers.", "yellow"))
     text = block.replace(PASTE_START, b"").replace(PASTE_END, b"").decode("utf-8", "replace")
+    text = _KEYS.sub("", text)  # an arrow or function key the line reader took in
     return text.replace("\r\n", "\n").replace("\r", "\n").removesuffix("\n")
 
 
