@@ -994,3 +994,15 @@ def test_a_dialogue_without_a_terminal_says_why_nothing_was_asked(after_run: Pat
                              "lists the questions)\n")
     quiet = recover(after_run, "--non-interactive")  # deferring on purpose: nothing to say
     assert quiet.stderr == "", quiet.stderr
+
+
+def test_a_plan_refuses_a_choice_the_pass_would_refuse(after_run: Path) -> None:
+    """--plan writes nothing and lists the questions; a choice given with it names an
+    open question or is refused as the pass refuses it, never passed over."""
+    before = snapshot(after_run, skip_git=False)
+    refused = recover(after_run, "--plan", "--answer", "0=x")
+    assert (refused.returncode, refused.stdout) == (2, ""), refused.stdout
+    assert refused.stderr == ("Error: no open question for 0 (questions: c003, c006; items: "
+                              "003, 004, 006)\n")
+    assert recover(after_run, "--plan", "--answer", "c006=Use TestPyPI").returncode == 0
+    assert snapshot(after_run, skip_git=False) == before

@@ -66,6 +66,8 @@ def test_the_backlog_verbs_take_an_items_number(project: Path) -> None:
     assert refused("backlog", "edit", "2", "--depends-on", "1,001", cwd=project) == (
         "Error: dependsOn names 001 more than once")
     assert refused("backlog", "show", "4", cwd=project) == "Error: Item not found: 4"
+    # white space around an id is no part of it, as --depends-on takes it
+    assert json.loads(ok("backlog", "show", " 001 ", "--json", cwd=project))["id"] == "001"
 
 
 def test_a_number_two_ids_share_is_refused_naming_both(git_repo: Path) -> None:

@@ -286,7 +286,9 @@ def _index_of(items: Sequence[Item], item_id: str,
 
 def id_position(ids: list[str], item_id: str) -> int:
     """Where the id ``item_id`` names is in ``ids``: its own id, else a short number
-    of it (``match_id``); refused with the runner contract's message if absent."""
+    of it (``match_id``), white space around it aside (as ``--depends-on`` and
+    recover's ids take it); refused with the runner contract's message if absent."""
+    item_id = item_id.strip()
     if item_id in ids:
         return ids.index(item_id)
     named = match_id(item_id, ids)

@@ -25,6 +25,7 @@ from git_forge.errors import ForgeError, StoreError, UsageError
 from git_forge.layout import RECOVER_LOCK_FILE
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.locks import FileLock
+from git_forge.recovery import answers
 from git_forge.recovery.questions import QuestionJSON
 from git_forge.recovery.report import Application, Proof, Report, StepResult
 from git_forge.recovery.steps import (
@@ -66,6 +67,9 @@ def plan(workspace: Workspace, runner: Runner, options: RecoverOptions) -> PlanJ
     except RecoveryFailed as failed:
         raise ForgeError(f"{failed.kind.value} at step {failed.step.number}: {failed.message}",
                          exit_code=failed.kind.exit_code) from None
+    # choices given with --plan name open questions too, or are refused as a pass
+    # refuses them: a plan never says a choice is fine that the pass would refuse
+    answers.normalise(options.choices, consolidated.questions)
     return {"questions": [q.to_json() for q in consolidated.questions],
             "reentry": clustered.reentry_ids}
 
