@@ -451,6 +451,9 @@ def test_merging_a_conflict_question_is_refused_at_the_prompt_and_asked_again(
     text = session.expect("Merge questions that share a cause?")
     assert f"  c{conflict.loser}: item {conflict.loser} — a merge conflict, asked on its own" \
         in text
+    # its reason, shown inside recover, does not send the operator to recover
+    reason = text.split(f"    {conflict.loser}: ", 1)[1].split("\r\n", 1)[0]
+    assert reason.startswith("merge conflict in shared.txt") and "recover" not in reason, reason
     session.send(f"c{conflict.loser},c009")
     session.expect(f"Not merged: item {conflict.loser} is blocked on a merge conflict, a "
                    "question of its own: it cannot be merged with another.")

@@ -29,6 +29,7 @@ from git_forge.cli.render_topology import waiting_text
 from git_forge.credentials import credential_refusal
 from git_forge.errors import UsageError
 from git_forge.loop.control import live_note, refuse_if_live
+from git_forge.reconcile.conflicts import RECOVER_ANSWERS
 from git_forge.recovery import answers
 from git_forge.recovery.answers import CANCEL, DEFER, Choice, Collected, conflict_choice
 from git_forge.recovery.procedure import RecoverOptions, plan, recover
@@ -269,7 +270,8 @@ def _list_questions(groups: list[list[str]], reasons: dict[str, str],
         own = " — a merge conflict, asked on its own" if group[0] in alone else ""
         print(f"  {question_id(group)}: {noun} {', '.join(group)}{own}")
         for item_id in group:
-            print(f"    {item_id}: {reasons.get(item_id) or '(no reason given)'}")
+            reason = (reasons.get(item_id) or "").removesuffix(RECOVER_ANSWERS)
+            print(f"    {item_id}: {reason or '(no reason given)'}")
 
 
 def _confirmed(question: Question, choice: Choice) -> bool:

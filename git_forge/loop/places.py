@@ -66,7 +66,7 @@ from git_forge.loop.verify import STOPPED_CHECK, integration_check
 from git_forge.loop.worktree_prep import WorktreePreparer
 from git_forge.owned import make_dir
 from git_forge.reconcile import messages
-from git_forge.reconcile.conflicts import record_conflict
+from git_forge.reconcile.conflicts import RECOVER_ANSWERS, record_conflict
 from git_forge.reconcile.merge_queue import Conflicted, Integrated, Unverified, tidy
 from git_forge.tree.errors import GitError
 from git_forge.tree.git_status import ListingMeanwhile
@@ -516,9 +516,8 @@ class Worktrees:
                                     commit=outcome.commit, failedCheck=outcome.reason)
             record_conflict(self.state_dir, outcome, self.onto, result.job.tree)
             return NotLanded(item_id, f"its work, replayed onto {self.onto}, failed the run's "
-                             f"checks there: {outcome.reason}. Retry it on the new tip or "
-                             "resolve it by hand: git forge recover", needs_human=True,
-                             cleared=True)
+                             f"checks there: {outcome.reason}{RECOVER_ANSWERS}",
+                             needs_human=True, cleared=True)
         return NotLanded(item_id, "the agent signalled done, but its commit could not be "
                          f"integrated: {outcome.reason}", cleared=True)
 
@@ -553,5 +552,4 @@ class Worktrees:
 def conflict_reason(conflict: Conflicted) -> str:
     """A conflict's ``needsHuman`` reason: what collided, and where its two answers
     are (recover offers them; nothing here drops any work)."""
-    return (f"{conflict.reason}. Retry it on the new tip or resolve it by hand: "
-            "git forge recover")
+    return f"{conflict.reason}{RECOVER_ANSWERS}"

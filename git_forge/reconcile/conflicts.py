@@ -154,6 +154,11 @@ class ConflictRecord:
                 f"{', '.join(self.paths)}{whom}")
 
 
+#: How a conflict's ``needsHuman`` reason ends: where its two answers are. recover,
+#: which offers them, shows the reason without it.
+RECOVER_ANSWERS = ". Retry it on the new tip or resolve it by hand: git forge recover"
+
+
 def conflicts_path(state_dir: Path) -> Path:
     return Path(state_dir) / CONFLICTS_FILE
 
