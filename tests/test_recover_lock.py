@@ -120,6 +120,10 @@ def test_a_second_pass_waits_then_refuses_naming_the_holder(waits_half_a_second:
             "(git-forge recover) since then); waited 0.5s — let it finish, then run git forge "
             "recover again\n")
         assert _files(root) == before
+        revoke = run_forge("decision", "revoke", "001", cwd=root)  # its own command, again
+        assert revoke.returncode == 2 and revoke.stderr.endswith(
+            "let it finish, then run git forge decision revoke again\n"), revoke.stderr
+        assert _files(root) == before
         plan = run_forge("recover", "--plan", "--json", cwd=root)  # reading never waits
         assert plan.returncode == 0 and json.loads(plan.stdout)["questions"], plan.stderr
     finally:

@@ -89,7 +89,8 @@ def refuse_not_set_up(workspace: Workspace) -> None:
 
 
 @contextlib.contextmanager
-def one_pass_at_a_time(workspace: Workspace) -> Iterator[None]:
+def one_pass_at_a_time(workspace: Workspace,
+                       command: str = "git forge recover") -> Iterator[None]:
     """Passes on one backlog run one at a time, from enumerate to the gate: two at
     once would each record over the other's questions and stamp the other's
     entries. A second pass waits ``recover.lockWaitSeconds``, then refuses naming
@@ -113,7 +114,7 @@ def one_pass_at_a_time(workspace: Workspace) -> Iterator[None]:
             raise
         holder = read_lock_holder(path) or "another process"
         raise RecoverBusy(f"another recover pass is running on this backlog ({holder}); "
-                          f"waited {wait:g}s — let it finish, then run git forge recover "
+                          f"waited {wait:g}s — let it finish, then run {command} "
                           "again") from None
     refused = False
     try:

@@ -85,7 +85,7 @@ def revoke(workspace: Workspace, runner: Runner, item_ref: str, *,
                          "decision record --deferred")
     refuse_not_set_up(workspace)
     rec = decisions.open_record(workspace.backlog_dir, workspace.config.state_dir)
-    with one_pass_at_a_time(workspace):
+    with one_pass_at_a_time(workspace, "git forge decision revoke"):
         items = runner.list_items()
         item_id = match_id(item_ref, [item.id for item in items])
         if item_id is None:
