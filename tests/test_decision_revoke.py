@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from builders import blocked, item, set_items
+from builders import blocked, blocked_backlog, item, set_items
 from helpers import git, run_forge, snapshot
 
 RECORD = Path(".forge") / "forge-decisions.json"
@@ -170,3 +170,22 @@ def test_what_cannot_be_revoked_is_refused_and_changes_nothing(
     assert (result.returncode, result.stdout, result.stderr) == (2, "", f"Error: {message}\n")
     after = snapshot(answered, skip_git=False)
     assert after == before
+
+
+def test_revoking_an_answer_given_to_a_whole_question_names_the_items_that_keep_it(
+        git_repo: Path) -> None:
+    """An answer to a question of several items is one entry per item (one clusterId):
+    a revoke takes it back from the item named, and says which items keep it."""
+    root = blocked_backlog(git_repo, {"001": "Which database should we use?",
+                                      "002": "Which database should we use?",
+                                      "003": "Which database should we use?"})
+    result = run_forge("recover", "--answer", "c001=Use SQLite", cwd=root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    revoked = run_forge("decision", "revoke", "2", cwd=root)
+    assert revoked.returncode == 0, revoked.stderr
+    assert revoked.stdout.splitlines()[-1] == (
+        "  items 001, 003 keep the same answer, given with it: git forge decision revoke 001 "
+        "takes it back there")
+    again = json.loads(run_forge("decision", "revoke", "3", "--json", cwd=root).stdout)
+    assert again["sharedWith"] == ["001"]
+    assert items_of(root)["001"]["humanAnswer"] == "Use SQLite"

@@ -200,4 +200,9 @@ def run_revoke(args: argparse.Namespace) -> int:
           f"{item.blocked_reason or '(no reason given)'}")
     print("  the record keeps the answer, superseded by a deferral; git forge recover asks "
           "the question again")
+    if revoked.shared_with:
+        others = ", ".join(revoked.shared_with)
+        print(f"  item{'s' if len(revoked.shared_with) > 1 else ''} {others} keep"
+              f"{'' if len(revoked.shared_with) > 1 else 's'} the same answer, given with it: "
+              f"git forge decision revoke {revoked.shared_with[0]} takes it back there")
     return 0

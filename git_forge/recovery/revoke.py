@@ -34,6 +34,7 @@ from typing import TypedDict
 from git_forge import decisions
 from git_forge.backlog.item import Item
 from git_forge.backlog.model import match_id
+from git_forge.backlog.topology import id_key
 from git_forge.errors import ForgeError, UsageError
 from git_forge.reconcile.conflicts import RETRY_ANSWER
 from git_forge.recovery.procedure import one_pass_at_a_time, refuse_not_set_up
@@ -53,6 +54,9 @@ class RevokedJSON(TypedDict):
     blockedReason: str | None
     putBack: bool
     decision: decisions.DecisionJSON
+    #: The other items the same answer was given to at once (its ``clusterId``),
+    #: which keep it: each is revoked on its own.
+    sharedWith: list[str]
 
 
 @dataclass(frozen=True)
@@ -66,12 +70,14 @@ class Revoked:
     #: The item held the answer and was put back (False: it was waiting already).
     put_back: bool
     entry: decisions.DecisionJSON
+    shared_with: tuple[str, ...] = ()
 
     def to_json(self) -> RevokedJSON:
         return {"itemId": self.item_id, "revokedAnswer": self.answer,
                 "status": str(self.item.status), "needsHuman": self.item.needs_human,
                 "deferred": self.item.deferred, "blockedReason": self.item.blocked_reason,
-                "putBack": self.put_back, "decision": self.entry}
+                "putBack": self.put_back, "decision": self.entry,
+                "sharedWith": list(self.shared_with)}
 
 
 def revoke(workspace: Workspace, runner: Runner, item_ref: str, *,
@@ -129,4 +135,9 @@ def revoke(workspace: Workspace, runner: Runner, item_ref: str, *,
                              f"record could not be written: {exc.message} — run git forge "
                              f"decision revoke {item_id} again to record it",
                              exit_code=exc.exit_code) from exc
-        return Revoked(item_id, answer, item, put_back, written["decisions"][-1])
+        cluster = latest.get("clusterId") if latest is not None else None
+        shared = tuple(sorted(
+            (other for other, entry in decisions.latest_entries(document["decisions"]).items()
+             if cluster and other != item_id and entry.get("clusterId") == cluster
+             and entry.get("answer") == answer), key=id_key)) if document else ()
+        return Revoked(item_id, answer, item, put_back, written["decisions"][-1], shared)
