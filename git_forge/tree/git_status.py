@@ -28,8 +28,16 @@ def porcelain(repo: Repo) -> list[StatusEntry]:
     Untracked files one by one (a nested repository as ``dir/``), ignored files
     never, skip-worktree entries never, a submodule as one entry. A git
     failure is a ``GitError`` carrying git's message verbatim.
+
+    A git that died of a signal is asked once more: a Ctrl-C at the terminal
+    reaches every process of its group, a listing git was making for the stop it
+    asked for too, and reading the tree again changes nothing.
     """
-    return parse_status_z(repo.run_git(list(STATUS_ARGS)))[1]
+    started = repo.start_git(list(STATUS_ARGS))
+    finished = started.wait()
+    if finished.returncode < 0:
+        return parse_status_z(repo.run_git(list(STATUS_ARGS)))[1]
+    return parse_status_z(started.result())[1]
 
 
 class ListingMeanwhile:
