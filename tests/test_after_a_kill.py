@@ -210,14 +210,19 @@ def test_a_recover_killed_at_any_instant_converges_on_the_next_pass(tmp_path: Pa
         killed.send_signal(signal.SIGKILL)
         waiting.wait_process(killed, timeout=10)
         code, report = _pass(root)
-        lock = root / ".git" / "index.lock"
-        if code == 6 and lock.exists():
-            # git's own lock, left by a pass killed in the middle of its commit (as a
-            # killed git commit leaves it): the next pass changes nothing of the tree and
-            # says which file it is and how to remove it, as git does; then it converges.
+        locks = [path for path in (root / ".git" / "index.lock", root / ".git" / "HEAD.lock",
+                                   root / ".git" / "refs" / "heads" / "main.lock",
+                                   root / ".git" / "refs" / "stash.lock")
+                 if path.exists()]  # in the order git-forge names them
+        if code == 6 and locks:
+            # git's own lock (the index's, the branch's), left by a pass killed in the
+            # middle of its commit as a killed git commit leaves it: the next pass
+            # changes nothing of the tree and says which file it is and how to remove
+            # it, as git does; then it converges.
             said = run_forge("recover", cwd=root).stdout
-            assert f"if none is running, remove it: rm {lock}" in said, said
-            lock.unlink()
+            assert f"if none is running, remove it: rm {' '.join(map(str, locks))}" in said, said
+            for lock in locks:
+                lock.unlink()
             code, report = _pass(root)
         _converged(root, code, report)
         return code, root
