@@ -941,3 +941,20 @@ def test_numbers_that_tell_failures_apart_stay_in_the_signature() -> None:
                             error=f"FAILED tests/test_api.py::test_item_{n} - assert 1 == {n}")
                 for n in (3, 4))
     assert one.failure_signature() != two.failure_signature()
+
+
+def test_a_deferral_counts_the_attempts_of_earlier_runs_too(project: Project,
+                                                           tmp_path: Path) -> None:
+    """The run's retries bound its own attempts; an item tried in an earlier run too has
+    had more, and its reason says so (the receipts' count)."""
+    agent = tmp_path / "crashes.sh"
+    agent.write_text("#!/bin/sh\ncat >/dev/null\necho \"error: the build tool crashed ($$)\" "
+                     ">&2\nexit 1\n")  # each attempt its own words: no circuit breaker
+    agent.chmod(0o755)
+    first = project.run("--agent", str(agent), "--iterations", "1")
+    assert project.items()["001"]["status"] == "pending", first.stdout + first.stderr
+    second = project.run("--agent", str(agent))
+    reason = project.items()["001"].get("blockedReason"), second.stdout + second.stderr
+    assert reason[0] is not None and reason[0].startswith(
+        "exit 1: error: the build tool crashed (") and reason[0].endswith(
+        ") — deferred after 3 attempts in this run (4 in all)"), reason

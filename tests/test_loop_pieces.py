@@ -258,3 +258,12 @@ def test_options_no_run_could_use_are_refused_before_anything_changes(
         assert (refused.returncode, refused.stdout, refused.stderr) == (
             2, "", f"Error: {message}\n"), flags
     assert snapshot(root, skip_git=False) == before
+
+
+def test_a_deferral_reason_says_every_runs_attempts_when_there_were_more() -> None:
+    from git_forge.loop.outcomes import deferral_reason
+
+    assert deferral_reason("exit 1", 3) == "exit 1 — deferred after 3 attempts"
+    assert deferral_reason("exit 1", 3, 3) == "exit 1 — deferred after 3 attempts"
+    assert deferral_reason("exit 1", 1, 4) == (
+        "exit 1 — deferred after 1 attempt in this run (4 in all)")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from git_forge.backlog.item import NO_REASON, Item
 from git_forge.exit_codes import LOOP_ERROR
 from git_forge.gates.verdict import Verdict
+from git_forge.loop import receipts
 from git_forge.loop.context import RunContext
 from git_forge.loop.errors import LoopError
 from git_forge.loop.iteration import AgentResult
@@ -126,7 +127,8 @@ def no_signal(run: RunContext, place: Place, item: Item, result: AgentResult) ->
                               f"{why}; attempt {attempts} of {retries + 1}")
         again(run, place, item, result.listed)
         return Outcome.RETRY
-    return block(run, place, item, deferral_reason(why, attempts), deferred=True,
+    return block(run, place, item, deferral_reason(why, attempts, _in_all(run, item.id)),
+                 deferred=True,
                  result=result)
 
 
@@ -146,7 +148,8 @@ def verify_failed(run: RunContext, place: Place, item: Item, result: AgentResult
         run.verify_failures[item_id] = verdict.excerpt
         place.contain(item)
         return Outcome.RETRY
-    return block(run, place, item, deferral_reason(reason, attempts), deferred=True,
+    return block(run, place, item, deferral_reason(reason, attempts, _in_all(run, item.id)),
+                 deferred=True,
                  result=result)
 
 
@@ -166,8 +169,16 @@ def again(run: RunContext, place: Place, item: Item,
         place.clear(item, listed, again=True)
 
 
-def deferral_reason(what: str, attempts: int) -> str:
-    return f"{what} — deferred after {counted(attempts, 'attempt')}"
+def deferral_reason(what: str, attempts: int, in_all: int = 0) -> str:
+    """``… — deferred after 3 attempts``: this run's, which its retries bound, and
+    every run's when earlier runs tried the item too (``in_all``)."""
+    reason = f"{what} — deferred after {counted(attempts, 'attempt')}"
+    return f"{reason} in this run ({in_all} in all)" if in_all > attempts else reason
+
+
+def _in_all(run: RunContext, item_id: str) -> int:
+    """The agent starts of ``item_id`` every run recorded (the receipts' count)."""
+    return receipts.attempts_of(run.workspace.state_dir, item_id)
 
 
 def block(run: RunContext, place: Place, item: Item, reason: str, *, needs_human: bool = False,

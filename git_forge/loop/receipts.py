@@ -193,6 +193,16 @@ def _with_current_run(state_dir: Path) -> dict[str, object]:
     return document
 
 
+def attempts_of(state_dir: Path, item_id: str) -> int:
+    """How many agent starts of ``item_id`` every run has recorded so far, this one's
+    included (0 when a ledger cannot be read: a reason then counts this run's)."""
+    try:
+        items = _object(_with_current_run(state_dir).get("items"))
+    except StoreError:
+        return 0
+    return Totals.from_json(items.get(item_id)).attempts
+
+
 def read_ledger(state_dir: Path) -> Ledger:
     """Every run's sums, the current one's included (empty when there are none); a
     ``StoreError`` when a file is corrupt."""
