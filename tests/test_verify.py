@@ -627,8 +627,10 @@ def test_no_verify_runs_no_gate_whatever_the_configuration_says(templates: Templ
     (None, ("--verify", 'python3 -c "unclosed'),
      "Error: cannot split --verify: No closing quotation\n"),
     ({"verify": ""}, (), "Error: loop.verify: an empty command line\n"),
+    (None, ("--verify", "no-such-check-command --all"),
+     "Error: verification command not found: no-such-check-command\n"),
 ], ids=["config-empty", "config-blank", "flag-empty", "flag-blank-second", "flag-unclosed-quote",
-        "one-empty-line"])
+        "one-empty-line", "not-found"])
 def test_an_empty_gate_is_refused_and_nothing_changes(templates: Templates, tmp_path: Path,
                                                       agent: Path, config: dict[str, Any] | None,
                                                       args: tuple[str, ...], error: str) -> None:

@@ -74,6 +74,8 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     if options.iterations < 1 or options.retries < 0:
         raise LoopError("--iterations must be at least 1 and --retries at least 0")
     check_agent(options.argv(), workspace.root)
+    for command in options.verify:  # a gate that cannot start fails no item: it is refused
+        check_agent(list(command.argv), workspace.root, what="verification")
     repo = open_repo(workspace.root)
     state_dir = workspace.state_dir
     _refuse_beside_live_work(workspace)
@@ -188,10 +190,11 @@ def _agent_state(options: LoopOptions, state_dir: Path, run_id: str, root: Path,
 # --- before the run: the refusals and the locks ----------------------------------------------
 
 
-def check_agent(argv: list[str], root: Path, env: Mapping[str, str] | None = None) -> None:
-    """Refuse an agent that cannot start before any item is taken: found the way
-    the start will look for it (a name along PATH; a path from the repository
-    root, where the agent runs), a file, executable."""
+def check_agent(argv: list[str], root: Path, env: Mapping[str, str] | None = None, *,
+                what: str = "agent") -> None:
+    """Refuse an agent (or a verification gate, ``what``) that cannot start before
+    any item is taken: found the way the start will look for it (a name along
+    PATH; a path from the repository root, where it runs), a file, executable."""
     command = argv[0]
     if "{prompt_file}" in command:
         return  # only known once the prompt is written
@@ -204,11 +207,11 @@ def check_agent(argv: list[str], root: Path, env: Mapping[str, str] | None = Non
             directories = [Path(d) / command for d in path_list.split(os.pathsep) if d]
             candidate = next((str(p) for p in directories if p.exists()), None)
     if candidate is None or not os.path.exists(candidate):
-        raise LoopError(f"agent command not found: {command}")
+        raise LoopError(f"{what} command not found: {command}")
     if os.path.isdir(candidate):
-        raise LoopError(f"agent command is a directory: {command}")
+        raise LoopError(f"{what} command is a directory: {command}")
     if not os.access(candidate, os.X_OK):
-        raise LoopError(f"agent command is not executable: {command}")
+        raise LoopError(f"{what} command is not executable: {command}")
 
 
 def _refuse_beside_live_work(workspace: Workspace, *, own_lock: bool = False) -> None:
