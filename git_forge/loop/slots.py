@@ -49,7 +49,7 @@ from git_forge.backlog.item import Item
 from git_forge.backlog.model import select_next
 from git_forge.errors import ForgeError
 from git_forge.exit_codes import LOOP_PAUSED, LOOP_STOPPED
-from git_forge.gates.verdict import describe_baseline, judge
+from git_forge.gates.verdict import describe_baseline
 from git_forge.loop import agent_run, notify, outcomes, receipts
 from git_forge.loop.agent_run import Ending, Step
 from git_forge.loop.attempt import Attempt
@@ -71,8 +71,7 @@ from git_forge.loop.summary import LoopResult, RunCostsJSON, loop_result
 from git_forge.loop.verify import (
     Gate,
     count_check,
-    gate_run,
-    journal_finished,
+    judged,
     run_baseline,
     start_gate,
 )
@@ -448,12 +447,7 @@ class Engine:
         for gating in [g for g in list(self.gating.values()) if g.gate.handle in ended]:
             item_id = gating.item.id
             gate = gating.gate
-            gate_result, problem = gate_run(run, gate, supervisor.wait(gate.handle))
-            baselines = run.baselines
-            verdict = judge(gate_result, baselines[gate.position] if gate.position < len(baselines)
-                            else None)
-            took = journal_finished(run, item_id, gate, gate_result, verdict.passed,
-                                    verdict.reason)
+            verdict, problem, took = judged(run, item_id, gate, supervisor.wait(gate.handle))
             count_check(run, item_id, took, verdict.passed)
             if problem is not None:
                 run.progress.note(f"item {item_id}: `{gate.command}`'s report: {problem}")

@@ -19,12 +19,12 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple, NotRequired, TypedDict
 
 from git_forge.atomic import make_ignored_dir
 from git_forge.errors import ForgeError
 from git_forge.gates.junit import ReportError, read_report
-from git_forge.gates.verdict import Baseline, GateRun, judge
+from git_forge.gates.verdict import Baseline, GateRun, Verdict, judge
 from git_forge.loop.context import RunContext
 from git_forge.loop.receipts import LedgerWriter
 from git_forge.safetext import safe_text
@@ -107,20 +107,56 @@ def gate_run(run: RunContext, gate: Gate, manifest: Manifest) -> tuple[GateRun, 
     return GateRun(gate.command, exit_status, report, output), problem
 
 
+class VerifyFinishedJSON(TypedDict):
+    """``verify_finished``'s fields but its item (docs/events.md)."""
+
+    command: str
+    #: ``null``: it timed out.
+    exitCode: int | None
+    durationMs: int
+    passed: bool
+    #: How many tests its report failed, when it wrote one.
+    failing: NotRequired[int]
+    #: Why it failed, when it did.
+    reason: NotRequired[str]
+
+
 def journal_finished(run: RunContext, item_id: str | None, gate: Gate, result: GateRun,
                      passed: bool, reason: str | None) -> int:
     """``verify_finished``: the command, its exit (``null``: timed out), how long it
     took, whether it passed and why not, and how many tests its report failed. How
     long it took, in milliseconds."""
     took = round((time.monotonic() - gate.started) * 1000)
-    fields: dict[str, Any] = {"command": gate.command, "exitCode": result.exit_status,
-                              "durationMs": took, "passed": passed}
+    fields: VerifyFinishedJSON = {"command": gate.command, "exitCode": result.exit_status,
+                                  "durationMs": took, "passed": passed}
     if result.report is not None:
         fields["failing"] = len(result.report.failures)
     if reason is not None:
         fields["reason"] = reason
     run.journal.append("verify_finished", itemId=item_id, **fields)
     return took
+
+
+class Judged(NamedTuple):
+    """An ended gate judged and journaled (``judged``)."""
+
+    verdict: Verdict
+    #: Why its report could not be read (``gate_run``), or ``None``.
+    problem: str | None
+    #: How long it took, in milliseconds.
+    took: int
+
+
+def judged(run: RunContext, item_id: str, gate: Gate, manifest: Manifest) -> Judged:
+    """The ended ``gate`` of ``item_id`` judged against the run's baseline of its
+    command (none: every failure is the item's), and journaled (``verify_finished``)
+    — for the item's own gates and the merge queue's check on the new tip alike."""
+    result, problem = gate_run(run, gate, manifest)
+    baselines = run.baselines
+    verdict = judge(result, baselines[gate.position] if gate.position < len(baselines)
+                    else None)
+    took = journal_finished(run, item_id, gate, result, verdict.passed, verdict.reason)
+    return Judged(verdict, problem, took)
 
 
 def count_check(run: RunContext, item_id: str, duration_ms: int, passed: bool) -> None:
@@ -162,10 +198,7 @@ def integration_check(run: RunContext) -> Callable[[str, str], str | None] | Non
                 manifest = run.supervisor.wait(gate.handle)
                 if manifest.state not in ("exited", "timed_out"):  # ended by the run's end
                     return STOPPED_CHECK
-                result, _ = gate_run(run, gate, manifest)
-                baselines = run.baselines
-                verdict = judge(result, baselines[index] if index < len(baselines) else None)
-                journal_finished(run, item_id, gate, result, verdict.passed, verdict.reason)
+                verdict = judged(run, item_id, gate, manifest).verdict
                 if not verdict.passed:
                     return verdict.reason
         return None
