@@ -86,7 +86,7 @@ function _shtab_git_forge_using
 end
 
 set -g _shtab_git_forge_commands init loop 'loop run' 'loop stop' status recover reconcile backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog done' 'backlog drop' 'backlog topology' decision 'decision record' 'decision list' 'decision apply' 'decision revoke' agents preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' 'proc prune' config demo completion version help
-set -g _shtab_git_forge_opts_with_value --ac --actor --agent --agent-arg --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --idle-timeout --integrate --item --items-json --iterations --leave --limit --max-consecutive-failures --max-cost --merge --mode --notes --notify --on-limit --parallel --priority --prompt-file --question --restore --retries --stash --state-dir --status --timeout --title --type --verify
+set -g _shtab_git_forge_opts_with_value --ac --actor --agent --agent-arg --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --idle-timeout --integrate --item --items-json --iterations --leave --limit --max-consecutive-failures --max-cost --merge --mode --notes --notify --on-limit --parallel --priority --prompt-file --question --restore --retries --sandbox --sandbox-net --sandbox-writable --stash --state-dir --status --timeout --title --type --verify
 
 complete -c git-forge -e
 complete -c git-forge -f
@@ -119,6 +119,9 @@ complete -c git-forge -n '_shtab_git_forge_using loop run' -l pause-on-needs-hum
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l parallel -x -d 'run up to N agents at once, each in a worktree of its own (.forge/worktrees/<id>, branch forge/<id>), integrating each done item onto the branch as it finishes (default: loop.parallel)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l verify -x -d 'a check run in the item'"'"'s tree after its agent says done, before anything is committed: a failure is a failed attempt, retried with the failure in the prompt (repeatable; each split once, no shell; {report} stands for a JUnit XML file it writes; default: loop.verify)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l no-verify -d 'run no check this run, whatever loop.verify says'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l sandbox -xka "none bwrap auto" -d 'run each agent and check under bubblewrap: it may write its own tree (and the git parts a commit there needs), a private /tmp and its program'"'"'s own files, nothing else; auto: bwrap where it works here (default: loop.sandbox, none)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l sandbox-net -xka "shared none" -d 'a sandboxed agent'"'"'s network: the machine'"'"'s, or none (default: loop.sandboxNet, shared)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l sandbox-writable -x -d 'one more path a sandboxed agent may write (repeatable; default: loop.sandboxWritable)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l follow -d 'stream the agent'"'"'s output'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l ndjson -d 'stream the journal as NDJSON'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l json -d 'print the run'"'"'s summary as JSON at the end (no progress lines)'

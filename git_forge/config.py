@@ -130,6 +130,13 @@ KEYS: dict[str, _Key] = {
     "loop.verifyBaseline": _Key(True, (bool,),
                                 doc="an item fails a check only for failures the run's "
                                     "starting tip did not have"),
+    "loop.sandbox": _Key("none", _STR, choices=("none", "bwrap", "auto"),
+                         doc="run each agent and check under bubblewrap, writing only its own "
+                             "tree (auto: when bwrap works here)"),
+    "loop.sandboxNet": _Key("shared", _STR, choices=("shared", "none"),
+                            doc="a sandboxed agent's network: the machine's, or none"),
+    "loop.sandboxWritable": _Key((), _WORDS,
+                                 doc="more paths a sandboxed agent may write (~ is your home)"),
     "recover.lockWaitSeconds": _Key(10, _NUMBER, minimum=0, maximum=MAX_SECONDS,
                                     doc="how long a recover pass waits for another one"),
     "recover.confirmAnswers": _Key(True, (bool,),

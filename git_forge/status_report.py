@@ -95,6 +95,8 @@ class StatusJSON(TypedDict):
     startedAt: str | None
     waitingUntil: str | None
     verifyFailures: dict[str, str]
+    #: ``bwrap`` when the last run's agents ran sandboxed (``loop.sandbox``).
+    sandbox: str | None
     backlogSummary: BacklogSummaryJSON
     lock: LockJSON
     liveness: LivenessJSON
@@ -207,6 +209,7 @@ def loop_status(workspace: Workspace, runner: Runner, *,
         "startedAt": state.started_at,
         "waitingUntil": state.waiting_until,
         "verifyFailures": dict(state.verify_failures),
+        "sandbox": state.sandbox,
         "backlogSummary": facts["summary"],
         "lock": lock,
         "liveness": {

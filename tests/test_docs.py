@@ -118,7 +118,9 @@ def _manifest() -> dict[str, Any]:
     stamp = "2026-12-04T03:15:12.107Z"
     return Manifest(handle="zVKjhIWQBnwt1HNRifjdIQ", owner=Owner("run"),
                     origin=Origin.of({"item_id": "001", "iteration": 1}),
-                    command=Command(("agent",), "/"), state="exited", created_at=stamp,
+                    command=Command(("agent",), "/", {"kind": "bwrap", "writable": ["/"],
+                                                     "network": True}),
+                    state="exited", created_at=stamp,
                     started_at=stamp, finished_at=stamp, deadline=stamp,
                     result=Result(0, "exited"), events=EventIds.mint(),
                     receipt={}).to_dict()

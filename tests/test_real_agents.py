@@ -492,3 +492,64 @@ def test_agents_reads_the_programs_version(program: Program, tmp_path: Path) -> 
         assert entry["versionStatus"] == "verified", (
             f"{program.id} is installed for this tier but outside {entry['verified']}: "
             "widen git_forge.agents.profiles.VERIFIED once the tier passes with it")
+
+
+# --- the sandbox --------------------------------------------------------------------------------
+
+
+def _bwrap_problem() -> str | None:
+    from git_forge.supervisor.sandbox import SandboxError, check
+
+    try:
+        check()
+    except SandboxError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.skipif(_bwrap_problem() is not None, reason=f"{_bwrap_problem()}")
+@pytest.mark.parametrize("tier", EACH, indirect=True)
+def test_a_sandboxed_program_writes_its_tree_and_nothing_else(tier: Tier) -> None:
+    outside = tier.root.parent / "outside.txt"
+    backlog = tier.root / ".forge" / "backlog.json"
+    planted = Path(os.environ["HOME"]) / "planted.txt"
+    before = backlog.read_bytes()
+    tier.server.script(
+        Shell(f"printf 'hello\\n' > forge_out.txt; printf 'x' > {outside}; "
+              f"printf 'x' >> {backlog}; printf 'x' > {planted}; "
+              "printf 'x' > /tmp/private.txt"),
+        Say(f"I wrote forge_out.txt.\n\n{DONE}"))
+    flags: tuple[str, ...] = ()
+    if tier.program.name == "claude":  # a loop runs it with its permission prompts off
+        flags = ("--agent-arg=--permission-mode", "--agent-arg=bypassPermissions")
+        tier.env["IS_SANDBOX"] = "1"  # it refuses bypassPermissions to root without it
+    result = tier.run("--sandbox", "bwrap", *flags)
+    assert result.returncode == 0, result.stderr
+    assert tier.items()["001"]["status"] == "done"
+    added = git("log", "--format=%s", "--diff-filter=A", "--", "forge_out.txt", cwd=tier.root)
+    assert added == "[forge] 001: Write the greeting\n"
+    assert not outside.exists() and not planted.exists()
+    assert backlog.read_bytes() != before  # the loop's own marks, never the agent's "x"
+    assert not backlog.read_bytes().endswith(b"x")
+    (manifest,) = [json.loads(path.read_text()) for path in
+                   (tier.root / ".forge" / "proc").glob("*.manifest.json")]
+    assert manifest["command"]["sandbox"]["writable"][0] == str(tier.root.resolve())
+    assert tier.state()["sandbox"] == "bwrap"
+
+
+@pytest.mark.skipif(_bwrap_problem() is not None, reason=f"{_bwrap_problem()}")
+@pytest.mark.parametrize("tier", _params("claude", CLAUDES[:1]), indirect=True)
+def test_claude_codes_own_sandbox_runs_inside_the_loops(tier: Tier) -> None:
+    # Claude Code's sandbox (bubblewrap too, on Linux) nests inside git-forge's.
+    settings = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"sandbox": {"enabled": True,
+                                                "autoAllowBashIfSandboxed": True}}))
+    tier.server.script(Shell("printf 'hello\\n' > forge_out.txt"),
+                       Say(f"I wrote forge_out.txt.\n\n{DONE}"))
+    result = tier.run("--sandbox", "bwrap")
+    assert result.returncode == 0, result.stderr
+    assert tier.items()["001"]["status"] == "done"
+    assert (tier.root / "forge_out.txt").read_text() == "hello\n"
+    assert git("log", "-1", "--format=%s", "--", "forge_out.txt", cwd=tier.root) == (
+        "[forge] 001: Write the greeting\n")

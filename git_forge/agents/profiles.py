@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from git_forge import capture
 from git_forge.agents.streams import (
@@ -100,6 +101,9 @@ class Profile:
     #: Whether its program reports what an attempt cost (Claude Code; Codex reports
     #: tokens only, and a plain command nothing): ``--max-cost`` can stop only such a run.
     costs: bool = False
+    #: Where its program keeps what it must write as it runs (its settings, sessions,
+    #: logs), given the environment it runs in: a sandboxed agent may write there.
+    state: Callable[[Mapping[str, str]], tuple[Path, ...]] | None = None
 
     @property
     def named(self) -> bool:
@@ -129,16 +133,41 @@ VERIFIED: dict[str, Verified] = {
     "codex": Verified((0, 171, 0), (0, 171, 0)),
 }
 
+def _claude_state(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """Claude Code's own files: ``$CLAUDE_CONFIG_DIR``, or ``~/.claude`` and the
+    files beside it whose names begin ``.claude`` (``~/.claude.json``, its backups)."""
+    if env.get("CLAUDE_CONFIG_DIR"):
+        return (Path(env["CLAUDE_CONFIG_DIR"]),)
+    home = _home(env)
+    if home is None:
+        return ()
+    beside = sorted(home.glob(".claude?*")) if home.is_dir() else []
+    return (home / ".claude", *beside)
+
+
+def _codex_state(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """Codex's home: ``$CODEX_HOME``, else ``~/.codex``."""
+    if env.get("CODEX_HOME"):
+        return (Path(env["CODEX_HOME"]),)
+    home = _home(env)
+    return (home / ".codex",) if home is not None else ()
+
+
+def _home(env: Mapping[str, str]) -> Path | None:
+    home = env.get("HOME")
+    return Path(home) if home else None
+
+
 PROFILES: dict[str, Profile] = {
     "claude": Profile(
         "claude", "claude", ("claude", "-p", "--output-format", "stream-json", "--verbose"),
         ClaudeStream, resume=lambda session: (f"--resume={session}",), structured=True,
-        verified=VERIFIED["claude"], costs=True),
+        verified=VERIFIED["claude"], costs=True, state=_claude_state),
     # ``codex exec --json [flags] -`` → ``codex exec --json [flags] resume <thread> -``
     "codex": Profile(
         "codex", "codex", ("codex", "exec", "--json"), CodexStream, tail=("-",),
         resume=lambda session: ("resume", session), structured=True,
-        verified=VERIFIED["codex"]),
+        verified=VERIFIED["codex"], state=_codex_state),
 }
 GENERIC = Profile("generic", None, (), StreamReader)
 

@@ -116,6 +116,18 @@ def register(parser: argparse.ArgumentParser) -> None:
                           "default: loop.verify)")
     run.add_argument("--no-verify", action="store_true", dest="no_verify",
                      help="run no check this run, whatever loop.verify says")
+    run.add_argument("--sandbox", choices=("none", "bwrap", "auto"),
+                     help="run each agent and check under bubblewrap: it may write its own tree "
+                          "(and the git parts a commit there needs), a private /tmp and its "
+                          "program's own files, nothing else; auto: bwrap where it works here "
+                          "(default: loop.sandbox, none)")
+    run.add_argument("--sandbox-net", choices=("shared", "none"), dest="sandbox_net",
+                     help="a sandboxed agent's network: the machine's, or none "
+                          "(default: loop.sandboxNet, shared)")
+    run.add_argument("--sandbox-writable", action="append", metavar="PATH",
+                     dest="sandbox_writable",
+                     help="one more path a sandboxed agent may write (repeatable; "
+                          "default: loop.sandboxWritable)")
     run.add_argument("--follow", action="store_true", help="stream the agent's output")
     run.add_argument("--ndjson", action="store_true", help="stream the journal as NDJSON")
     run.add_argument("--json", action="store_true",
@@ -294,8 +306,8 @@ def _relative(path: Path) -> str:
 #: The flags only the embedded runner reads: an error when ``loopRunner.bin`` is set.
 EMBEDDED_ONLY = ("agent", "agent_args", "iterations", "retries", "timeout", "idle_timeout",
                  "max_cost", "on_limit", "max_consecutive_failures", "notify", "prompt_file",
-                 "pause_on_needs_human", "parallel", "verify", "no_verify", "follow", "ndjson",
-                 "json")
+                 "pause_on_needs_human", "parallel", "verify", "no_verify", "sandbox",
+                 "sandbox_net", "sandbox_writable", "follow", "ndjson", "json")
 
 
 def _flags(args: argparse.Namespace) -> LoopFlags:
@@ -306,7 +318,9 @@ def _flags(args: argparse.Namespace) -> LoopFlags:
                      max_cost_usd=args.max_cost, on_limit=args.on_limit,
                      max_consecutive_failures=args.max_consecutive_failures,
                      notify=args.notify, follow=args.follow and not args.ndjson,
-                     parallel=args.parallel, verify=args.verify, no_verify=args.no_verify)
+                     parallel=args.parallel, verify=args.verify, no_verify=args.no_verify,
+                     sandbox=args.sandbox, sandbox_net=args.sandbox_net,
+                     sandbox_writable=args.sandbox_writable)
 
 
 def _refuse_embedded_flags(args: argparse.Namespace, runner_bin: str) -> None:
@@ -383,6 +397,8 @@ def render_summary(result: LoopResult) -> list[str]:
         failed = f", {checks['failed']} failed" if checks["failed"] else ""
         lines.append(f"verify: {counted(checks['runs'], 'check')} after its attempts"
                      f"{failed}, {checks['durationMs'] / 1000:.1f} s")
+    if state.sandbox:
+        lines.append(f"sandbox: {state.sandbox} — each agent could write only its own tree")
     backlog = result.backlog
     if backlog:
         parts = [f"{backlog['done']} done", f"{backlog['pending']} pending"]

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from git_forge.supervisor.follow import OutputReader
     from git_forge.supervisor.manifest import Manifest
     from git_forge.supervisor.render import RenderedOutput
+    from git_forge.supervisor.sandbox import SandboxJSON
 
 #: The window of one ``--json`` document when ``--limit`` is not given.
 DEFAULT_LIMIT = 32 * 1024
@@ -255,6 +256,7 @@ def _show_text(manifest: Manifest) -> None:
         ("item", item),
         ("command", shlex.join(manifest.command.argv)),
         ("cwd", manifest.command.cwd),
+        ("sandbox", _sandbox_words(manifest.command.sandbox)),
         ("created", manifest.created_at),
         ("started", manifest.started_at or "-"),
         ("finished", manifest.finished_at or "-"),
@@ -262,6 +264,17 @@ def _show_text(manifest: Manifest) -> None:
         ("output", f"{cursors.total_bytes} bytes (retained from {cursors.retained_from})"),
     ):
         print(f"{label + ':':<10}{value}")
+
+
+def _sandbox_words(sandbox: SandboxJSON | None) -> str:
+    """``bwrap, writes only TREE (+2 more), network shared``; ``none``."""
+    if sandbox is None:
+        return "none"
+    writable = sandbox["writable"]
+    where = (f"writes only {writable[0]}" + (f" (+{len(writable) - 1} more)"
+                                             if len(writable) > 1 else "")
+             if writable else "writes nothing")
+    return f"{sandbox['kind']}, {where}, network {'shared' if sandbox['network'] else 'none'}"
 
 
 def run_show(args: argparse.Namespace) -> int:

@@ -91,6 +91,8 @@ def render_status(document: Mapping[str, Any]) -> list[str]:
             loop += f", {was} items {', '.join(running)}"
         elif document.get("currentItem"):
             loop += f", {was} item {document['currentItem']}"
+        if document.get("sandbox") and document["loopState"] != "idle":
+            loop += f", sandboxed ({document['sandbox']})"
         if document.get("waitingUntil"):
             loop += (f", waiting for the agent's usage limit until {document['waitingUntil']}"
                      if liveness["loopAlive"] else

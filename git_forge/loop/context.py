@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from git_forge.atomic import make_durable
@@ -19,6 +20,7 @@ from git_forge.backlog.held import HeldBacklog
 from git_forge.backlog.item import Item
 from git_forge.gates.verdict import Baseline
 from git_forge.locks import locked
+from git_forge.loop import sandboxing
 from git_forge.loop.agent_state import AgentState
 from git_forge.loop.errors import BranchLeft
 from git_forge.loop.journal import Journal
@@ -28,6 +30,7 @@ from git_forge.loop.state import RunState, write_state
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.reconcile import messages
 from git_forge.reconcile.stranded import stranded
+from git_forge.supervisor.sandbox import Sandbox
 from git_forge.supervisor.supervisor import Supervisor
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.fast_status import head_blob
@@ -68,6 +71,19 @@ class RunContext:
     agent: AgentState = field(default_factory=AgentState)
     #: The state holds a change state.json does not have yet (``note``).
     noted: bool = False
+    #: The sandbox its agents and checks run in (``loop.sandbox``), before each one's
+    #: paths are filled in (``sandboxing.for_tree``); ``None``: none.
+    sandbox: Sandbox | None = None
+
+    def prepared(self, argv: list[str], cwd: Path, env: dict[str, str],
+                 also: tuple[Path, ...] = ()) -> tuple[dict[str, str], Sandbox | None]:
+        """A process's environment and sandbox, for ``argv`` in ``cwd`` (``also``:
+        more it may write, in a sandbox)."""
+        if self.sandbox is None:
+            return env, None
+        env = sandboxing.environment(env)
+        return env, sandboxing.for_tree(self.sandbox, self.workspace, self.repo, self.options,
+                                        cwd, env, argv, also)
 
     @property
     def backlog_rel(self) -> str:

@@ -226,10 +226,11 @@ def _prepare(run: RunContext, item: Item, prompt: str, number: int,
         for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"):
             env.pop(name, None)
     timeout = run.options.timeout_minutes * 60 if run.options.timeout_minutes else None
-    return PreparedProcess(argv=argv, cwd=worktree or run.workspace.root, env=env, stdin=stdin,
-                           timeout=timeout,
+    cwd = worktree or run.workspace.root
+    env, sandbox = run.prepared(argv, cwd, env)
+    return PreparedProcess(argv=argv, cwd=cwd, env=env, stdin=stdin, timeout=timeout,
                            observe=attempt.observe if attempt.reader is not None else None,
-                           receipt=attempt.make_receipt)
+                           receipt=attempt.make_receipt, sandbox=sandbox)
 
 
 def _result_of(run: RunContext, handle: str, manifest: Manifest, idle: bool,

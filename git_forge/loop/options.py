@@ -65,6 +65,12 @@ class LoopOptions:
     verify_baseline: bool = _default("verifyBaseline")
     #: A parallel run checks an item's commits again on a tip that moved meanwhile.
     verify_on_integrate: bool = _default("verifyOnIntegrate")
+    #: ``none``, ``bwrap`` or ``auto`` (``loop.sandbox`` / ``--sandbox``).
+    sandbox: str = _default("sandbox")
+    #: Whether a sandboxed agent has the machine's network (``--sandbox-net``).
+    sandbox_network: bool = True
+    #: More paths a sandboxed agent may write, absolute (``loop.sandboxWritable``).
+    sandbox_writable: tuple[Path, ...] = ()
 
     @property
     def profile(self) -> Profile:
@@ -124,6 +130,11 @@ class LoopFlags:
     verify: Sequence[str] | None = None
     #: ``--no-verify``: no gate this run, whatever ``loop.verify`` says.
     no_verify: bool = False
+    sandbox: str | None = None
+    #: ``--sandbox-net shared|none``.
+    sandbox_net: str | None = None
+    #: ``--sandbox-writable PATH``, each one path (they replace ``loop.sandboxWritable``).
+    sandbox_writable: Sequence[str] | None = None
 
 
 def _words(value: Any, what: str) -> tuple[str, ...]:
@@ -189,6 +200,14 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     verify = () if flags.no_verify else _commands(
         flags.verify if flags.verify else setting("verify"),
         "--verify" if flags.verify else "loop.verify")
+    sandbox = given(flags.sandbox, "sandbox")
+    if sandbox not in ("none", "bwrap", "auto"):
+        raise UsageError(f"--sandbox must be none, bwrap or auto (got {sandbox})")
+    network = given(flags.sandbox_net, "sandboxNet")
+    if network not in ("shared", "none"):
+        raise UsageError(f"--sandbox-net must be shared or none (got {network})")
+    writable = _paths(workspace.root, flags.sandbox_writable if flags.sandbox_writable
+                      else _words(setting("sandboxWritable"), "loop.sandboxWritable"))
     return LoopOptions(
         agent=argv,
         iterations=flags.iterations if flags.iterations is not None else setting("iterations"),
@@ -212,7 +231,21 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         verify_timeout_minutes=setting("verifyTimeout"),
         verify_baseline=bool(setting("verifyBaseline")),
         verify_on_integrate=bool(setting("verifyOnIntegrate")),
+        sandbox=sandbox,
+        sandbox_network=network == "shared",
+        sandbox_writable=writable,
     )
+
+
+def _paths(root: Path, words: Sequence[str]) -> tuple[Path, ...]:
+    """Paths as a user writes them: ``~`` is their home, a relative path is the
+    repository's."""
+    paths = []
+    for word in words:
+        if not word:
+            raise UsageError("loop.sandboxWritable: an empty path")
+        paths.append(root / Path(word).expanduser())
+    return tuple(paths)
 
 
 def _commands(value: Any, what: str) -> tuple[Command, ...]:

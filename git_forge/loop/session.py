@@ -31,7 +31,7 @@ from git_forge.errors import ForgeError
 from git_forge.exit_codes import LOOP_LIMIT, LOOP_REFUSED
 from git_forge.layout import ARCHIVE_DIR, EVENTS_FILE, PROC_DIR, tree_lock_path
 from git_forge.locks import FileLock
-from git_forge.loop import control, limits_wait, notify, receipts
+from git_forge.loop import control, limits_wait, notify, receipts, sandboxing
 from git_forge.loop.agent_run import Ending
 from git_forge.loop.agent_state import AgentState
 from git_forge.loop.breaker import Breaker
@@ -76,6 +76,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     check_agent(options.argv(), workspace.root)
     for command in options.verify:  # a gate that cannot start fails no item: it is refused
         check_agent(list(command.argv), workspace.root, what="verification")
+    sandbox, sandbox_note = sandboxing.chosen(options)
     repo = open_repo(workspace.root)
     state_dir = workspace.state_dir
     _refuse_beside_live_work(workspace)
@@ -107,21 +108,27 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
             supervisor.warm_up()             # beside restore and the rest of start-up
         state = RunState(status="starting", iteration=0, max_iterations=options.iterations,
                          started_at=started, run_id=run_id,
-                         base_commit_hash=repo.head_commit_id())
+                         base_commit_hash=repo.head_commit_id(),
+                         sandbox="bwrap" if sandbox is not None else None)
         run = RunContext(workspace, options, progress, repo, store, journal, supervisor, state,
                          stop=lambda: stop_event.is_set() or control.stop_requested(state_dir),
                          branch=repo.branch_name, preexisting=preexisting,
                          agent=_agent_state(options, state_dir, run_id, workspace.root,
-                                            journal, stop_event))
+                                            journal, stop_event),
+                         sandbox=sandbox)
         run.save()
         _restore(run)
         supervisor.prune()  # the processes of runs beyond supervisor.keepRuns
         _commit_queued_backlog(run)
         run.save(status="running")
+        sandboxed: dict[str, Any] = ({"sandbox": {"kind": "bwrap", "network": sandbox.network}}
+                                     if sandbox is not None else {})
         journal.append("loop_started", runId=run_id, maxIterations=options.iterations,
                        baseCommitHash=state.base_commit_hash, agent=options.argv(),
-                       profile=options.profile.name)
+                       profile=options.profile.name, **sandboxed)
         progress.started(run_id, options.iterations)
+        if sandbox_note is not None:
+            progress.note(sandbox_note)
         if discarded is not None:
             journal.append("usage_limit_discarded", reason=discarded)
             progress.note(discarded)

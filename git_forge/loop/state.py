@@ -57,6 +57,8 @@ class StateJSON(TypedDict):
     waitingUntil: str | None
     runningItems: list[str]
     verifyFailures: dict[str, str]
+    #: ``bwrap`` when the run's agents and checks run sandboxed (``loop.sandbox``).
+    sandbox: str | None
 
 
 class RunState(NamedTuple):
@@ -87,6 +89,8 @@ class RunState(NamedTuple):
     #: Items whose last attempt this run failed its verification gates, with why
     #: (``loop.verify``); an item that passes them later leaves the list.
     verify_failures: tuple[tuple[str, str], ...] = ()
+    #: The sandbox the run's agents and checks run in (``bwrap``); ``None``: none.
+    sandbox: str | None = None
 
     @property
     def running(self) -> tuple[str, ...]:
@@ -161,6 +165,7 @@ _FIELDS: tuple[tuple[str, str, Callable[[object], Any]], ...] = (
     ("waiting_until", "waitingUntil", _text),
     ("running_items", "runningItems", _ids_or_none),
     ("verify_failures", "verifyFailures", _reasons),
+    ("sandbox", "sandbox", _text),
 )
 
 

@@ -79,10 +79,13 @@ def start_gate(run: RunContext, owner: str, index: int, cwd: Path, *,
         env["FORGE_ITEM_ID"] = owner
     timeout = run.options.verify_timeout_minutes * 60
     item_id = None if owner == "baseline" else owner
+    env, sandbox = run.prepared(list(argv), cwd, env,
+                                (report.parent,) if report is not None else ())
     handle = run.supervisor.start(
         {"run_id": run.state.run_id},
         {"item_id": item_id, "iteration": iteration, "gate": command},
-        PreparedProcess(argv=list(argv), cwd=cwd, env=env, stdin=None, timeout=timeout))
+        PreparedProcess(argv=list(argv), cwd=cwd, env=env, stdin=None, timeout=timeout,
+                        sandbox=sandbox))
     run.journal.append("verify_started", itemId=item_id, command=command, handle=handle)
     return Gate(handle, index, command, report, time.monotonic())
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, NotRequired, TypedDict, cast
 
 from git_forge.clock import parse_stamp, precise_now
 from git_forge.errors import StoreError, os_error_text
@@ -30,6 +30,9 @@ from git_forge.supervisor.lifecycle import (
     is_terminal,
 )
 from git_forge.supervisor.paths import FILE_MODE, ProcPaths
+
+if TYPE_CHECKING:
+    from git_forge.supervisor.sandbox import SandboxJSON
 
 MANIFEST_VERSION = 1
 
@@ -83,6 +86,8 @@ class Origin(NamedTuple):
 class Command(NamedTuple):
     argv: tuple[str, ...]
     cwd: str
+    #: The sandbox it ran in, if any (``sandbox.Sandbox.describe``).
+    sandbox: SandboxJSON | None = None
 
 
 class Cursors(NamedTuple):
@@ -118,6 +123,7 @@ class OwnerJSON(TypedDict):
 class CommandJSON(TypedDict):
     argv: list[str]
     cwd: str
+    sandbox: NotRequired[SandboxJSON]
 
 
 class CursorsJSON(TypedDict):
@@ -192,7 +198,7 @@ class Manifest(NamedTuple):
             "handle": self.handle,
             "owner": {"run_id": self.owner.run_id},
             "origin": self.origin.to_dict(),
-            "command": {"argv": list(self.command.argv), "cwd": self.command.cwd},
+            "command": self._command(),
             "state": self.state,
             "created_at": self.created_at,
         }
@@ -216,6 +222,12 @@ class Manifest(NamedTuple):
             document["receipt"] = self.receipt
         return cast(ManifestJSON, document)
 
+    def _command(self) -> CommandJSON:
+        command: CommandJSON = {"argv": list(self.command.argv), "cwd": self.command.cwd}
+        if self.command.sandbox is not None:
+            command["sandbox"] = self.command.sandbox
+        return command
+
     @classmethod
     def from_dict(cls, document: Any) -> Manifest:
         """Parse the on-disk form; ``ValueError`` names the first thing that is wrong."""
@@ -235,7 +247,8 @@ class Manifest(NamedTuple):
             handle=_typed(document, "handle", str),
             owner=Owner(run_id=_typed(owner, "run_id", str)),
             origin=Origin.of(origin),
-            command=Command(argv=tuple(argv), cwd=_typed(command, "cwd", str)),
+            command=Command(argv=tuple(argv), cwd=_typed(command, "cwd", str),
+                            sandbox=_sandbox(command.get("sandbox"))),
             state=_typed(document, "state", str),
             created_at=_typed(document, "created_at", str),
             started_at=_typed(document, "started_at", str, optional=True),
@@ -258,6 +271,18 @@ class Manifest(NamedTuple):
             completion_published=_typed(document, "completion_published", int),
             receipt=_typed(document, "receipt", dict, optional=True),
         )
+
+
+def _sandbox(value: object) -> SandboxJSON | None:
+    if value is None:
+        return None
+    if not (isinstance(value, dict) and isinstance(value.get("kind"), str)
+            and isinstance(value.get("network"), bool)
+            and isinstance(value.get("writable"), list)
+            and all(isinstance(path, str) for path in value["writable"])):
+        raise ValueError("command.sandbox is not a sandbox")
+    return {"kind": value["kind"], "writable": list(value["writable"]),
+            "network": value["network"]}
 
 
 def _object(document: dict[str, object], key: str) -> dict[str, object]:

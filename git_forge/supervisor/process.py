@@ -21,13 +21,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import psutil
 
 from git_forge.errors import os_error_text
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.watchdog import Child, DirectChild, Watchdog
+
+if TYPE_CHECKING:
+    from git_forge.supervisor.sandbox import Sandbox
 
 
 class Lease(Protocol):
@@ -49,6 +52,8 @@ class PreparedProcess:
     ``receipt(manifest)`` is asked once, in the terminalization gate after the
     output is drained, what the caller made of the process (given its terminal
     manifest): a JSON object kept in the manifest as its opaque ``receipt``.
+    ``sandbox``: the command runs inside it (``sandbox.Sandbox.wrap``); everything
+    else — its group, its signals, its output — is the same.
     """
 
     argv: Sequence[str]
@@ -59,6 +64,7 @@ class PreparedProcess:
     lease: Lease | None = None
     observe: Callable[[str, bytes], None] | None = None
     receipt: Callable[[Any], Mapping[str, Any] | None] | None = None
+    sandbox: Sandbox | None = None
     _used: bool = field(default=False, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -98,19 +104,21 @@ class PreparedProcess:
                 if self._used:
                     raise ProcessError("invalid_arguments", "a prepared process starts only once")
                 self._used = True
+            argv = (self.sandbox.wrap(self.argv, self.cwd) if self.sandbox is not None
+                    else list(self.argv))
             if watchdog is not None:
                 if alive is None:
                     raise ProcessError("invalid_arguments",
                                        "a watched start needs a liveness lock")
                 env = dict(self.env) if self.env is not None else dict(os.environ)
                 alive_fd = -1  # the watchdog closes it once sent
-                return watchdog.spawn(self.argv, str(self.cwd), env,
+                return watchdog.spawn(argv, str(self.cwd), env,
                                       stdin=self.stdin is not None, alive_fd=alive[0],
                                       alive_path=str(alive[1]), linger=linger,
                                       leftover_grace=leftover_grace, orphan_grace=orphan_grace,
                                       marker=marker)
             return DirectChild(subprocess.Popen(
-                list(self.argv),
+                argv,
                 cwd=self.cwd,
                 env=dict(self.env) if self.env is not None else None,
                 stdin=subprocess.PIPE if self.stdin is not None else subprocess.DEVNULL,

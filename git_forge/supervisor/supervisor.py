@@ -229,7 +229,8 @@ class Supervisor:
             handle = mint_handle()
         manifest = Manifest(
             handle=handle, owner=owner, origin=origin,
-            command=Command(argv=tuple(prepared.argv), cwd=str(prepared.cwd)),
+            command=Command(argv=tuple(prepared.argv), cwd=str(prepared.cwd),
+                            sandbox=prepared.sandbox.describe() if prepared.sandbox else None),
             state=State.STARTING, created_at=precise_now(),
             deadline=_iso_after(prepared.timeout) if prepared.timeout else None,
             events=EventIds.mint(),
