@@ -30,8 +30,12 @@ figures are wall times, and other work on the machine stretches them.
 Every run is checked: every item done, one commit each, linear history, no
 worktree or ``forge/`` branch left.
 
+With ``--sandbox``, every level also runs with ``--sandbox bwrap`` (side by side,
+in the same rounds), and the sandbox's cost is printed per level: the wall time
+with and without it, and the difference per agent start.
+
 Usage: ``python benchmarks/parallel_bench.py [--items 16] [--sleep 2]
-[--parallel 1,4,8] [--runs 1]``. Goals: at least 3.7x at N = 4 and 7.0x at N = 8
+[--parallel 1,4,8] [--runs 1] [--sandbox]``. Goals: at least 3.7x at N = 4 and 7.0x at N = 8
 (exit 1 when a level measured misses its goal).
 """
 
@@ -132,7 +136,7 @@ class Run:
 
 
 def one_run(template: Path, work: Path, agent: Path, items: int, parallel: int,
-            sleep: float) -> Run:
+            sleep: float, sandbox: str = "none") -> Run:
     stamp = f"{parallel}-{time.monotonic_ns()}"
     copy = work / f"run-{stamp}"
     noted = work / f"times-{stamp}.txt"  # outside the repository: never the agent's work
@@ -140,7 +144,7 @@ def one_run(template: Path, work: Path, agent: Path, items: int, parallel: int,
     env = {**ENV, "BENCH_SLEEP": str(sleep), "AGENT_TIMES": str(noted)}
     launched, started = time.time(), time.perf_counter()
     run(*forge(), "loop", "run", "--agent", str(agent), "--parallel", str(parallel),
-        "--iterations", str(items * 2), cwd=copy, env=env)
+        "--iterations", str(items * 2), "--sandbox", sandbox, cwd=copy, env=env)
     elapsed = time.perf_counter() - started
     ended = launched + elapsed
     check(copy, items)
@@ -172,9 +176,12 @@ def main() -> int:
     parser.add_argument("--sleep", type=float, default=2.0)
     parser.add_argument("--parallel", default="1,4,8")
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--sandbox", action="store_true",
+                        help="also run each level with --sandbox bwrap")
     args = parser.parse_args()
     levels = [int(n) for n in args.parallel.split(",")]
     runs: dict[int, list[Run]] = {parallel: [] for parallel in levels}
+    sandboxed: dict[int, list[Run]] = {parallel: [] for parallel in levels}
     before = load()
     with tempfile.TemporaryDirectory(prefix="parallel-bench-") as scratch:
         work = Path(scratch)
@@ -187,6 +194,9 @@ def main() -> int:
             for parallel in levels:
                 runs[parallel].append(
                     one_run(template, work, agent, args.items, parallel, args.sleep))
+                if args.sandbox:
+                    sandboxed[parallel].append(one_run(template, work, agent, args.items,
+                                                       parallel, args.sleep, "bwrap"))
     walls = {parallel: statistics.median(r.wall for r in done) for parallel, done in runs.items()}
     base = walls.get(1)
     print(f"{args.items} independent items, agent sleeps {args.sleep:g} s; "
@@ -213,6 +223,12 @@ def main() -> int:
         print(f"{parallel:>3} {statistics.median(r.startup for r in done):>12.0f} "
               f"{statistics.median(r.spread for r in done):>13.0f} {gap_text} "
               f"{statistics.median(r.tail for r in done):>8.0f}")
+    if args.sandbox:
+        print(f"{'N':>3} {'wall s':>8} {'sandboxed s':>12} {'cost/agent start ms':>20}")
+        for parallel in levels:
+            with_ = statistics.median(r.wall for r in sandboxed[parallel])
+            print(f"{parallel:>3} {walls[parallel]:>8.2f} {with_:>12.2f} "
+                  f"{(with_ - walls[parallel]) / args.items * 1000:>20.1f}")
     met = True
     for parallel, goal in GOALS.items():
         if base and parallel in walls:

@@ -267,12 +267,14 @@ def _show_text(manifest: Manifest) -> None:
 
 
 def _sandbox_words(sandbox: SandboxJSON | None) -> str:
-    """``bwrap, writes only TREE (+2 more), network shared``; ``none``."""
+    """``bwrap, writes TREE and 2 more paths (--json lists them), network shared``;
+    ``none``."""
     if sandbox is None:
         return "none"
     writable = sandbox["writable"]
-    where = (f"writes only {writable[0]}" + (f" (+{len(writable) - 1} more)"
-                                             if len(writable) > 1 else "")
+    more = len(writable) - 1
+    where = (f"writes {writable[0]}" + (f" and {counted(more, 'more path')} (--json lists "
+                                         f"{'it' if more == 1 else 'them'})" if more else "")
              if writable else "writes nothing")
     return f"{sandbox['kind']}, {where}, network {'shared' if sandbox['network'] else 'none'}"
 

@@ -40,7 +40,7 @@ def chosen(options: LoopOptions) -> tuple[Sandbox | None, str | None]:
     except SandboxError as exc:
         if options.sandbox == "auto":
             return None, f"sandbox: none ({exc})"
-        raise LoopError(f"--sandbox bwrap: {exc}") from exc
+        raise LoopError(f"cannot sandbox the agents (sandbox bwrap): {exc}") from exc
     sandbox = replace(sandbox, network=options.sandbox_network)
     return sandbox, "sandbox: bwrap" if options.sandbox == "auto" else None
 
