@@ -14,9 +14,14 @@ the directory itself. Inside it stay read-only what git and git-forge would run
 or trust afterwards, outside the sandbox: ``config`` and ``config.worktree``
 (a ``core.fsmonitor`` or a filter runs a program), ``hooks``, ``info`` (an
 exclude rule hides a path from the commit), the refs under ``refs/forge`` where
-git-forge keeps set-aside work, and the linked worktrees' directories. Those of
-them that are directories are made, empty, where they are missing: a directory
-that is not there could be made inside the sandbox, with a hook in it.
+git-forge keeps set-aside work, and the linked worktrees' directories — and
+what a commit never writes and a careless agent could destroy: the packs
+(``objects/pack``, ``objects/info``: a commit writes loose objects), the tags,
+the remote-tracking branches and ``packed-refs`` (so a branch that only it
+holds cannot be deleted). Those of them that are directories are made, empty,
+where they are missing: a directory that is not there could be made inside the
+sandbox, with a hook in it. The packs stay read-only for a linked worktree's
+process too.
 """
 
 from __future__ import annotations
@@ -27,9 +32,12 @@ from pathlib import Path
 from git_forge.tree.repo import Repo
 
 #: In the main checkout's git directory: what its agent must not write — files…
-_KEPT_FILES = ("config", "config.worktree")
+_KEPT_FILES = ("config", "config.worktree", "packed-refs")
 #: … and directories.
-_KEPT_DIRS = ("hooks", "info", "worktrees", "refs/forge", "logs/refs/forge")
+_KEPT_DIRS = ("hooks", "info", "worktrees", "refs/forge", "logs/refs/forge", "refs/tags",
+              "refs/remotes", "objects/pack", "objects/info")
+#: In the objects, what a commit never writes.
+_PACKS = ("objects/pack", "objects/info")
 
 
 @dataclass(frozen=True)
@@ -56,4 +64,4 @@ def tree_writes(repo: Repo, tree: Path) -> TreeWrites:
     if branch is not None and not linked.is_detached:
         folder = Path("refs/heads", branch).parent
         writable += [common / folder, common / "logs" / folder]
-    return TreeWrites(tuple(writable), ())
+    return TreeWrites(tuple(writable), tuple(common / name for name in _PACKS))
