@@ -4,7 +4,9 @@ only in the configuration's key table and a flag only wins where it was given.""
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,6 +172,8 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         argv = shlex.split(agent) if isinstance(agent, str) else list(agent or [])
     except ValueError as exc:
         raise UsageError(f"cannot split the agent command line: {exc}") from exc
+    if not profile_for(argv).named:
+        argv = list(program_found(argv, workspace.root))
     prompt_file = _prompt_file(workspace, flags.prompt_file or setting("promptFile"))
     timeout = flags.timeout_minutes if flags.timeout_minutes is not None \
         else setting("timeoutMinutes")
@@ -199,7 +203,7 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         raise UsageError("--parallel must be at least 1")
     verify = () if flags.no_verify else _commands(
         flags.verify if flags.verify else setting("verify"),
-        "--verify" if flags.verify else "loop.verify")
+        "--verify" if flags.verify else "loop.verify", workspace.root)
     sandbox = given(flags.sandbox, "sandbox")
     if sandbox not in ("none", "bwrap", "auto"):
         raise UsageError(f"--sandbox must be none, bwrap or auto (got {sandbox})")
@@ -209,7 +213,7 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     writable = _paths(workspace.root, flags.sandbox_writable if flags.sandbox_writable
                       else _words(setting("sandboxWritable"), "loop.sandboxWritable"))
     return LoopOptions(
-        agent=argv,
+        agent=list(argv),
         iterations=flags.iterations if flags.iterations is not None else setting("iterations"),
         retries=flags.retries if flags.retries is not None else setting("retries"),
         timeout_minutes=timeout,
@@ -224,7 +228,8 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         limit_wait_max_minutes=setting("limitWaitMax"),
         max_consecutive_failures=failures,
         resume_sessions=bool(setting("resumeSessions")),
-        notify=_words(given(flags.notify, "notify"), "the notify command line"),
+        notify=program_found(_words(given(flags.notify, "notify"), "the notify command line"),
+                             workspace.root),
         follow=flags.follow,
         parallel=parallel,
         verify=verify,
@@ -248,16 +253,37 @@ def _paths(root: Path, words: Sequence[str]) -> tuple[Path, ...]:
     return tuple(paths)
 
 
-def _commands(value: Any, what: str) -> tuple[Command, ...]:
-    """Command lines, each split once (never through a shell): a list of lines, or
-    one line. An empty one is refused: it would run nothing and pass every item."""
+def program_found(argv: Sequence[str], root: Path) -> tuple[str, ...]:
+    """``argv`` with its program resolved once, before any item is taken, so that
+    every tree runs the same file: a relative path (``./agent.sh``,
+    ``../my-agent.sh``) is the repository root's — as ``--prompt-file``'s, and where
+    a serial run starts its agent — and a program found along a relative ``PATH``
+    entry is too. A name found along an absolute ``PATH`` entry, an absolute path
+    and ``{prompt_file}`` stay as written: they name the same file from any tree."""
+    if not argv:
+        return tuple(argv)
+    program = argv[0]
+    if "{prompt_file}" in program or os.path.isabs(program):
+        return tuple(argv)
+    if "/" not in program:
+        found = shutil.which(program)
+        if found is None or os.path.isabs(found):
+            return tuple(argv)
+        program = found
+    return (str(root / program), *argv[1:])
+
+
+def _commands(value: Any, what: str, root: Path) -> tuple[Command, ...]:
+    """Command lines, each split once (never through a shell) and its program
+    found (``program_found``): a list of lines, or one line. An empty one is
+    refused: it would run nothing and pass every item."""
     lines = [value] if isinstance(value, str) else list(value or ())
     commands = []
     for line in lines:
         argv = _words(str(line), what)
         if not argv:
             raise UsageError(f"{what}: an empty command line")
-        commands.append(Command(" ".join(str(line).split()), argv))
+        commands.append(Command(" ".join(str(line).split()), program_found(argv, root)))
     return tuple(commands)
 
 

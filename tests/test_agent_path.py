@@ -1,0 +1,60 @@
+"""The agent's program is found once, before any item is taken, and the same file
+runs in every tree: a relative path (``--agent ../my-agent.sh``) is the repository
+root's, serially and with three agents at once (each in its worktree, where the
+same relative path names nothing); so are a verification gate's and the
+notifier's. Real repositories, the installed ``git forge``, real processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from builders import backlog_repo
+from helpers import git, run_forge
+
+AGENT = """#!/bin/sh
+cat >/dev/null
+echo "work of $FORGE_ITEM_ID" > "item-$FORGE_ITEM_ID.txt"
+echo FORGE_DONE
+"""
+
+
+def _script(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize("parallel", [1, 3])
+def test_a_relative_agent_path_runs_the_same_file_in_every_tree(tmp_path: Path,
+                                                                parallel: int) -> None:
+    root = backlog_repo(tmp_path / "repo", "One", "Two", "Three")
+    _script(tmp_path / "my-agent.sh", AGENT)  # beside the repository, not in it
+    result = run_forge("loop", "run", "--agent", "../my-agent.sh", "--parallel", str(parallel),
+                       cwd=root)
+    assert result.returncode == 0, result.stderr
+    items = json.loads((root / ".forge" / "backlog.json").read_text())["items"]
+    assert [each["status"] for each in items] == ["done"] * 3
+    assert git("ls-files", "item-*.txt", cwd=root).split() == [
+        "item-001.txt", "item-002.txt", "item-003.txt"]
+    started = [json.loads(line) for line in
+               (root / ".forge" / "events.ndjson").read_text().splitlines()]
+    (agent,) = {tuple(event["agent"]) for event in started if event["type"] == "loop_started"}
+    assert agent == (str(root / "../my-agent.sh"),)
+
+
+def test_a_relative_gate_runs_in_each_worktree(tmp_path: Path) -> None:
+    root = backlog_repo(tmp_path / "repo", "One", "Two")
+    _script(tmp_path / "my-agent.sh", AGENT)
+    gates = tmp_path / "gate-runs.txt"
+    _script(tmp_path / "check.sh", f'#!/bin/sh\necho "$PWD" >> {gates}\n')
+    (root / ".forge.yaml").write_text("loop:\n  verify: ../check.sh\n")
+    git("add", ".forge.yaml", cwd=root)
+    git("commit", "-q", "-m", "config", cwd=root)
+    result = run_forge("loop", "run", "--agent", "../my-agent.sh", "--parallel", "2", cwd=root)
+    assert result.returncode == 0, result.stderr
+    ran = gates.read_text().splitlines()
+    # the baseline on the starting tip, then each item's gate in its worktree
+    assert sum("/.forge/worktrees/" in line for line in ran) == 2, ran
