@@ -14,7 +14,7 @@ _shtab_git_forge_proc_subparsers=(list show output wait stop prune)
 _shtab_git_forge_subparsers=(init loop status recover reconcile backlog decision agents preflight hooks proc config demo completion version help)
 
 _shtab_git_forge_init_option_strings=(-h --help --backlog --json)
-_shtab_git_forge_loop_run_option_strings=(-h --help --backlog --agent --agent-arg --iterations --retries --timeout --idle-timeout --max-cost --on-limit --max-consecutive-failures --notify --prompt-file --pause-on-needs-human --parallel --verify --no-verify --sandbox --sandbox-net --sandbox-writable --follow --ndjson --json --force)
+_shtab_git_forge_loop_run_option_strings=(-h --help --backlog --agent --agent-arg --iterations --retries --timeout --idle-timeout --max-cost --max-tokens --max-duration --on-limit --max-consecutive-failures --notify --prompt-file --pause-on-needs-human --parallel --verify --no-verify --sandbox --sandbox-net --sandbox-writable --follow --ndjson --json --force)
 _shtab_git_forge_loop_stop_option_strings=(-h --help --backlog --json)
 _shtab_git_forge_loop_option_strings=(-h --help)
 _shtab_git_forge_status_option_strings=(-h --help --backlog --json)

@@ -86,7 +86,7 @@ function _shtab_git_forge_using
 end
 
 set -g _shtab_git_forge_commands init loop 'loop run' 'loop stop' status recover reconcile backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog done' 'backlog drop' 'backlog topology' decision 'decision record' 'decision list' 'decision apply' 'decision revoke' agents preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' 'proc prune' config demo completion version help
-set -g _shtab_git_forge_opts_with_value --ac --actor --agent --agent-arg --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --idle-timeout --integrate --item --items-json --iterations --leave --limit --max-consecutive-failures --max-cost --merge --mode --notes --notify --on-limit --parallel --priority --prompt-file --question --restore --retries --sandbox --sandbox-net --sandbox-writable --stash --state-dir --status --timeout --title --type --verify
+set -g _shtab_git_forge_opts_with_value --ac --actor --agent --agent-arg --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --grace --idle-timeout --integrate --item --items-json --iterations --leave --limit --max-consecutive-failures --max-cost --max-duration --max-tokens --merge --mode --notes --notify --on-limit --parallel --priority --prompt-file --question --restore --retries --sandbox --sandbox-net --sandbox-writable --stash --state-dir --status --timeout --title --type --verify
 
 complete -c git-forge -e
 complete -c git-forge -f
@@ -111,6 +111,8 @@ complete -c git-forge -n '_shtab_git_forge_using loop run' -l retries -x -d 'ret
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l timeout -x -d 'minutes an agent may run, fractions allowed (default: loop.timeoutMinutes)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l idle-timeout -x -d 'end an agent that writes nothing for this many minutes, then retry or defer as usual (default: loop.idleTimeoutMinutes)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l max-cost -x -d 'start no iteration once this run'"'"'s agents have cost this much (exit 4; default: loop.maxCostUsd)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l max-tokens -x -d 'start no iteration once this run'"'"'s agents have used N tokens, in and out: a cap for agents that report no cost (exit 4; default: loop.maxTokens)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l max-duration -x -d 'start no iteration once the run is MIN minutes old; the agents running then finish (exit 4; default: loop.maxDurationMinutes)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l on-limit -xka "wait stop" -d 'at the agent'"'"'s usage limit: wait until it lifts and go on, or stop (exit 4) (default: loop.onLimit, wait)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l max-consecutive-failures -x -d 'stop the run (exit 1) when N attempts in a row fail the same way on at least two items, or on one when the failure is the agent'"'"'s (not logged in, not found) (default: loop.maxConsecutiveFailures, 3)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l notify -x -d 'a command run with one JSON event on stdin when the run waits on a limit, pauses, trips the breaker, ends with items waiting, or is stopped (split once, no shell; default: loop.notify)'

@@ -106,6 +106,12 @@ KEYS: dict[str, _Key] = {
                                     doc="end an agent silent this long (null: never)"),
     "loop.maxCostUsd": _Key(None, _NUMBER, nullable=True, minimum=0,
                             doc="start no iteration once the run's cost reaches this"),
+    "loop.maxTokens": _Key(None, _INT, nullable=True, minimum=1,
+                           doc="start no iteration once the run's agents used this many "
+                               "tokens (in and out)"),
+    "loop.maxDurationMinutes": _Key(None, _NUMBER, nullable=True, minimum=0.01,
+                                    maximum=MAX_MINUTES,
+                                    doc="start no iteration once the run is this old"),
     "loop.onLimit": _Key("wait", _STR, choices=("wait", "stop"),
                          doc="at a usage limit: wait until it lifts, or stop (exit 4)"),
     "loop.limitWait": _Key(15, _NUMBER, minimum=0.01, maximum=MAX_MINUTES,

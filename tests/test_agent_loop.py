@@ -537,6 +537,44 @@ def test_max_cost_starts_no_iteration_past_it(project: Project) -> None:
     assert project.events("max_cost_reached")[0]["costUsd"] == 1.0
 
 
+def test_max_tokens_stops_an_agent_that_reports_no_cost(project: Project) -> None:
+    # Codex reports tokens, not what they cost: the token cap stops its run.
+    project.fakes.plan({item: {"do": "done"} for item in ("001", "002", "003")})
+    result = project.run("--agent", "codex", "--max-tokens", "3000", "--json")
+    assert result.returncode == 4, result.stderr
+    summary = json.loads(result.stdout)
+    items = project.items()
+    done = [i for i in ("001", "002", "003") if items[i]["status"] == "done"]
+    used = project.events("max_tokens_reached")[0]["tokens"]
+    assert used >= 3000 and len(done) < 3 and not project.fakes.starts("003")
+    assert f"used {used:,} tokens, reaching --max-tokens 3,000" in summary["message"]
+    assert summary["costs"]["run"]["costUsd"] is None  # never an invented price
+
+
+def test_max_duration_starts_nothing_once_the_run_is_that_old(project: Project) -> None:
+    project.fakes.plan({"001": {"do": "silent_then_done", "seconds": 1.5},
+                        "002": {"do": "done"}, "003": {"do": "done"}})
+    result = project.run("--agent", "claude", "--max-duration", "0.02", "--parallel", "1")
+    assert result.returncode == 4, result.stderr
+    items = project.items()
+    assert items["001"]["status"] == "done"  # the running agent finished its work
+    assert [items[i]["status"] for i in ("002", "003")] == ["pending", "pending"]
+    (reached,) = project.events("max_duration_reached")
+    assert reached["maxDurationMinutes"] == 0.02 and reached["minutes"] >= 0.02
+    assert "reaching --max-duration 0.02 min" in result.stderr
+
+
+def test_max_tokens_with_a_plain_command_line_is_said_at_the_start(project: Project) -> None:
+    (project.root / "agent.sh").write_text("#!/bin/sh\necho FORGE_DONE\n")
+    (project.root / "agent.sh").chmod(0o755)
+    git("add", "agent.sh", cwd=project.root)
+    git("commit", "-q", "-m", "agent", cwd=project.root)
+    result = project.run("--agent", "./agent.sh", "--max-tokens", "10", "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ("warning: --max-tokens 10 cannot stop this run: the agent is a "
+                             "plain command line, which reports no tokens\n")
+
+
 def test_a_cap_below_a_cent_is_shown_with_its_digits(project: Project) -> None:
     project.fakes.plan({"001": {"do": "done", "cost": 0.0012}})
     result = project.run("--agent", "claude", "--max-cost", "0.001")
@@ -735,6 +773,8 @@ def test_the_readme_commands_for_claude_and_codex_work_as_written(project: Proje
     (["--idle-timeout", "0"], None, "--idle-timeout must be a positive number of minutes"),
     (["--max-cost", "-1"], None, "--max-cost must be a number of US dollars, 0 or more"),
     (["--max-cost", "inf"], None, "--max-cost must be a number of US dollars, 0 or more"),
+    (["--max-tokens", "0"], None, "--max-tokens must be at least 1"),
+    (["--max-duration", "0"], None, "--max-duration must be a positive number of minutes"),
     ([], "loop:\n  timeoutMinutes: .nan\n", "timeoutMinutes must be a finite number (got nan)"),
     ([], "loop:\n  timeoutMinutes: .inf\n", "timeoutMinutes must be a finite number (got inf)"),
     ([], "loop:\n  maxCostUsd: .inf\n", "loop.maxCostUsd must be a finite number (got inf)"),

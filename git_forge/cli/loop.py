@@ -63,7 +63,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                     "start the agent with the item's prompt on stdin, read its final signal "
                     "(FORGE_DONE / FORGE_BLOCKED: … / FORGE_NEEDS_HUMAN: …) and act on it. "
                     "Exit: 0 done or budget spent, 1 error (or the circuit breaker), 2 refused, "
-                    "3 paused for a human, 4 stopped at a usage limit or --max-cost, "
+                    "3 paused for a human, 4 stopped at a usage limit, --max-cost, "
+                    "--max-tokens or --max-duration, "
                     "5 ended with blocked items or a dependency cycle, 130 stopped.")
     add_location(run)
     run.add_argument("--agent", metavar="CMD",
@@ -88,6 +89,13 @@ def register(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--max-cost", type=float, metavar="USD", dest="max_cost",
                      help="start no iteration once this run's agents have cost this much "
                           "(exit 4; default: loop.maxCostUsd)")
+    run.add_argument("--max-tokens", type=int, metavar="N", dest="max_tokens",
+                     help="start no iteration once this run's agents have used N tokens, in "
+                          "and out: a cap for agents that report no cost (exit 4; default: "
+                          "loop.maxTokens)")
+    run.add_argument("--max-duration", type=float, metavar="MIN", dest="max_duration",
+                     help="start no iteration once the run is MIN minutes old; the agents "
+                          "running then finish (exit 4; default: loop.maxDurationMinutes)")
     run.add_argument("--on-limit", choices=("wait", "stop"), dest="on_limit",
                      help="at the agent's usage limit: wait until it lifts and go on, or "
                           "stop (exit 4) (default: loop.onLimit, wait)")
@@ -305,9 +313,10 @@ def _relative(path: Path) -> str:
 
 #: The flags only the embedded runner reads: an error when ``loopRunner.bin`` is set.
 EMBEDDED_ONLY = ("agent", "agent_args", "iterations", "retries", "timeout", "idle_timeout",
-                 "max_cost", "on_limit", "max_consecutive_failures", "notify", "prompt_file",
-                 "pause_on_needs_human", "parallel", "verify", "no_verify", "sandbox",
-                 "sandbox_net", "sandbox_writable", "follow", "ndjson", "json")
+                 "max_cost", "max_tokens", "max_duration", "on_limit", "max_consecutive_failures",
+                 "notify", "prompt_file", "pause_on_needs_human", "parallel", "verify",
+                 "no_verify", "sandbox", "sandbox_net", "sandbox_writable", "follow", "ndjson",
+                 "json")
 
 
 def _flags(args: argparse.Namespace) -> LoopFlags:
@@ -315,7 +324,8 @@ def _flags(args: argparse.Namespace) -> LoopFlags:
                      timeout_minutes=args.timeout, prompt_file=args.prompt_file,
                      pause_on_needs_human=args.pause_on_needs_human, force=args.force,
                      agent_args=args.agent_args, idle_minutes=args.idle_timeout,
-                     max_cost_usd=args.max_cost, on_limit=args.on_limit,
+                     max_cost_usd=args.max_cost, max_tokens=args.max_tokens,
+                     max_duration_minutes=args.max_duration, on_limit=args.on_limit,
                      max_consecutive_failures=args.max_consecutive_failures,
                      notify=args.notify, follow=args.follow and not args.ndjson,
                      parallel=args.parallel, verify=args.verify, no_verify=args.no_verify,

@@ -12,6 +12,7 @@ during a wait). A command line the agent program refused ends the run at once
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from enum import Enum
 
@@ -24,7 +25,7 @@ from git_forge.loop import limits_wait, notify, receipts
 from git_forge.loop.context import RunContext, commit, dirty
 from git_forge.loop.iteration import AgentResult
 from git_forge.reconcile import messages
-from git_forge.words import usd
+from git_forge.words import duration, usd
 
 
 class Step(Enum):
@@ -144,12 +145,29 @@ def _back_to_pending(run: RunContext, item_id: str) -> None:
 
 
 def over_budget(run: RunContext) -> Ending | None:
-    """``--max-cost``: no new iteration once this run's recorded cost reaches it."""
-    limit = run.options.max_cost_usd
-    spent = run.agent.spent.cost_usd
-    if limit is None or spent is None or spent < limit:
-        return None
-    run.journal.append("max_cost_reached", costUsd=round(spent, 6), maxCostUsd=limit)
-    return Ending(LOOP_LIMIT, "stopped",
-                  f"stopped: this run's agents cost {usd(spent)}, reaching --max-cost "
-                  f"{usd(limit)} ({run.agent.spent.describe()})")
+    """The run's caps: no new iteration once this run's recorded cost reaches
+    ``--max-cost``, its agents' tokens (in and out) ``--max-tokens``, or its age
+    ``--max-duration`` (the agents still running finish, each within its timeout)."""
+    options, spent = run.options, run.agent.spent
+    cost = spent.cost_usd
+    if options.max_cost_usd is not None and cost is not None and cost >= options.max_cost_usd:
+        run.journal.append("max_cost_reached", costUsd=round(cost, 6),
+                           maxCostUsd=options.max_cost_usd)
+        return Ending(LOOP_LIMIT, "stopped",
+                      f"stopped: this run's agents cost {usd(cost)}, reaching --max-cost "
+                      f"{usd(options.max_cost_usd)} ({spent.describe()})")
+    tokens = spent.input_tokens + spent.output_tokens
+    if options.max_tokens is not None and tokens >= options.max_tokens:
+        run.journal.append("max_tokens_reached", tokens=tokens, maxTokens=options.max_tokens)
+        return Ending(LOOP_LIMIT, "stopped",
+                      f"stopped: this run's agents used {tokens:,} tokens, reaching "
+                      f"--max-tokens {options.max_tokens:,} ({spent.describe()})")
+    minutes = (time.monotonic() - run.began) / 60
+    if options.max_duration_minutes is not None and minutes >= options.max_duration_minutes:
+        run.journal.append("max_duration_reached", minutes=round(minutes, 3),
+                           maxDurationMinutes=options.max_duration_minutes)
+        return Ending(LOOP_LIMIT, "stopped",
+                      f"stopped: this run has run {duration(minutes)}, reaching "
+                      f"--max-duration {options.max_duration_minutes:g} min "
+                      f"({spent.describe()})")
+    return None

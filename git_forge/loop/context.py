@@ -9,6 +9,7 @@ reads backlog.json whole under its lock.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +72,8 @@ class RunContext:
     agent: AgentState = field(default_factory=AgentState)
     #: The state holds a change state.json does not have yet (``note``).
     noted: bool = False
+    #: When the run began (``time.monotonic``): ``--max-duration`` counts from it.
+    began: float = field(default_factory=time.monotonic)
     #: The sandbox its agents and checks run in (``loop.sandbox``), before each one's
     #: paths are filled in (``sandboxing.for_tree``); ``None``: none.
     sandbox: Sandbox | None = None

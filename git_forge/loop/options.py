@@ -45,6 +45,10 @@ class LoopOptions:
     agent_args: tuple[str, ...] = ()
     idle_minutes: float | None = _default("idleTimeoutMinutes")
     max_cost_usd: float | None = _default("maxCostUsd")
+    #: No new attempt once the run's tokens (in and out) reach it (``--max-tokens``).
+    max_tokens: int | None = _default("maxTokens")
+    #: No new attempt once the run is this many minutes old (``--max-duration``).
+    max_duration_minutes: float | None = _default("maxDurationMinutes")
     #: ``wait`` out a usage limit, or ``stop`` the run (exit 4).
     on_limit: str = _default("onLimit")
     #: Minutes to wait at a limit whose end the agent did not say.
@@ -105,6 +109,9 @@ class LoopOptions:
                    if self.profile.named else
                    "the agent is a plain command line, which reports no cost")
             said.append(f"--max-cost {usd(self.max_cost_usd)} cannot stop this run: {who}")
+        if self.max_tokens is not None and not self.profile.named:
+            said.append(f"--max-tokens {self.max_tokens} cannot stop this run: the agent is "
+                        "a plain command line, which reports no tokens")
         return said
 
 
@@ -123,6 +130,8 @@ class LoopFlags:
     agent_args: Sequence[str] | None = None
     idle_minutes: float | None = None
     max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    max_duration_minutes: float | None = None
     on_limit: str | None = None
     max_consecutive_failures: int | None = None
     notify: str | None = None
@@ -189,6 +198,11 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     if max_cost is not None and not 0 <= max_cost < float("inf"):
         raise UsageError(f"--max-cost must be a number of US dollars, 0 or more "
                          f"(got {max_cost:.10g})")
+    max_tokens = given(flags.max_tokens, "maxTokens")
+    if max_tokens is not None and max_tokens < 1:
+        raise UsageError(f"--max-tokens must be at least 1 (got {max_tokens})")
+    max_duration = given(flags.max_duration_minutes, "maxDurationMinutes")
+    _refuse_minutes(max_duration, "--max-duration")
     on_limit = given(flags.on_limit, "onLimit")
     if on_limit not in ("wait", "stop"):
         raise UsageError(f"--on-limit must be wait or stop (got {on_limit})")
@@ -223,6 +237,8 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         agent_args=agent_args,
         idle_minutes=idle,
         max_cost_usd=max_cost,
+        max_tokens=max_tokens,
+        max_duration_minutes=max_duration,
         on_limit=on_limit,
         limit_wait_minutes=setting("limitWait"),
         limit_wait_max_minutes=setting("limitWaitMax"),
