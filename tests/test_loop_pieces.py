@@ -158,7 +158,8 @@ def test_state_round_trip_and_key_order(tmp_path: Path) -> None:
     assert list(document) == [
         "status", "iteration", "maxIterations", "currentItem", "lastSignal", "startedAt",
         "updatedAt", "completedItems", "blockedItems", "deferredItems", "needsHumanItems",
-        "baseCommitHash", "runId", "error", "waitingUntil", "runningItems", "verifyFailures"]
+        "baseCommitHash", "runId", "error", "waitingUntil", "runningItems", "verifyFailures",
+        "sandbox"]
     assert document["status"] == "running" and document["updatedAt"].endswith("Z")
     # a serial run sets only currentItem: runningItems is that item; a parallel run sets both
     assert document["runningItems"] == ["003"] and read_state(tmp_path).running == ("003",)
