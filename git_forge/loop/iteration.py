@@ -191,6 +191,11 @@ def agent_result(run: RunContext, item: Item, handle: str, manifest: Manifest,
     if failure is not None:  # its output could not be recorded: the run cannot go on
         raise LoopError(str(failure.cause), exit_code=LOOP_ERROR)
     result = _result_of(run, handle, manifest, idle, attempt, listed)
+    sandbox = manifest.command.sandbox
+    removed = sandbox.get("removed") if sandbox is not None else None
+    if removed:  # the sandbox's supervisor took them away as the agent ended
+        run.progress.note(f"item {item.id}: its agent made {', '.join(removed)}, which git "
+                          "would read outside the sandbox: removed")
     signal = result.signal
     fields = {"reason": signal.reason} if signal.reason is not None else {}
     run.journal.append("signal_parsed", itemId=item.id, signal=signal.kind, **fields)

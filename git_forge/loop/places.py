@@ -247,7 +247,11 @@ class MainCheckout:
 
     def listing(self) -> ListingMeanwhile | None:
         """git lists the tree on the other core while the supervisor records the end
-        (``None`` when git cannot start: the outcome lists again, and reports that)."""
+        (``None`` when git cannot start: the outcome lists again, and reports that).
+        Not in a sandbox: what its agent must not leave in the git directory is removed
+        as the supervisor records the end, and git must not read the tree before."""
+        if self.run.sandbox is not None:
+            return None
         try:
             return ListingMeanwhile(self.run.repo)
         except GitError:

@@ -60,7 +60,7 @@ def for_tree(sandbox: Sandbox, workspace: Workspace, repo: Repo, options: LoopOp
     writable = (tree, *git.writable, *own, *options.sandbox_writable, *also)
     read_only = (workspace.state_dir, workspace.backlog_dir, *git.read_only)
     return replace(sandbox, writable=writable, read_only=read_only,
-                   visible=(workspace.root, *_seen(env, argv)))
+                   visible=(workspace.root, *_seen(env, argv)), absent=git.absent)
 
 
 def environment(env: dict[str, str]) -> dict[str, str]:
@@ -70,12 +70,14 @@ def environment(env: dict[str, str]) -> dict[str, str]:
 
 
 def _seen(env: Mapping[str, str], argv: Sequence[str]) -> list[Path]:
-    """What the process must see that ``/tmp`` may hide: its home, its program and
-    the directories on its ``PATH``."""
+    """What the process must see that ``/tmp`` may hide: its home, the directories
+    on its ``PATH``, and every existing absolute path on its command line (its
+    program, the script an interpreter is given) with the directory it is in."""
     seen = [Path(directory) for directory in env.get("PATH", "").split(os.pathsep)
             if os.path.isabs(directory)]
     if env.get("HOME"):
         seen.append(Path(env["HOME"]))
-    if argv and os.path.isabs(argv[0]):  # its directory: a script's files beside it
-        seen += [Path(argv[0]).parent, Path(argv[0])]
+    for word in argv:  # its program, a script an interpreter runs, and what is beside them
+        if os.path.isabs(word) and os.path.exists(word):
+            seen += [Path(word).parent, Path(word)]
     return seen

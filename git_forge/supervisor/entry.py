@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from git_forge.atomic import write_all
 from git_forge.supervisor import liveness, workers
@@ -51,6 +51,9 @@ from git_forge.supervisor.requests import discard_stop_request, take_stop_reques
 from git_forge.supervisor.spool_writer import SpoolWriter
 from git_forge.supervisor.stopplan import StopKind, StopPlan, stop_kind
 from git_forge.supervisor.watchdog import Child
+
+if TYPE_CHECKING:
+    from git_forge.supervisor.sandbox import Sandbox, SandboxJSON
 
 TICK_SECONDS = 0.1
 DESCENDANT_REFRESH_SECONDS = 1.0
@@ -116,6 +119,7 @@ class Entry:
         self.tails = {"stdout": StreamTail(TAIL_BYTES), "stderr": StreamTail(TAIL_BYTES)}
         self._observe: Callable[[str, bytes], None] | None = None
         self._receipt: Callable[[Manifest], Mapping[str, Any] | None] | None = None
+        self._sandbox: Sandbox | None = None
         #: The first failure to write this process's output or manifest (None: none).
         self.storage_error: ProcessError | None = None
         #: Signals that could not be delivered.
@@ -140,12 +144,15 @@ class Entry:
     # -- starting ----------------------------------------------------------------
     def attach(self, child: Child, *, stdin: bytes | None, timeout: float | None,
                observe: Callable[[str, bytes], None] | None = None,
-               receipt: Callable[[Manifest], Mapping[str, Any] | None] | None = None) -> None:
+               receipt: Callable[[Manifest], Mapping[str, Any] | None] | None = None,
+               sandbox: Sandbox | None = None) -> None:
         """Begin draining a freshly spawned process (before anything else can fail).
         ``observe(stream, data)`` sees each read of stdout and stderr as it is spooled;
-        ``receipt(manifest)`` is asked once in the gate (see ``PreparedProcess``)."""
+        ``receipt(manifest)`` is asked once in the gate (see ``PreparedProcess``);
+        what a ``sandbox`` must not leave behind is removed in the gate."""
         self._observe = observe
         self._receipt = receipt
+        self._sandbox = sandbox
         self._child = child
         self.pid = child.pid
         self._tree = ProcessTree(child.pid)
@@ -440,7 +447,7 @@ class Entry:
                 retained_from=max(current.cursors.retained_from, extent.retained_from),
             ),
         )
-        manifest = self._with_receipt(manifest)
+        manifest = self._with_receipt(self._sandbox_cleared(manifest))
         try:
             self.store.save(manifest)
         except ProcessError as exc:  # recorded; the gate goes on to release what is held
@@ -451,6 +458,18 @@ class Entry:
             return False
         self.manifest = manifest
         return True
+
+    def _sandbox_cleared(self, manifest: Manifest) -> Manifest:
+        """``manifest`` once what its sandbox must not leave behind is removed, and
+        saying what was (``command.sandbox.removed``)."""
+        sandbox = self._sandbox
+        if sandbox is None or not sandbox.absent or manifest.command.sandbox is None:
+            return manifest
+        removed = sandbox.clear_absent()
+        if not removed:
+            return manifest
+        said: SandboxJSON = {**manifest.command.sandbox, "removed": removed}
+        return manifest.evolve(command=manifest.command._replace(sandbox=said))
 
     def _with_receipt(self, manifest: Manifest) -> Manifest:
         """``manifest`` with what the caller made of the process, when it says."""

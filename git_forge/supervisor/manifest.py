@@ -281,8 +281,12 @@ def _sandbox(value: object) -> SandboxJSON | None:
             and isinstance(value.get("writable"), list)
             and all(isinstance(path, str) for path in value["writable"])):
         raise ValueError("command.sandbox is not a sandbox")
-    return {"kind": value["kind"], "writable": list(value["writable"]),
-            "network": value["network"]}
+    said: SandboxJSON = {"kind": value["kind"], "writable": list(value["writable"]),
+                         "network": value["network"]}
+    removed = value.get("removed")
+    if isinstance(removed, list) and all(isinstance(path, str) for path in removed):
+        said["removed"] = list(removed)
+    return said
 
 
 def _object(document: dict[str, object], key: str) -> dict[str, object]:

@@ -36,7 +36,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 #: The signals bubblewrap must not die of before the process it runs has ended.
 _PASSED = "TERM,INT,HUP"
@@ -53,6 +53,8 @@ class SandboxJSON(TypedDict):
     kind: str
     writable: list[str]
     network: bool
+    #: What it made that had to stay absent, removed when it ended (``Sandbox.absent``).
+    removed: NotRequired[list[str]]
 
 
 class SandboxError(Exception):
@@ -69,6 +71,10 @@ class Sandbox:
     read_only: tuple[Path, ...] = ()
     #: Paths the process must see that may lie under ``/tmp`` (bound back read-only).
     visible: tuple[Path, ...] = ()
+    #: Paths inside writable ones that do not exist and must not be left behind — a
+    #: file git would read outside the sandbox (a main git directory's ``commondir``),
+    #: which a bind cannot keep from being made: removed when the process ends.
+    absent: tuple[Path, ...] = ()
     network: bool = True
     #: The bubblewrap program (found on ``PATH`` by ``check``).
     program: str = "bwrap"
@@ -91,6 +97,22 @@ class Sandbox:
         words += ["--chdir", str(cwd), "--", self.env_program, f"--default-signal={_PASSED}",
                   *argv]
         return words
+
+    def clear_absent(self) -> list[str]:
+        """Remove what the process made of ``absent``; what was removed."""
+        removed = []
+        for path in self.absent:
+            try:
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                pass  # said all the same: it is there, and should not be
+            removed.append(str(path))
+        return removed
 
     def describe(self) -> SandboxJSON:
         return {"kind": "bwrap", "writable": [str(path) for path in _distinct(self.writable)],

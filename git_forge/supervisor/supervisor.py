@@ -187,7 +187,8 @@ class Supervisor:
                 self._entries[handle] = entry
             raise ProcessError("spawn_failed", _describe(exc), handle=handle) from exc
         entry.attach(child, stdin=prepared.stdin, timeout=prepared.timeout,
-                     observe=prepared.observe, receipt=prepared.receipt)
+                     observe=prepared.observe, receipt=prepared.receipt,
+                     sandbox=prepared.sandbox)
         with self._lock:
             self._entries[handle] = entry
         running = manifest.evolve(state=State.RUNNING, started_at=precise_now())

@@ -32,7 +32,11 @@ from pathlib import Path
 from git_forge.tree.repo import Repo
 
 #: In the main checkout's git directory: what its agent must not write — files…
-_KEPT_FILES = ("config", "config.worktree", "packed-refs")
+_KEPT_FILES = ("config", "packed-refs")
+#: … files that, made, would send git elsewhere for its configuration (and so its
+#: hooks, filters and fsmonitor): kept read-only when they exist, removed when
+#: the agent ends when they did not (a bind cannot keep a file from being made) …
+_REDIRECTS = ("commondir", "config.worktree")
 #: … and directories.
 _KEPT_DIRS = ("hooks", "info", "worktrees", "refs/forge", "logs/refs/forge", "refs/tags",
               "refs/remotes", "objects/pack", "objects/info")
@@ -42,11 +46,12 @@ _PACKS = ("objects/pack", "objects/info")
 
 @dataclass(frozen=True)
 class TreeWrites:
-    """What a process in one tree may write of the git directory, and what inside
-    that it may not."""
+    """What a process in one tree may write of the git directory, what inside that
+    it may not, and what it must not leave there (``Sandbox.absent``)."""
 
     writable: tuple[Path, ...]
     read_only: tuple[Path, ...]
+    absent: tuple[Path, ...] = ()
 
 
 def tree_writes(repo: Repo, tree: Path) -> TreeWrites:
@@ -57,11 +62,21 @@ def tree_writes(repo: Repo, tree: Path) -> TreeWrites:
         own = repo.gitdir
         for name in _KEPT_DIRS:
             (own / name).mkdir(parents=True, exist_ok=True)
-        return TreeWrites((own,), tuple(own / name for name in (*_KEPT_FILES, *_KEPT_DIRS)))
+        packed = own / "packed-refs"
+        if not packed.exists():  # empty, it is what git reads when there is none
+            packed.touch()
+        absent = tuple(own / name for name in _REDIRECTS if not (own / name).exists())
+        kept = (*_KEPT_FILES, *_KEPT_DIRS, *_REDIRECTS)
+        return TreeWrites((own,), tuple(own / name for name in kept), absent)
     linked = repo.worktree(tree)
-    writable = [linked.gitdir, common / "objects"]
+    admin = linked.gitdir
+    if not (admin / "config.worktree").exists():  # read-only below, so made first
+        (admin / "config.worktree").touch()
+    writable = [admin, common / "objects"]
     branch = linked.branch_name
     if branch is not None and not linked.is_detached:
         folder = Path("refs/heads", branch).parent
         writable += [common / folder, common / "logs" / folder]
-    return TreeWrites(tuple(writable), tuple(common / name for name in _PACKS))
+    read_only = (*(common / name for name in _PACKS),
+                 *(admin / name for name in ("commondir", "gitdir", "config.worktree")))
+    return TreeWrites(tuple(writable), read_only)
