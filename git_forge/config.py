@@ -389,9 +389,11 @@ def load_config(
         config.set(key, spec.default, SOURCE_DEFAULT)
 
     user = user_path if user_path is not None else user_config_path()
+    users: dict[str, Any] = {}
     if user.is_file():
         label = f"user ({user})"
-        for key, value in _flatten(str(user), _read_yaml(user)).items():
+        users = _flatten(str(user), _read_yaml(user))
+        for key, value in users.items():
             config.set(key, value, label)
 
     if root is not None:
@@ -399,7 +401,9 @@ def load_config(
         repo = root / REPO_CONFIG
         if repo.is_file():
             for key, value in _flatten(str(repo), _read_yaml(repo)).items():
-                config.set(key, value, SOURCE_REPO)
+                _refuse_widening(str(repo), key)
+                if not _weakens(key, value, users):
+                    config.set(key, value, SOURCE_REPO)
     if feature_forge is None and root is not None:
         feature_forge = root / FEATURE_FORGE_CONFIG
     if feature_forge is not None and feature_forge.is_file():
@@ -410,6 +414,29 @@ def load_config(
         if value is not None:
             config.set(key, value, SOURCE_FLAG)
     return config
+
+
+#: How strict each sandbox setting's values are, least first: a repository's file
+#: (which a clone brings, and an agent in a tree could write) never weakens what the
+#: user's own config chose.
+_STRICTNESS = {"loop.sandbox": ("none", "auto", "bwrap"), "loop.sandboxNet": ("shared", "none")}
+
+
+def _weakens(key: str, value: Any, users: Mapping[str, Any]) -> bool:
+    """Whether the repository's ``value`` for ``key`` is less strict than the user's."""
+    order = _STRICTNESS.get(key)
+    if order is None or key not in users or value not in order or users[key] not in order:
+        return False
+    return order.index(value) < order.index(users[key])
+
+
+def _refuse_widening(label: str, key: str) -> None:
+    """What a sandboxed agent may write beyond its tree is the user's to say, never a
+    repository's."""
+    if key == "loop.sandboxWritable":
+        raise ConfigError(f"{label}: loop.sandboxWritable is set only in your own config "
+                          f"({user_config_path()}) or with --sandbox-writable: a repository "
+                          "must not widen what its agents may write")
 
 
 # --- the decision verbs' resolver (feature-forge compatible) ---------------------------------

@@ -123,7 +123,7 @@ def _manifest() -> dict[str, Any]:
                     state="exited", created_at=stamp,
                     started_at=stamp, finished_at=stamp, deadline=stamp,
                     result=Result(0, "exited"), events=EventIds.mint(),
-                    receipt={}).to_dict()
+                    receipt={}, sandbox_removed=("/x/.git/commondir",)).to_dict()
 
 
 def _receipt() -> dict[str, Any]:

@@ -247,7 +247,8 @@ def test_a_serial_agent_writes_its_file_and_nothing_of_the_bookkeeping_git_home_
     agent = script(tmp_path / "agents", "agent", SERIAL_AGENT)
     outside = agent.parent / "outside.txt"  # beside its program: seen, read-only
     outside.write_text("outside the tree\n")
-    private = tmp_path / "private.txt"  # under /tmp, not bound: the sandbox's own /tmp
+    # straight under /tmp, in no directory the sandbox shows: its own /tmp
+    private = Path("/tmp") / f"forge-private-{os.getpid()}-{tmp_path.name}.txt"
     kept = {path: path.read_bytes() for path in (project / ".git" / "config",
                                                  project / ".git" / "info" / "exclude",
                                                  home / ".gitconfig", outside)}
@@ -631,3 +632,170 @@ def test_a_serial_agent_cannot_plant_refs_under_refs_forge_or_tags(templates: Te
     assert result.returncode == 0, result.stdout + result.stderr
     assert backlog(project)["001"]["status"] == "done"
     assert git("for-each-ref", "refs/forge", "refs/tags", cwd=project) == ""
+
+
+# --- what a hostile agent tried next -----------------------------------------------------------
+
+
+def test_an_agent_run_as_root_keeps_no_capability_to_remount(templates: Templates,
+                                                             tmp_path: Path) -> None:
+    project = three_items(templates, tmp_path)
+    agent = script(tmp_path / "agents", "agent", """#!/bin/sh
+grep CapEff /proc/self/status > "own-$FORGE_ITEM_ID.txt"
+mount -o remount,rw / 2>/dev/null && echo remounted >> "own-$FORGE_ITEM_ID.txt"
+umount .git/config 2>/dev/null && echo unmounted >> "own-$FORGE_ITEM_ID.txt"
+echo FORGE_DONE
+""")
+    config = (project / ".git" / "config").read_bytes()
+    result = loop_run(project, agent, "--sandbox", "bwrap", "--iterations", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = git("show", "HEAD:own-001.txt", cwd=project)
+    assert said == "CapEff:\t0000000000000000\n", said
+    assert (project / ".git" / "config").read_bytes() == config
+
+
+def test_a_nested_repositorys_fsmonitor_never_runs_outside(templates: Templates,
+                                                          tmp_path: Path) -> None:
+    project = three_items(templates, tmp_path)
+    mark = tmp_path / "ran-outside"
+    agent = script(tmp_path / "agents", "agent", f"""#!/bin/sh
+git init -q vendor && (cd vendor && echo y > g && git add g &&
+    git -c user.email=a@b -c user.name=t commit -qm s)
+printf '#!/bin/sh\\necho ran >> {mark}\\nexit 1\\n' > vendor/.git/fsmonitor
+chmod +x vendor/.git/fsmonitor
+git -C vendor config core.fsmonitor "$PWD/vendor/.git/fsmonitor"
+git add vendor && echo changed > vendor/g
+echo FORGE_DONE
+""")
+    result = loop_run(project, agent, "--sandbox", "bwrap", "--iterations", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not mark.exists(), "git-forge's git ran the nested repository's fsmonitor"
+
+
+def test_a_worktrees_git_file_cannot_send_git_elsewhere(templates: Templates,
+                                                        tmp_path: Path) -> None:
+    project = three_items(templates, tmp_path)
+    agent = script(tmp_path / "agents", "agent", """#!/bin/sh
+mkdir -p planted && cp -r "$(git rev-parse --git-common-dir)/objects" planted/ 2>/dev/null
+if echo "gitdir: $PWD/planted" > .git 2>/dev/null; then echo rewrote; else echo refused; fi \
+    > "own-$FORGE_ITEM_ID.txt"
+rm -rf planted
+echo FORGE_DONE
+""")
+    result = loop_run(project, agent, "--sandbox", "bwrap", "--parallel", "2",
+                      "--iterations", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert [backlog(project)[i]["status"] for i in ("001", "002")] == ["done", "done"]
+    for item in ("001", "002"):
+        assert git("show", f"HEAD:own-{item}.txt", cwd=project) == "refused\n"
+
+
+def test_the_configuration_is_not_the_agents_to_change(templates: Templates,
+                                                      tmp_path: Path) -> None:
+    project = three_items(templates, tmp_path)
+    written = (project / ".forge.yaml").read_bytes()  # git forge init's example
+    agent = script(tmp_path / "agents", "agent", """#!/bin/sh
+printf 'loop:\\n  sandbox: none\\n' > .forge.yaml 2>/dev/null && echo changed > changed.txt
+printf '{"loopRunner": {}}' > forge.config.json
+echo "work of $FORGE_ITEM_ID" > "own-$FORGE_ITEM_ID.txt"
+echo FORGE_DONE
+""")
+    result = loop_run(project, agent, "--sandbox", "bwrap", "--iterations", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (project / ".forge.yaml").read_bytes() == written  # read-only: refused
+    assert not (project / "changed.txt").exists()
+    assert not (project / "forge.config.json").exists()  # made, and removed as it ended
+    assert (f"item 001: its agent made {project.resolve() / 'forge.config.json'}, which git or "
+            "the next run would read outside the sandbox: removed") in result.stdout
+    assert git("show", "HEAD:own-001.txt", cwd=project) == "work of 001\n"
+    (manifest,) = [json.loads(path.read_text()) for path in
+                   (project / ".forge" / "proc").glob("*.manifest.json")]
+    assert manifest["sandbox_removed"] == [str(project.resolve() / "forge.config.json")]
+
+
+def test_a_repositorys_config_cannot_weaken_the_users_sandbox(templates: Templates,
+                                                             tmp_path: Path) -> None:
+    project = three_items(templates, tmp_path)
+    user = Path(os.environ["HOME"]) / ".config" / "git-forge" / "config.yaml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text("loop:\n  sandbox: bwrap\n  sandboxNet: none\n")
+    try:
+        (project / ".forge.yaml").write_text("loop:\n  sandbox: none\n  sandboxNet: shared\n")
+        shown = json.loads(run_forge("config", "--json", cwd=project).stdout)
+        found = {entry["key"]: entry["value"] for entry in shown} if isinstance(shown, list) \
+            else {key: value["value"] if isinstance(value, dict) else value
+                  for key, value in shown.items()}
+        assert (found["loop.sandbox"], found["loop.sandboxNet"]) == ("bwrap", "none")
+        (project / ".forge.yaml").write_text("loop:\n  sandboxWritable: [/]\n")
+        before = snapshot(project)
+        refused = run_forge("config", cwd=project)
+        assert refused.returncode == 2 and refused.stderr.startswith("Error: ")
+        assert "a repository must not widen what its agents may write" in refused.stderr
+        assert snapshot(project) == before
+    finally:
+        user.unlink()
+
+
+@pytest.mark.parametrize(("given", "why"), [
+    ("/nonexistent/path", "does not exist"),
+    (".", "holds the repository or is in it"),
+    ("/", "holds the repository or is in it"),
+    ("", "an empty path"),
+])
+def test_a_writable_path_no_sandbox_should_have_is_refused(templates: Templates, tmp_path: Path,
+                                                           given: str, why: str) -> None:
+    project = three_items(templates, tmp_path)
+    agent = script(tmp_path / "agents", "agent", "#!/bin/sh\necho FORGE_DONE\n")
+    before = snapshot(project)
+    result = loop_run(project, agent, "--sandbox", "bwrap", "--sandbox-writable", given)
+    assert result.returncode == 2 and result.stderr.startswith("Error: --sandbox-writable: ")
+    assert why in result.stderr and result.stderr.count("\n") == 1
+    assert snapshot(project) == before
+
+
+def test_a_writable_path_is_resolved_once(templates: Templates, tmp_path: Path) -> None:
+    project = three_items(templates, tmp_path)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(cache)
+    agent = script(tmp_path / "agents", "agent", f"""#!/bin/sh
+echo "$FORGE_ITEM_ID" > {link}/from-$FORGE_ITEM_ID.txt
+echo FORGE_DONE
+""")
+    # the link is moved as the run goes: the path it named at the start stays the one
+    result = loop_run(project, agent, "--sandbox", "bwrap", "--sandbox-writable", str(link),
+                      "--iterations", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (cache / "from-001.txt").exists()
+    manifest = json.loads(next((project / ".forge" / "proc").glob("*.manifest.json"))
+                          .read_text())
+    assert str(cache) in manifest["command"]["sandbox"]["writable"]
+    assert str(elsewhere) not in manifest["command"]["sandbox"]["writable"]
+
+
+def test_a_sandbox_flag_without_a_sandbox_is_said(templates: Templates, tmp_path: Path) -> None:
+    project = three_items(templates, tmp_path)
+    agent = script(tmp_path / "agents", "agent", "#!/bin/sh\necho FORGE_DONE\n")
+    result = loop_run(project, agent, "--sandbox-net", "none", "--iterations", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ("warning: --sandbox-net and --sandbox-writable shape a sandbox, and this run has "
+            "none: give --sandbox bwrap (or loop.sandbox)") in result.stderr
+
+
+def test_a_path_dir_inside_the_tree_stays_writable(templates: Templates, tmp_path: Path) -> None:
+    project = three_items(templates, tmp_path)
+    tools = project / "tools"
+    agent = script(tools, "agent", """#!/bin/sh
+echo "work of $FORGE_ITEM_ID" > tools/made-by-$FORGE_ITEM_ID.txt
+echo FORGE_DONE
+""")
+    (project / ".gitignore").write_text("tools/agent\n")
+    git("add", ".gitignore", cwd=project)
+    git("commit", "-q", "-m", "ignore", cwd=project)
+    env = {"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+    result = loop_run(project, agent, "--sandbox", "bwrap", "--iterations", "1", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert git("show", "HEAD:tools/made-by-001.txt", cwd=project) == "work of 001\n"

@@ -25,6 +25,7 @@ from git_forge.loop import limits_wait
 from git_forge.loop.attempt import Attempt, stderr_lines
 from git_forge.loop.context import RunContext
 from git_forge.loop.errors import LoopError
+from git_forge.loop.options import program_found
 from git_forge.loop.prompt import EarlierWork, build_prompt
 from git_forge.loop.signals import Signal
 from git_forge.reconcile import messages
@@ -191,11 +192,10 @@ def agent_result(run: RunContext, item: Item, handle: str, manifest: Manifest,
     if failure is not None:  # its output could not be recorded: the run cannot go on
         raise LoopError(str(failure.cause), exit_code=LOOP_ERROR)
     result = _result_of(run, handle, manifest, idle, attempt, listed)
-    sandbox = manifest.command.sandbox
-    removed = sandbox.get("removed") if sandbox is not None else None
-    if removed:  # the sandbox's supervisor took them away as the agent ended
-        run.progress.note(f"item {item.id}: its agent made {', '.join(removed)}, which git "
-                          "would read outside the sandbox: removed")
+    removed = manifest.sandbox_removed
+    if removed:  # the supervisor took them away as the agent ended
+        run.progress.note(f"item {item.id}: its agent made {', '.join(removed)}, which git or "
+                          "the next run would read outside the sandbox: removed")
     signal = result.signal
     fields = {"reason": signal.reason} if signal.reason is not None else {}
     run.journal.append("signal_parsed", itemId=item.id, signal=signal.kind, **fields)
@@ -216,7 +216,8 @@ def remove_prompt_files(state_dir: Path, item_id: str | None = None) -> None:
 
 def _prepare(run: RunContext, item: Item, prompt: str, number: int,
              attempt: Attempt, worktree: Path | None = None) -> PreparedProcess:
-    argv = run.options.argv(attempt.resumed.session_id if attempt.resumed else None)
+    argv = program_found(run.options.argv(attempt.resumed.session_id if attempt.resumed
+                                          else None), run.workspace.root)
     encoded = prompt.encode("utf-8")
     stdin: bytes | None = encoded
     if any("{prompt_file}" in arg for arg in argv):

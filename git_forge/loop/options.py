@@ -109,6 +109,9 @@ class LoopOptions:
                    if self.profile.named else
                    "the agent is a plain command line, which reports no cost")
             said.append(f"--max-cost {usd(self.max_cost_usd)} cannot stop this run: {who}")
+        if self.sandbox == "none" and (not self.sandbox_network or self.sandbox_writable):
+            said.append("--sandbox-net and --sandbox-writable shape a sandbox, and this run "
+                        "has none: give --sandbox bwrap (or loop.sandbox)")
         if self.max_tokens is not None and not self.profile.named:
             said.append(f"--max-tokens {self.max_tokens} cannot stop this run: the agent is "
                         "a plain command line, which reports no tokens")
@@ -181,8 +184,6 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         argv = shlex.split(agent) if isinstance(agent, str) else list(agent or [])
     except ValueError as exc:
         raise UsageError(f"cannot split the agent command line: {exc}") from exc
-    if not profile_for(argv).named:
-        argv = list(program_found(argv, workspace.root))
     prompt_file = _prompt_file(workspace, flags.prompt_file or setting("promptFile"))
     timeout = flags.timeout_minutes if flags.timeout_minutes is not None \
         else setting("timeoutMinutes")
@@ -217,7 +218,7 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         raise UsageError("--parallel must be at least 1")
     verify = () if flags.no_verify else _commands(
         flags.verify if flags.verify else setting("verify"),
-        "--verify" if flags.verify else "loop.verify", workspace.root)
+        "--verify" if flags.verify else "loop.verify")
     sandbox = given(flags.sandbox, "sandbox")
     if sandbox not in ("none", "bwrap", "auto"):
         raise UsageError(f"--sandbox must be none, bwrap or auto (got {sandbox})")
@@ -225,7 +226,8 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     if network not in ("shared", "none"):
         raise UsageError(f"--sandbox-net must be shared or none (got {network})")
     writable = _paths(workspace.root, flags.sandbox_writable if flags.sandbox_writable
-                      else _words(setting("sandboxWritable"), "loop.sandboxWritable"))
+                      else _words(setting("sandboxWritable"), "loop.sandboxWritable"),
+                      "--sandbox-writable" if flags.sandbox_writable else "loop.sandboxWritable")
     return LoopOptions(
         agent=list(argv),
         iterations=flags.iterations if flags.iterations is not None else setting("iterations"),
@@ -244,8 +246,7 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         limit_wait_max_minutes=setting("limitWaitMax"),
         max_consecutive_failures=failures,
         resume_sessions=bool(setting("resumeSessions")),
-        notify=program_found(_words(given(flags.notify, "notify"), "the notify command line"),
-                             workspace.root),
+        notify=_words(given(flags.notify, "notify"), "the notify command line"),
         follow=flags.follow,
         parallel=parallel,
         verify=verify,
@@ -258,48 +259,58 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     )
 
 
-def _paths(root: Path, words: Sequence[str]) -> tuple[Path, ...]:
-    """Paths as a user writes them: ``~`` is their home, a relative path is the
-    repository's."""
+def _paths(root: Path, words: Sequence[str], what: str) -> tuple[Path, ...]:
+    """The more paths a sandboxed agent may write, as a user writes them (``~`` is
+    their home, a relative path the repository root's), resolved once, before any
+    item is taken: a link an agent makes later cannot move one. A path that is not
+    there, the root of the file system, or one that holds the repository or is in it
+    (each agent writes its own tree already; another tree is not its to write) is
+    refused."""
     paths = []
+    top = Path(os.path.realpath(root))
     for word in words:
         if not word:
-            raise UsageError("loop.sandboxWritable: an empty path")
-        paths.append(root / Path(word).expanduser())
+            raise UsageError(f"{what}: an empty path")
+        path = Path(os.path.realpath(root / Path(word).expanduser()))
+        if not path.exists():
+            raise UsageError(f"{what}: {word} does not exist")
+        if path == top or path in top.parents or top in path.parents:
+            raise UsageError(f"{what}: {word} holds the repository or is in it: each agent "
+                             "writes its own tree, and no other")
+        paths.append(path)
     return tuple(paths)
 
 
-def program_found(argv: Sequence[str], root: Path) -> tuple[str, ...]:
-    """``argv`` with its program resolved once, before any item is taken, so that
-    every tree runs the same file: a relative path (``./agent.sh``,
-    ``../my-agent.sh``) is the repository root's — as ``--prompt-file``'s, and where
-    a serial run starts its agent — and a program found along a relative ``PATH``
-    entry is too. A name found along an absolute ``PATH`` entry, an absolute path
-    and ``{prompt_file}`` stay as written: they name the same file from any tree."""
+def program_found(argv: Sequence[str], root: Path) -> list[str]:
+    """``argv`` as it starts in any tree, so that every tree runs the same file: a
+    relative path (``./agent.sh``, ``../my-agent.sh``) is the repository root's — as
+    ``--prompt-file``'s, where the up-front check looks for it and a serial run
+    starts its agent — and so is a program found along a relative ``PATH`` entry. A
+    name found along an absolute ``PATH`` entry, an absolute path and
+    ``{prompt_file}`` stay as written: they name the same file from any tree."""
     if not argv:
-        return tuple(argv)
+        return list(argv)
     program = argv[0]
     if "{prompt_file}" in program or os.path.isabs(program):
-        return tuple(argv)
+        return list(argv)
     if "/" not in program:
         found = shutil.which(program)
         if found is None or os.path.isabs(found):
-            return tuple(argv)
+            return list(argv)
         program = found
-    return (str(root / program), *argv[1:])
+    return [os.path.join(root, program), *argv[1:]]
 
 
-def _commands(value: Any, what: str, root: Path) -> tuple[Command, ...]:
-    """Command lines, each split once (never through a shell) and its program
-    found (``program_found``): a list of lines, or one line. An empty one is
-    refused: it would run nothing and pass every item."""
+def _commands(value: Any, what: str) -> tuple[Command, ...]:
+    """Command lines, each split once (never through a shell): a list of lines, or
+    one line. An empty one is refused: it would run nothing and pass every item."""
     lines = [value] if isinstance(value, str) else list(value or ())
     commands = []
     for line in lines:
         argv = _words(str(line), what)
         if not argv:
             raise UsageError(f"{what}: an empty command line")
-        commands.append(Command(" ".join(str(line).split()), program_found(argv, root)))
+        commands.append(Command(" ".join(str(line).split()), argv))
     return tuple(commands)
 
 

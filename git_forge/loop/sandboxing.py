@@ -8,7 +8,9 @@ a commit there needs (``tree.sandbox_paths``), a private ``/tmp``, its program's
 own files (``Profile.state``: Claude Code's ``~/.claude*``, Codex's
 ``$CODEX_HOME``) and the paths of ``loop.sandboxWritable``. The state directory
 (backlog, journal, manifests, decisions) and the backlog directory stay
-read-only even inside a writable main checkout. ``auto`` is ``bwrap`` where it
+read-only even inside a writable main checkout, and so are the configuration
+files in its tree (``.forge.yaml``, ``forge.config.json``: a file it makes there is
+removed as it ends). ``auto`` is ``bwrap`` where it
 works here and ``none`` elsewhere, and says which it chose; ``bwrap`` where it
 does not work is refused before any item is taken.
 """
@@ -20,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from git_forge.layout import FEATURE_FORGE_CONFIG, REPO_CONFIG
 from git_forge.loop.errors import LoopError
 from git_forge.loop.options import LoopOptions
 from git_forge.supervisor.sandbox import Sandbox, SandboxError, check
@@ -27,6 +30,10 @@ from git_forge.tree.errors import GitError
 from git_forge.tree.repo import Repo
 from git_forge.tree.sandbox_paths import tree_writes
 from git_forge.workspace import Workspace
+
+#: The configuration files in a tree: read-only to its agent (made by it, removed as
+#: it ends) — the next run reads them, and they could turn its sandbox off.
+CONFIG_FILES = (REPO_CONFIG, FEATURE_FORGE_CONFIG)
 
 
 def chosen(options: LoopOptions) -> tuple[Sandbox | None, str | None]:
@@ -58,9 +65,12 @@ def for_tree(sandbox: Sandbox, workspace: Workspace, repo: Repo, options: LoopOp
     for path in own[:1]:  # its program's own directory: made, as its program would
         path.mkdir(parents=True, exist_ok=True)
     writable = (tree, *git.writable, *own, *options.sandbox_writable, *also)
-    read_only = (workspace.state_dir, workspace.backlog_dir, *git.read_only)
+    configs = [tree / name for name in CONFIG_FILES]  # the next run's, and its sandbox's
+    read_only = (workspace.state_dir, workspace.backlog_dir, *git.read_only,
+                 *(path for path in configs if path.exists()))
+    absent = (*git.absent, *(path for path in configs if not path.exists()))
     return replace(sandbox, writable=writable, read_only=read_only,
-                   visible=(workspace.root, *_seen(env, argv)), absent=git.absent)
+                   visible=(workspace.root, *_seen(env, argv)), absent=absent)
 
 
 def environment(env: dict[str, str]) -> dict[str, str]:

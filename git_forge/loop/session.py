@@ -55,6 +55,7 @@ from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import ManifestStore
 from git_forge.supervisor.supervisor import Supervisor
 from git_forge.tree.fast_status import DETACHED_HEAD, UNBORN_BRANCH, head_blob
+from git_forge.tree.gitcli import distrust_trees
 from git_forge.tree.identity import author_and_committer
 from git_forge.tree.repo import Repo, open_repo
 from git_forge.workspace import Workspace
@@ -77,6 +78,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     for command in options.verify:  # a gate that cannot start fails no item: it is refused
         check_agent(list(command.argv), workspace.root, what="verification")
     sandbox, sandbox_note = sandboxing.chosen(options)
+    distrust_trees(sandbox is not None)
     repo = open_repo(workspace.root)
     state_dir = workspace.state_dir
     _refuse_beside_live_work(workspace)
@@ -159,6 +161,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
             except ForgeError as exc:
                 progress.note(f"journal: {exc.message}")
         control.disarm_stop_token(state_dir)
+        distrust_trees(False)
         store.close()
         for lock in reversed(locks):
             lock.release()

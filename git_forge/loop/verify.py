@@ -26,6 +26,7 @@ from git_forge.errors import ForgeError
 from git_forge.gates.junit import ReportError, read_report
 from git_forge.gates.verdict import Baseline, GateRun, Verdict, judge
 from git_forge.loop.context import RunContext
+from git_forge.loop.options import program_found
 from git_forge.loop.receipts import LedgerWriter
 from git_forge.safetext import safe_text
 from git_forge.supervisor.lifecycle import ProcessError
@@ -64,7 +65,8 @@ def start_gate(run: RunContext, owner: str, index: int, cwd: Path, *,
     """Start the ``index``-th gate in ``cwd`` for ``owner`` (an item's id, or
     ``baseline``): under the supervisor, its standard input empty, its timeout the
     run's ``loop.verifyTimeout``; journaled as ``verify_started``."""
-    command, argv = run.options.verify[index]
+    command, typed = run.options.verify[index]
+    argv = tuple(program_found(typed, run.workspace.root))
     report = None
     if any(REPORT_TOKEN in word for word in argv):
         report = _report_file(run, owner, index)

@@ -53,7 +53,7 @@ from git_forge.supervisor.stopplan import StopKind, StopPlan, stop_kind
 from git_forge.supervisor.watchdog import Child
 
 if TYPE_CHECKING:
-    from git_forge.supervisor.sandbox import Sandbox, SandboxJSON
+    from git_forge.supervisor.sandbox import Sandbox
 
 TICK_SECONDS = 0.1
 DESCENDANT_REFRESH_SECONDS = 1.0
@@ -461,15 +461,12 @@ class Entry:
 
     def _sandbox_cleared(self, manifest: Manifest) -> Manifest:
         """``manifest`` once what its sandbox must not leave behind is removed, and
-        saying what was (``command.sandbox.removed``)."""
+        saying what was (``sandbox_removed``)."""
         sandbox = self._sandbox
-        if sandbox is None or not sandbox.absent or manifest.command.sandbox is None:
+        if sandbox is None or not sandbox.absent:
             return manifest
         removed = sandbox.clear_absent()
-        if not removed:
-            return manifest
-        said: SandboxJSON = {**manifest.command.sandbox, "removed": removed}
-        return manifest.evolve(command=manifest.command._replace(sandbox=said))
+        return manifest.evolve(sandbox_removed=tuple(removed)) if removed else manifest
 
     def _with_receipt(self, manifest: Manifest) -> Manifest:
         """``manifest`` with what the caller made of the process, when it says."""

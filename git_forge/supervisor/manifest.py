@@ -163,6 +163,8 @@ class ManifestJSON(TypedDict):
     completion_published: int
     #: The caller's JSON object, opaque here (``Manifest.receipt``).
     receipt: NotRequired[dict[str, object]]
+    #: What its sandbox removed as it ended (``Manifest.sandbox_removed``).
+    sandbox_removed: NotRequired[list[str]]
 
 
 class Manifest(NamedTuple):
@@ -183,6 +185,9 @@ class Manifest(NamedTuple):
     #: What the caller made of the process (a JSON object it handed the gate, see
     #: ``PreparedProcess.receipt``): opaque here, written once, never changed.
     receipt: dict[str, object] | None = None
+    #: What the process made that its sandbox must not leave behind, removed as it
+    #: ended (``sandbox.Sandbox.absent``).
+    sandbox_removed: tuple[str, ...] = ()
 
     @property
     def terminal(self) -> bool:
@@ -220,6 +225,8 @@ class Manifest(NamedTuple):
         document["completion_published"] = self.completion_published
         if self.receipt is not None:
             document["receipt"] = self.receipt
+        if self.sandbox_removed:
+            document["sandbox_removed"] = list(self.sandbox_removed)
         return cast(ManifestJSON, document)
 
     def _command(self) -> CommandJSON:
@@ -270,6 +277,7 @@ class Manifest(NamedTuple):
             ),
             completion_published=_typed(document, "completion_published", int),
             receipt=_typed(document, "receipt", dict, optional=True),
+            sandbox_removed=_removed(document.get("sandbox_removed")),
         )
 
 
@@ -281,12 +289,16 @@ def _sandbox(value: object) -> SandboxJSON | None:
             and isinstance(value.get("writable"), list)
             and all(isinstance(path, str) for path in value["writable"])):
         raise ValueError("command.sandbox is not a sandbox")
-    said: SandboxJSON = {"kind": value["kind"], "writable": list(value["writable"]),
-                         "network": value["network"]}
-    removed = value.get("removed")
-    if isinstance(removed, list) and all(isinstance(path, str) for path in removed):
-        said["removed"] = list(removed)
-    return said
+    return {"kind": value["kind"], "writable": list(value["writable"]),
+            "network": value["network"]}
+
+
+def _removed(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(path, str) for path in value):
+        raise ValueError("sandbox_removed is not a list of paths")
+    return tuple(value)
 
 
 def _object(document: dict[str, object], key: str) -> dict[str, object]:

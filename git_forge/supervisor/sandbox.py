@@ -5,12 +5,15 @@ The command line is bubblewrap's (``bwrap``), built here and nowhere else:
 
 * ``--ro-bind / /``, then a fresh ``/dev``, ``/proc`` and a ``/tmp`` of its own; a
   path the process needs that lies under ``/tmp`` (the repository, ``HOME``, its
-  program, the directories on its ``PATH``: ``visible``) is bound back read-only;
+  program, the directories on its ``PATH``: ``visible``) is bound back read-only
+  with the whole directory of ``/tmp`` it is in (where the links in it lead);
 * the ``writable`` directories bound read-write, and the ``read_only`` ones inside
   them bound read-only again — every bind in the order of its depth, so that a
   directory bound inside another wins (a worktree inside a read-only state
   directory is writable; a state directory inside a writable main checkout is not);
   a path that does not exist is skipped (``--bind-try``);
+* ``--cap-drop ALL``: run as root, the process keeps no capability (it could
+  otherwise remount the file system writable);
 * ``--unshare-pid`` and ``--die-with-parent``: the sandbox's processes live in a
   PID namespace of their own, which the kernel empties when its first process
   dies, and that process is killed when bubblewrap is — so no process of the
@@ -36,7 +39,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import TypedDict
 
 #: The signals bubblewrap must not die of before the process it runs has ended.
 _PASSED = "TERM,INT,HUP"
@@ -53,8 +56,6 @@ class SandboxJSON(TypedDict):
     kind: str
     writable: list[str]
     network: bool
-    #: What it made that had to stay absent, removed when it ended (``Sandbox.absent``).
-    removed: NotRequired[list[str]]
 
 
 class SandboxError(Exception):
@@ -84,10 +85,16 @@ class Sandbox:
     def wrap(self, argv: Sequence[str], cwd: str | Path) -> list[str]:
         """``argv`` as it runs in the sandbox, in ``cwd``."""
         binds: list[tuple[Path, str]] = []
-        for path in _distinct(self.visible):
-            if _under(path, PRIVATE_TMP):
-                binds.append((path, "--ro-bind-try"))
-        binds += [(path, "--bind-try") for path in _distinct(self.writable)]
+        writable = _distinct(self.writable)
+        shown: dict[Path, None] = {}
+        for path in _distinct(self.visible):  # never over what it may write
+            if _under(path, PRIVATE_TMP) and not any(
+                    path == top or _under(path, top) for top in writable):
+                # the whole directory of /tmp it is in: what its links lead to is there
+                # too (an npm prefix's .bin links into the packages beside it)
+                shown.setdefault(PRIVATE_TMP / path.relative_to(PRIVATE_TMP).parts[0], None)
+        binds += [(path, "--ro-bind-try") for path in shown]
+        binds += [(path, "--bind-try") for path in writable]
         binds += [(path, "--ro-bind-try") for path in _distinct(self.read_only)]
         binds.sort(key=lambda bind: len(bind[0].parts))  # stable: parents first
         words = [self.env_program, f"--ignore-signal={_PASSED}", self.program,
@@ -120,9 +127,10 @@ class Sandbox:
 
 
 #: What every sandbox is: the root read-only, its own /dev, /proc and /tmp, its own
-#: PID namespace, ended with bubblewrap.
-_BASE = ("--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev",
-         "--proc", "/proc", "--tmpfs", str(PRIVATE_TMP))
+#: PID namespace, ended with bubblewrap, and no capability — run as root, one would
+#: let the process mount the file system writable again.
+_BASE = ("--die-with-parent", "--unshare-pid", "--cap-drop", "ALL", "--ro-bind", "/", "/",
+         "--dev", "/dev", "--proc", "/proc", "--tmpfs", str(PRIVATE_TMP))
 
 
 def check(env: dict[str, str] | None = None) -> Sandbox:

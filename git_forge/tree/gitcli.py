@@ -45,6 +45,20 @@ LITERAL_PATHSPECS = {"GIT_LITERAL_PATHSPECS": "1"}
 
 #: How every git command here starts: with git's optional locks off (see the module).
 GIT = ("git", "--no-optional-locks")
+#: What git here reads of a tree a sandboxed agent wrote (``distrust_trees``): no
+#: fsmonitor program, and nothing inside a nested repository (its own config, which
+#: the agent wrote, would name programs git runs there — an fsmonitor, a filter).
+_DISTRUSTED: tuple[str, ...] = ()
+
+
+def distrust_trees(distrust: bool = True) -> None:
+    """While ``distrust`` holds (a sandboxed run), every git command this process runs
+    reads the trees as untrusted: ``core.fsmonitor`` off and nested repositories not
+    looked inside (``diff.ignoreSubmodules=dirty``: a gitlink's commit is still
+    seen). Given on the command line, they reach every git a command starts in turn."""
+    global _DISTRUSTED
+    _DISTRUSTED = (("-c", "core.fsmonitor=false", "-c", "diff.ignoreSubmodules=dirty")
+                   if distrust else ())
 
 
 def _merged_env(env: Mapping[str, str | None] | None) -> Mapping[str, str]:
@@ -124,7 +138,7 @@ def start_git(
     git, as ``subprocess`` restores them; no descriptor of git-forge's own is
     inherited (PEP 446).
     """
-    argv = [*GIT, *(("-C", os.fspath(cwd)) if cwd is not None else ()), *args]
+    argv = [*GIT, *_DISTRUSTED, *(("-C", os.fspath(cwd)) if cwd is not None else ()), *args]
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
     in_read, in_write = os.pipe() if input is not None else (None, None)

@@ -21,7 +21,8 @@ the remote-tracking branches and ``packed-refs`` (so a branch that only it
 holds cannot be deleted). Those of them that are directories are made, empty,
 where they are missing: a directory that is not there could be made inside the
 sandbox, with a hook in it. The packs stay read-only for a linked worktree's
-process too.
+process too, and so does the ``.git`` file that names a tree's git directory:
+rewritten, it would send git-forge's own git to one the agent made.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ _KEPT_FILES = ("config", "packed-refs")
 #: the agent ends when they did not (a bind cannot keep a file from being made) …
 _REDIRECTS = ("commondir", "config.worktree")
 #: … and directories.
-_KEPT_DIRS = ("hooks", "info", "worktrees", "refs/forge", "logs/refs/forge", "refs/tags",
+_KEPT_DIRS = ("hooks", "info", "worktrees", "modules", "refs/forge", "logs/refs/forge",
+              "refs/tags",
               "refs/remotes", "objects/pack", "objects/info")
 #: In the objects, what a commit never writes.
 _PACKS = ("objects/pack", "objects/info")
@@ -58,6 +60,7 @@ def tree_writes(repo: Repo, tree: Path) -> TreeWrites:
     """For a process working in ``tree``: ``repo``'s main checkout, or one of its
     linked worktrees (on a branch, or detached)."""
     common = repo.common_dir
+    gitfile = tree / ".git"
     if tree.resolve() == repo.workdir.resolve():
         own = repo.gitdir
         for name in _KEPT_DIRS:
@@ -67,7 +70,8 @@ def tree_writes(repo: Repo, tree: Path) -> TreeWrites:
             packed.touch()
         absent = tuple(own / name for name in _REDIRECTS if not (own / name).exists())
         kept = (*_KEPT_FILES, *_KEPT_DIRS, *_REDIRECTS)
-        return TreeWrites((own,), tuple(own / name for name in kept), absent)
+        found = (gitfile,) if gitfile.is_file() else ()  # a ``gitdir:`` file names the git dir
+        return TreeWrites((own,), (*found, *(own / name for name in kept)), absent)
     linked = repo.worktree(tree)
     admin = linked.gitdir
     if not (admin / "config.worktree").exists():  # read-only below, so made first
@@ -77,6 +81,6 @@ def tree_writes(repo: Repo, tree: Path) -> TreeWrites:
     if branch is not None and not linked.is_detached:
         folder = Path("refs/heads", branch).parent
         writable += [common / folder, common / "logs" / folder]
-    read_only = (*(common / name for name in _PACKS),
+    read_only = (gitfile, *(common / name for name in _PACKS),
                  *(admin / name for name in ("commondir", "gitdir", "config.worktree")))
     return TreeWrites(tuple(writable), read_only)
