@@ -40,6 +40,7 @@ from typing import Any
 
 ANTHROPIC = "anthropic"
 OPENAI = "openai"
+GEMINI = "gemini"
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,8 @@ def _conversation(api: str, headers: dict[str, str], body: Any) -> str:
     """What a program's retry of a request sends again byte for byte: its session
     and the conversation so far, the messages (Anthropic) or input (OpenAI). A new
     attempt has a new session, or (resumed) a longer conversation."""
-    said = body.get("messages" if api == ANTHROPIC else "input") \
-        if isinstance(body, dict) else body
+    field = {ANTHROPIC: "messages", GEMINI: "contents"}.get(api, "input")
+    said = body.get(field) if isinstance(body, dict) else body
     session = [headers.get(name) for name in _SESSION_HEADERS]
     return hashlib.sha256(json.dumps([session, said], sort_keys=True).encode()).hexdigest()
 
@@ -222,7 +223,10 @@ class ModelServer:
     def _answer(self, request: Request) -> Turn:
         """The turn that answers ``request`` (a model request), recorded with it."""
         assert request.api is not None
-        key = _conversation(request.api, request.headers, request.body)
+        # Gemini CLI resends a resumed session's conversation as it was, and retries no
+        # request the script fails (its per-day quota, a 401): each request is a turn.
+        key = (_conversation(request.api, request.headers, request.body)
+               if request.api != GEMINI else f"gemini-{len(self.requests)}")
         with self._lock:
             turn = self._answered.get(key)
             request.retry = turn is not None
@@ -272,6 +276,12 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             headers = {name.lower(): value for name, value in self.headers.items()}
             api = {"/v1/messages": ANTHROPIC, "/v1/messages/count_tokens": ANTHROPIC,
                    "/v1/responses": OPENAI}.get(path) if self.command == "POST" else None
+            if self.command == "POST" and path.startswith("/v1beta/models/"):
+                if path.endswith(":generateContent"):  # Gemini CLI's router: no turn
+                    server._record(Request(None, path, headers, body))
+                    return self._json(200, _gemini_answer(
+                        '{"complexity_reasoning": "a test", "complexity_score": 10}', NO_USAGE))
+                api = GEMINI if path.endswith(":streamGenerateContent") else None
             request = Request(api, path, headers, body)
             if api is None:
                 server._record(request)
@@ -287,6 +297,8 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True  # no answer: the connection just ends
                 elif api == ANTHROPIC:
                     self._anthropic(turn, body, request.resets_at)
+                elif api == GEMINI:
+                    self._gemini(turn)
                 else:
                     self._openai(turn, body, request.resets_at)
             except (BrokenPipeError, ConnectionResetError):
@@ -432,7 +444,56 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                               "output_tokens_details": {"reasoning_tokens": 0},
                               "total_tokens": usage.input + usage.cache_read + usage.output}}})])
 
+        # --- Gemini streamGenerateContent -------------------------------------------------
+
+        def _gemini(self, turn: Turn) -> None:
+            if isinstance(turn, Fail | Limit):
+                status = 429 if isinstance(turn, Limit) else turn.status
+                return self._json(status, {"error": _GEMINI_ERRORS.get(
+                    status, {"code": status, "message": "Internal error encountered.",
+                             "status": "INTERNAL"})})
+            assert isinstance(turn, Say | Shell)
+            if isinstance(turn, Shell):
+                parts: list[dict[str, Any]] = [
+                    {"text": turn.say},
+                    {"functionCall": {"name": "run_shell_command",
+                                      "args": {"command": turn.command,
+                                               "description": "Run the task's command"}}}]
+            else:
+                parts = [{"text": turn.text}]
+            answer = _gemini_answer("", turn.usage)
+            answer["candidates"][0]["content"]["parts"] = parts
+            self._stream([b"data: " + json.dumps(answer).encode() + b"\r\n\r\n"])
+
     return Handler
+
+
+#: Gemini's error for each status a script uses: a 429 is the per-day free-tier
+#: quota, which Gemini CLI does not retry.
+_GEMINI_ERRORS = {
+    401: {"code": 401, "message": "Request had invalid authentication credentials. Expected "
+                                  "OAuth 2 access token, login cookie or other valid "
+                                  "authentication credential.", "status": "UNAUTHENTICATED"},
+    429: {"code": 429, "message": "You exceeded your current quota, please check your plan "
+                                  "and billing details.", "status": "RESOURCE_EXHAUSTED",
+          "details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                       "violations": [{"quotaMetric": "generativelanguage.googleapis.com/"
+                                                      "generate_content_free_tier_requests",
+                                       "quotaId": "GenerateRequestsPerDayPerProjectPerModel"
+                                                  "-FreeTier",
+                                       "quotaValue": "250"}]}]},
+}
+
+
+def _gemini_answer(text: str, usage: Usage) -> dict[str, Any]:
+    """A Gemini ``GenerateContentResponse`` saying ``text``."""
+    return {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": usage.input + usage.cache_read,
+                              "candidatesTokenCount": usage.output,
+                              "cachedContentTokenCount": usage.cache_read,
+                              "totalTokenCount": usage.input + usage.cache_read + usage.output},
+            "modelVersion": "gemini-forge-test"}
 
 
 def _unified_headers(rejected: bool, resets_at: int | None) -> dict[str, str]:

@@ -275,7 +275,8 @@ def test_the_verified_range_is_what_the_real_program_tier_installs() -> None:
     """The ends of each range are the versions ``.ci/run`` installs for that tier."""
     script = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
     installed = {"claude": set(re.findall(r"@anthropic-ai/claude-code@([0-9.]+)", script)),
-                 "codex": set(re.findall(r"@openai/codex@([0-9.]+)", script))}
+                 "codex": set(re.findall(r"@openai/codex@([0-9.]+)", script)),
+                 "gemini": set(re.findall(r"@google/gemini-cli@([0-9.]+)", script))}
     for name, verified in VERIFIED.items():
         ends = {format_version(verified.lowest), format_version(verified.highest)}
         assert ends == installed[name], name

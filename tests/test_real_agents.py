@@ -44,11 +44,12 @@ PREFIX_VARIABLE = "FORGE_TEST_NPM_PREFIX"
 ZONE = "America/Sao_Paulo"
 #: The flags a user gives each program to let it work unattended.
 USER_FLAGS = {"claude": ("--agent-arg=--permission-mode", "--agent-arg=acceptEdits"),
-              "codex": ()}
+              "codex": (), "gemini": ("--agent-arg=--yolo",)}
 #: What would bring a user's own account into the tests.
 FOREIGN = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL",
            "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CONFIG_DIR",
-           "OPENAI_API_KEY", "OPENAI_BASE_URL")
+           "OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+           "GOOGLE_GEMINI_BASE_URL", "GOOGLE_CLOUD_PROJECT", "GOOGLE_GENAI_USE_VERTEXAI")
 DONE = "FORGE_DONE"
 
 
@@ -103,7 +104,7 @@ def _params(name: str, programs: list[Program], *values: Any) -> list[Any]:
             for program in programs]
 
 
-CLAUDES, CODEXES = _found("claude"), _found("codex")
+CLAUDES, CODEXES, GEMINIS = _found("claude"), _found("codex"), _found("gemini")
 #: The first of each program found: every scenario runs with it.
 EACH = _params("claude", CLAUDES[:1]) + _params("codex", CODEXES[:1])
 #: Every Claude Code found, and the first Codex: where versions differ.
@@ -137,6 +138,15 @@ class Tier:
                 "CLAUDE_CODE_MAX_RETRIES": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                 "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
                 "DISABLE_ERROR_REPORTING": "1"})
+        elif program.name == "gemini":
+            settings = home / ".gemini" / "settings.json"
+            settings.parent.mkdir(parents=True, exist_ok=True)
+            settings.write_text(json.dumps({
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                "privacy": {"usageStatisticsEnabled": False},
+                "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+                "telemetry": {"enabled": False}}))
+            self.env.update({"GEMINI_API_KEY": "forge-test", "GOOGLE_GEMINI_BASE_URL": server.url})
         else:
             codex_home = home / ".codex"
             codex_home.mkdir(parents=True, exist_ok=True)
@@ -182,7 +192,8 @@ class Tier:
 
     def tokens(self, usage: Usage) -> dict[str, int]:
         """A receipt's tokens for ``usage`` served, as the program counts them: Claude
-        Code's input leaves the cache out, Codex's counts what it read from it too."""
+        Code's input leaves the cache out, Codex's and Gemini's count what it read from it
+        too."""
         if self.program.name == "claude":
             return {"input": usage.input, "output": usage.output,
                     "cached": usage.cache_read + usage.cache_write}
@@ -553,3 +564,54 @@ def test_claude_codes_own_sandbox_runs_inside_the_loops(tier: Tier) -> None:
     assert (tier.root / "forge_out.txt").read_text() == "hello\n"
     assert git("log", "-1", "--format=%s", "--", "forge_out.txt", cwd=tier.root) == (
         "[forge] 001: Write the greeting\n")
+
+
+
+# --- Gemini CLI ---------------------------------------------------------------------------------
+
+GEMINI = _params("gemini", GEMINIS[:1])
+
+
+@pytest.mark.parametrize("tier3", GEMINI, indirect=True)
+def test_gemini_done_after_a_tool_call_then_blocked_then_needs_human(tier3: Tier) -> None:
+    tier3.server.script(
+        Shell("printf 'hello from the model\\n' > forge_out.txt"),
+        Say(f"I wrote forge_out.txt with the greeting.\n\n{DONE}", Usage(1000, 50, 100)),
+        Say("It cannot run here.\n\nFORGE_BLOCKED: the test database is not reachable"),
+        Say("The item needs a choice.\n\nFORGE_NEEDS_HUMAN: which database?"))
+    result = tier3.run()
+    assert result.returncode == 5, result.stderr
+    items = tier3.items()
+    assert items["001"]["status"] == "done"
+    assert (items["002"]["status"], items["002"]["blockedReason"]) == (
+        "blocked", "the test database is not reachable")
+    assert items["003"]["needsHuman"] and items["003"]["blockedReason"] == "which database?"
+    assert (tier3.root / "forge_out.txt").read_text() == "hello from the model\n"
+    added = git("log", "--format=%s", "--diff-filter=A", "--", "forge_out.txt", cwd=tier3.root)
+    assert added == "[forge] 001: Write the greeting\n"
+    first = tier3.receipts()[0]
+    assert first["sessionId"] and first["costUsd"] is None  # tokens, never an invented price
+    assert first["tokens"]["output"] >= 50 and first["tokens"]["cached"] == 100
+
+
+@pytest.mark.parametrize("tier", GEMINI, indirect=True)
+def test_geminis_quota_is_waited_out_then_the_session_resumes(tier: Tier) -> None:
+    tier.configure("loop:\n  limitWait: 0.02\n")
+    tier.server.script(Say("Working on it."), Limit(), Say(f"Finished.\n\n{DONE}"))
+    result = tier.run("--retries", "2")
+    assert result.returncode == 0, result.stderr
+    assert tier.items()["001"]["status"] == "done"
+    (wait,) = tier.events("usage_limit_wait")
+    assert "quota" in wait["reason"]
+    receipts = tier.receipts()
+    assert [receipt["exitCode"] for receipt in receipts][-2:] == [173, 0]  # 429 & 0xFF
+    assert receipts[-1]["resumed"] == receipts[0]["sessionId"] is not None
+
+
+@pytest.mark.parametrize("tier", GEMINI, indirect=True)
+def test_a_refused_gemini_key_stops_the_run_as_not_logged_in(tier: Tier) -> None:
+    tier.server.script(*[Fail(401)] * 3)
+    result = tier.run("--retries", "5")
+    assert result.returncode == 1, result.stderr
+    assert "exit 145: not logged in" in result.stderr
+    assert tier.items()["001"]["status"] == "pending"

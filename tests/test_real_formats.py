@@ -17,9 +17,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from git_forge.agents.classify import Verdict, classify, error_line
+from git_forge.agents.classify import Verdict, classify, error_line, gemini_failure
 from git_forge.agents.receipt import added_since
-from git_forge.agents.streams import ClaudeStream, CodexStream, Facts
+from git_forge.agents.streams import ClaudeStream, CodexStream, Facts, GeminiStream
 
 #: When the transcripts were taken (16:51 UTC), as the tests' "now".
 NOW = datetime(2026, 12, 3, 16, 51, 40, tzinfo=UTC)
@@ -395,3 +395,91 @@ def test_the_same_minute_is_never_a_day_later(sao_paulo: ZoneInfo) -> None:
                        structured=True, now=now)
     assert verdict.reset_at is not None
     assert timedelta(0) <= verdict.reset_at - now <= timedelta(seconds=1)
+
+
+# --- Gemini CLI 0.61 ----------------------------------------------------------------------------
+
+GEMINI_SESSION = "9b559604-5ff1-4ca2-aae3-a353e2f58308"
+_GEMINI_STATS = ('"stats":{"total_tokens":3162,"input_tokens":3006,"output_tokens":156,'
+                 '"cached":300,"input":2706,"duration_ms":131,"tool_calls":1}')
+GEMINI_DONE = (
+    '{"type":"init","timestamp":"2026-12-03T17:26:45.867Z","session_id":"'
+    + GEMINI_SESSION + '","model":"auto"}',
+    '{"type":"message","timestamp":"2026-12-03T17:26:45.868Z","role":"user","content":'
+    '"Write forge_out.txt with a greeting, then end your answer with a line FORGE_DONE."}',
+    '{"type":"message","timestamp":"2026-12-03T17:26:45.900Z","role":"assistant","content":'
+    '"I will write the file.","delta":true}',
+    '{"type":"tool_use","timestamp":"2026-12-03T17:26:45.968Z","tool_name":"write_file",'
+    '"tool_id":"write_file__write_file_1796318805936_0","parameters":{"file_path":'
+    '"$WORK/runs/gemini-done/repo/forge_out.txt","content":"hello from the fake model\\n"}}',
+    '{"type":"tool_result","timestamp":"2026-12-03T17:26:45.985Z","tool_id":'
+    '"write_file__write_file_1796318805936_0","status":"success"}',
+    '{"type":"message","timestamp":"2026-12-03T17:26:45.994Z","role":"assistant","content":'
+    '"I wrote forg","delta":true}',
+    '{"type":"message","timestamp":"2026-12-03T17:26:45.995Z","role":"assistant","content":'
+    '"e_out.txt with the greeting.\\n\\nFORGE_DONE","delta":true}',
+    '{"type":"result","timestamp":"2026-12-03T17:26:45.997Z","status":"success",'
+    + _GEMINI_STATS + '}',
+)
+
+
+def _gemini(*lines: str) -> Facts:
+    reader = GeminiStream()
+    data = "".join(f"{line}\n" for line in lines).encode()
+    for start in range(0, len(data), 97):  # in pieces, as a pipe gives it
+        reader.feed(data[start:start + 97])
+    return reader.finish()
+
+
+def _gemini_error(message: str) -> str:
+    return _line({"type": "result", "timestamp": "2026-12-03T17:26:51.156Z", "status": "error",
+                  "error": {"type": "unknown", "message": message},
+                  "stats": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0,
+                            "cached": 0, "input": 0, "duration_ms": 0, "tool_calls": 0}})
+
+
+def test_geminis_final_text_is_what_it_said_after_its_last_tool() -> None:
+    facts = _gemini(*GEMINI_DONE)
+    assert facts.final_text == "I wrote forge_out.txt with the greeting.\n\nFORGE_DONE"
+    assert facts.session_id == GEMINI_SESSION and facts.completed_turn
+    assert (facts.input_tokens, facts.output_tokens, facts.cached_tokens) == (3006, 156, 300)
+    assert facts.cost_usd is None and facts.duration_ms == 131  # no cost, never invented
+    assert classify(facts, 0, "", structured=True, own=gemini_failure).verdict is Verdict.RAN
+
+
+def test_geminis_daily_quota_is_a_limit_with_no_time() -> None:
+    facts = _gemini(GEMINI_DONE[0], GEMINI_DONE[1], _gemini_error(
+        "[API Error: You have exhausted your daily quota on this model.]\nPlease wait and try "
+        "again later. To increase your limits, request a quota increase through AI Studio, "
+        "or switch to another /auth method"))
+    verdict = classify(facts, 173, "", structured=True, now=NOW, own=gemini_failure)
+    assert (verdict.verdict, verdict.reset_at) == (Verdict.LIMIT_WAIT, None)
+    # it failed before the model said a word: Gemini CLI saved no session to resume
+    assert facts.session_id is None
+    assert verdict.message == "[API Error: You have exhausted your daily quota on this model.]"
+
+
+def test_geminis_refused_key_is_not_logged_in() -> None:
+    facts = _gemini(GEMINI_DONE[0], _gemini_error(
+        '[API Error: {"error":{"code":401,"message":"Request had invalid authentication '
+        'credentials. Expected OAuth 2 access token, login cookie or other valid '
+        'authentication credential. See https://developers.google.com/identity/sign-in/web/'
+        'devconsole-project.","status":"UNAUTHENTICATED"}}]'))
+    verdict = classify(facts, 145, "", structured=True, now=NOW, own=gemini_failure)
+    assert (verdict.verdict, verdict.kind) == (Verdict.FAILED, "not logged in")
+    assert verdict.agents_own  # no other item would fare better: the breaker counts it alone
+
+
+@pytest.mark.parametrize(("code", "stderr", "verdict", "kind"), [
+    (41, "YOLO mode is enabled. All tool calls will be automatically approved.\n"
+         "Invalid auth method selected.\n", Verdict.FAILED, "not logged in"),
+    (55, "Gemini CLI is not running in a trusted directory. To proceed, either use "
+         "--skip-trust, set the GEMINI_CLI_TRUST_WORKSPACE=true environment variable, or "
+         "trust this directory in interactive mode.\n", Verdict.COMMAND_REFUSED,
+     "folder not trusted"),
+    (244, "", Verdict.FAILED, "API Error: 500"),
+])
+def test_geminis_exit_codes_say_what_failed(code: int, stderr: str, verdict: Verdict,
+                                             kind: str) -> None:
+    classified = classify(Facts(), code, stderr, structured=True, now=NOW, own=gemini_failure)
+    assert (classified.verdict, classified.kind) == (verdict, kind)

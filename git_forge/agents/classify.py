@@ -18,6 +18,7 @@ structure (Codex's messages, a plain agent's last lines)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
@@ -63,12 +64,15 @@ class Classified:
 NOT_LOGGED_IN = "not logged in"
 COMMAND_NOT_FOUND = "command not found"
 COMMAND_LINE_REFUSED = "command line refused"
+#: Gemini CLI does not trust the folder (run without ``--skip-trust``): exit 55.
+UNTRUSTED_FOLDER = "folder not trusted"
 #: The failure a usage limit is once it is reported again after its announced end.
 AFTER_ITS_RESET = "usage limit reported after its reset"
 #: Failures that are the agent program's whatever the item it works on — its login,
 #: its installation, its command line, its account's limit: no other item can succeed
 #: while one lasts, so the circuit breaker counts them on one item too.
-AGENT_KINDS = frozenset({NOT_LOGGED_IN, COMMAND_NOT_FOUND, COMMAND_LINE_REFUSED, AFTER_ITS_RESET})
+AGENT_KINDS = frozenset({NOT_LOGGED_IN, COMMAND_NOT_FOUND, COMMAND_LINE_REFUSED, AFTER_ITS_RESET,
+                         UNTRUSTED_FOLDER})
 
 
 _NOT_LOGGED_IN = re.compile(
@@ -119,17 +123,28 @@ def _first_line(text: str) -> str:
     return ""
 
 
+#: A profile's own reading of a failure, before the shared rules (``Profile.failure``):
+#: its facts, exit code, its words (stderr and the stream's errors) and now.
+FailureReader = Callable[[Facts, "int | None", str, datetime], "Classified | None"]
+
+
 def classify(facts: Facts, exit_code: int | None, stderr: str, *, stdout: str = "",
-             structured: bool = False, now: datetime | None = None) -> Classified:
+             structured: bool = False, now: datetime | None = None,
+             own: FailureReader | None = None) -> Classified:
     """Classify one finished attempt from its parsed stream, exit code, stderr and
     the end of its stdout. An agent whose stream says it finished its work ran,
     whatever its exit code (Codex may exit non-zero after a completed turn). With
     a ``structured`` stream only its non-JSON lines count as words (a limit
     message Claude prints as plain text); a plain stream's last lines count only
-    when the attempt failed (a done agent may talk of limits)."""
+    when the attempt failed (a done agent may talk of limits). ``own``: the
+    profile's reading, which decides first where it knows."""
     if facts.completed_turn:
         return Classified(Verdict.RAN)
     now = now or datetime.now(UTC)
+    if own is not None:
+        known = own(facts, exit_code, "\n".join(filter(None, [*facts.errors, stderr])), now)
+        if known is not None:
+            return known
     if structured:
         plain = "\n".join(line for line in stdout.splitlines()
                           if line.strip() and not line.lstrip().startswith("{"))
@@ -256,3 +271,35 @@ def _line_of(text: str, position: int) -> str:
     start = text.rfind("\n", 0, position) + 1
     end = text.find("\n", position)
     return " ".join(text[start:end if end >= 0 else len(text)].split())
+
+
+#: The server's own trouble, whose status Gemini CLI exits with (modulo 256): only
+#: those, since other statuses would read as its own exit codes (554 as 42, an
+#: input error; 553 as 41, no auth method).
+_SERVER_STATUSES = (500, 502, 503, 504)
+#: Gemini CLI: words of a refused credential (401, 403, or no auth method set).
+_GEMINI_AUTH = re.compile(r"UNAUTHENTICATED|PERMISSION_DENIED|Invalid auth method|"
+                          r"API key not valid|\b40[13]\b", re.IGNORECASE)
+_GEMINI_LIMIT = re.compile(r"RESOURCE_EXHAUSTED|exhausted your (?:daily )?quota|"
+                           r"quota exceeded|\b429\b", re.IGNORECASE)
+
+
+def gemini_failure(facts: Facts, exit_code: int | None, said: str,
+                   now: datetime) -> Classified | None:
+    """Gemini CLI 0.61's failures: it exits with the HTTP status of the request that
+    failed, modulo 256 — 173 for a 429 (its per-day quota, which it never retries,
+    says no time: the loop waits its default), 145 for a 401 —, 41 when no auth
+    method is set, 55 in a folder it does not trust; its ``result`` error says the
+    same in words."""
+    line = _first_line(facts.errors[-1]) if facts.errors else error_line(said)
+    if exit_code == 55 or "not running in a trusted directory" in said:
+        return Classified(Verdict.COMMAND_REFUSED, UNTRUSTED_FOLDER, message=line)
+    if exit_code == 429 % 256 or _GEMINI_LIMIT.search(said):
+        return Classified(Verdict.LIMIT_WAIT, "usage limit", reset_time(said, now),
+                          line or "usage limit")
+    if exit_code in (401 % 256, 403 % 256, 41) or _GEMINI_AUTH.search(said):
+        return Classified(Verdict.FAILED, NOT_LOGGED_IN, message=line)
+    server = {status % 256: status for status in _SERVER_STATUSES}
+    if exit_code in server:
+        return Classified(Verdict.FAILED, f"API Error: {server[exit_code]}", message=line)
+    return None

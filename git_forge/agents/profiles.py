@@ -1,7 +1,9 @@
 """The agents git-forge knows by name, and the generic one.
 
 ``--agent claude`` runs ``claude -p --output-format stream-json --verbose`` with
-the prompt on stdin; ``--agent codex`` runs ``codex exec --json -``. The user's
+the prompt on stdin; ``--agent codex`` runs ``codex exec --json -``; ``--agent
+gemini`` runs ``gemini --output-format stream-json --skip-trust`` (the prompt on
+stdin makes it headless). The user's
 extra flags (``loop.agentArgs`` / ``--agent-arg``) come after the profile's own
 words, and a resumed session's words after them: ``codex exec --json --sandbox
 workspace-write resume THREAD -`` (``codex exec resume`` takes none of ``exec``'s
@@ -31,9 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from git_forge import capture
+from git_forge.agents.classify import FailureReader, gemini_failure
 from git_forge.agents.streams import (
     ClaudeStream,
     CodexStream,
+    GeminiStream,
     StreamReader,
     TextSink,
     session_problem,
@@ -104,6 +108,8 @@ class Profile:
     #: Where its program keeps what it must write as it runs (its settings, sessions,
     #: logs), given the environment it runs in: a sandboxed agent may write there.
     state: Callable[[Mapping[str, str]], tuple[Path, ...]] | None = None
+    #: Its own reading of a failure (exit codes of its own), before the shared rules.
+    failure: FailureReader | None = None
 
     @property
     def named(self) -> bool:
@@ -131,6 +137,7 @@ class Profile:
 VERIFIED: dict[str, Verified] = {
     "claude": Verified((2, 1, 197), (2, 1, 332)),
     "codex": Verified((0, 171, 0), (0, 171, 0)),
+    "gemini": Verified((0, 61, 0), (0, 61, 0)),
 }
 
 def _claude_state(env: Mapping[str, str]) -> tuple[Path, ...]:
@@ -153,6 +160,12 @@ def _codex_state(env: Mapping[str, str]) -> tuple[Path, ...]:
     return (home / ".codex",) if home is not None else ()
 
 
+def _gemini_state(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """Gemini CLI's home: ``~/.gemini`` (settings, chats)."""
+    home = _home(env)
+    return (home / ".gemini",) if home is not None else ()
+
+
 def _home(env: Mapping[str, str]) -> Path | None:
     home = env.get("HOME")
     return Path(home) if home else None
@@ -168,6 +181,13 @@ PROFILES: dict[str, Profile] = {
         "codex", "codex", ("codex", "exec", "--json"), CodexStream, tail=("-",),
         resume=lambda session: ("resume", session), structured=True,
         verified=VERIFIED["codex"], state=_codex_state),
+    # ``gemini --output-format stream-json --skip-trust``: the prompt on stdin runs it
+    # headless; a fresh worktree is a folder it has never trusted (exit 55 without
+    # ``--skip-trust``); the approval mode (``--yolo``) is the user's to give.
+    "gemini": Profile(
+        "gemini", "gemini", ("gemini", "--output-format", "stream-json", "--skip-trust"),
+        GeminiStream, resume=lambda session: (f"--resume={session}",), structured=True,
+        verified=VERIFIED["gemini"], state=_gemini_state, failure=gemini_failure),
 }
 GENERIC = Profile("generic", None, (), StreamReader)
 
@@ -184,6 +204,7 @@ def profile_for(command: Sequence[str]) -> Profile:
 _PROFILE_FLAGS: dict[str, dict[str, bool]] = {
     "claude": {"-p": False, "--print": False, "--verbose": False, "--output-format": True},
     "codex": {"--json": False},
+    "gemini": {"--output-format": True, "-o": True, "--skip-trust": False},
 }
 
 

@@ -1,5 +1,6 @@
-"""Readers of the structured streams agents write: Claude Code's ``stream-json``
-and Codex's ``exec --json`` JSONL, and the plain stream of any other command.
+"""Readers of the structured streams agents write: Claude Code's ``stream-json``,
+Codex's ``exec --json`` JSONL and Gemini CLI's ``stream-json``, and the plain
+stream of any other command.
 
 Each reader is fed the agent's stdout as it arrives and keeps only what matters
 afterwards — the final text (where the signal is), the session id, the usage,
@@ -382,3 +383,67 @@ class CodexStream(_JsonLines):
                     facts.final_text = text
                     if self.follow is not None:
                         self.follow(text)
+
+
+#: The most of an assistant's text a reader keeps as it streams in pieces: the
+#: signal is at its end.
+TEXT_LIMIT = 64 * 1024
+
+
+class GeminiStream(_JsonLines):
+    """``gemini --output-format stream-json`` (Gemini CLI 0.61): ``init`` names the
+    session; the assistant's words come as ``message`` deltas, and its final text
+    is what it said after its last tool result (``result`` does not repeat it);
+    ``result`` says ``success`` or ``error`` with its message, and the tokens of this
+    process's requests (``input_tokens`` counts the cached ones too; no cost)."""
+
+    WANTED = (b"init", b"message", b"tool_result", b"result")
+
+    def __init__(self, follow: TextSink | None = None) -> None:
+        super().__init__(follow)
+        self._said: list[str] = []
+        self._length = 0
+        #: The model answered at least once: only then is the session saved to resume.
+        self._answered = False
+
+    def worth(self, chunk: bytes, start: int, stop: int) -> bool:
+        # a user's message (the prompt itself) is no assistant text: never parsed
+        return chunk.find(b'"role":"user"', start, stop) < 0
+
+    def event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        facts = self.facts
+        if kind == "init":
+            facts.session(event.get("session_id"))
+            self.forget(b"init")
+        elif kind == "message" and event.get("role") == "assistant":
+            self._answered = True
+            text = _text(event.get("content"))
+            if text:
+                self._said.append(text)
+                self._length += len(text)
+                while self._length > TEXT_LIMIT and len(self._said) > 1:
+                    self._length -= len(self._said.pop(0))
+                if self.follow is not None:
+                    self.follow(text)
+        elif kind == "tool_result":  # what it said before a tool ran is not its answer
+            self._answered = True
+            self._said.clear()
+            self._length = 0
+        elif kind == "result":
+            facts.final_text = "".join(self._said)[-TEXT_LIMIT:]
+            facts.completed_turn = event.get("status") == "success"
+            error = event.get("error")
+            message = _text(error.get("message")) if isinstance(error, dict) else None
+            if message:
+                facts.errors = [*facts.errors[-4:], message]
+            stats = event.get("stats")
+            if isinstance(stats, dict):
+                facts.input_tokens = facts.count("tokens.input", stats.get("input_tokens"))
+                facts.output_tokens = facts.count("tokens.output", stats.get("output_tokens"))
+                facts.cached_tokens = facts.count("tokens.cached", stats.get("cached"))
+                facts.duration_ms = facts.count("durationMs", stats.get("duration_ms"))
+            if not self._answered and not facts.output_tokens:
+                # failed before the model said anything: Gemini CLI saved no session, and
+                # resuming it fails ("No previous sessions found"): a retry starts afresh
+                facts.session_id = None

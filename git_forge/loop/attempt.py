@@ -83,10 +83,13 @@ class Attempt:
         return self.resumed.reported
 
     def ended_in(self) -> Session | None:
-        """The session a retry resumes, with the running totals reported so far."""
+        """The session a retry resumes, with the running totals reported so far: the
+        one this start resumed when it reported none of its own (it ended before the
+        agent said which; Gemini CLI's failed request), unless the one it reported was
+        refused."""
         facts = self.facts()
         if facts.session_id is None:
-            return None
+            return self.resumed if "sessionId" not in facts.refused else None
         reported: tuple[int | None, int | None, int | None] | None
         if facts.running_totals:
             reported = (facts.input_tokens, facts.output_tokens, facts.cached_tokens)
@@ -115,7 +118,8 @@ class Attempt:
         err = safe_text(stderr, final=True).text
         out = safe_text(stdout, final=True).text
         if self.profile.structured:
-            verdict = classify(facts, exit_code, err, stdout=out, structured=True, now=now)
+            verdict = classify(facts, exit_code, err, stdout=out, structured=True, now=now,
+                               own=self.profile.failure)
             if verdict.verdict is not Verdict.RAN:
                 return NO_SIGNAL, verdict
             return parse_signal(safe_text(facts.final_text.encode(), final=True).text), verdict
