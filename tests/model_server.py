@@ -41,6 +41,8 @@ from typing import Any
 ANTHROPIC = "anthropic"
 OPENAI = "openai"
 GEMINI = "gemini"
+#: OpenAI Chat Completions (Qwen Code, OpenCode, Copilot CLI).
+CHAT = "chat"
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ def _conversation(api: str, headers: dict[str, str], body: Any) -> str:
     """What a program's retry of a request sends again byte for byte: its session
     and the conversation so far, the messages (Anthropic) or input (OpenAI). A new
     attempt has a new session, or (resumed) a longer conversation."""
-    field = {ANTHROPIC: "messages", GEMINI: "contents"}.get(api, "input")
+    field = {ANTHROPIC: "messages", GEMINI: "contents", CHAT: "messages"}.get(api, "input")
     said = body.get(field) if isinstance(body, dict) else body
     session = [headers.get(name) for name in _SESSION_HEADERS]
     return hashlib.sha256(json.dumps([session, said], sort_keys=True).encode()).hexdigest()
@@ -275,7 +277,14 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 body = raw  # compressed, or not JSON: kept as it came
             headers = {name.lower(): value for name, value in self.headers.items()}
             api = {"/v1/messages": ANTHROPIC, "/v1/messages/count_tokens": ANTHROPIC,
-                   "/v1/responses": OPENAI}.get(path) if self.command == "POST" else None
+                   "/v1/responses": OPENAI, "/v1/chat/completions": CHAT,
+                   }.get(path) if self.command == "POST" else None
+            if api == CHAT and not (isinstance(body, dict) and body.get("stream") is True):
+                # a program's own question beside the conversation (who speaks next, a
+                # title): answered, never a scripted turn
+                server._record(Request(None, path, headers, body))
+                return self._json(200, _chat_completion(
+                    '{"reasoning": "a test", "next_speaker": "user"}', NO_USAGE))
             if self.command == "POST" and path.startswith("/v1beta/models/"):
                 if path.endswith(":generateContent"):  # Gemini CLI's router: no turn
                     server._record(Request(None, path, headers, body))
@@ -299,6 +308,8 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                     self._anthropic(turn, body, request.resets_at)
                 elif api == GEMINI:
                     self._gemini(turn)
+                elif api == CHAT:
+                    self._chat(turn, body)
                 else:
                     self._openai(turn, body, request.resets_at)
             except (BrokenPipeError, ConnectionResetError):
@@ -465,7 +476,54 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             answer["candidates"][0]["content"]["parts"] = parts
             self._stream([b"data: " + json.dumps(answer).encode() + b"\r\n\r\n"])
 
+        # --- OpenAI Chat Completions --------------------------------------------------------
+
+        def _chat(self, turn: Turn, body: Any) -> None:
+            if isinstance(turn, Fail | Limit):
+                status = 429 if isinstance(turn, Limit) else turn.status
+                kind, code, text = _OPENAI_ERRORS.get(status, ("server_error", None, "Error."))
+                if status == 429:
+                    kind, code = "insufficient_quota", "insufficient_quota"
+                    text = ("You exceeded your current quota, please check your plan and "
+                            "billing details.")
+                return self._json(status, {"error": {"message": text, "type": kind,
+                                                     "param": None, "code": code}})
+            assert isinstance(turn, Say | Shell)
+            model = body.get("model", "gpt") if isinstance(body, dict) else "gpt"
+            chunk = {"id": server._id("chatcmpl"), "object": "chat.completion.chunk",
+                     "created": int(time.time()), "model": model}
+            if isinstance(turn, Shell):
+                delta: dict[str, Any] = {"role": "assistant", "content": turn.say,
+                                         "tool_calls": [{
+                                             "index": 0, "id": server._id("call"),
+                                             "type": "function", "function": {
+                                                 "name": "run_shell_command",
+                                                 "arguments": json.dumps(
+                                                     {"command": turn.command})}}]}
+                finish = "tool_calls"
+            else:
+                delta, finish = {"role": "assistant", "content": turn.text}, "stop"
+            usage = turn.usage
+            events = [
+                {**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+                 "usage": {"prompt_tokens": usage.input + usage.cache_read,
+                           "completion_tokens": usage.output,
+                           "total_tokens": usage.input + usage.cache_read + usage.output,
+                           "prompt_tokens_details": {"cached_tokens": usage.cache_read}}}]
+            self._stream([*(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events),
+                          b"data: [DONE]\n\n"])
+
     return Handler
+
+
+def _chat_completion(text: str, usage: Usage) -> dict[str, Any]:
+    """An OpenAI ``chat.completion`` saying ``text``."""
+    return {"id": "chatcmpl-side", "object": "chat.completion", "created": int(time.time()),
+            "model": "gpt", "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                "role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": usage.input, "completion_tokens": usage.output,
+                      "total_tokens": usage.input + usage.output}}
 
 
 #: Gemini's error for each status a script uses: a 429 is the per-day free-tier

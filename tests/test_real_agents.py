@@ -44,7 +44,8 @@ PREFIX_VARIABLE = "FORGE_TEST_NPM_PREFIX"
 ZONE = "America/Sao_Paulo"
 #: The flags a user gives each program to let it work unattended.
 USER_FLAGS = {"claude": ("--agent-arg=--permission-mode", "--agent-arg=acceptEdits"),
-              "codex": (), "gemini": ("--agent-arg=--yolo",)}
+              "codex": (), "gemini": ("--agent-arg=--yolo",),
+              "qwen": ("--agent-arg=--yolo", "--agent-arg=--auth-type", "--agent-arg=openai")}
 #: What would bring a user's own account into the tests.
 FOREIGN = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL",
            "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CONFIG_DIR",
@@ -105,6 +106,7 @@ def _params(name: str, programs: list[Program], *values: Any) -> list[Any]:
 
 
 CLAUDES, CODEXES, GEMINIS = _found("claude"), _found("codex"), _found("gemini")
+QWENS = _found("qwen")
 #: The first of each program found: every scenario runs with it.
 EACH = _params("claude", CLAUDES[:1]) + _params("codex", CODEXES[:1])
 #: Every Claude Code found, and the first Codex: where versions differ.
@@ -147,6 +149,14 @@ class Tier:
                 "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
                 "telemetry": {"enabled": False}}))
             self.env.update({"GEMINI_API_KEY": "forge-test", "GOOGLE_GEMINI_BASE_URL": server.url})
+        elif program.name == "qwen":
+            # its memory extraction asks the model again after each run, in the background
+            settings = home / ".qwen" / "settings.json"
+            settings.parent.mkdir(parents=True, exist_ok=True)
+            settings.write_text(json.dumps({"memory": {"enableManagedAutoMemory": False}}))
+            self.env.update({"OPENAI_API_KEY": "sk-forge-test",
+                             "OPENAI_BASE_URL": f"{server.url}/v1",
+                             "OPENAI_MODEL": "qwen-forge-test"})
         else:
             codex_home = home / ".codex"
             codex_home.mkdir(parents=True, exist_ok=True)
@@ -614,4 +624,50 @@ def test_a_refused_gemini_key_stops_the_run_as_not_logged_in(tier: Tier) -> None
     result = tier.run("--retries", "5")
     assert result.returncode == 1, result.stderr
     assert "exit 145: not logged in" in result.stderr
+    assert tier.items()["001"]["status"] == "pending"
+
+
+
+# --- Qwen Code ----------------------------------------------------------------------------------
+
+QWEN = _params("qwen", QWENS[:1])
+
+
+@pytest.mark.parametrize("tier3", QWEN, indirect=True)
+def test_qwen_done_after_a_tool_call_then_blocked_then_needs_human(tier3: Tier) -> None:
+    tier3.server.script(
+        Shell("printf 'hello from the model\\n' > forge_out.txt"),
+        Say(f"I wrote forge_out.txt with the greeting.\n\n{DONE}", Usage(1000, 50, 100)),
+        Say("It cannot run here.\n\nFORGE_BLOCKED: the test database is not reachable"),
+        Say("The item needs a choice.\n\nFORGE_NEEDS_HUMAN: which database?"))
+    result = tier3.run()
+    assert result.returncode == 5, result.stderr
+    items = tier3.items()
+    assert items["001"]["status"] == "done"
+    assert items["002"]["blockedReason"] == "the test database is not reachable"
+    assert items["003"]["needsHuman"] and items["003"]["blockedReason"] == "which database?"
+    assert (tier3.root / "forge_out.txt").read_text() == "hello from the model\n"
+    first = tier3.receipts()[0]
+    assert first["sessionId"] and first["costUsd"] is None
+
+
+@pytest.mark.parametrize("tier", QWEN, indirect=True)
+def test_a_resumed_qwen_session_records_what_each_attempt_added(tier: Tier) -> None:
+    tier.server.script(Say("Not finished yet.", Usage(1000, 50)),
+                       Say(f"Finished.\n\n{DONE}", Usage(1200, 60)))
+    result = tier.run()
+    assert result.returncode == 0, result.stderr
+    first, second = tier.receipts()
+    assert second["resumed"] == first["sessionId"] is not None
+    # its result.usage on resume is the whole session's: the receipt keeps what was added
+    assert first["tokens"]["output"] >= 50
+    assert 60 <= second["tokens"]["output"] < first["tokens"]["output"] + 60
+
+
+@pytest.mark.parametrize("tier", QWEN, indirect=True)
+def test_a_refused_qwen_key_is_not_logged_in_though_it_exits_0(tier: Tier) -> None:
+    tier.server.script(*[Fail(401)] * 3)
+    result = tier.run("--retries", "5")
+    assert result.returncode == 1, result.stderr
+    assert "not logged in" in result.stderr
     assert tier.items()["001"]["status"] == "pending"

@@ -17,9 +17,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from git_forge.agents.classify import Verdict, classify, error_line, gemini_failure
+from git_forge.agents.classify import (
+    Verdict,
+    classify,
+    error_line,
+    gemini_failure,
+    qwen_failure,
+)
 from git_forge.agents.receipt import added_since
-from git_forge.agents.streams import ClaudeStream, CodexStream, Facts, GeminiStream
+from git_forge.agents.streams import ClaudeStream, CodexStream, Facts, GeminiStream, QwenStream
 
 #: When the transcripts were taken (16:51 UTC), as the tests' "now".
 NOW = datetime(2026, 12, 3, 16, 51, 40, tzinfo=UTC)
@@ -483,3 +489,52 @@ def test_geminis_exit_codes_say_what_failed(code: int, stderr: str, verdict: Ver
                                              kind: str) -> None:
     classified = classify(Facts(), code, stderr, structured=True, now=NOW, own=gemini_failure)
     assert (classified.verdict, classified.kind) == (verdict, kind)
+
+
+# --- Qwen Code 0.15 -----------------------------------------------------------------------------
+
+QWEN_SESSION = "90821bff-951b-43fd-9842-3d14858a79a0"
+
+
+def _qwen(*lines: str) -> Facts:
+    reader = QwenStream()
+    reader.feed("".join(f"{line}\n" for line in lines).encode())
+    return reader.finish()
+
+
+def _qwen_result(text: str, usage: dict[str, int], *, is_error: bool = False) -> str:
+    return _line({"type": "result", "subtype": "success", "session_id": QWEN_SESSION,
+                  "is_error": is_error, "duration_ms": 168, "num_turns": 1, "result": text,
+                  "usage": usage, "permission_denials": []})
+
+
+QWEN_INIT = _line({"type": "system", "subtype": "init", "session_id": QWEN_SESSION,
+                   "model": "fake-model", "permission_mode": "yolo",
+                   "qwen_code_version": "0.15.10"})
+
+
+def test_qwens_refused_key_exits_0_and_is_still_not_logged_in() -> None:
+    text = ("[API Error: 401 Incorrect API key provided: sk-fake***********. You can find "
+            "your API key at https://platform.openai.com/account/api-keys.]")
+    facts = _qwen(QWEN_INIT, _qwen_result(text, {"input_tokens": 0, "output_tokens": 0,
+                                                 "cache_read_input_tokens": 0}))
+    assert not facts.completed_turn and facts.errors[-1] == text
+    verdict = classify(facts, 0, "", structured=True, now=NOW, own=qwen_failure)
+    assert (verdict.verdict, verdict.kind) == (Verdict.FAILED, "not logged in")
+
+
+def test_qwens_insufficient_quota_is_a_limit_no_clock_lifts() -> None:
+    text = ("[API Error: 429 You exceeded your current quota, please check your plan and "
+            "billing details.]")
+    facts = _qwen(QWEN_INIT, _qwen_result(text, {"input_tokens": 0, "output_tokens": 0}))
+    verdict = classify(facts, 0, "", structured=True, now=NOW, own=qwen_failure)
+    assert verdict.verdict is Verdict.LIMIT_STOP
+
+
+def test_qwens_usage_on_resume_is_the_sessions_running_total() -> None:
+    done = _qwen(QWEN_INIT, _qwen_result("I wrote it.\n\nFORGE_DONE", {
+        "input_tokens": 4074, "output_tokens": 274, "cache_read_input_tokens": 400,
+        "total_tokens": 4348}))
+    assert done.completed_turn and done.final_text.endswith("FORGE_DONE")
+    assert done.running_totals and (done.input_tokens, done.output_tokens) == (4074, 274)
+    assert done.cost_usd is None

@@ -303,3 +303,26 @@ def gemini_failure(facts: Facts, exit_code: int | None, said: str,
     if exit_code in server:
         return Classified(Verdict.FAILED, f"API Error: {server[exit_code]}", message=line)
     return None
+
+
+_QWEN_STATUS = re.compile(r"\[API Error: (\d{3})\b")
+_QWEN_NO_CLOCK = re.compile(r"exceeded your current quota|insufficient_quota|billing",
+                            re.IGNORECASE)
+
+
+def qwen_failure(facts: Facts, exit_code: int | None, said: str,
+                 now: datetime) -> Classified | None:
+    """Qwen Code's failed request, ``[API Error: <status> …]`` in its final text or
+    error: 401/403 not logged in; a 429 for a quota the account has used up (OpenAI's
+    ``insufficient_quota``: billing, no clock lifts it) stops the run, another waits."""
+    found = _QWEN_STATUS.search(said)
+    if found is None:
+        return None
+    status, line = int(found.group(1)), _line_of(said, found.start())
+    if status in (401, 403):
+        return Classified(Verdict.FAILED, NOT_LOGGED_IN, message=line)
+    if status == 429:
+        if _QWEN_NO_CLOCK.search(said):
+            return Classified(Verdict.LIMIT_STOP, "usage limit no clock lifts", message=line)
+        return Classified(Verdict.LIMIT_WAIT, "usage limit", reset_time(said, now), line)
+    return Classified(Verdict.FAILED, f"API Error: {status}", message=line)

@@ -3,7 +3,8 @@
 ``--agent claude`` runs ``claude -p --output-format stream-json --verbose`` with
 the prompt on stdin; ``--agent codex`` runs ``codex exec --json -``; ``--agent
 gemini`` runs ``gemini --output-format stream-json --skip-trust`` (the prompt on
-stdin makes it headless). The user's
+stdin makes it headless); ``--agent qwen`` runs ``qwen --output-format
+stream-json``. The user's
 extra flags (``loop.agentArgs`` / ``--agent-arg``) come after the profile's own
 words, and a resumed session's words after them: ``codex exec --json --sandbox
 workspace-write resume THREAD -`` (``codex exec resume`` takes none of ``exec``'s
@@ -33,11 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from git_forge import capture
-from git_forge.agents.classify import FailureReader, gemini_failure
+from git_forge.agents.classify import FailureReader, gemini_failure, qwen_failure
 from git_forge.agents.streams import (
     ClaudeStream,
     CodexStream,
     GeminiStream,
+    QwenStream,
     StreamReader,
     TextSink,
     session_problem,
@@ -138,6 +140,7 @@ VERIFIED: dict[str, Verified] = {
     "claude": Verified((2, 1, 197), (2, 1, 332)),
     "codex": Verified((0, 171, 0), (0, 171, 0)),
     "gemini": Verified((0, 61, 0), (0, 61, 0)),
+    "qwen": Verified((0, 15, 10), (0, 15, 10)),
 }
 
 def _claude_state(env: Mapping[str, str]) -> tuple[Path, ...]:
@@ -166,6 +169,12 @@ def _gemini_state(env: Mapping[str, str]) -> tuple[Path, ...]:
     return (home / ".gemini",) if home is not None else ()
 
 
+def _qwen_state(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """Qwen Code's home: ``~/.qwen`` (settings, chats)."""
+    home = _home(env)
+    return (home / ".qwen",) if home is not None else ()
+
+
 def _home(env: Mapping[str, str]) -> Path | None:
     home = env.get("HOME")
     return Path(home) if home else None
@@ -188,6 +197,13 @@ PROFILES: dict[str, Profile] = {
         "gemini", "gemini", ("gemini", "--output-format", "stream-json", "--skip-trust"),
         GeminiStream, resume=lambda session: (f"--resume={session}",), structured=True,
         verified=VERIFIED["gemini"], state=_gemini_state, failure=gemini_failure),
+    # ``qwen --output-format stream-json``: the prompt on stdin runs it headless; its
+    # server and key (``--auth-type openai``, ``OPENAI_BASE_URL``…) and ``--yolo`` are
+    # the user's to give.
+    "qwen": Profile(
+        "qwen", "qwen", ("qwen", "--output-format", "stream-json"), QwenStream,
+        resume=lambda session: (f"--resume={session}",), structured=True,
+        verified=VERIFIED["qwen"], state=_qwen_state, failure=qwen_failure),
 }
 GENERIC = Profile("generic", None, (), StreamReader)
 
@@ -205,6 +221,7 @@ _PROFILE_FLAGS: dict[str, dict[str, bool]] = {
     "claude": {"-p": False, "--print": False, "--verbose": False, "--output-format": True},
     "codex": {"--json": False},
     "gemini": {"--output-format": True, "-o": True, "--skip-trust": False},
+    "qwen": {"--output-format": True, "-o": True},
 }
 
 

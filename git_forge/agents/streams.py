@@ -1,6 +1,6 @@
 """Readers of the structured streams agents write: Claude Code's ``stream-json``,
-Codex's ``exec --json`` JSONL and Gemini CLI's ``stream-json``, and the plain
-stream of any other command.
+Codex's ``exec --json`` JSONL, Gemini CLI's and Qwen Code's ``stream-json``, and
+the plain stream of any other command.
 
 Each reader is fed the agent's stdout as it arrives and keeps only what matters
 afterwards — the final text (where the signal is), the session id, the usage,
@@ -251,7 +251,7 @@ class ClaudeStream(_JsonLines):
     #: synthetic assistant message of a limit carries it too, in its
     #: ``api_error_params``). ``system`` is searched for until the init line gave the
     #: session id; ``api_retry`` names the retries Claude Code makes of its own.
-    WANTED = (b"system", b"result", b"rejected", b"api_retry")
+    WANTED: tuple[bytes, ...] = (b"system", b"result", b"rejected", b"api_retry")
     FOLLOWED = (b"assistant",)
 
     def event(self, event: dict[str, Any]) -> None:
@@ -447,3 +447,36 @@ class GeminiStream(_JsonLines):
                 # failed before the model said anything: Gemini CLI saved no session, and
                 # resuming it fails ("No previous sessions found"): a retry starts afresh
                 facts.session_id = None
+
+
+#: Qwen Code's failed request, in its final text: ``[API Error: 401 Incorrect API key …]``.
+_QWEN_API_ERROR = re.compile(r"^\[API Error: ")
+
+
+class QwenStream(ClaudeStream):
+    """``qwen --output-format stream-json`` (Qwen Code 0.15): Claude Code's events
+    (``system``/``init``, ``assistant``, ``result``) with three differences — no
+    cost; on a resumed session ``result.usage`` is the whole session's so far; and
+    a failed request may end in a ``result`` that is no error (0.15: ``is_error:
+    false``, exit 0) whose text is ``[API Error: …]``, which is read as the failure it
+    is. Its own retries come as ``system``/``retry`` events (0.24)."""
+
+    WANTED = (*ClaudeStream.WANTED, b"retry")
+
+    def event(self, event: dict[str, Any]) -> None:
+        super().event(event)
+        facts = self.facts
+        kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "retry":
+            data = event.get("data")
+            attempt = data.get("attempt") if isinstance(data, dict) else None
+            facts.retrying = f"retry {attempt}" if type(attempt) is int else "retrying"
+        elif kind == "result":
+            facts.running_totals = True
+            error = event.get("error")
+            message = _text(error.get("message")) if isinstance(error, dict) else None
+            if message:
+                facts.errors = [*facts.errors[-4:], message]
+            if _QWEN_API_ERROR.match(facts.final_text):
+                facts.completed_turn = False
+                facts.errors = [*facts.errors[-4:], facts.final_text]
