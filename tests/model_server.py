@@ -493,13 +493,17 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             chunk = {"id": server._id("chatcmpl"), "object": "chat.completion.chunk",
                      "created": int(time.time()), "model": model}
             if isinstance(turn, Shell):
+                # the program's own shell tool: Qwen Code's, or Copilot CLI's and OpenCode's
+                offered = [tool.get("function", {}).get("name") for tool in
+                           (body.get("tools") or [] if isinstance(body, dict) else [])]
+                name = "run_shell_command" if "run_shell_command" in offered else "bash"
                 delta: dict[str, Any] = {"role": "assistant", "content": turn.say,
                                          "tool_calls": [{
                                              "index": 0, "id": server._id("call"),
                                              "type": "function", "function": {
-                                                 "name": "run_shell_command",
-                                                 "arguments": json.dumps(
-                                                     {"command": turn.command})}}]}
+                                                 "name": name, "arguments": json.dumps(
+                                                     {"command": turn.command,
+                                                      "description": "Run the task's command"})}}]}
                 finish = "tool_calls"
             else:
                 delta, finish = {"role": "assistant", "content": turn.text}, "stop"

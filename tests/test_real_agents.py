@@ -45,7 +45,9 @@ ZONE = "America/Sao_Paulo"
 #: The flags a user gives each program to let it work unattended.
 USER_FLAGS = {"claude": ("--agent-arg=--permission-mode", "--agent-arg=acceptEdits"),
               "codex": (), "gemini": ("--agent-arg=--yolo",),
-              "qwen": ("--agent-arg=--yolo", "--agent-arg=--auth-type", "--agent-arg=openai")}
+              "qwen": ("--agent-arg=--yolo", "--agent-arg=--auth-type", "--agent-arg=openai"),
+              "copilot": ("--agent-arg=--allow-all-tools", "--agent-arg=--allow-all-paths",
+                          "--agent-arg=--no-auto-update")}
 #: What would bring a user's own account into the tests.
 FOREIGN = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL",
            "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CONFIG_DIR",
@@ -106,7 +108,7 @@ def _params(name: str, programs: list[Program], *values: Any) -> list[Any]:
 
 
 CLAUDES, CODEXES, GEMINIS = _found("claude"), _found("codex"), _found("gemini")
-QWENS = _found("qwen")
+QWENS, COPILOTS = _found("qwen"), _found("copilot")
 #: The first of each program found: every scenario runs with it.
 EACH = _params("claude", CLAUDES[:1]) + _params("codex", CODEXES[:1])
 #: Every Claude Code found, and the first Codex: where versions differ.
@@ -149,6 +151,13 @@ class Tier:
                 "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
                 "telemetry": {"enabled": False}}))
             self.env.update({"GEMINI_API_KEY": "forge-test", "GOOGLE_GEMINI_BASE_URL": server.url})
+        elif program.name == "copilot":
+            self.env.update({"COPILOT_HOME": str(home / ".copilot"), "COPILOT_OFFLINE": "true",
+                             "COPILOT_PROVIDER_BASE_URL": f"{server.url}/v1",
+                             "COPILOT_PROVIDER_TYPE": "openai",
+                             "COPILOT_PROVIDER_API_KEY": "sk-forge-test",
+                             "COPILOT_MODEL": "copilot-forge-test",
+                             "COPILOT_AUTO_UPDATE": "false"})
         elif program.name == "qwen":
             # its memory extraction asks the model again after each run, in the background
             settings = home / ".qwen" / "settings.json"
@@ -671,3 +680,45 @@ def test_a_refused_qwen_key_is_not_logged_in_though_it_exits_0(tier: Tier) -> No
     assert result.returncode == 1, result.stderr
     assert "not logged in" in result.stderr
     assert tier.items()["001"]["status"] == "pending"
+
+
+
+# --- Copilot CLI --------------------------------------------------------------------------------
+
+COPILOT = _params("copilot", COPILOTS[:1])
+
+
+@pytest.mark.parametrize("tier3", COPILOT, indirect=True)
+def test_copilot_done_after_a_tool_call_then_blocked_then_needs_human(tier3: Tier) -> None:
+    tier3.server.script(
+        Shell("printf 'hello from the model\\n' > forge_out.txt"),
+        Say(f"I wrote forge_out.txt with the greeting.\n\n{DONE}"),
+        Say("It cannot run here.\n\nFORGE_BLOCKED: the test database is not reachable"),
+        Say("The item needs a choice.\n\nFORGE_NEEDS_HUMAN: which database?"))
+    result = tier3.run()
+    assert result.returncode == 5, result.stderr
+    items = tier3.items()
+    assert items["001"]["status"] == "done"
+    assert items["002"]["blockedReason"] == "the test database is not reachable"
+    assert items["003"]["needsHuman"] and items["003"]["blockedReason"] == "which database?"
+    assert (tier3.root / "forge_out.txt").read_text() == "hello from the model\n"
+    first = tier3.receipts()[0]
+    assert first["sessionId"] and first["costUsd"] is None
+
+
+@pytest.mark.parametrize("tier", COPILOT, indirect=True)
+def test_a_copilot_retry_resumes_its_session(tier: Tier) -> None:
+    tier.server.script(Say("Not finished yet."), Say(f"Finished.\n\n{DONE}"))
+    result = tier.run()
+    assert result.returncode == 0, result.stderr
+    first, second = tier.receipts()
+    assert second["resumed"] == first["sessionId"] is not None
+    assert second["sessionId"] == first["sessionId"]
+
+
+@pytest.mark.parametrize("tier", COPILOT, indirect=True)
+def test_a_refused_copilot_key_is_not_logged_in(tier: Tier) -> None:
+    tier.server.script(*[Fail(401)] * 9)
+    result = tier.run("--retries", "5")
+    assert result.returncode == 1, result.stderr
+    assert "not logged in" in result.stderr

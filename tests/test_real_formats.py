@@ -20,12 +20,20 @@ import pytest
 from git_forge.agents.classify import (
     Verdict,
     classify,
+    copilot_failure,
     error_line,
     gemini_failure,
     qwen_failure,
 )
 from git_forge.agents.receipt import added_since
-from git_forge.agents.streams import ClaudeStream, CodexStream, Facts, GeminiStream, QwenStream
+from git_forge.agents.streams import (
+    ClaudeStream,
+    CodexStream,
+    CopilotStream,
+    Facts,
+    GeminiStream,
+    QwenStream,
+)
 
 #: When the transcripts were taken (16:51 UTC), as the tests' "now".
 NOW = datetime(2026, 12, 3, 16, 51, 40, tzinfo=UTC)
@@ -538,3 +546,55 @@ def test_qwens_usage_on_resume_is_the_sessions_running_total() -> None:
     assert done.completed_turn and done.final_text.endswith("FORGE_DONE")
     assert done.running_totals and (done.input_tokens, done.output_tokens) == (4074, 274)
     assert done.cost_usd is None
+
+
+# --- Copilot CLI 1.0 ----------------------------------------------------------------------------
+
+COPILOT_SESSION = "2716dedd-a955-4926-aa0e-08a1e63eadf0"
+
+
+def _copilot(*lines: str) -> Facts:
+    reader = CopilotStream()
+    reader.feed("".join(f"{line}\n" for line in lines).encode())
+    return reader.finish()
+
+
+def _copilot_result(code: int) -> str:
+    return _line({"type": "result", "timestamp": "2026-12-03T17:39:09.966Z",
+                  "sessionId": COPILOT_SESSION, "exitCode": code,
+                  "usage": {"premiumRequests": 0, "totalApiDurationMs": 0,
+                            "sessionDurationMs": 57987}})
+
+
+def _copilot_error(kind: str, status: int, message: str) -> str:
+    return _line({"type": "session.error", "data": {
+        "errorType": kind, "message": message, "statusCode": status},
+        "id": "e1", "timestamp": "2026-12-03T17:39:09.960Z"})
+
+
+def test_copilots_final_text_is_its_last_assistant_message() -> None:
+    facts = _copilot(
+        _line({"type": "assistant.message_delta", "data": {"deltaContent": "I wrote"}}),
+        _line({"type": "assistant.message", "data": {
+            "model": "fake-model", "content": "I wrote forge_out.txt with the greeting.\n\n"
+            "FORGE_DONE", "toolRequests": []}}),
+        _line({"type": "model.call_final_result", "data": {"result": "success"}}),
+        _copilot_result(0))
+    assert facts.final_text.endswith("\n\nFORGE_DONE") and facts.completed_turn
+    assert facts.session_id == COPILOT_SESSION
+    assert (facts.input_tokens, facts.cost_usd) == (None, None)  # it reports neither
+
+
+def test_copilots_rate_limit_after_its_retries_and_its_refused_key() -> None:
+    limit = _copilot(_line({"type": "assistant.turn_retry", "data": {"reason": "rate_limit"}}),
+                     _copilot_error("rate_limit", 429, "Failed to get response from the AI "
+                                    "model; retried 5 times (total retry wait time: 57.64 "
+                                    "seconds) Last error: 429 Too Many Requests"),
+                     _copilot_result(1))
+    verdict = classify(limit, 1, "", structured=True, now=NOW, own=copilot_failure)
+    assert (verdict.verdict, verdict.reset_at) == (Verdict.LIMIT_WAIT, None)
+    auth = _copilot(_copilot_error("authentication", 401, "Authentication failed with provider "
+                                   "at http://127.0.0.1:8080/v1 (HTTP 401).\n  Check your "
+                                   "COPILOT_PROVIDER_API_KEY."), _copilot_result(1))
+    verdict = classify(auth, 1, "", structured=True, now=NOW, own=copilot_failure)
+    assert (verdict.verdict, verdict.kind) == (Verdict.FAILED, "not logged in")

@@ -326,3 +326,25 @@ def qwen_failure(facts: Facts, exit_code: int | None, said: str,
             return Classified(Verdict.LIMIT_STOP, "usage limit no clock lifts", message=line)
         return Classified(Verdict.LIMIT_WAIT, "usage limit", reset_time(said, now), line)
     return Classified(Verdict.FAILED, f"API Error: {status}", message=line)
+
+
+def copilot_failure(facts: Facts, exit_code: int | None, said: str,
+                    now: datetime) -> Classified | None:
+    """Copilot CLI's ``session.error``: ``rate_limit`` after its own five retries (no
+    time given: waited out the loop's default), ``authentication`` not logged in,
+    else its status."""
+    error = facts.result or {}
+    kind, status = error.get("errorType"), error.get("statusCode")
+    line = _first_line(facts.errors[-1]) if facts.errors else None
+    if kind is None and status is None:
+        return None
+    if kind == "rate_limit" or status == 429:
+        if _QWEN_NO_CLOCK.search(said):
+            return Classified(Verdict.LIMIT_STOP, "usage limit no clock lifts", message=line)
+        return Classified(Verdict.LIMIT_WAIT, "usage limit", reset_time(said, now), line)
+    if kind == "authentication" or status in (401, 403):
+        return Classified(Verdict.FAILED, NOT_LOGGED_IN, message=line)
+    if type(status) is int:
+        return Classified(Verdict.FAILED, f"API Error: {status}", message=line)
+    return Classified(Verdict.FAILED, f"session error ({kind})" if isinstance(kind, str)
+                      and kind.isidentifier() else "session error", message=line)

@@ -4,7 +4,7 @@
 the prompt on stdin; ``--agent codex`` runs ``codex exec --json -``; ``--agent
 gemini`` runs ``gemini --output-format stream-json --skip-trust`` (the prompt on
 stdin makes it headless); ``--agent qwen`` runs ``qwen --output-format
-stream-json``. The user's
+stream-json``; ``--agent copilot`` runs ``copilot --output-format json``. The user's
 extra flags (``loop.agentArgs`` / ``--agent-arg``) come after the profile's own
 words, and a resumed session's words after them: ``codex exec --json --sandbox
 workspace-write resume THREAD -`` (``codex exec resume`` takes none of ``exec``'s
@@ -34,10 +34,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from git_forge import capture
-from git_forge.agents.classify import FailureReader, gemini_failure, qwen_failure
+from git_forge.agents.classify import (
+    FailureReader,
+    copilot_failure,
+    gemini_failure,
+    qwen_failure,
+)
 from git_forge.agents.streams import (
     ClaudeStream,
     CodexStream,
+    CopilotStream,
     GeminiStream,
     QwenStream,
     StreamReader,
@@ -107,6 +113,9 @@ class Profile:
     #: Whether its program reports what an attempt cost (Claude Code; Codex reports
     #: tokens only, and a plain command nothing): ``--max-cost`` can stop only such a run.
     costs: bool = False
+    #: Whether its program reports the tokens an attempt used (all named ones but
+    #: Copilot CLI): ``--max-tokens`` can stop only such a run.
+    tokens: bool = True
     #: Where its program keeps what it must write as it runs (its settings, sessions,
     #: logs), given the environment it runs in: a sandboxed agent may write there.
     state: Callable[[Mapping[str, str]], tuple[Path, ...]] | None = None
@@ -141,6 +150,7 @@ VERIFIED: dict[str, Verified] = {
     "codex": Verified((0, 171, 0), (0, 171, 0)),
     "gemini": Verified((0, 61, 0), (0, 61, 0)),
     "qwen": Verified((0, 15, 10), (0, 15, 10)),
+    "copilot": Verified((1, 0, 102), (1, 0, 102)),
 }
 
 def _claude_state(env: Mapping[str, str]) -> tuple[Path, ...]:
@@ -175,6 +185,16 @@ def _qwen_state(env: Mapping[str, str]) -> tuple[Path, ...]:
     return (home / ".qwen",) if home is not None else ()
 
 
+def _copilot_state(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """Copilot CLI's own files: ``$COPILOT_HOME`` or ``~/.copilot``, and the cache it
+    unpacks itself into (``~/.cache/copilot``)."""
+    home = _home(env)
+    own = Path(env["COPILOT_HOME"]) if env.get("COPILOT_HOME") else (
+        home / ".copilot" if home is not None else None)
+    cache = home / ".cache" / "copilot" if home is not None else None
+    return tuple(path for path in (own, cache) if path is not None)
+
+
 def _home(env: Mapping[str, str]) -> Path | None:
     home = env.get("HOME")
     return Path(home) if home else None
@@ -204,8 +224,15 @@ PROFILES: dict[str, Profile] = {
         "qwen", "qwen", ("qwen", "--output-format", "stream-json"), QwenStream,
         resume=lambda session: (f"--resume={session}",), structured=True,
         verified=VERIFIED["qwen"], state=_qwen_state, failure=qwen_failure),
+    # ``copilot --output-format json``: the prompt on stdin runs it headless; what it may
+    # do on its own (``--allow-all-tools``, ``--allow-all-paths``) is the user's to give.
+    "copilot": Profile(
+        "copilot", "copilot", ("copilot", "--output-format", "json"), CopilotStream,
+        resume=lambda session: (f"--resume={session}",), structured=True,
+        verified=VERIFIED["copilot"], state=_copilot_state, failure=copilot_failure,
+        tokens=False),
 }
-GENERIC = Profile("generic", None, (), StreamReader)
+GENERIC = Profile("generic", None, (), StreamReader, tokens=False)
 
 
 def profile_for(command: Sequence[str]) -> Profile:
@@ -222,6 +249,7 @@ _PROFILE_FLAGS: dict[str, dict[str, bool]] = {
     "codex": {"--json": False},
     "gemini": {"--output-format": True, "-o": True, "--skip-trust": False},
     "qwen": {"--output-format": True, "-o": True},
+    "copilot": {"--output-format": True},
 }
 
 
@@ -282,7 +310,8 @@ def describe(profile: Profile, timeout: float = 10.0) -> dict[str, object]:
             pass
     lines = said.strip().splitlines()
     verified = profile.verified
-    reports = "tokens and cost" if profile.costs else "tokens (no cost)"
+    reports = ("tokens and cost" if profile.costs else "tokens (no cost)" if profile.tokens
+               else "neither tokens nor cost")
     return {"name": profile.name, "binary": profile.binary, "path": path,
             "version": None if version is None else format_version(version),
             "versionText": lines[0].strip() if lines else None,

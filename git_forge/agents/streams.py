@@ -1,6 +1,7 @@
 """Readers of the structured streams agents write: Claude Code's ``stream-json``,
-Codex's ``exec --json`` JSONL, Gemini CLI's and Qwen Code's ``stream-json``, and
-the plain stream of any other command.
+Codex's ``exec --json`` JSONL, Gemini CLI's and Qwen Code's ``stream-json``,
+Copilot CLI's ``--output-format json`` JSONL, and the plain stream of any other
+command.
 
 Each reader is fed the agent's stdout as it arrives and keeps only what matters
 afterwards — the final text (where the signal is), the session id, the usage,
@@ -480,3 +481,38 @@ class QwenStream(ClaudeStream):
             if _QWEN_API_ERROR.match(facts.final_text):
                 facts.completed_turn = False
                 facts.errors = [*facts.errors[-4:], facts.final_text]
+
+
+class CopilotStream(_JsonLines):
+    """``copilot --output-format json`` (Copilot CLI 1.0): events ``{type, data}``;
+    the final text is the ``data.content`` of the last ``assistant.message``; a failed
+    session says so in ``session.error`` (``errorType``: ``rate_limit``,
+    ``authentication``…, ``statusCode``, its message); ``result`` names the session
+    and its exit code. It reports no tokens and no cost (premium requests only)."""
+
+    WANTED = (b"assistant.message", b"session.error", b"assistant.turn_retry", b"result")
+
+    def event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        facts = self.facts
+        data = event.get("data")
+        data = data if isinstance(data, dict) else {}
+        if kind == "assistant.message":
+            text = _text(data.get("content"))
+            if text:
+                facts.final_text = text[-TEXT_LIMIT:]
+                facts.turns = (facts.turns or 0) + 1
+                if self.follow is not None:
+                    self.follow(text)
+        elif kind == "assistant.turn_retry":
+            reason = _text(data.get("reason"))
+            facts.retrying = f"retrying ({reason})" if reason else "retrying"
+        elif kind == "session.error":
+            message = _text(data.get("message")) or _text(data.get("errorType")) or "error"
+            facts.errors = [*facts.errors[-4:], message]
+            facts.result = {"errorType": data.get("errorType"),
+                            "statusCode": data.get("statusCode")}
+        elif kind == "result":
+            facts.session(event.get("sessionId"))
+            code = event.get("exitCode")
+            facts.completed_turn = code == 0 and not facts.errors

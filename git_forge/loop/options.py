@@ -112,9 +112,10 @@ class LoopOptions:
         if self.sandbox == "none" and (not self.sandbox_network or self.sandbox_writable):
             said.append("--sandbox-net and --sandbox-writable shape a sandbox, and this run "
                         "has none: give --sandbox bwrap (or loop.sandbox)")
-        if self.max_tokens is not None and not self.profile.named:
-            said.append(f"--max-tokens {self.max_tokens} cannot stop this run: the agent is "
-                        "a plain command line, which reports no tokens")
+        if self.max_tokens is not None and not self.profile.tokens:
+            who = (f"{self.profile.name} reports no tokens" if self.profile.named else
+                   "the agent is a plain command line, which reports no tokens")
+            said.append(f"--max-tokens {self.max_tokens} cannot stop this run: {who}")
         return said
 
 
