@@ -279,6 +279,12 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             api = {"/v1/messages": ANTHROPIC, "/v1/messages/count_tokens": ANTHROPIC,
                    "/v1/responses": OPENAI, "/v1/chat/completions": CHAT,
                    }.get(path) if self.command == "POST" else None
+            if api == CHAT and isinstance(body, dict) and body.get("stream") is True \
+                    and not body.get("tools"):
+                # a program's side question with no tools (OpenCode titles its session):
+                # answered, never a scripted turn
+                server._record(Request(None, path, headers, body))
+                return self._chat_side()
             if api == CHAT and not (isinstance(body, dict) and body.get("stream") is True):
                 # a program's own question beside the conversation (who speaks next, a
                 # title): answered, never a scripted turn
@@ -477,6 +483,13 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             self._stream([b"data: " + json.dumps(answer).encode() + b"\r\n\r\n"])
 
         # --- OpenAI Chat Completions --------------------------------------------------------
+
+        def _chat_side(self) -> None:
+            chunk = {"id": "chatcmpl-side", "object": "chat.completion.chunk",
+                     "created": int(time.time()), "model": "gpt", "choices": [
+                         {"index": 0, "delta": {"role": "assistant", "content": "A title"},
+                          "finish_reason": "stop"}]}
+            self._stream([b"data: " + json.dumps(chunk).encode() + b"\n\n", b"data: [DONE]\n\n"])
 
         def _chat(self, turn: Turn, body: Any) -> None:
             if isinstance(turn, Fail | Limit):
