@@ -58,3 +58,21 @@ def test_a_relative_gate_runs_in_each_worktree(tmp_path: Path) -> None:
     ran = gates.read_text().splitlines()
     # the baseline on the starting tip, then each item's gate in its worktree
     assert sum("/.forge/worktrees/" in line for line in ran) == 2, ran
+
+
+@pytest.mark.parametrize("parallel", [1, 3])
+def test_an_agents_pwd_is_where_it_runs(tmp_path: Path, parallel: int) -> None:
+    # a program that takes its directory from PWD (OpenCode does) works in its own tree,
+    # not in the directory git forge was started from
+    root = backlog_repo(tmp_path / "repo", "One", "Two", "Three")
+    agent = _script(tmp_path / "agent.py", "#!/usr/bin/env python3\n"
+                    "import os, sys\nsys.stdin.read()\n"
+                    "item = os.environ['FORGE_ITEM_ID']\n"
+                    "open(f'pwd-{item}.txt', 'w').write("
+                    "str(os.environ['PWD'] == os.getcwd()) + '\\n')\n"
+                    "print('FORGE_DONE')\n")
+    result = run_forge("loop", "run", "--agent", str(agent), "--parallel", str(parallel),
+                       cwd=root, env={"PWD": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    for item in ("001", "002", "003"):
+        assert git("show", f"HEAD:pwd-{item}.txt", cwd=root) == "True\n"

@@ -106,11 +106,14 @@ class PreparedProcess:
                 self._used = True
             argv = (self.sandbox.wrap(self.argv, self.cwd) if self.sandbox is not None
                     else list(self.argv))
+            # ``PWD`` names where it runs, not where this process was started: a program
+            # that takes its directory from it (OpenCode does) works in its own tree
+            env = {**(self.env if self.env is not None else os.environ),
+                   "PWD": os.path.abspath(self.cwd)}
             if watchdog is not None:
                 if alive is None:
                     raise ProcessError("invalid_arguments",
                                        "a watched start needs a liveness lock")
-                env = dict(self.env) if self.env is not None else dict(os.environ)
                 alive_fd = -1  # the watchdog closes it once sent
                 return watchdog.spawn(argv, str(self.cwd), env,
                                       stdin=self.stdin is not None, alive_fd=alive[0],
@@ -120,7 +123,7 @@ class PreparedProcess:
             return DirectChild(subprocess.Popen(
                 argv,
                 cwd=self.cwd,
-                env=dict(self.env) if self.env is not None else None,
+                env=env,
                 stdin=subprocess.PIPE if self.stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
