@@ -104,7 +104,7 @@ complete -c git-forge -n '_shtab_git_forge_using loop' -s h -l help -d 'show thi
 complete -c git-forge -n '_shtab_git_forge_using loop; and test $_shtab_git_forge_npos -eq 0' -a run -d 'run the loop'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
-complete -c git-forge -n '_shtab_git_forge_using loop run' -l agent -x -d 'claude, codex, gemini, qwen or copilot (built-in profiles: git forge agents), or the agent command line, split once, never through a shell; {prompt_file} is replaced by a file holding the prompt (default: loop.agent)'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l agent -x -d 'claude, codex, gemini, qwen, copilot or opencode (built-in profiles: git forge agents), or the agent command line, split once, never through a shell; {prompt_file} is replaced by a file holding the prompt (default: loop.agent)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l agent-arg -x -d 'an extra flag for the agent, after the profile'"'"'s own (repeatable; write a flag as --agent-arg=--model; default: loop.agentArgs)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l iterations -x -d 'agent starts in this run, retries included (default: loop.iterations)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l retries -x -d 'retries of an item that gives no signal (default: loop.retries)'

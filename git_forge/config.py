@@ -94,7 +94,8 @@ KEYS: dict[str, _Key] = {
     "loopRunner.minRunnerVersion": _Key(None, _STR, nullable=True),
     "loopRunner.recoveryMinRunnerVersion": _Key("0.14.0", _STR),
     "loop.agent": _Key(None, _STR, nullable=True,
-                       doc="agent: claude, codex, gemini, qwen, copilot, or a command line"),
+                       doc="agent: claude, codex, gemini, qwen, copilot, opencode, or a "
+                           "command line"),
     "loop.agentArgs": _Key((), _WORDS, doc="extra flags for the agent (a list, or one line)"),
     "loop.iterations": _Key(50, _INT, minimum=1),
     "loop.retries": _Key(2, _INT, minimum=0),

@@ -747,16 +747,17 @@ def test_the_real_claude_without_credentials_trips_the_breaker(
 def test_the_readme_commands_for_claude_and_codex_work_as_written(project: Project) -> None:
     from test_readme_flow import section_commands
 
-    commands = section_commands("Running Claude Code, Codex, Gemini CLI, Qwen Code and "
-                                "Copilot CLI")
+    commands = section_commands("Running Claude Code, Codex, Gemini CLI, Qwen Code, "
+                                "Copilot CLI and OpenCode")
     assert [words[:4] for words in commands] == [
-        ["git", "forge", "agents"], *[["git", "forge", "loop", "run"]] * 5]
+        ["git", "forge", "agents"], *[["git", "forge", "loop", "run"]] * 6]
     # Gemini CLI and Qwen Code run for real in tests/test_real_agents.py: here, their lines
     # name their profiles with the flags a user gives them
     assert [words[4:] for words in commands[3:]] == [
         ["--agent", "gemini", "--agent-arg=--approval-mode=auto_edit"],
         ["--agent", "qwen", "--agent-arg=--yolo"],
-        ["--agent", "copilot", "--agent-arg=--allow-all-tools"]]
+        ["--agent", "copilot", "--agent-arg=--allow-all-tools"],
+        ["--agent", "opencode", "--agent-arg=--auto"]]
     project.fakes.plan({"001": {"do": "done"}, "002": {"do": "done"}, "003": {"do": "done"}})
     listed = project.forge(*commands[0][2:])
     assert "claude (2.0.31;" in listed.stdout and "codex (0.46.0;" in listed.stdout

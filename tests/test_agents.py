@@ -278,7 +278,8 @@ def test_the_verified_range_is_what_the_real_program_tier_installs() -> None:
                  "codex": set(re.findall(r"@openai/codex@([0-9.]+)", script)),
                  "gemini": set(re.findall(r"@google/gemini-cli@([0-9.]+)", script)),
                  "qwen": set(re.findall(r"@qwen-code/qwen-code@([0-9.]+)", script)),
-                 "copilot": set(re.findall(r"@github/copilot@([0-9.]+)", script))}
+                 "copilot": set(re.findall(r"@github/copilot@([0-9.]+)", script)),
+                 "opencode": set(re.findall(r"opencode-ai@([0-9.]+)", script))}
     for name, verified in VERIFIED.items():
         ends = {format_version(verified.lowest), format_version(verified.highest)}
         assert ends == installed[name], name

@@ -47,7 +47,8 @@ USER_FLAGS = {"claude": ("--agent-arg=--permission-mode", "--agent-arg=acceptEdi
               "codex": (), "gemini": ("--agent-arg=--yolo",),
               "qwen": ("--agent-arg=--yolo", "--agent-arg=--auth-type", "--agent-arg=openai"),
               "copilot": ("--agent-arg=--allow-all-tools", "--agent-arg=--allow-all-paths",
-                          "--agent-arg=--no-auto-update")}
+                          "--agent-arg=--no-auto-update"),
+              "opencode": ("--agent-arg=--auto",)}
 #: What would bring a user's own account into the tests.
 FOREIGN = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL",
            "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CONFIG_DIR",
@@ -108,7 +109,7 @@ def _params(name: str, programs: list[Program], *values: Any) -> list[Any]:
 
 
 CLAUDES, CODEXES, GEMINIS = _found("claude"), _found("codex"), _found("gemini")
-QWENS, COPILOTS = _found("qwen"), _found("copilot")
+QWENS, COPILOTS, OPENCODES = _found("qwen"), _found("copilot"), _found("opencode")
 #: The first of each program found: every scenario runs with it.
 EACH = _params("claude", CLAUDES[:1]) + _params("codex", CODEXES[:1])
 #: Every Claude Code found, and the first Codex: where versions differ.
@@ -151,6 +152,23 @@ class Tier:
                 "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
                 "telemetry": {"enabled": False}}))
             self.env.update({"GEMINI_API_KEY": "forge-test", "GOOGLE_GEMINI_BASE_URL": server.url})
+        elif program.name == "opencode":
+            config = home / ".config" / "opencode" / "opencode.json"
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(json.dumps({
+                "provider": {"forge": {
+                    "npm": "@ai-sdk/openai-compatible", "name": "the tests' model server",
+                    "options": {"baseURL": f"{server.url}/v1", "apiKey": "sk-forge-test"},
+                    "models": {"opencode-forge-test": {
+                        "name": "Forge test", "cost": {"input": 3, "output": 15},
+                        "limit": {"context": 200000, "output": 32000}}}}},
+                "model": "forge/opencode-forge-test", "small_model": "forge/opencode-forge-test",
+                "autoupdate": False, "share": "disabled"}))
+            self.env.update({"XDG_CONFIG_HOME": str(home / ".config"),
+                             "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                             "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                             "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+                             "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"})
         elif program.name == "copilot":
             self.env.update({"COPILOT_HOME": str(home / ".copilot"), "COPILOT_OFFLINE": "true",
                              "COPILOT_PROVIDER_BASE_URL": f"{server.url}/v1",
@@ -722,3 +740,26 @@ def test_a_refused_copilot_key_is_not_logged_in(tier: Tier) -> None:
     result = tier.run("--retries", "5")
     assert result.returncode == 1, result.stderr
     assert "not logged in" in result.stderr
+
+
+
+# --- OpenCode -----------------------------------------------------------------------------------
+
+OPENCODE = _params("opencode", OPENCODES[:1])
+
+
+@pytest.mark.parametrize("tier", OPENCODE, indirect=True)
+def test_opencode_done_after_a_tool_call_then_a_resumed_retry(tier: Tier) -> None:
+    # one test: each OpenCode start takes seconds (it installs its plugin as it starts)
+    tier.server.script(Shell("printf 'hello from the model\\n' > forge_out.txt"),
+                       Say("Not finished yet.", Usage(1000, 50)),
+                       Say(f"I wrote forge_out.txt with the greeting.\n\n{DONE}",
+                           Usage(1000, 50)))
+    result = tier.run()
+    assert result.returncode == 0, result.stderr
+    assert tier.items()["001"]["status"] == "done"
+    assert (tier.root / "forge_out.txt").read_text() == "hello from the model\n"
+    first, second = tier.receipts()
+    assert first["sessionId"].startswith("ses_") and second["resumed"] == first["sessionId"]
+    # its cost is its own, by the prices in its config: $3 / $15 per million tokens
+    assert second["costUsd"] == pytest.approx((1000 * 3 + 50 * 15) / 1e6, rel=0.05)

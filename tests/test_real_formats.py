@@ -32,6 +32,7 @@ from git_forge.agents.streams import (
     CopilotStream,
     Facts,
     GeminiStream,
+    OpenCodeStream,
     QwenStream,
 )
 
@@ -596,5 +597,49 @@ def test_copilots_rate_limit_after_its_retries_and_its_refused_key() -> None:
     auth = _copilot(_copilot_error("authentication", 401, "Authentication failed with provider "
                                    "at http://127.0.0.1:8080/v1 (HTTP 401).\n  Check your "
                                    "COPILOT_PROVIDER_API_KEY."), _copilot_result(1))
+    verdict = classify(auth, 1, "", structured=True, now=NOW, own=copilot_failure)
+    assert (verdict.verdict, verdict.kind) == (Verdict.FAILED, "not logged in")
+
+
+# --- OpenCode 1.18 ------------------------------------------------------------------------------
+
+OPENCODE_SESSION = "ses_dc30a2ed5fferRok5ax9KlecDx"
+
+
+def _opencode(*events: dict[str, Any]) -> Facts:
+    reader = OpenCodeStream()
+    reader.feed("".join(_line({"timestamp": 1796319075037, "sessionID": OPENCODE_SESSION,
+                               **event}) + "\n" for event in events).encode())
+    return reader.finish()
+
+
+def _step_finish(reason: str, tokens: tuple[int, int, int], cost: float) -> dict[str, Any]:
+    return {"type": "step_finish", "part": {
+        "reason": reason, "type": "step-finish", "cost": cost,
+        "tokens": {"total": sum(tokens), "input": tokens[0], "output": tokens[1],
+                   "reasoning": 0, "cache": {"write": 0, "read": tokens[2]}}}}
+
+
+def test_opencodes_text_tokens_and_cost_are_summed_over_its_steps() -> None:
+    facts = _opencode(
+        {"type": "step_start", "part": {"type": "step-start"}},
+        {"type": "tool_use", "part": {"type": "tool", "tool": "write", "state": {
+            "status": "completed", "output": "Wrote file successfully."}}},
+        _step_finish("tool-calls", (902, 52, 100), 0.003516),
+        {"type": "text", "part": {"type": "text", "text": "I wrote forge_out.txt with the "
+                                                          "greeting.\n\nFORGE_DONE"}},
+        _step_finish("stop", (903, 53, 100), 0.003534))
+    assert facts.final_text.endswith("FORGE_DONE") and facts.completed_turn
+    assert facts.session_id == OPENCODE_SESSION and facts.turns == 2
+    assert (facts.input_tokens, facts.output_tokens, facts.cached_tokens) == (1805, 105, 200)
+    assert facts.cost_usd == pytest.approx(0.00705)
+
+
+def test_opencodes_cost_without_prices_is_no_cost_and_its_401_is_not_logged_in() -> None:
+    free = _opencode(_step_finish("stop", (900, 50, 0), 0))
+    assert free.cost_usd is None  # no price configured: no cost, never an invented $0.00
+    auth = _opencode({"type": "error", "error": {"name": "APIError", "data": {
+        "message": "Incorrect API key provided: sk-fake***********.", "statusCode": 401,
+        "isRetryable": False}}})
     verdict = classify(auth, 1, "", structured=True, now=NOW, own=copilot_failure)
     assert (verdict.verdict, verdict.kind) == (Verdict.FAILED, "not logged in")

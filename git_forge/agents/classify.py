@@ -330,9 +330,10 @@ def qwen_failure(facts: Facts, exit_code: int | None, said: str,
 
 def copilot_failure(facts: Facts, exit_code: int | None, said: str,
                     now: datetime) -> Classified | None:
-    """Copilot CLI's ``session.error``: ``rate_limit`` after its own five retries (no
-    time given: waited out the loop's default), ``authentication`` not logged in,
-    else its status."""
+    """Copilot CLI's ``session.error`` (and OpenCode's ``error``, read into the same
+    fields): ``rate_limit`` or a 429 after their own retries (no time given: waited
+    out the loop's default; a used-up quota stops the run), ``authentication`` or a
+    401/403 not logged in, else its status."""
     error = facts.result or {}
     kind, status = error.get("errorType"), error.get("statusCode")
     line = _first_line(facts.errors[-1]) if facts.errors else None

@@ -4,7 +4,8 @@
 the prompt on stdin; ``--agent codex`` runs ``codex exec --json -``; ``--agent
 gemini`` runs ``gemini --output-format stream-json --skip-trust`` (the prompt on
 stdin makes it headless); ``--agent qwen`` runs ``qwen --output-format
-stream-json``; ``--agent copilot`` runs ``copilot --output-format json``. The user's
+stream-json``; ``--agent copilot`` runs ``copilot --output-format json``; ``--agent opencode`` runs
+``opencode run --format json``. The user's
 extra flags (``loop.agentArgs`` / ``--agent-arg``) come after the profile's own
 words, and a resumed session's words after them: ``codex exec --json --sandbox
 workspace-write resume THREAD -`` (``codex exec resume`` takes none of ``exec``'s
@@ -45,6 +46,7 @@ from git_forge.agents.streams import (
     CodexStream,
     CopilotStream,
     GeminiStream,
+    OpenCodeStream,
     QwenStream,
     StreamReader,
     TextSink,
@@ -151,6 +153,7 @@ VERIFIED: dict[str, Verified] = {
     "gemini": Verified((0, 61, 0), (0, 61, 0)),
     "qwen": Verified((0, 15, 10), (0, 15, 10)),
     "copilot": Verified((1, 0, 102), (1, 0, 102)),
+    "opencode": Verified((1, 18, 33), (1, 18, 33)),
 }
 
 def _claude_state(env: Mapping[str, str]) -> tuple[Path, ...]:
@@ -195,6 +198,17 @@ def _copilot_state(env: Mapping[str, str]) -> tuple[Path, ...]:
     return tuple(path for path in (own, cache) if path is not None)
 
 
+def _opencode_state(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """OpenCode's own files: its data, cache and config directories (XDG), where it
+    keeps its sessions and installs its plugins as it runs."""
+    home = _home(env)
+    if home is None:
+        return ()
+    return tuple(Path(env.get(variable) or home / default) / "opencode" for variable, default in (
+        ("XDG_DATA_HOME", ".local/share"), ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_CONFIG_HOME", ".config"), ("XDG_STATE_HOME", ".local/state")))
+
+
 def _home(env: Mapping[str, str]) -> Path | None:
     home = env.get("HOME")
     return Path(home) if home else None
@@ -231,6 +245,13 @@ PROFILES: dict[str, Profile] = {
         resume=lambda session: (f"--resume={session}",), structured=True,
         verified=VERIFIED["copilot"], state=_copilot_state, failure=copilot_failure,
         tokens=False),
+    # ``opencode run --format json``: the prompt on stdin; ``--auto`` (its permissions)
+    # and its provider (``opencode.json``) are the user's to give.
+    "opencode": Profile(
+        "opencode", "opencode", ("opencode", "run", "--format", "json"), OpenCodeStream,
+        resume=lambda session: (f"--session={session}",), structured=True,
+        verified=VERIFIED["opencode"], state=_opencode_state, failure=copilot_failure,
+        costs=True),
 }
 GENERIC = Profile("generic", None, (), StreamReader, tokens=False)
 
@@ -250,6 +271,7 @@ _PROFILE_FLAGS: dict[str, dict[str, bool]] = {
     "gemini": {"--output-format": True, "-o": True, "--skip-trust": False},
     "qwen": {"--output-format": True, "-o": True},
     "copilot": {"--output-format": True},
+    "opencode": {"run": False, "--format": True},
 }
 
 

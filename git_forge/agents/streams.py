@@ -1,7 +1,7 @@
 """Readers of the structured streams agents write: Claude Code's ``stream-json``,
 Codex's ``exec --json`` JSONL, Gemini CLI's and Qwen Code's ``stream-json``,
-Copilot CLI's ``--output-format json`` JSONL, and the plain stream of any other
-command.
+Copilot CLI's ``--output-format json`` and OpenCode's ``run --format json``
+JSONL, and the plain stream of any other command.
 
 Each reader is fed the agent's stdout as it arrives and keeps only what matters
 afterwards — the final text (where the signal is), the session id, the usage,
@@ -516,3 +516,59 @@ class CopilotStream(_JsonLines):
             facts.session(event.get("sessionId"))
             code = event.get("exitCode")
             facts.completed_turn = code == 0 and not facts.errors
+
+
+class OpenCodeStream(_JsonLines):
+    """``opencode run --format json`` (OpenCode 1.18): no start or result event — each
+    event names the session (``sessionID``); the final text is the last ``text``
+    part; each ``step_finish`` carries that step's tokens and what it cost by the
+    model's prices in the user's own config (summed here; a sum of nothing but zeros
+    is no cost reported, never an invented one), and the last one's ``reason`` is
+    ``stop`` when the model finished; a failure is an ``error`` event
+    (``error.data``: its message and ``statusCode``)."""
+
+    WANTED = (b"text", b"step_finish", b"error")
+
+    def __init__(self, follow: TextSink | None = None) -> None:
+        super().__init__(follow)
+        self._tokens = [0, 0, 0]
+        self._cost = 0.0
+        self._stopped = False
+
+    def event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        facts = self.facts
+        facts.session(event.get("sessionID"))
+        part = event.get("part")
+        part = part if isinstance(part, dict) else {}
+        if kind == "text":
+            text = _text(part.get("text"))
+            if text:
+                facts.final_text = text[-TEXT_LIMIT:]
+                if self.follow is not None:
+                    self.follow(text)
+        elif kind == "step_finish":
+            facts.turns = (facts.turns or 0) + 1
+            self._stopped = part.get("reason") == "stop"
+            tokens = part.get("tokens")
+            if isinstance(tokens, dict):
+                cache = tokens.get("cache")
+                read = cache.get("read") if isinstance(cache, dict) else None
+                for index, (name, value) in enumerate((("tokens.input", tokens.get("input")),
+                                                       ("tokens.output", tokens.get("output")),
+                                                       ("tokens.cached", read))):
+                    self._tokens[index] += facts.count(name, value) or 0
+            cost = facts.cost(part.get("cost"))
+            self._cost += cost or 0.0
+            facts.input_tokens, facts.output_tokens, facts.cached_tokens = self._tokens
+            facts.cost_usd = self._cost if self._cost > 0 else None
+        elif kind == "error":
+            error = event.get("error")
+            data = error.get("data") if isinstance(error, dict) else None
+            data = data if isinstance(data, dict) else {}
+            message = _text(data.get("message")) or (
+                _text(error.get("name")) if isinstance(error, dict) else None) or "error"
+            facts.errors = [*facts.errors[-4:], message]
+            facts.result = {"statusCode": data.get("statusCode"),
+                            "errorType": "opencode"}
+        facts.completed_turn = self._stopped and not facts.errors

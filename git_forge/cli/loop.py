@@ -68,8 +68,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                     "5 ended with blocked items or a dependency cycle, 130 stopped.")
     add_location(run)
     run.add_argument("--agent", metavar="CMD",
-                     help="claude, codex, gemini, qwen or copilot (built-in profiles: git forge "
-                          "agents), or "
+                     help="claude, codex, gemini, qwen, copilot or opencode (built-in profiles: "
+                          "git forge agents), or "
                           "the agent command line, split once, never through a shell; "
                           "{prompt_file} is replaced by a file holding the prompt "
                           "(default: loop.agent)")
