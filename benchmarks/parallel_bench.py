@@ -139,12 +139,16 @@ def one_run(template: Path, work: Path, agent: Path, items: int, parallel: int,
             sleep: float, sandbox: str = "none") -> Run:
     stamp = f"{parallel}-{time.monotonic_ns()}"
     copy = work / f"run-{stamp}"
-    noted = work / f"times-{stamp}.txt"  # outside the repository: never the agent's work
+    # outside the repository: never the agent's work (and writable in a sandbox)
+    noted = work / "times" / f"times-{stamp}.txt"
+    noted.parent.mkdir(exist_ok=True)
     shutil.copytree(template, copy, symlinks=True)
     env = {**ENV, "BENCH_SLEEP": str(sleep), "AGENT_TIMES": str(noted)}
     launched, started = time.time(), time.perf_counter()
     run(*forge(), "loop", "run", "--agent", str(agent), "--parallel", str(parallel),
-        "--iterations", str(items * 2), "--sandbox", sandbox, cwd=copy, env=env)
+        "--iterations", str(items * 2), "--sandbox", sandbox,
+        *(("--sandbox-writable", str(noted.parent)) if sandbox != "none" else ()),
+        cwd=copy, env=env)
     elapsed = time.perf_counter() - started
     ended = launched + elapsed
     check(copy, items)
