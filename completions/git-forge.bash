@@ -14,7 +14,7 @@ _shtab_git_forge_proc_subparsers=(list show output wait stop prune)
 _shtab_git_forge_subparsers=(init loop status recover reconcile backlog decision agents preflight hooks proc config demo completion version help)
 
 _shtab_git_forge_init_option_strings=(-h --help --backlog --json)
-_shtab_git_forge_loop_run_option_strings=(-h --help --backlog --agent --agent-arg --iterations --retries --timeout --idle-timeout --max-cost --max-tokens --max-duration --on-limit --max-consecutive-failures --notify --prompt-file --pause-on-needs-human --parallel --verify --no-verify --sandbox --sandbox-net --sandbox-writable --follow --ndjson --json --force)
+_shtab_git_forge_loop_run_option_strings=(-h --help --backlog --agent --agent-arg --iterations --retries --timeout --idle-timeout --max-cost --max-tokens --max-duration --on-limit --fallback-agent --fallback-agent-arg --max-consecutive-failures --notify --prompt-file --pause-on-needs-human --parallel --verify --no-verify --sandbox --sandbox-net --sandbox-writable --follow --ndjson --json --force)
 _shtab_git_forge_loop_stop_option_strings=(-h --help --backlog --json)
 _shtab_git_forge_loop_option_strings=(-h --help)
 _shtab_git_forge_status_option_strings=(-h --help --backlog --json)
@@ -121,7 +121,7 @@ _shtab_git_forge_proc_prune___backlog_COMPGEN=_git_forge_backlogs
 _shtab_git_forge_config_pos_0_COMPGEN=_shtab_compgen_dirs
 _shtab_git_forge_config___backlog_COMPGEN=_git_forge_backlogs
 
-_shtab_git_forge_loop_run___on_limit_choices=(wait stop)
+_shtab_git_forge_loop_run___on_limit_choices=(wait stop fallback)
 _shtab_git_forge_loop_run___sandbox_choices=(none bwrap auto)
 _shtab_git_forge_loop_run___sandbox_net_choices=(shared none)
 _shtab_git_forge_loop_pos_0_choices=(run stop)

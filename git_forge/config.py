@@ -113,8 +113,13 @@ KEYS: dict[str, _Key] = {
     "loop.maxDurationMinutes": _Key(None, _NUMBER, nullable=True, minimum=0.01,
                                     maximum=MAX_MINUTES,
                                     doc="start no iteration once the run is this old"),
-    "loop.onLimit": _Key("wait", _STR, choices=("wait", "stop"),
-                         doc="at a usage limit: wait until it lifts, or stop (exit 4)"),
+    "loop.onLimit": _Key("wait", _STR, choices=("wait", "stop", "fallback"),
+                         doc="at a usage limit: wait until it lifts, stop (exit 4), or retry "
+                             "on loop.fallbackAgent until it lifts"),
+    "loop.fallbackAgent": _Key(None, _STR, nullable=True,
+                               doc="the agent an item's retry runs on while the agent's usage "
+                                   "limit lasts (loop.onLimit: fallback)"),
+    "loop.fallbackAgentArgs": _Key((), _WORDS, doc="extra flags for the fallback agent"),
     "loop.limitWait": _Key(15, _NUMBER, minimum=0.01, maximum=MAX_MINUTES,
                            doc="minutes to wait at a limit whose end time is not given"),
     "loop.limitWaitMax": _Key(7 * 24 * 60, _NUMBER, minimum=0.01, maximum=MAX_MINUTES,

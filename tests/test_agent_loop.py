@@ -787,7 +787,8 @@ def test_the_readme_commands_for_claude_and_codex_work_as_written(project: Proje
     ([], "loop:\n  maxCostUsd: .inf\n", "loop.maxCostUsd must be a finite number (got inf)"),
     ([], "supervisor:\n  graceSeconds: 1000000000\n",
      "supervisor.graceSeconds must be at most 1,000,000 (got 1000000000)"),
-    ([], "loop:\n  onLimit: later\n", 'loop.onLimit must be "wait" or "stop" (got "later")'),
+    ([], "loop:\n  onLimit: later\n",
+     'loop.onLimit must be "wait" or "stop" or "fallback" (got "later")'),
     ([], "loop:\n  agentArgs: 5\n", "loop.agentArgs must be a list of strings (got 5)"),
     ([], "loop:\n  agentArgs: [--model, 5]\n", "loop.agentArgs must be a list of strings"),
     (["--notify", "'unclosed"], None, "cannot split the notify command line"),
@@ -1005,3 +1006,36 @@ def test_a_deferral_counts_the_attempts_of_earlier_runs_too(project: Project,
     assert reason[0] is not None and reason[0].startswith(
         "exit 1: error: the build tool crashed (") and reason[0].endswith(
         ") — deferred after 3 attempts in this run (4 in all)"), reason
+
+
+# --- a fallback agent -------------------------------------------------------------------------
+
+
+def test_a_limit_falls_back_to_the_other_agent_until_it_lifts(project: Project) -> None:
+    # Claude Code's limit lifts in 4 s: 001's retry and 002 run on Codex meanwhile, then
+    # 003 on Claude Code again
+    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 4}, {"do": "done"}],
+                        "002": [{"do": "silent_then_done", "seconds": 5}],
+                        "003": [{"do": "done"}]})
+    result = project.run("--agent", "claude", "--on-limit", "fallback",
+                         "--fallback-agent", "codex")
+    assert result.returncode == 0, result.stderr
+    items = project.items()
+    assert [items[i]["status"] for i in ("001", "002", "003")] == ["done"] * 3
+    agents = [(event["itemId"], event["receipt"].get("agent"))
+              for event in project.events("llm_exited")]
+    assert agents == [("001", "claude"), ("001", "codex"), ("002", "codex"), ("003", "claude")]
+    (fell,) = project.events("agent_fallback")
+    assert fell["agent"] == "codex" and fell["itemId"] == "001"
+    assert not project.events("usage_limit_wait")  # nothing waited
+    assert project.fakes.starts("001")[1]["argv"] == ["codex", "exec", "--json", "-"]
+    assert "001 and the items after it run on codex until then" in result.stdout
+
+
+def test_on_limit_fallback_needs_an_agent_to_fall_back_to(project: Project) -> None:
+    before = (project.root / ".forge" / "backlog.json").read_bytes()
+    result = project.run("--agent", "claude", "--on-limit", "fallback")
+    assert result.returncode == 2
+    assert result.stderr == ("Error: --on-limit fallback needs the agent to fall back to: "
+                             "--fallback-agent (loop.fallbackAgent)\n")
+    assert (project.root / ".forge" / "backlog.json").read_bytes() == before

@@ -129,7 +129,7 @@ def _manifest() -> dict[str, Any]:
 def _receipt() -> dict[str, Any]:
     from git_forge.agents.receipt import Receipt
 
-    return Receipt().to_json()
+    return Receipt(agent="claude").to_json()  # with its conditional field
 
 
 def _totals() -> dict[str, Any]:

@@ -59,6 +59,8 @@ class ReceiptJSON(TypedDict):
     turns: int | None
     tokens: TokensJSON
     costUsd: float | None
+    #: Which agent ran the attempt: only in a run with a fallback agent.
+    agent: NotRequired[str]
 
 
 class TokenCountsJSON(TypedDict):
@@ -98,16 +100,22 @@ class Receipt(NamedTuple):
     output_tokens: int | None = None
     cached_tokens: int | None = None
     cost_usd: float | None = None
+    #: The profile that ran it, in a run with a fallback agent (``None``: not said).
+    agent: str | None = None
 
     def with_(self, **changes: Any) -> Receipt:
         return self._replace(**changes)
 
     def to_json(self) -> ReceiptJSON:
-        return {"durationMs": self.duration_ms, "exitCode": self.exit_code,
-                "sessionId": self.session_id, "resumed": self.resumed, "turns": self.turns,
-                "tokens": {"input": self.input_tokens, "output": self.output_tokens,
-                           "cached": self.cached_tokens},
-                "costUsd": self.cost_usd}
+        document: ReceiptJSON = {
+            "durationMs": self.duration_ms, "exitCode": self.exit_code,
+            "sessionId": self.session_id, "resumed": self.resumed, "turns": self.turns,
+            "tokens": {"input": self.input_tokens, "output": self.output_tokens,
+                       "cached": self.cached_tokens},
+            "costUsd": self.cost_usd}
+        if self.agent is not None:
+            document["agent"] = self.agent
+        return document
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> Receipt:

@@ -97,9 +97,17 @@ def register(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--max-duration", type=float, metavar="MIN", dest="max_duration",
                      help="start no iteration once the run is MIN minutes old; the agents "
                           "running then finish (exit 4; default: loop.maxDurationMinutes)")
-    run.add_argument("--on-limit", choices=("wait", "stop"), dest="on_limit",
-                     help="at the agent's usage limit: wait until it lifts and go on, or "
-                          "stop (exit 4) (default: loop.onLimit, wait)")
+    run.add_argument("--on-limit", choices=("wait", "stop", "fallback"), dest="on_limit",
+                     help="at the agent's usage limit: wait until it lifts and go on, stop "
+                          "(exit 4), or retry the item at once on --fallback-agent, which runs "
+                          "the items until the limit lifts (default: loop.onLimit, wait)")
+    run.add_argument("--fallback-agent", metavar="CMD", dest="fallback_agent",
+                     help="the agent a usage limit falls back to (--on-limit fallback): a "
+                          "profile's name or a command line (default: loop.fallbackAgent)")
+    run.add_argument("--fallback-agent-arg", action="append", metavar="ARG",
+                     dest="fallback_agent_args",
+                     help="an extra flag for the fallback agent (repeatable; default: "
+                          "loop.fallbackAgentArgs)")
     run.add_argument("--max-consecutive-failures", type=int, metavar="N",
                      dest="max_consecutive_failures",
                      help="stop the run (exit 1) when N attempts in a row fail the same way "
@@ -314,7 +322,8 @@ def _relative(path: Path) -> str:
 
 #: The flags only the embedded runner reads: an error when ``loopRunner.bin`` is set.
 EMBEDDED_ONLY = ("agent", "agent_args", "iterations", "retries", "timeout", "idle_timeout",
-                 "max_cost", "max_tokens", "max_duration", "on_limit", "max_consecutive_failures",
+                 "max_cost", "max_tokens", "max_duration", "on_limit", "fallback_agent",
+                 "fallback_agent_args", "max_consecutive_failures",
                  "notify", "prompt_file", "pause_on_needs_human", "parallel", "verify",
                  "no_verify", "sandbox", "sandbox_net", "sandbox_writable", "follow", "ndjson",
                  "json")
@@ -327,6 +336,8 @@ def _flags(args: argparse.Namespace) -> LoopFlags:
                      agent_args=args.agent_args, idle_minutes=args.idle_timeout,
                      max_cost_usd=args.max_cost, max_tokens=args.max_tokens,
                      max_duration_minutes=args.max_duration, on_limit=args.on_limit,
+                     fallback_agent=args.fallback_agent,
+                     fallback_agent_args=args.fallback_agent_args,
                      max_consecutive_failures=args.max_consecutive_failures,
                      notify=args.notify, follow=args.follow and not args.ndjson,
                      parallel=args.parallel, verify=args.verify, no_verify=args.no_verify,

@@ -71,7 +71,7 @@ def after_attempt(run: RunContext, taken: Item, result: AgentResult) -> Step | E
         except ForgeError as exc:  # the receipt stays in the manifest and the journal
             run.progress.note(f"item {item_id}: its receipt could not be added up: "
                               f"{exc.message}")
-    agent.remember(item_id, result.session)
+    agent.remember(item_id, result.session, result.fallback)
     verdict = result.verdict
     if verdict.verdict is Verdict.LIMIT_WAIT:
         agent.breaker.reset()
@@ -122,6 +122,18 @@ def _limit(run: RunContext, item_id: str, result: AgentResult) -> Step | Ending:
                                          options.limit_wait_max_minutes)
     if run.store.get(item_id).status == "in_progress":
         run.store.transition(item_id, "pending")  # state.json's item in flight: wait_out's
+    if options.on_limit == "fallback" and not result.fallback:
+        # the item retries at once on the fallback agent, as every item does until
+        # the agent's limit lifts (a new session: the attempt's changes are kept)
+        run.agent.fallback_until = until
+        stamp = wire_stamp(until)
+        name = options.profile_of(True).name if options.profile_of(True).named \
+            else options.fallback_agent[0]
+        run.journal.append("agent_fallback", itemId=item_id, until=stamp, reason=reason,
+                           agent=name)
+        run.progress.note(f"the agent's usage limit lasts until {stamp} ({reason}): "
+                          f"{item_id} and the items after it run on {name} until then")
+        return Step.RETRY
     if options.on_limit == "stop":
         run.save(current_item=None)
         stamp = wire_stamp(until)

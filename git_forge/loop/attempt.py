@@ -32,8 +32,13 @@ class Attempt:
     """The reader of one agent start, and what it read."""
 
     def __init__(self, profile: Profile, *, follow: bool = False,
-                 resumed: Session | None = None) -> None:
+                 resumed: Session | None = None, agent: str | None = None,
+                 fallback: bool = False) -> None:
         self.profile = profile
+        #: Which agent its receipt names (a run with a fallback agent names each).
+        self.agent = agent
+        #: It runs on the fallback agent.
+        self.fallback = fallback
         #: The session this start resumes (``None``: a fresh one).
         self.resumed = resumed
         #: The assistant's text as it streams, for the loop's ``--follow``.
@@ -71,7 +76,7 @@ class Attempt:
             session_id=facts.session_id,
             resumed=self.resumed.session_id if self.resumed else None, turns=facts.turns,
             input_tokens=tokens[0], output_tokens=tokens[1], cached_tokens=tokens[2],
-            cost_usd=facts.cost_usd)
+            cost_usd=facts.cost_usd, agent=self.agent)
         return self.receipt.to_json()
 
     def _reported_before(self) -> tuple[int | None, int | None, int | None] | None:

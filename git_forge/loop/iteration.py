@@ -70,6 +70,8 @@ class AgentResult:
     refused: dict[str, str] = field(default_factory=dict)
     #: The session a retry of the item resumes (``None``: a fresh one).
     session: Session | None = None
+    #: It ran on the fallback agent (``loop.onLimit: fallback``).
+    fallback: bool = False
     #: Its last error line (stderr's last ``error:`` line, else its last line).
     error: str | None = None
 
@@ -144,14 +146,22 @@ def start_agent(run: RunContext, item: Item, number: int, *,
                        priority=item.priority)
     run.progress.iteration(number, options.iterations, item)
     prompt_text = options.prompt_file.read_text(encoding="utf-8") if options.prompt_file else None
-    session = run.agent.session_for(item_id, options.resume_sessions)
+    limited = run.agent.fallback_until is not None
+    fallback = run.agent.on_fallback()
+    if limited and not fallback:
+        run.progress.note(f"the agent's usage limit has lifted: {item_id} runs on "
+                          f"{options.profile.name if options.profile.named else options.agent[0]}"
+                          " again")
+    session = run.agent.session_for(item_id, options.resume_sessions, fallback)
     prompt = build_prompt(item, project_description=run.store.description(),
                           prompt_file_text=prompt_text,
                           conflict=conflict_of(run.workspace.state_dir, item_id),
                           earlier=earlier_work(run, item_id, resumed=session is not None),
                           verify_failure=run.verify_failures.pop(item_id, None))
     run.journal.sync()  # the item's start is on disk before its agent is
-    attempt = Attempt(options.profile, follow=options.follow, resumed=session)
+    attempt = Attempt(options.profile_of(fallback), follow=options.follow, resumed=session,
+                      agent=options.profile_of(fallback).name if options.fallback_agent
+                      else None, fallback=fallback)
     try:
         handle = run.supervisor.start({"run_id": run.state.run_id},
                                       {"item_id": item_id, "iteration": number},
@@ -217,7 +227,8 @@ def remove_prompt_files(state_dir: Path, item_id: str | None = None) -> None:
 def _prepare(run: RunContext, item: Item, prompt: str, number: int,
              attempt: Attempt, worktree: Path | None = None) -> PreparedProcess:
     argv = program_found(run.options.argv(attempt.resumed.session_id if attempt.resumed
-                                          else None), run.workspace.root)
+                                          else None, fallback=attempt.fallback),
+                         run.workspace.root)
     encoded = prompt.encode("utf-8")
     stdin: bytes | None = encoded
     if any("{prompt_file}" in arg for arg in argv):
@@ -273,6 +284,7 @@ def _result_of(run: RunContext, handle: str, manifest: Manifest, idle: bool,
                        verdict=verdict, receipt=receipt, idle=idle,
                        stderr_lines=tuple(lines), listed=listed,
                        refused=dict(attempt.facts().refused), session=attempt.ended_in(),
+                       fallback=attempt.fallback,
                        error=error)
 
 

@@ -8,7 +8,7 @@ import os
 import shlex
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -49,8 +49,13 @@ class LoopOptions:
     max_tokens: int | None = _default("maxTokens")
     #: No new attempt once the run is this many minutes old (``--max-duration``).
     max_duration_minutes: float | None = _default("maxDurationMinutes")
-    #: ``wait`` out a usage limit, or ``stop`` the run (exit 4).
+    #: ``wait`` out a usage limit, ``stop`` the run (exit 4), or retry on the
+    #: ``fallback`` agent until it lifts.
     on_limit: str = _default("onLimit")
+    #: The fallback agent as given (``loop.fallbackAgent``): a profile's name or a
+    #: command line; empty without one.
+    fallback_agent: list[str] = field(default_factory=list)
+    fallback_agent_args: tuple[str, ...] = ()
     #: Minutes to wait at a limit whose end the agent did not say.
     limit_wait_minutes: float = _default("limitWait")
     #: The longest wait at a limit, in minutes: a later end is not believed.
@@ -82,8 +87,16 @@ class LoopOptions:
     def profile(self) -> Profile:
         return profile_for(self.agent)
 
-    def argv(self, session: str | None = None) -> list[str]:
-        """The argv of one agent start (resuming ``session`` where the profile can)."""
+    def profile_of(self, fallback: bool) -> Profile:
+        """The profile of the agent, or of the fallback agent."""
+        return profile_for(self.fallback_agent) if fallback else self.profile
+
+    def argv(self, session: str | None = None, *, fallback: bool = False) -> list[str]:
+        """The argv of one agent start (resuming ``session`` where the profile can) —
+        of the fallback agent's, with ``fallback``."""
+        if fallback:
+            return self.profile_of(True).argv(self.fallback_agent, self.fallback_agent_args,
+                                              session)
         return self.profile.argv(self.agent, self.agent_args, session)
 
     def warnings(self) -> list[str]:
@@ -137,6 +150,8 @@ class LoopFlags:
     max_tokens: int | None = None
     max_duration_minutes: float | None = None
     on_limit: str | None = None
+    fallback_agent: str | None = None
+    fallback_agent_args: Sequence[str] | None = None
     max_consecutive_failures: int | None = None
     notify: str | None = None
     follow: bool = False
@@ -206,8 +221,18 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
     max_duration = given(flags.max_duration_minutes, "maxDurationMinutes")
     _refuse_minutes(max_duration, "--max-duration")
     on_limit = given(flags.on_limit, "onLimit")
-    if on_limit not in ("wait", "stop"):
-        raise UsageError(f"--on-limit must be wait or stop (got {on_limit})")
+    if on_limit not in ("wait", "stop", "fallback"):
+        raise UsageError(f"--on-limit must be wait, stop or fallback (got {on_limit})")
+    fallback = given(flags.fallback_agent, "fallbackAgent")
+    try:
+        fallback_argv = shlex.split(fallback) if fallback else []
+    except ValueError as exc:
+        raise UsageError(f"cannot split the fallback agent's command line: {exc}") from exc
+    if on_limit == "fallback" and not fallback_argv:
+        raise UsageError("--on-limit fallback needs the agent to fall back to: "
+                         "--fallback-agent (loop.fallbackAgent)")
+    fallback_args = (tuple(flags.fallback_agent_args) if flags.fallback_agent_args
+                     else _words(setting("fallbackAgentArgs"), "loop.fallbackAgentArgs"))
     failures = given(flags.max_consecutive_failures, "maxConsecutiveFailures")
     if failures < 1:
         raise UsageError("--max-consecutive-failures must be at least 1")
@@ -243,6 +268,8 @@ def loop_options(workspace: Workspace, flags: LoopFlags) -> LoopOptions:
         max_tokens=max_tokens,
         max_duration_minutes=max_duration,
         on_limit=on_limit,
+        fallback_agent=fallback_argv if on_limit == "fallback" else [],
+        fallback_agent_args=fallback_args,
         limit_wait_minutes=setting("limitWait"),
         limit_wait_max_minutes=setting("limitWaitMax"),
         max_consecutive_failures=failures,

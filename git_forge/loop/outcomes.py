@@ -163,7 +163,8 @@ def again(run: RunContext, place: Place, item: Item,
     are kept as the item's abandoned work first, and its prompt names the ref. Either
     way a retry never runs on changes it knows nothing of.
     """
-    if run.agent.session_for(item.id, run.options.resume_sessions) is not None:
+    fallback = run.agent.on_fallback()  # the agent the retry runs on
+    if run.agent.session_for(item.id, run.options.resume_sessions, fallback) is not None:
         place.contain(item)
     else:
         place.clear(item, listed, again=True)

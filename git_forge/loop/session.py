@@ -75,6 +75,8 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
     if options.iterations < 1 or options.retries < 0:
         raise LoopError("--iterations must be at least 1 and --retries at least 0")
     check_agent(options.argv(), workspace.root)
+    if options.fallback_agent:  # the agent a limit falls back to must start too
+        check_agent(options.argv(fallback=True), workspace.root, what="fallback agent")
     for command in options.verify:  # a gate that cannot start fails no item: it is refused
         check_agent(list(command.argv), workspace.root, what="verification")
     sandbox, sandbox_note = sandboxing.chosen(options)
