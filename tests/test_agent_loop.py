@@ -1039,3 +1039,14 @@ def test_on_limit_fallback_needs_an_agent_to_fall_back_to(project: Project) -> N
     assert result.stderr == ("Error: --on-limit fallback needs the agent to fall back to: "
                              "--fallback-agent (loop.fallbackAgent)\n")
     assert (project.root / ".forge" / "backlog.json").read_bytes() == before
+
+
+def test_max_duration_bounds_a_usage_limit_wait(project: Project) -> None:
+    project.fakes.plan({"001": [{"do": "rejected", "resets_in": 600}, {"do": "done"}]})
+    deadline = waiting.Deadline(30)
+    result = project.run("--agent", "claude", "--max-duration", "1")
+    assert result.returncode == 4, result.stderr
+    assert not deadline.passed  # it never began a ten-minute wait
+    assert "after --max-duration 1 min ends the run" in result.stderr
+    assert not project.events("usage_limit_wait")
+    assert project.items()["001"]["status"] == "pending"

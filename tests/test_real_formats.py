@@ -643,3 +643,42 @@ def test_opencodes_cost_without_prices_is_no_cost_and_its_401_is_not_logged_in()
         "isRetryable": False}}})
     verdict = classify(auth, 1, "", structured=True, now=NOW, own=copilot_failure)
     assert (verdict.verdict, verdict.kind) == (Verdict.FAILED, "not logged in")
+
+
+def test_numbers_in_geminis_stack_traces_are_no_status() -> None:
+    stderr = ("TypeError: Cannot read properties of undefined\n"
+              "    at Turn.run (file:///usr/lib/gemini/chunk-ABC.js:429:17)\n"
+              "    at loop (file:///usr/lib/gemini/chunk-ABC.js:401:9)\n"
+              "Loaded 403 files\n")
+    verdict = classify(Facts(), 1, stderr, structured=True, now=NOW, own=gemini_failure)
+    assert verdict.verdict is Verdict.FAILED and verdict.kind != "not logged in"
+
+
+
+def test_a_final_message_with_nothing_in_it_is_the_final_text() -> None:
+    copilot = _copilot(
+        _line({"type": "assistant.message", "data": {"content": "FORGE_DONE",
+                                                     "toolRequests": [{"name": "bash"}]}}),
+        _line({"type": "assistant.message", "data": {"content": ""}}), _copilot_result(0))
+    assert copilot.final_text == ""  # the earlier FORGE_DONE is no answer
+    opencode = _opencode({"type": "text", "part": {"type": "text", "text": "FORGE_DONE"}},
+                         {"type": "tool_use", "part": {"type": "tool", "tool": "bash"}},
+                         _step_finish("stop", (10, 5, 0), 0))
+    assert opencode.final_text == ""
+
+
+def test_an_overlong_final_message_leaves_no_earlier_signal() -> None:
+    reader = CopilotStream()
+    reader.LINE_LIMIT = 1000
+    reader.feed((_line({"type": "assistant.message", "data": {"content": "FORGE_DONE"}}) + "\n"
+                 + _line({"type": "assistant.message", "data": {"content": "x" * 5000}})
+                 + "\n" + _copilot_result(0) + "\n").encode())
+    assert reader.finish().final_text == ""
+
+
+def test_opencodes_unknown_counts_are_unknown_sums() -> None:
+    facts = _opencode(_step_finish("tool-calls", (900, 50, 0), 0.01),
+                      {"type": "step_finish", "part": {"reason": "stop", "tokens": {
+                          "input": -5, "output": 10, "cache": {"read": 0}}, "cost": 0.01}})
+    assert facts.input_tokens is None and facts.output_tokens == 60
+    assert "tokens.input" in facts.refused

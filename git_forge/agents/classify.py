@@ -277,11 +277,12 @@ def _line_of(text: str, position: int) -> str:
 #: those, since other statuses would read as its own exit codes (554 as 42, an
 #: input error; 553 as 41, no auth method).
 _SERVER_STATUSES = (500, 502, 503, 504)
-#: Gemini CLI: words of a refused credential (401, 403, or no auth method set).
-_GEMINI_AUTH = re.compile(r"UNAUTHENTICATED|PERMISSION_DENIED|Invalid auth method|"
-                          r"API key not valid|\b40[13]\b", re.IGNORECASE)
+#: Gemini CLI's words, read in its ``result`` error only (never in free stderr, whose
+#: stack traces are full of numbers): a refused credential, a used-up quota.
+_GEMINI_AUTH = re.compile(r"UNAUTHENTICATED|PERMISSION_DENIED|API key not valid|"
+                          r"\[API Error: (?:\{\"error\":\{\"code\":)?40[13]\b")
 _GEMINI_LIMIT = re.compile(r"RESOURCE_EXHAUSTED|exhausted your (?:daily )?quota|"
-                           r"quota exceeded|\b429\b", re.IGNORECASE)
+                           r"\[API Error: (?:\{\"error\":\{\"code\":)?429\b")
 
 
 def gemini_failure(facts: Facts, exit_code: int | None, said: str,
@@ -290,14 +291,16 @@ def gemini_failure(facts: Facts, exit_code: int | None, said: str,
     failed, modulo 256 — 173 for a 429 (its per-day quota, which it never retries,
     says no time: the loop waits its default), 145 for a 401 —, 41 when no auth
     method is set, 55 in a folder it does not trust; its ``result`` error says the
-    same in words."""
+    same in words. Its stderr counts only for those two exact complaints."""
+    words = "\n".join(facts.errors)
     line = _first_line(facts.errors[-1]) if facts.errors else error_line(said)
-    if exit_code == 55 or "not running in a trusted directory" in said:
+    if exit_code == 55 and "not running in a trusted directory" in said:
         return Classified(Verdict.COMMAND_REFUSED, UNTRUSTED_FOLDER, message=line)
-    if exit_code == 429 % 256 or _GEMINI_LIMIT.search(said):
-        return Classified(Verdict.LIMIT_WAIT, "usage limit", reset_time(said, now),
+    if exit_code == 429 % 256 or _GEMINI_LIMIT.search(words):
+        return Classified(Verdict.LIMIT_WAIT, "usage limit", reset_time(words, now),
                           line or "usage limit")
-    if exit_code in (401 % 256, 403 % 256, 41) or _GEMINI_AUTH.search(said):
+    if (exit_code in (401 % 256, 403 % 256) or _GEMINI_AUTH.search(words)
+            or (exit_code == 41 and "Invalid auth method" in said)):
         return Classified(Verdict.FAILED, NOT_LOGGED_IN, message=line)
     server = {status % 256: status for status in _SERVER_STATUSES}
     if exit_code in server:

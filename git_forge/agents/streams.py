@@ -184,6 +184,7 @@ class _JsonLines(StreamReader):
                     if len(self._pending) > self.LINE_LIMIT:
                         self._pending.clear()
                         self._dropping = True
+                        self.dropped()
                 return
             if not self._dropping:
                 self._pending += data[:newline]
@@ -199,6 +200,7 @@ class _JsonLines(StreamReader):
         if start < len(data):
             if len(data) - start > self.LINE_LIMIT:
                 self._dropping = True
+                self.dropped()
             else:
                 self._pending += data[start:]
 
@@ -227,7 +229,9 @@ class _JsonLines(StreamReader):
             stop = chunk.find(b"\n", at, end)
             stop = end if stop < 0 else stop
             done = stop
-            if stop - start <= self.LINE_LIMIT and self.worth(chunk, start, stop):
+            if stop - start > self.LINE_LIMIT:
+                self.dropped()
+            elif self.worth(chunk, start, stop):
                 event = _json_line(chunk[start:stop])
                 if event is not None:
                     self.event(event)
@@ -235,6 +239,10 @@ class _JsonLines(StreamReader):
     def worth(self, chunk: bytes, start: int, stop: int) -> bool:
         """Whether a line naming a wanted event is worth parsing at all."""
         return True
+
+    def dropped(self) -> None:
+        """A line was too long to read: what it said is unknown (a reader whose final
+        text is its last message's forgets the one before)."""
 
     def forget(self, name: bytes) -> None:
         """Search no more for ``name`` (what it gave is known): one pass less per chunk."""
@@ -389,6 +397,13 @@ class CodexStream(_JsonLines):
 #: The most of an assistant's text a reader keeps as it streams in pieces: the
 #: signal is at its end.
 TEXT_LIMIT = 64 * 1024
+#: The most of one error message a reader keeps (it is shown, and compared).
+ERROR_LIMIT = 2000
+
+
+def _error(facts: Facts, message: str) -> None:
+    """``message`` as the stream's latest failure (its first ``ERROR_LIMIT`` characters)."""
+    facts.errors = [*facts.errors[-4:], message[:ERROR_LIMIT]]
 
 
 class GeminiStream(_JsonLines):
@@ -398,7 +413,7 @@ class GeminiStream(_JsonLines):
     ``result`` says ``success`` or ``error`` with its message, and the tokens of this
     process's requests (``input_tokens`` counts the cached ones too; no cost)."""
 
-    WANTED = (b"init", b"message", b"tool_result", b"result")
+    WANTED = (b"init", b"message", b"tool_use", b"tool_result", b"result")
 
     def __init__(self, follow: TextSink | None = None) -> None:
         super().__init__(follow)
@@ -406,6 +421,21 @@ class GeminiStream(_JsonLines):
         self._length = 0
         #: The model answered at least once: only then is the session saved to resume.
         self._answered = False
+        #: What was said since the last whole line shown (``--follow`` shows lines).
+        self._shown = ""
+
+    def dropped(self) -> None:
+        self._said.clear()
+        self._length = 0
+
+    def _show(self, text: str, *, flush: bool = False) -> None:
+        """Deltas are pieces of lines: the follower is given whole lines."""
+        if self.follow is None:
+            return
+        pending = (self._shown + text)[-TEXT_LIMIT:]
+        lines, _, self._shown = pending.rpartition("\n") if not flush else (pending, "", "")
+        if lines:
+            self.follow(lines)
 
     def worth(self, chunk: bytes, start: int, stop: int) -> bool:
         # a user's message (the prompt itself) is no assistant text: never parsed
@@ -425,19 +455,20 @@ class GeminiStream(_JsonLines):
                 self._length += len(text)
                 while self._length > TEXT_LIMIT and len(self._said) > 1:
                     self._length -= len(self._said.pop(0))
-                if self.follow is not None:
-                    self.follow(text)
+                self._show(text)
         elif kind == "tool_result":  # what it said before a tool ran is not its answer
             self._answered = True
             self._said.clear()
             self._length = 0
+            self._show("", flush=True)
         elif kind == "result":
+            self._show("", flush=True)
             facts.final_text = "".join(self._said)[-TEXT_LIMIT:]
             facts.completed_turn = event.get("status") == "success"
             error = event.get("error")
             message = _text(error.get("message")) if isinstance(error, dict) else None
             if message:
-                facts.errors = [*facts.errors[-4:], message]
+                _error(facts, message)
             stats = event.get("stats")
             if isinstance(stats, dict):
                 facts.input_tokens = facts.count("tokens.input", stats.get("input_tokens"))
@@ -477,10 +508,10 @@ class QwenStream(ClaudeStream):
             error = event.get("error")
             message = _text(error.get("message")) if isinstance(error, dict) else None
             if message:
-                facts.errors = [*facts.errors[-4:], message]
+                _error(facts, message)
             if _QWEN_API_ERROR.match(facts.final_text):
                 facts.completed_turn = False
-                facts.errors = [*facts.errors[-4:], facts.final_text]
+                _error(facts, facts.final_text)
 
 
 class CopilotStream(_JsonLines):
@@ -492,24 +523,26 @@ class CopilotStream(_JsonLines):
 
     WANTED = (b"assistant.message", b"session.error", b"assistant.turn_retry", b"result")
 
+    def dropped(self) -> None:
+        self.facts.final_text = ""
+
     def event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         facts = self.facts
         data = event.get("data")
         data = data if isinstance(data, dict) else {}
-        if kind == "assistant.message":
-            text = _text(data.get("content"))
-            if text:
-                facts.final_text = text[-TEXT_LIMIT:]
-                facts.turns = (facts.turns or 0) + 1
-                if self.follow is not None:
-                    self.follow(text)
+        if kind == "assistant.message":  # the last one's words, even none, are its answer
+            text = _text(data.get("content")) or ""
+            facts.final_text = text[-TEXT_LIMIT:]
+            facts.turns = (facts.turns or 0) + 1
+            if text and self.follow is not None:
+                self.follow(text)
         elif kind == "assistant.turn_retry":
             reason = _text(data.get("reason"))
             facts.retrying = f"retrying ({reason})" if reason else "retrying"
         elif kind == "session.error":
             message = _text(data.get("message")) or _text(data.get("errorType")) or "error"
-            facts.errors = [*facts.errors[-4:], message]
+            _error(facts, message)
             facts.result = {"errorType": data.get("errorType"),
                             "statusCode": data.get("statusCode")}
         elif kind == "result":
@@ -527,13 +560,16 @@ class OpenCodeStream(_JsonLines):
     ``stop`` when the model finished; a failure is an ``error`` event
     (``error.data``: its message and ``statusCode``)."""
 
-    WANTED = (b"text", b"step_finish", b"error")
+    WANTED = (b"text", b"tool_use", b"step_finish", b"error")
 
     def __init__(self, follow: TextSink | None = None) -> None:
         super().__init__(follow)
-        self._tokens = [0, 0, 0]
+        self._tokens: list[int | None] = [0, 0, 0]
         self._cost = 0.0
         self._stopped = False
+
+    def dropped(self) -> None:
+        self.facts.final_text = ""
 
     def event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -547,19 +583,24 @@ class OpenCodeStream(_JsonLines):
                 facts.final_text = text[-TEXT_LIMIT:]
                 if self.follow is not None:
                     self.follow(text)
+        elif kind == "tool_use":  # what it said before a tool ran is not its answer
+            facts.final_text = ""
         elif kind == "step_finish":
             facts.turns = (facts.turns or 0) + 1
             self._stopped = part.get("reason") == "stop"
             tokens = part.get("tokens")
-            if isinstance(tokens, dict):
-                cache = tokens.get("cache")
-                read = cache.get("read") if isinstance(cache, dict) else None
-                for index, (name, value) in enumerate((("tokens.input", tokens.get("input")),
-                                                       ("tokens.output", tokens.get("output")),
-                                                       ("tokens.cached", read))):
-                    self._tokens[index] += facts.count(name, value) or 0
+            tokens = tokens if isinstance(tokens, dict) else {}
+            cache = tokens.get("cache")
+            read = cache.get("read") if isinstance(cache, dict) else None
+            for index, (name, value) in enumerate((("tokens.input", tokens.get("input")),
+                                                   ("tokens.output", tokens.get("output")),
+                                                   ("tokens.cached", read))):
+                count, total = facts.count(name, value), self._tokens[index]
+                # a step that did not say, or said what is no count: the sum is unknown
+                self._tokens[index] = None if count is None or total is None else count_of(
+                    total + count)
             cost = facts.cost(part.get("cost"))
-            self._cost += cost or 0.0
+            self._cost = cost_of(self._cost + (cost or 0.0)) or 0.0
             facts.input_tokens, facts.output_tokens, facts.cached_tokens = self._tokens
             facts.cost_usd = self._cost if self._cost > 0 else None
         elif kind == "error":
@@ -568,7 +609,7 @@ class OpenCodeStream(_JsonLines):
             data = data if isinstance(data, dict) else {}
             message = _text(data.get("message")) or (
                 _text(error.get("name")) if isinstance(error, dict) else None) or "error"
-            facts.errors = [*facts.errors[-4:], message]
+            _error(facts, message)
             facts.result = {"statusCode": data.get("statusCode"),
                             "errorType": "opencode"}
         facts.completed_turn = self._stopped and not facts.errors

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import Enum
 
 from git_forge.agents.classify import Verdict
@@ -120,6 +121,18 @@ def _limit(run: RunContext, item_id: str, result: AgentResult) -> Step | Ending:
     options = run.options
     until, reason = limits_wait.until_of(result.verdict, options.limit_wait_minutes,
                                          options.limit_wait_max_minutes)
+    waits = options.on_limit == "wait" or (options.on_limit == "fallback" and result.fallback)
+    if options.max_duration_minutes is not None and waits:
+        left = options.max_duration_minutes * 60 - (time.monotonic() - run.began)
+        if (until - datetime.now(UTC)).total_seconds() > left:  # it would outlast the run
+            _back_to_pending(run, item_id)
+            run.journal.append("max_duration_reached", minutes=round(
+                (time.monotonic() - run.began) / 60, 3),
+                maxDurationMinutes=options.max_duration_minutes)
+            return Ending(LOOP_LIMIT, "stopped",
+                          f"stopped: the agent's usage limit ({reason}) lifts at "
+                          f"{wire_stamp(until)}, after --max-duration "
+                          f"{options.max_duration_minutes:g} min ends the run")
     if run.store.get(item_id).status == "in_progress":
         run.store.transition(item_id, "pending")  # state.json's item in flight: wait_out's
     if options.on_limit == "fallback" and not result.fallback:

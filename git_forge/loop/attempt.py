@@ -28,6 +28,10 @@ from git_forge.supervisor.manifest import Manifest
 STDERR_LINES = 5
 
 
+#: The most pieces of streamed text kept for ``--follow`` between two looks.
+FOLLOWED_PIECES = 256
+
+
 class Attempt:
     """The reader of one agent start, and what it read."""
 
@@ -42,7 +46,9 @@ class Attempt:
         #: The session this start resumes (``None``: a fresh one).
         self.resumed = resumed
         #: The assistant's text as it streams, for the loop's ``--follow``.
-        self.followed: deque[str] = deque()
+        #: Bounded: a follower that falls behind sees the latest pieces (its memory stays
+        #: flat whatever the agent prints).
+        self.followed: deque[str] = deque(maxlen=FOLLOWED_PIECES)
         sink = self.followed.append if follow and profile.structured else None
         self.reader = profile.reader(sink) if profile.structured else None
         self._lock = threading.Lock()

@@ -119,6 +119,8 @@ class LoopOptions:
                         f"(in .forge.yaml: {config})")
         if self.max_cost_usd is not None and not self.profile.costs:
             who = (f"{self.profile.name} reports tokens, not what they cost"
+                   if self.profile.named and self.profile.tokens else
+                   f"{self.profile.name} reports neither tokens nor cost"
                    if self.profile.named else
                    "the agent is a plain command line, which reports no cost")
             said.append(f"--max-cost {usd(self.max_cost_usd)} cannot stop this run: {who}")
