@@ -97,9 +97,10 @@ class ProcView:
                 len(matches) > MAX_CANDIDATES) else ""
             raise ProcessError("invalid_arguments",
                                f"{reference!r} is ambiguous: it could be {shown}{more}")
-        if prefixed:
-            raise ProcessError("not_found", f"no process matches {reference!r} (a handle "
-                                            f"prefix needs at least {MIN_PREFIX} characters)")
+        if prefixed:  # too short a prefix of some handle (handles are random: say both)
+            raise ProcessError("not_found", f"no process or {noun} matches {reference!r} (a "
+                                            f"handle prefix needs at least {MIN_PREFIX} "
+                                            "characters)")
         raise ProcessError("not_found", f"no process or {noun} matches {reference!r}")
 
     def _latest_with(self, label: str, reference: str,
