@@ -495,12 +495,14 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             if isinstance(turn, Fail | Limit):
                 status = 429 if isinstance(turn, Limit) else turn.status
                 kind, code, text = _OPENAI_ERRORS.get(status, ("server_error", None, "Error."))
-                if status == 429:
-                    kind, code = "insufficient_quota", "insufficient_quota"
-                    text = ("You exceeded your current quota, please check your plan and "
-                            "billing details.")
+                if status == 429:  # a rate limit that lifts (not a used-up quota)
+                    kind, code = "requests", "rate_limit_exceeded"
+                    text = ("Rate limit reached for requests per min. Please try again in "
+                            "1s.")
+                # come back at once: a program that honours it retries without waiting
                 return self._json(status, {"error": {"message": text, "type": kind,
-                                                     "param": None, "code": code}})
+                                                     "param": None, "code": code}},
+                                  {"retry-after-ms": "10", "retry-after": "0"})
             assert isinstance(turn, Say | Shell)
             model = body.get("model", "gpt") if isinstance(body, dict) else "gpt"
             chunk = {"id": server._id("chatcmpl"), "object": "chat.completion.chunk",

@@ -7,6 +7,7 @@ notifier's. Real repositories, the installed ``git forge``, real processes."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,20 @@ def test_an_agents_pwd_is_where_it_runs(tmp_path: Path, parallel: int) -> None:
     assert result.returncode == 0, result.stderr
     for item in ("001", "002", "003"):
         assert git("show", f"HEAD:pwd-{item}.txt", cwd=root) == "True\n"
+
+
+def test_a_relative_path_entry_is_the_roots_wherever_the_run_starts(tmp_path: Path) -> None:
+    root = backlog_repo(tmp_path / "repo", "One", "Two")
+    _script(root / "tools" / "agent.sh", AGENT)
+    (root / ".gitignore").write_text("tools/\n")
+    git("add", ".gitignore", cwd=root)
+    git("commit", "-q", "-m", "ignore", cwd=root)
+    (root / "sub").mkdir()
+    _script(root / "sub" / "tools" / "agent.sh", "#!/bin/sh\necho FORGE_BLOCKED: wrong one\n")
+    (root / "sub" / ".gitignore").write_text("*\n")
+    result = run_forge("loop", "run", "--agent", "agent.sh", "--parallel", "2",
+                       cwd=root / "sub",
+                       env={"PATH": f"tools{os.pathsep}{os.environ['PATH']}"})
+    assert result.returncode == 0, result.stderr
+    items = json.loads((root / ".forge" / "backlog.json").read_text())["items"]
+    assert [each["status"] for each in items] == ["done", "done"]

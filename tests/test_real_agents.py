@@ -704,6 +704,7 @@ def test_a_refused_qwen_key_is_not_logged_in_though_it_exits_0(tier: Tier) -> No
 # --- Copilot CLI --------------------------------------------------------------------------------
 
 COPILOT = _params("copilot", COPILOTS[:1])
+OPENCODE = _params("opencode", OPENCODES[:1])
 
 
 @pytest.mark.parametrize("tier3", COPILOT, indirect=True)
@@ -734,7 +735,7 @@ def test_a_copilot_retry_resumes_its_session(tier: Tier) -> None:
     assert second["sessionId"] == first["sessionId"]
 
 
-@pytest.mark.parametrize("tier", COPILOT, indirect=True)
+@pytest.mark.parametrize("tier", COPILOT + OPENCODE, indirect=True)
 def test_a_refused_copilot_key_is_not_logged_in(tier: Tier) -> None:
     tier.server.script(*[Fail(401)] * 9)
     result = tier.run("--retries", "5")
@@ -744,9 +745,6 @@ def test_a_refused_copilot_key_is_not_logged_in(tier: Tier) -> None:
 
 
 # --- OpenCode -----------------------------------------------------------------------------------
-
-OPENCODE = _params("opencode", OPENCODES[:1])
-
 
 @pytest.mark.parametrize("tier", OPENCODE, indirect=True)
 def test_opencode_done_after_a_tool_call_then_a_resumed_retry(tier: Tier) -> None:
@@ -763,3 +761,18 @@ def test_opencode_done_after_a_tool_call_then_a_resumed_retry(tier: Tier) -> Non
     assert first["sessionId"].startswith("ses_") and second["resumed"] == first["sessionId"]
     # its cost is its own, by the prices in its config: $3 / $15 per million tokens
     assert second["costUsd"] == pytest.approx((1000 * 3 + 50 * 15) / 1e6, rel=0.05)
+
+
+@pytest.mark.parametrize("tier", COPILOT + OPENCODE, indirect=True)
+def test_a_rate_limit_after_the_programs_own_retries_is_waited_out(tier: Tier) -> None:
+    # Copilot CLI and OpenCode retry a 429 five times by themselves (honouring the
+    # server's Retry-After, here at once), then report it: the loop waits and resumes
+    tier.configure("loop:\n  limitWait: 0.02\n")
+    tier.server.script(Limit(), Say(f"Finished.\n\n{DONE}"))
+    result = tier.run("--retries", "2")
+    assert result.returncode == 0, result.stderr
+    assert tier.items()["001"]["status"] == "done"
+    (wait,) = tier.events("usage_limit_wait")
+    assert "Rate limit reached" in wait["reason"]  # "try again in 1s": its own time
+    receipts = tier.receipts()
+    assert receipts[-1]["resumed"] == receipts[0]["sessionId"] is not None

@@ -59,7 +59,7 @@ def _no_item_in_progress(project: Project) -> None:
 
 @pytest.mark.parametrize("session", [
     "--dangerously-skip-permissions", "-p", "a b", "a\0b", "a\nb", "$(touch x)", "a/b", "é",
-    "x" * 129, "x" * 300 * 1024])
+    "x" * 129, "x" * 300 * 1024, "..", ".", "latest", "LATEST", "3", "007"])
 def test_a_session_id_of_any_other_shape_is_refused(session: str) -> None:
     assert session_problem(session) is not None
     for profile in PROFILES.values():

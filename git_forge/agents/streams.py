@@ -101,9 +101,9 @@ _SESSION = re.compile(r"[A-Za-z0-9_.:][A-Za-z0-9_.:-]*")
 
 def session_problem(session: str) -> str | None:
     """Why ``session`` may not be put on an agent's command line, or ``None``.
-    Claude's ids are UUIDs and Codex's thread ids too; anything else came from a
-    stream that lies, and an id of ``--dangerously-skip-permissions`` must never
-    become that flag."""
+    The programs' ids are UUIDs (OpenCode's ``ses_…``); anything else came from a
+    stream that lies: an id of ``--dangerously-skip-permissions`` must never become
+    that flag, nor one of ``latest`` or ``3`` resume another session."""
     if len(session) > SESSION_LIMIT:
         return f"a session id of {len(session):,} characters (at most {SESSION_LIMIT})"
     if session.startswith("-"):
@@ -111,6 +111,11 @@ def session_problem(session: str) -> str | None:
     if not _SESSION.fullmatch(session):
         return (f"a session id holding characters other than letters, digits, "
                 f"'-', '_', '.', ':' ({_shown(session)})")
+    if session.isdigit() or session.lower() == "latest" or not any(
+            char.isalnum() for char in session):
+        # what a program's --resume reads as another session (Gemini CLI, Qwen Code: an
+        # index, the latest one), or a path (``..``)
+        return f"a session id that names no one session ({_shown(session)})"
     return None
 
 

@@ -324,11 +324,20 @@ def program_found(argv: Sequence[str], root: Path) -> list[str]:
     if "{prompt_file}" in program or os.path.isabs(program):
         return list(argv)
     if "/" not in program:
-        found = shutil.which(program)
-        if found is None or os.path.isabs(found):
-            return list(argv)
-        program = found
+        found = shutil.which(program, path=rooted_path(root))
+        if found is None or not found.startswith(f"{root}{os.sep}"):
+            return list(argv)  # along an absolute PATH entry: the same file everywhere
+        return [found, *argv[1:]]
     return [os.path.join(root, program), *argv[1:]]
+
+
+def rooted_path(root: Path, path: str | None = None) -> str:
+    """``PATH`` (default: this process's) with its relative entries the repository
+    root's, as a serial run's agent finds them."""
+    entries = (path if path is not None else os.environ.get("PATH", os.defpath)).split(
+        os.pathsep)
+    return os.pathsep.join(entry if os.path.isabs(entry) else os.path.join(root, entry)
+                           for entry in entries)
 
 
 def _commands(value: Any, what: str) -> tuple[Command, ...]:

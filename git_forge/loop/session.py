@@ -40,7 +40,7 @@ from git_forge.loop.errors import LoopError, LoopRefused
 from git_forge.loop.iteration import remove_prompt_files
 from git_forge.loop.journal import EventJSON, Journal
 from git_forge.loop.notify import Notifier
-from git_forge.loop.options import LoopOptions
+from git_forge.loop.options import LoopOptions, rooted_path
 from git_forge.loop.places import MainCheckout, Worktrees
 from git_forge.loop.process_events import ProcessEventPublisher
 from git_forge.loop.progress import NullProgress, Progress
@@ -210,7 +210,8 @@ def check_agent(argv: list[str], root: Path, env: Mapping[str, str] | None = Non
     command = argv[0]
     if "{prompt_file}" in command:
         return  # only known once the prompt is written
-    path_list = (env if env is not None else os.environ).get("PATH", os.defpath)
+    path_list = rooted_path(root, (env if env is not None else os.environ).get(
+        "PATH", os.defpath))
     if "/" in command:
         candidate: str | None = command if os.path.isabs(command) else str(root / command)
     else:
