@@ -151,7 +151,7 @@ VERIFIED: dict[str, Verified] = {
     "claude": Verified((2, 1, 197), (2, 1, 332)),
     "codex": Verified((0, 171, 0), (0, 171, 0)),
     "gemini": Verified((0, 61, 0), (0, 61, 0)),
-    "qwen": Verified((0, 15, 10), (0, 15, 10)),
+    "qwen": Verified((0, 15, 10), (0, 24, 4)),
     "copilot": Verified((1, 0, 102), (1, 0, 102)),
     "opencode": Verified((1, 18, 33), (1, 18, 33)),
 }
