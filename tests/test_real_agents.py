@@ -747,18 +747,22 @@ def test_a_refused_copilot_key_is_not_logged_in(tier: Tier) -> None:
 
 # --- OpenCode -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("tier", OPENCODE, indirect=True)
-def test_opencode_done_after_a_tool_call_then_a_resumed_retry(tier: Tier) -> None:
-    # one test: each OpenCode start takes seconds (it installs its plugin as it starts)
-    tier.server.script(Shell("printf 'hello from the model\\n' > forge_out.txt"),
-                       Say("Not finished yet.", Usage(1000, 50)),
-                       Say(f"I wrote forge_out.txt with the greeting.\n\n{DONE}",
-                           Usage(1000, 50)))
-    result = tier.run()
+@pytest.mark.parametrize("tier3", OPENCODE, indirect=True)
+def test_opencode_done_after_a_tool_call_and_a_resumed_retry_then_needs_human(
+        tier3: Tier) -> None:
+    # one run: each OpenCode start takes seconds (it installs its plugin as it starts)
+    tier3.server.script(Shell("printf 'hello from the model\\n' > forge_out.txt"),
+                        Say("Not finished yet.", Usage(1000, 50)),
+                        Say(f"I wrote forge_out.txt with the greeting.\n\n{DONE}",
+                            Usage(1000, 50)),
+                        Say("The item needs a choice.\n\nFORGE_NEEDS_HUMAN: which database?"))
+    result = tier3.run("--iterations", "3")
     assert result.returncode == 0, result.stderr
-    assert tier.items()["001"]["status"] == "done"
-    assert (tier.root / "forge_out.txt").read_text() == "hello from the model\n"
-    first, second = tier.receipts()
+    items = tier3.items()
+    assert items["001"]["status"] == "done"
+    assert items["002"]["needsHuman"] and items["002"]["blockedReason"] == "which database?"
+    assert (tier3.root / "forge_out.txt").read_text() == "hello from the model\n"
+    first, second, _ = tier3.receipts()
     assert first["sessionId"].startswith("ses_") and second["resumed"] == first["sessionId"]
     # its cost is its own, by the prices in its config: $3 / $15 per million tokens
     assert second["costUsd"] == pytest.approx((1000 * 3 + 50 * 15) / 1e6, rel=0.05)
