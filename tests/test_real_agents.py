@@ -781,3 +781,18 @@ def test_a_rate_limit_after_the_programs_own_retries_is_waited_out(tier: Tier) -
     assert "Rate limit reached" in wait["reason"]  # "try again in 1s": its own time
     receipts = tier.receipts()
     assert receipts[-1]["resumed"] == receipts[0]["sessionId"] is not None
+
+
+@pytest.mark.parametrize("tier", QWEN, indirect=True)
+def test_qwens_own_minutes_of_429_retries_are_bounded_by_the_timeout(tier: Tier) -> None:
+    # Qwen Code retries a 429 by itself for minutes and reports nothing meanwhile (0.15)
+    # or only its retries (0.24): the attempt's --timeout bounds it, and the item is
+    # deferred as any attempt cut off is
+    tier.server.script(*[Limit()] * 200)
+    result = tier.run("--timeout", "0.1", "--retries", "0")
+    assert result.returncode == 5, result.stderr
+    item = tier.items()["001"]
+    assert item["deferred"] and "timed out after 6 seconds" in item["blockedReason"]
+    (exited,) = tier.events("llm_exited")
+    assert exited["state"] == "timed_out"
+    assert len(tier.server.model_requests()) >= 2  # it was retrying on its own
