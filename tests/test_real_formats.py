@@ -682,3 +682,13 @@ def test_opencodes_unknown_counts_are_unknown_sums() -> None:
                           "input": -5, "output": 10, "cache": {"read": 0}}, "cost": 0.01}})
     assert facts.input_tokens is None and facts.output_tokens == 60
     assert "tokens.input" in facts.refused
+
+
+@pytest.mark.parametrize("program", ["gemini", "qwen"])
+def test_a_flag_yargs_refuses_is_a_refused_command_line(program: str) -> None:
+    stderr = (f"Unknown argument: bogus\nUsage: {program} [options] [command]\n\n"
+              "Options:\n  -h, --help  Show help  [boolean]\n")
+    own = gemini_failure if program == "gemini" else qwen_failure
+    verdict = classify(Facts(), 1, stderr, structured=True, now=NOW, own=own)
+    assert (verdict.verdict, verdict.message) == (Verdict.COMMAND_REFUSED,
+                                                  "Unknown argument: bogus")

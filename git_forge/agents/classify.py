@@ -88,12 +88,16 @@ _TIME_LIMIT = re.compile(
 _TRY_AGAIN = re.compile(r"try again (?:at|in)\b", re.IGNORECASE)
 #: The server's own trouble, in the words: never a usage limit.
 _SERVER_ERROR = re.compile(r"API Error:?\s*(?:5\d\d|529)\b", re.IGNORECASE)
-#: A command-line parser's refusal (clap: Codex; commander.js: Claude Code).
+#: A command-line parser's refusal (clap: Codex; commander.js: Claude Code, Copilot
+#: CLI; yargs: Gemini CLI, Qwen Code).
 _USAGE_ERROR = re.compile(
-    r"^error: (?:unexpected argument|unknown option|unknown command|too many arguments|"
+    r"^(?:error: (?:unexpected argument|unknown option|unknown command|too many arguments|"
     r"invalid value|a value is required|the argument .* cannot be used|"
     r"missing required argument|option .* argument .* is invalid|"
-    r"the following required arguments)", re.IGNORECASE | re.MULTILINE)
+    r"the following required arguments)"
+    # yargs (Gemini CLI, Qwen Code): ``Unknown argument: bogus``
+    r"|Unknown arguments?: |Not enough non-option arguments|Invalid values?:)",
+    re.IGNORECASE | re.MULTILINE)
 _API_ERROR = re.compile(r"API Error:?[ \t]*([^\n]*)", re.IGNORECASE)
 _API_STATUS = re.compile(r"^(\d{3})\b")
 _API_TYPE = re.compile(r'"type"\s*:\s*"(\w+_error)"')
