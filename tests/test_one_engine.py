@@ -306,8 +306,12 @@ def test_a_write_into_a_siblings_worktree_is_caught_and_never_committed(
     project.plan({
         "001": [["wait", "../004"], ["write", "../004/planted.txt"], ["mark", "planted"],
                 ["sleep", 0.3], ["write", "item-001.txt"]],
-        "002": [["mark", "started"], ["wait", "001-planted"], ["write", "item-002.txt"]],
-        "003": [["mark", "started"], ["wait", "001-planted"], ["write", "item-003.txt"]],
+        # a write within the inode clock's slack of 004's start would be its own (a
+        # kernel tick cannot be told apart): the slots free well after the plant
+        "002": [["mark", "started"], ["wait", "001-planted"], ["sleep", 0.2],
+                ["write", "item-002.txt"]],
+        "003": [["mark", "started"], ["wait", "001-planted"], ["sleep", 0.2],
+                ["write", "item-003.txt"]],
     })
     result = project.run(3)
     out = result.stdout + result.stderr
