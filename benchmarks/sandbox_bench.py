@@ -29,7 +29,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from timing import bench_env, forge
+from parallel_bench import build, run
+from timing import forge
 
 from git_forge.supervisor.config import SupervisorConfig
 from git_forge.supervisor.manifest import ManifestStore
@@ -38,7 +39,6 @@ from git_forge.supervisor.sandbox import Sandbox, SandboxError, check
 from git_forge.supervisor.supervisor import Supervisor
 
 GOAL_MS = 10.0
-ENV = bench_env(NO_COLOR="1")
 AGENT = """#!/bin/sh
 cat >/dev/null
 echo "done by the agent" > "item-$FORGE_ITEM_ID.txt"
@@ -63,21 +63,6 @@ def supervised_ms(supervisor: Supervisor, cwd: Path, sandbox: Sandbox | None) ->
                               PreparedProcess(["true"], cwd=cwd, sandbox=sandbox))
     supervisor.wait(handle)
     return (time.perf_counter() - started) * 1000
-
-
-def run(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> None:
-    subprocess.run(list(argv), cwd=cwd, env=env or ENV, check=True, capture_output=True)
-
-
-def build(root: Path, items: int) -> None:
-    root.mkdir(parents=True)
-    run("git", "init", "-q", "-b", "main", cwd=root)
-    (root / "README.md").write_text("# bench\n")
-    run(*forge(), "init", cwd=root)
-    for number in range(1, items + 1):
-        run(*forge(), "backlog", "add", "--title", f"Item {number}", cwd=root)
-    run("git", "add", "-A", cwd=root)
-    run("git", "commit", "-q", "-m", "backlog", cwd=root)
 
 
 def loop_ms_per_item(template: Path, work: Path, agent: Path, items: int,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shutil
@@ -266,3 +267,15 @@ def record_fsyncs(monkeypatch: Any) -> list[str]:
 
     monkeypatch.setattr(os, "fsync", recording_fsync)
     return synced
+
+
+@functools.cache
+def sandbox_problem() -> str | None:
+    """Why bubblewrap cannot run a sandbox here (``None``: it can), asked once."""
+    from git_forge.supervisor.sandbox import SandboxError, check
+
+    try:
+        check()
+    except SandboxError as exc:
+        return str(exc)
+    return None

@@ -28,22 +28,11 @@ import psutil
 import pytest
 import waiting
 from builders import backlog_repo
-from helpers import forge_argv, git, run_forge, snapshot
+from helpers import forge_argv, git, run_forge, sandbox_problem, snapshot
 from templates import Templates
 from waiting import wait_for
 
-from git_forge.supervisor.sandbox import SandboxError, check
-
-
-def _bwrap_problem() -> str | None:
-    try:
-        check()
-    except SandboxError as exc:
-        return str(exc)
-    return None
-
-
-_PROBLEM = _bwrap_problem()
+_PROBLEM = sandbox_problem()
 pytestmark = pytest.mark.skipif(_PROBLEM is not None,
                                 reason=f"needs a bubblewrap that works here: {_PROBLEM}")
 

@@ -280,7 +280,7 @@ def _line_of(text: str, position: int) -> str:
 #: The server's own trouble, whose status Gemini CLI exits with (modulo 256): only
 #: those, since other statuses would read as its own exit codes (554 as 42, an
 #: input error; 553 as 41, no auth method).
-_SERVER_STATUSES = (500, 502, 503, 504)
+_SERVER_EXITS = {status % 256: status for status in (500, 502, 503, 504)}
 #: Gemini CLI's words, read in its ``result`` error only (never in free stderr, whose
 #: stack traces are full of numbers): a refused credential, a used-up quota.
 _GEMINI_AUTH = re.compile(r"UNAUTHENTICATED|PERMISSION_DENIED|API key not valid|"
@@ -306,9 +306,9 @@ def gemini_failure(facts: Facts, exit_code: int | None, said: str,
     if (exit_code in (401 % 256, 403 % 256) or _GEMINI_AUTH.search(words)
             or (exit_code == 41 and "Invalid auth method" in said)):
         return Classified(Verdict.FAILED, NOT_LOGGED_IN, message=line)
-    server = {status % 256: status for status in _SERVER_STATUSES}
-    if exit_code in server:
-        return Classified(Verdict.FAILED, f"API Error: {server[exit_code]}", message=line)
+    if exit_code in _SERVER_EXITS:
+        return Classified(Verdict.FAILED, f"API Error: {_SERVER_EXITS[exit_code]}",
+                          message=line)
     return None
 
 

@@ -176,16 +176,13 @@ def _codex_state(env: Mapping[str, str]) -> tuple[Path, ...]:
     return (home / ".codex",) if home is not None else ()
 
 
-def _gemini_state(env: Mapping[str, str]) -> tuple[Path, ...]:
-    """Gemini CLI's home: ``~/.gemini`` (settings, chats)."""
-    home = _home(env)
-    return (home / ".gemini",) if home is not None else ()
-
-
-def _qwen_state(env: Mapping[str, str]) -> tuple[Path, ...]:
-    """Qwen Code's home: ``~/.qwen`` (settings, chats)."""
-    home = _home(env)
-    return (home / ".qwen",) if home is not None else ()
+def _in_home(name: str) -> Callable[[Mapping[str, str]], tuple[Path, ...]]:
+    """A program whose own files are one directory in the home (Gemini CLI's
+    ``~/.gemini``, Qwen Code's ``~/.qwen``: settings, chats)."""
+    def state(env: Mapping[str, str]) -> tuple[Path, ...]:
+        home = _home(env)
+        return (home / name,) if home is not None else ()
+    return state
 
 
 def _copilot_state(env: Mapping[str, str]) -> tuple[Path, ...]:
@@ -230,14 +227,14 @@ PROFILES: dict[str, Profile] = {
     "gemini": Profile(
         "gemini", "gemini", ("gemini", "--output-format", "stream-json", "--skip-trust"),
         GeminiStream, resume=lambda session: (f"--resume={session}",), structured=True,
-        verified=VERIFIED["gemini"], state=_gemini_state, failure=gemini_failure),
+        verified=VERIFIED["gemini"], state=_in_home(".gemini"), failure=gemini_failure),
     # ``qwen --output-format stream-json``: the prompt on stdin runs it headless; its
     # server and key (``--auth-type openai``, ``OPENAI_BASE_URL``…) and ``--yolo`` are
     # the user's to give.
     "qwen": Profile(
         "qwen", "qwen", ("qwen", "--output-format", "stream-json"), QwenStream,
         resume=lambda session: (f"--resume={session}",), structured=True,
-        verified=VERIFIED["qwen"], state=_qwen_state, failure=qwen_failure),
+        verified=VERIFIED["qwen"], state=_in_home(".qwen"), failure=qwen_failure),
     # ``copilot --output-format json``: the prompt on stdin runs it headless; what it may
     # do on its own (``--allow-all-tools``, ``--allow-all-paths``) is the user's to give.
     "copilot": Profile(

@@ -116,6 +116,11 @@ def after_attempt(run: RunContext, taken: Item, result: AgentResult) -> Step | E
     return Ending(LOOP_ERROR, "error", message, error=message.splitlines()[0])
 
 
+def _minutes_run(run: RunContext) -> float:
+    """How long the run has run (``--max-duration`` counts it)."""
+    return (time.monotonic() - run.began) / 60
+
+
 def _limit(run: RunContext, item_id: str, result: AgentResult) -> Step | Ending:
     """A limit with a time it lifts: wait it out and retry, or stop (``--on-limit stop``)."""
     options = run.options
@@ -123,12 +128,12 @@ def _limit(run: RunContext, item_id: str, result: AgentResult) -> Step | Ending:
                                          options.limit_wait_max_minutes)
     waits = options.on_limit == "wait" or (options.on_limit == "fallback" and result.fallback)
     if options.max_duration_minutes is not None and waits:
-        left = options.max_duration_minutes * 60 - (time.monotonic() - run.began)
+        minutes = _minutes_run(run)
+        left = (options.max_duration_minutes - minutes) * 60
         if (until - datetime.now(UTC)).total_seconds() > left:  # it would outlast the run
             _back_to_pending(run, item_id)
-            run.journal.append("max_duration_reached", minutes=round(
-                (time.monotonic() - run.began) / 60, 3),
-                maxDurationMinutes=options.max_duration_minutes)
+            run.journal.append("max_duration_reached", minutes=round(minutes, 3),
+                               maxDurationMinutes=options.max_duration_minutes)
             return Ending(LOOP_LIMIT, "stopped",
                           f"stopped: the agent's usage limit ({reason}) lifts at "
                           f"{wire_stamp(until)}, after --max-duration "
@@ -187,7 +192,7 @@ def over_budget(run: RunContext) -> Ending | None:
         return Ending(LOOP_LIMIT, "stopped",
                       f"stopped: this run's agents used {tokens:,} tokens, reaching "
                       f"--max-tokens {options.max_tokens:,} ({spent.describe()})")
-    minutes = (time.monotonic() - run.began) / 60
+    minutes = _minutes_run(run)
     if options.max_duration_minutes is not None and minutes >= options.max_duration_minutes:
         run.journal.append("max_duration_reached", minutes=round(minutes, 3),
                            maxDurationMinutes=options.max_duration_minutes)
