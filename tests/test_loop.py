@@ -454,6 +454,29 @@ def test_force_launches_on_a_dirty_tree_and_leaves_that_work_alone(loop: Loop) -
     assert stash == ["tmp.txt"]
 
 
+def test_an_agent_s_edit_left_uncommitted_is_never_reported_plainly_done(loop: Loop) -> None:
+    # --force leaves the operator's changed README.md alone; 001's agent edits it too
+    (loop.root / "README.md").write_text("operator edit\n")
+    loop.plan({"001": {"signal": "FORGE_DONE",
+                       "files": {"README.md": "operator edit\nagent edit\n", "new.py": "n\n"}}})
+    result = loop.run("--force", "--iterations", "2")
+    assert result.returncode == 0, result.stderr
+    assert "README.md" not in loop.files_of("HEAD~1") and "new.py" in loop.files_of("HEAD~1")
+    why = "README.md (it had changes before the run: --force) stays uncommitted in"
+    finished = next(line for line in result.stdout.splitlines() if line.startswith("  001 done"))
+    assert ", but not all of it: " + why in finished
+    assert f"  001  done, but {why} {loop.root}" in result.stdout.splitlines()
+    # 002's agent left README.md alone: plainly done
+    assert next(line for line in result.stdout.splitlines()
+                if line.startswith("  002 done")).count("not all") == 0
+    completed = {e["itemId"]: e for e in loop.events() if e["type"] == "item_completed"}
+    assert completed["001"]["uncommitted"] == [
+        {"path": "README.md", "why": "it had changes before the run: --force"}]
+    assert completed["001"]["uncommittedIn"] == str(loop.root)
+    assert "uncommitted" not in completed["002"]
+    assert (loop.root / "README.md").read_text() == "operator edit\nagent edit\n"
+
+
 def test_an_external_runner_loop_is_started_after_the_pre_launch_check(
     git_repo: Path, tmp_path: Path
 ) -> None:

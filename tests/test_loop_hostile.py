@@ -212,7 +212,12 @@ def test_a_nested_repository_is_left_untracked_reported_and_reconcilable(
     assert result.returncode == 0, result.stderr
     items = project.items()
     assert all(item["status"] == "done" for item in items.values())
-    assert "nested left in the tree, not committed" in result.stdout
+    # done, but never plainly: the path left and where it stays are said
+    assert any(line.startswith("  001 done: ") and ", but not all of it: nested (" in line
+               and f"stays uncommitted in {project.root}" in line
+               for line in result.stdout.splitlines()), result.stdout
+    completed = next(e for e in project.events() if e["type"] == "item_completed")
+    assert [entry["path"] for entry in completed["uncommitted"]] == ["nested"]
     assert project.files_of("HEAD~2") == [".forge/backlog.json", "work.txt"]
     assert project.status() == "?? nested/\n"
     # One status everywhere: the pre-launch check stops on it and reconcile shows it.

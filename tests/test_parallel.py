@@ -45,6 +45,10 @@ if mode == "clash":
     lines = open("shared.txt").read().splitlines(keepends=True)
     lines[0] = f"line one, as item {item} has it\n"
     open("shared.txt", "w").write("".join(lines))
+elif mode == "nested" and item == "001":  # a repository of its own: never committed
+    import subprocess
+    subprocess.run(["git", "init", "-q", "nested"], check=True)
+    open(f"item-{item}.txt", "w").write("mine\n")
 elif mode == "escape" and item == "001":
     open(os.path.join(os.environ["FORGE_TEST_MAIN"], "escaped.txt"), "w").write("oops\n")
     open(f"item-{item}.txt", "w").write("mine\n")
@@ -232,6 +236,26 @@ def test_an_agent_writing_into_the_main_checkout_is_caught(templates: Templates,
     assert git("status", "--porcelain", cwd=project) == "?? escaped.txt\n"
     assert "escaped.txt" not in git("log", "--all", "--name-only", "--format=", cwd=project)
     assert "001" not in item_commits(project)
+
+
+def test_a_path_left_in_a_worktree_is_said_with_the_item_s_done(templates: Templates,
+                                                                tmp_path: Path,
+                                                                agent: Path) -> None:
+    project = templates.copy("parallel-chain", build_chain, tmp_path / "repo")
+    result = run_parallel(project, agent, 2, loop_env(tmp_path, FORGE_TEST_MODE="nested"),
+                          "--iterations", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    assert backlog(project)["001"]["status"] == "done"
+    assert "item-001.txt" in item_commits(project)["001"]
+    left = json.loads(result.stdout)["uncommitted"]
+    assert len(left) == 1 and left[0]["itemId"] == "001"
+    assert [entry["path"] for entry in left[0]["paths"]] == ["nested"]
+    assert (Path(left[0]["where"]) / "nested" / ".git").is_dir()  # kept, and holds it
+    events = [json.loads(line) for line in
+              (project / ".forge" / "events.ndjson").read_text().splitlines()]
+    completed = {e["itemId"]: e for e in events if e["type"] == "item_completed"}
+    assert completed["001"]["uncommitted"] == left[0]["paths"]
+    assert completed["001"]["uncommittedIn"] == left[0]["where"]
 
 
 def agent_pids(tmp_path: Path) -> set[int]:

@@ -34,6 +34,7 @@ from git_forge.loop.control import request_stop
 from git_forge.loop.engine import LoopRefused
 from git_forge.loop.launch import launch_external
 from git_forge.loop.options import LoopFlags, loop_options
+from git_forge.loop.summary import left_words
 from git_forge.words import counted, size
 from git_forge.workspace import locate
 
@@ -242,9 +243,10 @@ class TerminalProgress:
         self._emit(erase + self.line)
 
     def output(self, text: str) -> None:
+        """Whole lines of the agent's output behind the gutter, written at once."""
         if self.follow and not self.ndjson:
-            for line in text.rstrip("\n").split("\n"):
-                self._write(f"  | {last_segment(line)}")
+            self._write("\n".join(f"  | {last_segment(line)}"
+                                   for line in text.rstrip("\n").split("\n")))
 
     def finished(self, item: Item, outcome: str, detail: str) -> None:
         if self.ndjson:
@@ -392,7 +394,8 @@ def _run_embedded(args: argparse.Namespace, workspace: Workspace, options: LoopO
         emit_json({"status": result.status, "exitCode": result.exit_code,
                    "runId": result.run_id, "message": result.message or None,
                    "state": result.state.to_json(), "backlogSummary": result.backlog,
-                   "waiting": result.waiting, "costs": result.costs})
+                   "waiting": result.waiting, "costs": result.costs,
+                   "uncommitted": result.uncommitted})
     elif not args.ndjson:
         print("\n".join(render_summary(result)))
         if result.message:
@@ -412,6 +415,8 @@ def render_summary(result: LoopResult) -> list[str]:
              f"{'needs' if len(state.needs_human_items) == 1 else 'need'} a human, "
              f"{len(state.blocked_items)} blocked, "
              f"{len(state.deferred_items)} deferred"]
+    for left in result.uncommitted:  # done, but not all of its agent's changes committed
+        lines.append(f"  {left['itemId']}  done, but {left_words(left)}")
     if result.costs and _reported(result.costs["run"]):  # a generic agent reports nothing
         lines.extend(render_costs(result.costs["run"], result.costs.get("items") or {}))
     checks = result.costs["run"].get("verify") if result.costs else None

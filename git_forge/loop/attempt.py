@@ -22,14 +22,44 @@ from git_forge.agents.streams import Facts
 from git_forge.loop.process_events import duration_ms
 from git_forge.loop.signals import NO_SIGNAL, Signal, parse_signal
 from git_forge.safetext import safe_text
+from git_forge.supervisor.follow import skipped_note
 from git_forge.supervisor.manifest import Manifest
 
 #: Lines of the agent's stderr a circuit breaker's message quotes.
 STDERR_LINES = 5
 
 
-#: The most pieces of streamed text kept for ``--follow`` between two looks.
-FOLLOWED_PIECES = 256
+#: The most lines of streamed text kept for ``--follow`` between two looks.
+FOLLOWED_LINES = 2048
+
+
+class FollowedText:
+    """The assistant's text as it streams, held for the loop's ``--follow`` until
+    its next look: at most ``FOLLOWED_LINES`` lines (memory stays flat whatever the
+    agent says); a follower that fell behind is told how many it missed and where
+    they are. Written by the supervisor's reader thread, taken by the loop's."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self._lines: deque[str] = deque()
+        self._skipped = 0
+        self._lock = threading.Lock()
+
+    def add(self, text: str) -> None:
+        with self._lock:
+            self._lines.extend(text.rstrip("\n").split("\n"))
+            while len(self._lines) > FOLLOWED_LINES:
+                self._lines.popleft()
+                self._skipped += 1
+
+    def take(self) -> list[str]:
+        """The lines since the last call, a note first for those left out."""
+        with self._lock:
+            lines = [skipped_note(self._skipped, self.where)] if self._skipped else []
+            lines.extend(self._lines)
+            self._lines.clear()
+            self._skipped = 0
+        return lines
 
 
 class Attempt:
@@ -37,7 +67,7 @@ class Attempt:
 
     def __init__(self, profile: Profile, *, follow: bool = False,
                  resumed: Session | None = None, agent: str | None = None,
-                 fallback: bool = False) -> None:
+                 fallback: bool = False, where: str = "git forge proc output") -> None:
         self.profile = profile
         #: Which agent its receipt names (a run with a fallback agent names each).
         self.agent = agent
@@ -45,11 +75,10 @@ class Attempt:
         self.fallback = fallback
         #: The session this start resumes (``None``: a fresh one).
         self.resumed = resumed
-        #: The assistant's text as it streams, for the loop's ``--follow``.
-        #: Bounded: a follower that falls behind sees the latest pieces (its memory stays
-        #: flat whatever the agent prints).
-        self.followed: deque[str] = deque(maxlen=FOLLOWED_PIECES)
-        sink = self.followed.append if follow and profile.structured else None
+        #: The assistant's text as it streams, for the loop's ``--follow`` (``where``:
+        #: the command that shows all of the agent's output).
+        self.followed = FollowedText(where)
+        sink = self.followed.add if follow and profile.structured else None
         self.reader = profile.reader(sink) if profile.structured else None
         self._lock = threading.Lock()
         self._facts: Facts | None = None
@@ -109,13 +138,6 @@ class Attempt:
         else:
             reported = None
         return Session(facts.session_id, reported)
-
-    def take_followed(self) -> str:
-        """The assistant's text streamed since the last call ('' when none)."""
-        parts = []
-        while self.followed:
-            parts.append(self.followed.popleft())
-        return "\n".join(part.rstrip("\n") for part in parts)
 
     def read(self, stdout: bytes, stderr: bytes, exit_code: int | None,
              cut_off: bool, now: datetime | None = None) -> tuple[Signal, Classified]:

@@ -28,6 +28,7 @@ from git_forge.loop.journal import Journal
 from git_forge.loop.options import LoopOptions
 from git_forge.loop.progress import Progress
 from git_forge.loop.state import RunState, write_state
+from git_forge.loop.summary import UncommittedJSON
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.reconcile import messages
 from git_forge.reconcile.stranded import stranded
@@ -58,7 +59,11 @@ class RunContext:
     #: The branch the run started on (``None``: a detached HEAD, with ``--force``): the
     #: only one it ever commits to.
     branch: str | None = None
-    preexisting: frozenset[str] = frozenset()
+    #: Paths changed before the run (``--force``), which it never commits, each with
+    #: how it last looked (``path_mark``): a change to one is an agent's edit left behind.
+    preexisting: dict[str, PathMark] = field(default_factory=dict)
+    #: Done items whose agents' changes were not all committed: item → what was left.
+    uncommitted: dict[str, UncommittedJSON] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
     #: What an item's last attempt failed of the verification gates (its excerpt),
     #: for its next prompt (``loop.verify``).
@@ -183,6 +188,32 @@ def _item_in(raw: bytes, item_id: str) -> Item | None:
     return None
 
 
+#: How a path in the tree looks, to see whether it changed: its lstat's type, size,
+#: times and inode (git's own "racy" data), or None when it is missing.
+PathMark = tuple[int, int, int, int, int] | None
+
+
+def path_mark(root: Path, path: str) -> PathMark:
+    try:
+        stat = (root / path.rstrip("/")).lstat()
+    except OSError:
+        return None
+    return (stat.st_mode, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+
+
+def edited_preexisting(run: RunContext) -> list[str]:
+    """The paths changed before the run (``--force``) that changed again since the
+    last look: an agent edited them, and the run leaves them uncommitted."""
+    root = run.workspace.root
+    edited = []
+    for path, mark in run.preexisting.items():
+        now = path_mark(root, path)
+        if now != mark:
+            run.preexisting[path] = now
+            edited.append(path.rstrip("/"))
+    return edited
+
+
 def left_branch(run: RunContext) -> str | None:
     """What the main checkout was switched to, when it is no longer on the branch the
     run started on (``to branch x``, ``to a detached HEAD at …``); else ``None``."""
@@ -215,12 +246,13 @@ def dirty(run: RunContext, listed: list[StatusEntry] | None = None) -> list[str]
 
 def actionable(run: RunContext, item_id: str, paths: list[str], action: Action) -> list[str]:
     """The ``paths`` that ``action`` can handle as git would. The others are kept
-    back for the rest of the run, each with why and the git command to use,
-    which the progress is told: the run goes on without them."""
+    back for the rest of the run, each with why and the git command to use: the
+    run goes on without them. Those not kept as abandoned work are said now; those
+    not committed, by the item's outcome (``Landed.left``)."""
     refused = dict(refusals(run.repo, paths, action)) if paths else {}
-    verb = "committed" if action == "commit" else "kept as its abandoned work"
     for path, why in refused.items():
         run.kept_back[path] = why
-        run.progress.note(f"item {item_id}: {quote_path(path)} left in the tree, not {verb}:"
-                          f" {why}")
+        if action != "commit":
+            run.progress.note(f"item {item_id}: {quote_path(path)} left in the tree, not "
+                              f"kept as its abandoned work: {why}")
     return [path for path in paths if path not in refused]

@@ -160,6 +160,7 @@ def start_agent(run: RunContext, item: Item, number: int, *,
                           verify_failure=run.verify_failures.pop(item_id, None))
     run.journal.sync()  # the item's start is on disk before its agent is
     attempt = Attempt(options.profile_of(fallback), follow=options.follow, resumed=session,
+                      where=f"git forge proc output {item_id}",
                       agent=options.profile_of(fallback).name if options.fallback_agent
                       else None, fallback=fallback)
     try:

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Literal
 
 from git_forge.loop.containment import Baseline, Escape, Window, escaped, foreign, take_baseline
+from git_forge.loop.summary import LeftPathJSON
 from git_forge.reconcile import messages
 from git_forge.reconcile.item_trees import tree_changes
 from git_forge.reconcile.merge_queue import Outcome, integrate_items, tidy
@@ -91,6 +92,8 @@ class Merged:
     job: Job
     commit: str
     outcome: Outcome
+    #: The agent's changes left in its worktree, not committed, each with why.
+    left: tuple[LeftPathJSON, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -241,7 +244,7 @@ class MergeWorker:
             self.baseline = self._baseline()  # reported once
             if found.item_id == seen.item_id:  # its own work is not integrated
                 own = seen
-        committed: list[tuple[Job, str]] = []
+        committed: list[tuple[Job, str, tuple[LeftPathJSON, ...]]] = []
         for job in jobs:
             if job is own or job.kind == "leftovers":
                 self._leftovers(job)
@@ -249,7 +252,7 @@ class MergeWorker:
                 self._keep(job)
             elif job.kind == "done":
                 try:
-                    committed.append((job, self._commit(job)))
+                    committed.append((job, *self._commit(job)))
                 except GitError as exc:
                     self._results.put(CommitFailed(job, exc.message))
         if not committed:
@@ -257,9 +260,10 @@ class MergeWorker:
         # a fast-forward moves only clean paths (a dirty one in the way refuses it): the
         # main checkout's baseline holds
         outcomes = integrate_items(self.root, self.state_dir,
-                                   [job.item_id for job, _ in committed], self.onto, self.check)
-        for (job, commit), outcome in zip(committed, outcomes, strict=True):
-            self._results.put(Merged(job, commit, outcome))
+                                   [job.item_id for job, _, _ in committed], self.onto,
+                                   self.check)
+        for (job, commit, left), outcome in zip(committed, outcomes, strict=True):
+            self._results.put(Merged(job, commit, outcome, left))
 
     def _paths(self, job: Job) -> list[str]:
         """The agent's own changes in its worktree: never backlog.json or state files,
@@ -275,21 +279,18 @@ class MergeWorker:
             written.update(entry.path for entry in found.entries)
         return [entry.path.rstrip("/") for entry in changes if entry.path not in written]
 
-    def _commit(self, job: Job) -> str:
+    def _commit(self, job: Job) -> tuple[str, tuple[LeftPathJSON, ...]]:
         """Commit exactly the agent's changes in its worktree, on whatever its HEAD is
         now (none is an empty commit, as a serial done item without work has one), and
         hold the item's branch there; what git-forge cannot commit as git would stays
-        there, and so does the worktree."""
+        there (returned, each with why), and so does the worktree."""
         paths = self._paths(job)
         repo = self._opened(job.tree)
         refused = dict(refusals(repo, paths, "commit")) if paths else {}
-        for path, why in refused.items():
-            self._results.put(Noted(job, f"item {job.item_id}: {path} left in its worktree, "
-                                         f"not committed: {why}"))
         commit = commit_paths(repo, [p for p in paths if p not in refused],
                               messages.item_done(job.item_id, job.title), allow_empty=True)
         hold_on(self.root, job.tree, messages.item_branch(job.item_id), repo.branch_name)
-        return commit
+        return commit, tuple(LeftPathJSON(path=path, why=why) for path, why in refused.items())
 
     def _leftovers(self, job: Job) -> None:
         """The agent's leftovers kept as its item's abandoned work, then its worktree

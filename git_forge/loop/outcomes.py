@@ -33,6 +33,7 @@ from git_forge.loop.context import RunContext
 from git_forge.loop.errors import LoopError
 from git_forge.loop.iteration import AgentResult
 from git_forge.loop.places import NotLanded
+from git_forge.loop.summary import UncommittedJSON, left_words
 from git_forge.reconcile import messages
 from git_forge.reconcile.conflicts import clear_conflict
 from git_forge.supervisor.lifecycle import ProcessError
@@ -104,14 +105,22 @@ def landed(run: RunContext, place: Place, before: Item, landing: Landing,
     if landing.integrated is not None:
         run.journal.append("item_integrated", itemId=item_id,
                            commits=list(landing.integrated.commits), tip=landing.integrated.tip)
+    left: dict[str, Any] = {}
+    if landing.left:  # never plainly done: what was not committed, and where it is
+        run.uncommitted[item_id] = UncommittedJSON(itemId=item_id, where=landing.left_in,
+                                                   paths=list(landing.left))
+        left = {"uncommitted": list(landing.left), "uncommittedIn": landing.left_in}
     run.journal.append("item_completed", itemId=item_id, title=before.title,
-                       commit=landing.commit)
+                       commit=landing.commit, **left)
     run.state = run.state._replace(completed_items=(*run.state.completed_items, item_id))
     clear_conflict(run.workspace.state_dir, item_id)  # a retried conflict landed
     if landing.integrated is not None and landing.integrated.kept:
         run.progress.note(f"item {item_id}: its worktree is kept: {landing.integrated.kept}")
     _settled(run, item_id, "clean")
-    run.progress.finished(run.store.get(item_id), Outcome.DONE.label, landing.commit[:12])
+    detail = landing.commit[:12]
+    if landing.left:
+        detail += ", but not all of it: " + left_words(run.uncommitted[item_id])
+    run.progress.finished(run.store.get(item_id), Outcome.DONE.label, detail)
     return Outcome.DONE
 
 

@@ -47,6 +47,7 @@ from git_forge.loop.context import (
     commit,
     commit_others,
     dirty,
+    edited_preexisting,
     on_disk,
 )
 from git_forge.loop.errors import LoopError
@@ -62,6 +63,7 @@ from git_forge.loop.merging import (
     Seen,
     kept_note,
 )
+from git_forge.loop.summary import LeftPathJSON
 from git_forge.loop.verify import STOPPED_CHECK, integration_check
 from git_forge.loop.worktree_prep import WorktreePreparer
 from git_forge.owned import make_dir
@@ -70,7 +72,7 @@ from git_forge.reconcile.conflicts import RECOVER_ANSWERS, record_conflict
 from git_forge.reconcile.merge_queue import Conflicted, Integrated, Unverified, tidy
 from git_forge.tree.errors import GitError
 from git_forge.tree.git_status import ListingMeanwhile
-from git_forge.tree.porcelain import StatusEntry
+from git_forge.tree.porcelain import StatusEntry, quote_path
 from git_forge.tree.stash import keep_paths
 from git_forge.tree.worktrees import (
     add_worktree,
@@ -83,11 +85,15 @@ from git_forge.tree.worktrees import (
 @dataclass(frozen=True)
 class Landed:
     """A done item's work is on the loop's branch: ``commit`` is its last commit
-    there; ``integrated``: how the merge queue put it there (items in worktrees)."""
+    there; ``integrated``: how the merge queue put it there (items in worktrees).
+    ``left``: its agent's changes that were not committed (each with why), which
+    stay in the tree ``left_in``."""
 
     item_id: str
     commit: str
     integrated: Integrated | None = None
+    left: tuple[LeftPathJSON, ...] = ()
+    left_in: str = ""
 
 
 @dataclass(frozen=True)
@@ -271,7 +277,11 @@ class MainCheckout:
         except GitError as exc:
             return NotLanded(item.id, "the agent signalled done, but the commit failed: "
                              f"{exc.message}")
-        return Landed(item.id, made)
+        left = [LeftPathJSON(path=path, why=run.kept_back[path])
+                for path in changed if path not in paths]
+        left += [LeftPathJSON(path=path, why="it had changes before the run: --force")
+                 for path in edited_preexisting(run)]
+        return Landed(item.id, made, left=tuple(left), left_in=str(run.workspace.root))
 
     def clear(self, item: Item, listed: list[StatusEntry] | None, *,
               again: bool = False) -> list[str]:
@@ -280,6 +290,11 @@ class MainCheckout:
         would stays, kept back for the run."""
         run = self.run
         item_id = item.id
+        edited = edited_preexisting(run)
+        if edited:
+            run.progress.note(f"item {item_id}: its agent changed "
+                              f"{', '.join(quote_path(path) for path in edited)}, which had "
+                              "changes before the run (--force): left as they are")
         leftovers = [path for path in dirty(run, listed) if path != run.backlog_rel]
         keepable = actionable(run, item_id, leftovers, "stash")
         if keepable:
@@ -506,7 +521,8 @@ class Worktrees:
         outcome = result.outcome
         item_id = result.job.item_id
         if isinstance(outcome, Integrated):
-            return Landed(item_id, (outcome.commits or (result.commit,))[-1], outcome)
+            return Landed(item_id, (outcome.commits or (result.commit,))[-1], outcome,
+                          left=result.left, left_in=str(result.job.tree))
         if isinstance(outcome, Conflicted):
             self.run.journal.append("merge_conflict", itemId=item_id, paths=list(outcome.paths),
                                     collidedWith=list(outcome.collided_with),

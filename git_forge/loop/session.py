@@ -35,7 +35,7 @@ from git_forge.loop import control, limits_wait, notify, receipts, sandboxing
 from git_forge.loop.agent_run import Ending
 from git_forge.loop.agent_state import AgentState
 from git_forge.loop.breaker import Breaker
-from git_forge.loop.context import RunContext, commit, dirty
+from git_forge.loop.context import PathMark, RunContext, commit, dirty, path_mark
 from git_forge.loop.errors import LoopError, LoopRefused
 from git_forge.loop.iteration import remove_prompt_files
 from git_forge.loop.journal import EventJSON, Journal
@@ -272,19 +272,21 @@ def _take_loop_locks(workspace: Workspace, holder: str) -> list[FileLock]:
     return taken
 
 
-def _refuse_unless_forced(repo: Repo, workspace: Workspace, force: bool) -> frozenset[str]:
+def _refuse_unless_forced(repo: Repo, workspace: Workspace,
+                          force: bool) -> dict[str, PathMark]:
     """The pre-launch check and the HEAD refusals; returns the paths that were
-    dirty before the run (only possible with ``--force``), which the run leaves alone."""
+    dirty before the run (only possible with ``--force``), which the run leaves alone,
+    each with how it looks now."""
     if repo.is_unborn and not force:
         raise LoopError(UNBORN_BRANCH, exit_code=LOOP_REFUSED)
     if repo.is_detached and not force:
         raise LoopError(DETACHED_HEAD, exit_code=LOOP_REFUSED)
     result = check(workspace.root, workspace.state_dir, workspace.backlog_file)
     if result.status == "ok":
-        return frozenset()
+        return {}
     if not force:
         raise LoopRefused("the pre-launch check stopped this launch", result)
-    return frozenset(entry.path for entry in result.entries)
+    return {entry.path: path_mark(workspace.root, entry.path) for entry in result.entries}
 
 
 # --- the start of the run: the journal, restore, the queued backlog ---------------------------
@@ -376,7 +378,7 @@ def _end(run: RunContext) -> LoopResult:
                        completed=len(run.state.completed_items))
     items = run.store.items()
     ended = loop_result(items, run.state, code, status, final_message(items, code),
-                        costs(run))
+                        costs(run), list(run.uncommitted.values()))
     if ended.waiting:
         ids = [entry["id"] for entry in ended.waiting]
         run.agent.notifier.send(notify.WAITING, ",".join(ids), itemIds=ids,

@@ -75,6 +75,7 @@ from git_forge.loop.verify import (
     run_baseline,
     start_gate,
 )
+from git_forge.supervisor.follow import LineFollower
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.tree.errors import GitError
@@ -83,8 +84,6 @@ from git_forge.tree.porcelain import StatusEntry
 
 #: How long one look at the running agents waits for the first of them to end.
 POLL_SECONDS = 0.05
-#: How much of an agent's output one look reads (``--follow``).
-READ_BYTES = 32 * 1024
 
 
 @dataclass
@@ -97,7 +96,8 @@ class _Agent:
     started: float
     #: Reads the agent's stream (its receipt; a structured agent's final text).
     attempt: Attempt
-    cursor: int = 0
+    #: Its output's lines for ``--follow`` (a generic agent's; made at the first look).
+    follower: LineFollower | None = None
     output_bytes: int = 0
     #: When its output last grew (``--idle-timeout``), and whether that ended it.
     heard_at: float = 0.0
@@ -322,10 +322,11 @@ class Engine:
         ended: list[tuple[_Agent, Manifest]] = []
         idle_limit = run.options.idle_minutes * 60 if run.options.idle_minutes else None
         for agent in running:
-            if agent.handle in settled:
+            final = agent.handle in settled
+            if final:
                 ended.append((agent, supervisor.wait(agent.handle)))
             heard = agent.output_bytes
-            self._read(agent)
+            self._read(agent, final=final)
             moment = time.monotonic()
             if agent.output_bytes != heard:
                 agent.heard_at = moment
@@ -336,31 +337,32 @@ class Engine:
         self._show()
         return ended
 
-    def _read(self, agent: _Agent) -> None:
-        """The agent's new output: a structured agent's text as its reader follows it,
-        else the output itself; with several slots each line names its item."""
+    def _read(self, agent: _Agent, *, final: bool = False) -> None:
+        """How much the agent printed, and with ``--follow`` its new lines: a
+        structured agent's text as its reader follows it, else the output itself,
+        whole lines in order (``final``: up to its end); with several slots each line
+        names its item."""
         supervisor = self.run.supervisor
-        structured = agent.attempt.reader is not None
-        if structured:
-            agent.output_bytes = supervisor.output_bytes(agent.handle)
-            text = agent.attempt.take_followed()
+        agent.output_bytes = supervisor.output_bytes(agent.handle)
+        if not self.run.options.follow:
+            return
+        if agent.attempt.reader is not None:
+            lines = agent.attempt.followed.take()
         else:
+            if agent.follower is None:
+                agent.follower = LineFollower(supervisor, agent.handle,
+                                              f"git forge proc output {agent.item.id}")
             try:
-                rendered = supervisor.render(agent.handle, agent.cursor, READ_BYTES)
+                lines = agent.follower.take(final=final)
             except ProcessError as exc:
                 if exc.code != "cursor_ahead":
                     raise
                 return  # bytes lost to a full disk: the storage error ends the run at its end
-            text = rendered.output
-            agent.cursor, agent.output_bytes = rendered.next_cursor, rendered.total_bytes
-        if not text:
+        if not lines:
             return
         if self.place.slots > 1:
-            text = "".join(f"[{agent.item.id}] {line}\n"
-                           for line in text.rstrip("\n").split("\n"))
-        elif structured:
-            text += "\n"
-        self.run.progress.output(text)
+            lines = [f"[{agent.item.id}] {line}" for line in lines]
+        self.run.progress.output("\n".join(lines) + "\n")
 
     def _show(self) -> None:
         """What the progress shows while agents run: a slot's item, elapsed and output
@@ -649,7 +651,8 @@ class Engine:
 
 def result(run: RunContext, code: int, status: str, message: str = "") -> LoopResult:
     """The run's result as it ends now, with what its agents cost."""
-    return loop_result(run.store.items(), run.state, code, status, message, costs(run))
+    return loop_result(run.store.items(), run.state, code, status, message, costs(run),
+                       list(run.uncommitted.values()))
 
 
 def costs(run: RunContext) -> RunCostsJSON | None:

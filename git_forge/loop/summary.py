@@ -16,6 +16,7 @@ from git_forge.backlog.model import BacklogSummaryJSON, select_next, summarize
 from git_forge.backlog.topology import dependency_cycles, id_key
 from git_forge.exit_codes import LOOP_BLOCKED, LOOP_DONE
 from git_forge.loop.state import RunState
+from git_forge.tree.porcelain import quote_path
 
 
 class WaitingItemJSON(TypedDict):
@@ -34,6 +35,29 @@ class RunCostsJSON(TypedDict):
     items: dict[str, TotalsJSON]
 
 
+class LeftPathJSON(TypedDict):
+    """A changed path the run left uncommitted, and why."""
+
+    path: str
+    why: str
+
+
+class UncommittedJSON(TypedDict):
+    """A done item's changes the run could not all commit: which, why, and where they
+    stay (the working tree, or the item's kept worktree)."""
+
+    itemId: str
+    where: str
+    paths: list[LeftPathJSON]
+
+
+def left_words(left: UncommittedJSON) -> str:
+    """``a.txt (why) stays uncommitted in <tree>``: what a done item left, for people."""
+    paths = "; ".join(f"{quote_path(entry['path'])} ({entry['why']})" for entry in left["paths"])
+    verb = "stays" if len(left["paths"]) == 1 else "stay"
+    return f"{paths} {verb} uncommitted in {left['where']}"
+
+
 @dataclass
 class LoopResult:
     exit_code: int
@@ -48,13 +72,16 @@ class LoopResult:
     #: What this run's agents cost (``loop/receipts.py``), ``None`` when nothing was
     #: recorded.
     costs: RunCostsJSON | None = None
+    #: This run's done items whose changes were not all committed.
+    uncommitted: list[UncommittedJSON] = field(default_factory=list)
 
 
 def loop_result(items: list[Item], state: RunState, code: int, status: str,
-                message: str = "", costs: RunCostsJSON | None = None) -> LoopResult:
+                message: str = "", costs: RunCostsJSON | None = None,
+                uncommitted: list[UncommittedJSON] | None = None) -> LoopResult:
     """The result of a run whose backlog now holds ``items``."""
     return LoopResult(code, status, state.run_id or "", state, message,
-                      summarize(items), waiting_items(items), costs)
+                      summarize(items), waiting_items(items), costs, uncommitted or [])
 
 
 def waiting_items(items: list[Item]) -> list[WaitingItemJSON]:

@@ -12,14 +12,24 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
+from git_forge.safetext import safe_text
+from git_forge.supervisor.buffer import Chunk
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.supervisor.render import RenderedOutput
 from git_forge.supervisor.view import ProcView
+from git_forge.words import size
 
 #: How long a follower waits before it reads a live process's spool again.
 FOLLOW_POLL_SECONDS = 0.2
+#: How far behind a line follower may fall before it skips ahead (it cannot keep up).
+BEHIND_BYTES = 1024 * 1024
+#: What a line follower reads in one look, and what of the end it resumes at after a skip.
+LOOK_BYTES = 256 * 1024
+#: The longest line a line follower shows whole; the rest of a longer one is cut, and says so.
+LINE_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -99,3 +109,132 @@ class OutputReader:
                 raise ProcessError("wait_timeout", f"{self.handle} is still {manifest.state}",
                                    handle=self.handle)
             time.sleep(poll)
+
+
+class OutputSource(Protocol):
+    """Where a line follower reads: the supervisor that runs the process."""
+
+    def output_bytes(self, handle: str) -> int: ...
+    def read(self, handle: str, cursor: int, max_bytes: int) -> Chunk: ...
+
+
+class LineFollower:
+    """Whole lines of a live process's output, in order, for a person watching it.
+
+    A person's terminal may be slower than the process: a follower more than
+    ``BEHIND_BYTES`` behind skips to near the end and resumes at a line boundary.
+    What it did not show is said in the stream where it was left out — how many
+    lines, and ``where`` to read them (``git forge proc output 001``) — and so is
+    a line cut at ``LINE_BYTES`` or bytes the spool no longer keeps. Nothing is
+    dropped silently; memory stays bounded whatever the process prints.
+    """
+
+    def __init__(self, source: OutputSource, handle: str, where: str) -> None:
+        self.source = source
+        self.handle = handle
+        self.where = where
+        self.cursor = 0
+        #: The bytes of the line being printed, not yet ended.
+        self._line = b""
+        #: Reading on to the end of a line not shown: ``"skip"`` (counted as
+        #: skipped when it ends) or ``"cut"`` (its start was shown), else None.
+        self._discard: str | None = None
+        #: What was left out since the last line shown (said before the next one).
+        self._skipped_lines = 0
+        self._lost_bytes = 0
+
+    def take(self, *, final: bool = False) -> list[str]:
+        """The lines printed since the last call, and a note for each stretch left
+        out. ``final``: the process has ended; everything up to its end is taken
+        (still skipping what is too far behind) and an unended last line with it."""
+        out: list[str] = []
+        total = self.source.output_bytes(self.handle)
+        if total - self.cursor > BEHIND_BYTES:
+            self._skip_to(total - LOOK_BYTES)
+        budget = LOOK_BYTES
+        while self.cursor < total and (final or budget > 0):
+            chunk = self.source.read(self.handle, self.cursor,
+                                     min(LOOK_BYTES, total - self.cursor))
+            if chunk.gap:  # the spool let bytes go: what was begun is not whole
+                self._lost(chunk.start_cursor - self.cursor)
+            if not chunk.data:
+                self.cursor = max(self.cursor, chunk.next_cursor)
+                break
+            self.cursor = chunk.next_cursor
+            budget -= len(chunk.data)
+            self._lines(chunk.data, out)
+        if final:
+            if self._line:
+                self._show(out, self._line)
+                self._line = b""
+            if self._discard == "skip":
+                self._skipped_lines += 1
+            self._discard = None
+            self._say_skipped(out)
+        return out
+
+    def _skip_to(self, target: int) -> None:
+        """Leave out everything before ``target`` (counting its lines) and the rest
+        of the line ``target`` falls in."""
+        while self.cursor < target:
+            chunk = self.source.read(self.handle, self.cursor,
+                                     min(BEHIND_BYTES, target - self.cursor))
+            if chunk.gap:
+                self._lost(chunk.start_cursor - self.cursor)
+            if not chunk.data:
+                break
+            ended = chunk.data.count(b"\n")
+            if ended and self._discard == "cut":
+                ended -= 1  # the cut line's end: its start was shown
+            self._skipped_lines += ended
+            if ended:
+                self._discard = None
+            self.cursor = chunk.next_cursor
+        if self._discard is None:  # the line ``target`` falls in is not whole either
+            self._discard = "skip"
+        self._line = b""
+
+    def _lost(self, count: int) -> None:
+        self._lost_bytes += count
+        if self._discard is None:
+            self._discard = "skip"
+        self._line = b""
+
+    def _lines(self, data: bytes, out: list[str]) -> None:
+        *ended, rest = data.split(b"\n")
+        for piece in ended:
+            if self._discard is not None:
+                if self._discard == "skip":
+                    self._skipped_lines += 1
+                self._discard = None
+                continue
+            self._show(out, self._line + piece)
+            self._line = b""
+        if self._discard is not None:
+            return
+        self._line += rest
+        if len(self._line) > LINE_BYTES:  # shown now, its rest left out
+            self._show(out, self._line)
+            self._line = b""
+            self._discard = "cut"
+
+    def _show(self, out: list[str], line: bytes) -> None:
+        self._say_skipped(out)
+        if len(line) <= LINE_BYTES:
+            out.append(safe_text(line, final=True).text)
+            return
+        text = safe_text(line[:LINE_BYTES], final=True).text
+        out.append(f"{text} … (line cut at {size(LINE_BYTES)} — {self.where})")
+
+    def _say_skipped(self, out: list[str]) -> None:
+        if self._skipped_lines or self._lost_bytes:
+            out.append(skipped_note(self._skipped_lines, self.where, self._lost_bytes))
+            self._skipped_lines = self._lost_bytes = 0
+
+
+def skipped_note(lines: int, where: str, lost_bytes: int = 0) -> str:
+    """The line a follower shows where it left lines out: how many, and where they are."""
+    said = f"{lines:,} line{'' if lines == 1 else 's'} skipped"
+    if lost_bytes:  # their lines cannot be counted
+        said += f", and {size(lost_bytes)} no longer kept"
+    return f"… {said} — {where}"
