@@ -85,8 +85,8 @@ function _shtab_git_forge_using
   test "$_shtab_git_forge_cmdpath" = "$argv"
 end
 
-set -g _shtab_git_forge_commands init loop 'loop run' 'loop stop' status recover reconcile backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog done' 'backlog drop' 'backlog topology' decision 'decision record' 'decision list' 'decision apply' 'decision revoke' agents preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' 'proc prune' config demo completion version help
-set -g _shtab_git_forge_opts_with_value --ac --actor --agent --agent-arg --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --fallback-agent --fallback-agent-arg --grace --idle-timeout --integrate --item --items-json --iterations --leave --limit --max-consecutive-failures --max-cost --max-duration --max-tokens --merge --mode --notes --notify --on-limit --parallel --priority --prompt-file --question --restore --retries --sandbox --sandbox-net --sandbox-writable --stash --state-dir --status --timeout --title --type --verify
+set -g _shtab_git_forge_commands init loop 'loop run' 'loop stop' status watch recover reconcile backlog 'backlog list' 'backlog show' 'backlog add' 'backlog edit' 'backlog answer' 'backlog unblock' 'backlog done' 'backlog drop' 'backlog topology' decision 'decision record' 'decision list' 'decision apply' 'decision revoke' agents preflight hooks 'hooks install' 'hooks uninstall' 'hooks status' proc 'proc list' 'proc show' 'proc output' 'proc wait' 'proc stop' 'proc prune' config demo completion version help
+set -g _shtab_git_forge_opts_with_value --ac --actor --agent --agent-arg --answer --answers --backlog --backlog-dir --cluster --commit --config --cursor --defer --depends-on --description --discard --fallback-agent --fallback-agent-arg --grace --idle-timeout --integrate --interval --item --items-json --iterations --leave --limit --max-consecutive-failures --max-cost --max-duration --max-tokens --merge --mode --notes --notify --on-limit --parallel --priority --prompt-file --question --restore --retries --sandbox --sandbox-net --sandbox-writable --stash --state-dir --status --timeout --title --type --verify
 
 complete -c git-forge -e
 complete -c git-forge -f
@@ -126,7 +126,7 @@ complete -c git-forge -n '_shtab_git_forge_using loop run' -l no-verify -d 'run 
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l sandbox -xka "none bwrap auto" -d 'run each agent and check under bubblewrap: it may write its own tree (and the git parts a commit there needs), a private /tmp and its program'"'"'s own files, nothing else; auto: bwrap where it works here (default: loop.sandbox, none)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l sandbox-net -xka "shared none" -d 'a sandboxed agent'"'"'s network: the machine'"'"'s, or none (default: loop.sandboxNet, shared)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l sandbox-writable -x -d 'one more path a sandboxed agent may write (repeatable; default: loop.sandboxWritable)'
-complete -c git-forge -n '_shtab_git_forge_using loop run' -l follow -d 'stream the agent'"'"'s output'
+complete -c git-forge -n '_shtab_git_forge_using loop run' -l follow -d 'stream the agent'"'"'s output, whole lines in order (lines it cannot keep up with are skipped, and said)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l ndjson -d 'stream the journal as NDJSON'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l json -d 'print the run'"'"'s summary as JSON at the end (no progress lines)'
 complete -c git-forge -n '_shtab_git_forge_using loop run' -l force -d 'launch despite the pre-launch check, a detached HEAD or an unborn branch (work already in the tree is left alone)'
@@ -141,6 +141,13 @@ complete -c git-forge -n '_shtab_git_forge_using status' -s h -l help -d 'show t
 complete -c git-forge -n '_shtab_git_forge_using status' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
 complete -c git-forge -n '_shtab_git_forge_using status' -l json -d 'print the status document'
 complete -c git-forge -n '_shtab_git_forge_using status; and test $_shtab_git_forge_npos -eq 0' -ka "(__fish_complete_directories)" -d 'project path (default: .)'
+complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a watch -d 'a live view of a run: its agents, their last lines, the queue, costs'
+complete -c git-forge -n '_shtab_git_forge_using watch' -s h -l help -d 'show this help message and exit'
+complete -c git-forge -n '_shtab_git_forge_using watch' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
+complete -c git-forge -n '_shtab_git_forge_using watch' -l once -d 'print one frame as text and exit (for scripts)'
+complete -c git-forge -n '_shtab_git_forge_using watch' -l json -d 'print one frame as JSON and exit'
+complete -c git-forge -n '_shtab_git_forge_using watch' -l interval -x -d 'seconds between refreshes of the live view (default 1)'
+complete -c git-forge -n '_shtab_git_forge_using watch; and test $_shtab_git_forge_npos -eq 0' -ka "(__fish_complete_directories)" -d 'project path (default: .)'
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a recover -d 'answer a stopped run'"'"'s questions and make the backlog resumable'
 complete -c git-forge -n '_shtab_git_forge_using recover' -s h -l help -d 'show this help message and exit'
 complete -c git-forge -n '_shtab_git_forge_using recover' -l backlog -xka "(__git_forge_values backlogs)" -d 'backlog directory, relative to the project root (default: config '"'"'backlog'"'"', else .forge)'
@@ -348,4 +355,4 @@ complete -c git-forge -n '_shtab_git_forge_using version' -s h -l help -d 'show 
 complete -c git-forge -n '_shtab_git_forge_using version' -l json -d 'print {"version": "X.Y.Z"}'
 complete -c git-forge -n '_shtab_git_forge_using; and test $_shtab_git_forge_npos -eq 0' -a help -d 'show the overview, or a command'"'"'s help'
 complete -c git-forge -n '_shtab_git_forge_using help' -s h -l help -d 'show this help message and exit'
-complete -c git-forge -n '_shtab_git_forge_using help; and test $_shtab_git_forge_npos -ge 0' -ka "init loop status recover reconcile backlog decision agents preflight hooks proc config demo completion version help" -d 'a command, and a verb of it'
+complete -c git-forge -n '_shtab_git_forge_using help; and test $_shtab_git_forge_npos -ge 0' -ka "init loop status watch recover reconcile backlog decision agents preflight hooks proc config demo completion version help" -d 'a command, and a verb of it'

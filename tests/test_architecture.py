@@ -321,6 +321,8 @@ LAZY_IMPORTS: dict[tuple[str, str], tuple[str, str]] = {
     ("git_forge.cli.decision", "git_forge.loop.control"): ("parser-tree", "as above (+4 M)"),
     ("git_forge.cli.proc", "git_forge.supervisor.follow"): (
         "parser-tree", "proc output's reader, not proc list's or show's (+3 M)"),
+    ("git_forge.cli.watch", "git_forge.cli.watch_app"): (
+        "parser-tree", "the live view's Textual, not watch --once's (~260 ms: ~1,000 M)"),
     ("git_forge.cli.proc", "git_forge.supervisor.retention"): (
         "parser-tree", "proc prune's sweep, not proc list's or show's"),
     # the common case: what a budgeted command reads only in a state the benchmark's

@@ -121,9 +121,9 @@ def test_the_overview_lists_the_commands_in_the_order_a_user_needs_them(
     overview = run_forge("help", cwd=tmp_path).stdout
     listed = [line.split()[0] for line in overview.split("COMMAND\n", 1)[1].split(
         "\noptions:", 1)[0].splitlines() if line.startswith("    ") and line[4] != " "]
-    assert listed[:7] == ["init", "loop", "status", "recover", "reconcile", "backlog",
-                          "decision"]
-    assert listed[-2:] == ["version", "help"] and len(listed) == len(set(listed)) == 16
+    assert listed[:8] == ["init", "loop", "status", "watch", "recover", "reconcile",
+                          "backlog", "decision"]
+    assert listed[-2:] == ["version", "help"] and len(listed) == len(set(listed)) == 17
 
 
 def test_help_prints_the_overview_or_a_commands_help(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TypedDict
 
 from git_forge.backlog.errors import BacklogError
-from git_forge.backlog.item import Item, is_deferred, is_needs_human
+from git_forge.backlog.item import Item, is_deferred, is_needs_human, kind
 from git_forge.backlog.topology import cycle_through, id_key, is_selectable
 from git_forge.clock import parse_stamp
 from git_forge.errors import UsageError
@@ -227,6 +227,25 @@ def summarize(items: Iterable[Item]) -> BacklogSummaryJSON:
 
 
 # --- lookup, selection, ids -----------------------------------------------------------------
+
+
+class WaitingItemJSON(TypedDict):
+    """An item waiting on a decision, as the run's summary lists it."""
+
+    id: str
+    kind: str
+    since: str | None
+    reason: str | None
+
+
+def waiting_items(items: list[Item]) -> list[WaitingItemJSON]:
+    """The blocked items, in id order: ``{id, kind, since, reason}`` (``since`` is
+    when the item was blocked, ``None`` for one blocked before that was recorded)."""
+    waiting: list[WaitingItemJSON] = [
+        {"id": item.id, "kind": kind(item), "since": item.blocked_at,
+         "reason": item.blocked_reason}
+        for item in items if item.status == "blocked"]
+    return sorted(waiting, key=lambda entry: id_key(entry["id"]))
 
 
 def index_items(items: Sequence[Item]) -> dict[str, int]:

@@ -146,7 +146,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                      dest="sandbox_writable",
                      help="one more path a sandboxed agent may write (repeatable; "
                           "default: loop.sandboxWritable)")
-    run.add_argument("--follow", action="store_true", help="stream the agent's output")
+    run.add_argument("--follow", action="store_true",
+                     help="stream the agent's output, whole lines in order (lines it cannot "
+                          "keep up with are skipped, and said)")
     run.add_argument("--ndjson", action="store_true", help="stream the journal as NDJSON")
     run.add_argument("--json", action="store_true",
                      help="print the run's summary as JSON at the end (no progress lines)")

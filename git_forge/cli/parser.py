@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "init": 'create a backlog directory, its ignore rules and an example config',
     "loop": 'run the agent loop over the backlog, or stop it',
     "status": 'loop state, backlog summary, topology and lock liveness',
+    "watch": 'a live view of a run: its agents, their last lines, the queue, costs',
     "recover": "answer a stopped run's questions and make the backlog resumable",
     "reconcile": 'decide what happens to stranded work in the tree',
     "backlog": 'list and change backlog items (rauf runner contract)',

@@ -282,6 +282,28 @@ def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:
     return sorted(found, key=lambda agent: (agent.started_at or "", agent.handle))
 
 
+#: How much of the end of a process's output ``output_tails`` reads.
+TAIL_BYTES = 4096
+
+
+def output_tails(state_dir: Path, handles: list[str]) -> dict[str, bytes]:
+    """The last ``TAIL_BYTES`` each process printed (``b''`` when none, or when its
+    records cannot be read), from the end of its spool, without a lock: what a
+    watcher shows the last line of."""
+    from pathlib import Path  # common-case boundary: the clean pre-launch check
+
+    from git_forge.supervisor.view import ProcView  # common-case boundary: a live run
+
+    view = ProcView(Path(state_dir) / PROC_DIR)
+    found: dict[str, bytes] = {}
+    for handle in handles:
+        found[handle] = b""
+        with contextlib.suppress(ForgeError, OSError):
+            total = view.total_bytes(view.manifest(handle))
+            found[handle] = view.read(handle, max(0, total - TAIL_BYTES), TAIL_BYTES)[1].data
+    return found
+
+
 def orphan_message(orphan: OrphanedAgent) -> str:
     pids = ", ".join(map(str, orphan.pids)) or "unknown"
     return (f"an agent of an earlier run is still running (item {orphan.item_id or 'unknown'}, "

@@ -11,21 +11,18 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from git_forge.agents.receipt import TotalsJSON
-from git_forge.backlog.item import Item, kind
-from git_forge.backlog.model import BacklogSummaryJSON, select_next, summarize
+from git_forge.backlog.item import Item
+from git_forge.backlog.model import (
+    BacklogSummaryJSON,
+    WaitingItemJSON,
+    select_next,
+    summarize,
+    waiting_items,
+)
 from git_forge.backlog.topology import dependency_cycles, id_key
 from git_forge.exit_codes import LOOP_BLOCKED, LOOP_DONE
 from git_forge.loop.state import RunState
 from git_forge.tree.porcelain import quote_path
-
-
-class WaitingItemJSON(TypedDict):
-    """An item waiting on a decision, as the run's summary lists it."""
-
-    id: str
-    kind: str
-    since: str | None
-    reason: str | None
 
 
 class RunCostsJSON(TypedDict):
@@ -82,16 +79,6 @@ def loop_result(items: list[Item], state: RunState, code: int, status: str,
     """The result of a run whose backlog now holds ``items``."""
     return LoopResult(code, status, state.run_id or "", state, message,
                       summarize(items), waiting_items(items), costs, uncommitted or [])
-
-
-def waiting_items(items: list[Item]) -> list[WaitingItemJSON]:
-    """The blocked items, in id order: ``{id, kind, since, reason}`` (``since`` is
-    when the item was blocked, ``None`` for one blocked before that was recorded)."""
-    waiting: list[WaitingItemJSON] = [
-        {"id": item.id, "kind": kind(item), "since": item.blocked_at,
-         "reason": item.blocked_reason}
-        for item in items if item.status == "blocked"]
-    return sorted(waiting, key=lambda entry: id_key(entry["id"]))
 
 
 def final_status(items: list[Item]) -> tuple[str, int]:
