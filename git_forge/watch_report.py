@@ -18,7 +18,7 @@ from git_forge.backlog.model import WaitingItemJSON, selectable_items, waiting_i
 from git_forge.clock import parse_stamp
 from git_forge.layout import EVENTS_FILE
 from git_forge.loop.control import output_tails
-from git_forge.parsing import load_json
+from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.runner.base import Runner
 from git_forge.safetext import safe_text
 from git_forge.status_report import StatusJSON, loop_status
@@ -196,7 +196,7 @@ def recent_events(workspace: Workspace) -> list[RecentJSON]:
             continue
         try:
             event = load_json(line, path)
-        except ValueError:
+        except (ValueError, DocumentTooComplex):
             continue
         if isinstance(event, dict) and event.get("type") in RECENT_EVENTS:
             found.append(_recent(event))

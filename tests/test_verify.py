@@ -457,6 +457,61 @@ def test_parallel_gates_run_in_the_worktrees_and_the_branch_is_never_red(
     assert "running" not in proc_states(project)
 
 
+#: An agent that waits for ``go`` beside the repository (30 s at most), then adds a module
+#: of its item's and that module's passing test.
+WAITING_AGENT = f'''
+import os, pathlib, sys, time
+sys.stdin.read()
+item = os.environ["FORGE_ITEM_ID"]
+go = pathlib.Path(os.environ["GO_FILE"])
+deadline = time.monotonic() + 30
+while not go.exists() and time.monotonic() < deadline:
+    time.sleep(0.05)
+pathlib.Path(f"m{{item}}.py").write_text("def f():\\n    return 1\\n")
+pathlib.Path(f"test_m{{item}}.py").write_text(
+    f"from m{{item}} import f\\n\\n\\ndef test_f():\\n    assert f() == 1\\n")
+print("FORGE_DONE")
+'''
+
+
+def test_a_red_commit_of_the_user_s_under_a_parallel_run_is_no_item_s_failure(
+        templates: Templates, tmp_path: Path) -> None:
+    """The user commits a red test on the loop's branch while two agents work: the
+    run takes its checks' baseline again on that tip, and the items, replayed onto
+    it, land — the red test is the user's, not theirs."""
+    project = calc_project(templates, tmp_path, ("Add m1", "Add m2"), name="two-m")
+    agent = tmp_path / "waiting_agent.py"
+    agent.write_text(WAITING_AGENT)
+    go = tmp_path / "go"
+    loop_run = subprocess.Popen(
+        forge_argv() + ["loop", "run", "--agent", f"{sys.executable} {agent}",
+                        "--parallel", "2", "--verify", PYTEST_GATE],
+        cwd=project, env={**os.environ, "GO_FILE": str(go)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        started = project / ".forge" / "events.ndjson"
+        waiting.wait_for(lambda: started.exists() and started.read_text().count(
+            '"type":"llm_spawned"') == 2, timeout=30, what="both agents to start")
+        (project / "test_user_red.py").write_text("def test_user():\n    assert 1 == 2\n")
+        git("add", "test_user_red.py", cwd=project)
+        git("commit", "-qm", "the user's red test", cwd=project)
+        go.touch()
+        out, err = waiting.communicate(loop_run, timeout=90)
+    finally:
+        go.touch()
+        if loop_run.poll() is None:
+            waiting.kill_tree(loop_run.pid)
+            waiting.communicate(loop_run, timeout=10)
+    assert loop_run.returncode == 0, out + err
+    assert {entry["status"] for entry in backlog(project).values()} == {"done"}
+    assert "the branch moved under the run (to " in out
+    baselines = [e for e in events(project, "verify_finished") if e["itemId"] is None]
+    assert len(baselines) == 2  # the starting tip's, and the user's commit's
+    assert not events(project, "merge_conflict")
+    files = git("ls-tree", "--name-only", "main", cwd=project).split()
+    assert {"m001.py", "m002.py", "test_user_red.py"} <= set(files)
+
+
 # -- gates that misbehave ---------------------------------------------------------------------
 
 def test_a_gate_that_hangs_times_out_and_the_item_is_deferred(templates: Templates,

@@ -46,13 +46,13 @@ from git_forge.loop.containment import Baseline, Escape, Window, escaped, foreig
 from git_forge.loop.summary import LeftPathJSON
 from git_forge.reconcile import messages
 from git_forge.reconcile.item_trees import tree_changes
-from git_forge.reconcile.merge_queue import Outcome, integrate_items, tidy
+from git_forge.reconcile.merge_queue import Integrated, Outcome, integrate_items, tidy
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
 from git_forge.tree.repo import Repo, open_repo
 from git_forge.tree.stash import keep_paths
 from git_forge.tree.worktree import refusals
-from git_forge.tree.worktrees import hold_on
+from git_forge.tree.worktrees import hold_on, tips
 
 Kind = Literal["contain", "done", "leftovers", "retry"]
 
@@ -134,7 +134,8 @@ class MergeWorker:
     def __init__(self, root: Path, state_dir: Path, backlog_file: Path, backlog_rel: str,
                  onto: str, told: Callable[[], None] = lambda: None,
                  before: Callable[[], None] = lambda: None,
-                 check: Callable[[str, str], str | None] | None = None) -> None:
+                 check: Callable[[str, str], str | None] | None = None,
+                 retake: Callable[[str], str | None] | None = None) -> None:
         self.root, self.state_dir, self.backlog_file = root, state_dir, backlog_file
         self.backlog_rel, self.onto = backlog_rel, onto
         #: Called (in this thread) once the results of the jobs under way are all in.
@@ -145,6 +146,11 @@ class MergeWorker:
         #: The run's checks of an item's commits replayed onto a tip that moved since it
         #: forked (``loop.verifyOnIntegrate``): why they may not land, or ``None``.
         self.check = check
+        #: The run's gates run again on a tip the branch moved to by a commit the run
+        #: did not make (``verify.baseline_retaker``), the note to tell, before the
+        #: items are integrated onto it; ``tip``: the last tip the run knows.
+        self.retake = retake
+        self.tip = tips(root, onto).get(onto) if retake is not None else None
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._results: queue.Queue[Result] = queue.Queue()
         self.outstanding = 0
@@ -257,13 +263,29 @@ class MergeWorker:
                     self._results.put(CommitFailed(job, exc.message))
         if not committed:
             return
+        self._moved(committed[0][0])
         # a fast-forward moves only clean paths (a dirty one in the way refuses it): the
         # main checkout's baseline holds
         outcomes = integrate_items(self.root, self.state_dir,
                                    [job.item_id for job, _, _ in committed], self.onto,
                                    self.check)
         for (job, commit, left), outcome in zip(committed, outcomes, strict=True):
+            if isinstance(outcome, Integrated):
+                self.tip = outcome.tip
             self._results.put(Merged(job, commit, outcome, left))
+
+    def _moved(self, job: Job) -> None:
+        """The branch moved since the run's last look by a commit it did not make: the
+        gates' baseline is taken there too before anything is integrated onto it."""
+        if self.retake is None:
+            return
+        now = tips(self.root, self.onto).get(self.onto)
+        if now is None or now == self.tip:
+            return
+        self.tip = now
+        told = self.retake(now)
+        if told is not None:
+            self._results.put(Noted(job, told))
 
     def _paths(self, job: Job) -> list[str]:
         """The agent's own changes in its worktree: never backlog.json or state files,

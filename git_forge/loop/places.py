@@ -64,7 +64,7 @@ from git_forge.loop.merging import (
     kept_note,
 )
 from git_forge.loop.summary import LeftPathJSON
-from git_forge.loop.verify import STOPPED_CHECK, integration_check
+from git_forge.loop.verify import STOPPED_CHECK, baseline_retaker, integration_check
 from git_forge.loop.worktree_prep import WorktreePreparer
 from git_forge.owned import make_dir
 from git_forge.reconcile import messages
@@ -368,7 +368,8 @@ class Worktrees:
         # what led to the jobs is on disk before their git work is, made so on that thread
         self.worker = MergeWorker(workspace.root, workspace.state_dir, workspace.backlog_file,
                                   run.backlog_rel, self.onto, told=run.supervisor.wake,
-                                  before=lambda: on_disk(run), check=integration_check(run))
+                                  before=lambda: on_disk(run), check=integration_check(run),
+                                  retake=baseline_retaker(run))
         self.preparer = WorktreePreparer(workspace.root)
 
     def _tip(self) -> str:

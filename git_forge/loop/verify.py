@@ -24,7 +24,7 @@ from typing import NamedTuple, NotRequired, TypedDict
 from git_forge.atomic import make_ignored_dir
 from git_forge.errors import ForgeError
 from git_forge.gates.junit import ReportError, read_report
-from git_forge.gates.verdict import Baseline, GateRun, Verdict, judge
+from git_forge.gates.verdict import Baseline, GateRun, Verdict, describe_baseline, judge
 from git_forge.loop.context import RunContext
 from git_forge.loop.options import program_found
 from git_forge.loop.receipts import LedgerWriter
@@ -226,3 +226,43 @@ def run_baseline(run: RunContext) -> tuple[Baseline, ...] | None:
         journal_finished(run, None, gate, result, result.exit_status == 0, None)
         baselines.append(Baseline(gate.command, result.exit_status, failing))
     return tuple(baselines)
+
+
+def baseline_retaker(run: RunContext) -> Callable[[str], str | None] | None:
+    """What the merge queue calls, on its thread, when the branch moved under a
+    parallel run by a commit the run did not make (the user's): each gate run once
+    on that tip, in a scratch worktree under ``verify/``, and the run's baselines
+    widened by what fails there (``Baseline.widened``), so that no item is blamed for
+    the user's failures; the note to tell, or ``None``. ``None`` without gates or
+    without ``loop.verifyBaseline``."""
+    if not run.options.verify or not run.options.verify_baseline:
+        return None
+
+    def retake(tip: str) -> str | None:
+        directory = run.workspace.state_dir / VERIFY_DIR / "baseline"
+        found = []
+        with scratch_worktree(run.workspace.root, directory, tip):
+            for index in range(len(run.options.verify)):
+                try:
+                    gate = start_gate(run, "baseline", index, directory)
+                except ProcessError as exc:
+                    if exc.code == "supervisor_shutting_down":
+                        return None
+                    raise
+                manifest = run.supervisor.wait(gate.handle)
+                if manifest.state not in ("exited", "timed_out"):  # ended by the run's end
+                    return None
+                result, _ = gate_run(run, gate, manifest)
+                failing = result.report.failing if result.report is not None else None
+                journal_finished(run, None, gate, result, result.exit_status == 0, None)
+                found.append(Baseline(gate.command, result.exit_status, failing))
+        before = run.baselines
+        run.baselines = (tuple(old.widened(new) for old, new in zip(before, found, strict=True))
+                         if before else tuple(found))
+        told = [line for line in (describe_baseline(baseline, tip[:12]) for baseline in found)
+                if line is not None]
+        return (f"the branch moved under the run (to {tip[:12]}, a commit it did not make): "
+                "its checks ran there again, and a failure on either tip is no item's"
+                + ("; " + "; ".join(told) if told else ""))
+
+    return retake
