@@ -459,7 +459,7 @@ def test_parallel_gates_run_in_the_worktrees_and_the_branch_is_never_red(
 
 #: An agent that waits for ``go`` beside the repository (30 s at most), then adds a module
 #: of its item's and that module's passing test.
-WAITING_AGENT = f'''
+WAITING_AGENT = '''
 import os, pathlib, sys, time
 sys.stdin.read()
 item = os.environ["FORGE_ITEM_ID"]
@@ -467,9 +467,9 @@ go = pathlib.Path(os.environ["GO_FILE"])
 deadline = time.monotonic() + 30
 while not go.exists() and time.monotonic() < deadline:
     time.sleep(0.05)
-pathlib.Path(f"m{{item}}.py").write_text("def f():\\n    return 1\\n")
-pathlib.Path(f"test_m{{item}}.py").write_text(
-    f"from m{{item}} import f\\n\\n\\ndef test_f():\\n    assert f() == 1\\n")
+pathlib.Path(f"m{item}.py").write_text("def f():\\n    return 1\\n")
+pathlib.Path(f"test_m{item}.py").write_text(
+    f"from m{item} import f\\n\\n\\ndef test_f():\\n    assert f() == 1\\n")
 print("FORGE_DONE")
 '''
 
