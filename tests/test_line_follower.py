@@ -7,6 +7,10 @@ what is kept starts at what is kept, with ``gap``); the real loop over a real sp
 
 from __future__ import annotations
 
+import random
+
+import pytest
+
 from git_forge.supervisor.buffer import Chunk
 from git_forge.supervisor.follow import BEHIND_BYTES, LINE_BYTES, LineFollower
 
@@ -100,3 +104,69 @@ def test_escape_sequences_never_pass() -> None:
     source, follower = _follower()
     source.data = b"\x1b[2Jclear\x1b]0;title\x07 done\n"
     assert follower.take(final=True) == ["clear done"]
+
+
+def _walk(data: bytes, shown: list[str]) -> None:
+    """What was shown, walked along ``data``'s lines: each line shown is the next one
+    (a cut one starts it), each note stands for exactly the lines it counts, and the
+    walk ends at the last line."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    position = 0
+    for text in shown:
+        if text.startswith("… ") and f" skipped — {WHERE}" in text:
+            count = int(text.split()[1].replace(",", ""))
+            assert count > 0
+            position += count
+            continue
+        assert position < len(lines), f"a line shown past the end: {text[:40]!r}"
+        cut = f" … (line cut at 16.0 KiB — {WHERE})"
+        if text.endswith(cut):
+            assert len(lines[position]) > LINE_BYTES
+            assert lines[position].startswith(text.removesuffix(cut).encode())
+        else:
+            assert text == lines[position].decode(), position
+        position += 1
+    assert position == len(lines)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_any_output_read_at_any_pace_is_shown_or_counted_exactly(seed: int) -> None:
+    randomness = random.Random(seed)
+
+    def line() -> bytes:
+        roll = randomness.random()
+        length = (randomness.randint(0, 60) if roll < 0.7 else
+                  randomness.randint(LINE_BYTES - 3, LINE_BYTES + 3) if roll < 0.85 else
+                  randomness.randint(100, 300_000) if roll < 0.97 else
+                  randomness.randint(1_000_000, 2_500_000))
+        return bytes([randomness.choice(b"abcdefgh")]) * length
+
+    data = b"\n".join(line() for _ in range(randomness.randint(1, 300)))
+    if randomness.random() < 0.5:
+        data += b"\n"
+    source, follower = _follower()
+    shown: list[str] = []
+    while len(source.data) < len(data):
+        grown = randomness.choice([1, 7, 100, 5_000, 70_000, 300_000, 1_500_000])
+        source.data = data[:len(source.data) + randomness.randint(1, grown)]
+        if randomness.random() < 0.7:
+            shown += follower.take()
+    shown += follower.take(final=True)
+    _walk(data, shown)
+
+
+def test_a_blank_line_is_a_line() -> None:
+    source, follower = _follower()
+    source.data = b"one\n\n\ntwo\n\n"
+    assert follower.take(final=True) == ["one", "", "", "two", ""]
+
+
+def test_a_skip_while_a_cut_line_is_read_on_counts_the_next_line() -> None:
+    source, follower = _follower()
+    source.data = b"c" * 100_000  # a line being cut: its rest is read on
+    shown = follower.take()
+    assert len(shown) == 1 and shown[0].startswith("c" * LINE_BYTES + " … (line cut at")
+    source.data += b"\n" + b"d" * 3_000_000 + b"\nafter\n"  # then far behind
+    assert follower.take(final=True) == [f"… 1 line skipped — {WHERE}", "after"]

@@ -38,6 +38,9 @@ for name, content in step.get("files", {}).items():
     path.write_text(content)
 for name in step.get("delete", []):
     pathlib.Path(name).unlink()
+for args in step.get("git", []):
+    import subprocess
+    subprocess.run(["git", *args], check=True)
 if step.get("late_file"):  # a child that writes a file only as the sweep ends it
     import subprocess
     ready = log / f"{item}-child-ready"
@@ -462,19 +465,46 @@ def test_an_agent_s_edit_left_uncommitted_is_never_reported_plainly_done(loop: L
     result = loop.run("--force", "--iterations", "2")
     assert result.returncode == 0, result.stderr
     assert "README.md" not in loop.files_of("HEAD~1") and "new.py" in loop.files_of("HEAD~1")
-    why = "README.md (it had changes before the run: --force) stays uncommitted in"
+    why = "it had changes before the run (--force) and changed again during this attempt"
+    said = f"README.md ({why}) stays uncommitted in"
     finished = next(line for line in result.stdout.splitlines() if line.startswith("  001 done"))
-    assert ", but not all of it: " + why in finished
-    assert f"  001  done, but {why} {loop.root}" in result.stdout.splitlines()
+    assert ", but not all of it: " + said in finished
+    assert f"  001  done, but {said} {loop.root}" in result.stdout.splitlines()
     # 002's agent left README.md alone: plainly done
     assert next(line for line in result.stdout.splitlines()
                 if line.startswith("  002 done")).count("not all") == 0
     completed = {e["itemId"]: e for e in loop.events() if e["type"] == "item_completed"}
-    assert completed["001"]["uncommitted"] == [
-        {"path": "README.md", "why": "it had changes before the run: --force"}]
+    assert completed["001"]["uncommitted"] == [{"path": "README.md", "why": why}]
     assert completed["001"]["uncommittedIn"] == str(loop.root)
     assert "uncommitted" not in completed["002"]
     assert (loop.root / "README.md").read_text() == "operator edit\nagent edit\n"
+
+
+def test_an_agent_that_commits_a_file_changed_before_the_run_leaves_nothing_behind(
+        loop: Loop) -> None:
+    (loop.root / "README.md").write_text("operator edit\n")
+    loop.plan({"001": {"signal": "FORGE_DONE", "files": {"README.md": "both\n"},
+                       "git": [["commit", "-qam", "the agent's own commit"]]}})
+    result = loop.run("--force", "--iterations", "1")
+    assert result.returncode == 0, result.stderr
+    assert "not all of it" not in result.stdout  # nothing is left: git status is clean
+    assert git("status", "--porcelain", cwd=loop.root) == ""
+
+
+def test_a_later_item_s_edit_inside_a_path_left_earlier_is_said(loop: Loop) -> None:
+    # 001 makes a nested repository (never committed); 002 writes inside it
+    loop.plan({"001": {"signal": "FORGE_DONE", "git": [["init", "-q", "sub"]],
+                       "files": {"sub/f": "one\n", "a.py": "a\n"}},
+               "002": {"signal": "FORGE_DONE", "files": {"sub/g": "two\n", "b.py": "b\n"}}})
+    result = loop.run("--iterations", "2")
+    assert result.returncode == 0, result.stderr
+    completed = {e["itemId"]: e for e in loop.events() if e["type"] == "item_completed"}
+    assert [entry["path"] for entry in completed["001"]["uncommitted"]] == ["sub"]
+    left = completed["002"]["uncommitted"]
+    assert [entry["path"] for entry in left] == ["sub"]
+    assert left[0]["why"].startswith("an earlier item left it uncommitted (")
+    assert any(line.startswith("  002 done: ") and "not all of it: sub (an earlier item" in line
+               for line in result.stdout.splitlines()), result.stdout
 
 
 def test_an_external_runner_loop_is_started_after_the_pre_launch_check(

@@ -15,9 +15,7 @@ import struct
 import subprocess
 import sys
 import termios
-from datetime import datetime, timedelta
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
 import waiting
@@ -252,28 +250,34 @@ def test_a_parallel_run_and_its_conflict(run: Run) -> None:
 def test_a_usage_limit_wait_counts_down(templates: Templates, tmp_path: Path) -> None:
     root = templates.copy("watch-three", build, tmp_path / "repo")
     fakes = FakeAgents(tmp_path)
-    lisbon = ZoneInfo("Europe/Lisbon")
-    ahead = (datetime.now(lisbon) + timedelta(hours=2)).replace(second=0, microsecond=0)
-    clock = f"{ahead.hour % 12 or 12}:{ahead.minute:02d}{'pm' if ahead.hour >= 12 else 'am'}"
-    fakes.plan({"001": {"do": "limit_text",
-                        "message": f"You've hit your limit · resets {clock} (Europe/Lisbon)"}})
-    result = run_forge("loop", "run", "--agent", "claude", "--on-limit", "stop", cwd=root,
-                       env=fakes.env)
-    assert result.returncode == 4, result.stderr
-    frame = json.loads(run_forge("watch", "--json", cwd=root).stdout)
-    assert frame["waitingUntil"] is not None
-    assert 7000 < frame["secondsLeft"] <= 2 * 3600 + 60
+    fakes.plan({"001": [{"do": "rejected", "resets_in": 600}, {"do": "done"}]})
+    loop = subprocess.Popen(forge_argv() + ["loop", "run", "--agent", "claude"], cwd=root,
+                            env={**os.environ, **fakes.env}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        def frame() -> dict:
+            return json.loads(run_forge("watch", "--json", cwd=root).stdout)
+
+        waiting.wait_for(lambda: frame()["secondsLeft"], timeout=30, what="the run to wait")
+        live = frame()
+        assert live["loopAlive"] and 500 < live["secondsLeft"] <= 601
+        lines = run_forge("watch", "--once", cwd=root, env={"COLUMNS": ""}).stdout.splitlines()
+        assert (f"waiting for the agent's usage limit until {live['waitingUntil']} — 9:"
+                in lines[2]) and lines[2].endswith(" left"), lines
+
+        async def steps(app: WatchApp, harness) -> None:
+            assert "waiting for the agent's usage limit until" in shown(app, "#run")
+
+        pilot(root, steps)
+    finally:
+        run_forge("loop", "stop", cwd=root)
+        waiting.communicate(loop, timeout=30)
+    # stopped during its wait: when the limit lifts is kept, and said as such
+    after = frame()
+    assert not after["loopAlive"] and after["waitingUntil"] == live["waitingUntil"]
     lines = run_forge("watch", "--once", cwd=root, env={"COLUMNS": ""}).stdout.splitlines()
-    limit = next(line for line in lines if line.startswith("waiting for the agent's usage"))
-    assert limit.startswith(f"waiting for the agent's usage limit until {frame['waitingUntil']}"
-                            " — 1:5") or limit.startswith(
-        f"waiting for the agent's usage limit until {frame['waitingUntil']} — 2:00:")
-    assert limit.endswith(" left")
-
-    async def steps(app: WatchApp, harness) -> None:
-        assert "waiting for the agent's usage limit until" in shown(app, "#run")
-
-    pilot(root, steps)
+    assert any(line.startswith(f"the agent's usage limit lifts at {live['waitingUntil']} (in 9:")
+               and line.endswith("a run started before then waits for it") for line in lines)
 
 
 def test_a_dead_loop_is_said_to_have_ended_without_shutting_down(run: Run) -> None:
@@ -297,11 +301,15 @@ def test_a_dead_loop_is_said_to_have_ended_without_shutting_down(run: Run) -> No
 
 def test_no_run_yet_and_a_narrow_terminal(templates: Templates, tmp_path: Path) -> None:
     root = templates.copy("watch-three", build, tmp_path / "repo")
-    lines = run_forge("watch", "--once", cwd=root, env={"COLUMNS": "44"}).stdout.splitlines()
+    lines = run_forge("watch", "--once", cwd=root, env={"COLUMNS": "30"}).stdout.splitlines()
     assert lines[0] == "loop: no run yet"
     assert "agents: none running" in lines
-    assert lines[-1].startswith("queue (3): 001 Parse") and lines[-1].endswith("…")
-    assert all(len(line) <= 44 for line in lines)
+    assert lines[-1].startswith("queue (3): 001 Par") and lines[-1].endswith("…")
+    assert all(len(line) <= 30 for line in lines)
+    run_forge("backlog", "edit", "001", "--title", "日本語の文字列を解析する", cwd=root)
+    wide = run_forge("watch", "--once", cwd=root, env={"COLUMNS": "30"}).stdout.splitlines()
+    # a wide character takes two columns: the line is cut to 30 columns, not characters
+    assert wide[-1] == "queue (3): 001 日本語の文字列…"  # 29 columns and the ellipsis
 
 
 def test_bad_flags_are_refused(templates: Templates, tmp_path: Path) -> None:

@@ -247,8 +247,8 @@ class TerminalProgress:
     def output(self, text: str) -> None:
         """Whole lines of the agent's output behind the gutter, written at once."""
         if self.follow and not self.ndjson:
-            self._write("\n".join(f"  | {last_segment(line)}"
-                                   for line in text.rstrip("\n").split("\n")))
+            self._write("\n".join(f"  | {last_segment(line)}"  # blank lines too
+                                   for line in text.removesuffix("\n").split("\n")))
 
     def finished(self, item: Item, outcome: str, detail: str) -> None:
         if self.ndjson:

@@ -4,6 +4,8 @@ shows, so that both say the same thing the same way."""
 
 from __future__ import annotations
 
+import unicodedata
+
 from git_forge.agents.receipt import Totals
 from git_forge.cli.output import one_line, paint
 from git_forge.cli.status import run_status_words
@@ -12,13 +14,32 @@ from git_forge.watch_report import WatchAgentJSON, WatchJSON
 from git_forge.words import size, usd
 
 #: The fewest columns a frame is cut to (a narrower terminal wraps what is left).
-NARROWEST = 40
+NARROWEST = 20
+
+
+def _columns(character: str) -> int:
+    """The columns a character takes on a terminal: two for a wide East Asian one,
+    none for a combining mark, else one."""
+    if unicodedata.combining(character):
+        return 0
+    return 2 if unicodedata.east_asian_width(character) in ("W", "F") else 1
+
+
+def _width(text: str) -> int:
+    return sum(map(_columns, text))
 
 
 def _fit(line: str, width: int | None) -> str:
-    """``line`` cut to ``width`` columns with an ellipsis (a narrow terminal stays
-    readable: one row, one line); ``None``: whole."""
-    return line if width is None or len(line) <= width else line[:width - 1] + "…"
+    """``line`` cut to ``width`` terminal columns with an ellipsis (a narrow terminal
+    stays readable: one row, one line); ``None``: whole."""
+    if width is None or _width(line) <= width:
+        return line
+    used = 0
+    for index, character in enumerate(line):
+        used += _columns(character)
+        if used > width - 1:  # the ellipsis takes the last column
+            return line[:index] + "…"
+    return line
 
 
 def clock(seconds: float | None) -> str:
@@ -64,11 +85,15 @@ def totals_line(frame: WatchJSON) -> str:
 
 
 def limit_line(frame: WatchJSON) -> str | None:
-    """A usage-limit wait and its countdown, while there is one."""
+    """A usage-limit wait and its countdown, while there is one; with no loop alive,
+    when the recorded limit lifts (a run started before then waits for it)."""
     if frame["secondsLeft"] is None:
         return None
-    return (f"waiting for the agent's usage limit until {frame['waitingUntil']} — "
-            f"{clock(frame['secondsLeft'])} left")
+    left = clock(frame["secondsLeft"])
+    if not frame["loopAlive"]:
+        return (f"the agent's usage limit lifts at {frame['waitingUntil']} (in {left}): "
+                "a run started before then waits for it")
+    return f"waiting for the agent's usage limit until {frame['waitingUntil']} — {left} left"
 
 
 AGENT_COLUMNS = ("item", "title", "elapsed", "output", "cost", "last line")
@@ -115,10 +140,14 @@ def detail_lines(frame: WatchJSON) -> list[str]:
 def agent_table(frame: WatchJSON) -> list[str]:
     """The running agents as aligned rows under a header row (a long title is cut)."""
     rows = [AGENT_COLUMNS, *(agent_cells(agent) for agent in frame["agents"])]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(AGENT_COLUMNS))]
+    widths = [max(_width(row[column]) for row in rows) for column in range(len(AGENT_COLUMNS))]
     widths[1] = min(widths[1], 30)
-    return ["  ".join((cell if len(cell) <= widths[index] else cell[:widths[index] - 1] + "…")
-                      .ljust(widths[index]) for index, cell in enumerate(row)).rstrip()
+
+    def cell(text: str, width: int) -> str:
+        text = _fit(text, width)
+        return text + " " * (width - _width(text))
+
+    return ["  ".join(cell(text, widths[index]) for index, text in enumerate(row)).rstrip()
             for row in rows]
 
 

@@ -30,7 +30,7 @@ STDERR_LINES = 5
 
 
 #: The most lines of streamed text kept for ``--follow`` between two looks.
-FOLLOWED_LINES = 2048
+FOLLOWED_LINES = 10_000
 
 
 class FollowedText:
@@ -47,7 +47,7 @@ class FollowedText:
 
     def add(self, text: str) -> None:
         with self._lock:
-            self._lines.extend(text.rstrip("\n").split("\n"))
+            self._lines.extend(text.removesuffix("\n").split("\n"))  # blank lines too
             while len(self._lines) > FOLLOWED_LINES:
                 self._lines.popleft()
                 self._skipped += 1

@@ -9,6 +9,7 @@ reads backlog.json whole under its lock.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,6 +63,8 @@ class RunContext:
     #: Paths changed before the run (``--force``), which it never commits, each with
     #: how it last looked (``path_mark``): a change to one is an agent's edit left behind.
     preexisting: dict[str, PathMark] = field(default_factory=dict)
+    #: The ``kept_back`` paths, each as it looked when it was kept back.
+    kept_marks: dict[str, PathMark] = field(default_factory=dict)
     #: Done items whose agents' changes were not all committed: item → what was left.
     uncommitted: dict[str, UncommittedJSON] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
@@ -188,30 +191,50 @@ def _item_in(raw: bytes, item_id: str) -> Item | None:
     return None
 
 
-#: How a path in the tree looks, to see whether it changed: its lstat's type, size,
-#: times and inode (git's own "racy" data), or None when it is missing.
-PathMark = tuple[int, int, int, int, int] | None
+#: How a path in the tree looks, to see whether it changed (``path_mark``).
+PathMark = int | None
+#: The most entries of a directory ``path_mark`` looks at.
+MARKED_ENTRIES = 10_000
 
 
-def path_mark(root: Path, path: str) -> PathMark:
-    try:
-        stat = (root / path.rstrip("/")).lstat()
-    except OSError:
-        return None
+def _stat_key(stat: os.stat_result) -> tuple[int, int, int, int, int]:
     return (stat.st_mode, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
 
 
-def edited_preexisting(run: RunContext) -> list[str]:
-    """The paths changed before the run (``--force``) that changed again since the
-    last look: an agent edited them, and the run leaves them uncommitted."""
-    root = run.workspace.root
-    edited = []
-    for path, mark in run.preexisting.items():
+def path_mark(root: Path, path: str) -> PathMark:
+    """A digest of the lstat data of ``path`` (type, size, times, inode: git's own
+    "racy" data) and, for a directory — an untracked one, a nested repository — of
+    everything it holds but a ``.git`` (up to ``MARKED_ENTRIES`` entries; no link
+    is followed); ``None`` when it is missing. Compared within one run only."""
+    full = root / path.rstrip("/")
+    try:
+        parts: list[object] = [_stat_key(full.lstat())]
+    except OSError:
+        return None
+    if full.is_dir() and not full.is_symlink():
+        for directory, dirs, files in os.walk(full):
+            dirs[:] = sorted(name for name in dirs if name != ".git")
+            for name in sorted(files) + dirs:
+                try:
+                    parts.append((directory, name, _stat_key(os.lstat(os.path.join(directory,
+                                                                                  name)))))
+                except OSError:
+                    continue
+            if len(parts) > MARKED_ENTRIES:
+                break
+    return hash(tuple(parts))
+
+
+def changed_marks(root: Path, marks: dict[str, PathMark]) -> list[str]:
+    """The paths of ``marks`` that changed since their marks were taken (each mark
+    taken again): the run leaves them alone, so a change to one is left uncommitted."""
+    changed = []
+    for path, mark in marks.items():
         now = path_mark(root, path)
         if now != mark:
-            run.preexisting[path] = now
-            edited.append(path.rstrip("/"))
-    return edited
+            marks[path] = now
+            changed.append(path.rstrip("/"))
+    return changed
 
 
 def left_branch(run: RunContext) -> str | None:
@@ -252,6 +275,7 @@ def actionable(run: RunContext, item_id: str, paths: list[str], action: Action) 
     refused = dict(refusals(run.repo, paths, action)) if paths else {}
     for path, why in refused.items():
         run.kept_back[path] = why
+        run.kept_marks[path] = path_mark(run.workspace.root, path)
         if action != "commit":
             run.progress.note(f"item {item_id}: {quote_path(path)} left in the tree, not "
                               f"kept as its abandoned work: {why}")

@@ -44,10 +44,10 @@ from git_forge.loop.containment import Escape, Window
 from git_forge.loop.context import (
     RunContext,
     actionable,
+    changed_marks,
     commit,
     commit_others,
     dirty,
-    edited_preexisting,
     on_disk,
 )
 from git_forge.loop.errors import LoopError
@@ -71,7 +71,7 @@ from git_forge.reconcile import messages
 from git_forge.reconcile.conflicts import RECOVER_ANSWERS, record_conflict
 from git_forge.reconcile.merge_queue import Conflicted, Integrated, Unverified, tidy
 from git_forge.tree.errors import GitError
-from git_forge.tree.git_status import ListingMeanwhile
+from git_forge.tree.git_status import ListingMeanwhile, porcelain
 from git_forge.tree.porcelain import StatusEntry, quote_path
 from git_forge.tree.stash import keep_paths
 from git_forge.tree.worktrees import (
@@ -268,7 +268,8 @@ class MainCheckout:
         cannot commit as git would stays in the tree (see ``actionable``)."""
         run = self.run
         commit_others(run, item.id)
-        changed = dirty(run, listed)
+        entries = porcelain(run.repo) if listed is None else listed
+        changed = dirty(run, entries)
         if run.backlog_rel not in changed:  # the listing may predate the done mark
             changed.append(run.backlog_rel)
         paths = actionable(run, item.id, changed, "commit")
@@ -277,11 +278,28 @@ class MainCheckout:
         except GitError as exc:
             return NotLanded(item.id, "the agent signalled done, but the commit failed: "
                              f"{exc.message}")
+        return Landed(item.id, made, left=tuple(self._left(changed, paths, entries)),
+                      left_in=str(run.workspace.root))
+
+    def _left(self, changed: list[str], committed: list[str],
+              entries: list[StatusEntry]) -> list[LeftPathJSON]:
+        """The item's changes not committed: paths it cannot commit as git would, and
+        paths the run leaves alone that changed during its attempt and are still
+        changed — those that had changes before the run (``--force``) and those an
+        earlier item left uncommitted."""
+        run = self.run
+        root = run.workspace.root
+        still = {entry.path.rstrip("/") for entry in entries}
         left = [LeftPathJSON(path=path, why=run.kept_back[path])
-                for path in changed if path not in paths]
-        left += [LeftPathJSON(path=path, why="it had changes before the run: --force")
-                 for path in edited_preexisting(run)]
-        return Landed(item.id, made, left=tuple(left), left_in=str(run.workspace.root))
+                for path in changed if path not in committed]
+        left += [LeftPathJSON(path=path, why="it had changes before the run (--force) and "
+                              "changed again during this attempt")
+                 for path in changed_marks(root, run.preexisting) if path in still]
+        left += [LeftPathJSON(path=path, why="an earlier item left it uncommitted "
+                              f"({run.kept_back[path]}) and it changed again")
+                 for path in changed_marks(root, run.kept_marks)
+                 if path in still and path not in changed]
+        return left
 
     def clear(self, item: Item, listed: list[StatusEntry] | None, *,
               again: bool = False) -> list[str]:
@@ -290,11 +308,11 @@ class MainCheckout:
         would stays, kept back for the run."""
         run = self.run
         item_id = item.id
-        edited = edited_preexisting(run)
+        edited = changed_marks(run.workspace.root, run.preexisting)
         if edited:
-            run.progress.note(f"item {item_id}: its agent changed "
-                              f"{', '.join(quote_path(path) for path in edited)}, which had "
-                              "changes before the run (--force): left as they are")
+            run.progress.note(f"item {item_id}: {', '.join(quote_path(path) for path in edited)}"
+                              ", which had changes before the run (--force), changed during "
+                              "its attempt: left as they are")
         leftovers = [path for path in dirty(run, listed) if path != run.backlog_rel]
         keepable = actionable(run, item_id, leftovers, "stash")
         if keepable:

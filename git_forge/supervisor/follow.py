@@ -184,10 +184,9 @@ class LineFollower:
             if not chunk.data:
                 break
             ended = chunk.data.count(b"\n")
-            if ended and self._discard == "cut":
-                ended -= 1  # the cut line's end: its start was shown
-            self._skipped_lines += ended
             if ended:
+                # the first ends the line being read: a cut one's start was shown
+                self._skipped_lines += ended - (self._discard == "cut")
                 self._discard = None
             self.cursor = chunk.next_cursor
         if self._discard is None:  # the line ``target`` falls in is not whole either
