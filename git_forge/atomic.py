@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import tempfile
 from pathlib import Path
 
 from git_forge.errors import StoreError, os_error_text
@@ -84,6 +83,8 @@ def temp_name(name: str, tail: str) -> str:
 def _create_temp(directory: Path, name: str) -> tuple[int, str]:
     """A new file ``.<name>.<8 random letters>.tmp`` in ``directory`` (``name`` cut
     short: ``temp_name``), opened for writing, mode 0600 (``tempfile.mkstemp``)."""
+    import tempfile  # common-case boundary: a read command writes nothing
+
     letters = "x" * 8  # the length of mkstemp's random part
     prefix = temp_name(name, f".{letters}.tmp").removesuffix(f"{letters}.tmp")
     return tempfile.mkstemp(suffix=".tmp", prefix=prefix, dir=directory)

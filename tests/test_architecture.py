@@ -323,6 +323,8 @@ LAZY_IMPORTS: dict[tuple[str, str], tuple[str, str]] = {
         "parser-tree", "proc output's reader, not proc list's or show's (+3 M)"),
     ("git_forge.cli.watch", "git_forge.cli.watch_app"): (
         "parser-tree", "the live view's Textual, not watch --once's (~260 ms: ~1,000 M)"),
+    ("git_forge.cli.backlog", "git_forge.cli.ask"): (
+        "parser-tree", "backlog drop's question, not backlog list's or show's (+2.3 ms)"),
     ("git_forge.cli.proc", "git_forge.supervisor.retention"): (
         "parser-tree", "proc prune's sweep, not proc list's or show's"),
     # the common case: what a budgeted command reads only in a state the benchmark's
@@ -353,6 +355,8 @@ LAZY_IMPORTS: dict[tuple[str, str], tuple[str, str]] = {
     ("git_forge.jsonfile", "git_forge.atomic"): (
         "common-case", "a read command writes nothing (+8 M of backlog list, +17 M of a TAB)"),
     ("git_forge.jsonfile", "git_forge.locks"): ("common-case", "as above (+2 M of a TAB)"),
+    ("git_forge.atomic", "tempfile"): (
+        "common-case", "a read command writes nothing (+2.4 ms of backlog list)"),
     ("git_forge.reconcile.item_trees", "git_forge.tree.worktrees"): (
         "common-case", "only with items' worktrees or branches (+8 M of status)"),
     ("git_forge.reconcile.item_trees", "git_forge.reconcile.conflicts"): (

@@ -16,7 +16,6 @@ from git_forge.backlog.item import Item, kind
 from git_forge.backlog.model import drop_items, id_position
 from git_forge.backlog.store import BacklogStore
 from git_forge.backlog.topology import build_graph, parse_items, topology_report, waiting_on
-from git_forge.cli import ask
 from git_forge.cli.arguments import add_backlog, add_path
 from git_forge.cli.output import emit_json, json_text, note, one_line, paint, print_json_text
 from git_forge.cli.render_topology import render_text
@@ -391,6 +390,8 @@ def run_drop(args: argparse.Namespace) -> int:
     titles = {item.id: item.title for item in items}
     named, detached = drop_items(list(items), args.ids, keep_dependents=args.keep_dependents)
     if not args.yes:
+        from git_forge.cli import ask  # parser-tree boundary: drop asks, list and show do not
+
         if args.json or not ask.interactive():
             raise UsageError("dropping takes items out of the backlog: give --yes to drop "
                              "without a terminal to ask on")
