@@ -489,9 +489,14 @@ def test_a_red_commit_of_the_user_s_under_a_parallel_run_is_no_item_s_failure(
         cwd=project, env={**os.environ, "GO_FILE": str(go)}, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
     try:
-        started = project / ".forge" / "events.ndjson"
-        waiting.wait_for(lambda: started.exists() and started.read_text().count(
-            '"type":"llm_spawned"') == 2, timeout=30, what="both agents to start")
+        journal = project / ".forge" / "events.ndjson"
+
+        def spawned() -> int:
+            return journal.read_text().count('"type":"llm_spawned"') if journal.exists() else 0
+
+        waiting.wait_for(lambda: spawned() >= 2 or loop_run.poll() is not None, timeout=60,
+                         what="both agents to start")
+        assert loop_run.poll() is None, waiting.communicate(loop_run, timeout=10)
         (project / "test_user_red.py").write_text("def test_user():\n    assert 1 == 2\n")
         git("add", "test_user_red.py", cwd=project)
         git("commit", "-qm", "the user's red test", cwd=project)

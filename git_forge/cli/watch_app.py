@@ -111,6 +111,7 @@ class WatchApp(App[None]):
     #output-title { height: auto; padding: 0 1; }
     """
     BINDINGS = [Binding("q", "quit", "Quit"),
+                Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
                 Binding("o", "open_output", "Agent's output"),
                 Binding("r", "refresh_frame", "Refresh")]
 
