@@ -184,13 +184,13 @@ def backlog_facts(items: list[Item]) -> str:
 
 
 def loop_status(workspace: Workspace, runner: Runner, *,
-                item_costs: bool = True, cached: bool = True) -> StatusJSON:
+                item_costs: bool = True, keep: bool = True) -> StatusJSON:
     """The ``status --json`` document. Without ``item_costs`` its ``costs`` hold the
     last run's totals alone (``{"run": …}``): all a text status shows, without a
-    pass over every item the ledger ever summed. Without ``cached`` the backlog's
-    facts are derived afresh and nothing is written (``watch``: a reader only)."""
-    facts = json.loads(runner.derived(workspace.state_dir, STATUS_CACHE, backlog_facts)
-                       if cached else backlog_facts(runner.list_items()))
+    pass over every item the ledger ever summed. Without ``keep`` the backlog's
+    facts kept in the cache are used but nothing is written (``watch``: a reader)."""
+    facts = json.loads(runner.derived(workspace.state_dir, STATUS_CACHE, backlog_facts,
+                                      keep=keep))
     found, problem = read_loop_state(workspace.state_dir)
     state = found or RunState()
     lock = lock_status(workspace.state_dir)

@@ -119,8 +119,8 @@ def watch_frame(workspace: Workspace, runner: Runner,
                 now: datetime | None = None) -> WatchJSON:
     """The run as it is now, from its files (see the module's docstring)."""
     now = now or datetime.now(UTC)
-    status: StatusJSON = loop_status(workspace, runner, item_costs=True, cached=False)
-    items = runner.list_items()
+    status: StatusJSON = loop_status(workspace, runner, item_costs=True, keep=False)
+    items = runner.read_items(workspace.state_dir)
     by_id = {item.id: item for item in items}
     costs = status["costs"]
     run_items: dict[str, TotalsJSON] = (costs.get("runItems") if costs else None) or {}

@@ -114,37 +114,41 @@ def _read(backlog_file: Path) -> tuple[bytes, bytes]:
 
 
 def _use(backlog_file: Path, state_dir: Path, raw: bytes, key: bytes,
-         use: Callable[[Snapshot], T]) -> T:
+         use: Callable[[Snapshot], T], keep: bool = True) -> T:
     """``use`` the snapshot of ``raw`` (read under ``key``), its checks skipped when
-    the cache marks the bytes valid, and marked once ``use`` has returned."""
+    the cache marks the bytes valid, and marked once ``use`` has returned (``keep``)."""
     directory = os.path.join(os.fspath(state_dir), CACHE_DIR)
     path = os.path.join(directory, _VALID)
     marked = _kept(path, key) is not None
     if marked:
         remember_valid(backlog_file, raw)  # the store parses them without the checks
     result = use(Snapshot(raw, BacklogStore(backlog_file).validated(raw)))
-    if not marked and os.path.isdir(state_dir):
+    if keep and not marked and os.path.isdir(state_dir):
         _keep(directory, path, key, "")
     return result
 
 
-def read_valid(backlog_file: Path, state_dir: Path, use: Callable[[Snapshot], T]) -> T:
+def read_valid(backlog_file: Path, state_dir: Path, use: Callable[[Snapshot], T], *,
+               keep: bool = True) -> T:
     """``use(snapshot)`` of the backlog ``backlog_file`` holds now, its checks made
     once per file content (the module docstring); the store's refusal for a
     missing, corrupt or invalid backlog. The bytes are marked valid only once
-    ``use`` has returned: a command refused on its input leaves every file as it was."""
+    ``use`` has returned: a command refused on its input leaves every file as it was.
+    Without ``keep`` nothing is written (a watcher's reads)."""
     raw, key = _read(backlog_file)
-    return _use(backlog_file, state_dir, raw, key, use)
+    return _use(backlog_file, state_dir, raw, key, use, keep)
 
 
 def derived(backlog_file: Path, state_dir: Path, name: str,
-            derive: Callable[[Snapshot], str], use: Callable[[str], T]) -> T:
+            derive: Callable[[Snapshot], str], use: Callable[[str], T], *,
+            keep: bool = True) -> T:
     """``use(text)``, ``text`` being ``derive(snapshot)`` for the backlog
     ``backlog_file`` holds now — kept under ``name`` in the state dir's cache and used
     again while the file is the same file with the same bytes. A missing, corrupt or
     invalid backlog is the store's refusal, exactly as ``BacklogStore.snapshot()``
     raises it. What is derived is kept once ``use`` has returned: a command refused
-    on its input leaves every file as it was."""
+    on its input leaves every file as it was. Without ``keep``, a kept text is used
+    but nothing is written (a watcher's reads)."""
     raw, key = _read(backlog_file)
     directory = os.path.join(os.fspath(state_dir), CACHE_DIR)
     path = os.path.join(directory, name)
@@ -152,8 +156,8 @@ def derived(backlog_file: Path, state_dir: Path, name: str,
     if kept is not None:
         return use(kept)
     text, result = _use(backlog_file, state_dir, raw, key,
-                        lambda snapshot: _used(derive(snapshot), use))
-    if os.path.isdir(state_dir):
+                        lambda snapshot: _used(derive(snapshot), use), keep)
+    if keep and os.path.isdir(state_dir):
         _keep(directory, path, key, text)
     return result
 
@@ -163,6 +167,6 @@ def _used(text: str, use: Callable[[str], T]) -> tuple[str, T]:
 
 
 def derived_text(backlog_file: Path, state_dir: Path, name: str,
-                 derive: Callable[[Snapshot], str]) -> str:
+                 derive: Callable[[Snapshot], str], *, keep: bool = True) -> str:
     """``derived`` for a caller that takes the text as it is."""
-    return derived(backlog_file, state_dir, name, derive, lambda text: text)
+    return derived(backlog_file, state_dir, name, derive, lambda text: text, keep=keep)

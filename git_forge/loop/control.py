@@ -290,6 +290,8 @@ def output_tails(state_dir: Path, handles: list[str]) -> dict[str, bytes]:
     """The last ``TAIL_BYTES`` each process printed (``b''`` when none, or when its
     records cannot be read), from the end of its spool, without a lock: what a
     watcher shows the last line of."""
+    if not handles:
+        return {}
     from pathlib import Path  # common-case boundary: the clean pre-launch check
 
     from git_forge.supervisor.view import ProcView  # common-case boundary: a live run

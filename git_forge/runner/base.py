@@ -73,11 +73,18 @@ class Runner(ABC):
     def list_items(self) -> list[Item]:
         """Every backlog item, as the runner reports them."""
 
-    def derived(self, state_dir: Path, name: str, derive: Callable[[list[Item]], str]) -> str:
+    def derived(self, state_dir: Path, name: str, derive: Callable[[list[Item]], str], *,
+                keep: bool = True) -> str:
         """``derive(self.list_items())``: text a command computes from the whole item
         list. The embedded runner keeps it between commands (``backlog/cache.py``),
-        keyed on backlog.json's identity and bytes; here, it is computed each time."""
+        keyed on backlog.json's identity and bytes — without ``keep``, uses what is
+        kept and writes nothing; here, it is computed each time."""
         return derive(self.list_items())
+
+    def read_items(self, state_dir: Path) -> list[Item]:
+        """``list_items()`` for a reader that writes nothing (``watch``): the embedded
+        runner skips the backlog's checks where a command marked its bytes valid."""
+        return self.list_items()
 
     @abstractmethod
     def answer(self, item_id: str, text: str) -> Mapping[str, object]:

@@ -51,13 +51,22 @@ class EmbeddedRunner(Runner):
         self._seen = _as_runner_error(lambda: self.store.snapshot(self._seen))
         return self._seen.items
 
-    def derived(self, state_dir: Path, name: str, derive: Callable[[list[Item]], str]) -> str:
+    def derived(self, state_dir: Path, name: str, derive: Callable[[list[Item]], str], *,
+                keep: bool = True) -> str:
         # common-case boundary: the cache and its writer only where a command derives (status)
         from git_forge.backlog.cache import derived_text
 
         return _as_runner_error(lambda: derived_text(
             backlog_file(self.backlog_dir), state_dir, name,
-            lambda snapshot: derive(snapshot.items)))
+            lambda snapshot: derive(snapshot.items), keep=keep))
+
+    def read_items(self, state_dir: Path) -> list[Item]:
+        # common-case boundary: as derived's
+        from git_forge.backlog.cache import read_valid
+
+        return _as_runner_error(lambda: read_valid(
+            backlog_file(self.backlog_dir), state_dir, lambda snapshot: snapshot.items,
+            keep=False))
 
     def _wrote(self, snapshot: Snapshot) -> None:
         self._seen = snapshot
