@@ -517,6 +517,34 @@ def test_a_red_commit_of_the_user_s_under_a_parallel_run_is_no_item_s_failure(
     assert {"m001.py", "m002.py", "test_user_red.py"} <= set(files)
 
 
+#: An agent that sleeps as long as its item says (``SLEEP_<id>`` seconds), then adds a file.
+SLEEPING_AGENT = '''
+import os, pathlib, sys, time
+sys.stdin.read()
+item = os.environ["FORGE_ITEM_ID"]
+time.sleep(float(os.environ.get(f"SLEEP_{item}", "0")))
+pathlib.Path(f"n{item}.txt").write_text("work\\n")
+print("FORGE_DONE")
+'''
+
+
+def test_the_merge_queue_s_check_runs_beside_every_slot(templates: Templates,
+                                                         tmp_path: Path) -> None:
+    """More items than slots: an item's work replayed onto a tip that moved is checked
+    on the merge thread while both slots run agents — a process beyond the slots."""
+    project = calc_project(templates, tmp_path, ("One", "Two", "Three", "Four"), name="four")
+    agent = tmp_path / "sleeping_agent.py"
+    agent.write_text(SLEEPING_AGENT)
+    result = run_forge("loop", "run", "--agent", f"{sys.executable} {agent}", "--parallel", "2",
+                       "--verify", f"{sys.executable} -c pass", cwd=project,
+                       env={"SLEEP_001": "0", "SLEEP_002": "1", "SLEEP_003": "3",
+                            "SLEEP_004": "3"}, timeout=90)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert {entry["status"] for entry in backlog(project).values()} == {"done"}
+    checked = [e for e in events(project, "verify_started") if e["itemId"] == "002"]
+    assert len(checked) == 2  # its own gate, then the check on the moved tip
+
+
 # -- gates that misbehave ---------------------------------------------------------------------
 
 def test_a_gate_that_hangs_times_out_and_the_item_is_deferred(templates: Templates,

@@ -104,8 +104,10 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
         journal.rotate(state_dir / ARCHIVE_DIR)
         journal.own()  # the loop lock makes this run its one writer
         config = SupervisorConfig.from_settings(workspace.config.section("supervisor"))
-        if options.parallel > 1:  # the quota is the number of agents at once
-            config = replace(config, max_processes=options.parallel)
+        if options.parallel > 1:  # the quota is the number of agents at once, and the
+            # merge queue's own check of the gates (one at a time, beside every slot)
+            merge_checks = 1 if options.verify else 0
+            config = replace(config, max_processes=options.parallel + merge_checks)
         supervisor = Supervisor(config, ManifestStore(state_dir / PROC_DIR),
                                 lifecycle=ProcessEventPublisher(journal))
         if store.select_next() is not None:  # an agent will start: its watchdog boots
