@@ -11,6 +11,7 @@ import random
 
 import pytest
 
+from git_forge.loop.attempt import FollowedText
 from git_forge.supervisor.buffer import Chunk
 from git_forge.supervisor.follow import BEHIND_BYTES, LINE_BYTES, LineFollower
 
@@ -170,3 +171,19 @@ def test_a_skip_while_a_cut_line_is_read_on_counts_the_next_line() -> None:
     assert len(shown) == 1 and shown[0].startswith("c" * LINE_BYTES + " … (line cut at")
     source.data += b"\n" + b"d" * 3_000_000 + b"\nafter\n"  # then far behind
     assert follower.take(final=True) == [f"… 1 line skipped — {WHERE}", "after"]
+
+
+def test_a_line_redrawn_with_carriage_returns_is_what_it_said_last() -> None:
+    source, follower = _follower()
+    source.data = b"dl 10%\rdl 55%\rdl 100%\n\rplain\r\n"
+    assert follower.take(final=True) == ["dl 100%", "plain"]
+
+
+def test_an_agent_s_streamed_text_is_held_as_lines_the_same_way() -> None:
+    followed = FollowedText(WHERE)
+    followed.add("one\rONE\n\n" + "w" * (LINE_BYTES + 10) + "\nlast\n")
+    lines = followed.take()
+    assert lines[:2] == ["ONE", ""]
+    assert lines[2] == "w" * LINE_BYTES + f" … (line cut at 16.0 KiB — {WHERE})"
+    assert lines[3:] == ["last"]
+    assert followed.take() == []

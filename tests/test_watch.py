@@ -25,6 +25,7 @@ from helpers import PtySession, forge_argv, git, run_forge, snapshot
 from templates import Templates
 
 from git_forge.cli.watch_app import OutputScreen, WatchApp
+from git_forge.cli.watch_text import TITLE_COLUMNS, agent_cells
 from git_forge.runner import runner_for
 from git_forge.workspace import locate
 
@@ -348,3 +349,13 @@ def test_once_on_a_terminal_is_coloured_unless_no_color(run: Run) -> None:
     plain = PtySession("watch", "--once", cwd=run.root, env={"NO_COLOR": "1"})
     assert plain.finish() == 0
     assert "\x1b[" not in plain.text and "loop: no run yet" in plain.text
+
+
+def test_a_gate_s_row_is_named_and_its_command_cut() -> None:
+    gate = {"handle": "p-20261204T170000-abcdef", "itemId": None, "title": None,
+            "startedAt": None, "elapsedSeconds": 3.0, "outputBytes": 10, "lastLine": "ok",
+            "costUsd": None, "worktree": None, "gate": "python3 -c '" + "x" * 100 + "'"}
+    cells = agent_cells(gate)  # type: ignore[arg-type]
+    assert cells[0] == "baseline"  # the run's baseline check: no item, not a handle
+    assert cells[1].startswith("check: python3 -c 'x") and cells[1].endswith("…")
+    assert len(cells[1]) == TITLE_COLUMNS

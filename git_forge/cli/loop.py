@@ -166,13 +166,6 @@ def register(parser: argparse.ArgumentParser) -> None:
     stop.set_defaults(func=stop_loop)
 
 
-def last_segment(line: str) -> str:
-    """What a line of progress (``10%\\r55%\\r100%``) says last: the text after its last
-    carriage return that holds anything. Printed behind the ``| `` gutter as it is, a
-    carriage return would take the cursor back over the gutter and erase it."""
-    return next((segment for segment in reversed(line.split("\r")) if segment), "")
-
-
 class TerminalProgress:
     """One live status line on a terminal, plain lines elsewhere, or NDJSON.
 
@@ -247,7 +240,7 @@ class TerminalProgress:
     def output(self, text: str) -> None:
         """Whole lines of the agent's output behind the gutter, written at once."""
         if self.follow and not self.ndjson:
-            self._write("\n".join(f"  | {last_segment(line)}"  # blank lines too
+            self._write("\n".join(f"  | {line}"  # blank lines too
                                    for line in text.removesuffix("\n").split("\n")))
 
     def finished(self, item: Item, outcome: str, detail: str) -> None:

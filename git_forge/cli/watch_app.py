@@ -131,7 +131,6 @@ class WatchApp(App[None]):
 
     def on_mount(self) -> None:
         self.sub_title = clean(str(self.workspace.root))
-        self.query_one("#agents", DataTable).add_columns(*AGENT_COLUMNS)
         self.action_refresh_frame()
         self.set_interval(self.interval, self.action_refresh_frame)
 
@@ -160,7 +159,8 @@ class WatchApp(App[None]):
         table = self.query_one("#agents", DataTable)
         selected = self._selected()
         table.display = bool(frame["agents"])  # "agents: none running" says it instead
-        table.clear()
+        table.clear(columns=True)  # widths fit the rows shown now, not every row ever shown
+        table.add_columns(*AGENT_COLUMNS)
         for agent in frame["agents"]:
             table.add_row(*(_text(cell) for cell in agent_cells(agent)), key=agent["handle"])
         handles = [agent["handle"] for agent in frame["agents"]]

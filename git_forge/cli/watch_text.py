@@ -97,13 +97,16 @@ def limit_line(frame: WatchJSON) -> str | None:
 
 
 AGENT_COLUMNS = ("item", "title", "elapsed", "output", "cost", "last line")
+#: The most columns a title takes in an agent's row (a gate's command line is long).
+TITLE_COLUMNS = 40
 
 
 def agent_cells(agent: WatchAgentJSON) -> tuple[str, ...]:
     """One running agent's row (a gate's title is its command)."""
     title = f"check: {agent['gate']}" if agent["gate"] else (agent["title"] or "")
     cost = usd(agent["costUsd"]) if agent["costUsd"] is not None else "—"
-    return (agent["itemId"] or agent["handle"], one_line(title), clock(agent["elapsedSeconds"]),
+    who = agent["itemId"] or ("baseline" if agent["gate"] else agent["handle"])
+    return (who, _fit(one_line(title), TITLE_COLUMNS), clock(agent["elapsedSeconds"]),
             size(agent["outputBytes"]), cost, one_line(agent["lastLine"]))
 
 
@@ -141,7 +144,6 @@ def agent_table(frame: WatchJSON) -> list[str]:
     """The running agents as aligned rows under a header row (a long title is cut)."""
     rows = [AGENT_COLUMNS, *(agent_cells(agent) for agent in frame["agents"])]
     widths = [max(_width(row[column]) for row in rows) for column in range(len(AGENT_COLUMNS))]
-    widths[1] = min(widths[1], 30)
 
     def cell(text: str, width: int) -> str:
         text = _fit(text, width)

@@ -220,15 +220,27 @@ class LineFollower:
     def _show(self, out: list[str], line: bytes) -> None:
         self._say_skipped(out)
         if len(line) <= LINE_BYTES:
-            out.append(safe_text(line, final=True).text)
+            out.append(last_segment(safe_text(line, final=True).text))
             return
-        text = safe_text(line[:LINE_BYTES], final=True).text
-        out.append(f"{text} … (line cut at {size(LINE_BYTES)} — {self.where})")
+        text = last_segment(safe_text(line[:LINE_BYTES], final=True).text)
+        out.append(text + cut_note(self.where))
 
     def _say_skipped(self, out: list[str]) -> None:
         if self._skipped_lines or self._lost_bytes:
             out.append(skipped_note(self._skipped_lines, self.where, self._lost_bytes))
             self._skipped_lines = self._lost_bytes = 0
+
+
+def last_segment(line: str) -> str:
+    """What a line of progress (``10%`` CR ``55%`` CR ``100%``) says last, as a terminal
+    shows it: the text after its last carriage return that holds anything. Shown behind
+    a gutter as it is, a carriage return would take the cursor back over the gutter."""
+    return next((segment for segment in reversed(line.split("\r")) if segment), "")
+
+
+def cut_note(where: str) -> str:
+    """What ends a line shown cut at ``LINE_BYTES``."""
+    return f" … (line cut at {size(LINE_BYTES)} — {where})"
 
 
 def skipped_note(lines: int, where: str, lost_bytes: int = 0) -> str:
