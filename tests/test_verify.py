@@ -468,6 +468,9 @@ deadline = time.monotonic() + 30
 while not go.exists() and time.monotonic() < deadline:
     time.sleep(0.05)
 pathlib.Path(f"m{item}.py").write_text("def f():\\n    return 1\\n")
+if item == os.environ.get("REBREAK"):  # add, redefined: 100 too many
+    with open("calc.py", "a") as calc:
+        calc.write("\\n\\ndef add(a, b):\\n    return a + b + 100\\n")
 pathlib.Path(f"test_m{item}.py").write_text(
     f"from m{item} import f\\n\\n\\ndef test_f():\\n    assert f() == 1\\n")
 print("FORGE_DONE")
@@ -515,6 +518,53 @@ def test_a_red_commit_of_the_user_s_under_a_parallel_run_is_no_item_s_failure(
     assert not events(project, "merge_conflict")
     files = git("ls-tree", "--name-only", "main", cwd=project).split()
     assert {"m001.py", "m002.py", "test_user_red.py"} <= set(files)
+
+
+def test_an_item_that_re_breaks_what_the_user_fixed_mid_run_does_not_land(
+        templates: Templates, tmp_path: Path) -> None:
+    """Red at the start (``add`` is off by one); the user's commit mid-run fixes it and
+    adds a red test of its own. The item that breaks ``add`` again is asked about as a
+    conflict — its own gate ran where ``add`` was red already — and the other lands:
+    the branch ends no redder than the user's commit made it."""
+    off = "from helper import OFFSET\n\n\ndef add(a, b):\n    return a + b + OFFSET\n"
+    project = calc_project(templates, tmp_path, ("Break add", "Add m2"),
+                           {"calc.py": off, "helper.py": "OFFSET = 1\n"}, name="off")
+    agent = tmp_path / "waiting_agent.py"
+    agent.write_text(WAITING_AGENT)
+    go = tmp_path / "go"
+    loop_run = subprocess.Popen(
+        forge_argv() + ["loop", "run", "--agent", f"{sys.executable} {agent}",
+                        "--parallel", "2", "--verify", PYTEST_GATE],
+        cwd=project, env={**os.environ, "GO_FILE": str(go), "REBREAK": "001"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        journal = project / ".forge" / "events.ndjson"
+        waiting.wait_for(lambda: journal.exists() and journal.read_text().count(
+            '"type":"llm_spawned"') >= 2 or loop_run.poll() is not None, timeout=60,
+            what="both agents to start")
+        assert loop_run.poll() is None, waiting.communicate(loop_run, timeout=10)
+        (project / "helper.py").write_text("OFFSET = 0\n")
+        (project / "test_user_red.py").write_text("def test_user():\n    assert 1 == 2\n")
+        git("add", "helper.py", "test_user_red.py", cwd=project)
+        git("commit", "-qm", "the user's fix, and a red test", cwd=project)
+        user_tip = git("rev-parse", "HEAD", cwd=project).strip()
+        go.touch()
+        out, err = waiting.communicate(loop_run, timeout=90)
+    finally:
+        go.touch()
+        if loop_run.poll() is None:
+            waiting.kill_tree(loop_run.pid)
+            waiting.communicate(loop_run, timeout=10)
+    items = backlog(project)
+    assert items["002"]["status"] == "done", out + err
+    assert items["001"]["status"] == "blocked", out + err
+    assert "test_calc::test_add" in items["001"]["blockedReason"]
+    assert "the branch moved under the run (to " in out
+    # the tip: the user's commit and 002's work, add as the user fixed it
+    assert git("show", "main:calc.py", cwd=project) == off
+    assert git("show", "main:helper.py", cwd=project) == "OFFSET = 0\n"
+    assert "m002.py" in git("ls-tree", "--name-only", "main", cwd=project).split()
+    assert git("merge-base", "--is-ancestor", user_tip, "main", cwd=project, check=False) == ""
 
 
 #: An agent that sleeps as long as its item says (``SLEEP_<id>`` seconds), then adds a file.

@@ -36,24 +36,14 @@ NAMED_FAILURES = 10
 
 
 class Baseline(NamedTuple):
-    """A gate's result on the loop's starting tip."""
+    """A gate's result on a tip of the loop's branch (its starting tip, or one a commit
+    the run did not make moved it to)."""
 
     command: str
     #: ``None``: it timed out.
     exit_status: int | None
     #: The failing tests of its report; ``None`` when it wrote none.
     failing: frozenset[str] | None
-
-    def widened(self, later: Baseline) -> Baseline:
-        """This baseline and one taken later on a tip the branch moved to (a commit
-        the run did not make): what failed on either tip is not an item's failure —
-        an item forked from either may carry it."""
-        if self.failing is None and later.failing is None:
-            failing = None
-        else:
-            failing = (self.failing or frozenset()) | (later.failing or frozenset())
-        status = later.exit_status if later.exit_status != 0 else self.exit_status
-        return Baseline(self.command, status, failing)
 
 
 class GateRun(NamedTuple):

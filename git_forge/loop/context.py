@@ -10,6 +10,7 @@ reads backlog.json whole under its lock.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,6 +74,15 @@ class RunContext:
     verify_failures: dict[str, str] = field(default_factory=dict)
     #: The gates' results on the run's starting tip (``loop.verifyBaseline``).
     baselines: tuple[Baseline, ...] = ()
+    #: The tips the gates' baseline was taken on: the starting tip, then each tip the
+    #: branch moved to by a commit the run did not make (``verify.baseline_at``); and
+    #: the lock under which one is taken (the loop's thread and the merge thread).
+    baselined: set[str] = field(default_factory=set)
+    baseline_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Each item's baselines as they were when it started (its worktree at that tip):
+    #: what its own gates are judged against; the merge queue's check on the branch's
+    #: tip is judged against ``baselines``, the latest.
+    item_baselines: dict[str, tuple[Baseline, ...]] = field(default_factory=dict)
     #: Paths the run could not commit or keep as git would (path → why): left in
     #: the tree for reconcile, and never swept into a later item's commit.
     kept_back: dict[str, str] = field(default_factory=dict)

@@ -77,6 +77,7 @@ from git_forge.tree.stash import keep_paths
 from git_forge.tree.worktrees import (
     add_worktree,
     is_ignored,
+    last_move,
     move_to,
     worktree_at,
 )
@@ -440,7 +441,22 @@ class Worktrees:
         self.run.journal.append("worktree_added", itemId=item.id, path=str(path), branch=branch,
                                 commit=tip)
         self.trees[item.id] = _Tree(path)
+        self._baseline(item.id, tip)
         return path
+
+    def _baseline(self, item_id: str, tip: str) -> None:
+        """The baselines the item's own gates are judged against: those of the tip it
+        starts on — taken there first when a commit the run did not make put the
+        branch there (the merge queue takes it too, before it integrates onto it)."""
+        run = self.run
+        if not run.options.verify:
+            return
+        if (self.worker.retake is not None and tip not in run.baselined
+                and not last_move(self.root, self.onto).startswith("forge:")):
+            told = self.worker.retake(tip)
+            if told is not None:
+                run.progress.note(told)
+        run.item_baselines[item_id] = run.baselines
 
     def _move(self, path: Path, branch: str, at: str | None, tip: str) -> None:
         """The worktree at ``path`` (at commit ``at``) moved to the tip, when nothing

@@ -430,6 +430,9 @@ class Engine:
         if baselines is None:
             return False
         run.baselines = baselines
+        tip = run.repo.head_commit_id()  # the main checkout, on the starting tip
+        if tip is not None:
+            run.baselined.add(tip)
         for baseline in baselines:
             told = describe_baseline(baseline, run.branch or "HEAD")
             if told is not None:

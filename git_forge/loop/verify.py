@@ -152,12 +152,14 @@ class Judged(NamedTuple):
     took: int
 
 
-def judged(run: RunContext, item_id: str, gate: Gate, manifest: Manifest) -> Judged:
-    """The ended ``gate`` of ``item_id`` judged against the run's baseline of its
-    command (none: every failure is the item's), and journaled (``verify_finished``)
-    — for the item's own gates and the merge queue's check on the new tip alike."""
+def judged(run: RunContext, item_id: str, gate: Gate, manifest: Manifest, *,
+           on_tip: bool = False) -> Judged:
+    """The ended ``gate`` of ``item_id`` judged against the baseline of its command
+    (none: every failure is the item's) — an item's own gates against the baselines
+    as they were when it started, the merge queue's check on the branch's tip
+    (``on_tip``) against the latest — and journaled (``verify_finished``)."""
     result, problem = gate_run(run, gate, manifest)
-    baselines = run.baselines
+    baselines = run.baselines if on_tip else run.item_baselines.get(item_id, run.baselines)
     verdict = judge(result, baselines[gate.position] if gate.position < len(baselines)
                     else None)
     took = journal_finished(run, item_id, gate, result, verdict.passed, verdict.reason)
@@ -203,7 +205,7 @@ def integration_check(run: RunContext) -> Callable[[str, str], str | None] | Non
                 manifest = run.supervisor.wait(gate.handle)
                 if manifest.state not in ("exited", "timed_out"):  # ended by the run's end
                     return STOPPED_CHECK
-                verdict = judged(run, item_id, gate, manifest).verdict
+                verdict = judged(run, item_id, gate, manifest, on_tip=True).verdict
                 if not verdict.passed:
                     return verdict.reason
         return None
@@ -228,41 +230,57 @@ def run_baseline(run: RunContext) -> tuple[Baseline, ...] | None:
     return tuple(baselines)
 
 
-def baseline_retaker(run: RunContext) -> Callable[[str], str | None] | None:
-    """What the merge queue calls, on its thread, when the branch moved under a
-    parallel run by a commit the run did not make (the user's): each gate run once
-    on that tip, in a scratch worktree under ``verify/``, and the run's baselines
-    widened by what fails there (``Baseline.widened``), so that no item is blamed for
-    the user's failures; the note to tell, or ``None``. ``None`` without gates or
-    without ``loop.verifyBaseline``."""
+def baseline_at(run: RunContext, tip: str) -> str | None:
+    """The gates' baseline on ``tip``, a tip the branch moved to by a commit the run
+    did not make (the user's), taken once — on the merge thread before an item is
+    integrated onto it, or on the loop's thread before an item starts there: each gate
+    run in a scratch worktree under ``verify/``, and the run's latest baselines become
+    those, so that no item is blamed for what fails there, and none re-breaks what the
+    commit made pass. The note to tell, or ``None`` (taken already, no gates, no
+    ``loop.verifyBaseline``, or the run stopping)."""
     if not run.options.verify or not run.options.verify_baseline:
         return None
+    with run.baseline_lock:
+        if tip in run.baselined:
+            return None
+        found = _gates_on(run, tip)
+        if found is None:
+            return None
+        run.baselines = found
+        run.baselined.add(tip)
+    told = [line for line in (describe_baseline(baseline, tip[:12]) for baseline in found)
+            if line is not None]
+    return (f"the branch moved under the run (to {tip[:12]}, a commit it did not make): "
+            "its checks ran there again, and items are held to what fails there"
+            + ("; " + "; ".join(told) if told else ""))
 
-    def retake(tip: str) -> str | None:
-        directory = run.workspace.state_dir / VERIFY_DIR / "baseline"
-        found = []
-        with scratch_worktree(run.workspace.root, directory, tip):
-            for index in range(len(run.options.verify)):
-                try:
-                    gate = start_gate(run, "baseline", index, directory)
-                except ProcessError as exc:
-                    if exc.code == "supervisor_shutting_down":
-                        return None
-                    raise
-                manifest = run.supervisor.wait(gate.handle)
-                if manifest.state not in ("exited", "timed_out"):  # ended by the run's end
+
+def _gates_on(run: RunContext, tip: str) -> tuple[Baseline, ...] | None:
+    """Each gate's result on ``tip``, in a scratch worktree; ``None`` when the run
+    stopped under them."""
+    directory = run.workspace.state_dir / VERIFY_DIR / "baseline"
+    found = []
+    with scratch_worktree(run.workspace.root, directory, tip):
+        for index in range(len(run.options.verify)):
+            try:
+                gate = start_gate(run, "baseline", index, directory)
+            except ProcessError as exc:
+                if exc.code == "supervisor_shutting_down":
                     return None
-                result, _ = gate_run(run, gate, manifest)
-                failing = result.report.failing if result.report is not None else None
-                journal_finished(run, None, gate, result, result.exit_status == 0, None)
-                found.append(Baseline(gate.command, result.exit_status, failing))
-        before = run.baselines
-        run.baselines = (tuple(old.widened(new) for old, new in zip(before, found, strict=True))
-                         if before else tuple(found))
-        told = [line for line in (describe_baseline(baseline, tip[:12]) for baseline in found)
-                if line is not None]
-        return (f"the branch moved under the run (to {tip[:12]}, a commit it did not make): "
-                "its checks ran there again, and a failure on either tip is no item's"
-                + ("; " + "; ".join(told) if told else ""))
+                raise
+            manifest = run.supervisor.wait(gate.handle)
+            if manifest.state not in ("exited", "timed_out"):  # ended by the run's end
+                return None
+            result, _ = gate_run(run, gate, manifest)
+            failing = result.report.failing if result.report is not None else None
+            journal_finished(run, None, gate, result, result.exit_status == 0, None)
+            found.append(Baseline(gate.command, result.exit_status, failing))
+    return tuple(found)
 
-    return retake
+
+def baseline_retaker(run: RunContext) -> Callable[[str], str | None] | None:
+    """``baseline_at`` for the merge queue (``None`` without gates or without
+    ``loop.verifyBaseline``)."""
+    if not run.options.verify or not run.options.verify_baseline:
+        return None
+    return lambda tip: baseline_at(run, tip)

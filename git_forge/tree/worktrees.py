@@ -291,6 +291,16 @@ def unmerged(root: Path, prefix: str, onto: str) -> set[str]:
     return set(out.decode("utf-8", "replace").splitlines())
 
 
+def last_move(root: Path, branch: str) -> str:
+    """How ``branch`` last moved, as its reflog says (``commit: …``, ``forge: items
+    001, 002``); ``''`` when it has no reflog."""
+    try:
+        return _run(root, ["log", "-g", "-1", "--format=%gs", f"refs/heads/{branch}",
+                           "--"]).decode("utf-8", "replace").strip()
+    except GitError:
+        return ""
+
+
 def is_ancestor(root: Path, commit: str, of: str) -> bool:
     result = git_result(["merge-base", "--is-ancestor", commit, of], cwd=root)
     if result.returncode not in (0, 1):
