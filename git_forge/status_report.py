@@ -66,6 +66,8 @@ class AgentJSON(TypedDict):
     worktree: str | None
     #: A verification gate's process, not an agent: its command (else null).
     gate: str | None
+    #: The profile whose structured stream the agent prints (``claude``), else null.
+    stream: str | None
 
 
 class ParallelJSON(TypedDict):
@@ -154,7 +156,7 @@ def _parallel(workspace: Workspace, done: set[str], run_id: str | None) -> Paral
         {"handle": agent.handle, "itemId": agent.item_id, "startedAt": agent.started_at,
          "outputBytes": agent.output_bytes,
          "worktree": str(where[agent.item_id]) if agent.item_id in where else None,
-         "gate": agent.gate}
+         "gate": agent.gate, "stream": agent.stream}
         for agent in live_agents(workspace.state_dir, run_id)]
     onto = loop_branch(workspace.root) if any(tree.conflict for tree in trees) else None
     return {"worktrees": [{**tree.to_json(), "next": tree.next_step(onto)} for tree in trees],

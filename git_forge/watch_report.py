@@ -13,6 +13,7 @@ import os
 from datetime import UTC, datetime
 from typing import Any, TypedDict
 
+from git_forge.agents.profiles import PROFILES
 from git_forge.agents.receipt import TotalsJSON
 from git_forge.backlog.model import WaitingItemJSON, selectable_items, waiting_items
 from git_forge.clock import parse_stamp
@@ -20,7 +21,7 @@ from git_forge.layout import EVENTS_FILE
 from git_forge.loop.control import output_tails
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.runner.base import Runner
-from git_forge.safetext import safe_text
+from git_forge.safetext import clean, safe_text
 from git_forge.status_report import StatusJSON, loop_status
 from git_forge.workspace import Workspace
 
@@ -52,6 +53,8 @@ class WatchAgentJSON(TypedDict):
     costUsd: float | None
     worktree: str | None
     gate: str | None
+    #: The profile whose structured stream it prints (``claude``), else ``None``.
+    stream: str | None
 
 
 class QueuedJSON(TypedDict):
@@ -149,10 +152,11 @@ def watch_frame(workspace: Workspace, runner: Runner,
             "startedAt": agent["startedAt"],
             "elapsedSeconds": _seconds_since(agent["startedAt"], now),
             "outputBytes": agent["outputBytes"],
-            "lastLine": last_line(tails.get(agent["handle"], b"")),
+            "lastLine": last_line(tails.get(agent["handle"], b""), agent["stream"]),
             "costUsd": _cost(run_items.get(agent["itemId"] or "")),
             "worktree": agent["worktree"],
             "gate": agent["gate"],
+            "stream": agent["stream"],
         } for agent in agents],
         "queue": [{"id": item.id, "title": item.title} for item in queue[:QUEUE_SHOWN]],
         "queued": len(queue),
@@ -169,10 +173,25 @@ def watch_frame(workspace: Workspace, runner: Runner,
     }
 
 
-def last_line(tail: bytes) -> str:
-    """The last line with something on it, as safe text (a line redrawn with carriage
-    returns shows what it said last)."""
-    lines = safe_text(tail, final=True).text.replace("\r", "\n").split("\n")
+def readable(data: bytes, stream: str | None) -> str:
+    """What a person reads of ``data``, an agent's output: a structured stream's
+    (``stream``: its profile, such as ``claude``) text as ``loop run --follow`` shows
+    it, decoded by the profile's own reader (a line cut by where ``data`` starts is
+    skipped); any other output as it is. Safe text."""
+    profile = PROFILES.get(stream) if stream is not None else None
+    if profile is None or not profile.structured:
+        return safe_text(data, final=True).text
+    said: list[str] = []
+    reader = profile.reader(said.append)
+    newline = data.find(b"\n")
+    reader.feed(data[newline + 1:] if newline >= 0 else b"")
+    return clean("\n".join(said))
+
+
+def last_line(tail: bytes, stream: str | None = None) -> str:
+    """The last line with something on it (a line redrawn with carriage returns shows
+    what it said last)."""
+    lines = readable(tail, stream).replace("\r", "\n").split("\n")
     return next((line.strip() for line in reversed(lines) if line.strip()), "")
 
 

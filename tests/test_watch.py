@@ -359,3 +359,58 @@ def test_a_gate_s_row_is_named_and_its_command_cut() -> None:
     assert cells[0] == "baseline"  # the run's baseline check: no item, not a handle
     assert cells[1].startswith("check: python3 -c 'x") and cells[1].endswith("…")
     assert len(cells[1]) == TITLE_COLUMNS
+
+
+#: A stand-in for Claude Code's stream: two assistant messages, then it waits for
+#: ``release-<item>`` before its result (the format ``agent_streams`` holds the real
+#: program's to; only what watch reads of it here).
+STREAMING_CLAUDE = r'''#!{python}
+import json, os, pathlib, sys, time
+sys.stdin.read()
+item = os.environ["FORGE_ITEM_ID"]
+gate = pathlib.Path(os.environ["FORGE_TEST_GATE"])
+def say(event):
+    print(json.dumps(event), flush=True)
+say({{"type": "system", "subtype": "init", "session_id": "s-" + item}})
+for text in ("Reading the code.\nIt is small.", "Now writing \x1b[31mthe[/] fix."):
+    say({{"type": "assistant", "message": {{"content": [{{"type": "text", "text": text}}]}},
+         "session_id": "s-" + item}})
+deadline = time.monotonic() + 30
+while not (gate / f"release-{{item}}").exists() and time.monotonic() < deadline:
+    time.sleep(0.05)
+say({{"type": "result", "subtype": "success", "is_error": False, "result": "FORGE_DONE",
+     "session_id": "s-" + item, "num_turns": 1, "total_cost_usd": 0.01,
+     "usage": {{"input_tokens": 1, "output_tokens": 1}}}})
+'''
+
+
+def test_a_structured_agent_is_watched_as_its_text_not_its_json(run: Run,
+                                                                tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text(STREAMING_CLAUDE.format(python=sys.executable))
+    claude.chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    run.loop = subprocess.Popen(
+        forge_argv() + ["loop", "run", "--agent", "claude", "--iterations", "1"],
+        cwd=run.root, env={**os.environ, "PATH": path, "FORGE_TEST_GATE": str(run.gate)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    frame = run.wait_frame(lambda f: f["agents"] and f["agents"][0]["lastLine"],
+                           "the agent's text")
+    agent = frame["agents"][0]
+    assert agent["stream"] == "claude"
+    assert agent["lastLine"] == "Now writing the[/] fix."  # its text, cleaned; not JSON
+
+    async def steps(app: WatchApp, harness) -> None:
+        assert rows(app)[0][5] == "Now writing the[/] fix."
+        await harness.press("o")
+        await harness.pause(0.3)
+        screen = app.screen
+        assert isinstance(screen, OutputScreen)
+        lines = list(screen.query_one("#output").lines)  # type: ignore[attr-defined]
+        assert lines[:3] == ["Reading the code.", "It is small.", "Now writing the[/] fix."]
+
+    pilot(run.root, steps)
+    run.release("001")
+    assert run.finish().returncode == 0

@@ -21,6 +21,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Log, Static
 
+from git_forge.agents.profiles import PROFILES
 from git_forge.cli.watch_text import (
     AGENT_COLUMNS,
     agent_cells,
@@ -56,13 +57,19 @@ class OutputScreen(Screen[None]):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back"),
                 Binding("q", "app.pop_screen", "Back")]
 
-    def __init__(self, view: ProcView, handle: str, label: str) -> None:
+    def __init__(self, view: ProcView, handle: str, label: str,
+                 stream: str | None = None) -> None:
         super().__init__()
         self.view = view
         self.handle = handle
         self.label = label
         self.reader = OutputReader(view, handle, 0, window=OUTPUT_WINDOW)
         self.ended = False
+        #: A structured stream's text as its profile's reader says it (``--follow``'s).
+        self.said: list[str] = []
+        profile = PROFILES.get(stream) if stream is not None else None
+        self.stream = (profile.reader(self.said.append)
+                       if profile is not None and profile.structured else None)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -90,7 +97,14 @@ class OutputScreen(Screen[None]):
             rendered = read.rendered
             if rendered.gap:
                 log.write_line("… (earlier output no longer kept)")
-            if rendered.output:
+            if self.stream is not None:
+                raw = self.view.read(self.handle, rendered.start_cursor,
+                                     rendered.next_cursor - rendered.start_cursor)[1]
+                self.stream.feed(raw.data)
+                for text in self.said:
+                    log.write_line(clean(text))
+                self.said.clear()
+            elif rendered.output:
                 log.write(rendered.output)
             if read.manifest.terminal and self.reader.cursor >= rendered.total_bytes:
                 log.write_line(f"\n(ended: {read.manifest.state})")
@@ -182,7 +196,7 @@ class WatchApp(App[None]):
         agent = next(a for a in self.frame["agents"] if a["handle"] == handle)
         label = f"{agent['itemId'] or handle} {agent['title'] or agent['gate'] or ''}".strip()
         view = ProcView(self.workspace.state_dir / PROC_DIR)
-        self.push_screen(OutputScreen(view, handle, label))
+        self.push_screen(OutputScreen(view, handle, label, agent["stream"]))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_open_output()

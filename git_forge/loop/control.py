@@ -255,6 +255,8 @@ class LiveAgent(NamedTuple):
     cwd: str
     #: A verification gate's process (``loop.verify``), not an agent: its command.
     gate: str | None = None
+    #: The profile whose structured stream it prints (``claude``), else ``None``.
+    stream: str | None = None
 
 
 def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:
@@ -275,15 +277,17 @@ def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:
             if manifest.owner.run_id == run_id and manifest.state == "running":
                 # The count proc list shows: a running agent's spool is ahead of
                 # its manifest's last durable cursor (0 until it ends).
-                gate = manifest.origin.get("gate")
+                gate, stream = manifest.origin.get("gate"), manifest.origin.get("stream")
                 found.append(LiveAgent(handle, item_of(manifest), manifest.started_at,
                                        view.total_bytes(manifest), manifest.command.cwd,
-                                       gate if isinstance(gate, str) else None))
+                                       gate if isinstance(gate, str) else None,
+                                       stream if isinstance(stream, str) else None))
     return sorted(found, key=lambda agent: (agent.started_at or "", agent.handle))
 
 
-#: How much of the end of a process's output ``output_tails`` reads.
-TAIL_BYTES = 4096
+#: How much of the end of a process's output ``output_tails`` reads (a structured
+#: stream's last event may be long).
+TAIL_BYTES = 64 * 1024
 
 
 def output_tails(state_dir: Path, handles: list[str]) -> dict[str, bytes]:

@@ -164,8 +164,10 @@ def start_agent(run: RunContext, item: Item, number: int, *,
                       agent=options.profile_of(fallback).name if options.fallback_agent
                       else None, fallback=fallback)
     try:
+        # the stream's format, for a reader of its output (``watch``): a profile's name
+        stream = {"stream": attempt.profile.name} if attempt.profile.structured else {}
         handle = run.supervisor.start({"run_id": run.state.run_id},
-                                      {"item_id": item_id, "iteration": number},
+                                      {"item_id": item_id, "iteration": number, **stream},
                                       _prepare(run, item, prompt, number, attempt, worktree))
     except ProcessError as exc:
         # No agent works on the item: it goes back to pending before the run ends.
