@@ -194,7 +194,9 @@ class WatchApp(App[None]):
             self.notify("no agent is running", severity="warning")
             return
         agent = next(a for a in self.frame["agents"] if a["handle"] == handle)
-        label = f"{agent['itemId'] or handle} {agent['title'] or agent['gate'] or ''}".strip()
+        what = f"check: {agent['gate']}" if agent["gate"] else agent["title"] or ""
+        who = agent["itemId"] or ("baseline" if agent["gate"] else handle)
+        label = f"{who} {what}".strip()
         view = ProcView(self.workspace.state_dir / PROC_DIR)
         self.push_screen(OutputScreen(view, handle, label, agent["stream"]))
 
