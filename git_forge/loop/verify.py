@@ -257,7 +257,8 @@ def baseline_at(run: RunContext, tip: str) -> str | None:
 
 def _gates_on(run: RunContext, tip: str) -> tuple[Baseline, ...] | None:
     """Each gate's result on ``tip``, in a scratch worktree; ``None`` when the run
-    stopped under them."""
+    stopped under them (a stop asked meanwhile ends the gate at once: the loop's
+    thread may be the one waiting)."""
     directory = run.workspace.state_dir / VERIFY_DIR / "baseline"
     found = []
     with scratch_worktree(run.workspace.root, directory, tip):
@@ -268,7 +269,16 @@ def _gates_on(run: RunContext, tip: str) -> tuple[Baseline, ...] | None:
                 if exc.code == "supervisor_shutting_down":
                     return None
                 raise
-            manifest = run.supervisor.wait(gate.handle)
+            while True:  # (not wait_any: its wake-ups are the loop's thread's)
+                try:
+                    manifest = run.supervisor.wait(gate.handle, BASELINE_POLL_SECONDS)
+                    break
+                except ProcessError as exc:
+                    if exc.code != "wait_timeout":
+                        raise
+                if run.stop():
+                    run.supervisor.stop(gate.handle, "terminate")
+                    return None
             if manifest.state not in ("exited", "timed_out"):  # ended by the run's end
                 return None
             result, _ = gate_run(run, gate, manifest)
