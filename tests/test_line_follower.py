@@ -187,3 +187,13 @@ def test_an_agent_s_streamed_text_is_held_as_lines_the_same_way() -> None:
     assert lines[2] == "w" * LINE_BYTES + f" … (line cut at 16.0 KiB — {WHERE})"
     assert lines[3:] == ["last"]
     assert followed.take() == []
+
+
+def test_a_progress_bar_redrawn_past_the_limit_shows_its_last_state() -> None:
+    source, follower = _follower()
+    bar = b"".join(b"downloading %5d of 1000\r" % n for n in range(1000))  # ~24 KB
+    source.data = bar + b"downloading done\n"
+    assert follower.take(final=True) == ["downloading done"]
+    source.data += bar[:LINE_BYTES + 100]  # still redrawing: no cut of a stale fragment
+    shown = follower.take()
+    assert shown == [] or not shown[0].endswith(f"— {WHERE})")

@@ -463,3 +463,34 @@ def test_retire_with_the_worktree_directory_gone_drops_its_registration(repo: Pa
     assert git("rev-parse", kept.ref, cwd=repo).strip() == commit
     assert len(worktrees(repo)) == 1 and "forge/004" not in branch_tips(repo, "forge/")
     add_worktree(repo, tree, "forge/004", "main")  # the place is free for a fresh cut
+
+
+def test_a_commit_landing_on_the_branch_during_the_check_is_integrated_onto(
+        repo: Path) -> None:
+    """The user commits on the branch while a replay is checked: the fast-forward, which
+    expected the old tip, is refused, and the whole integration is made again onto the
+    user's commit — never an item refused for it."""
+    tree = add_worktree(repo, tree_dir(repo, "001"), "forge/001", "main")
+    (tree / "item.txt").write_text("the item's work\n")
+    git("add", "item.txt", cwd=tree)
+    git("commit", "-qm", "item 001", cwd=tree)
+    (repo / "user.txt").write_text("first\n")
+    git("add", "user.txt", cwd=repo)
+    git("commit", "-qm", "the user's first", cwd=repo)  # the replay is checked: tip moved
+    checked: list[str] = []
+
+    def check(branch: str, commit: str) -> str | None:
+        checked.append(git("rev-parse", f"{commit}^", cwd=repo).strip())
+        if len(checked) == 1:  # the user commits again while the first check runs
+            (repo / "user.txt").write_text("second\n")
+            git("commit", "-qam", "the user's second", cwd=repo)
+        return None
+
+    [done] = integrate_all(repo, ["forge/001"], "main", check=check)
+    assert not isinstance(done, GitError), done
+    assert done.outcome == "integrated"
+    second = git("rev-parse", "main~1", cwd=repo).strip()
+    assert git("log", "-1", "--format=%s", "main~1", cwd=repo).strip() == "the user's second"
+    assert checked[-1] == second  # checked again, on the commit it landed on
+    assert git("show", "main:item.txt", cwd=repo) == "the item's work\n"
+    assert git("status", "--porcelain", cwd=repo) == ""

@@ -64,7 +64,12 @@ from git_forge.loop.merging import (
     kept_note,
 )
 from git_forge.loop.summary import LeftPathJSON
-from git_forge.loop.verify import STOPPED_CHECK, baseline_retaker, integration_check
+from git_forge.loop.verify import (
+    STOPPED_CHECK,
+    baseline_retaker,
+    integration_check,
+    tip_baseline,
+)
 from git_forge.loop.worktree_prep import WorktreePreparer
 from git_forge.owned import make_dir
 from git_forge.reconcile import messages
@@ -77,7 +82,6 @@ from git_forge.tree.stash import keep_paths
 from git_forge.tree.worktrees import (
     add_worktree,
     is_ignored,
-    last_move,
     move_to,
     worktree_at,
 )
@@ -451,11 +455,9 @@ class Worktrees:
         run = self.run
         if not run.options.verify:
             return
-        if (self.worker.retake is not None and tip not in run.baselined
-                and not last_move(self.root, self.onto).startswith("forge:")):
-            told = self.worker.retake(tip)
-            if told is not None:
-                run.progress.note(told)
+        told = tip_baseline(run, tip)
+        if told is not None:
+            run.progress.note(told)
         run.item_baselines[item_id] = run.baselines
 
     def _move(self, path: Path, branch: str, at: str | None, tip: str) -> None:

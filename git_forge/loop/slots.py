@@ -426,11 +426,11 @@ class Engine:
         run = self.run
         if not run.options.verify_baseline or run.baselines:
             return True
+        tip = run.repo.head_commit_id()  # the starting tip, read before a commit lands
         baselines = run_baseline(run)
         if baselines is None:
             return False
         run.baselines = baselines
-        tip = run.repo.head_commit_id()  # the main checkout, on the starting tip
         if tip is not None:
             run.baselined.add(tip)
         for baseline in baselines:

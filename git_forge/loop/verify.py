@@ -32,7 +32,7 @@ from git_forge.safetext import safe_text
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.manifest import Manifest
 from git_forge.supervisor.process import PreparedProcess
-from git_forge.tree.worktrees import scratch_worktree
+from git_forge.tree.worktrees import last_move, scratch_worktree, tips
 
 #: The token a command's word may hold for the report file it writes.
 REPORT_TOKEN = "{report}"
@@ -193,6 +193,9 @@ def integration_check(run: RunContext) -> Callable[[str, str], str | None] | Non
         return None
 
     def check(item_id: str, commit: str) -> str | None:
+        tip = tips(run.workspace.root, run.branch or "").get(run.branch or "")
+        if tip is not None:  # replayed onto a commit of the user's: its baseline first
+            tip_baseline(run, tip)
         directory = run.workspace.state_dir / VERIFY_DIR / f"tree-{item_id}"
         with scratch_worktree(run.workspace.root, directory, commit):
             for index in range(len(run.options.verify)):
@@ -253,6 +256,16 @@ def baseline_at(run: RunContext, tip: str) -> str | None:
     return (f"the branch moved under the run (to {tip[:12]}, a commit it did not make): "
             "its checks ran there again, and items are held to what fails there"
             + ("; " + "; ".join(told) if told else ""))
+
+
+def tip_baseline(run: RunContext, tip: str) -> str | None:
+    """``baseline_at(tip)`` when ``tip`` is the branch's tip and a commit the run did
+    not make put the branch there (its reflog says how it last moved: the run's own
+    integrations say ``forge:``); the note, or ``None``."""
+    if tip in run.baselined or not run.branch or \
+            last_move(run.workspace.root, run.branch).startswith("forge:"):
+        return None
+    return baseline_at(run, tip)
 
 
 def _gates_on(run: RunContext, tip: str) -> tuple[Baseline, ...] | None:

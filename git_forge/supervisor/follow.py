@@ -212,6 +212,8 @@ class LineFollower:
         if self._discard is not None:
             return
         self._line += rest
+        if len(self._line) > LINE_BYTES:  # a progress bar redrawn: what it shows now
+            self._line = _redrawn(self._line)
         if len(self._line) > LINE_BYTES:  # shown now, its rest left out
             self._show(out, self._line)
             self._line = b""
@@ -219,6 +221,8 @@ class LineFollower:
 
     def _show(self, out: list[str], line: bytes) -> None:
         self._say_skipped(out)
+        if len(line) > LINE_BYTES:
+            line = _redrawn(line)
         if len(line) <= LINE_BYTES:
             out.append(last_segment(safe_text(line, final=True).text))
             return
@@ -229,6 +233,14 @@ class LineFollower:
         if self._skipped_lines or self._lost_bytes:
             out.append(skipped_note(self._skipped_lines, self.where, self._lost_bytes))
             self._skipped_lines = self._lost_bytes = 0
+
+
+def _redrawn(line: bytes) -> bytes:
+    """A line redrawn with carriage returns, from its last redraw that holds anything:
+    what a terminal shows of it (``last_segment`` of its text), kept short before any
+    cut at ``LINE_BYTES``."""
+    start = line.rstrip(b"\r").rfind(b"\r")
+    return line[start + 1:] if start >= 0 else line
 
 
 def last_segment(line: str) -> str:

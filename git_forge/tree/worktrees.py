@@ -499,7 +499,7 @@ def integrate(root: Path, branch: str, onto: str, *, dry_run: bool = False,
 
 def integrate_all(root: Path, branches: Sequence[str], onto: str, *, dry_run: bool = False,
                   reflog: str | None = None, trees: list[Worktree] | None = None,
-                  tidy: bool = False, check: Check | None = None
+                  tidy: bool = False, check: Check | None = None, retries: int = 3
                   ) -> list[Integration | GitError]:
     """``integrate`` for several branches, in order, as one: each replayed onto the
     tip the ones before it made (a conflict, or a refusal — no such branch, merge
@@ -509,7 +509,9 @@ def integrate_all(root: Path, branches: Sequence[str], onto: str, *, dry_run: bo
     One look at the refs and the worktrees, one fast-forward, for them all. When that
     fast-forward is refused (a local change in the way), each branch is integrated on
     its own, in order, so that only those whose changes meet the local change are
-    refused."""
+    refused. When it is refused because a commit landed on ``onto`` meanwhile (the
+    user's, while the replays were checked), the whole integration is made again onto
+    it, up to ``retries`` times."""
     found = _refs(root, (onto, *branches))
     if onto not in found:
         raise GitError(f"no branch {onto}")
@@ -555,6 +557,10 @@ def integrate_all(root: Path, branches: Sequence[str], onto: str, *, dry_run: bo
     try:
         _fast_forward(root, trees, onto, tip, current, message)
     except GitError as exc:
+        moved = _refs(root, (onto,)).get(onto, (tip, None))[0] != tip
+        if moved and retries > 0:  # a commit landed on onto meanwhile: again, onto it
+            return integrate_all(root, branches, onto, reflog=reflog, tidy=tidy, check=check,
+                                 retries=retries - 1)
         if len(landing) == 1:
             return [exc if result is landing[0] else result for result in results]
         return [integrate_all(root, [branch], onto, reflog=reflog, tidy=tidy, check=check)[0]
