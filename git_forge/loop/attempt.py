@@ -22,7 +22,7 @@ from git_forge.agents.streams import Facts
 from git_forge.loop.process_events import duration_ms
 from git_forge.loop.signals import NO_SIGNAL, Signal, parse_signal
 from git_forge.safetext import safe_text
-from git_forge.supervisor.follow import LINE_BYTES, cut_note, last_segment, skipped_note
+from git_forge.supervisor.follow import shown_line, skipped_note
 from git_forge.supervisor.manifest import Manifest
 
 #: Lines of the agent's stderr a circuit breaker's message quotes.
@@ -46,8 +46,7 @@ class FollowedText:
         self._lock = threading.Lock()
 
     def add(self, text: str) -> None:
-        lines = [last_segment(line) if len(line) <= LINE_BYTES else
-                 last_segment(line[:LINE_BYTES]) + cut_note(self.where)
+        lines = [shown_line(line.encode("utf-8", "replace"), self.where)
                  for line in text.removesuffix("\n").split("\n")]  # blank lines too
         with self._lock:
             self._lines.extend(lines)

@@ -221,13 +221,7 @@ class LineFollower:
 
     def _show(self, out: list[str], line: bytes) -> None:
         self._say_skipped(out)
-        if len(line) > LINE_BYTES:
-            line = _redrawn(line)
-        if len(line) <= LINE_BYTES:
-            out.append(last_segment(safe_text(line, final=True).text))
-            return
-        text = last_segment(safe_text(line[:LINE_BYTES], final=True).text)
-        out.append(text + cut_note(self.where))
+        out.append(shown_line(line, self.where))
 
     def _say_skipped(self, out: list[str]) -> None:
         if self._skipped_lines or self._lost_bytes:
@@ -241,6 +235,17 @@ def _redrawn(line: bytes) -> bytes:
     cut at ``LINE_BYTES``."""
     start = line.rstrip(b"\r").rfind(b"\r")
     return line[start + 1:] if start >= 0 else line
+
+
+def shown_line(line: bytes, where: str) -> str:
+    """One line of output as a follower shows it: safe text, what its redraws left
+    (``last_segment``), cut at ``LINE_BYTES`` with a note saying so (``where``: the
+    command that shows all of it)."""
+    if len(line) > LINE_BYTES:
+        line = _redrawn(line)
+    if len(line) <= LINE_BYTES:
+        return last_segment(safe_text(line, final=True).text)
+    return last_segment(safe_text(line[:LINE_BYTES], final=True).text) + cut_note(where)
 
 
 def last_segment(line: str) -> str:
