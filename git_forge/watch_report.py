@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 
 from git_forge.agents.profiles import PROFILES
 from git_forge.agents.receipt import TotalsJSON
+from git_forge.agents.streams import StreamReader, TextSink
 from git_forge.backlog.model import WaitingItemJSON, selectable_items, waiting_items
 from git_forge.clock import parse_stamp
 from git_forge.layout import EVENTS_FILE
@@ -173,16 +174,22 @@ def watch_frame(workspace: Workspace, runner: Runner,
     }
 
 
+def stream_reader(stream: str | None, said: TextSink) -> StreamReader | None:
+    """The reader of ``stream``'s profile (``claude``), handing ``said`` the text
+    ``loop run --follow`` shows; ``None`` for output that is no structured stream."""
+    profile = PROFILES.get(stream) if stream is not None else None
+    return profile.reader(said) if profile is not None and profile.structured else None
+
+
 def readable(data: bytes, stream: str | None) -> str:
     """What a person reads of ``data``, an agent's output: a structured stream's
     (``stream``: its profile, such as ``claude``) text as ``loop run --follow`` shows
     it, decoded by the profile's own reader (a line cut by where ``data`` starts is
     skipped); any other output as it is. Safe text."""
-    profile = PROFILES.get(stream) if stream is not None else None
-    if profile is None or not profile.structured:
-        return safe_text(data, final=True).text
     said: list[str] = []
-    reader = profile.reader(said.append)
+    reader = stream_reader(stream, said.append)
+    if reader is None:
+        return safe_text(data, final=True).text
     newline = data.find(b"\n")
     reader.feed(data[newline + 1:] if newline >= 0 else b"")
     return clean("\n".join(said))

@@ -15,13 +15,14 @@ Every string shown comes from the frame (``watch_report.watch_frame``), worded b
 
 from __future__ import annotations
 
+import base64
+
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Log, Static
 
-from git_forge.agents.profiles import PROFILES
 from git_forge.cli.watch_text import (
     AGENT_COLUMNS,
     agent_cells,
@@ -37,7 +38,7 @@ from git_forge.safetext import clean
 from git_forge.supervisor.follow import OutputReader
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.supervisor.view import ProcView
-from git_forge.watch_report import WatchJSON, watch_frame
+from git_forge.watch_report import WatchJSON, stream_reader, watch_frame
 from git_forge.workspace import Workspace
 
 #: The most lines an output screen holds (the oldest leave first; it says so).
@@ -60,16 +61,15 @@ class OutputScreen(Screen[None]):
     def __init__(self, view: ProcView, handle: str, label: str,
                  stream: str | None = None) -> None:
         super().__init__()
-        self.view = view
         self.handle = handle
         self.label = label
-        self.reader = OutputReader(view, handle, 0, window=OUTPUT_WINDOW)
         self.ended = False
-        #: A structured stream's text as its profile's reader says it (``--follow``'s).
+        #: A structured stream's text as its profile's reader says it (``--follow``'s),
+        #: fed the raw bytes; any other output is read as safe text.
         self.said: list[str] = []
-        profile = PROFILES.get(stream) if stream is not None else None
-        self.stream = (profile.reader(self.said.append)
-                       if profile is not None and profile.structured else None)
+        self.stream = stream_reader(stream, self.said.append)
+        self.reader = OutputReader(view, handle, 0, window=OUTPUT_WINDOW,
+                                   encoding="text" if self.stream is None else "base64")
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -98,9 +98,7 @@ class OutputScreen(Screen[None]):
             if rendered.gap:
                 log.write_line("… (earlier output no longer kept)")
             if self.stream is not None:
-                raw = self.view.read(self.handle, rendered.start_cursor,
-                                     rendered.next_cursor - rendered.start_cursor)[1]
-                self.stream.feed(raw.data)
+                self.stream.feed(base64.b64decode(rendered.output))
                 for text in self.said:
                     log.write_line(clean(text))
                 self.said.clear()
