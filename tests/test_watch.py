@@ -129,6 +129,19 @@ def pilot(root: Path, steps) -> None:
     asyncio.run(asyncio.wait_for(drive(), timeout=60))
 
 
+async def output_lines(app: WatchApp, harness, at_least: int) -> list[str]:
+    """The output screen's lines once it shows ``at_least`` of them (10 s at most: a
+    loaded machine draws it late)."""
+    deadline = waiting.Deadline(10)
+    while True:
+        await harness.pause(0.1)
+        screen = app.screen
+        assert isinstance(screen, OutputScreen)
+        lines = list(screen.query_one("#output").lines)  # type: ignore[attr-defined]
+        if len(lines) >= at_least or deadline.passed:
+            return lines
+
+
 def shown(app: WatchApp, selector: str) -> str:
     return str(app.query_one(selector).content)  # type: ignore[attr-defined]
 
@@ -171,11 +184,8 @@ def test_a_live_serial_run_at_a_glance(run: Run) -> None:
         assert table[0][5] == "waiting for release [bold]001[/]"
         assert "queue (2): 002 Add cache, 003 Write docs" in shown(app, "#details")
         await harness.press("o")  # the agent's whole output
-        await harness.pause(0.3)
-        screen = app.screen
-        assert isinstance(screen, OutputScreen)
-        log = screen.query_one("#output")
-        assert [line for line in log.lines if line.startswith("step ")] == [  # type: ignore
+        lines = await output_lines(app, harness, 4)
+        assert [line for line in lines if line.startswith("step ")] == [
             "step 0 of 001", "step 1 of 001", "step 2 of 001"]
         await harness.press("escape")
         await harness.pause()
@@ -405,10 +415,7 @@ def test_a_structured_agent_is_watched_as_its_text_not_its_json(run: Run,
     async def steps(app: WatchApp, harness) -> None:
         assert rows(app)[0][5] == "Now writing the[/] fix."
         await harness.press("o")
-        await harness.pause(0.3)
-        screen = app.screen
-        assert isinstance(screen, OutputScreen)
-        lines = list(screen.query_one("#output").lines)  # type: ignore[attr-defined]
+        lines = await output_lines(app, harness, 3)
         assert lines[:3] == ["Reading the code.", "It is small.", "Now writing the[/] fix."]
 
     pilot(run.root, steps)
