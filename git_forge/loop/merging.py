@@ -46,7 +46,7 @@ from git_forge.loop.containment import Baseline, Escape, Window, escaped, foreig
 from git_forge.loop.summary import LeftPathJSON
 from git_forge.reconcile import messages
 from git_forge.reconcile.item_trees import tree_changes
-from git_forge.reconcile.merge_queue import Integrated, Outcome, integrate_items, tidy
+from git_forge.reconcile.merge_queue import Outcome, integrate_items, tidy
 from git_forge.tree.commit import commit_paths
 from git_forge.tree.errors import GitError
 from git_forge.tree.repo import Repo, open_repo
@@ -146,11 +146,10 @@ class MergeWorker:
         #: The run's checks of an item's commits replayed onto a tip that moved since it
         #: forked (``loop.verifyOnIntegrate``): why they may not land, or ``None``.
         self.check = check
-        #: The run's gates run again on a tip the branch moved to by a commit the run
-        #: did not make (``verify.baseline_retaker``), the note to tell, before the
-        #: items are integrated onto it; ``tip``: the last tip the run knows.
+        #: The run's gates run again on the branch's tip when a commit the run did not
+        #: make put it there (``verify.baseline_retaker``), before the items are
+        #: integrated onto it: the note to tell, or ``None``.
         self.retake = retake
-        self.tip = tips(root, onto).get(onto) if retake is not None else None
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._results: queue.Queue[Result] = queue.Queue()
         self.outstanding = 0
@@ -270,20 +269,15 @@ class MergeWorker:
                                    [job.item_id for job, _, _ in committed], self.onto,
                                    self.check)
         for (job, commit, left), outcome in zip(committed, outcomes, strict=True):
-            if isinstance(outcome, Integrated):
-                self.tip = outcome.tip
             self._results.put(Merged(job, commit, outcome, left))
 
     def _moved(self, job: Job) -> None:
-        """The branch moved since the run's last look by a commit it did not make: the
-        gates' baseline is taken there too before anything is integrated onto it."""
+        """The gates' baseline on the branch's tip, before anything is integrated onto
+        it, when a commit the run did not make put the branch there."""
         if self.retake is None:
             return
         now = tips(self.root, self.onto).get(self.onto)
-        if now is None or now == self.tip:
-            return
-        self.tip = now
-        told = self.retake(now)
+        told = self.retake(now) if now is not None else None
         if told is not None:
             self._results.put(Noted(job, told))
 

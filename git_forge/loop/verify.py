@@ -302,8 +302,8 @@ def _gates_on(run: RunContext, tip: str) -> tuple[Baseline, ...] | None:
 
 
 def baseline_retaker(run: RunContext) -> Callable[[str], str | None] | None:
-    """``baseline_at`` for the merge queue (``None`` without gates or without
+    """``tip_baseline`` for the merge queue (``None`` without gates or without
     ``loop.verifyBaseline``)."""
     if not run.options.verify or not run.options.verify_baseline:
         return None
-    return lambda tip: baseline_at(run, tip)
+    return lambda tip: tip_baseline(run, tip)
