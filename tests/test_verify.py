@@ -477,20 +477,20 @@ print("FORGE_DONE")
 '''
 
 
-def test_a_red_commit_of_the_user_s_under_a_parallel_run_is_no_item_s_failure(
-        templates: Templates, tmp_path: Path) -> None:
-    """The user commits a red test on the loop's branch while two agents work: the
-    run takes its checks' baseline again on that tip, and the items, replayed onto
-    it, land — the red test is the user's, not theirs."""
-    project = calc_project(templates, tmp_path, ("Add m1", "Add m2"), name="two-m")
+def run_with_a_user_commit(project: Path, tmp_path: Path, files: dict[str, str],
+                           message: str, env: dict[str, str] | None = None
+                           ) -> tuple[subprocess.CompletedProcess[str], str]:
+    """A parallel run (two slots, the pytest gate) of ``WAITING_AGENT``: once both
+    agents have started, the user commits ``files`` on the loop's branch, then the
+    agents go on. The run, and the user's commit."""
     agent = tmp_path / "waiting_agent.py"
     agent.write_text(WAITING_AGENT)
     go = tmp_path / "go"
     loop_run = subprocess.Popen(
         forge_argv() + ["loop", "run", "--agent", f"{sys.executable} {agent}",
                         "--parallel", "2", "--verify", PYTEST_GATE],
-        cwd=project, env={**os.environ, "GO_FILE": str(go)}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        cwd=project, env={**os.environ, "GO_FILE": str(go), **(env or {})},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         journal = project / ".forge" / "events.ndjson"
 
@@ -500,9 +500,11 @@ def test_a_red_commit_of_the_user_s_under_a_parallel_run_is_no_item_s_failure(
         waiting.wait_for(lambda: spawned() >= 2 or loop_run.poll() is not None, timeout=60,
                          what="both agents to start")
         assert loop_run.poll() is None, waiting.communicate(loop_run, timeout=10)
-        (project / "test_user_red.py").write_text("def test_user():\n    assert 1 == 2\n")
-        git("add", "test_user_red.py", cwd=project)
-        git("commit", "-qm", "the user's red test", cwd=project)
+        for name, text in files.items():
+            (project / name).write_text(text)
+        git("add", *files, cwd=project)
+        git("commit", "-qm", message, cwd=project)
+        user_tip = git("rev-parse", "HEAD", cwd=project).strip()
         go.touch()
         out, err = waiting.communicate(loop_run, timeout=90)
     finally:
@@ -510,7 +512,23 @@ def test_a_red_commit_of_the_user_s_under_a_parallel_run_is_no_item_s_failure(
         if loop_run.poll() is None:
             waiting.kill_tree(loop_run.pid)
             waiting.communicate(loop_run, timeout=10)
-    assert loop_run.returncode == 0, out + err
+    return subprocess.CompletedProcess(loop_run.args, loop_run.returncode, out, err), user_tip
+
+
+#: A test the user commits mid-run, red.
+USER_RED = "def test_user():\n    assert 1 == 2\n"
+
+
+def test_a_red_commit_of_the_user_s_under_a_parallel_run_is_no_item_s_failure(
+        templates: Templates, tmp_path: Path) -> None:
+    """The user commits a red test on the loop's branch while two agents work: the
+    run takes its checks' baseline again on that tip, and the items, replayed onto
+    it, land — the red test is the user's, not theirs."""
+    project = calc_project(templates, tmp_path, ("Add m1", "Add m2"), name="two-m")
+    result, _ = run_with_a_user_commit(project, tmp_path, {"test_user_red.py": USER_RED},
+                                       "the user's red test")
+    out, err = result.stdout, result.stderr
+    assert result.returncode == 0, out + err
     assert {entry["status"] for entry in backlog(project).values()} == {"done"}
     assert "the branch moved under the run (to " in out
     baselines = [e for e in events(project, "verify_finished") if e["itemId"] is None]
@@ -529,32 +547,10 @@ def test_an_item_that_re_breaks_what_the_user_fixed_mid_run_does_not_land(
     off = "from helper import OFFSET\n\n\ndef add(a, b):\n    return a + b + OFFSET\n"
     project = calc_project(templates, tmp_path, ("Break add", "Add m2"),
                            {"calc.py": off, "helper.py": "OFFSET = 1\n"}, name="off")
-    agent = tmp_path / "waiting_agent.py"
-    agent.write_text(WAITING_AGENT)
-    go = tmp_path / "go"
-    loop_run = subprocess.Popen(
-        forge_argv() + ["loop", "run", "--agent", f"{sys.executable} {agent}",
-                        "--parallel", "2", "--verify", PYTEST_GATE],
-        cwd=project, env={**os.environ, "GO_FILE": str(go), "REBREAK": "001"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        journal = project / ".forge" / "events.ndjson"
-        waiting.wait_for(lambda: journal.exists() and journal.read_text().count(
-            '"type":"llm_spawned"') >= 2 or loop_run.poll() is not None, timeout=60,
-            what="both agents to start")
-        assert loop_run.poll() is None, waiting.communicate(loop_run, timeout=10)
-        (project / "helper.py").write_text("OFFSET = 0\n")
-        (project / "test_user_red.py").write_text("def test_user():\n    assert 1 == 2\n")
-        git("add", "helper.py", "test_user_red.py", cwd=project)
-        git("commit", "-qm", "the user's fix, and a red test", cwd=project)
-        user_tip = git("rev-parse", "HEAD", cwd=project).strip()
-        go.touch()
-        out, err = waiting.communicate(loop_run, timeout=90)
-    finally:
-        go.touch()
-        if loop_run.poll() is None:
-            waiting.kill_tree(loop_run.pid)
-            waiting.communicate(loop_run, timeout=10)
+    result, user_tip = run_with_a_user_commit(
+        project, tmp_path, {"helper.py": "OFFSET = 0\n", "test_user_red.py": USER_RED},
+        "the user's fix, and a red test", env={"REBREAK": "001"})
+    out, err = result.stdout, result.stderr
     items = backlog(project)
     assert items["002"]["status"] == "done", out + err
     assert items["001"]["status"] == "blocked", out + err
