@@ -9,7 +9,6 @@ beside a running loop can neither slow it nor make it fail. The terminal view
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from typing import Any, TypedDict
 
@@ -20,7 +19,7 @@ from git_forge.backlog.model import WaitingItemJSON, selectable_items, waiting_i
 from git_forge.clock import parse_stamp
 from git_forge.layout import EVENTS_FILE
 from git_forge.loop.control import output_tails
-from git_forge.parsing import DocumentTooComplex, load_json
+from git_forge.loop.journal import tail_events
 from git_forge.runner.base import Runner
 from git_forge.safetext import clean, safe_text
 from git_forge.status_report import StatusJSON, loop_status
@@ -203,30 +202,10 @@ def last_line(tail: bytes, stream: str | None = None) -> str:
 
 
 def recent_events(workspace: Workspace) -> list[RecentJSON]:
-    """The latest events about items and the run, newest last, from the journal's end
-    (a line cut by the read, or one that does not parse, is skipped)."""
-    path = workspace.state_dir / EVENTS_FILE
-    try:
-        with open(path, "rb") as journal:
-            size = os.fstat(journal.fileno()).st_size
-            journal.seek(max(0, size - JOURNAL_TAIL_BYTES))
-            data = journal.read(JOURNAL_TAIL_BYTES)
-    except OSError:
-        return []
-    lines = data.split(b"\n")
-    if size > JOURNAL_TAIL_BYTES:
-        lines = lines[1:]  # the first may be the end of a line begun before the read
-    found: list[RecentJSON] = []
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            event = load_json(line, path)
-        except (ValueError, DocumentTooComplex):
-            continue
-        if isinstance(event, dict) and event.get("type") in RECENT_EVENTS:
-            found.append(_recent(event))
-    return found[-RECENT_SHOWN:]
+    """The latest events about items and the run, newest last, from the journal's end."""
+    events = tail_events(workspace.state_dir / EVENTS_FILE, JOURNAL_TAIL_BYTES)
+    return [_recent(event) for event in events
+            if event.get("type") in RECENT_EVENTS][-RECENT_SHOWN:]
 
 
 def _text(event: dict[str, Any], *names: str) -> str:

@@ -108,6 +108,22 @@ def _parse(line: bytes) -> dict[str, object] | None:
     return event if isinstance(event, dict) else None
 
 
+def tail_events(path: Path | str, max_bytes: int) -> list[dict[str, object]]:
+    """The complete, parseable events among the journal's last ``max_bytes`` bytes, in
+    order, read without a lock (a line cut by where the read starts, or torn at the
+    end, is left out); none when there is no journal."""
+    try:
+        with open(path, "rb") as journal:
+            size = os.fstat(journal.fileno()).st_size
+            journal.seek(max(0, size - max_bytes))
+            raw = journal.read(max_bytes)
+    except OSError:
+        return []
+    if size > max_bytes:  # the first line may be the end of one begun before the read
+        raw = raw[raw.find(b"\n") + 1:]
+    return [event for event in map(_parse, _complete_lines(raw)) if event is not None]
+
+
 class _Owned:
     """What an owning loop keeps of its journal: the open descriptor, the next
     ``seq``, the ids already written, the size it expects, and unsynced lines."""
