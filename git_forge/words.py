@@ -40,6 +40,16 @@ def usd(amount: float) -> str:
     return f"${text}"
 
 
+def clock(seconds: float | None) -> str:
+    """A time on a clock's face: ``1:02:03``, ``2:03`` (whole seconds, rounded down),
+    or ``—`` when it is not known."""
+    if seconds is None:
+        return "—"
+    hours, rest = divmod(int(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
+
+
 def size(count: int) -> str:
     """An amount of output: ``512 B`` under a KiB, else ``2.9 KiB`` (one decimal)."""
     return f"{count / 1024:.1f} KiB" if count >= 1024 else f"{count} B"

@@ -35,7 +35,7 @@ from git_forge.loop.engine import LoopRefused
 from git_forge.loop.launch import launch_external
 from git_forge.loop.options import LoopFlags, loop_options
 from git_forge.loop.summary import left_words
-from git_forge.words import counted, size
+from git_forge.words import clock, counted, size
 from git_forge.workspace import locate
 
 if TYPE_CHECKING:
@@ -281,11 +281,8 @@ class TerminalProgress:
                 self._emit(self._erase())
                 self.line = ""
             return
-        left = int(seconds_left + 0.999)
-        hours, rest = divmod(left, 3600)
-        minutes, seconds = divmod(rest, 60)
-        clock = f"{hours}:{minutes:02}:{seconds:02}" if hours else f"{minutes}:{seconds:02}"
-        self.line = paint(f"waiting for the usage limit to lift — {clock} left", "dim")
+        left = clock(int(seconds_left + 0.999))  # rounded up: its last second shows 0:01
+        self.line = paint(f"waiting for the usage limit to lift — {left} left", "dim")
         self._emit(ERASE_LINE + self.line)
     def agents(self, running: Sequence[RunningAgent], queued: Sequence[str]) -> None:
         """Items in parallel: on a terminal, a live line per running agent (item,

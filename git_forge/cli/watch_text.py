@@ -11,7 +11,7 @@ from git_forge.cli.output import one_line, paint
 from git_forge.cli.status import run_status_words
 from git_forge.safetext import clean
 from git_forge.watch_report import WatchAgentJSON, WatchJSON
-from git_forge.words import size, usd
+from git_forge.words import clock, size, usd
 
 #: The fewest columns a frame is cut to (a narrower terminal wraps what is left).
 NARROWEST = 20
@@ -40,16 +40,6 @@ def _fit(line: str, width: int | None) -> str:
         if used > width - 1:  # the ellipsis takes the last column
             return line[:index] + "…"
     return line
-
-
-def clock(seconds: float | None) -> str:
-    """``1:02:03``, ``2:03`` or ``—`` (unknown)."""
-    if seconds is None:
-        return "—"
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
 
 
 def run_line(frame: WatchJSON) -> str:
