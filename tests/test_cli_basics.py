@@ -251,14 +251,22 @@ def test_help_names_a_command_and_builds_only_that_one(tmp_path: Path) -> None:
 
 
 #: A child that gives every command of the tree one more flag, as a change to a command
-#: adds one, and a handler that says what reached it, then runs each command line it
-#: reads from stdin (a JSON list of words) through ``main``: one JSON line per run,
-#: [words, exit code, stdout, stderr].
+#: adds one, and a handler that says what reached it, and generates the plain command
+#: lines' table again (``tools/generate_docs.py``, as that change must: the committed
+#: table is checked against the parser), then runs each command line it reads from
+#: stdin (a JSON list of words) through ``main``: one JSON line per run, [words, exit
+#: code, stdout, stderr].
 NEW_FLAG_EVERYWHERE = r"""
 import argparse, contextlib, io, json, sys
-from git_forge.cli import main as cli_main, parser as cli_parser
+sys.path.insert(0, sys.argv[1])  # the tests' directory
+from helpers import load_generator
+from git_forge.cli import args as cli_args, main as cli_main, parser as cli_parser
 
 built = cli_parser.build_parser
+
+def reached(args):
+    print("reached", args.new_flag)
+    return 0
 
 def with_a_new_flag(*args, **kwargs):
     root = built(*args, **kwargs)
@@ -271,10 +279,13 @@ def with_a_new_flag(*args, **kwargs):
             pending += verbs[0].values()
         else:
             parser.add_argument("--new-flag", action="store_true")
-            parser.set_defaults(func=lambda args: print("reached", args.new_flag) or 0)
+            parser.set_defaults(func=reached)
     return root
 
 cli_parser.build_parser = with_a_new_flag
+table = {}
+exec(load_generator().command_lines_module(), table)
+cli_args.COMMAND_LINES = table["COMMAND_LINES"]
 for line in sys.stdin:
     words = json.loads(line)
     out, err = io.StringIO(), io.StringIO()
@@ -308,7 +319,8 @@ def test_every_command_line_is_read_by_the_commands_parser(tmp_path: Path) -> No
     assert {"status", "preflight", "backlog list", "decision list"} <= {
         " ".join(words) for words in leaves}
     runs = [command for words in groups + leaves for command in (words, [*words, "--help"])]
-    child = waiting.run([sys.executable, "-c", NEW_FLAG_EVERYWHERE], cwd=tmp_path,
+    child = waiting.run([sys.executable, "-c", NEW_FLAG_EVERYWHERE, str(Path(__file__).parent)],
+                        cwd=tmp_path,
                         input="".join(json.dumps(words) + "\n" for words in runs),
                         capture_output=True, text=True)
     assert child.returncode == 0, child.stderr

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Generate the man page and the shell completion scripts from the argparse parser.
+"""Generate the man page, the shell completion scripts and the plain command lines'
+table from the argparse parser.
 
-    python tools/generate_docs.py           # rewrite man/git-forge.1 and completions/*
+    python tools/generate_docs.py           # rewrite man/git-forge.1, completions/*
+                                            # and git_forge/cli/command_lines.py
     python tools/generate_docs.py --check   # exit 1 and name the stale files
 
 The outputs are committed (and shipped: the man page as wheel data, the scripts as
@@ -26,6 +28,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 MAN_PAGE = ROOT / "man" / "git-forge.1"
+COMMAND_LINES = ROOT / "git_forge" / "cli" / "command_lines.py"
 MAN_EXTRA = ROOT / "man" / "extra-sections.txt"
 SNIPPETS = ROOT / "tools" / "completion"
 COMPLETIONS = ROOT / "completions"
@@ -304,12 +307,136 @@ def completion_script(shell: str) -> str:
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
+# --- the plain command lines (cli.args.read_plain) ---------------------------------------------
+
+_COMMAND_LINES_HEAD = '''\
+"""The command lines ``cli.args.read_plain`` reads without argparse: per command,
+what argparse gives when the line names nothing more, and its plain options.
+Generated from the parser by ``tools/generate_docs.py``; do not edit."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypedDict
+
+    class CommandLine(TypedDict):
+        """One command: what ``cli.args.read_plain`` needs to read its plain lines."""
+
+        #: ``module:function``, the handler the parser's ``set_defaults(func=…)`` names.
+        handler: str
+        #: Every ``dest`` argparse sets when the line names nothing more, with its value.
+        defaults: dict[str, Any]
+        #: Option string → (its option, dest, value stored) for a ``store_true``,
+        #: ``store_const`` …; an option is named by its first option string.
+        flags: dict[str, tuple[str, str, Any]]
+        #: Option string → (its option, dest) for an option taking one untyped value.
+        values: dict[str, tuple[str, str]]
+        #: The positional arguments in order: (dest, whether it must be given).
+        positionals: list[tuple[str, bool]]
+        #: Options that must be on the line.
+        required: list[str]
+        #: Groups of options of which at most one may be on the line.
+        exclusive: list[list[str]]
+
+COMMAND_LINES: dict[tuple[str, ...], CommandLine] = '''
+
+
+def _literal(value: object) -> bool:
+    """Whether ``value`` is written back exactly by its ``repr`` (None, a bool, a
+    number, a string, or a list or tuple of them)."""
+    import ast
+
+    try:
+        return bool(ast.literal_eval(repr(value)) == value)
+    except (ValueError, SyntaxError):
+        return False
+
+
+def _command_line(root: argparse.ArgumentParser, path: tuple[str, ...],
+                  parser: argparse.ArgumentParser) -> dict | None:
+    """The table's entry for the command ``path`` (``cli.command_lines.CommandLine``),
+    or ``None`` for one whose positional arguments are not plain (``read_plain``
+    leaves every line of it to argparse)."""
+    from git_forge.cli.args import NO_COLOR
+    from git_forge.cli.parser import parse_command_line
+
+    flags: dict[str, tuple] = {}
+    values: dict[str, tuple] = {}
+    positionals: list[tuple[str, bool]] = []
+    for action in parser._actions:
+        if not action.option_strings:
+            if action.nargs not in (None, "?") or action.type or action.choices:
+                return None
+            positionals.append((action.dest, action.nargs is None))
+            continue
+        if NO_COLOR in action.option_strings or isinstance(action, argparse._HelpAction):
+            continue  # read_plain takes --no-color anywhere; -h is argparse's
+        name = action.option_strings[0]
+        for option in action.option_strings:
+            if isinstance(action, argparse._StoreConstAction):  # store_true, … too
+                flags[option] = (name, action.dest, action.const)
+            elif (type(action) is argparse._StoreAction and action.nargs is None
+                  and action.type is None and action.choices is None):
+                values[option] = (name, action.dest)
+    groups = parser._mutually_exclusive_groups
+    if any(not action.option_strings for group in groups for action in group._group_actions):
+        return None
+    required = [action for action in parser._actions if action.option_strings and action.required]
+    if any(group.required for group in groups) or any(
+            action.option_strings[0] not in values for action in required):
+        return None  # a line without the option is argparse's error: no defaults to take
+    placeholders = [f"<{dest}>" for dest, must in positionals if must]
+    for action in required:
+        placeholders += [action.option_strings[0], f"<{action.dest}>"]
+    defaults = vars(parse_command_line(root, [*path, *placeholders]))
+    for dest in [dest for dest, must in positionals if must] + [a.dest for a in required]:
+        del defaults[dest]
+    func = defaults.pop("func")
+    if not all(_literal(value) for value in defaults.values()):
+        return None
+    return {
+        "handler": f"{func.__module__}:{func.__name__}",
+        "defaults": defaults,
+        "flags": flags,
+        "values": values,
+        "positionals": positionals,
+        "required": [action.option_strings[0] for action in required],
+        "exclusive": [[action.option_strings[0] for action in group._group_actions]
+                      for group in groups],
+    }
+
+
+def command_lines_module() -> str:
+    """``git_forge/cli/command_lines.py``: every command's entry, in the parser's order."""
+    import pprint
+
+    from git_forge.cli.parser import build_parser
+
+    root = build_parser(prog="git forge")
+    table = {}
+    for path, parser in walk(root):
+        if path and _subparsers(parser) is None:
+            entry = _command_line(root, path, parser)
+            if entry is not None:
+                table[path] = entry
+    text = _COMMAND_LINES_HEAD + "{\n"
+    for path, entry in table.items():
+        text += f"    {path!r}: {{\n"
+        for key, value in entry.items():
+            prefix = f"        {key!r}: "
+            shown = pprint.pformat(value, width=99 - len(prefix), sort_dicts=False, compact=True)
+            text += prefix + shown.replace("\n", "\n" + " " * len(prefix)) + ",\n"
+        text += "    },\n"
+    return text + "}\n"
+
+
 # --- writing and checking ----------------------------------------------------------------------
 
 
 def outputs() -> dict[Path, str]:
     """Every generated file and its expected content."""
-    files = {MAN_PAGE: man_page()}
+    files = {MAN_PAGE: man_page(), COMMAND_LINES: command_lines_module()}
     for shell, name in SCRIPT_NAMES.items():
         files[COMPLETIONS / name] = completion_script(shell)
     return files

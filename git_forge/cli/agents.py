@@ -12,12 +12,16 @@ listing is what was asked for.
 
 from __future__ import annotations
 
-import argparse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from git_forge.agents.profiles import GENERIC, PROFILES, describe
+from git_forge.cli.args import Args
 from git_forge.cli.output import emit_json, paint
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +37,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     profiles = [*PROFILES.values(), GENERIC]
     with ThreadPoolExecutor(max_workers=len(profiles)) as pool:  # versions asked at once
         described = list(pool.map(describe, profiles))

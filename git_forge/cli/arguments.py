@@ -7,7 +7,9 @@ project root, so git-forge can stand in for ``{bin}`` in a feature-forge config.
 
 from __future__ import annotations
 
-import argparse
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 
 def add_path(parser: argparse.ArgumentParser) -> None:

@@ -16,6 +16,7 @@ from git_forge.backlog.item import Item, kind
 from git_forge.backlog.model import drop_items, id_position
 from git_forge.backlog.store import BacklogStore
 from git_forge.backlog.topology import build_graph, parse_items, topology_report, waiting_on
+from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_backlog, add_path
 from git_forge.cli.output import emit_json, json_text, note, one_line, paint, print_json_text
 from git_forge.cli.render_topology import render_text
@@ -183,20 +184,20 @@ def register(parser: argparse.ArgumentParser) -> None:
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _workspace(args: argparse.Namespace) -> Workspace:
+def _workspace(args: Args) -> Workspace:
     return locate(args.path, args.backlog)
 
 
-def _store(args: argparse.Namespace) -> BacklogStore:
+def _store(args: Args) -> BacklogStore:
     return BacklogStore.in_dir(_workspace(args).backlog_dir)
 
 
-def _busy(args: argparse.Namespace) -> str | None:
+def _busy(args: Args) -> str | None:
     """The refusal for the item a live loop works on (``None`` when no loop runs)."""
     return in_progress_refusal(_workspace(args).state_dir)
 
 
-def _live_note(args: argparse.Namespace) -> None:
+def _live_note(args: Args) -> None:
     """Read-only commands keep working beside a live loop, and say it is live."""
     message = live_note(_workspace(args).state_dir)
     if message is not None:
@@ -207,7 +208,7 @@ def _split_ids(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def _field_changes(args: argparse.Namespace) -> dict[str, Any]:
+def _field_changes(args: Args) -> dict[str, Any]:
     """The fields ``add`` and ``edit`` were given. A title is one line (it is the
     subject of the item's commit and one row of every listing)."""
     changes: dict[str, Any] = {}
@@ -260,7 +261,7 @@ def _listing(rows: list[list[str]], wanted: str | None) -> str:
 # --- handlers -------------------------------------------------------------------------------
 
 
-def run_list(args: argparse.Namespace) -> int:
+def run_list(args: Args) -> int:
     if args.status is not None and args.status not in _STATUS_FILTERS:
         raise UsageError(f"unknown status {args.status!r} "
                          f"(expected one of {', '.join(_STATUS_FILTERS)})")
@@ -299,7 +300,7 @@ def _item_in(lines: str, item_id: str) -> Item:
     return Item.from_json(json.loads(row[row.index("\t") + 1:]))
 
 
-def run_show(args: argparse.Namespace) -> int:
+def run_show(args: Args) -> int:
     workspace = _workspace(args)
     item = derived(workspace.backlog_file, workspace.state_dir, ITEMS_CACHE, _item_lines,
                    lambda lines: _item_in(lines, args.id))
@@ -328,7 +329,7 @@ def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_add(args: argparse.Namespace) -> int:
+def run_add(args: Args) -> int:
     item = _store(args).add(_field_changes(args))
     if args.json:
         emit_json(item.to_json())
@@ -337,7 +338,7 @@ def run_add(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_edit(args: argparse.Namespace) -> int:
+def run_edit(args: Args) -> int:
     changes = _field_changes(args)
     if args.status is not None:
         changes["status"] = args.status
@@ -349,7 +350,7 @@ def run_edit(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_answer(args: argparse.Namespace) -> int:
+def run_answer(args: Args) -> int:
     result = _store(args).answer(args.id, args.text, busy=_busy(args))
     if args.json:
         emit_json(result)
@@ -358,7 +359,7 @@ def run_answer(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_unblock(args: argparse.Namespace) -> int:
+def run_unblock(args: Args) -> int:
     if args.id is None and re.match(r"^[0-9]+$", args.path):
         args.id, args.path = args.path, "."
     result = _store(args).unblock(args.id, busy=_busy(args))
@@ -371,7 +372,7 @@ def run_unblock(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_done(args: argparse.Namespace) -> int:
+def run_done(args: Args) -> int:
     ids = _store(args).done(args.ids, busy=_busy(args))
     if args.json:
         emit_json({"doneCount": len(ids), "doneIds": ids})
@@ -380,7 +381,7 @@ def run_done(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_drop(args: argparse.Namespace) -> int:
+def run_drop(args: Args) -> int:
     """Checked before it asks (a refusal never follows a yes), asked on a terminal,
     then dropped under the lock, where every check is made again."""
     workspace = _workspace(args)
@@ -420,7 +421,7 @@ def run_drop(args: argparse.Namespace) -> int:
     return 0
 
 
-def _topology_output(items: list[Item], args: argparse.Namespace) -> str:
+def _topology_output(items: list[Item], args: Args) -> str:
     """What ``backlog topology`` prints of ``items``: the payload as JSON (``--json``),
     or its lines, explained with ``--verbose``."""
     report = topology_report(items, cluster=args.cluster)
@@ -430,7 +431,7 @@ def _topology_output(items: list[Item], args: argparse.Namespace) -> str:
     return "\n".join(render_text(report, verbose=args.verbose, waiting=waiting))
 
 
-def _topology_text(args: argparse.Namespace) -> str:
+def _topology_text(args: Args) -> str:
     """``_topology_output`` of the item list from --items-json, --items-stdin, or the
     configured runner (the one ``--config`` names, when given), which keeps it between
     commands, one text per output (``Runner.derived``). A ``--config`` file that is
@@ -462,7 +463,7 @@ def _topology_text(args: argparse.Namespace) -> str:
                                          lambda items: _topology_output(items, args))
 
 
-def run_topology(args: argparse.Namespace) -> int:
+def run_topology(args: Args) -> int:
     text = _topology_text(args)
     if args.json:
         print_json_text(text)

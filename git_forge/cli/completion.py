@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 
+from git_forge.cli.args import Args
 from git_forge.cli.output import error
 from git_forge.completion_values import candidate_rows
 
@@ -47,7 +48,7 @@ def script(shell: str) -> str:
     return (files("git_forge") / "data" / "completions" / SCRIPTS[shell]).read_text("utf-8")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     sys.stdout.write(script(args.shell))
     return 0
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
+from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json
 from git_forge.workspace import locate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +24,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     config = locate(args.path, args.backlog, need_work_tree=False).config
     settings = list(config.settings())
     if args.json:

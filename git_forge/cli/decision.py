@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from git_forge import decisions
+from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_backlog, add_path
 from git_forge.cli.output import emit_json, one_line
 from git_forge.config import decision_state_dir, feature_forge_state_dir, load_config
@@ -89,7 +90,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     rev.set_defaults(func=run_revoke)
 
 
-def _open(args: argparse.Namespace) -> DecisionRecord:
+def _open(args: Args) -> DecisionRecord:
     """The record of ``--backlog-dir`` (default: the project's backlog dir, as
     ``workspace.locate`` finds it for every command) in the state dir the flags, the
     config named by ``--config``, ./forge.config.json or the effective configuration
@@ -108,7 +109,7 @@ def _open(args: argparse.Namespace) -> DecisionRecord:
     return decisions.open_record(backlog_dir, state_dir)
 
 
-def run_record(args: argparse.Namespace) -> int:
+def run_record(args: Args) -> int:
     document = decisions.record(
         _open(args), args.items, args.question, answer=args.answer, deferred=args.deferred,
         cluster_id=args.cluster, actor=args.actor,
@@ -122,7 +123,7 @@ def run_record(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_list(args: argparse.Namespace) -> int:
+def run_list(args: Args) -> int:
     rec = _open(args)
     view: Mapping[str, Any] = (decisions.unapplied_view(rec) if args.unapplied
                                else decisions.list_view(rec))
@@ -169,7 +170,7 @@ def decision_lines(entries: list[DecisionJSON]) -> list[str]:
     return lines
 
 
-def run_apply(args: argparse.Namespace) -> int:
+def run_apply(args: Args) -> int:
     document = decisions.apply(_open(args), args.item, actor=args.actor)
     if args.json:
         emit_json(document)
@@ -179,7 +180,7 @@ def run_apply(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_revoke(args: argparse.Namespace) -> int:
+def run_revoke(args: Args) -> int:
     # parser-tree boundary: decision list reads the record alone; revoke takes an answer
     # back through the runner and git (pygit2), 650 million instructions more of it
     from git_forge.loop.control import refuse_if_live

@@ -9,13 +9,13 @@ result. Nothing outside DIR is touched. The walk is ``git_forge.demo.walk``'s
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from git_forge.cli import ask
+from git_forge.cli.args import Args
 from git_forge.cli.loop import TerminalProgress
 from git_forge.cli.output import paint
 from git_forge.cli.recover import TerminalAsker, render_report
@@ -24,6 +24,8 @@ from git_forge.cli.status import render_status, run_end_words
 from git_forge.demo.walk import run_demo
 
 if TYPE_CHECKING:
+    import argparse
+
     from git_forge.backlog.item import Item
     from git_forge.backlog.topology import TopologyJSON
     from git_forge.demo.walk import DemoAsker
@@ -121,7 +123,7 @@ def _demo_asker() -> DemoAsker:
     return DemoAsker()
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     directory = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="git-forge-demo-"))
     interactive = not args.non_interactive and ask.interactive()
     return run_demo(directory, TerminalScreen(), _demo_asker() if interactive else None)

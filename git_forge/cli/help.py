@@ -7,9 +7,12 @@ it, for any depth of the command tree.
 
 from __future__ import annotations
 
-import argparse
-
+from git_forge.cli.args import Args
 from git_forge.cli.parser import build_parser, command_parser, commands_for
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +24,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     tree = build_parser(prog="git forge", commands=commands_for(args.command), listed=True)
     command_parser(tree, args.command).print_help()
     return 0

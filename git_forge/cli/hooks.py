@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_path
 from git_forge.cli.output import emit_json
 from git_forge.layout import work_tree_root
@@ -13,6 +13,8 @@ from git_forge.tree import hooks
 from git_forge.tree.repo import open_repo
 
 if TYPE_CHECKING:
+    import argparse
+
     from git_forge.tree.hooks import HookState
 
 
@@ -66,7 +68,7 @@ def _describe(state: HookState, root: Path) -> str:
     return f"no pre-launch hook at {where}"
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     work_tree_root(args.path)  # the same refusal as every command outside a work tree
     root = Path(open_repo(args.path).workdir)
     before = hooks.state(root) if args.action == "uninstall" else None

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
+from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, note
 from git_forge.scaffold import commit_command, init_backlog, relative_to
 from git_forge.tree import ignores
 from git_forge.workspace import locate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +28,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     workspace = locate(args.path, args.backlog)  # a work tree, never a bare repository
     result = init_backlog(workspace, backlog_flag=args.backlog)
     here = Path.cwd()

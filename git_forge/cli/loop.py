@@ -10,7 +10,6 @@ items remain or pending items wait on a dependency cycle; 130 stopped (signal or
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import signal
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from git_forge.agents.receipt import Totals
 from git_forge.backlog.topology import id_key
+from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, is_terminal, json_text, one_line, own, paint, warn
 from git_forge.cli.plain import plain
@@ -39,6 +39,8 @@ from git_forge.words import clock, counted, size
 from git_forge.workspace import locate
 
 if TYPE_CHECKING:
+    import argparse
+
     from git_forge.agents.receipt import TotalsJSON
     from git_forge.backlog.item import Item
     from git_forge.loop.engine import LoopResult
@@ -323,7 +325,7 @@ EMBEDDED_ONLY = ("agent", "agent_args", "iterations", "retries", "timeout", "idl
                  "json")
 
 
-def _flags(args: argparse.Namespace) -> LoopFlags:
+def _flags(args: Args) -> LoopFlags:
     return LoopFlags(agent=args.agent, iterations=args.iterations, retries=args.retries,
                      timeout_minutes=args.timeout, prompt_file=args.prompt_file,
                      pause_on_needs_human=args.pause_on_needs_human, force=args.force,
@@ -339,7 +341,7 @@ def _flags(args: argparse.Namespace) -> LoopFlags:
                      sandbox_writable=args.sandbox_writable)
 
 
-def _refuse_embedded_flags(args: argparse.Namespace, runner_bin: str) -> None:
+def _refuse_embedded_flags(args: Args, runner_bin: str) -> None:
     given = [name for name in EMBEDDED_ONLY if getattr(args, name) not in (None, False)]
     if given:
         flag = "--" + given[0].replace("_", "-")
@@ -353,7 +355,7 @@ def _print_refusal(workspace: Workspace, preflight: Preflight) -> None:
     print("\n".join(lines), file=sys.stderr)
 
 
-def run_loop(args: argparse.Namespace) -> int:
+def run_loop(args: Args) -> int:
     workspace = locate(args.path, args.backlog)
     runner_bin = workspace.config.runner_bin
     if runner_bin is None:
@@ -366,7 +368,7 @@ def run_loop(args: argparse.Namespace) -> int:
         return exc.exit_code
 
 
-def _run_embedded(args: argparse.Namespace, workspace: Workspace, options: LoopOptions) -> int:
+def _run_embedded(args: Args, workspace: Workspace, options: LoopOptions) -> int:
     for warning in options.warnings():
         warn(one_line(warning))
     stop = threading.Event()
@@ -448,7 +450,7 @@ def render_costs(run: TotalsJSON, items: dict[str, TotalsJSON]) -> list[str]:
     return lines
 
 
-def stop_loop(args: argparse.Namespace) -> int:
+def stop_loop(args: Args) -> int:
     workspace = locate(args.path, args.backlog)
     requested = request_stop(workspace.state_dir)
     if args.json:

@@ -77,25 +77,31 @@ def _stdout_to_devnull() -> None:
 
 
 def _dispatch(argv: list[str]) -> int:
-    """Run the command ``argv`` names: its parser (only that command's, ``cli.parser``)
-    reads the command line, and its handler gets what the parser read."""
+    """Run the command ``argv`` names: a plain command line is read from the table
+    generated from the parser (``cli.args``), any other by the parser (only that
+    command's, ``cli.parser``); its handler gets what was read, an ``Args``."""
     if argv[:1] == ["__complete"]:
         # parser-tree boundary: the completion scripts' fast path, no parser (cli.completion)
         from git_forge.cli.completion import complete_values
 
         return complete_values(argv[1:])
     try:
-        # parser-tree boundary: only a command's own parser is built (cli.parser)
+        # parser-tree boundary: --version reads no command line
+        from git_forge.cli.args import read_plain
         from git_forge.cli.output import configure_color
-        from git_forge.cli.parser import build_parser, commands_for, parse_command_line
 
-        named = commands_for(argv)
-        parser = build_parser(prog="git forge", commands=named, listed=not named)
-        if all(word == "--no-color" for word in argv):
-            # like `git` alone (or `git --no-pager`): the overview on stdout, exit 1
-            parser.print_help()
-            return EXIT_ERROR
-        args = parse_command_line(parser, argv)
+        args = read_plain(argv)  # a plain command line needs no parser (cli.args)
+        if args is None:
+            # parser-tree boundary: only a command's own parser is built (cli.parser)
+            from git_forge.cli.parser import build_parser, commands_for, parse_command_line
+
+            named = commands_for(argv)
+            parser = build_parser(prog="git forge", commands=named, listed=not named)
+            if all(word == "--no-color" for word in argv):
+                # like `git` alone (or `git --no-pager`): the overview on stdout, exit 1
+                parser.print_help()
+                return EXIT_ERROR
+            args = parse_command_line(parser, argv)
         configure_color(no_color=getattr(args, "no_color", False))
         return _written(int(args.func(args)))
     except ForgeError as exc:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from git_forge import __version__
+from git_forge.cli.args import Args
 from git_forge.errors import UsageError
 
 #: The commands — each a module under ``git_forge.cli`` — in the order ``--help`` lists them,
@@ -108,8 +109,7 @@ def command_parser(root: argparse.ArgumentParser, words: Sequence[str]
 GLOBAL_OPTIONS = frozenset({"-h", "--help", "--version", "--no-color"})
 
 
-def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]
-                       ) -> argparse.Namespace:
+def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> Args:
     """``parser.parse_args(argv)``, with git's words for what it does not know: an
     unknown option before the command is named (argparse would ask for a command, or
     let ``--version`` win), and an argument a command does not take points at that
@@ -121,7 +121,7 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]
         if word not in GLOBAL_OPTIONS and not (word.startswith("--") and len(
                 [name for name in GLOBAL_OPTIONS if name.startswith(word)]) == 1):
             raise UsageError(f"unknown option: {word} (see '{parser.prog} -h')")
-    args, unknown = parser.parse_known_args(argv)
+    args, unknown = parser.parse_known_args(argv, namespace=Args())
     if unknown:
         named = parser  # the deepest command the words before the first other one name
         for word in (word for word in argv if not word.startswith("-")):

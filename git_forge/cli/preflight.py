@@ -8,9 +8,9 @@ even read; any other tree is judged by ``cli/stop.py``.
 
 from __future__ import annotations
 
-import argparse
 import os
 
+from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json
 from git_forge.layout import ITEM_BRANCH_PREFIX, work_tree_top
@@ -19,6 +19,8 @@ from git_forge.tree.fast_status import launch_status, may_have_worktrees_or_bran
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+
     from git_forge.tree.porcelain import StatusEntry
     from git_forge.workspace import Workspace
 
@@ -49,14 +51,14 @@ def probe(path: str) -> tuple[str, str | None, list[StatusEntry], bool]:
     return root, None, entries, may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX)
 
 
-def _names_a_location(args: argparse.Namespace) -> bool:
+def _names_a_location(args: Args) -> bool:
     """The command line names a backlog dir, or a ``PATH`` that is no directory: it is
     resolved (and refused) as every command resolves it, before any verdict — a clean
     tree does not make ``--backlog ../outside`` an answer of 0 where ``status`` says 2."""
     return args.backlog is not None or not os.path.isdir(args.path)
 
 
-def _located(args: argparse.Namespace) -> Workspace:
+def _located(args: Args) -> Workspace:
     """The project as every command finds it, its configuration read: what a tree
     that is not clean is judged against. A clean one is answered without it."""
     from git_forge.workspace import locate  # common-case boundary: the clean check
@@ -64,7 +66,7 @@ def _located(args: argparse.Namespace) -> Workspace:
     return locate(args.path, args.backlog)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     workspace = _located(args) if _names_a_location(args) else None
     _root, reason, entries, trees = probe(args.path)
     if reason is None and not entries and not trees:

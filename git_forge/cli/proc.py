@@ -12,12 +12,12 @@ agent process — a verification gate's only when the item has no other
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_backlog
 from git_forge.cli.output import emit_json, note, warn
 from git_forge.cli.plain import plain
@@ -29,6 +29,7 @@ from git_forge.words import counted
 from git_forge.workspace import locate
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Mapping
 
     from git_forge.supervisor.follow import OutputReader
@@ -54,13 +55,13 @@ def resolve_proc_root(backlog: str | None) -> Path:
     return locate(".", backlog).state_dir / PROC_DIR
 
 
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+def seconds(text: str) -> float:
+    """A duration in seconds, as ``--timeout`` and ``--grace`` take it: a number, not
+    negative and not infinite. argparse words a refusal after this function's name:
+    ``argument --grace: invalid seconds value: '-1'``."""
+    value = float(text)
     if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a non-negative number of seconds: {text!r}")
+        raise ValueError(text)
     return value
 
 
@@ -109,7 +110,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                             description="Wait until every HANDLE is in a terminal state.")
     add_backlog(wait)
     wait.add_argument("handles", nargs="+", metavar="HANDLE", help=HANDLE_HELP)
-    wait.add_argument("--timeout", type=_non_negative_float, metavar="SECONDS",
+    wait.add_argument("--timeout", type=seconds, metavar="SECONDS",
                       help="give up after this long (exit 1)")
     wait.add_argument("--json", action="store_true", help="print the manifests as JSON")
     wait.set_defaults(func=run_wait)
@@ -123,7 +124,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_backlog(stop)
     stop.add_argument("handle", metavar="HANDLE", help=HANDLE_HELP)
     stop.add_argument("--mode", choices=("interrupt", "terminate", "kill"), default="terminate")
-    stop.add_argument("--grace", type=_non_negative_float, metavar="SECONDS",
+    stop.add_argument("--grace", type=seconds, metavar="SECONDS",
                       help="seconds between SIGTERM and SIGKILL (default: the supervisor's)")
     stop.add_argument("--json", action="store_true", help="print the manifest as JSON")
     stop.set_defaults(func=run_stop)
@@ -144,11 +145,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     prune.set_defaults(func=run_prune)
 
 
-def _view(args: argparse.Namespace) -> ProcView:
+def _view(args: Args) -> ProcView:
     return ProcView(resolve_proc_root(args.backlog))
 
 
-def _fail(args: argparse.Namespace, exc: Exception, document: Mapping[str, object]) -> NoReturn:
+def _fail(args: Args, exc: Exception, document: Mapping[str, object]) -> NoReturn:
     """With --json, a bad-input error still prints its result object; then re-raise."""
     code = getattr(exc, "code", None)
     if args.json and code in INPUT_ERRORS:
@@ -156,7 +157,7 @@ def _fail(args: argparse.Namespace, exc: Exception, document: Mapping[str, objec
     raise exc
 
 
-def _resolved(args: argparse.Namespace, view: ProcView, reference: str,
+def _resolved(args: Args, view: ProcView, reference: str,
               document: Mapping[str, object]) -> str:
     """The handle ``reference`` names (see ``ProcView.resolve``), or the command's
     failure with ``document`` as its --json result."""
@@ -216,7 +217,7 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
                        row[-1].rjust(widths[-1])]).rstrip() for row in rows]
 
 
-def run_list(args: argparse.Namespace) -> int:
+def run_list(args: Args) -> int:
     view = _view(args)
     manifests, errors = view.manifests()
     owner_alive = view.owner_alive()
@@ -279,7 +280,7 @@ def _sandbox_words(sandbox: SandboxJSON | None) -> str:
     return f"{sandbox['kind']}, {where}, network {'shared' if sandbox['network'] else 'none'}"
 
 
-def run_show(args: argparse.Namespace) -> int:
+def run_show(args: Args) -> int:
     view = _view(args)
     handle = _resolved(args, view, args.handle, {"handle": args.handle})
     try:
@@ -311,7 +312,7 @@ def _output_document(handle: str, manifest: Manifest | None, rendered: RenderedO
     }
 
 
-def _read_failed(args: argparse.Namespace, reader: OutputReader, exc: ProcessError) -> NoReturn:
+def _read_failed(args: Args, reader: OutputReader, exc: ProcessError) -> NoReturn:
     """A read of ``reader`` was refused: with --json, the result object of the refused
     cursor; any error not from a read passes through as it is."""
     if exc is not reader.failure:
@@ -327,7 +328,7 @@ def _read_failed(args: argparse.Namespace, reader: OutputReader, exc: ProcessErr
     _fail(args, exc, document)
 
 
-def _print_chunk(args: argparse.Namespace, handle: str, manifest: Manifest,
+def _print_chunk(args: Args, handle: str, manifest: Manifest,
                  rendered: RenderedOutput) -> None:
     if args.json:
         emit_json(_output_document(handle, manifest, rendered))
@@ -349,7 +350,7 @@ def _more_follows(handle: str, limit: int, rendered: RenderedOutput) -> None:
              f"--cursor {rendered.next_cursor} --limit {limit}")
 
 
-def run_output(args: argparse.Namespace) -> int:
+def run_output(args: Args) -> int:
     view = _view(args)
     if args.limit is not None and args.limit <= 0:
         _fail(args, ProcessError("invalid_arguments", "--limit must be positive"),
@@ -388,7 +389,7 @@ def _outcome_line(manifest: Manifest) -> str:
     return line
 
 
-def run_wait(args: argparse.Namespace) -> int:
+def run_wait(args: Args) -> int:
     view = _view(args)
     handles = [_resolved(args, view, reference, {"handle": reference})
                for reference in args.handles]
@@ -404,7 +405,7 @@ def run_wait(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_stop(args: argparse.Namespace) -> int:
+def run_stop(args: Args) -> int:
     view = _view(args)
     handle = _resolved(args, view, args.handle, {"handle": args.handle})
     try:
@@ -426,7 +427,7 @@ def run_stop(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_prune(args: argparse.Namespace) -> int:
+def run_prune(args: Args) -> int:
     """Safe beside a live loop: ``retention.prune`` touches only settled processes,
     and the live run is the most recent."""
     from git_forge.supervisor.retention import prune  # parser-tree boundary: proc list

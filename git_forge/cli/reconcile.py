@@ -11,12 +11,12 @@ item's worktree and branch) is clean afterwards, 6 when stranded work remains.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from git_forge.cli import ask
+from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, note, paint
 from git_forge.cli.render_trees import render_item_trees
@@ -33,6 +33,7 @@ from git_forge.words import counted
 from git_forge.workspace import locate
 
 if TYPE_CHECKING:
+    import argparse
     from pathlib import Path
 
     from git_forge.reconcile.attribution import Plan
@@ -71,7 +72,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def _flag_decisions(args: argparse.Namespace) -> dict[str, Decision]:
+def _flag_decisions(args: Args) -> dict[str, Decision]:
     decisions: dict[str, Decision] = {}
     for action in TreeAction:
         for group in getattr(args, action.value):
@@ -222,7 +223,7 @@ def render_retried(report: ReconcileReport) -> list[str]:
     return lines
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     workspace = locate(args.path, args.backlog)
     acting = bool(args.restore or args.commit or args.stash or args.discard or args.integrate)
     if acting:  # the tree belongs to a live loop: its agent's work is not stranded

@@ -14,13 +14,13 @@ read; 11 failed record; 12 failed apply; 13 ran but nothing moved.
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from git_forge.backlog.topology import id_key
 from git_forge.cli import ask
+from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_location
 from git_forge.cli.ask import InputClosed
 from git_forge.cli.output import emit_json, note, paint
@@ -39,6 +39,7 @@ from git_forge.words import counted
 from git_forge.workspace import locate
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Iterable
 
     from git_forge.reconcile.attribution import Plan
@@ -289,12 +290,12 @@ def _confirmed(question: Question, choice: Choice) -> bool:
     return False
 
 
-def _choices(args: argparse.Namespace) -> dict[str, Choice]:
+def _choices(args: Args) -> dict[str, Choice]:
     from_file = answers.load_file(Path(args.answers)) if args.answers else {}
     return answers.with_flags(from_file, answers.parse_flags(args.answer, args.defer))
 
 
-def _merges(args: argparse.Namespace) -> list[list[str]]:
+def _merges(args: Args) -> list[list[str]]:
     """Each ``--merge C1,C2``: the clusters it makes one question of (two or more)."""
     merges = [[part.strip() for part in spec.split(",") if part.strip()] for spec in args.merge]
     for spec, names in zip(args.merge, merges, strict=True):
@@ -446,7 +447,7 @@ def render_gate(gate: Gate) -> list[str]:
                   [f"item {item}" for item in gate.items_left], "git worktree list")]
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     workspace = locate(args.path, args.backlog)
     if not args.plan:  # recovery runs after a run ends: the tree is the live loop's
         refuse_if_live(workspace.state_dir, workspace.root)

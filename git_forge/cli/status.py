@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from git_forge.agents.receipt import Totals
+from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json
 from git_forge.cli.plain import plain
@@ -35,7 +36,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     workspace = locate(args.path, args.backlog)
     document = loop_status(workspace, runner_for(workspace), item_costs=args.json)
     if args.json:

@@ -9,10 +9,10 @@ table and the STOP's explanation.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from git_forge.cli.args import Args
 from git_forge.cli.output import emit_json
 from git_forge.cli.render_trees import render_item_trees
 from git_forge.exit_codes import PREFLIGHT_STOP
@@ -23,6 +23,10 @@ from git_forge.reconcile.preflight import Preflight, check
 from git_forge.reconcile.stop import StopExplanation, current_waits, explain
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 from git_forge.workspace import Workspace, locate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    pass
 
 
 def _items(ids: list[str]) -> str:
@@ -131,7 +135,7 @@ def _stop_for(reason: str, json_output: bool) -> int:
     return PREFLIGHT_STOP
 
 
-def judge(args: argparse.Namespace, reason: str | None, entries: list[StatusEntry],
+def judge(args: Args, reason: str | None, entries: list[StatusEntry],
           workspace: Workspace | None) -> int:
     """The verdict of ``git forge preflight`` where ``preflight.probe`` did not find a
     clean tree: ``reason`` to stop whatever the tree holds, or the tree's ``entries``

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
-
 from git_forge import __version__
+from git_forge.cli.args import Args
 from git_forge.cli.output import emit_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +17,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     if args.json:
         emit_json({"version": __version__})
     else:

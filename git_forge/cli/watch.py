@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 
+from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json, is_terminal
 from git_forge.cli.watch_text import NARROWEST, render_frame
@@ -42,7 +43,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     if not 0.1 <= args.interval <= 3600:
         raise UsageError("--interval must be between 0.1 and 3600 seconds")
     workspace = locate(args.path, args.backlog)

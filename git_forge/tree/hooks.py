@@ -7,8 +7,8 @@ so ``core.hooksPath`` and linked worktrees are respected. A foreign
 ``uninstall`` renames it back, restoring exactly what was there.
 
 The hook runs the git-forge that installed it: the interpreter running the install
-is written into it, as pre-commit does (``python -P -m git_forge``), so a launcher
-whose PATH lacks ``git forge`` runs the check all the same; the one on PATH only
+is written into it, as pre-commit does, and runs ``cli.main`` (``python -P -c``), so
+a launcher whose PATH lacks ``git forge`` runs the check all the same; the one on PATH only
 where that interpreter is gone. That makes the hook this clone's own file: a
 ``core.hooksPath`` inside the work tree (``.githooks``) would hold it as untracked
 work, stopping every launch because of itself, so it is kept out of ``git status``
