@@ -192,6 +192,24 @@ def test_fast_path_is_silent_and_writes_nothing_when_nothing_can_be_read(
     assert list(nowhere.iterdir()) == []
 
 
+def test_fast_path_shows_a_title_that_is_no_text_as_none_however_deep(project: Path) -> None:
+    """A TAB leaves the backlog's depth unchecked (it walks nothing): a title nested
+    600 levels deep — past git-forge's limit, within the parser's — is offered as no
+    title, the item by its id; and the blocked items' clusters, which are built as
+    items, are offered none rather than a traceback. Nothing is written."""
+    path = project / ".forge" / "backlog.json"
+    document = json.loads(path.read_text())
+    document["items"][0]["title"] = json.loads("[" * 600 + "]" * 600)
+    document["items"][1]["notes"] = json.loads("[" * 600 + "]" * 600)
+    path.write_text(json.dumps(document))
+    before = snapshot(project)
+    assert complete("items", cwd=project) == ALL_IDS
+    assert complete("items", "--describe", cwd=project)[:2] == ["001", "002\tStore sessions"]
+    assert complete("blocked", cwd=project) == BLOCKED
+    assert complete("clusters", cwd=project) == []
+    assert snapshot(project) == before
+
+
 @pytest.mark.parametrize("args", [("nonsense",), (), ("items", "blocked"),
                                   ("items", "--backlog")])
 def test_fast_path_refuses_a_malformed_call(project: Path, args: tuple[str, ...]) -> None:
