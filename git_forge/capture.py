@@ -13,19 +13,20 @@ left unread stalls the helper once it holds 64 KiB.
 spawns git without importing ``subprocess``, reads through it as well.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: ``Finished``'s field types stay types, not text
+# for ``typing`` to compile — the pre-launch check's path (ARCHITECTURE.md).
 
 import math
 import os
 import select
 import signal
 import time
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Mapping, Sequence
 
 #: How much of an output used as a message is kept: its last 64 KiB.
 TAIL_BYTES = 64 * 1024
@@ -121,7 +122,7 @@ class Helper:
     """A helper process started by ``start``; ``finish`` reads its output and
     waits for it."""
 
-    def __init__(self, process: subprocess.Popen[bytes], stdout: int, stderr: int,
+    def __init__(self, process: "subprocess.Popen[bytes]", stdout: int, stderr: int,
                  stdin: int | None, input: bytes, *, keep_stdout: bool,
                  new_session: bool) -> None:
         self.process = process

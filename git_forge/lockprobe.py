@@ -9,12 +9,8 @@ from __future__ import annotations
 import fcntl
 import os
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pathlib import Path
 
-
-def lock_is_held(path: Path | str) -> bool:
+def lock_is_held(path: str | os.PathLike[str]) -> bool:
     """True when some process holds the lock on ``path`` right now.
 
     A probe that never writes: it asks for a *shared* lock for an instant,
@@ -33,7 +29,7 @@ def lock_is_held(path: Path | str) -> bool:
     return False
 
 
-def read_lock_holder(path: Path | str) -> str:
+def read_lock_holder(path: str | os.PathLike[str]) -> str:
     """The label the current (or last) holder wrote into a lock file, or ''."""
     try:
         with open(path, "rb") as handle:

@@ -309,6 +309,8 @@ LAZY_IMPORTS: dict[tuple[str, str], tuple[str, str]] = {
     ("git_forge.cli.main", "git_forge.cli.output"): (
         "parser-tree", "--version wraps no stream (+50 M)"),
     ("git_forge.cli.main", "git_forge.cli.plain"): ("parser-tree", "as above (+26 M)"),
+    ("git_forge.cli.main", "git_forge.reconcile.launch_probe"): (
+        "parser-tree", "the hook's line alone looks at the tree first (+68 M of --version)"),
     ("git_forge.cli.main", "git_forge.cli.args"): (
         "parser-tree", "--version reads no command line (+3 M, 8% of --version)"),
     ("git_forge.cli.main", "git_forge.cli.completion"): (

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -412,9 +413,12 @@ def test_the_stop_text_names_the_runs_evidence_from_its_history(project: Path) -
 
 
 def test_the_launchers_end_as_python_programs_do(project: Path, tmp_path: Path) -> None:
-    # The installed launcher and ``python -m git_forge`` end every command, one that
-    # only reads or the clean pre-launch check included, by returning its exit code:
-    # the interpreter finalizes, running what was registered at exit.
+    # The installed launcher, ``python -m git_forge`` and the hook's own ``python -c`` end
+    # every command by returning its exit code — the interpreter finalizes, running what
+    # was registered at exit — but one: the silent clean answer to the hook's own command
+    # line (``git forge preflight``, nothing more), which ends at once. The same check
+    # with an option, on a tree that is not clean, or from within a program (``main``
+    # called with its words), finalizes.
     import git_forge
 
     source = Path(git_forge.__file__).resolve().parent.parent
@@ -423,12 +427,23 @@ def test_the_launchers_end_as_python_programs_do(project: Path, tmp_path: Path) 
     (hook / "sitecustomize.py").write_text(
         "import atexit\natexit.register(lambda: print('finalized'))\n")
     env = {**os.environ, "PYTHONPATH": f"{hook}{os.pathsep}{source}"}
+    in_process = "import sys; from git_forge.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    as_the_hook = "import sys; from git_forge.cli.main import main; sys.exit(main())"
     for launcher in ([sys.executable, str(source / "bin" / "git-forge")],
-                     [sys.executable, "-m", "git_forge"]):
-        for command, answer in ((["preflight"], ""), (["status"], "loop:"),
-                                (["backlog", "add", "--title", "x"], "")):
+                     [sys.executable, "-m", "git_forge"], [sys.executable, "-c", as_the_hook],
+                     [sys.executable, "-c", in_process]):
+        for command, answer in ((["preflight"], ""), (["preflight", "--json"], '{\n  "status"'),
+                                (["status"], "loop:"), (["backlog", "add", "--title", "x"], "")):
             out = waiting.run([*launcher, *command], cwd=project, capture_output=True,
                               text=True, env=env)
             assert out.returncode == 0, (launcher, command, out.stderr)
-            assert out.stdout.startswith(answer) and out.stdout.endswith("finalized\n"), (
-                launcher, command)
+            at_once = command == ["preflight"] and launcher[-1] != in_process
+            assert out.stdout.startswith(answer), (launcher, command)
+            assert out.stdout.endswith("finalized\n") != at_once, (launcher, command)
+        subprocess.run(["git", "-C", str(project), "reset", "-q", "--hard"], check=True)
+    (project / "stranded.txt").write_text("x\n")
+    out = waiting.run([sys.executable, str(source / "bin" / "git-forge"), "preflight"],
+                      cwd=project, capture_output=True, text=True, env=env)
+    assert out.returncode == 1 and out.stdout == "finalized\n", out.stderr
+
+

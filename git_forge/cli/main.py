@@ -24,6 +24,12 @@ def main(argv: list[str] | None = None) -> int:
     """The command ``argv`` (default: the process's arguments) names, run: its exit
     code."""
     words = sys.argv[1:] if argv is None else argv
+    if argv is None and words == HOOK_WORDS and _clean_launch():
+        # The pre-launch check's silent clean answer, what every launch asks: nothing was
+        # written, so the process ends at once, without the interpreter's teardown
+        # (ARCHITECTURE.md, "What is measured, and where"). Any other answer is the
+        # command's, as every command line is.
+        os._exit(0)
     if words == ["--version"]:  # the one command that needs neither a parser nor a guard
         try:  # unbuffered, the write itself fails; buffered, the flush
             sys.stdout.write(VERSION_LINE + "\n")
@@ -46,6 +52,23 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     finally:
         sys.stdout, sys.stderr = streams
+
+
+#: The pre-launch hook's command line (``data/pre-launch``), as launchers run it.
+HOOK_WORDS = ["preflight"]
+
+
+def _clean_launch() -> bool:
+    """Whether the pre-launch check's first look finds the launch free to go, read
+    before anything else — no command line, no output — for the hook's own line. A
+    look that fails is no answer: the command then runs, and says why."""
+    # parser-tree boundary: the clean pre-launch check reads no command line
+    from git_forge.reconcile.launch_probe import probe
+
+    try:
+        return probe(".").clean
+    except Exception:  # the command's own run meets it again, and words it
+        return False
 
 
 def _written(code: int) -> int:

@@ -2,8 +2,9 @@
 
 Exit 0: go (silent). Exit 1: STOP — a prior run left stranded work, or the
 tree is dirty without one. It runs before every launch: a clean tree is answered
-from ``git status`` and the run's lock (``probe``), before the configuration is
-even read; any other tree is judged by ``cli/stop.py``.
+from ``git status`` and the run's lock (``reconcile.launch_probe``), before the
+configuration is even read — the hook's own command line even before it is read
+(``cli.main``); any other tree is judged by ``cli/stop.py``.
 """
 
 from __future__ import annotations
@@ -13,15 +14,12 @@ import os
 from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_location
 from git_forge.cli.output import emit_json
-from git_forge.layout import ITEM_BRANCH_PREFIX, work_tree_top
-from git_forge.loop.control import launch_blocker
-from git_forge.tree.fast_status import launch_status, may_have_worktrees_or_branches
+from git_forge.reconcile.launch_probe import probe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-    from git_forge.tree.porcelain import StatusEntry
     from git_forge.workspace import Workspace
 
 
@@ -33,22 +31,6 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help='print {"status": "ok"|"stop", "run": …, "paths": […]}')
     parser.set_defaults(func=run)
-
-
-def probe(path: str) -> tuple[str, str | None, list[StatusEntry], bool]:
-    """The checks that need no configuration, in their order: a live loop owning
-    the tree or an agent of its last run still alive, a HEAD no commit can go onto,
-    then the tree's status. What they found: the work tree's top, why the launch
-    must stop whatever the tree holds (or ``None``), the entries of ``git status``,
-    and whether items' worktrees or branches may exist (``False`` is certain)."""
-    root = work_tree_top(path)
-    blocker = launch_blocker(None, root)
-    if blocker is not None:
-        return root, blocker, [], False
-    problem, entries = launch_status(root)
-    if problem is not None:  # refused exactly as loop run refuses it
-        return root, problem, [], False
-    return root, None, entries, may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX)
 
 
 def _names_a_location(args: Args) -> bool:
@@ -68,11 +50,11 @@ def _located(args: Args) -> Workspace:
 
 def run(args: Args) -> int:
     workspace = _located(args) if _names_a_location(args) else None
-    _root, reason, entries, trees = probe(args.path)
-    if reason is None and not entries and not trees:
+    found = probe(args.path)
+    if found.clean:
         if args.json:
             emit_json({"status": "ok", "run": None, "paths": []})
         return 0
     from git_forge.cli.stop import judge  # common-case boundary: the clean check
 
-    return judge(args, reason, entries, workspace)
+    return judge(args, found.blocker, found.entries, workspace)

@@ -137,7 +137,7 @@ def _stop_for(reason: str, json_output: bool) -> int:
 
 def judge(args: Args, reason: str | None, entries: list[StatusEntry],
           workspace: Workspace | None) -> int:
-    """The verdict of ``git forge preflight`` where ``preflight.probe`` did not find a
+    """The verdict of ``git forge preflight`` where ``launch_probe.probe`` did not find a
     clean tree: ``reason`` to stop whatever the tree holds, or the tree's ``entries``
     judged against the project (``workspace``: found already when the command line
     names it)."""

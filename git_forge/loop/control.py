@@ -15,12 +15,13 @@ While a loop runs, the tree belongs to it: commands that change the tree
 ``refuse_if_live``; commands that only change the backlog go through its lock.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: the records' field types stay types, not
+# text for ``typing`` to compile — the pre-launch check's path (ARCHITECTURE.md).
 
 import contextlib
 import os
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from git_forge.errors import ForgeError
 from git_forge.layout import (
@@ -35,7 +36,10 @@ from git_forge.lockprobe import lock_is_held, read_lock_holder
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
+
+#: What a directory or file is named by here: the callers' ``Path``, or a ``str`` where
+#: the pre-launch check asks (``pathlib`` is not imported on its path).
+StrPath = str | os.PathLike[str]
 
 #: What ``holder_label`` writes, as ``_holding`` reads it back.
 HOLDER_PATTERN = r"^run (\S+) started (\S+)"
@@ -57,13 +61,13 @@ class LiveLoop(NamedTuple):
         return f"run {self.run_id or 'unknown'}, started {self.started_at or 'unknown'}"
 
 
-def loop_lock_path(state_dir: Path) -> Path:
+def loop_lock_path(state_dir: StrPath) -> "Path":
     from pathlib import Path  # common-case boundary: the clean pre-launch check
 
     return Path(state_dir) / LOOP_LOCK_FILE
 
 
-def run_token_path(state_dir: Path) -> Path:
+def run_token_path(state_dir: StrPath) -> "Path":
     from pathlib import Path  # common-case boundary: the clean pre-launch check
 
     return Path(state_dir) / LOOP_RUN_FILE
@@ -79,7 +83,7 @@ def holder_label(run_id: str, started_at: str, pid: int) -> str:
 STATE_DIR_MARK = " stateDirHex "
 
 
-def tree_holder_label(holder: str, root: Path, state_dir: Path) -> str:
+def tree_holder_label(holder: str, root: StrPath, state_dir: StrPath) -> str:
     """What the loop writes into the tree lock: ``holder`` and its state dir, which
     the label keeps after the loop is gone — so that the pre-launch check finds that
     run's agents without reading the configuration (``recorded_state_dir``)."""
@@ -87,7 +91,7 @@ def tree_holder_label(holder: str, root: Path, state_dir: Path) -> str:
     return holder + STATE_DIR_MARK + os.fsencode(relative).hex()
 
 
-def recorded_state_dir(root: Path | str) -> str | None:
+def recorded_state_dir(root: StrPath) -> str | None:
     """The state dir of the last loop that owned the work tree at ``root``, as its
     tree lock's label names it; ``None`` when no label names one."""
     path = tree_lock_file(root)
@@ -100,7 +104,7 @@ def recorded_state_dir(root: Path | str) -> str | None:
     return os.path.join(root, relative) if relative else None
 
 
-def _holding(path: Path | str | None) -> LiveLoop | None:
+def _holding(path: StrPath | None) -> LiveLoop | None:
     if path is None or not lock_is_held(path):
         return None
 
@@ -108,19 +112,19 @@ def _holding(path: Path | str | None) -> LiveLoop | None:
     return LiveLoop(match.group(1), match.group(2)) if match else LiveLoop(None, None)
 
 
-def live_loop(state_dir: Path) -> LiveLoop | None:
+def live_loop(state_dir: StrPath) -> LiveLoop | None:
     """The loop holding this backlog's loop lock right now, or ``None``."""
     return _holding(loop_lock_path(state_dir))
 
 
-def tree_owner(root: Path | str) -> LiveLoop | None:
+def tree_owner(root: StrPath) -> LiveLoop | None:
     """The loop that owns the work tree at ``root`` right now (it holds the tree lock
     in the git dir, whichever backlog it runs), or ``None``. Needs no configuration,
     so the pre-launch check's clean path can ask it."""
     return _holding(tree_lock_file(root))
 
 
-def loop_is_running(state_dir: Path) -> bool:
+def loop_is_running(state_dir: StrPath) -> bool:
     return lock_is_held(loop_lock_path(state_dir))
 
 
@@ -129,7 +133,7 @@ def running_message(live: LiveLoop) -> str:
             "git forge loop stop, or wait for it to end")
 
 
-def refuse_if_live(state_dir: Path, root: Path) -> None:
+def refuse_if_live(state_dir: StrPath, root: StrPath) -> None:
     """Refuse (exit 2) a command that would change the tree under a live loop: one
     running on this backlog, or any loop that owns this work tree."""
     live = live_loop(state_dir) or tree_owner(root)
@@ -137,7 +141,7 @@ def refuse_if_live(state_dir: Path, root: Path) -> None:
         raise LoopRunning(running_message(live))
 
 
-def live_note(state_dir: Path) -> str | None:
+def live_note(state_dir: StrPath) -> str | None:
     """The line read-only commands print while a loop runs, or ``None``."""
     live = live_loop(state_dir)
     if live is None:
@@ -145,7 +149,7 @@ def live_note(state_dir: Path) -> str | None:
     return f"a loop is running on this backlog ({live.described}); what follows may change"
 
 
-def in_progress_refusal(state_dir: Path) -> str | None:
+def in_progress_refusal(state_dir: StrPath) -> str | None:
     """While a loop runs, the message that refuses changing the item it works on
     (``{id}`` is filled in under the backlog's lock); ``None`` when none runs."""
     live = live_loop(state_dir)
@@ -155,7 +159,7 @@ def in_progress_refusal(state_dir: Path) -> str | None:
             + "); wait for it to finish, or stop the loop with git forge loop stop")
 
 
-def request_stop(state_dir: Path) -> bool:
+def request_stop(state_dir: StrPath) -> bool:
     """Ask the running loop to stop; ``False`` when none runs."""
     if not loop_is_running(state_dir):
         return False
@@ -166,18 +170,18 @@ def request_stop(state_dir: Path) -> bool:
     return True
 
 
-def stop_requested(state_dir: Path) -> bool:
+def stop_requested(state_dir: StrPath) -> bool:
     return not run_token_path(state_dir).exists()
 
 
-def arm_stop_token(state_dir: Path, run_id: str) -> None:
+def arm_stop_token(state_dir: StrPath, run_id: str) -> None:
     """At the start of a run (under the loop lock): the token a stop removes."""
     from git_forge.atomic import atomic_write  # common-case boundary: the check writes none
 
     atomic_write(run_token_path(state_dir), f"run {run_id}\n".encode())
 
 
-def disarm_stop_token(state_dir: Path) -> None:
+def disarm_stop_token(state_dir: StrPath) -> None:
     try:
         run_token_path(state_dir).unlink()
     except FileNotFoundError:
@@ -211,7 +215,7 @@ def _any_tree_alive(proc_root: str) -> bool:
                for name in names if name.endswith(ALIVE_SUFFIX))
 
 
-def orphaned_agent(state_dir: Path | str, handle: str, item_id: str | None) -> OrphanedAgent:
+def orphaned_agent(state_dir: StrPath, handle: str, item_id: str | None) -> OrphanedAgent:
     """The orphan ``handle`` with the processes that hold its liveness lock now."""
     # common-case boundary: the supervisor, and pathlib, only for an agent tree alive
     from pathlib import Path
@@ -223,7 +227,7 @@ def orphaned_agent(state_dir: Path | str, handle: str, item_id: str | None) -> O
     return OrphanedAgent(handle, item_id, tuple(sorted(holders(alive))))
 
 
-def orphaned_agents(state_dir: Path | str) -> list[OrphanedAgent]:
+def orphaned_agents(state_dir: StrPath) -> list[OrphanedAgent]:
     """Agent trees of an earlier run still alive with no loop supervising them
     (their liveness locks are held; see ``supervisor.liveness``)."""
     if not _any_tree_alive(os.path.join(state_dir, PROC_DIR)):
@@ -259,7 +263,7 @@ class LiveAgent(NamedTuple):
     stream: str | None = None
 
 
-def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:
+def live_agents(state_dir: StrPath, run_id: str | None) -> list[LiveAgent]:
     """The agents of run ``run_id`` whose manifests say they run (``status`` shows one
     line each; a parallel run has several)."""
     from pathlib import Path  # common-case boundary: the clean pre-launch check
@@ -290,7 +294,7 @@ def live_agents(state_dir: Path, run_id: str | None) -> list[LiveAgent]:
 TAIL_BYTES = 64 * 1024
 
 
-def output_tails(state_dir: Path, handles: list[str]) -> dict[str, bytes]:
+def output_tails(state_dir: StrPath, handles: list[str]) -> dict[str, bytes]:
     """The last ``TAIL_BYTES`` each process printed (``b''`` when none, or when its
     records cannot be read), from the end of its spool, without a lock: what a
     watcher shows the last line of."""
@@ -317,7 +321,7 @@ def orphan_message(orphan: OrphanedAgent) -> str:
             f"git forge proc stop {orphan.handle}")
 
 
-def orphan_blocker(state_dir: Path | str | None, root: Path | str) -> str | None:
+def orphan_blocker(state_dir: StrPath | None, root: StrPath) -> str | None:
     """Why no launch may start while an agent of an earlier run lives: it would be a
     second agent writing into the tree. Asked of ``state_dir`` and of the state dir
     the last loop in this work tree ran with (``recorded_state_dir``), which is all
@@ -331,7 +335,7 @@ def orphan_blocker(state_dir: Path | str | None, root: Path | str) -> str | None
     return None
 
 
-def launch_blocker(state_dir: Path | None, root: Path | str) -> str | None:
+def launch_blocker(state_dir: StrPath | None, root: StrPath) -> str | None:
     """Why no launch may start now, whatever the tree holds: a live loop owns the
     tree or the backlog, or an agent of an earlier run still lives. Cheap while
     neither is so (the pre-launch check's clean path asks it, with no ``state_dir``)."""

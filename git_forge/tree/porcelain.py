@@ -5,7 +5,8 @@ No pygit2: the status (``git_status.py`` for an opened repository,
 and the pre-launch STOP message prints paths exactly as git prints them.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: ``StatusEntry``'s field types stay types, not text
+# for ``typing`` to compile — the pre-launch check's path (ARCHITECTURE.md).
 
 import functools
 import os
