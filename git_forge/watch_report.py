@@ -10,7 +10,7 @@ beside a running loop can neither slow it nor make it fail. The terminal view
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from git_forge.agents.profiles import PROFILES
 from git_forge.agents.receipt import TotalsJSON
@@ -208,14 +208,14 @@ def recent_events(workspace: Workspace) -> list[RecentJSON]:
             if event.get("type") in RECENT_EVENTS][-RECENT_SHOWN:]
 
 
-def _text(event: dict[str, Any], *names: str) -> str:
+def _text(event: dict[str, object], *names: str) -> str:
     return next((value for name in names
                  if isinstance(value := event.get(name), str) and value), "")
 
 
-def _recent(event: dict[str, Any]) -> RecentJSON:
-    kind = event["type"]
-    item_id = event.get("itemId") if isinstance(event.get("itemId"), str) else None
+def _recent(event: dict[str, object]) -> RecentJSON:
+    kind = str(event["type"])  # one of RECENT_EVENTS
+    item_id = value if isinstance(value := event.get("itemId"), str) else None
     if kind == "item_completed":
         text = "done " + _text(event, "commit")[:12]
         if event.get("uncommitted"):

@@ -318,7 +318,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, TypedDict
+    from typing import TypedDict
 
     class CommandLine(TypedDict):
         """One command: what ``cli.args.read_plain`` needs to read its plain lines."""
@@ -326,10 +326,10 @@ if TYPE_CHECKING:
         #: ``module:function``, the handler the parser's ``set_defaults(func=…)`` names.
         handler: str
         #: Every ``dest`` argparse sets when the line names nothing more, with its value.
-        defaults: dict[str, Any]
+        defaults: dict[str, object]
         #: Option string → (its option, dest, value stored) for a ``store_true``,
         #: ``store_const`` …; an option is named by its first option string.
-        flags: dict[str, tuple[str, str, Any]]
+        flags: dict[str, tuple[str, str, object]]
         #: Option string → (its option, dest) for an option taking one untyped value.
         values: dict[str, tuple[str, str]]
         #: The positional arguments in order: (dest, whether it must be given).

@@ -27,26 +27,9 @@ from git_forge.cli.command_lines import COMMAND_LINES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, TypedDict
+    from typing import Any
 
-    class CommandLine(TypedDict):
-        """One command's entry in the generated table."""
-
-        #: ``module:function`` of the handler argparse's ``set_defaults(func=…)`` names.
-        handler: str
-        #: Every ``dest`` argparse sets when the line names nothing more, with its value.
-        defaults: dict[str, Any]
-        #: Option string → (its option, dest, value it stores) for a ``store_true``,
-        #: ``store_const`` …; an option is named by its first option string.
-        flags: dict[str, tuple[str, str, Any]]
-        #: Option string → (its option, dest) for an option taking one untyped value.
-        values: dict[str, tuple[str, str]]
-        #: The positional arguments in order: (dest, whether it must be given).
-        positionals: list[tuple[str, bool]]
-        #: Options that must be on the line.
-        required: list[str]
-        #: Groups of options of which at most one may be on the line.
-        exclusive: list[list[str]]
+    from git_forge.cli.command_lines import CommandLine
 
 #: The option every command takes, anywhere on the line (``cli.parser``).
 NO_COLOR = "--no-color"

@@ -29,7 +29,6 @@ from git_forge.workspace import locate
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
 
     from git_forge.backlog.store import Snapshot
     from git_forge.workspace import Workspace
@@ -208,10 +207,10 @@ def _split_ids(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def _field_changes(args: Args) -> dict[str, Any]:
+def _field_changes(args: Args) -> dict[str, object]:
     """The fields ``add`` and ``edit`` were given. A title is one line (it is the
     subject of the item's commit and one row of every listing)."""
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     for attr, key in (("title", "title"), ("type", "type"), ("priority", "priority"),
                       ("description", "description"), ("notes", "notes")):
         value = getattr(args, attr, None)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypedDict
 
 from git_forge.cli.args import Args
 from git_forge.cli.arguments import add_backlog
@@ -23,7 +23,7 @@ from git_forge.cli.output import emit_json, note, warn
 from git_forge.cli.plain import plain
 from git_forge.layout import PROC_DIR
 from git_forge.supervisor.lifecycle import ProcessError
-from git_forge.supervisor.manifest import ManifestStore
+from git_forge.supervisor.manifest import Label, ManifestStore
 from git_forge.supervisor.view import ProcView
 from git_forge.words import counted
 from git_forge.workspace import locate
@@ -180,7 +180,23 @@ def _item_named(reference: str, item_ids: list[str]) -> str | None:
         raise ProcessError("invalid_arguments", exc.message) from None
 
 
-def _summary(manifest: Manifest, total_bytes: int, liveness: str | None) -> dict[str, Any]:
+class ProcRowJSON(TypedDict):
+    """One process as ``proc list --json`` (and ``proc prune --json``) lists it."""
+
+    handle: str
+    state: str
+    item_id: Label
+    iteration: Label
+    gate: Label
+    started_at: str | None
+    finished_at: str | None
+    total_bytes: int
+    exit_code: int | None
+    reason: str | None
+    liveness: str | None
+
+
+def _summary(manifest: Manifest, total_bytes: int, liveness: str | None) -> ProcRowJSON:
     return {
         "handle": manifest.handle,
         "state": manifest.state,
@@ -199,13 +215,13 @@ def _summary(manifest: Manifest, total_bytes: int, liveness: str | None) -> dict
 LIST_COLUMNS = ("HANDLE", "STATE", "ITEM", "STARTED", "FINISHED", "BYTES")
 
 
-def _list_cells(row: dict[str, Any]) -> tuple[str, ...]:
+def _list_cells(row: ProcRowJSON) -> tuple[str, ...]:
     state = row["state"]
     if row["exit_code"] is not None:
         state += f" {row['exit_code']}"
     if row["liveness"] in ("orphaned", "gone"):
         state += f" ({row['liveness']})"
-    return (row["handle"], state, row["item_id"] or "-", row["started_at"] or "-",
+    return (row["handle"], state, str(row["item_id"] or "-"), row["started_at"] or "-",
             row["finished_at"] or "-", str(row["total_bytes"]))
 
 
@@ -294,8 +310,25 @@ def run_show(args: Args) -> int:
     return 0
 
 
+class ProcOutputJSON(TypedDict):
+    """What ``proc output --json`` prints: a window of the output, and the process."""
+
+    handle: str
+    state: str | None
+    output: str
+    start_cursor: int | None
+    next_cursor: int | None
+    total_bytes: int | None
+    gap: bool
+    normalized: bool
+    binary: bool
+    exit_code: int | None
+    reason: str | None
+    error: str | None
+
+
 def _output_document(handle: str, manifest: Manifest | None, rendered: RenderedOutput | None,
-                     error: str | None = None) -> dict[str, Any]:
+                     error: str | None = None) -> ProcOutputJSON:
     return {
         "handle": handle,
         "state": manifest.state if manifest else None,
@@ -321,10 +354,10 @@ def _read_failed(args: Args, reader: OutputReader, exc: ProcessError) -> NoRetur
     document = _output_document(handle, None, None)
     if exc.code == "cursor_ahead":
         document = _output_document(handle, reader.view.manifest(handle), None)
-        document.update(start_cursor=cursor, next_cursor=exc.next_cursor,
-                        total_bytes=exc.next_cursor)
+        document["start_cursor"] = cursor
+        document["next_cursor"] = document["total_bytes"] = exc.next_cursor
     elif exc.code == "invalid_arguments":
-        document.update(start_cursor=cursor, next_cursor=cursor)
+        document["start_cursor"] = document["next_cursor"] = cursor
     _fail(args, exc, document)
 
 

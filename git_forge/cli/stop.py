@@ -150,10 +150,8 @@ def judge(args: Args, reason: str | None, entries: list[StatusEntry],
     result = check(workspace.root, workspace.state_dir, workspace.backlog_file, entries)
     explanation = explain_stop(workspace, result)
     if args.json:
-        document = result.to_json()
-        if explanation is not None:
-            document.update(explanation.to_json())
-        emit_json(document)
+        emit_json({**result.to_json(),  # and, after a run, what its evidence explains
+                   **(explanation.to_json() if explanation is not None else {})})
     elif result.status == "stop":
         print("\n".join(render_stop(result, explanation, workspace.root)), file=sys.stderr)
     elif result.status == "dirty":

@@ -23,7 +23,7 @@ the run's state and the progress.
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from git_forge.backlog.item import NO_REASON, Item
 from git_forge.exit_codes import LOOP_ERROR
@@ -33,7 +33,7 @@ from git_forge.loop.context import RunContext
 from git_forge.loop.errors import LoopError
 from git_forge.loop.iteration import AgentResult
 from git_forge.loop.places import NotLanded
-from git_forge.loop.summary import UncommittedJSON, left_words
+from git_forge.loop.summary import LeftPathJSON, UncommittedJSON, left_words
 from git_forge.reconcile import messages
 from git_forge.reconcile.conflicts import clear_conflict
 from git_forge.supervisor.lifecycle import ProcessError
@@ -44,6 +44,19 @@ from git_forge.words import counted
 if TYPE_CHECKING:
     from git_forge.loop.places import Landing, Place
     from git_forge.tree.porcelain import StatusEntry
+
+
+class UncommittedFields(TypedDict, total=False):
+    """``item_completed``'s fields for work not all committed (events.md)."""
+
+    uncommitted: list[LeftPathJSON]
+    uncommittedIn: str
+
+
+class LeftNotes(TypedDict, total=False):
+    """A blocked item's notes, when the tree kept what it could not keep."""
+
+    notes: str
 
 
 class Outcome(Enum):
@@ -105,7 +118,7 @@ def landed(run: RunContext, place: Place, before: Item, landing: Landing,
     if landing.integrated is not None:
         run.journal.append("item_integrated", itemId=item_id,
                            commits=list(landing.integrated.commits), tip=landing.integrated.tip)
-    left: dict[str, Any] = {}
+    left: UncommittedFields = {}
     if landing.left:  # never plainly done: what was not committed, and where it is
         run.uncommitted[item_id] = UncommittedJSON(itemId=item_id, where=landing.left_in,
                                                    paths=list(landing.left))
@@ -206,7 +219,7 @@ def block(run: RunContext, place: Place, item: Item, reason: str, *, needs_human
     left: list[str] = []
     if clear:
         left = place.clear(item, result.listed if result is not None else None)
-    fields: dict[str, Any] = {}
+    fields: LeftNotes = {}
     if left:
         named = ", ".join(quote_path(path) for path in left)
         note = f"left in the tree, not kept: {named} (see git forge reconcile)"

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from git_forge.backlog.bookkeeping import describe_changes
 from git_forge.backlog.held import HeldBacklog
@@ -62,6 +62,19 @@ from git_forge.workspace import Workspace
 
 #: How long taking the loop lock retries (a status probe holds it for an instant).
 LOCK_PATIENCE = 0.05
+
+
+class SandboxJSON(TypedDict):
+    """How a run's agents are sandboxed, as ``loop_started`` says it (events.md)."""
+
+    kind: str
+    network: bool
+
+
+class SandboxedFields(TypedDict, total=False):
+    """``loop_started``'s ``sandbox``, when the agents run in one."""
+
+    sandbox: SandboxJSON
 
 
 def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | None = None,
@@ -127,7 +140,7 @@ def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | No
         supervisor.prune()  # the processes of runs beyond supervisor.keepRuns
         _commit_queued_backlog(run)
         run.save(status="running")
-        sandboxed: dict[str, Any] = ({"sandbox": {"kind": "bwrap", "network": sandbox.network}}
+        sandboxed: SandboxedFields = ({"sandbox": {"kind": "bwrap", "network": sandbox.network}}
                                      if sandbox is not None else {})
         journal.append("loop_started", runId=run_id, maxIterations=options.iterations,
                        baseCommitHash=state.base_commit_hash, agent=options.argv(),

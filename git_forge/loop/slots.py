@@ -43,7 +43,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from git_forge.backlog.item import Item
 from git_forge.backlog.model import select_next
@@ -84,6 +84,13 @@ from git_forge.tree.porcelain import StatusEntry
 
 #: How long one look at the running agents waits for the first of them to end.
 POLL_SECONDS = 0.05
+
+
+class CancelledFields(TypedDict, total=False):
+    """``loop_cancelled``'s fields beside the item (events.md)."""
+
+    reason: str
+    running: list[str]
 
 
 @dataclass
@@ -621,7 +628,7 @@ class Engine:
         run.save(status="stopped")
         if left is not None:
             run.journal.append("branch_left", branch=left[0], switched=left[1])
-        told: dict[str, Any] = {} if reason is None else {"reason": reason}
+        told: CancelledFields = {} if reason is None else {"reason": reason}
         if self.place.slots > 1:
             told["running"] = running
         run.journal.append("loop_cancelled", itemId=current, **told)

@@ -29,14 +29,14 @@ from git_forge.errors import StoreError
 from git_forge.loop.state import RunState, StateNotAnObject, read_state, state_path
 from git_forge.parsing import DocumentTooComplex, load_json
 from git_forge.reconcile.errors import ReconcileError
-from git_forge.reconcile.item_trees import ItemTree, loop_branch, stranded_trees
+from git_forge.reconcile.item_trees import ItemTree, ItemTreeJSON, loop_branch, stranded_trees
 from git_forge.reconcile.stranded import relative, stranded
 from git_forge.tree.fast_status import porcelain_fast
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Literal
+    from typing import Literal
 
     Verdict = Literal["ok", "stop", "dirty"]
 
@@ -51,6 +51,17 @@ class PriorRunJSON(TypedDict):
     currentItem: str | None
     blockedItems: list[str]
     needsHumanItems: list[str]
+
+
+class PreflightJSON(TypedDict):
+    """What ``preflight --json`` prints of a verdict (``cli/preflight.py`` prints the
+    clean answer's ``{"status": "ok", "run": null, "paths": []}`` itself)."""
+
+    status: Literal["ok", "stop"]
+    run: PriorRunJSON | None
+    paths: list[str]
+    reason: NotRequired[str]
+    worktrees: NotRequired[list[ItemTreeJSON]]
 
 
 class Preflight(NamedTuple):
@@ -85,9 +96,9 @@ class Preflight(NamedTuple):
             return named
         return {"runId": run.run_id, "status": run.status, **named}
 
-    def to_json(self) -> dict[str, Any]:
-        document: dict[str, Any] = {"status": "ok" if self.status == "ok" else "stop",
-                                    "run": self.run_json(), "paths": self.lines}
+    def to_json(self) -> PreflightJSON:
+        document: PreflightJSON = {"status": "ok" if self.status == "ok" else "stop",
+                                   "run": self.run_json(), "paths": self.lines}
         if self.reason is not None:
             document["reason"] = self.reason
         if self.trees:
