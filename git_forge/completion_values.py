@@ -98,8 +98,8 @@ def _items(backlog_dir: Path) -> list[BacklogItemJSON]:
     """The backlog's items with an id, unvalidated (a TAB reads the file as it is):
     their other fields are read tolerantly. Nothing here walks the document: a TAB
     looks at an item's id, status, answer and title, text or nothing, so the depth
-    is left unchecked (``limit_depth=False``; at 5,000 items, checking it took a
-    fifth of the TAB) until the clusters' rows build items from the blocked ones."""
+    is left unchecked (``limit_depth=False``; ARCHITECTURE.md, "What is measured, and
+    where") until the clusters' rows build items from the blocked ones."""
     try:
         document = load_json((backlog_dir / BACKLOG_FILE).read_bytes(), BACKLOG_FILE,
                              limit_depth=False)

@@ -182,7 +182,7 @@ def run_apply(args: Args) -> int:
 
 def run_revoke(args: Args) -> int:
     # parser-tree boundary: decision list reads the record alone; revoke takes an answer
-    # back through the runner and git (pygit2), 650 million instructions more of it
+    # back through the runner and git (pygit2)
     from git_forge.loop.control import refuse_if_live
     from git_forge.recovery.revoke import revoke
     from git_forge.runner import runner_for

@@ -171,7 +171,7 @@ def _resolved(args: Args, view: ProcView, reference: str,
 def _item_named(reference: str, item_ids: list[str]) -> str | None:
     """The item id among ``item_ids`` that ``reference`` names (``match_id``); two of
     the same number is the supervisor's ``invalid_arguments``, as any ambiguity."""
-    # common-case boundary: the item rules (11 million instructions) for an item's id
+    # common-case boundary: the item rules for an item's id
     from git_forge.backlog.model import AmbiguousId, match_id
 
     try:

@@ -158,7 +158,7 @@ def end_orphan(path: Path, grace: float) -> int:
     """Terminate every process of the orphaned tree behind ``path`` (SIGTERM,
     ``grace``, SIGKILL) and return how many there were. Descendants of the
     holders are included, captured before each signal."""
-    # common-case boundary: psutil (60 million instructions) only to end an orphaned tree
+    # common-case boundary: psutil only to end an orphaned tree
     import psutil
 
     from git_forge.supervisor.process import wait_gone
