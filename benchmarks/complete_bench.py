@@ -6,7 +6,7 @@ process, interpreter start-up included, median of several interleaved rounds, in
 real repository made by ``git forge init`` with a backlog of ``--items`` items (a
 fifth of them blocked, on a handful of reasons so that they cluster) and
 ``--handles`` process manifests. For reference it also times ``python -c pass``,
-``git-forge version`` (the whole parser is built) and one whole TAB in bash
+``git-forge version`` (a command read and run, no parser built) and one whole TAB in bash
 (``git forge backlog answer <TAB>`` through git's own bash completion).
 
 Usage: ``python benchmarks/complete_bench.py [--rounds N] [--items N] [--handles N]``.

@@ -9,7 +9,7 @@ clean-tree path, which answers "go" (exit 0) silently.
 
 Timed in one run, each as a fresh process (wall clock, interpreter start-up
 included, several interleaved rounds): ``git status --porcelain`` and the
-installed ``git-forge preflight`` console script, in both trees. The goal is
+installed ``git-forge preflight`` (the launcher, ``bin/git-forge``), in both trees. The goal is
 judged on medians; minima are printed too, as the figure least disturbed by
 whatever else the machine is doing.
 

@@ -22,8 +22,9 @@ line renders everything else with it, and neither imports the other.
 """
 
 # No ``from __future__ import annotations`` here: it would make SafeText's field types
-# text that typing compiles as the class is made — on every command's path the
-# process's first compile (ARCHITECTURE.md, "What is measured, and where").
+# text that typing compiles as the class is made — on the path of every command that
+# prints (through ``cli.output``) the process's first compile (ARCHITECTURE.md, "What
+# is measured, and where").
 import codecs
 import re
 from typing import NamedTuple

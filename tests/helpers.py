@@ -19,7 +19,8 @@ _READ_SYSCALL = {"x86_64": 0, "aarch64": 63}
 
 
 def load_generator() -> Any:
-    """``tools/generate_docs.py`` (the man page and completion generator), imported."""
+    """``tools/generate_docs.py`` (the man page's, the completion scripts' and the plain
+    command lines' table's generator), imported."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(

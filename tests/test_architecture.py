@@ -271,6 +271,23 @@ HAND_WRITTEN = {
 }
 
 
+#: Modules whose records' field types must stay types: ``from __future__ import
+#: annotations`` would make them text that ``typing`` compiles as each record is made,
+#: and the process's first compile is a cost the pre-launch check's budget does not
+#: leave (ARCHITECTURE.md, "What is measured, and where").
+TYPES_AT_RUNTIME = ("git_forge.safetext", "git_forge.capture", "git_forge.tree.porcelain",
+                    "git_forge.loop.control", "git_forge.reconcile.launch_probe")
+
+
+def test_the_modules_on_the_clean_checks_path_keep_their_field_types():
+    modules = module_names()
+    offenders = [name for name in TYPES_AT_RUNTIME
+                 for node in ast.walk(ast.parse(modules[name].read_text("utf-8")))
+                 if isinstance(node, ast.ImportFrom) and node.module == "__future__"
+                 and any(alias.name == "annotations" for alias in node.names)]
+    assert offenders == []
+
+
 def test_records_are_named_tuples():
     """No class subclasses ``tuple`` by hand or writes its own ``__eq__``, ``__hash__``
     or ``__repr__`` outside ``HAND_WRITTEN``."""

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generate the man page, the shell completion scripts and the plain command lines'
-table from the argparse parser.
+table (``cli.args.read_plain``'s) from the argparse parser.
 
     python tools/generate_docs.py           # rewrite man/git-forge.1, completions/*
                                             # and git_forge/cli/command_lines.py
@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from git_forge.cli.parser import _subparsers  # noqa: E402  (this tree's, found above)
 
 MAN_PAGE = ROOT / "man" / "git-forge.1"
 COMMAND_LINES = ROOT / "git_forge" / "cli" / "command_lines.py"
@@ -53,13 +55,6 @@ def parser() -> argparse.ArgumentParser:
     for _, each in walk(root):
         each.formatter_class = functools.partial(argparse.HelpFormatter, width=WIDTH)
     return root
-
-
-def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    return None
 
 
 def walk(

@@ -2,8 +2,9 @@
 ``read_plain``, which reads the common command lines into it without argparse.
 
 The parser (``cli.parser``, argparse, built from each command module's
-``register``) is the one argument model: it reads every command line, gives
-``-h``, the usage errors and the "did you mean". The table ``read_plain`` reads
+``register``) is the one argument model: it reads every command line
+``read_plain`` leaves to it (answers ``None`` for), and gives ``-h``, the usage
+errors and the "did you mean". The table ``read_plain`` reads
 (``cli.command_lines``) is generated from that same parser, as the man page and
 the completion scripts are (``tools/generate_docs.py``; the test suite fails when
 the committed table is stale). It holds, per command, what argparse gives when an
@@ -38,7 +39,7 @@ NO_COLOR = "--no-color"
 class Args:
     """A command line, read: each option and argument of the command it names as an
     attribute (its ``dest``), and ``func``, the handler. argparse parses into one
-    (``parse_args(namespace=Args())``), and so does ``read_plain``."""
+    (``parse_known_args(argv, namespace=Args())``), and so does ``read_plain``."""
 
     def __init__(self, **values: object) -> None:
         self.__dict__.update(values)

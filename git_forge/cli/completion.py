@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import sys
 
-from git_forge.cli.args import Args
 from git_forge.cli.output import error
 from git_forge.completion_values import candidate_rows
 
-TYPE_CHECKING = False  # argparse only for the checker: a TAB builds no parser
+TYPE_CHECKING = False  # argparse, Args only for the checker: a TAB reads no command line
 if TYPE_CHECKING:
     import argparse
+
+    from git_forge.cli.args import Args
 
 #: Shell → the script's file name (as installed: bash-completion, zsh fpath, fish).
 SCRIPTS: dict[str, str] = {

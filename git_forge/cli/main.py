@@ -1,8 +1,12 @@
-"""Entry point of ``git-forge`` (and ``git forge``): build the parser, dispatch.
+"""Entry point of ``git-forge`` (and ``git forge``): read the command line, dispatch.
 
+The hook's own line (``HOOK_WORDS``, as a process's own arguments) is answered
+first: a clean answer ends the process at once (``os._exit(0)``). ``--version`` is
+printed as it is. Every other line is read into ``Args`` — by ``cli.args.read_plain``
+when it is plain, by the command's argparse parser otherwise — and its handler runs.
 Every handler returns an exit code. Every ``ForgeError`` becomes one line
-``Error: <message>`` on stderr with the error's exit code; argparse's own
-usage errors take the same path (exit 2). Everything printed, a traceback
+``Error: <message>`` on stderr with the error's exit code; argparse's own usage
+errors take the same path (exit 2). Everything a command prints, a traceback
 included, passes the terminal boundary (``cli.output``): stdout and stderr are
 wrapped for the whole command.
 """
@@ -24,13 +28,18 @@ def main(argv: list[str] | None = None) -> int:
     """The command ``argv`` (default: the process's arguments) names, run: its exit
     code."""
     words = sys.argv[1:] if argv is None else argv
-    if argv is None and words == HOOK_WORDS and _clean_launch():
-        # The pre-launch check's silent clean answer, what every launch asks: nothing was
-        # written, so the process ends at once, without the interpreter's teardown
-        # (ARCHITECTURE.md, "What is measured, and where"). Any other answer is the
-        # command's, as every command line is.
-        os._exit(0)
-    if words == ["--version"]:  # the one command that needs neither a parser nor a guard
+    if argv is None and words == HOOK_WORDS:
+        try:
+            clean = _clean_launch()
+        except KeyboardInterrupt:
+            return EXIT_INTERRUPTED
+        if clean:
+            # The pre-launch check's silent clean answer, what every launch asks: nothing
+            # was written, so the process ends at once, without the interpreter's teardown
+            # (ARCHITECTURE.md, "What is measured, and where"). Any other answer is the
+            # command's, as every command line is.
+            os._exit(0)
+    if words == ["--version"]:  # needs no command line read, nor a guard: its text is ours
         try:  # unbuffered, the write itself fails; buffered, the flush
             sys.stdout.write(VERSION_LINE + "\n")
             sys.stdout.flush()

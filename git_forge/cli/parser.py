@@ -2,8 +2,9 @@
 errors as ``UsageError``, git's "did you mean", ``--no-color`` anywhere), and which
 command's module is loaded: the one the command line names, no other.
 
-Apart from ``cli.main`` so that a command that needs no parser (``--version``)
-never imports argparse.
+Apart from ``cli.main`` so that a command line that needs no parser never imports
+argparse: ``--version``, a TAB, the hook's clean answer, and every plain line
+(``cli.args.read_plain``).
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ GLOBAL_OPTIONS = frozenset({"-h", "--help", "--version", "--no-color"})
 
 
 def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> Args:
-    """``parser.parse_args(argv)``, with git's words for what it does not know: an
+    """``argv`` read by ``parser`` into an ``Args``, with git's words for what it does
+    not know: an
     unknown option before the command is named (argparse would ask for a command, or
     let ``--version`` win), and an argument a command does not take points at that
     command's help, not the overview's."""

@@ -3,8 +3,9 @@
 Exit 0: go (silent). Exit 1: STOP — a prior run left stranded work, or the
 tree is dirty without one. It runs before every launch: a clean tree is answered
 from ``git status`` and the run's lock (``reconcile.launch_probe``), before the
-configuration is even read — the hook's own command line even before it is read
-(``cli.main``); any other tree is judged by ``cli/stop.py``.
+configuration is even read (unless the line names a location: that is resolved
+first, as every command resolves it) — the hook's own command line even before it
+is read (``cli.main``); any other tree is judged by ``cli/stop.py``.
 """
 
 from __future__ import annotations

@@ -24,10 +24,6 @@ from git_forge.reconcile.stop import StopExplanation, current_waits, explain
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 from git_forge.workspace import Workspace, locate
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    pass
-
 
 def _items(ids: list[str]) -> str:
     return ", ".join(ids) if ids else "none"

@@ -64,7 +64,7 @@ from git_forge.workspace import Workspace
 LOCK_PATIENCE = 0.05
 
 
-class SandboxJSON(TypedDict):
+class LoopSandboxJSON(TypedDict):
     """How a run's agents are sandboxed, as ``loop_started`` says it (events.md)."""
 
     kind: str
@@ -74,7 +74,7 @@ class SandboxJSON(TypedDict):
 class SandboxedFields(TypedDict, total=False):
     """``loop_started``'s ``sandbox``, when the agents run in one."""
 
-    sandbox: SandboxJSON
+    sandbox: LoopSandboxJSON
 
 
 def run_loop(workspace: Workspace, options: LoopOptions, progress: Progress | None = None,

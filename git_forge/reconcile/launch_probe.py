@@ -24,8 +24,6 @@ from git_forge.tree.porcelain import StatusEntry
 class LaunchProbe(NamedTuple):
     """What the first look found."""
 
-    #: The work tree's top.
-    root: str
     #: Why the launch must stop whatever the tree holds, or ``None``.
     blocker: str | None
     #: The entries of ``git status``.
@@ -45,9 +43,8 @@ def probe(path: str) -> LaunchProbe:
     root = work_tree_top(path)
     blocker = launch_blocker(None, root)
     if blocker is not None:
-        return LaunchProbe(root, blocker, [], False)
+        return LaunchProbe(blocker, [], False)
     problem, entries = launch_status(root)
     if problem is not None:  # refused exactly as loop run refuses it
-        return LaunchProbe(root, problem, [], False)
-    return LaunchProbe(root, None, entries,
-                       may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX))
+        return LaunchProbe(problem, [], False)
+    return LaunchProbe(None, entries, may_have_worktrees_or_branches(root, ITEM_BRANCH_PREFIX))
