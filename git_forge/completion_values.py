@@ -12,8 +12,10 @@ print into the operator's prompt.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -60,9 +62,20 @@ _BACKLOG_SEARCH_DEPTH = 3
 _BACKLOG_SEARCH_BUDGET = 2000
 
 
+def _file_bytes(path: Path) -> bytes:
+    """The bytes of the regular file at ``path``. Anything else — a FIFO, a device such
+    as ``/dev/zero`` or the terminal, a directory — is an ``OSError`` at once: a TAB
+    never waits on a file, nor reads one without end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return handle.read()
+
+
 def _sets_location(path: Path) -> bool:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _file_bytes(path).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return False
     return bool(_LOCATION_KEY.search(text))
@@ -101,7 +114,7 @@ def _items(backlog_dir: Path) -> list[BacklogItemJSON]:
     is left unchecked (``limit_depth=False``; ARCHITECTURE.md, "What is measured, and
     where") until the clusters' rows build items from the blocked ones."""
     try:
-        document = load_json((backlog_dir / BACKLOG_FILE).read_bytes(), BACKLOG_FILE,
+        document = load_json(_file_bytes(backlog_dir / BACKLOG_FILE), BACKLOG_FILE,
                              limit_depth=False)
     except (OSError, ValueError, DocumentTooComplex):
         return []
@@ -109,8 +122,15 @@ def _items(backlog_dir: Path) -> list[BacklogItemJSON]:
     if not isinstance(items, list):
         return []
     return cast("list[BacklogItemJSON]",
-                [item for item in items
-                 if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"]])
+                [item for item in items if isinstance(item, dict) and _one_word(item.get("id"))])
+
+
+def _one_word(value: object) -> bool:
+    """Whether ``value`` is text a shell can offer as one candidate: not empty, and no
+    blank, tab, newline or other control character (which would split it, or be taken
+    out of it on the way to the terminal)."""
+    return (isinstance(value, str) and value != "" and value.isprintable()
+            and not any(character.isspace() for character in value))
 
 
 def _revocable(items: list[BacklogItemJSON], state_dir: Path) -> list[BacklogItemJSON]:
@@ -119,7 +139,7 @@ def _revocable(items: list[BacklogItemJSON], state_dir: Path) -> list[BacklogIte
     (``recovery.revoke`` has the exact rule). A done item ran with its answer."""
     answered: set[object] = set()
     try:
-        document = load_json((state_dir / DECISIONS_FILE).read_bytes(), DECISIONS_FILE)
+        document = load_json(_file_bytes(state_dir / DECISIONS_FILE), DECISIONS_FILE)
         entries = document.get("decisions") if isinstance(document, dict) else None
         latest = {entry.get("itemId"): entry for entry in entries or ()
                   if isinstance(entry, dict)}
@@ -170,7 +190,7 @@ def _handle_rows(state_dir: Path) -> list[tuple[str, str]]:
     for name in names:
         handle = name[: -len(MANIFEST_SUFFIX)]
         try:
-            manifest = load_json((state_dir / PROC_DIR / name).read_bytes(), name)
+            manifest = load_json(_file_bytes(state_dir / PROC_DIR / name), name)
             origin = manifest.get("origin") or {}
             item_id, state = origin.get("item_id"), manifest.get("state")
             described = f"item {item_id or '-'}, {state}"

@@ -210,6 +210,30 @@ def test_fast_path_shows_a_title_that_is_no_text_as_none_however_deep(project: P
     assert snapshot(project) == before
 
 
+def test_fast_path_reads_only_a_regular_file_and_offers_only_one_word_ids(
+        project: Path, tmp_path: Path) -> None:
+    """A backlog.json that is a FIFO (no writer) or a device that never ends is no
+    backlog to a TAB: no candidates, at once. An id a shell could not offer as one
+    candidate — a newline, a tab, a blank, an escape, a NUL in it — is not offered."""
+    path = project / ".forge" / "backlog.json"
+    document = json.loads(path.read_text())
+    path.unlink()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for target in (fifo, Path("/dev/zero")):
+        path.symlink_to(target)
+        before = snapshot(project)
+        assert complete("items", cwd=project) == []  # run_forge's deadline: no wait
+        assert snapshot(project) == before
+        path.unlink()
+    document["items"][0]["id"] = "a\nb"
+    document["items"][1]["id"] = "a\tb"
+    document["items"][2]["id"] = "\u001b[2J"
+    document["items"][3]["id"] = "a b"
+    path.write_text(json.dumps(document))
+    assert complete("items", cwd=project) == ["005"]
+
+
 @pytest.mark.parametrize("args", [("nonsense",), (), ("items", "blocked"),
                                   ("items", "--backlog")])
 def test_fast_path_refuses_a_malformed_call(project: Path, args: tuple[str, ...]) -> None:

@@ -54,7 +54,8 @@ def lines_of(path: tuple[str, ...]) -> tuple[list[list[str]], list[list[str]]]:
             if option in ("-h", "--help"):
                 continue
             others += [[*base, option], [*base, option, "v"], [*base, option, "-v"],
-                       [*base, option[:4]], [*base, option, option]]
+                       [*base, option[:4]], [*base, option, option], [*base, f"{option}=--"],
+                       [*base, f"{option}=-v"], [*base, option, "--"]]
     others += [[*base, "--"], [*base, "--", "w"], [*base, "-"], [*base, "--nope"],
                [*path, *required, "--no-color", *needed], [*base, "w", "x", "y", "z"]]
     if line["flags"] or line["values"]:

@@ -447,3 +447,34 @@ def test_the_launchers_end_as_python_programs_do(project: Path, tmp_path: Path) 
     assert out.returncode == 1 and out.stdout == "finalized\n", out.stderr
 
 
+def test_a_closed_standard_stream_is_dev_null_as_git_takes_it(project: Path) -> None:
+    """Started with stdout closed (``git-forge preflight >&-``), every spelling of the
+    clean check answers 0, as the hook's own does, and the other commands run as
+    they would: no traceback. With stderr closed too, a refusal is still exit 2."""
+    import shlex
+
+    forge = shlex.join(forge_argv())
+    for words, code in ((["preflight"], 0), (["preflight", "."], 0),
+                        (["preflight", "--json"], 0), (["--version"], 0), (["status"], 0),
+                        (["__complete", "items"], 0), (["status", "--bogus"], 2)):
+        closed = waiting.run(["sh", "-c", f"exec 1>&-; exec {forge} {shlex.join(words)}"],
+                             cwd=project, capture_output=True, text=True)
+        assert closed.returncode == code, (words, closed.stderr)
+        assert closed.stderr.startswith("Error: ") if code else closed.stderr == "", words
+    both = waiting.run(["sh", "-c", f"exec 1>&- 2>&-; exec {forge} status --bogus"],
+                       cwd=project, capture_output=True, text=True)
+    assert both.returncode == 2
+
+
+def test_a_relative_git_dir_is_read_from_where_the_command_runs(project: Path) -> None:
+    """``GIT_DIR=../.git GIT_WORK_TREE=.. git forge preflight`` from a subdirectory: git
+    reads those paths from where it starts, and so does git-forge for each git it
+    starts elsewhere."""
+    sub = project / "sub"
+    sub.mkdir()
+    env = {**os.environ, "GIT_DIR": "../.git", "GIT_WORK_TREE": ".."}
+    assert waiting.run(["git", "status", "--porcelain"], cwd=sub, env=env,
+                       capture_output=True, text=True).stdout == ""
+    for words in (["preflight"], ["preflight", "--json"], ["status"]):
+        out = run_forge(*words, cwd=sub, env=env)
+        assert out.returncode == 0 and out.stderr == "", (words, out.stderr)

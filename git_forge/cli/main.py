@@ -28,6 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     """The command ``argv`` (default: the process's arguments) names, run: its exit
     code."""
     words = sys.argv[1:] if argv is None else argv
+    _closed_streams_to_devnull()
+    if argv is None:
+        _absolute_git_paths()
     if argv is None and words == HOOK_WORDS:
         try:
             clean = _clean_launch()
@@ -61,6 +64,42 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     finally:
         sys.stdout, sys.stderr = streams
+
+
+def _closed_streams_to_devnull() -> None:
+    """A standard stream the caller closed (``git-forge >&-``), which Python leaves as
+    ``None``, is /dev/null, as git treats it: the answer goes nowhere and the command
+    runs as it would. Its descriptor is /dev/null too, so that no file git-forge opens
+    takes its number, and no child writes into that file."""
+    for number, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(number)
+        except OSError:  # closed: /dev/null in its place
+            devnull = os.open(os.devnull, os.O_RDWR)
+            if devnull != number:
+                os.dup2(devnull, number)
+                os.close(devnull)
+            setattr(sys, name, open(number, "r" if number == 0 else "w", closefd=False))
+        else:
+            setattr(sys, name, open(os.devnull, "r" if number == 0 else "w"))
+
+
+#: The variables that name a path for git, which git reads from where it starts.
+GIT_PATH_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
+                      "GIT_OBJECT_DIRECTORY")
+
+
+def _absolute_git_paths() -> None:
+    """Each relative ``GIT_PATH_VARIABLES`` made absolute from where the command starts,
+    the place the operator's shell meant (``GIT_DIR=../.git git forge preflight``):
+    git-forge runs git in the work tree's top (``git -C``), where git would read it
+    from there."""
+    for name in GIT_PATH_VARIABLES:
+        value = os.environ.get(name)
+        if value and not os.path.isabs(value):
+            os.environ[name] = os.path.abspath(value)
 
 
 #: The pre-launch hook's command line (``data/pre-launch``), as launchers run it.
