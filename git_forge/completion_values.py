@@ -16,7 +16,6 @@ import errno
 import os
 import re
 import stat
-from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from git_forge.errors import ForgeError
@@ -30,8 +29,8 @@ from git_forge.layout import (
     PROC_DIR,
     REPO_CONFIG,
     USER_CONFIG,
-    find_root,
-    state_directory,
+    find_root_path,
+    state_directory_path,
     user_config_dir,
 )
 from git_forge.parsing import DocumentTooComplex, check_depth, load_json
@@ -62,18 +61,18 @@ _BACKLOG_SEARCH_DEPTH = 3
 _BACKLOG_SEARCH_BUDGET = 2000
 
 
-def _file_bytes(path: Path) -> bytes:
+def _file_bytes(path: str) -> bytes:
     """The bytes of the regular file at ``path``. Anything else — a FIFO, a device such
     as ``/dev/zero`` or the terminal, a directory — is an ``OSError`` at once: a TAB
     never waits on a file, nor reads one without end."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with open(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
+            raise OSError(errno.EINVAL, "not a regular file", path)
         return handle.read()
 
 
-def _sets_location(path: Path) -> bool:
+def _sets_location(path: str) -> bool:
     try:
         text = _file_bytes(path).decode("utf-8")
     except (OSError, UnicodeDecodeError):
@@ -81,40 +80,41 @@ def _sets_location(path: Path) -> bool:
     return bool(_LOCATION_KEY.search(text))
 
 
-def _config_matters(root: Path) -> bool:
+def _config_matters(root: str) -> bool:
     """Whether a config layer could move the backlog or state dir away from the defaults
     (then the real resolver, ``workspace.locate``, decides)."""
-    if (root / FEATURE_FORGE_CONFIG).is_file() or _sets_location(root / REPO_CONFIG):
+    if (os.path.isfile(os.path.join(root, FEATURE_FORGE_CONFIG))
+            or _sets_location(os.path.join(root, REPO_CONFIG))):
         return True
-    return _sets_location(Path(user_config_dir()) / USER_CONFIG)  # config.user_config_path
+    return _sets_location(os.path.join(user_config_dir(), USER_CONFIG))  # user_config_path
 
 
-def _directories(start: Path, backlog: str | None, backlog_dir: str | None) -> tuple[Path, Path]:
+def _directories(start: str, backlog: str | None, backlog_dir: str | None) -> tuple[str, str]:
     """(backlog dir, state dir) the commands would use, resolved the way they resolve them."""
     if backlog_dir is not None:  # decision verbs: --backlog-dir is relative to the cwd
-        directory = Path(os.path.normpath(start / backlog_dir))
-        return directory, state_directory(directory, DEFAULT_STATE_DIR)
-    root = find_root(start)
+        directory = os.path.normpath(os.path.join(start, backlog_dir))
+        return directory, state_directory_path(directory, DEFAULT_STATE_DIR)
+    root = find_root_path(start)
     if _config_matters(root):
         from git_forge.workspace import locate  # common-case boundary: no config file
 
         try:
             workspace = locate(root, backlog)
-            return workspace.backlog_dir, workspace.state_dir
+            return os.fspath(workspace.backlog_dir), os.fspath(workspace.state_dir)
         except ForgeError:
             pass
-    directory = Path(os.path.normpath(root / (backlog or DEFAULT_BACKLOG_DIR)))
-    return directory, state_directory(directory, DEFAULT_STATE_DIR)
+    directory = os.path.normpath(os.path.join(root, backlog or DEFAULT_BACKLOG_DIR))
+    return directory, state_directory_path(directory, DEFAULT_STATE_DIR)
 
 
-def _items(backlog_dir: Path) -> list[BacklogItemJSON]:
+def _items(backlog_dir: str) -> list[BacklogItemJSON]:
     """The backlog's items with an id, unvalidated (a TAB reads the file as it is):
     their other fields are read tolerantly. Nothing here walks the document: a TAB
     looks at an item's id, status, answer and title, text or nothing, so the depth
     is left unchecked (``limit_depth=False``; ARCHITECTURE.md, "What is measured, and
     where") until the clusters' rows build items from the blocked ones."""
     try:
-        document = load_json(_file_bytes(backlog_dir / BACKLOG_FILE), BACKLOG_FILE,
+        document = load_json(_file_bytes(os.path.join(backlog_dir, BACKLOG_FILE)), BACKLOG_FILE,
                              limit_depth=False)
     except (OSError, ValueError, DocumentTooComplex):
         return []
@@ -130,16 +130,17 @@ def _one_word(value: object) -> bool:
     blank, tab, newline or other control character (which would split it, or be taken
     out of it on the way to the terminal)."""
     return (isinstance(value, str) and value != "" and value.isprintable()
-            and not any(character.isspace() for character in value))
+            and " " not in value)  # the one separator isprintable() lets through
 
 
-def _revocable(items: list[BacklogItemJSON], state_dir: Path) -> list[BacklogItemJSON]:
+def _revocable(items: list[BacklogItemJSON], state_dir: str) -> list[BacklogItemJSON]:
     """The items ``decision revoke`` can take an answer back from: pending with an
     answer waiting for its next attempt, or blocked with an answer recorded last
     (``recovery.revoke`` has the exact rule). A done item ran with its answer."""
     answered: set[object] = set()
     try:
-        document = load_json(_file_bytes(state_dir / DECISIONS_FILE), DECISIONS_FILE)
+        document = load_json(_file_bytes(os.path.join(state_dir, DECISIONS_FILE)),
+                             DECISIONS_FILE)
         entries = document.get("decisions") if isinstance(document, dict) else None
         latest = {entry.get("itemId"): entry for entry in entries or ()
                   if isinstance(entry, dict)}
@@ -177,11 +178,11 @@ def _cluster_rows(blocked: list[BacklogItemJSON], *,
             for cluster in clusters if not multi_only or len(cluster["memberIds"]) > 1]
 
 
-def _handle_rows(state_dir: Path) -> list[tuple[str, str]]:
+def _handle_rows(state_dir: str) -> list[tuple[str, str]]:
     """What the ``proc`` verbs take: the id of each item that has a process (it names
     the item's latest one), then every handle (the shell sorts them as it shows them)."""
     try:
-        names = sorted(entry.name for entry in os.scandir(state_dir / PROC_DIR)
+        names = sorted(entry.name for entry in os.scandir(os.path.join(state_dir, PROC_DIR))
                        if entry.name.endswith(MANIFEST_SUFFIX))
     except OSError:
         return []
@@ -190,7 +191,7 @@ def _handle_rows(state_dir: Path) -> list[tuple[str, str]]:
     for name in names:
         handle = name[: -len(MANIFEST_SUFFIX)]
         try:
-            manifest = load_json(_file_bytes(state_dir / PROC_DIR / name), name)
+            manifest = load_json(_file_bytes(os.path.join(state_dir, PROC_DIR, name)), name)
             origin = manifest.get("origin") or {}
             item_id, state = origin.get("item_id"), manifest.get("state")
             described = f"item {item_id or '-'}, {state}"
@@ -206,9 +207,9 @@ def _handle_rows(state_dir: Path) -> list[tuple[str, str]]:
     return items + rows
 
 
-def _backlog_rows(root: Path, relative_to: Path) -> list[tuple[str, str]]:
+def _backlog_rows(root: str, relative_to: str) -> list[tuple[str, str]]:
     """Directories under ``root`` that hold a backlog.json, a few levels deep."""
-    found: list[Path] = []
+    found: list[str] = []
     level = [root]
     budget = _BACKLOG_SEARCH_BUDGET
     for _ in range(_BACKLOG_SEARCH_DEPTH):
@@ -222,17 +223,17 @@ def _backlog_rows(root: Path, relative_to: Path) -> list[tuple[str, str]]:
             for entry in entries:
                 if entry.name in _SKIP_DIRS or not entry.is_dir(follow_symlinks=False):
                     continue
-                path = Path(entry.path)
-                if (path / BACKLOG_FILE).is_file():
-                    found.append(path)
-                below.append(path)
+                if os.path.isfile(os.path.join(entry.path, BACKLOG_FILE)):
+                    found.append(entry.path)
+                below.append(entry.path)
         level = below
-    return [(os.path.relpath(path, relative_to), "backlog") for path in sorted(found)]
+    return [(os.path.relpath(path, relative_to), "backlog")
+            for path in sorted(found, key=lambda path: path.split(os.sep))]  # as Paths sort
 
 
 def candidate_rows(
     kind: str,
-    start: Path | str = ".",
+    start: os.PathLike[str] | str = ".",
     *,
     backlog: str | None = None,
     backlog_dir: str | None = None,
@@ -242,13 +243,13 @@ def candidate_rows(
     given on the command line being completed. Raises ``ValueError`` for an unknown kind."""
     if kind not in KINDS:
         raise ValueError(f"unknown completion kind {kind!r} (expected one of {', '.join(KINDS)})")
-    start = Path(start).resolve()
+    here = os.path.realpath(start)
     if kind == "backlogs":
-        root = find_root(start)
+        root = find_root_path(here)
         return _backlog_rows(root, root)
     if kind == "backlog-dirs":
-        return _backlog_rows(find_root(start), start)
-    directory, state_dir = _directories(start, backlog, backlog_dir)
+        return _backlog_rows(find_root_path(here), here)
+    directory, state_dir = _directories(here, backlog, backlog_dir)
     if kind == "handles":
         return _handle_rows(state_dir)
     items = _items(directory)

@@ -90,9 +90,14 @@ def state_directory(backlog_dir: Path, state_dir: str) -> Path:
     """The directory holding the state files of the backlog at ``backlog_dir``."""
     from pathlib import Path  # common-case boundary: the clean pre-launch check
 
-    if not state_dir or Path(backlog_dir).resolve().name == state_dir:
-        return Path(backlog_dir)
-    return Path(backlog_dir) / state_dir
+    return Path(state_directory_path(os.fspath(backlog_dir), state_dir))
+
+
+def state_directory_path(backlog_dir: str, state_dir: str) -> str:
+    """``state_directory`` as a ``str``, for a TAB's path (``completion_values``)."""
+    if not state_dir or os.path.basename(os.path.realpath(backlog_dir)) == state_dir:
+        return backlog_dir
+    return os.path.join(backlog_dir, state_dir)
 
 
 def item_worktree(state_dir: Path, item_id: str) -> Path:
@@ -159,7 +164,12 @@ def find_root(path: Path | str) -> Path:
     importing the configuration machinery."""
     from pathlib import Path  # common-case boundary: the clean pre-launch check
 
-    return Path(_nearest_dot_git(os.path.realpath(path)))
+    return Path(find_root_path(path))
+
+
+def find_root_path(path: os.PathLike[str] | str) -> str:
+    """``find_root`` as a ``str``, for a TAB's path (``completion_values``)."""
+    return _nearest_dot_git(os.path.realpath(path))
 
 
 def _nearest_dot_git(start: str) -> str:

@@ -32,12 +32,12 @@ import json
 import math
 from itertools import chain, compress, repeat
 from operator import is_, is_not
-from pathlib import Path
 
 from git_forge.errors import ForgeError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 #: Containers inside containers, the top level being depth 1.
