@@ -18,6 +18,7 @@ import re
 import stat
 from typing import TYPE_CHECKING, cast
 
+from git_forge.backlog.ids import ID_PATTERN
 from git_forge.errors import ForgeError
 from git_forge.layout import (
     BACKLOG_FILE,
@@ -122,15 +123,14 @@ def _items(backlog_dir: str) -> list[BacklogItemJSON]:
     if not isinstance(items, list):
         return []
     return cast("list[BacklogItemJSON]",
-                [item for item in items if isinstance(item, dict) and _one_word(item.get("id"))])
+                [item for item in items if isinstance(item, dict) and _an_id(item.get("id"))])
 
 
-def _one_word(value: object) -> bool:
-    """Whether ``value`` is text a shell can offer as one candidate: not empty, and no
-    blank, tab, newline or other control character (which would split it, or be taken
-    out of it on the way to the terminal)."""
-    return (isinstance(value, str) and value != "" and value.isprintable()
-            and " " not in value)  # the one separator isprintable() lets through
+def _an_id(value: object) -> bool:
+    """Whether ``value`` is an item id, as every command takes one (``backlog.ids``):
+    nothing else is offered — bash puts a candidate on the command line as it is, and
+    one holding ``$(…)``, a ``*`` or a newline would be the shell's to run or split."""
+    return isinstance(value, str) and ID_PATTERN.match(value) is not None
 
 
 def _revocable(items: list[BacklogItemJSON], state_dir: str) -> list[BacklogItemJSON]:

@@ -137,7 +137,9 @@ def _upwards(start: str) -> list[str]:
 def work_tree_root(path: Path | str) -> Path:
     """The top of the git work tree containing ``path``; refuses (``NotAWorkTree``)
     outside a repository and in a bare one, the way every command words it. With
-    ``GIT_DIR`` set, git decides where the work tree is: nothing is refused here."""
+    ``GIT_DIR`` set, the work tree is where git puts it — ``GIT_WORK_TREE``, else the
+    directory it starts in (a ``core.worktree`` setting aside) — and nothing is
+    refused here: git refuses what it cannot use."""
     from pathlib import Path  # common-case boundary: the clean pre-launch check
 
     return Path(work_tree_top(path))
@@ -146,8 +148,8 @@ def work_tree_root(path: Path | str) -> Path:
 def work_tree_top(path: os.PathLike[str] | str) -> str:
     """``work_tree_root`` as a ``str``, for the pre-launch check's clean path."""
     start = os.path.realpath(path)  # what Path.resolve() does
-    if os.environ.get("GIT_DIR"):
-        return _nearest_dot_git(start)
+    if os.environ.get("GIT_DIR"):  # git's rule: GIT_WORK_TREE, else where it starts
+        return os.path.realpath(os.environ.get("GIT_WORK_TREE") or start)
     for candidate in _upwards(start):
         if os.path.exists(os.path.join(candidate, ".git")):
             return candidate

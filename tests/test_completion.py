@@ -214,7 +214,8 @@ def test_fast_path_reads_only_a_regular_file_and_offers_only_one_word_ids(
         project: Path, tmp_path: Path) -> None:
     """A backlog.json that is a FIFO (no writer) or a device that never ends is no
     backlog to a TAB: no candidates, at once. An id a shell could not offer as one
-    candidate — a newline, a tab, a blank, an escape, a NUL in it — is not offered."""
+    candidate — a newline, a tab, an escape, a ``$(…)``, a ``*`` — is not offered: only
+    ids, as every command takes them (bash puts a candidate on the line as it is)."""
     path = project / ".forge" / "backlog.json"
     document = json.loads(path.read_text())
     path.unlink()
@@ -229,7 +230,8 @@ def test_fast_path_reads_only_a_regular_file_and_offers_only_one_word_ids(
     document["items"][0]["id"] = "a\nb"
     document["items"][1]["id"] = "a\tb"
     document["items"][2]["id"] = "\u001b[2J"
-    document["items"][3]["id"] = "a b"
+    document["items"][3]["id"] = "$(touch${IFS}pwned)"
+    document["items"].append({**document["items"][4], "id": "*"})
     path.write_text(json.dumps(document))
     assert complete("items", cwd=project) == ["005"]
 

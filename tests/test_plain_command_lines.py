@@ -130,6 +130,18 @@ def test_commands_whose_lines_are_all_argparse_s() -> None:
         assert read_plain([*path, "x"]) is None
 
 
+def test_a_value_written_equals_dash_dash_is_that_text() -> None:
+    """``--title=--`` is the title ``--``, read plainly or by argparse (an abbreviation
+    makes it argparse's): Python 3.11's argparse alone would take ``--`` out of it and
+    hand the command an empty list."""
+    for words in (["backlog", "add", "--title=--"], ["backlog", "add", "--tit=--"],
+                  ["status", "--backlog=--"], ["status", "--backl=--"]):
+        slow = argparse_reading(words)
+        assert isinstance(slow, Args), words
+        assert "--" in vars(slow).values(), words
+    assert vars(read_plain(["status", "--backlog=--"]) or Args())["backlog"] == "--"
+
+
 @pytest.mark.parametrize("words", [["status"], ["status", "--json"],
                                    ["backlog", "show", "1", "--json"]])
 def test_a_plain_line_runs_as_the_parsed_one(tmp_path, words) -> None:

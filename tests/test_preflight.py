@@ -464,6 +464,11 @@ def test_a_closed_standard_stream_is_dev_null_as_git_takes_it(project: Path) -> 
     both = waiting.run(["sh", "-c", f"exec 1>&- 2>&-; exec {forge} status --bogus"],
                        cwd=project, capture_output=True, text=True)
     assert both.returncode == 2
+    # an error naming a path the locale cannot encode, stderr closed: still exit 2
+    ascii_only = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    named = waiting.run(["sh", "-c", f"exec 2>&-; exec {forge} status {project}/naïve"],
+                        cwd=project, capture_output=True, env=ascii_only)
+    assert named.returncode == 2
 
 
 def test_a_relative_git_dir_is_read_from_where_the_command_runs(project: Path) -> None:
@@ -478,3 +483,24 @@ def test_a_relative_git_dir_is_read_from_where_the_command_runs(project: Path) -
     for words in (["preflight"], ["preflight", "--json"], ["status"]):
         out = run_forge(*words, cwd=sub, env=env)
         assert out.returncode == 0 and out.stderr == "", (words, out.stderr)
+    # git reads a relative GIT_INDEX_FILE from the work tree's top (a pre-commit hook
+    # gets GIT_INDEX_FILE=.git/index): so does every git git-forge starts there
+    index = {**os.environ, "GIT_INDEX_FILE": ".git/index"}
+    assert waiting.run(["git", "status", "--porcelain"], cwd=sub, env=index,
+                       capture_output=True, text=True).stdout == ""
+    out = run_forge("preflight", cwd=sub, env=index)
+    assert (out.returncode, out.stderr) == (0, "")
+    # GIT_DIR alone: the directory the command starts in is the work tree, as for git,
+    # which sees every file of the top as deleted there — not the top's tree
+    alone = {**os.environ, "GIT_DIR": "../.git"}
+    assert waiting.run(["git", "status", "--porcelain"], cwd=sub, env=alone,
+                       capture_output=True, text=True).stdout != ""
+    assert run_forge("preflight", cwd=sub, env=alone).returncode == 1
+    # where the current directory is gone, the variables are left as they are
+    gone = project / "gone"
+    gone.mkdir()
+    version = waiting.run(["sh", "-c", f"cd {gone} && rmdir {gone} && exec "
+                           f"{' '.join(forge_argv())} --version"],
+                          env={**os.environ, "GIT_DIR": "../x/.git"}, capture_output=True,
+                          text=True)
+    assert (version.returncode, version.stderr) == (0, "")

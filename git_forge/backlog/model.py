@@ -10,11 +10,11 @@ the old one's place. Nothing here reads or writes files.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TypedDict
 
 from git_forge.backlog.errors import BacklogError
+from git_forge.backlog.ids import ID_PATTERN, MAX_ID_WIDTH, MIN_ID_WIDTH
 from git_forge.backlog.item import Item, is_deferred, is_needs_human, kind
 from git_forge.backlog.topology import cycle_through, id_key, is_selectable
 from git_forge.clock import parse_stamp
@@ -37,15 +37,6 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "blocked": frozenset({"pending"}),
     "done": frozenset({"pending"}),
 }
-
-#: Item ids are strings of 3 to 64 digits ("001"); they are never renumbered. The
-#: bound is there because an id names files and refs (the item's worktree, its
-#: ``forge/<id>`` branch, its prompt file): an unbounded one would be refused by the
-#: file system (``file name too long``) in the middle of a run, not here.
-#: ``\Z``, not ``$``: ``$`` also matches before a final newline, and "001\n" is no id.
-MIN_ID_WIDTH = 3
-MAX_ID_WIDTH = 64
-ID_PATTERN = re.compile(rf"^[0-9]{{{MIN_ID_WIDTH},{MAX_ID_WIDTH}}}\Z")
 
 #: Fields an operator may set on an existing item with ``backlog edit``.
 EDITABLE_FIELDS: tuple[str, ...] = (

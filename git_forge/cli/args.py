@@ -101,8 +101,6 @@ def _read_rest(line: CommandLine, words: list[str]) -> dict[str, object] | None:
             found[dest] = stored
         elif option in line["values"]:
             name, dest = line["values"][option]
-            if value == "--":  # argparse takes "--" out of an option's values, even "=--"
-                return None
             if not equals:
                 if index == len(words) or words[index].startswith("-"):
                     return None

@@ -81,25 +81,32 @@ def _closed_streams_to_devnull() -> None:
             if devnull != number:
                 os.dup2(devnull, number)
                 os.close(devnull)
-            setattr(sys, name, open(number, "r" if number == 0 else "w", closefd=False))
+            setattr(sys, name, open(number, "r" if number == 0 else "w", closefd=False,
+                                    errors="backslashreplace"))
         else:
-            setattr(sys, name, open(os.devnull, "r" if number == 0 else "w"))
+            setattr(sys, name, open(os.devnull, "r" if number == 0 else "w",
+                                    errors="backslashreplace"))
 
 
-#: The variables that name a path for git, which git reads from where it starts.
-GIT_PATH_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
-                      "GIT_OBJECT_DIRECTORY")
+#: The variables that name a place for git which git reads from where it starts (its
+#: ``GIT_INDEX_FILE``, say, it reads from the work tree's top, as git-forge runs it).
+GIT_PATH_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE")
 
 
 def _absolute_git_paths() -> None:
     """Each relative ``GIT_PATH_VARIABLES`` made absolute from where the command starts,
     the place the operator's shell meant (``GIT_DIR=../.git git forge preflight``):
     git-forge runs git in the work tree's top (``git -C``), where git would read it
-    from there."""
+    from there. Joined, not normalized: ``link/..`` is where the link leads, as for
+    git. Where the current directory is gone, they stay as they are."""
+    try:
+        here = os.getcwd()
+    except OSError:
+        return
     for name in GIT_PATH_VARIABLES:
         value = os.environ.get(name)
         if value and not os.path.isabs(value):
-            os.environ[name] = os.path.abspath(value)
+            os.environ[name] = os.path.join(here, value)
 
 
 #: The pre-launch hook's command line (``data/pre-launch``), as launchers run it.

@@ -75,6 +75,15 @@ class ForgeArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see '{self.prog} -h')")
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        """An option's value written ``--title=--`` is the text ``--``, as git takes it:
+        Python 3.11's argparse takes ``--`` out of it and hands the command an empty list."""
+        if action.option_strings and arg_strings == ["--"] and action.nargs is None:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value
+        return super()._get_values(action, arg_strings)
+
     def _check_value(self, action: argparse.Action, value: object) -> None:
         """An unknown command is refused naming the most similar ones."""
         if isinstance(action, argparse._SubParsersAction) and isinstance(value, str) and (
