@@ -95,7 +95,8 @@ def state_directory(backlog_dir: Path, state_dir: str) -> Path:
 
 def state_directory_path(backlog_dir: str, state_dir: str) -> str:
     """``state_directory`` as a ``str``, for a TAB's path (``completion_values``)."""
-    if not state_dir or os.path.basename(os.path.realpath(backlog_dir)) == state_dir:
+    if not state_dir or os.path.basename(os.path.realpath(backlog_dir)) == os.path.normpath(
+            state_dir):  # ".forge/" names the same directory as ".forge"
         return backlog_dir
     return os.path.join(backlog_dir, state_dir)
 

@@ -264,3 +264,17 @@ def test_the_user_config_dir_is_what_platformdirs_says(environ: dict[str, str]) 
     assert result.returncode == 0, result.stderr
     ours, theirs = json.loads(result.stdout)
     assert ours == theirs
+
+
+@pytest.mark.parametrize("state_dir", [".forge", ".forge/", "./.forge", ""])
+def test_a_state_dir_that_names_the_backlog_dir_is_the_backlog_dir(
+        tmp_path: Path, state_dir: str) -> None:
+    """``stateDir: .forge/`` (or ``./.forge``) names the directory ``.forge`` names: the
+    state lives beside the backlog, not in ``.forge/.forge``; so does an empty one."""
+    from git_forge.layout import state_directory, state_directory_path
+
+    backlog_dir = tmp_path / ".forge"
+    backlog_dir.mkdir()
+    assert state_directory(backlog_dir, state_dir) == backlog_dir
+    assert state_directory_path(str(backlog_dir), state_dir) == str(backlog_dir)
+    assert state_directory(backlog_dir, "state") == backlog_dir / "state"
