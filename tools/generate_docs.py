@@ -381,11 +381,12 @@ def _command_line(root: argparse.ArgumentParser, path: tuple[str, ...],
     if any(group.required for group in groups) or any(
             action.option_strings[0] not in values for action in required):
         return None  # a line without the option is argparse's error: no defaults to take
-    placeholders = [f"<{dest}>" for dest, must in positionals if must]
+    needed = [dest for dest, must in positionals if must]
+    placeholders = [f"<{dest}>" for dest in needed]
     for action in required:
         placeholders += [action.option_strings[0], f"<{action.dest}>"]
     defaults = vars(parse_command_line(root, [*path, *placeholders]))
-    for dest in [dest for dest, must in positionals if must] + [a.dest for a in required]:
+    for dest in needed + [action.dest for action in required]:
         del defaults[dest]
     func = defaults.pop("func")
     if not all(_literal(value) for value in defaults.values()):

@@ -29,19 +29,19 @@ def main(argv: list[str] | None = None) -> int:
     code."""
     words = sys.argv[1:] if argv is None else argv
     _closed_streams_to_devnull()
-    if argv is None:
+    if argv is None:  # the process's own command line
         _absolute_git_paths()
-    if argv is None and words == HOOK_WORDS:
-        try:
-            clean = _clean_launch()
-        except KeyboardInterrupt:
-            return EXIT_INTERRUPTED
-        if clean:
-            # The pre-launch check's silent clean answer, what every launch asks: nothing
-            # was written, so the process ends at once, without the interpreter's teardown
-            # (ARCHITECTURE.md, "What is measured, and where"). Any other answer is the
-            # command's, as every command line is.
-            os._exit(0)
+        if words == HOOK_WORDS:
+            try:
+                clean = _clean_launch()
+            except KeyboardInterrupt:
+                return EXIT_INTERRUPTED
+            if clean:
+                # The pre-launch check's silent clean answer, what every launch asks:
+                # nothing was written, so the process ends at once, without the
+                # interpreter's teardown (ARCHITECTURE.md, "What is measured, and
+                # where"). Any other answer is the command's, as every line is.
+                os._exit(0)
     if words == ["--version"]:  # needs no command line read, nor a guard: its text is ours
         try:  # unbuffered, the write itself fails; buffered, the flush
             sys.stdout.write(VERSION_LINE + "\n")
@@ -165,7 +165,7 @@ def _dispatch(argv: list[str]) -> int:
         return complete_values(argv[1:])
     try:
         # parser-tree boundary: --version reads no command line
-        from git_forge.cli.args import read_plain
+        from git_forge.cli.args import NO_COLOR, read_plain
         from git_forge.cli.output import configure_color
 
         args = read_plain(argv)  # a plain command line needs no parser (cli.args)
@@ -175,7 +175,7 @@ def _dispatch(argv: list[str]) -> int:
 
             named = commands_for(argv)
             parser = build_parser(prog="git forge", commands=named, listed=not named)
-            if all(word == "--no-color" for word in argv):
+            if all(word == NO_COLOR for word in argv):
                 # like `git` alone (or `git --no-pager`): the overview on stdout, exit 1
                 parser.print_help()
                 return EXIT_ERROR

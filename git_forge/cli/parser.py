@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from git_forge import __version__
-from git_forge.cli.args import Args
+from git_forge.cli.args import NO_COLOR, Args
 from git_forge.errors import UsageError
 
 #: The commands — each a module under ``git_forge.cli`` — in the order ``--help`` lists them,
@@ -116,15 +116,14 @@ def command_parser(root: argparse.ArgumentParser, words: Sequence[str]
 
 
 #: The options ``git forge`` itself takes before a command.
-GLOBAL_OPTIONS = frozenset({"-h", "--help", "--version", "--no-color"})
+GLOBAL_OPTIONS = frozenset({"-h", "--help", "--version", NO_COLOR})
 
 
 def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str]) -> Args:
     """``argv`` read by ``parser`` into an ``Args``, with git's words for what it does
-    not know: an
-    unknown option before the command is named (argparse would ask for a command, or
-    let ``--version`` win), and an argument a command does not take points at that
-    command's help, not the overview's."""
+    not know: an unknown option before the command is named (argparse would ask for a
+    command, or let ``--version`` win), and an argument a command does not take points
+    at that command's help, not the overview's."""
     for word in argv:
         if not word.startswith("-") or word == "--":
             break
@@ -159,7 +158,7 @@ def build_parser(prog: str = "git-forge", commands: Sequence[str] = COMMAND_MODU
         ),
     )
     parser.add_argument("--version", action="version", version=f"git-forge version {__version__}")
-    parser.add_argument("--no-color", action="store_true", default=argparse.SUPPRESS,
+    parser.add_argument(NO_COLOR, action="store_true", default=argparse.SUPPRESS,
                         help="never colour the output (also accepted after the command); "
                              "otherwise colour follows NO_COLOR, then git's color.forge or "
                              "color.ui")
@@ -180,7 +179,7 @@ def _accept_no_color(subparsers: argparse._SubParsersAction[Any]) -> None:
     git's own commands take it; hidden there, documented once at the top. Its
     default is SUPPRESS so a subcommand never overwrites the top-level flag."""
     for sub in subparsers.choices.values():
-        sub.add_argument("--no-color", action="store_true", default=argparse.SUPPRESS,
+        sub.add_argument(NO_COLOR, action="store_true", default=argparse.SUPPRESS,
                          help=argparse.SUPPRESS)
         for action in sub._actions:
             if isinstance(action, argparse._SubParsersAction):
@@ -193,6 +192,6 @@ def commands_for(argv: Sequence[str]) -> Sequence[str]:
     and parser built (the parser-tree boundary, ARCHITECTURE.md); none when it names
     none: every command is then listed by its line alone (``build_parser(listed=True)``)."""
     words = list(argv)
-    while words and len(words[0]) > 2 and "--no-color".startswith(words[0]):
+    while words and len(words[0]) > 2 and NO_COLOR.startswith(words[0]):
         del words[0]
     return (words[0],) if words and words[0] in COMMANDS else ()
