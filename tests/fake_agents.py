@@ -54,8 +54,10 @@ step = plan.get(item, {{"do": "done"}})
 if isinstance(step, list):
     step = step[min(attempt, len(step) - 1)]
 prompt = sys.stdin.read()
-(log / f"{{item}}-{{attempt}}.json").write_text(json.dumps({{"argv": [NAME, *argv],
-                                                             "prompt": prompt}}))
+# Written aside and renamed, so a test polling the log never reads half a start.
+written = log / f".{{item}}-{{attempt}}.partial"
+written.write_text(json.dumps({{"argv": [NAME, *argv], "prompt": prompt}}))
+os.replace(written, log / f"{{item}}-{{attempt}}.json")
 
 
 def out(line):
