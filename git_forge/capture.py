@@ -13,9 +13,6 @@ left unread stalls the helper once it holds 64 KiB.
 spawns git without importing ``subprocess``, reads through it as well.
 """
 
-# No ``from __future__ import annotations``: ``Finished``'s field types stay types, not text
-# for ``typing`` to compile — the pre-launch check's path (ARCHITECTURE.md).
-
 import math
 import os
 import select

@@ -13,12 +13,10 @@ presence makes ``.rauf`` the default state dir (where feature-forge and rauf kee
 theirs), so both tools agree on where the decision record lives.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from git_forge.errors import ForgeError, os_error_text
 from git_forge.layout import (
@@ -31,10 +29,6 @@ from git_forge.layout import (
     user_config_dir,
 )
 from git_forge.parsing import DocumentTooComplex, load_json
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 SOURCE_DEFAULT = "default"
 SOURCE_REPO = REPO_CONFIG

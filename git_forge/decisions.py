@@ -12,14 +12,12 @@ Byte compatibility with feature-forge's ``decision-*`` verbs: 2-space indent,
 order ``_new_entry`` builds them. Timestamps are UTC, second precision, ``Z``.
 """
 
-from __future__ import annotations
-
 import json
 import os
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import NamedTuple, NotRequired, TypedDict, cast
+from typing import Any, NamedTuple, NotRequired, TypedDict, cast
 
 from git_forge.clock import wire_now
 from git_forge.credentials import credential_refusal
@@ -28,10 +26,6 @@ from git_forge.jsonfile import read_json, update_json
 from git_forge.layout import DECISIONS_FILE, state_directory
 from git_forge.locks import host_name
 from git_forge.parsing import DocumentTooComplex, check_depth
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 SCHEMA_VERSION = "1"
 #: The record may hold operator text; only its owner reads it.

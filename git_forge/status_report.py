@@ -7,31 +7,29 @@ reported in the ``error`` field, not raised: status is what an operator runs
 when something already looks wrong.
 """
 
-from __future__ import annotations
-
 import json
 import os
 from pathlib import Path
 from typing import TypedDict
 
-from git_forge.backlog.model import summarize
-from git_forge.backlog.topology import build_graph, topology_of, waiting_on
+from git_forge.backlog.item import Item
+from git_forge.backlog.model import BacklogSummaryJSON, summarize
+from git_forge.backlog.topology import (
+    StarvationJSON,
+    WaitingJSON,
+    build_graph,
+    topology_of,
+    waiting_on,
+)
 from git_forge.errors import ForgeError, StoreError
 from git_forge.layout import RECEIPTS_FILE, RUN_DIR, RUN_RECEIPTS_FILE
 from git_forge.lockprobe import lock_is_held, read_lock_holder
 from git_forge.loop.control import live_agents, loop_lock_path, orphaned_agents
-from git_forge.loop.receipts import costs_json, read_ledger, run_costs_json
+from git_forge.loop.receipts import CostsJSON, costs_json, read_ledger, run_costs_json
 from git_forge.loop.state import RunState, read_state, state_path
 from git_forge.reconcile.item_trees import ItemTreeJSON, item_trees, loop_branch
 from git_forge.runner.base import Runner
 from git_forge.workspace import Workspace
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from git_forge.backlog.item import Item
-    from git_forge.backlog.model import BacklogSummaryJSON
-    from git_forge.backlog.topology import StarvationJSON, WaitingJSON
-    from git_forge.loop.receipts import CostsJSON
 
 STATUS_SCHEMA_VERSION = "1"
 

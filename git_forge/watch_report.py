@@ -7,8 +7,6 @@ beside a running loop can neither slow it nor make it fail. The terminal view
 (``cli/watch_app.py``) and ``watch --once`` render the same frame.
 """
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 from typing import TypedDict
 

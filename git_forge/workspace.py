@@ -6,20 +6,14 @@ an external caller substituting ``{bin} backlog list . --backlog {backlogDir}``
 all mean the same directories.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from git_forge.config import Config, ConfigError, load_config
 from git_forge.layout import backlog_file, find_root, state_directory, work_tree_root
 from git_forge.owned import refuse_links
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 class Workspace(NamedTuple):

@@ -40,11 +40,9 @@ def names(kind: type) -> list[str]:
 
 
 def required(kind: type) -> set[str]:
-    """The keys a TypedDict requires. Its ``__required_keys__`` cannot tell: under
-    ``from __future__ import annotations`` Python 3.11 sees ``NotRequired[...]`` as
-    text, and counts every key required."""
-    return {key for key, annotation in kind.__annotations__.items()
-            if not getattr(annotation, "__forward_arg__", "").startswith("NotRequired[")}
+    """The keys a TypedDict requires (a module that defines records keeps its field
+    types evaluated, so ``NotRequired[...]`` is seen)."""
+    return set(kind.__required_keys__)  # type: ignore[attr-defined]
 
 
 def assert_of(document: object, kind: type) -> None:

@@ -4,16 +4,10 @@ Only what the agent itself reports is recorded: Claude Code reports its cost in
 USD, Codex reports tokens only — so a Codex receipt has no cost, never an
 invented price. Wire names (camelCase) appear only at the JSON edge."""
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple, NotRequired, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from git_forge.words import counted, usd
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 #: The largest cost in USD one figure may hold (an attempt's, or a sum of them). An
 #: agent's stream is untrusted: ``1e999`` parses as infinity, a negative cost would
@@ -103,7 +97,7 @@ class Receipt(NamedTuple):
     #: The profile that ran it, in a run with a fallback agent (``None``: not said).
     agent: str | None = None
 
-    def with_(self, **changes: Any) -> Receipt:
+    def with_(self, **changes: Any) -> "Receipt":
         return self._replace(**changes)
 
     def to_json(self) -> ReceiptJSON:
@@ -118,7 +112,7 @@ class Receipt(NamedTuple):
         return document
 
     @classmethod
-    def from_json(cls, document: Mapping[str, Any]) -> Receipt:
+    def from_json(cls, document: Mapping[str, Any]) -> "Receipt":
         """Tolerant: a missing or odd field is unknown (``None``), never an error —
         a figure that is not a cost or a count (``cost_of``, ``count_of``) too."""
         found = document.get("tokens")
@@ -173,7 +167,7 @@ class Totals(NamedTuple):
     checks_failed: int = 0
     checks_ms: int = 0
 
-    def add(self, receipt: Receipt) -> Totals:
+    def add(self, receipt: Receipt) -> "Totals":
         cost = self.cost_usd
         if receipt.cost_usd is not None:
             cost = (cost or 0.0) + receipt.cost_usd
@@ -184,20 +178,20 @@ class Totals(NamedTuple):
                              cached_tokens=self.cached_tokens + (receipt.cached_tokens or 0),
                              cost_usd=cost)
 
-    def add_check(self, duration_ms: int, passed: bool) -> Totals:
+    def add_check(self, duration_ms: int, passed: bool) -> "Totals":
         """One verification gate's run after an attempt, added."""
         return self._replace(checks=self.checks + 1,
                              checks_failed=self.checks_failed + (not passed),
                              checks_ms=self.checks_ms + duration_ms)
 
     @classmethod
-    def of(cls, receipts: Iterable[Receipt]) -> Totals:
+    def of(cls, receipts: Iterable[Receipt]) -> "Totals":
         totals = cls()
         for receipt in receipts:
             totals = totals.add(receipt)
         return totals
 
-    def merge(self, other: Totals) -> Totals:
+    def merge(self, other: "Totals") -> "Totals":
         cost = self.cost_usd
         if other.cost_usd is not None:
             cost = (cost or 0.0) + other.cost_usd
@@ -209,7 +203,7 @@ class Totals(NamedTuple):
                       self.checks_ms + other.checks_ms)
 
     @classmethod
-    def from_json(cls, document: Any) -> Totals:
+    def from_json(cls, document: Any) -> "Totals":
         """Tolerant: what is missing or odd counts as nothing (no cost: ``None``)."""
         if not isinstance(document, Mapping):
             return cls()

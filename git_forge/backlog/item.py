@@ -17,19 +17,9 @@ as the attribute's empty value (``None``, ``""``, ``()``, ``False``); the store
 validates its own file before any Item is made from it.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator, Mapping
 from operator import attrgetter
-from typing import NotRequired, TypedDict, cast
-
-TYPE_CHECKING = False  # typing only for the checker: status reads this module
-if TYPE_CHECKING:
-    from typing import Any
-
-    _Fields = Mapping[str, Any]
-else:
-    _Fields = Mapping
+from typing import Any, NotRequired, TypedDict, cast
 
 
 class BacklogItemJSON(TypedDict):
@@ -97,7 +87,7 @@ def _wire(name: str) -> str:
 def _text(name: str, *, absent: str | None = None, doc: str | None = None) -> Any:
     key = WIRE_NAMES[name]
 
-    def read(item: Item) -> str | None:
+    def read(item: "Item") -> str | None:
         value = item._raw.get(key)
         return value if type(value) is str else absent
 
@@ -107,7 +97,7 @@ def _text(name: str, *, absent: str | None = None, doc: str | None = None) -> An
 def _texts(name: str, *, doc: str | None = None) -> Any:
     key = WIRE_NAMES[name]
 
-    def read(item: Item) -> tuple[str, ...]:
+    def read(item: "Item") -> tuple[str, ...]:
         value = item._raw.get(key)
         if type(value) is list or type(value) is tuple:  # the JSON list, or one set in code
             return tuple(map(str, value))
@@ -119,7 +109,7 @@ def _texts(name: str, *, doc: str | None = None) -> Any:
 def _count(name: str) -> Any:
     key = WIRE_NAMES[name]
 
-    def read(item: Item) -> int | None:
+    def read(item: "Item") -> int | None:
         value = item._raw.get(key)
         return value if type(value) is int else None  # not bool, a subclass of int
 
@@ -129,7 +119,7 @@ def _count(name: str) -> Any:
 def _flag(name: str) -> Any:
     key = WIRE_NAMES[name]
 
-    def read(item: Item) -> bool:
+    def read(item: "Item") -> bool:
         return item._raw.get(key) is True
 
     return property(read)
@@ -140,7 +130,7 @@ def _read_only(slot: str, doc: str) -> Any:
     return property(attrgetter(slot), doc=doc)
 
 
-class Item(_Fields):
+class Item(Mapping[str, Any]):
     """One backlog item (see the module docstring); immutable.
 
     ``id`` and ``status`` are read from the object once, when the Item is made:
@@ -160,11 +150,11 @@ class Item(_Fields):
         "_id", "The id as text (a runner may list integer ids; they are compared as text).")
     status: str | None = _read_only("_status", "The status, or None if it is not text.")
 
-    def __new__(cls, fields: Mapping[str, Any]) -> Item:
+    def __new__(cls, fields: Mapping[str, Any]) -> "Item":
         return Item.from_json(cast(BacklogItemJSON, dict(fields)))
 
     @staticmethod
-    def from_json(fields: BacklogItemJSON) -> Item:
+    def from_json(fields: BacklogItemJSON) -> "Item":
         """The item of a JSON object just parsed, adopted rather than copied (a
         100,000-item list is not copied twice): the caller keeps no other use of it."""
         item = _new_object(Item)
@@ -180,13 +170,13 @@ class Item(_Fields):
         and read-only)."""
         return self._raw.copy()
 
-    def __reduce__(self) -> tuple[type[Item], tuple[Mapping[str, Any]]]:
+    def __reduce__(self) -> tuple[type["Item"], tuple[Mapping[str, Any]]]:
         return (Item, (self._raw,))
 
     # --- the Mapping of wire names ----------------------------------------------------------
 
     def __getitem__(self, key: str) -> Any:
-        return cast(_Fields, self._raw)[key]  # any field, another tool's too
+        return cast(Mapping[str, Any], self._raw)[key]  # any field, another tool's too
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._raw)
@@ -218,7 +208,7 @@ class Item(_Fields):
         """Whether the object holds the field ``name`` at all (even as null)."""
         return _wire(name) in self._raw
 
-    def with_changes(self, **changes: Any) -> Item:
+    def with_changes(self, **changes: Any) -> "Item":
         """A copy with ``changes`` (attribute names) set: an existing field keeps its
         place, a new one is appended in the order given."""
         fields: dict[str, object] = dict(self._raw)
@@ -226,7 +216,7 @@ class Item(_Fields):
             fields[_wire(name)] = value
         return Item.from_json(cast(BacklogItemJSON, fields))
 
-    def without(self, *names: str) -> Item:
+    def without(self, *names: str) -> "Item":
         """A copy without the fields ``names`` (attribute names); absent ones are fine."""
         fields: dict[str, object] = dict(self._raw)
         for name in names:

@@ -8,10 +8,8 @@ A change returns a new Item (which keeps unknown fields and key order, see
 the old one's place. Nothing here reads or writes files.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.ids import ID_PATTERN, MAX_ID_WIDTH, MIN_ID_WIDTH
@@ -19,10 +17,6 @@ from git_forge.backlog.item import Item, is_deferred, is_needs_human, kind
 from git_forge.backlog.topology import cycle_through, id_key, is_selectable
 from git_forge.clock import parse_stamp
 from git_forge.errors import UsageError
-
-TYPE_CHECKING = False  # typing only for the checker: status reads this module
-if TYPE_CHECKING:
-    from typing import Any
 
 SCHEMA_VERSION = "1"
 

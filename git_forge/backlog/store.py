@@ -13,13 +13,11 @@ the places of the ones it changes, and the document is written back with every
 other item's object as it was read — unknown fields and key order intact.
 """
 
-from __future__ import annotations
-
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple, NotRequired, TypedDict, cast
+from typing import Any, NamedTuple, NotRequired, TypedDict, TypeVar, cast
 
 from git_forge.backlog import model
 from git_forge.backlog.errors import BacklogError
@@ -31,11 +29,7 @@ from git_forge.jsonfile import update_json
 from git_forge.layout import backlog_file
 from git_forge.parsing import DocumentTooComplex, load_json
 
-TYPE_CHECKING = False  # typing only for the checker: status reads this module
-if TYPE_CHECKING:
-    from typing import Any, TypeVar
-
-    T = TypeVar("T")
+T = TypeVar("T")
 
 #: The bytes of each backlog file last found valid (per path, this process): a
 #: reader that finds the very same bytes again skips the checks, whose cost grows
@@ -150,7 +144,7 @@ class BacklogStore(NamedTuple):
     path: Path
 
     @classmethod
-    def in_dir(cls, backlog_dir: Path | str) -> BacklogStore:
+    def in_dir(cls, backlog_dir: Path | str) -> "BacklogStore":
         return cls(backlog_file(Path(backlog_dir)))
 
     def missing(self) -> BacklogError:

@@ -22,8 +22,6 @@ It has to stay fast on large backlogs (10,000 items, 10,000-deep chains), so:
   overlaps counted bit-parallel. The result is exactly the all-pairs definition.
 """
 
-from __future__ import annotations
-
 import functools
 import gc
 import re
@@ -31,19 +29,15 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, filterfalse, repeat
-from typing import NotRequired, TypedDict, cast
+from typing import NotRequired, ParamSpec, TypedDict, TypeVar, cast
 
 from git_forge.backlog.errors import BacklogError
 from git_forge.backlog.item import BacklogItemJSON, Item, kind
 from git_forge.parsing import DocumentTooComplex, load_json
 
-TYPE_CHECKING = False  # typing only for the checker: status reads this module
-if TYPE_CHECKING:
-    from typing import ParamSpec, TypeVar
-
-    K = TypeVar("K")
-    P = ParamSpec("P")
-    R = TypeVar("R")
+K = TypeVar("K")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 WARN_FANOUT = "single-root-fanout"
 WARN_DEPTH = "chain-depth"

@@ -10,10 +10,9 @@ agent process — a verification gate's only when the item has no other
 (``ProcView.resolve``). Human output speaks in words; ``--json`` keeps the codes.
 """
 
-from __future__ import annotations
-
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypedDict
 
@@ -23,17 +22,15 @@ from git_forge.cli.output import emit_json, note, warn
 from git_forge.cli.plain import plain
 from git_forge.layout import PROC_DIR
 from git_forge.supervisor.lifecycle import ProcessError
-from git_forge.supervisor.manifest import Label, ManifestStore
+from git_forge.supervisor.manifest import Label, Manifest, ManifestStore
 from git_forge.supervisor.view import ProcView
 from git_forge.words import counted
 from git_forge.workspace import locate
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Mapping
 
     from git_forge.supervisor.follow import OutputReader
-    from git_forge.supervisor.manifest import Manifest
     from git_forge.supervisor.render import RenderedOutput
     from git_forge.supervisor.sandbox import SandboxJSON
 
@@ -65,7 +62,7 @@ def seconds(text: str) -> float:
     return value
 
 
-def register(parser: argparse.ArgumentParser) -> None:
+def register(parser: "argparse.ArgumentParser") -> None:
     parser.description = "Inspect and stop the processes the embedded supervisor runs."
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
@@ -283,7 +280,7 @@ def _show_text(manifest: Manifest) -> None:
         print(f"{label + ':':<10}{value}")
 
 
-def _sandbox_words(sandbox: SandboxJSON | None) -> str:
+def _sandbox_words(sandbox: "SandboxJSON | None") -> str:
     """``bwrap, writes TREE and 2 more paths (--json lists them), network shared``;
     ``none``."""
     if sandbox is None:
@@ -327,7 +324,7 @@ class ProcOutputJSON(TypedDict):
     error: str | None
 
 
-def _output_document(handle: str, manifest: Manifest | None, rendered: RenderedOutput | None,
+def _output_document(handle: str, manifest: Manifest | None, rendered: "RenderedOutput | None",
                      error: str | None = None) -> ProcOutputJSON:
     return {
         "handle": handle,
@@ -345,7 +342,7 @@ def _output_document(handle: str, manifest: Manifest | None, rendered: RenderedO
     }
 
 
-def _read_failed(args: Args, reader: OutputReader, exc: ProcessError) -> NoReturn:
+def _read_failed(args: Args, reader: "OutputReader", exc: ProcessError) -> NoReturn:
     """A read of ``reader`` was refused: with --json, the result object of the refused
     cursor; any error not from a read passes through as it is."""
     if exc is not reader.failure:
@@ -362,7 +359,7 @@ def _read_failed(args: Args, reader: OutputReader, exc: ProcessError) -> NoRetur
 
 
 def _print_chunk(args: Args, handle: str, manifest: Manifest,
-                 rendered: RenderedOutput) -> None:
+                 rendered: "RenderedOutput") -> None:
     if args.json:
         emit_json(_output_document(handle, manifest, rendered))
         return
@@ -376,7 +373,7 @@ def _print_chunk(args: Args, handle: str, manifest: Manifest,
     sys.stdout.flush()
 
 
-def _more_follows(handle: str, limit: int, rendered: RenderedOutput) -> None:
+def _more_follows(handle: str, limit: int, rendered: "RenderedOutput") -> None:
     """A bounded read that stopped short of the retained end says where to go on."""
     if rendered.next_cursor < rendered.total_bytes:
         note(f"more output follows: git forge proc output {handle} "

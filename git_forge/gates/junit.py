@@ -12,8 +12,6 @@ standard library's expat, whose version here (2.4 and later) refuses an entity
 expansion attack and never fetches an external entity.
 """
 
-from __future__ import annotations
-
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import NamedTuple

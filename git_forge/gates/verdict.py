@@ -20,8 +20,6 @@ journal, and an excerpt for the next prompt (the first new failing test and its
 assertion, not the whole log).
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 from git_forge.gates.junit import Failure, Report

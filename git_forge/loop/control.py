@@ -15,9 +15,6 @@ While a loop runs, the tree belongs to it: commands that change the tree
 ``refuse_if_live``; commands that only change the backlog go through its lock.
 """
 
-# No ``from __future__ import annotations``: the records' field types stay types, not
-# text for ``typing`` to compile — the pre-launch check's path (ARCHITECTURE.md).
-
 import contextlib
 import os
 import re

@@ -26,8 +26,6 @@ foreign append meanwhile (the file grew behind the owner's back) sends the next
 append through the locked path again.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import threading

@@ -10,8 +10,6 @@ start, exits non-zero, outlives its deadline) is written to the journal as
 ``notify_failed`` and the loop goes on.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path

@@ -2,8 +2,6 @@
 whatever the command line gave. Built in this one place, so that a default lives
 only in the configuration's key table and a flag only wins where it was given."""
 
-from __future__ import annotations
-
 import os
 import shlex
 import shutil

@@ -20,10 +20,8 @@ the run's state and the progress.
   deferred with the gate's reason.
 """
 
-from __future__ import annotations
-
 from enum import Enum
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
 from git_forge.backlog.item import NO_REASON, Item
 from git_forge.exit_codes import LOOP_ERROR
@@ -32,18 +30,14 @@ from git_forge.loop import receipts
 from git_forge.loop.context import RunContext
 from git_forge.loop.errors import LoopError
 from git_forge.loop.iteration import AgentResult
-from git_forge.loop.places import NotLanded
+from git_forge.loop.places import Landing, NotLanded, Place
 from git_forge.loop.summary import LeftPathJSON, UncommittedJSON, left_words
 from git_forge.reconcile import messages
 from git_forge.reconcile.conflicts import clear_conflict
 from git_forge.supervisor.lifecycle import ProcessError
 from git_forge.tree.errors import GitError
-from git_forge.tree.porcelain import quote_path
+from git_forge.tree.porcelain import StatusEntry, quote_path
 from git_forge.words import counted
-
-if TYPE_CHECKING:
-    from git_forge.loop.places import Landing, Place
-    from git_forge.tree.porcelain import StatusEntry
 
 
 class UncommittedFields(TypedDict, total=False):

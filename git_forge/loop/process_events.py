@@ -5,8 +5,6 @@
 its ``eventId``, so publishing again (after a crash, on restore) is a no-op.
 """
 
-from __future__ import annotations
-
 import shlex
 from typing import NotRequired, TypedDict
 

@@ -4,15 +4,12 @@ Rendering is not done in the loop: the caller passes a ``Progress`` whose hooks 
 implements (a live line on a terminal, plain lines, or the journal as NDJSON).
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
-if TYPE_CHECKING:
-    from git_forge.backlog.item import Item
-    from git_forge.loop.journal import EventJSON
+from git_forge.backlog.item import Item
+from git_forge.loop.journal import EventJSON
 
 
 class RunningAgent(NamedTuple):

@@ -13,15 +13,10 @@ It ends with the signal protocol, so any agent (Claude Code, Codex, a script)
 knows how to report done / blocked / needs-human.
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from git_forge.backlog.item import Item
-from git_forge.reconcile.conflicts import RETRY_ANSWER
-
-if TYPE_CHECKING:
-    from git_forge.reconcile.conflicts import ConflictRecord
+from git_forge.reconcile.conflicts import RETRY_ANSWER, ConflictRecord
 
 SIGNAL_PROTOCOL = """\
 ## When you stop

@@ -33,12 +33,10 @@ from that run alone, so the run a writer finds there is its own or an earlier,
 ended one. A corrupt file is refused, never overwritten.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple, NotRequired, TypedDict, cast
+from typing import Any, NamedTuple, NotRequired, TypedDict, cast
 
 from git_forge.agents.receipt import Receipt, Totals, TotalsJSON
 from git_forge.atomic import make_durable, make_ignored_dir, remove_stale_temp_files
@@ -46,10 +44,6 @@ from git_forge.errors import StoreError
 from git_forge.jsonfile import read_json, read_json_bytes, read_known, update_json, write_json
 from git_forge.layout import RECEIPTS_FILE, RUN_DIR, RUN_RECEIPTS_FILE
 from git_forge.locks import locked
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 SCHEMA_VERSION = "1"
 #: Runs kept in the ledger (the oldest go first); items are kept for good.

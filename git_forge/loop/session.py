@@ -11,8 +11,6 @@ end (status, exit code, summary). Whatever ends the run, its agents end and its
 locks are released.
 """
 
-from __future__ import annotations
-
 import gc
 import os
 import shutil

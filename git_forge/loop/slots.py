@@ -37,8 +37,6 @@ else is here once, for both:
   ended agent's work in the tree for nobody.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import time
 from dataclasses import dataclass, field

@@ -11,20 +11,14 @@ degrades on the errors is its own business (``status`` reports them, evidence
 readers go on without).
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple, TypedDict, cast
+from typing import Any, NamedTuple, TypedDict, cast
 
 from git_forge.clock import wire_now
 from git_forge.errors import StoreError
 from git_forge.jsonfile import read_json, write_json
 from git_forge.layout import STATE_FILE
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 RUN_STATUSES = ("idle", "starting", "running", "paused_human", "complete",
                 "iterations_complete", "stopped", "error")
@@ -100,7 +94,7 @@ class RunState(NamedTuple):
         return (self.current_item,) if self.current_item else ()
 
     @classmethod
-    def from_json(cls, document: Mapping[str, Any]) -> RunState:
+    def from_json(cls, document: Mapping[str, Any]) -> "RunState":
         """The state a parsed state.json object records (tolerant, see the module)."""
         return cls(**{name: read(document.get(wire)) for name, wire, read in _FIELDS})
 

@@ -5,8 +5,6 @@ not only this run's items — and nothing is rendered: the caller words
 ``LoopResult`` (the CLI's summary lines, or ``--json``).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import TypedDict
 

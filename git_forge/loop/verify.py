@@ -13,8 +13,6 @@ removed before the command starts (a report left from an earlier run is never
 read as this one's) and read once it ended.
 """
 
-from __future__ import annotations
-
 import os
 import time
 from collections.abc import Callable

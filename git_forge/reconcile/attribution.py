@@ -22,8 +22,6 @@ branch whose commits are not on the loop's branch is listed, like a stranded
 stash, with the commands to inspect, integrate or drop it.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum

@@ -26,8 +26,6 @@ The file is written through the one JSON helper under its sidecar lock; a
 corrupt one is refused, never overwritten.
 """
 
-from __future__ import annotations
-
 import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -117,7 +115,7 @@ class ConflictRecord:
         return document
 
     @classmethod
-    def from_json(cls, document: Any) -> ConflictRecord | None:
+    def from_json(cls, document: Any) -> "ConflictRecord | None":
         """The record a parsed entry holds, or ``None`` for one that is not a record."""
         if not isinstance(document, dict):
             return None

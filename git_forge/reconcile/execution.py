@@ -10,8 +10,6 @@ branch (to be integrated like any of its commits), its stash into the one stash
 list every worktree shares, its discard's safety ref is restored from there.
 """
 
-from __future__ import annotations
-
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass

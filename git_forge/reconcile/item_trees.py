@@ -15,8 +15,6 @@ it is listed (``integrated``) but stops nothing; the loop removes it.
 No pygit2 here (``tree.worktrees`` asks git): the launch blocker lists these.
 """
 
-from __future__ import annotations
-
 import os
 import shlex
 from pathlib import Path
@@ -87,7 +85,7 @@ class ItemTree(NamedTuple):
     conflict: bool = False
     #: A rebase, merge, cherry-pick… half done in its worktree (a rebase's worktree is
     #: listed with the branch it replays, though its HEAD is detached meanwhile).
-    operation: Operation | None = None
+    operation: "Operation | None" = None
     #: The conflict is being resolved by hand (recover's answer): its commands, not
     #: the question again, are what comes next.
     resolving: bool = False
@@ -176,7 +174,7 @@ def _quoted(path: Path) -> str:
     return shlex.quote(str(path))
 
 
-def loop_branch(root: Path, trees: list[Worktree] | None = None) -> str | None:
+def loop_branch(root: Path, trees: list["Worktree"] | None = None) -> str | None:
     """The branch checked out where the loop runs (the worktree at ``root``)."""
     from git_forge.tree.worktrees import worktrees  # common-case boundary
 
@@ -186,7 +184,7 @@ def loop_branch(root: Path, trees: list[Worktree] | None = None) -> str | None:
     return None
 
 
-def _item_of_tree(tree: Worktree, holder: Path) -> str | None:
+def _item_of_tree(tree: "Worktree", holder: Path) -> str | None:
     """The item a linked worktree is for: its branch ``forge/<id>``, else its place
     ``{stateDir}/worktrees/<id>`` (a worktree whose HEAD was detached)."""
     if tree.branch is not None:

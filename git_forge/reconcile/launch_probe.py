@@ -10,9 +10,6 @@ the configuration, ``pathlib`` nor ``subprocess`` (ARCHITECTURE.md, "What is
 measured, and where").
 """
 
-# No ``from __future__ import annotations``: ``LaunchProbe``'s field types stay types, not text
-# for ``typing`` to compile — the pre-launch check's path (ARCHITECTURE.md).
-
 from typing import NamedTuple
 
 from git_forge.layout import ITEM_BRANCH_PREFIX, work_tree_top

@@ -19,10 +19,8 @@ valid backlog is queued work (``queued_apart``), not stranded either — here, i
 reconcile and in recover alike.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
-from typing import NamedTuple, NotRequired, TypedDict
+from typing import Literal, NamedTuple, NotRequired, TypedDict
 
 from git_forge.backlog.model import backlog_problem
 from git_forge.errors import StoreError
@@ -34,11 +32,7 @@ from git_forge.reconcile.stranded import relative, stranded
 from git_forge.tree.fast_status import porcelain_fast
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Literal
-
-    Verdict = Literal["ok", "stop", "dirty"]
+Verdict = Literal["ok", "stop", "dirty"]
 
 
 class PriorRunJSON(TypedDict):

@@ -13,11 +13,9 @@ that ``--commit item-003 --integrate 003`` commits a worktree's work onto its
 branch and then brings it onto the loop's branch.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from git_forge import decisions
 from git_forge.backlog.bookkeeping import describe_changes, only_applied_answers
@@ -47,9 +45,7 @@ from git_forge.tree.fast_status import head_blob
 from git_forge.tree.git_status import porcelain
 from git_forge.tree.porcelain import StatusEntry
 from git_forge.tree.repo import open_repo
-
-if TYPE_CHECKING:
-    from git_forge.workspace import Workspace
+from git_forge.workspace import Workspace
 
 #: Given what attribution found, the decision for each group to act on (a group
 #: left out is left as it is, and reported as nothing).

@@ -7,8 +7,6 @@ through the git CLI (``tree/history.py``), never pygit2, which costs more to
 import than the rest of the explanation; the clean path reads no history at all.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict, cast

@@ -8,8 +8,6 @@ An empty affected set never selects it. Otherwise the first matching rung wins:
 needs-human > blocked > deferred > partial > complete.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypedDict

@@ -13,8 +13,6 @@ How questions are asked is the caller's: an ``Asker`` (a terminal dialogue) or
 scripted choices (``--answer``/``--defer``/``--answers``; unanswered → deferred).
 """
 
-from __future__ import annotations
-
 import contextlib
 from collections.abc import Iterator
 from typing import TypedDict

@@ -17,8 +17,6 @@ member id (``c003``, ``c006`` for a singleton), exactly as ``backlog topology
 ``003``, ``c3`` is ``c003``: YAML reads an unquoted ``003:`` as 3).
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict

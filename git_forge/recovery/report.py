@@ -8,8 +8,6 @@ field it prints from those values, so nothing can be reported as recorded,
 applied or moved past a failed step (recovery.md, the failure rule).
 """
 
-from __future__ import annotations
-
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -312,7 +310,7 @@ class Report:
 
     @classmethod
     def assemble(cls, runner: str, record_path: str, results: Iterable[StepResult],
-                 failure: Failure | None = None) -> Report:
+                 failure: Failure | None = None) -> "Report":
         """The report of the steps that produced ``results`` (a failed step's partial
         result among them), stopped by ``failure`` if one did."""
         done = tuple(results)

@@ -26,8 +26,6 @@ the entry. Only the embedded runner's backlog can be put back; an external
 runner's contract has no verb for it.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import TypedDict
 

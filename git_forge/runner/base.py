@@ -7,19 +7,13 @@ rauf-compatible program. Callers catch ``RunnerError``
 only: whatever failed underneath, its message is the runner's own words.
 """
 
-from __future__ import annotations
-
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import NamedTuple
 
+from git_forge.backlog.item import Item
 from git_forge.errors import ForgeError
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from git_forge.backlog.item import Item
 
 
 class RunnerError(ForgeError):

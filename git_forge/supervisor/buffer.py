@@ -8,8 +8,6 @@ pages are only allocated once output reaches them and its size never grows with
 the amount of output.
 """
 
-from __future__ import annotations
-
 import mmap
 import threading
 from typing import NamedTuple

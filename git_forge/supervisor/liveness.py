@@ -11,8 +11,6 @@ that hold the locked file open (``/proc/<pid>/fd``), confirmed against the
 kernel's lock table (``/proc/locks``).
 """
 
-from __future__ import annotations
-
 import contextlib
 import fcntl
 import os

@@ -7,8 +7,6 @@ and the completion marker only move forward, and an allocated lifecycle event id
 is never replaced. A file that does not parse is never overwritten.
 """
 
-from __future__ import annotations
-
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -65,7 +63,7 @@ class Origin(NamedTuple):
     labels: tuple[tuple[str, Label], ...] = ()
 
     @classmethod
-    def of(cls, labels: Mapping[str, Any] | None = None) -> Origin:
+    def of(cls, labels: Mapping[str, Any] | None = None) -> "Origin":
         """From a mapping; ``ValueError`` for a label that is not a scalar."""
         pairs = []
         for key, value in (labels or {}).items():
@@ -87,7 +85,7 @@ class Command(NamedTuple):
     argv: tuple[str, ...]
     cwd: str
     #: The sandbox it ran in, if any (``sandbox.Sandbox.describe``).
-    sandbox: SandboxJSON | None = None
+    sandbox: "SandboxJSON | None" = None
 
 
 class Cursors(NamedTuple):
@@ -112,7 +110,7 @@ class EventIds(NamedTuple):
     command_id: str | None = None
 
     @classmethod
-    def mint(cls) -> EventIds:
+    def mint(cls) -> "EventIds":
         return cls(new_event_id(), new_event_id(), new_event_id(), new_event_id())
 
 
@@ -123,7 +121,7 @@ class OwnerJSON(TypedDict):
 class CommandJSON(TypedDict):
     argv: list[str]
     cwd: str
-    sandbox: NotRequired[SandboxJSON]
+    sandbox: NotRequired["SandboxJSON"]
 
 
 class CursorsJSON(TypedDict):
@@ -193,7 +191,7 @@ class Manifest(NamedTuple):
     def terminal(self) -> bool:
         return is_terminal(self.state)
 
-    def evolve(self, **changes: Any) -> Manifest:
+    def evolve(self, **changes: Any) -> "Manifest":
         return self._replace(**changes)
 
     def to_dict(self) -> ManifestJSON:
@@ -236,7 +234,7 @@ class Manifest(NamedTuple):
         return command
 
     @classmethod
-    def from_dict(cls, document: Any) -> Manifest:
+    def from_dict(cls, document: Any) -> "Manifest":
         """Parse the on-disk form; ``ValueError`` names the first thing that is wrong."""
         if not isinstance(document, dict):
             raise ValueError("not a JSON object")
@@ -281,7 +279,7 @@ class Manifest(NamedTuple):
         )
 
 
-def _sandbox(value: object) -> SandboxJSON | None:
+def _sandbox(value: object) -> "SandboxJSON | None":
     if value is None:
         return None
     if not (isinstance(value, dict) and isinstance(value.get("kind"), str)

@@ -4,8 +4,6 @@ Every path is built from a validated handle, so an invalid handle can never name
 a file (or a directory outside the root).
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import NamedTuple
 

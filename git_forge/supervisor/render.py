@@ -13,8 +13,6 @@ Neither result holds a path, a directory or a PID: only the handle, cursors and
 the rendered bytes.
 """
 
-from __future__ import annotations
-
 import base64
 import math
 from collections import Counter

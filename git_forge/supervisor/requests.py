@@ -5,8 +5,6 @@ No PID files and no signals from the requester: it writes
 several times a second, performs the stop itself and deletes the request.
 """
 
-from __future__ import annotations
-
 import contextlib
 import math
 from typing import NamedTuple

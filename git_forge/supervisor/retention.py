@@ -31,8 +31,6 @@ a manifest whose spool is half gone), and ``settled.json`` still lists the
 handle until everything is gone, so the next prune finishes the job.
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import shutil
@@ -102,7 +100,7 @@ class Ledger:
             if not self.runs[run_id].handles:
                 del self.runs[run_id]
 
-    def merge(self, other: Ledger) -> None:
+    def merge(self, other: "Ledger") -> None:
         for run in other.runs.values():
             mine = self.runs.setdefault(run.run_id, RunRecord(run.run_id, run.first))
             mine.first = min(mine.first, run.first)
@@ -118,7 +116,7 @@ class Ledger:
             for run in self.ordered()]}
 
     @classmethod
-    def from_document(cls, document: Any) -> Ledger:
+    def from_document(cls, document: Any) -> "Ledger":
         """Lenient: whatever does not fit is left out (it is derived data)."""
         ledger = cls()
         if not isinstance(document, dict) or document.get("version") != SETTLED_VERSION:

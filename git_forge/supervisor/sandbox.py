@@ -31,8 +31,6 @@ ignored and ends the whole tree. A process killed by a signal is reported by
 bubblewrap as an exit status of 128 + the signal's number.
 """
 
-from __future__ import annotations
-
 import os
 import shutil
 import subprocess

@@ -19,8 +19,6 @@ After a crash the spool reopens with every byte that reached the segment
 files.
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 from typing import NamedTuple

@@ -9,8 +9,6 @@ alone and must not count as work in the tree (the pre-launch hook, which names t
 machine's git-forge, inside a ``core.hooksPath`` in the work tree).
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Sequence
 from pathlib import Path

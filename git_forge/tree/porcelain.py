@@ -5,9 +5,6 @@ No pygit2: the status (``git_status.py`` for an opened repository,
 and the pre-launch STOP message prints paths exactly as git prints them.
 """
 
-# No ``from __future__ import annotations``: ``StatusEntry``'s field types stay types, not text
-# for ``typing`` to compile — the pre-launch check's path (ARCHITECTURE.md).
-
 import functools
 import os
 from typing import NamedTuple

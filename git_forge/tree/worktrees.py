@@ -33,8 +33,6 @@ the operator; the replay and the fast-forward run none (``commit-tree``,
 ``read-tree`` and ``update-ref`` have none) and sign nothing.
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import shlex
