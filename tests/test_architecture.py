@@ -299,6 +299,31 @@ def test_a_module_that_defines_records_keeps_its_field_types():
     assert "git_forge.status_report" in records and "git_forge.capture" in records
 
 
+def _text_in(annotation: ast.expr) -> list[str]:
+    """The text parts of an annotation, outside ``Literal[...]`` (whose strings are values)."""
+    if isinstance(annotation, ast.Subscript) and ast.unparse(annotation.value).endswith("Literal"):
+        return []
+    if isinstance(annotation, ast.Constant):
+        return [annotation.value] if isinstance(annotation.value, str) else []
+    return [text for child in ast.iter_child_nodes(annotation) if isinstance(child, ast.expr)
+            for text in _text_in(child)]
+
+
+def test_no_record_field_is_typed_by_text():
+    """A field typed ``"Operation | None"`` is compiled by ``typing`` when the record is
+    made, and a process's first ``compile`` costs as much as a dozen modules' import
+    (ARCHITECTURE.md, "What is measured, and where"): a record names its field types."""
+    offenders = [f"{name}.{node.name}.{statement.target.id}: {texts}"
+                 for name, path in module_names().items()
+                 for node in ast.parse(path.read_text("utf-8")).body
+                 if isinstance(node, ast.ClassDef)
+                 and _defines_a_record(ast.Module(body=[node], type_ignores=[]))
+                 for statement in node.body
+                 if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                 and (texts := _text_in(statement.annotation))]
+    assert offenders == []
+
+
 def test_records_are_named_tuples():
     """No class subclasses ``tuple`` by hand or writes its own ``__eq__``, ``__hash__``
     or ``__repr__`` outside ``HAND_WRITTEN``."""

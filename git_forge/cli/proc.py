@@ -22,7 +22,7 @@ from git_forge.cli.output import emit_json, note, warn
 from git_forge.cli.plain import plain
 from git_forge.layout import PROC_DIR
 from git_forge.supervisor.lifecycle import ProcessError
-from git_forge.supervisor.manifest import Label, Manifest, ManifestStore
+from git_forge.supervisor.manifest import Label, Manifest, ManifestStore, SandboxJSON
 from git_forge.supervisor.view import ProcView
 from git_forge.words import counted
 from git_forge.workspace import locate
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
     from git_forge.supervisor.follow import OutputReader
     from git_forge.supervisor.render import RenderedOutput
-    from git_forge.supervisor.sandbox import SandboxJSON
 
 #: The window of one ``--json`` document when ``--limit`` is not given.
 DEFAULT_LIMIT = 32 * 1024
@@ -280,7 +279,7 @@ def _show_text(manifest: Manifest) -> None:
         print(f"{label + ':':<10}{value}")
 
 
-def _sandbox_words(sandbox: "SandboxJSON | None") -> str:
+def _sandbox_words(sandbox: SandboxJSON | None) -> str:
     """``bwrap, writes TREE and 2 more paths (--json lists them), network shared``;
     ``none``."""
     if sandbox is None:

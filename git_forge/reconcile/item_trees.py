@@ -25,11 +25,12 @@ from git_forge.layout import ITEM_BRANCH_PREFIX, WORKTREES_DIR
 from git_forge.reconcile.messages import item_branch, item_of_branch
 from git_forge.reconcile.stranded import relative, stranded
 from git_forge.tree.fast_status import may_have_worktrees_or_branches
+from git_forge.tree.operations import Operation, operation_in_progress
 from git_forge.tree.porcelain import StatusEntry, render_porcelain_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from git_forge.tree.worktrees import Operation, Worktree
+    from git_forge.tree.worktrees import Worktree
 
 # ``tree.worktrees`` and ``conflicts`` are imported where they are used (the common-case
 # boundary, ARCHITECTURE.md): ``status`` reads this module on every run, and a repository
@@ -85,7 +86,7 @@ class ItemTree(NamedTuple):
     conflict: bool = False
     #: A rebase, merge, cherry-pick… half done in its worktree (a rebase's worktree is
     #: listed with the branch it replays, though its HEAD is detached meanwhile).
-    operation: "Operation | None" = None
+    operation: Operation | None = None
     #: The conflict is being resolved by hand (recover's answer): its commands, not
     #: the question again, are what comes next.
     resolving: bool = False
@@ -219,7 +220,6 @@ def item_trees(root: Path, state_dir: Path, backlog_file: Path) -> list[ItemTree
         branch_tips,
         integrated,
         is_ancestor,
-        operation_in_progress,
         unmerged,
         worktrees,
     )

@@ -10,7 +10,7 @@ is never replaced. A file that does not parse is never overwritten.
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, NotRequired, TypedDict, cast
+from typing import Any, NamedTuple, NotRequired, TypedDict, cast
 
 from git_forge.clock import parse_stamp, precise_now
 from git_forge.errors import StoreError, os_error_text
@@ -28,9 +28,6 @@ from git_forge.supervisor.lifecycle import (
     is_terminal,
 )
 from git_forge.supervisor.paths import FILE_MODE, ProcPaths
-
-if TYPE_CHECKING:
-    from git_forge.supervisor.sandbox import SandboxJSON
 
 MANIFEST_VERSION = 1
 
@@ -81,11 +78,20 @@ class Origin(NamedTuple):
         return dict(self.labels)
 
 
+class SandboxJSON(TypedDict):
+    """What a manifest says of the sandbox its process ran in (docs/manifests.md;
+    ``supervisor.sandbox`` describes one so)."""
+
+    kind: str
+    writable: list[str]
+    network: bool
+
+
 class Command(NamedTuple):
     argv: tuple[str, ...]
     cwd: str
     #: The sandbox it ran in, if any (``sandbox.Sandbox.describe``).
-    sandbox: "SandboxJSON | None" = None
+    sandbox: SandboxJSON | None = None
 
 
 class Cursors(NamedTuple):
@@ -121,7 +127,7 @@ class OwnerJSON(TypedDict):
 class CommandJSON(TypedDict):
     argv: list[str]
     cwd: str
-    sandbox: NotRequired["SandboxJSON"]
+    sandbox: NotRequired[SandboxJSON]
 
 
 class CursorsJSON(TypedDict):
@@ -279,7 +285,7 @@ class Manifest(NamedTuple):
         )
 
 
-def _sandbox(value: object) -> "SandboxJSON | None":
+def _sandbox(value: object) -> SandboxJSON | None:
     if value is None:
         return None
     if not (isinstance(value, dict) and isinstance(value.get("kind"), str)

@@ -31,13 +31,16 @@ ignored and ends the whole tree. A process killed by a signal is reported by
 bubblewrap as an exit status of 128 + the signal's number.
 """
 
+from __future__ import annotations
+
 import os
 import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
+
+from git_forge.supervisor.manifest import SandboxJSON
 
 #: The signals bubblewrap must not die of before the process it runs has ended.
 _PASSED = "TERM,INT,HUP"
@@ -46,14 +49,6 @@ _PROBE_SECONDS = 10.0
 #: The package that installs bubblewrap (Debian, Ubuntu, Fedora, Arch alike).
 PACKAGE = "bubblewrap"
 PRIVATE_TMP = Path("/tmp")  # noqa: S108 - the sandbox's own /tmp, a tmpfs
-
-
-class SandboxJSON(TypedDict):
-    """What a manifest says of the sandbox its process ran in (docs/manifests.md)."""
-
-    kind: str
-    writable: list[str]
-    network: bool
 
 
 class SandboxError(Exception):
