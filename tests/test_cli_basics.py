@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -341,3 +342,33 @@ def test_every_command_line_is_read_by_the_commands_parser(tmp_path: Path) -> No
             assert err.startswith("Error: the following arguments are required: "), words
             assert err.count("\n") == 1, words
     assert {"status", "preflight", "backlog list", "decision list"} <= set(reached)
+
+
+@pytest.mark.parametrize("locale_env", [{"LC_ALL": "C", "PYTHONUTF8": "0"},
+                                        {"PYTHONIOENCODING": "ascii"},
+                                        {"PYTHONIOENCODING": "latin-1"}],
+                         ids=["C-locale", "ascii", "latin-1"])
+def test_output_is_utf8_whatever_the_locale(git_repo: Path, locale_env: dict[str, str]) -> None:
+    """As git writes the bytes it holds: a title no ASCII locale can encode is printed
+    (not a traceback), ``--json`` is UTF-8 JSON, and a refusal is its one line."""
+    title = "Café — ünïcode ✓"
+    assert run_forge("init", cwd=git_repo).returncode == 0
+    assert run_forge("backlog", "add", "--title", title, cwd=git_repo).returncode == 0
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return waiting.run([*forge_argv(), *args], cwd=git_repo, capture_output=True,
+                           env={**os.environ, **locale_env})
+
+    listed = run("backlog", "list")
+    assert (listed.returncode, listed.stderr) == (0, b"")
+    assert title.encode("utf-8") in listed.stdout
+    document = run("backlog", "list", "--json")
+    assert json.loads(document.stdout.decode("utf-8"))[0]["title"] == title
+    before = snapshot(git_repo)
+    refused = run("backlog", "show", "é")
+    assert refused.returncode == 2
+    assert refused.stderr.decode("utf-8").startswith("Error: ")
+    assert b"Traceback" not in refused.stderr
+    if "LC_ALL" not in locale_env:  # under C, Python reads the argument's bytes as ASCII
+        assert "é" in refused.stderr.decode("utf-8")
+    assert snapshot(git_repo) == before

@@ -13,6 +13,8 @@ wrapped for the whole command.
 
 from __future__ import annotations
 
+import codecs
+import io
 import os
 import sys
 
@@ -29,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     code."""
     words = sys.argv[1:] if argv is None else argv
     _closed_streams_to_devnull()
+    _utf8_output()
     if argv is None:  # the process's own command line
         _absolute_git_paths()
         if words == HOOK_WORDS:
@@ -86,6 +89,16 @@ def _closed_streams_to_devnull() -> None:
         else:
             setattr(sys, name, open(os.devnull, "r" if number == 0 else "w",
                                     errors="backslashreplace"))
+
+
+def _utf8_output() -> None:
+    """Standard output and error write UTF-8, whatever the locale says, as git writes
+    the bytes it holds: a title or a path in an ASCII locale (``LC_ALL=C`` with
+    ``PYTHONUTF8=0``, ``PYTHONIOENCODING=ascii``) is printed, not a traceback, and a
+    ``--json`` document is UTF-8 JSON, as JSON is."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and codecs.lookup(stream.encoding).name != "utf-8":
+            stream.reconfigure(encoding="utf-8")
 
 
 #: The variables that name a place for git which git reads from where it starts (its
