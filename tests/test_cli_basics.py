@@ -372,3 +372,31 @@ def test_output_is_utf8_whatever_the_locale(git_repo: Path, locale_env: dict[str
     if "LC_ALL" not in locale_env:  # under C, Python reads the argument's bytes as ASCII
         assert "é" in refused.stderr.decode("utf-8")
     assert snapshot(git_repo) == before
+
+
+#: Starts ARGV from a directory it removes first, as a shell left in a deleted directory does.
+_FROM_A_REMOVED_DIRECTORY = ("import os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+                             "os.execv(sys.argv[2], sys.argv[2:])")
+
+
+@pytest.mark.parametrize("args", [["status"], ["backlog", "list"], ["preflight"], ["init"]],
+                         ids=" ".join)
+def test_a_removed_current_directory_is_one_line(tmp_path: Path, args: list[str]) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    argv = forge_argv()
+    result = waiting.run([sys.executable, "-c", _FROM_A_REMOVED_DIRECTORY, str(gone),
+                          argv[0], *argv[1:], *args], capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == ("Error: the current directory no longer exists; "
+                             "change to one that does\n")
+
+
+def test_a_tab_in_a_removed_directory_offers_nothing(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    argv = forge_argv()
+    result = waiting.run([sys.executable, "-c", _FROM_A_REMOVED_DIRECTORY, str(gone),
+                          argv[0], *argv[1:], "__complete", "items"],
+                         capture_output=True, text=True)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")

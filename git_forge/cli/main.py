@@ -212,5 +212,20 @@ def _dispatch(argv: list[str]) -> int:
     except OSError as exc:
         from git_forge.cli.output import error  # parser-tree boundary, as above
 
-        error(f"{exc.filename}: {os_error_text(exc)}" if exc.filename else os_error_text(exc))
+        if exc.filename:
+            error(f"{exc.filename}: {os_error_text(exc)}")
+        elif _working_directory_gone():
+            error("the current directory no longer exists; change to one that does")
+        else:
+            error(os_error_text(exc))
         return EXIT_USAGE
+
+
+def _working_directory_gone() -> bool:
+    """Whether the directory the command started in was removed (``os.getcwd`` fails
+    on it: the error a path resolved against it raised names no file)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
