@@ -277,12 +277,28 @@ def _postpones_annotations(tree: ast.Module) -> bool:
                for node in tree.body)
 
 
+def _record_names() -> frozenset[str]:
+    """The names of the package's record classes, and ``TypedDict`` and ``NamedTuple``:
+    a class derived from a record (``BranchJSON(ItemTreeJSON)``) is a record too."""
+    classes = [node for path in module_names().values()
+               for node in ast.parse(path.read_text("utf-8")).body
+               if isinstance(node, ast.ClassDef)]
+    names = {"TypedDict", "NamedTuple"}
+    while grown := {node.name for node in classes if node.name not in names
+                    and any(ast.unparse(base).rsplit(".", 1)[-1] in names
+                            for base in node.bases)}:
+        names |= grown
+    return frozenset(names)
+
+
+RECORDS = _record_names()
+
+
 def _defines_a_record(tree: ast.Module) -> bool:
-    """Whether the module makes a ``TypedDict`` or ``NamedTuple`` class when imported
-    (one defined under ``if TYPE_CHECKING:`` exists for the checker alone)."""
+    """Whether the module makes a record class when imported (one defined under ``if
+    TYPE_CHECKING:`` exists for the checker alone)."""
     return any(isinstance(node, ast.ClassDef)
-               and any(ast.unparse(base).rsplit(".", 1)[-1] in ("TypedDict", "NamedTuple")
-                       for base in node.bases)
+               and any(ast.unparse(base).rsplit(".", 1)[-1] in RECORDS for base in node.bases)
                for node in tree.body)
 
 

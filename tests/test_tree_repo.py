@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+import waiting
 from helpers import git
 from tree_helpers import write
 
@@ -167,3 +169,29 @@ def test_a_git_file_and_core_worktree_are_followed_as_git_follows_them(
     repo = open_repo(elsewhere)
     assert repo.workdir.resolve() == elsewhere.resolve()
     assert [(e.path, e.xy) for e in porcelain(repo)] == [("b.txt", "??")]
+
+
+def test_a_path_that_is_not_utf8_is_refused_in_one_line(tmp_path: Path) -> None:
+    """pygit2 names a work tree in UTF-8: a repository whose path holds other bytes is
+    refused before anything is done, with a ``GitError`` rather than a traceback."""
+    root = Path(os.fsdecode(os.fsencode(tmp_path) + b"/not-utf8-\xff"))
+    root.mkdir()
+    git("init", "-q", "-b", "main", cwd=root)
+    with pytest.raises(GitError, match="its path is not UTF-8"):
+        open_repo(root)
+
+
+def test_a_utf8_path_opens_under_an_ascii_locale(tmp_path: Path) -> None:
+    """Under ``LC_ALL=C`` (``PYTHONUTF8=0``) Python reads a path's bytes as ASCII; the
+    repository at a UTF-8 path still opens, as in any other locale."""
+    root = tmp_path / "café tree"
+    root.mkdir()
+    git("init", "-q", "-b", "main", cwd=root)
+    script = ("import sys; from git_forge.tree.repo import open_repo; "
+              "print(ascii(open_repo(sys.argv[1]).repository.workdir))")
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0"}
+    done = waiting.run([sys.executable, "-c", script, os.fsencode(root)], env=env,
+                       capture_output=True, text=True)
+    assert (done.returncode, done.stderr) == (0, "")
+    named = os.fsencode(root).decode("ascii", "surrogateescape")  # as Python reads it there
+    assert done.stdout == ascii(f"{named}/") + "\n"  # the same directory's bytes

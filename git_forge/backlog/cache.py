@@ -52,7 +52,7 @@ from git_forge.backlog.store import BacklogStore, Snapshot, file_identity, remem
 from git_forge.errors import StoreError
 from git_forge.layout import CACHE_DIR
 
-TYPE_CHECKING = False  # typing only for the checker, as in the store
+TYPE_CHECKING = False  # the TypeVar only for the checker
 if TYPE_CHECKING:
     from typing import TypeVar
 

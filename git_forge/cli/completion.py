@@ -83,7 +83,7 @@ def complete_values(argv: list[str]) -> int:
     except ValueError as exc:
         error(str(exc))
         return 2
-    except OSError:  # the current directory is gone: no candidates, as for an unreadable one
+    except OSError:  # the current directory removed, say: a TAB prints nothing, ever
         rows = []
     lines = [f"{value}\t{text}" if describe and text else value for value, text in rows]
     if lines:

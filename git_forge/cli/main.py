@@ -98,7 +98,7 @@ def _utf8_output() -> None:
     ``--json`` document is UTF-8 JSON, as JSON is."""
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper) and codecs.lookup(stream.encoding).name != "utf-8":
-            stream.reconfigure(encoding="utf-8")
+            stream.reconfigure(encoding="utf-8", errors=stream.errors)
 
 
 #: The variables that name a place for git which git reads from where it starts (its

@@ -210,10 +210,21 @@ def open_repo(path: Path | str = ".") -> Repo:
     git_dir, common_dir, work_tree = lines[1:]
     try:
         repository = pygit2.Repository(git_dir, RepositoryOpenFlag.NO_SEARCH)
-        repository.workdir = work_tree
+        repository.workdir = _utf8(work_tree)
+    except UnicodeDecodeError as exc:
+        raise GitError(f"cannot open the repository at {path}: its path is not UTF-8, "
+                       "which git-forge needs") from exc
     except pygit2.GitError as exc:
         raise GitError(f"cannot open the repository at {path}: {exc}") from exc
     return Repo(repository, Path(work_tree), Path(common_dir))
+
+
+def _utf8(path: str) -> str:
+    """``path`` as pygit2's ``workdir`` takes it, which it encodes as UTF-8 (where
+    opening a repository encodes a path as the file system's): its bytes read as
+    UTF-8, which Python read as the locale's; ``UnicodeDecodeError`` for bytes that
+    are not UTF-8."""
+    return os.fsencode(path).decode("utf-8")
 
 
 def init_repository(path: Path | str, branch: str = "main") -> Repo:
