@@ -72,6 +72,8 @@ class ParallelJSON(TypedDict):
     worktrees: list[ItemTreeJSON]
     agents: list[AgentJSON]
     mergeQueue: list[str]
+    #: Why the worktrees could not be listed (git's words; ``worktrees`` is then empty).
+    worktreesError: str | None
 
 
 class StatusTopologyJSON(TypedDict):
@@ -106,6 +108,7 @@ class StatusJSON(TypedDict):
     worktrees: list[ItemTreeJSON]
     agents: list[AgentJSON]
     mergeQueue: list[str]
+    worktreesError: str | None
     error: str | None
     statusSchemaVersion: str
     projectPath: str
@@ -141,14 +144,16 @@ _LIVE_STATES = ("starting", "running")
 
 def _parallel(workspace: Workspace, done: set[str], run_id: str | None) -> ParallelJSON:
     """``worktrees``: the items' worktrees and ``forge/<id>`` branches, each with its
-    state (a git failure leaves the list empty: status reports, it does not stop);
+    state (a git failure leaves the list empty and says why in ``worktreesError``:
+    status reports, it does not stop);
     ``agents``: one entry per agent the live run supervises; ``mergeQueue``: the
     items done whose branch is not integrated yet (a parallel run marks an item
     done, then merges it)."""
+    problem = None
     try:
         trees = item_trees(workspace.root, workspace.state_dir, workspace.backlog_file)
-    except ForgeError:
-        trees = []
+    except ForgeError as exc:
+        trees, problem = [], exc.message
     where = {tree.item_id: tree.worktree for tree in trees if tree.worktree is not None}
     agents: list[AgentJSON] = [
         {"handle": agent.handle, "itemId": agent.item_id, "startedAt": agent.started_at,
@@ -160,7 +165,8 @@ def _parallel(workspace: Workspace, done: set[str], run_id: str | None) -> Paral
     return {"worktrees": [{**tree.to_json(), "next": tree.next_step(onto)} for tree in trees],
             "agents": agents,
             "mergeQueue": [tree.item_id for tree in trees
-                           if tree.item_id in done and not tree.integrated]}
+                           if tree.item_id in done and not tree.integrated],
+            "worktreesError": problem}
 
 
 #: The status's backlog facts in the state dir's cache (``backlog/cache.py``).

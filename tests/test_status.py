@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import waiting
 from builders import blocked, item, write_backlog
-from helpers import run_forge
+from helpers import git, run_forge
 
 from git_forge.cli.status import render_status
 from git_forge.locks import FileLock
@@ -291,3 +291,22 @@ def test_a_running_agents_output_is_counted_as_proc_list_counts_it(tmp_path: Pat
         if loop.poll() is None:
             waiting.kill_tree(loop.pid)
             loop.wait(timeout=30)
+
+
+def test_worktrees_git_cannot_list_are_reported_not_hidden(repo: Path) -> None:
+    """A git failure while the items' worktrees are read (here a worktree's index that
+    is not an index) leaves the list empty and says why; status still answers, exit 0."""
+    tree = repo / ".forge" / "worktrees" / "006"
+    git("worktree", "add", "--quiet", "-b", "forge/006", str(tree), cwd=repo)
+    fine = json.loads(run_forge("status", "--json", cwd=repo).stdout)
+    assert ([entry["itemId"] for entry in fine["worktrees"]], fine["worktreesError"]) == (
+        ["006"], None)
+    index = Path(git("rev-parse", "--git-dir", cwd=tree).strip()) / "index"
+    index.write_bytes(b"not an index")
+    result = run_forge("status", "--json", cwd=repo)
+    assert (result.returncode, result.stderr) == (0, "")
+    document = json.loads(result.stdout)
+    assert document["worktrees"] == [] and "index" in document["worktreesError"]
+    shown = run_forge("status", cwd=repo)
+    assert shown.returncode == 0
+    assert f"worktree: none listed: {document['worktreesError']}" in shown.stdout

@@ -123,6 +123,8 @@ def render_status(document: Mapping[str, Any]) -> list[str]:
         rows.append(("merging", ", ".join(document["mergeQueue"])))
     for tree in document.get("worktrees", []):
         rows.append(("worktree", _tree_line(tree, document["projectPath"])))
+    if document.get("worktreesError"):
+        rows.append(("worktree", f"none listed: {document['worktreesError']}"))
     for item_id, reason in (document.get("verifyFailures") or {}).items():
         rows.append(("verify", f"item {item_id}'s last attempt failed its checks: {reason}"))
     for orphan in liveness["orphans"]:
