@@ -428,7 +428,8 @@ def test_the_launchers_end_as_python_programs_do(project: Path, tmp_path: Path) 
         "import atexit\natexit.register(lambda: print('finalized'))\n")
     env = {**os.environ, "PYTHONPATH": f"{hook}{os.pathsep}{source}"}
     in_process = "import sys; from git_forge.cli.main import main; sys.exit(main(sys.argv[1:]))"
-    as_the_hook = "import sys; from git_forge.cli.main import main; sys.exit(main())"
+    as_the_hook = ("import gc, sys; gc.disable(); from git_forge.cli.main import main; "
+                   "sys.exit(main())")
     for launcher in ([sys.executable, str(source / "bin" / "git-forge")],
                      [sys.executable, "-m", "git_forge"], [sys.executable, "-c", as_the_hook],
                      [sys.executable, "-c", in_process]):
