@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TypeGuard
 
 import pytest
 
@@ -277,11 +278,16 @@ def _postpones_annotations(tree: ast.Module) -> bool:
                for node in tree.body)
 
 
+@cache
+def _module_trees() -> dict[str, ast.Module]:
+    """Every module of the package, parsed, by dotted name."""
+    return {name: ast.parse(path.read_text("utf-8")) for name, path in module_names().items()}
+
+
 def _record_names() -> frozenset[str]:
     """The names of the package's record classes, and ``TypedDict`` and ``NamedTuple``:
     a class derived from a record (``BranchJSON(ItemTreeJSON)``) is a record too."""
-    classes = [node for path in module_names().values()
-               for node in ast.parse(path.read_text("utf-8")).body
+    classes = [node for tree in _module_trees().values() for node in tree.body
                if isinstance(node, ast.ClassDef)]
     names = {"TypedDict", "NamedTuple"}
     while grown := {node.name for node in classes if node.name not in names
@@ -294,25 +300,21 @@ def _record_names() -> frozenset[str]:
 RECORDS = _record_names()
 
 
-def _defines_a_record(tree: ast.Module) -> bool:
-    """Whether the module makes a record class when imported (one defined under ``if
-    TYPE_CHECKING:`` exists for the checker alone)."""
-    return any(isinstance(node, ast.ClassDef)
-               and any(ast.unparse(base).rsplit(".", 1)[-1] in RECORDS for base in node.bases)
-               for node in tree.body)
+def _is_record(node: ast.stmt) -> TypeGuard[ast.ClassDef]:
+    """Whether ``node``, a statement at a module's top, makes a record class (one
+    defined under ``if TYPE_CHECKING:`` exists for the checker alone)."""
+    return isinstance(node, ast.ClassDef) and any(
+        ast.unparse(base).rsplit(".", 1)[-1] in RECORDS for base in node.bases)
 
 
 def test_a_module_that_defines_records_keeps_its_field_types():
     """A record's field types are types, not text: with ``from __future__ import
     annotations`` ``typing`` compiles each one as the record is made, which every
     command pays at import (ARCHITECTURE.md, "What is measured, and where")."""
-    offenders = [name for name, path in module_names().items()
-                 for tree in [ast.parse(path.read_text("utf-8"))]
-                 if _defines_a_record(tree) and _postpones_annotations(tree)]
-    assert offenders == []
-    records = [name for name, path in module_names().items()
-               if _defines_a_record(ast.parse(path.read_text("utf-8")))]
+    records = {name: tree for name, tree in _module_trees().items()
+               if any(_is_record(node) for node in tree.body)}
     assert "git_forge.status_report" in records and "git_forge.capture" in records
+    assert [name for name, tree in records.items() if _postpones_annotations(tree)] == []
 
 
 def _text_in(annotation: ast.expr) -> list[str]:
@@ -330,10 +332,8 @@ def test_no_record_field_is_typed_by_text():
     made, and a process's first ``compile`` costs as much as a dozen modules' import
     (ARCHITECTURE.md, "What is measured, and where"): a record names its field types."""
     offenders = [f"{name}.{node.name}.{statement.target.id}: {texts}"
-                 for name, path in module_names().items()
-                 for node in ast.parse(path.read_text("utf-8")).body
-                 if isinstance(node, ast.ClassDef)
-                 and _defines_a_record(ast.Module(body=[node], type_ignores=[]))
+                 for name, tree in _module_trees().items()
+                 for node in tree.body if _is_record(node)
                  for statement in node.body
                  if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
                  and (texts := _text_in(statement.annotation))]

@@ -384,9 +384,8 @@ _FROM_A_REMOVED_DIRECTORY = ("import os, sys; os.chdir(sys.argv[1]); os.rmdir(sy
 def test_a_removed_current_directory_is_one_line(tmp_path: Path, args: list[str]) -> None:
     gone = tmp_path / "gone"
     gone.mkdir()
-    argv = forge_argv()
     result = waiting.run([sys.executable, "-c", _FROM_A_REMOVED_DIRECTORY, str(gone),
-                          argv[0], *argv[1:], *args], capture_output=True, text=True)
+                          *forge_argv(), *args], capture_output=True, text=True)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == ("Error: the current directory no longer exists; "
                              "change to one that does\n")
@@ -395,8 +394,6 @@ def test_a_removed_current_directory_is_one_line(tmp_path: Path, args: list[str]
 def test_a_tab_in_a_removed_directory_offers_nothing(tmp_path: Path) -> None:
     gone = tmp_path / "gone"
     gone.mkdir()
-    argv = forge_argv()
     result = waiting.run([sys.executable, "-c", _FROM_A_REMOVED_DIRECTORY, str(gone),
-                          argv[0], *argv[1:], "__complete", "items"],
-                         capture_output=True, text=True)
+                          *forge_argv(), "__complete", "items"], capture_output=True, text=True)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
